@@ -1,0 +1,94 @@
+//! Command-line arguments, named as the reference names them so scripts carry over.
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "keel",
+    version,
+    about = "A terminal coding agent that keeps the model's claims tied to evidence"
+)]
+pub struct Cli {
+    /// The prompt (headless with -p; the first message in interactive mode)
+    pub prompt: Option<String>,
+
+    /// Run headless: answer the prompt (argument and/or stdin) and exit
+    #[arg(short = 'p', long = "print")]
+    pub print: bool,
+
+    /// Output of headless mode
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output_format: OutputFormat,
+
+    /// More output: needed for stream-json; prints retries and notices on stderr
+    #[arg(long)]
+    pub verbose: bool,
+
+    /// With stream-json: also emit raw model stream events
+    #[arg(long)]
+    pub include_partial_messages: bool,
+
+    /// Stop after this many model turns
+    #[arg(long)]
+    pub max_turns: Option<u32>,
+
+    /// Model id or alias (sonnet, opus, haiku)
+    #[arg(long)]
+    pub model: Option<String>,
+
+    /// Replace keel's system prompt
+    #[arg(long)]
+    pub system_prompt: Option<String>,
+
+    /// Append text to the system prompt
+    #[arg(long)]
+    pub append_system_prompt: Option<String>,
+
+    /// Permission mode: default, acceptEdits, plan, dontAsk, bypassPermissions
+    #[arg(long)]
+    pub permission_mode: Option<String>,
+
+    /// Same as --permission-mode bypassPermissions
+    #[arg(long)]
+    pub dangerously_skip_permissions: bool,
+
+    /// Continue the most recent session in this directory
+    #[arg(short = 'c', long = "continue")]
+    pub continue_session: bool,
+
+    /// Resume a session by id
+    #[arg(short = 'r', long)]
+    pub resume: Option<String>,
+
+    /// Use this id for a new session
+    #[arg(long)]
+    pub session_id: Option<String>,
+
+    /// Do not write a transcript
+    #[arg(long)]
+    pub no_session_persistence: bool,
+
+    /// Where model turns come from
+    #[arg(long, value_enum, default_value_t = ProviderKind::Anthropic)]
+    pub provider: ProviderKind,
+
+    /// Script of assistant turns for --provider script
+    #[arg(long)]
+    pub script: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
+    #[value(name = "stream-json")]
+    StreamJson,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProviderKind {
+    Anthropic,
+    Script,
+}

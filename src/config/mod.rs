@@ -1,0 +1,4 @@
+//! Configuration: paths and the model table (settings layers come with permissions).
+
+pub mod models;
+pub mod paths;

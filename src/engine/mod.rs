@@ -1,0 +1,80 @@
+//! The session engine and its turn driver.
+//!
+//! [`Engine`] owns the [`Session`] (long-lived state) and drives one user turn at a time:
+//! project state into a request, stream the model's output as [`EngineEvent`]s, run tool calls
+//! through the [`pipeline`], append results, repeat until the model stops calling tools, the
+//! turn limit is reached or the user cancels.
+
+pub mod events;
+pub mod pipeline;
+pub mod session;
+mod turn;
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+pub use events::{EngineEvent, NoticeLevel, ResultSubtype, TurnOutcome};
+pub use session::Session;
+
+use crate::provider::{Provider, SystemBlock};
+use crate::tools::registry::ToolRegistry;
+
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    pub model: String,
+    pub max_tokens: u32,
+    /// Model requests allowed per user turn (`--max-turns`).
+    pub max_turns: Option<u32>,
+    pub system: Vec<SystemBlock>,
+}
+
+/// Sends engine events to whoever consumes them; a consumer that went away is not an error.
+#[derive(Clone)]
+pub struct EventSink(mpsc::UnboundedSender<EngineEvent>);
+
+impl EventSink {
+    pub fn emit(&self, event: EngineEvent) {
+        let _ = self.0.send(event);
+    }
+
+    pub fn notice(&self, level: NoticeLevel, message: impl Into<String>) {
+        self.emit(EngineEvent::Notice {
+            level,
+            message: message.into(),
+        });
+    }
+}
+
+pub struct Engine {
+    pub config: EngineConfig,
+    pub provider: Arc<dyn Provider>,
+    pub registry: Arc<ToolRegistry>,
+    pub session: Session,
+    events: EventSink,
+}
+
+impl Engine {
+    pub fn new(
+        config: EngineConfig,
+        provider: Arc<dyn Provider>,
+        registry: Arc<ToolRegistry>,
+        session: Session,
+    ) -> (Engine, mpsc::UnboundedReceiver<EngineEvent>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (
+            Engine {
+                config,
+                provider,
+                registry,
+                session,
+                events: EventSink(tx),
+            },
+            rx,
+        )
+    }
+
+    pub fn events(&self) -> &EventSink {
+        &self.events
+    }
+}

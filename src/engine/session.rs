@@ -1,0 +1,128 @@
+//! The session: long-lived state that outlives single turns.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::config::models;
+use crate::message::{ContentBlock, Message, Role, Usage};
+use crate::tools::SessionShared;
+use crate::transcript::{SessionMeta, Transcript, TranscriptError};
+
+/// Token and cost totals for one model.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ModelTotals {
+    pub usage: Usage,
+    pub cost_usd: f64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Totals {
+    pub usage: Usage,
+    pub cost_usd: f64,
+    pub api_ms: u64,
+    pub requests: u32,
+    pub by_model: BTreeMap<String, ModelTotals>,
+}
+
+impl Totals {
+    pub fn record(&mut self, model: &str, usage: &Usage) {
+        let cost = models::info(model)
+            .pricing
+            .map(|p| p.cost(usage))
+            .unwrap_or(0.0);
+        self.usage.add(usage);
+        self.cost_usd += cost;
+        self.requests += 1;
+        let entry = self.by_model.entry(model.to_string()).or_default();
+        entry.usage.add(usage);
+        entry.cost_usd += cost;
+    }
+}
+
+/// A tool call the permission layer refused, for the result's `permission_denials`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Denial {
+    pub tool_name: String,
+    pub tool_use_id: String,
+    pub tool_input: Value,
+}
+
+pub struct Session {
+    pub id: String,
+    pub history: Vec<Message>,
+    pub shared: Arc<SessionShared>,
+    pub totals: Totals,
+    pub denials: Vec<Denial>,
+    pub transcript: Transcript,
+    /// Transcript writes that failed; reported once, never fatal to the turn.
+    pub transcript_errors: Vec<String>,
+}
+
+impl Session {
+    pub fn new(id: String, cwd: PathBuf, session_dir: PathBuf, transcript: Transcript) -> Self {
+        Session {
+            id,
+            history: Vec::new(),
+            shared: Arc::new(SessionShared::new(cwd, session_dir)),
+            totals: Totals::default(),
+            denials: Vec::new(),
+            transcript,
+            transcript_errors: Vec::new(),
+        }
+    }
+
+    pub fn write_meta(&mut self, model: &str) {
+        let meta = SessionMeta {
+            session_id: self.id.clone(),
+            cwd: self.shared.cwd.clone(),
+            model: model.to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        };
+        let r = self.transcript.meta(&meta);
+        self.note_transcript(r);
+    }
+
+    /// Appends user content, merging into a trailing user message (the API wants alternation).
+    pub fn push_user(&mut self, content: Vec<ContentBlock>) {
+        let message = Message {
+            role: Role::User,
+            content,
+        };
+        let r = self.transcript.message(&message);
+        self.note_transcript(r);
+        match self.history.last_mut() {
+            Some(last) if last.role == Role::User => last.content.extend(message.content),
+            _ => self.history.push(message),
+        }
+    }
+
+    pub fn push_assistant(&mut self, message: Message) {
+        let r = self.transcript.message(&message);
+        self.note_transcript(r);
+        self.history.push(message);
+    }
+
+    pub fn log_event(&mut self, name: &str, data: Value) {
+        let r = self.transcript.event(name, data);
+        self.note_transcript(r);
+    }
+
+    fn note_transcript(&mut self, r: Result<(), TranscriptError>) {
+        if let Err(e) = r {
+            self.transcript_errors.push(e.to_string());
+        }
+    }
+
+    /// The text of the newest assistant message.
+    pub fn last_assistant_text(&self) -> String {
+        self.history
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant)
+            .map(Message::text)
+            .unwrap_or_default()
+    }
+}

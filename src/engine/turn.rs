@@ -1,0 +1,286 @@
+//! The turn driver: one user prompt, as many model requests and tool rounds as it takes.
+
+use std::time::Instant;
+
+use futures_util::StreamExt;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::Engine;
+use super::events::{EngineEvent, NoticeLevel, ResultSubtype, TurnOutcome};
+use super::pipeline::{Pipeline, ToolCall};
+use super::session::Denial;
+use crate::message::{ContentBlock, Message, StopReason};
+use crate::provider::{BrokenReason, ModelRequest, ModelResponse, ProviderError, ProviderEvent};
+
+/// How often a response cut by the output limit is continued before giving up.
+const MAX_CONTINUATIONS: u32 = 3;
+
+struct TurnStats {
+    started: Instant,
+    api_ms: u64,
+    requests: u32,
+}
+
+impl Engine {
+    /// Runs one user turn to its end and returns (and emits) its outcome.
+    pub async fn run_turn(
+        &mut self,
+        content: Vec<ContentBlock>,
+        cancel: CancellationToken,
+    ) -> TurnOutcome {
+        let mut stats = TurnStats {
+            started: Instant::now(),
+            api_ms: 0,
+            requests: 0,
+        };
+        self.session.push_user(content);
+        let outcome = self.drive(&mut stats, &cancel).await;
+        let outcome = TurnOutcome {
+            num_turns: stats.requests,
+            duration_ms: stats.started.elapsed().as_millis() as u64,
+            duration_api_ms: stats.api_ms,
+            ..outcome
+        };
+        for err in std::mem::take(&mut self.session.transcript_errors) {
+            self.events.notice(NoticeLevel::Warning, err);
+        }
+        self.session.log_event(
+            "turn_finished",
+            json!({"subtype": outcome.subtype.as_str(), "is_error": outcome.is_error, "num_turns": outcome.num_turns}),
+        );
+        self.events.emit(EngineEvent::TurnFinished(outcome.clone()));
+        outcome
+    }
+
+    async fn drive(&mut self, stats: &mut TurnStats, cancel: &CancellationToken) -> TurnOutcome {
+        let mut continuations = 0;
+        loop {
+            if let Some(max) = self.config.max_turns
+                && stats.requests >= max
+            {
+                return failure(
+                    ResultSubtype::ErrorMaxTurns,
+                    format!("reached the limit of {max} model turns before the task was finished"),
+                    None,
+                );
+            }
+            stats.requests += 1;
+            self.events.emit(EngineEvent::RequestStarted {
+                request: stats.requests,
+            });
+            let request = self.build_request();
+            let api_started = Instant::now();
+            let response = self.stream_response(request, cancel).await;
+            stats.api_ms += api_started.elapsed().as_millis() as u64;
+            let response = match response {
+                Ok(r) => r,
+                Err(ProviderError::Cancelled) => return self.interrupted(),
+                Err(e) => {
+                    let status = e.status();
+                    return failure(ResultSubtype::ErrorDuringExecution, e.to_string(), status);
+                }
+            };
+            self.session
+                .totals
+                .record(&response.model_or(&self.config.model), &response.usage);
+            self.session.totals.api_ms += api_started.elapsed().as_millis() as u64;
+
+            let mut content = response.content.clone();
+            if content.is_empty() {
+                // The API rejects empty assistant messages in the history.
+                content.push(ContentBlock::text("(no output)"));
+            }
+            let message = Message::assistant(content);
+            self.session.push_assistant(message.clone());
+            self.events.emit(EngineEvent::Assistant {
+                id: response.id.clone(),
+                model: response.model_or(&self.config.model),
+                message: message.clone(),
+                stop_reason: response.stop_reason.as_str().to_string(),
+                usage: response.usage,
+            });
+
+            let calls: Vec<ToolCall> = message
+                .tool_uses()
+                .map(|t| ToolCall {
+                    id: t.id.to_string(),
+                    name: t.name.to_string(),
+                    input: t.input.clone(),
+                })
+                .collect();
+            if !calls.is_empty() {
+                let records = Pipeline {
+                    registry: &self.registry,
+                    shared: &self.session.shared,
+                    events: &self.events,
+                }
+                .run_all(calls, &response.broken_tool_calls, cancel)
+                .await;
+                for r in records.iter().filter(|r| r.denied) {
+                    self.session.denials.push(Denial {
+                        tool_name: r.call.name.clone(),
+                        tool_use_id: r.call.id.clone(),
+                        tool_input: r.call.input.clone(),
+                    });
+                }
+                let results = Message {
+                    role: crate::message::Role::User,
+                    content: records.iter().map(|r| r.to_block()).collect(),
+                };
+                self.session.push_user(results.content.clone());
+                self.events.emit(EngineEvent::ToolResults(results));
+                if cancel.is_cancelled() {
+                    return self.interrupted();
+                }
+                continue;
+            }
+
+            if response.stop_reason == StopReason::MaxTokens {
+                if continuations >= MAX_CONTINUATIONS {
+                    return failure(
+                        ResultSubtype::ErrorDuringExecution,
+                        format!(
+                            "the model hit its output limit {MAX_CONTINUATIONS} times in a row without finishing"
+                        ),
+                        None,
+                    );
+                }
+                continuations += 1;
+                self.session
+                    .push_user(vec![ContentBlock::text(continuation_note(&response))]);
+                continue;
+            }
+
+            return TurnOutcome {
+                subtype: ResultSubtype::Success,
+                is_error: false,
+                result: message.text(),
+                errors: Vec::new(),
+                stop_reason: Some(response.stop_reason.as_str().to_string()),
+                num_turns: 0,
+                duration_ms: 0,
+                duration_api_ms: 0,
+                interrupted: false,
+                api_error_status: None,
+            };
+        }
+    }
+
+    fn build_request(&self) -> ModelRequest {
+        ModelRequest {
+            model: self.config.model.clone(),
+            max_tokens: self.config.max_tokens,
+            system: self.config.system.clone(),
+            messages: self.session.history.clone(),
+            tools: self.registry.definitions(),
+        }
+    }
+
+    /// Streams one request, forwarding deltas as events.
+    async fn stream_response(
+        &mut self,
+        request: ModelRequest,
+        cancel: &CancellationToken,
+    ) -> Result<ModelResponse, ProviderError> {
+        let mut stream = self.provider.stream(request, cancel.clone());
+        while let Some(item) = stream.next().await {
+            match item? {
+                ProviderEvent::Completed(resp) => return Ok(resp),
+                ProviderEvent::TextDelta { text } => self.events.emit(EngineEvent::TextDelta(text)),
+                ProviderEvent::ThinkingDelta { text } => {
+                    self.events.emit(EngineEvent::ThinkingDelta(text))
+                }
+                ProviderEvent::ToolUseStarted { id, name } => self
+                    .events
+                    .emit(EngineEvent::ToolCallStreaming { id, name }),
+                ProviderEvent::Raw(v) => self.events.emit(EngineEvent::RawStream(v)),
+                ProviderEvent::Retry {
+                    attempt,
+                    max_retries,
+                    delay_ms,
+                    status,
+                    error,
+                } => {
+                    self.session.log_event(
+                        "api_retry",
+                        json!({"attempt": attempt, "max_retries": max_retries, "retry_delay_ms": delay_ms, "error_status": status, "error": error}),
+                    );
+                    self.events.emit(EngineEvent::Retry {
+                        attempt,
+                        max_retries,
+                        delay_ms,
+                        status,
+                        error,
+                    });
+                }
+            }
+        }
+        Err(ProviderError::Stream(
+            "the provider ended without a response".into(),
+        ))
+    }
+
+    /// Records the interruption so the next turn's model knows, and reports it.
+    fn interrupted(&mut self) -> TurnOutcome {
+        self.session
+            .push_user(vec![ContentBlock::text("[Request interrupted by user]")]);
+        TurnOutcome {
+            subtype: ResultSubtype::ErrorDuringExecution,
+            is_error: true,
+            result: "interrupted by the user".into(),
+            errors: vec!["interrupted by the user".into()],
+            stop_reason: None,
+            num_turns: 0,
+            duration_ms: 0,
+            duration_api_ms: 0,
+            interrupted: true,
+            api_error_status: None,
+        }
+    }
+}
+
+fn failure(subtype: ResultSubtype, message: String, status: Option<u16>) -> TurnOutcome {
+    TurnOutcome {
+        subtype,
+        is_error: true,
+        result: message.clone(),
+        errors: vec![message],
+        stop_reason: None,
+        num_turns: 0,
+        duration_ms: 0,
+        duration_api_ms: 0,
+        interrupted: false,
+        api_error_status: status,
+    }
+}
+
+fn continuation_note(response: &ModelResponse) -> String {
+    let cut: Vec<&str> = response
+        .broken_tool_calls
+        .iter()
+        .filter(|b| b.reason == BrokenReason::Truncated)
+        .map(|b| b.name.as_str())
+        .collect();
+    if cut.is_empty() {
+        "Your response was cut off by the output token limit. Continue exactly where you stopped."
+            .into()
+    } else {
+        format!(
+            "Your response was cut off by the output token limit while you were writing a call to {}; that \
+             call was incomplete and was NOT run. Continue, and keep each tool input smaller (for example, \
+             write a large file in several steps).",
+            cut.join(", ")
+        )
+    }
+}
+
+impl ModelResponse {
+    fn model_or(&self, fallback: &str) -> String {
+        if self.model.is_empty() {
+            fallback.to_string()
+        } else {
+            self.model.clone()
+        }
+    }
+}

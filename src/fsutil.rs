@@ -1,0 +1,81 @@
+//! File-system helpers: atomic writes that never leave a half-written file.
+
+use std::io::Write;
+use std::path::Path;
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same directory is written,
+/// fsynced, given the old file's permissions, and renamed over the target. Parent directories
+/// are created. A crash at any point leaves either the old or the new content.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir)?;
+    let old_perms = std::fs::metadata(path).ok().map(|m| m.permissions());
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".keel-write-")
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    if let Some(perms) = old_perms {
+        std::fs::set_permissions(tmp.path(), perms)?;
+    } else {
+        // New files get the usual 0644-minus-umask instead of tempfile's private 0600.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = 0o666 & !current_umask();
+            std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(mode))?;
+        }
+    }
+    tmp.persist(path).map_err(|e| e.error)?;
+    // Make the rename itself durable.
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// The process umask, read from /proc without the race of setting and restoring it.
+#[cfg(unix)]
+fn current_umask() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Umask:"))
+                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        })
+        .unwrap_or(0o022)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_permissions_and_replaces_content() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("run.sh");
+        std::fs::write(&p, "old").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        write_atomic(&p, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(leftovers.len(), 1);
+    }
+
+    #[test]
+    fn creates_parent_directories() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a/b/c.txt");
+        write_atomic(&p, b"x").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"x");
+    }
+}

@@ -1,0 +1,295 @@
+//! Headless mode (`keel -p`): one prompt, no human in the loop, machine-readable output.
+
+pub mod output;
+
+use std::collections::HashMap;
+use std::io::{IsTerminal, Read, Write};
+use std::process::ExitCode;
+
+use serde_json::Value;
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::args::{Cli, OutputFormat};
+use crate::cli::setup::{self, SetupError};
+use crate::engine::{EngineEvent, NoticeLevel, ResultSubtype, TurnOutcome};
+use crate::message::ContentBlock;
+
+/// Largest prompt accepted on stdin.
+const MAX_STDIN: u64 = 10 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum HeadlessError {
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    #[error("{0}")]
+    Usage(String),
+    #[error("cannot read the prompt from stdin: {0}")]
+    Stdin(std::io::Error),
+}
+
+/// Reads the prompt from the argument and/or stdin (stdin is appended after the argument).
+pub fn read_prompt(cli: &Cli) -> Result<String, HeadlessError> {
+    let mut prompt = cli.prompt.clone().unwrap_or_default();
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        let mut buf = String::new();
+        stdin
+            .lock()
+            .take(MAX_STDIN + 1)
+            .read_to_string(&mut buf)
+            .map_err(HeadlessError::Stdin)?;
+        if buf.len() as u64 > MAX_STDIN {
+            return Err(HeadlessError::Usage(
+                "the prompt on stdin is larger than 10 MB".into(),
+            ));
+        }
+        if !buf.trim().is_empty() {
+            if !prompt.is_empty() {
+                prompt.push_str("\n\n");
+            }
+            prompt.push_str(&buf);
+        }
+    }
+    if prompt.trim().is_empty() {
+        return Err(HeadlessError::Usage(
+            "no prompt: give one as an argument (keel -p \"...\") or on stdin".into(),
+        ));
+    }
+    Ok(prompt)
+}
+
+pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
+    if cli.output_format == OutputFormat::StreamJson && !cli.verbose {
+        return Err(HeadlessError::Usage(
+            "--output-format stream-json with --print needs --verbose".into(),
+        ));
+    }
+    if cli.include_partial_messages && cli.output_format != OutputFormat::StreamJson {
+        return Err(HeadlessError::Usage(
+            "--include-partial-messages needs --output-format stream-json".into(),
+        ));
+    }
+    let prompt = read_prompt(&cli)?;
+    let prepared = setup::prepare(&cli)?;
+    for w in &prepared.resume_warnings {
+        eprintln!("keel: warning: {w}");
+    }
+    let mut engine = prepared.engine;
+    let session_id = engine.session.id.clone();
+    let printer = Printer {
+        format: cli.output_format,
+        verbose: cli.verbose,
+        session_id: session_id.clone(),
+        structured: HashMap::new(),
+    };
+    if printer.format == OutputFormat::StreamJson {
+        let cwd = engine.session.shared.cwd.display().to_string();
+        printer.line(&output::init_line(&output::InitInfo {
+            session_id: &session_id,
+            cwd: &cwd,
+            tools: engine.registry.names(),
+            model: &engine.config.model,
+            permission_mode: &prepared.permission_mode,
+            api_key_source: api_key_source(&cli),
+        }));
+    }
+
+    let cancel = CancellationToken::new();
+    let signal = watch_signals(cancel.clone());
+    let printing = tokio::spawn(printer.drain(prepared.events));
+    let outcome = engine
+        .run_turn(vec![ContentBlock::text(prompt)], cancel.clone())
+        .await;
+    // The drain task ends at TurnFinished; a panic in it only loses progress lines.
+    let _ = printing.await;
+    let result = output::result_object(
+        &outcome,
+        &session_id,
+        &engine.session.totals,
+        &engine.session.denials,
+    );
+    match cli.output_format {
+        OutputFormat::Text => {
+            if outcome.is_error {
+                eprintln!("Error: {}", text_error(&outcome, cli.max_turns));
+            } else {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{}", outcome.result);
+            }
+        }
+        OutputFormat::Json | OutputFormat::StreamJson => {
+            println!("{result}");
+            if outcome.is_error && !outcome.interrupted {
+                eprintln!("Error: {}", text_error(&outcome, cli.max_turns));
+            }
+        }
+    }
+    let code = match signal.triggered() {
+        Some(sig) => 128 + sig,
+        None if outcome.is_error => 1,
+        None => 0,
+    };
+    Ok(ExitCode::from(code as u8))
+}
+
+fn text_error(outcome: &TurnOutcome, max_turns: Option<u32>) -> String {
+    match (outcome.subtype, max_turns) {
+        (ResultSubtype::ErrorMaxTurns, Some(n)) => format!("Reached max turns ({n})"),
+        _ => outcome.result.clone(),
+    }
+}
+
+fn api_key_source(cli: &Cli) -> &'static str {
+    match cli.provider {
+        crate::cli::args::ProviderKind::Script => "none",
+        crate::cli::args::ProviderKind::Anthropic => {
+            if std::env::var("ANTHROPIC_API_KEY").is_ok_and(|v| !v.is_empty()) {
+                "ANTHROPIC_API_KEY"
+            } else {
+                "ANTHROPIC_AUTH_TOKEN"
+            }
+        }
+    }
+}
+
+struct Printer {
+    format: OutputFormat,
+    verbose: bool,
+    session_id: String,
+    structured: HashMap<String, Value>,
+}
+
+impl Printer {
+    fn line(&self, v: &Value) {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{v}");
+        let _ = out.flush();
+    }
+
+    /// Consumes engine events until the turn finishes.
+    async fn drain(mut self, mut events: UnboundedReceiver<EngineEvent>) -> Self {
+        while let Some(event) = events.recv().await {
+            if let EngineEvent::TurnFinished(_) = event {
+                break;
+            }
+            self.handle(event);
+        }
+        self
+    }
+
+    fn handle(&mut self, event: EngineEvent) {
+        let stream = self.format == OutputFormat::StreamJson;
+        match event {
+            EngineEvent::Assistant {
+                id,
+                model,
+                message,
+                stop_reason,
+                usage,
+            } if stream => {
+                for l in output::assistant_lines(
+                    &id,
+                    &model,
+                    &message,
+                    &stop_reason,
+                    &usage,
+                    &self.session_id,
+                ) {
+                    self.line(&l);
+                }
+            }
+            EngineEvent::ToolFinished { id, structured, .. } if stream => {
+                self.structured.insert(id, structured);
+            }
+            EngineEvent::ToolResults(message) if stream => {
+                for block in &message.content {
+                    let structured = match block {
+                        ContentBlock::ToolResult { tool_use_id, .. } => {
+                            self.structured.remove(tool_use_id)
+                        }
+                        _ => None,
+                    };
+                    self.line(&output::tool_result_line(
+                        block,
+                        structured.as_ref(),
+                        &self.session_id,
+                    ));
+                }
+            }
+            EngineEvent::RawStream(v) if stream => {
+                self.line(&output::stream_event_line(&v, &self.session_id));
+            }
+            EngineEvent::Retry {
+                attempt,
+                max_retries,
+                delay_ms,
+                status,
+                error,
+            } => {
+                if stream {
+                    self.line(&output::retry_line(
+                        attempt,
+                        max_retries,
+                        delay_ms,
+                        status,
+                        &error,
+                        &self.session_id,
+                    ));
+                }
+                if self.verbose {
+                    eprintln!(
+                        "keel: {error}; retrying in {delay_ms} ms (attempt {attempt} of {max_retries})"
+                    );
+                }
+            }
+            EngineEvent::Notice { level, message } => {
+                if stream {
+                    self.line(&output::system_line(
+                        "notice",
+                        serde_json::json!({"level": format!("{level:?}").to_lowercase(), "message": message}),
+                        &self.session_id,
+                    ));
+                }
+                if level != NoticeLevel::Info || self.verbose {
+                    eprintln!("keel: {message}");
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Cancels the turn on SIGINT/SIGTERM and remembers which signal came.
+struct SignalWatch(std::sync::Arc<std::sync::atomic::AtomicI32>);
+
+impl SignalWatch {
+    fn triggered(&self) -> Option<i32> {
+        match self.0.load(std::sync::atomic::Ordering::SeqCst) {
+            0 => None,
+            n => Some(n),
+        }
+    }
+}
+
+fn watch_signals(cancel: CancellationToken) -> SignalWatch {
+    use std::sync::atomic::{AtomicI32, Ordering};
+    use tokio::signal::unix::{SignalKind, signal};
+    let which = std::sync::Arc::new(AtomicI32::new(0));
+    let flag = which.clone();
+    tokio::spawn(async move {
+        let (Ok(mut int), Ok(mut term)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) else {
+            return;
+        };
+        let sig = tokio::select! {
+            _ = int.recv() => 2,
+            _ = term.recv() => 15,
+        };
+        flag.store(sig, Ordering::SeqCst);
+        cancel.cancel();
+    });
+    SignalWatch(which)
+}

@@ -1,0 +1,15 @@
+//! keel: a terminal coding agent whose host runtime keeps the model's claims tied to evidence.
+//!
+//! See docs/ARCHITECTURE.md for the map of the modules and how a prompt flows through them.
+
+pub mod cli;
+pub mod compact;
+pub mod config;
+pub mod context;
+pub mod engine;
+pub mod fsutil;
+pub mod headless;
+pub mod message;
+pub mod provider;
+pub mod tools;
+pub mod transcript;

@@ -1,0 +1,157 @@
+//! Model providers: one streamed request at a time, cancellable.
+//!
+//! A provider turns a [`ModelRequest`] into a stream of [`ProviderEvent`]s that ends with
+//! exactly one `Completed` event or one error. Retries happen inside the provider and are
+//! reported as `Retry` events so the UI can discard partial output of the failed attempt.
+
+pub mod anthropic;
+pub mod retry;
+pub mod script;
+
+use futures_util::stream::BoxStream;
+use serde::Serialize;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::message::{CacheControl, ContentBlock, Message, StopReason, Usage};
+
+/// Everything one model call needs. Built fresh for each request by the turn driver.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelRequest {
+    pub model: String,
+    pub max_tokens: u32,
+    pub system: Vec<SystemBlock>,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolDefinition>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SystemBlock {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<CacheControl>,
+}
+
+impl SystemBlock {
+    pub fn text(text: impl Into<String>) -> Self {
+        SystemBlock {
+            kind: "text",
+            text: text.into(),
+            cache_control: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolDefinition {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_control: Option<CacheControl>,
+}
+
+/// A tool call whose input could not be used: never executed, reported to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BrokenToolCall {
+    pub id: String,
+    pub name: String,
+    pub reason: BrokenReason,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum BrokenReason {
+    /// The input JSON fragments did not form valid JSON.
+    Malformed { raw: String, error: String },
+    /// The stream stopped (e.g. at max_tokens) before the call was complete.
+    Truncated,
+}
+
+/// The assembled assistant message of one request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelResponse {
+    pub id: String,
+    pub model: String,
+    pub content: Vec<ContentBlock>,
+    pub stop_reason: StopReason,
+    pub usage: Usage,
+    /// Calls that must not run; `content` holds no `tool_use` block for truncated ones and an
+    /// empty-input `tool_use` (never executed) for malformed ones so the history stays valid.
+    pub broken_tool_calls: Vec<BrokenToolCall>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ProviderEvent {
+    /// Raw wire event, for `--include-partial-messages`.
+    Raw(Value),
+    TextDelta {
+        text: String,
+    },
+    ThinkingDelta {
+        text: String,
+    },
+    ToolUseStarted {
+        id: String,
+        name: String,
+    },
+    /// A retryable failure; the attempt's partial output is void.
+    Retry {
+        attempt: u32,
+        max_retries: u32,
+        delay_ms: u64,
+        status: Option<u16>,
+        error: String,
+    },
+    Completed(ModelResponse),
+}
+
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
+pub enum ProviderError {
+    #[error("authentication failed ({status}): {message}")]
+    Auth { status: u16, message: String },
+    #[error("the API rejected the request ({status}): {message}")]
+    Rejected { status: u16, message: String },
+    #[error("gave up after {attempts} attempts: {last}")]
+    RetriesExhausted { attempts: u32, last: String },
+    #[error("malformed response stream: {0}")]
+    Stream(String),
+    #[error("request cancelled")]
+    Cancelled,
+    #[error("{0}")]
+    Config(String),
+    #[error("script provider: {0}")]
+    Script(String),
+}
+
+impl ProviderError {
+    /// HTTP status behind the error, for the result's `api_error_status`.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ProviderError::Auth { status, .. } | ProviderError::Rejected { status, .. } => {
+                Some(*status)
+            }
+            _ => None,
+        }
+    }
+}
+
+pub type ProviderStream = BoxStream<'static, Result<ProviderEvent, ProviderError>>;
+
+pub trait Provider: Send + Sync {
+    /// Short name for `system/init` and diagnostics.
+    fn name(&self) -> &str;
+    /// Streams one request. The stream ends after `Completed` or an error; cancelling the token
+    /// ends it promptly with [`ProviderError::Cancelled`].
+    fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ProviderStream;
+}
+
+/// Adapts a spawned producer writing into a channel to a [`ProviderStream`].
+pub(crate) fn channel_stream(
+    rx: tokio::sync::mpsc::Receiver<Result<ProviderEvent, ProviderError>>,
+) -> ProviderStream {
+    Box::pin(futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    }))
+}

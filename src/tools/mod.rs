@@ -1,0 +1,154 @@
+//! Tools the model can call, and the context they run in.
+//!
+//! A tool validates nothing itself that the JSON schema already checks (the registry does that
+//! once, before the call); it reports every failure as an error result the model can act on.
+
+pub mod file_state;
+pub mod glob;
+pub mod grep;
+pub mod paths;
+pub mod read;
+pub mod registry;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::message::ToolResultContent;
+use file_state::FileStateMap;
+
+/// State shared by the tools of one session (cloned, not shared, into sub-agents).
+#[derive(Debug)]
+pub struct SessionShared {
+    /// The workspace root: the directory keel was started in.
+    pub cwd: PathBuf,
+    /// Where spill files and other per-session artefacts live.
+    pub session_dir: PathBuf,
+    pub file_state: Mutex<FileStateMap>,
+}
+
+impl SessionShared {
+    pub fn new(cwd: PathBuf, session_dir: PathBuf) -> Self {
+        SessionShared {
+            cwd,
+            session_dir,
+            file_state: Mutex::new(FileStateMap::default()),
+        }
+    }
+
+    /// Locks the read-file state; a poisoned lock (a panicking tool) is recovered because the
+    /// map holds plain data that stays consistent per entry.
+    pub fn files(&self) -> std::sync::MutexGuard<'_, FileStateMap> {
+        self.file_state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// What one tool call gets to work with.
+#[derive(Clone)]
+pub struct ToolContext {
+    pub shared: Arc<SessionShared>,
+    pub cancel: CancellationToken,
+    pub tool_use_id: String,
+}
+
+impl ToolContext {
+    pub fn cwd(&self) -> &std::path::Path {
+        &self.shared.cwd
+    }
+}
+
+/// The result of a tool call as the model and hooks see it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    pub content: ToolResultContent,
+    pub is_error: bool,
+    /// Structured form for `tool_use_result` (stream-json) and hooks' `tool_response`.
+    pub structured: Value,
+}
+
+impl ToolOutput {
+    pub fn text(text: impl Into<String>) -> Self {
+        let text = text.into();
+        ToolOutput {
+            structured: Value::String(text.clone()),
+            content: ToolResultContent::Text(text),
+            is_error: false,
+        }
+    }
+
+    pub fn error(text: impl Into<String>) -> Self {
+        let text = text.into();
+        ToolOutput {
+            structured: Value::String(format!("Error: {text}")),
+            content: ToolResultContent::Text(format!("<tool_use_error>{text}</tool_use_error>")),
+            is_error: true,
+        }
+    }
+
+    pub fn with_structured(mut self, structured: Value) -> Self {
+        self.structured = structured;
+        self
+    }
+}
+
+/// A failure of a tool call; becomes an `is_error` result, never an empty one.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the call was interrupted before it finished")]
+    Cancelled,
+}
+
+impl ToolError {
+    pub fn invalid(msg: impl Into<String>) -> Self {
+        ToolError::Invalid(msg.into())
+    }
+
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        ToolError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// The exact name the model calls (same string as in permission rules and hook matchers).
+    fn name(&self) -> &'static str;
+    fn description(&self) -> &'static str;
+    fn input_schema(&self) -> Value;
+    /// Whether this call only observes. Read-only calls of one message run concurrently.
+    fn is_read_only(&self, _input: &Value) -> bool {
+        false
+    }
+    /// Characters of output kept in context before the rest is spilled to a file.
+    fn result_budget(&self) -> usize {
+        50_000
+    }
+    async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+}
+
+/// Deserializes an already schema-validated input into the tool's parameter struct.
+pub fn parse_input<T: serde::de::DeserializeOwned>(input: Value) -> Result<T, ToolError> {
+    serde_json::from_value(input).map_err(|e| ToolError::invalid(format!("invalid input: {e}")))
+}
+
+/// The built-in tool set.
+pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(read::ReadTool),
+        Arc::new(glob::GlobTool),
+        Arc::new(grep::GrepTool),
+    ]
+}
