@@ -106,11 +106,7 @@ impl ContentBlock {
         }
     }
 
-    pub fn tool_result(
-        tool_use_id: impl Into<String>,
-        content: ToolResultContent,
-        is_error: bool,
-    ) -> Self {
+    pub fn tool_result(tool_use_id: impl Into<String>, content: ToolResultContent, is_error: bool) -> Self {
         ContentBlock::ToolResult {
             tool_use_id: tool_use_id.into(),
             content,
@@ -160,9 +156,7 @@ impl ToolResultContent {
                 for b in blocks {
                     match b {
                         ToolResultBlock::Text { text } => out.push_str(text),
-                        ToolResultBlock::Image { source } => {
-                            out.push_str(&format!("[image {}]", source.media_type))
-                        }
+                        ToolResultBlock::Image { source } => out.push_str(&format!("[image {}]", source.media_type)),
                     }
                 }
                 out
@@ -251,8 +245,7 @@ impl StopReason {
     }
 
     pub fn parse(s: &str) -> Self {
-        serde_json::from_value(Value::String(s.to_string()))
-            .unwrap_or_else(|_| StopReason::Other(s.to_string()))
+        serde_json::from_value(Value::String(s.to_string())).unwrap_or_else(|_| StopReason::Other(s.to_string()))
     }
 }
 

@@ -29,13 +29,7 @@ pub enum SetupError {
     Invalid(String),
 }
 
-pub const PERMISSION_MODES: &[&str] = &[
-    "default",
-    "acceptEdits",
-    "plan",
-    "dontAsk",
-    "bypassPermissions",
-];
+pub const PERMISSION_MODES: &[&str] = &["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"];
 
 pub struct Prepared {
     pub engine: Engine,
@@ -49,32 +43,27 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     let cwd = std::env::current_dir()
         .and_then(|d| d.canonicalize())
         .map_err(|e| SetupError::Invalid(format!("cannot determine the working directory: {e}")))?;
-    let home = paths::keel_home()
-        .ok_or_else(|| SetupError::Invalid("cannot find a home directory; set KEEL_HOME".into()))?;
+    let home =
+        paths::keel_home().ok_or_else(|| SetupError::Invalid("cannot find a home directory; set KEEL_HOME".into()))?;
     let permission_mode = permission_mode(cli)?;
 
     let (provider, script_model): (Arc<dyn Provider>, Option<String>) = match cli.provider {
         ProviderKind::Anthropic => {
             if cli.script.is_some() {
-                return Err(SetupError::Invalid(
-                    "--script needs --provider script".into(),
-                ));
+                return Err(SetupError::Invalid("--script needs --provider script".into()));
             }
             let retry = RetryPolicy::from_env().map_err(SetupError::Invalid)?;
             let config = AnthropicConfig::from_env()?;
             (
-                Arc::new(AnthropicProvider::new(
-                    config,
-                    retry,
-                    cli.include_partial_messages,
-                )?),
+                Arc::new(AnthropicProvider::new(config, retry, cli.include_partial_messages)?),
                 None,
             )
         }
         ProviderKind::Script => {
-            let path = cli.script.as_ref().ok_or_else(|| {
-                SetupError::Invalid("--provider script needs --script FILE".into())
-            })?;
+            let path = cli
+                .script
+                .as_ref()
+                .ok_or_else(|| SetupError::Invalid("--provider script needs --script FILE".into()))?;
             let p = ScriptProvider::load(path)?;
             let model = p.model().to_string();
             (Arc::new(p), Some(model))
@@ -83,18 +72,13 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     let model = cli
         .model
         .clone()
-        .or_else(|| {
-            std::env::var("ANTHROPIC_MODEL")
-                .ok()
-                .filter(|m| !m.trim().is_empty())
-        })
+        .or_else(|| std::env::var("ANTHROPIC_MODEL").ok().filter(|m| !m.trim().is_empty()))
         .map(|m| models::resolve_alias(&m))
         .or(script_model)
         .unwrap_or_else(|| models::DEFAULT_MODEL.to_string());
 
     let project_dir = paths::project_dir(&home, &cwd);
-    let (session_id, transcript_path, history, resume_warnings) =
-        resolve_session(cli, &home, &project_dir)?;
+    let (session_id, transcript_path, history, resume_warnings) = resolve_session(cli, &home, &project_dir)?;
     let session_dir = project_dir.join(&session_id);
     let transcript = if cli.no_session_persistence {
         Transcript::disabled(transcript_path)
@@ -104,7 +88,7 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     let mut session = Session::new(session_id, cwd.clone(), session_dir, transcript);
     let resumed = history.is_some();
     if let Some(h) = history {
-        session.history = h;
+        session.set_history(h);
     } else {
         session.write_meta(&model);
     }
@@ -148,18 +132,9 @@ fn permission_mode(cli: &Cli) -> Result<String, SetupError> {
     }
 }
 
-type Resolved = (
-    String,
-    PathBuf,
-    Option<Vec<crate::message::Message>>,
-    Vec<String>,
-);
+type Resolved = (String, PathBuf, Option<Vec<crate::message::Message>>, Vec<String>);
 
-fn resolve_session(
-    cli: &Cli,
-    home: &std::path::Path,
-    project_dir: &std::path::Path,
-) -> Result<Resolved, SetupError> {
+fn resolve_session(cli: &Cli, home: &std::path::Path, project_dir: &std::path::Path) -> Result<Resolved, SetupError> {
     let path = if let Some(id) = &cli.resume {
         Some(transcript::find_session(home, project_dir, id)?)
     } else if cli.continue_session {
@@ -170,9 +145,7 @@ fn resolve_session(
     let Some(path) = path else {
         let id = match &cli.session_id {
             Some(id) => uuid::Uuid::parse_str(id)
-                .map_err(|_| {
-                    SetupError::Invalid(format!("--session-id must be a UUID, got `{id}`"))
-                })?
+                .map_err(|_| SetupError::Invalid(format!("--session-id must be a UUID, got `{id}`")))?
                 .to_string(),
             None => uuid::Uuid::new_v4().to_string(),
         };
@@ -189,9 +162,7 @@ fn resolve_session(
         .file_stem()
         .and_then(|s| s.to_str())
         .map(str::to_string)
-        .ok_or_else(|| {
-            SetupError::Invalid(format!("odd transcript file name {}", path.display()))
-        })?;
+        .ok_or_else(|| SetupError::Invalid(format!("odd transcript file name {}", path.display())))?;
     let mut warnings = Vec::new();
     if !loaded.bad_lines.is_empty() {
         warnings.push(format!(

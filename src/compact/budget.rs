@@ -26,12 +26,7 @@ pub fn spill_path(session_dir: &Path, tool_use_id: &str) -> PathBuf {
 }
 
 /// Applies the budget to a text result. Image results and results within budget pass through.
-pub fn apply(
-    output: ToolOutput,
-    budget: usize,
-    session_dir: &Path,
-    tool_use_id: &str,
-) -> ToolOutput {
+pub fn apply(output: ToolOutput, budget: usize, session_dir: &Path, tool_use_id: &str) -> ToolOutput {
     let ToolResultContent::Text(text) = &output.content else {
         return output;
     };
@@ -105,12 +100,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let body: String = (0..5000).map(|i| format!("line {i}\n")).collect();
         let text = format!("{body}FATAL: the error at the end\n");
-        let out = apply(
-            ToolOutput::text(text.clone()),
-            10_000,
-            dir.path(),
-            "toolu_1",
-        );
+        let out = apply(ToolOutput::text(text.clone()), 10_000, dir.path(), "toolu_1");
         let shown = match &out.content {
             ToolResultContent::Text(t) => t.clone(),
             _ => unreachable!(),

@@ -23,12 +23,7 @@ pass, with a non-zero number of tests executed. If you could not run a check, sa
 
 /// The system blocks for a session: the static core, then the environment, then any text the
 /// user appended (`--append-system-prompt`), or the user's own prompt in place of the core.
-pub fn build(
-    cwd: &Path,
-    model: &str,
-    replace: Option<&str>,
-    append: Option<&str>,
-) -> Vec<SystemBlock> {
+pub fn build(cwd: &Path, model: &str, replace: Option<&str>, append: Option<&str>) -> Vec<SystemBlock> {
     let mut blocks = vec![SystemBlock::text(replace.unwrap_or(CORE))];
     blocks.push(SystemBlock::text(environment(cwd, model)));
     if let Some(extra) = append.filter(|s| !s.trim().is_empty()) {

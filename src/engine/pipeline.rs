@@ -39,11 +39,7 @@ pub struct CallRecord {
 
 impl CallRecord {
     pub fn to_block(&self) -> ContentBlock {
-        ContentBlock::tool_result(
-            &self.call.id,
-            self.output.content.clone(),
-            self.output.is_error,
-        )
+        ContentBlock::tool_result(&self.call.id, self.output.content.clone(), self.output.is_error)
     }
 }
 
@@ -67,10 +63,7 @@ impl Pipeline<'_> {
                 batch.push(call);
                 continue;
             }
-            records.extend(
-                self.run_batch(std::mem::take(&mut batch), broken, cancel)
-                    .await,
-            );
+            records.extend(self.run_batch(std::mem::take(&mut batch), broken, cancel).await);
             records.push(self.run_one(call, broken, cancel).await);
         }
         records.extend(self.run_batch(batch, broken, cancel).await);
@@ -104,12 +97,7 @@ impl Pipeline<'_> {
             .await
     }
 
-    async fn run_one(
-        &self,
-        call: ToolCall,
-        broken: &[BrokenToolCall],
-        cancel: &CancellationToken,
-    ) -> CallRecord {
+    async fn run_one(&self, call: ToolCall, broken: &[BrokenToolCall], cancel: &CancellationToken) -> CallRecord {
         let started = Instant::now();
         self.events.emit(EngineEvent::ToolStarted {
             id: call.id.clone(),
@@ -147,10 +135,7 @@ impl Pipeline<'_> {
             return (broken_output(b), false);
         }
         let Some(registered) = self.registry.get(&call.name) else {
-            return (
-                ToolOutput::error(self.registry.unknown_tool_message(&call.name)),
-                false,
-            );
+            return (ToolOutput::error(self.registry.unknown_tool_message(&call.name)), false);
         };
         if let Err(problems) = registered.validate(&call.input) {
             return (
@@ -180,21 +165,14 @@ impl Pipeline<'_> {
             Err(e) => ToolOutput::error(e.to_string()),
         };
         (
-            budget::apply(
-                output,
-                tool.result_budget(),
-                &self.shared.session_dir,
-                &call.id,
-            ),
+            budget::apply(output, tool.result_budget(), &self.shared.session_dir, &call.id),
             false,
         )
     }
 }
 
 fn interrupted() -> ToolOutput {
-    ToolOutput::error(
-        "The user interrupted this call before it finished; its effects, if any, are unknown.",
-    )
+    ToolOutput::error("The user interrupted this call before it finished; its effects, if any, are unknown.")
 }
 
 fn broken_output(b: &BrokenToolCall) -> ToolOutput {
@@ -210,5 +188,135 @@ fn broken_output(b: &BrokenToolCall) -> ToolOutput {
             "{} was not run: the response was cut off before the call was complete.",
             b.name
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::Tool;
+    use async_trait::async_trait;
+    use serde_json::json;
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    /// Read-only tool that only returns once `parties` calls are inside it at the same time.
+    struct Rendezvous(Arc<tokio::sync::Barrier>, Arc<Mutex<Vec<String>>>);
+
+    #[async_trait]
+    impl Tool for Rendezvous {
+        fn name(&self) -> &'static str {
+            "Meet"
+        }
+        fn description(&self) -> &'static str {
+            "test"
+        }
+        fn input_schema(&self) -> Value {
+            json!({"type": "object", "properties": {"tag": {"type": "string"}}})
+        }
+        fn is_read_only(&self, _: &Value) -> bool {
+            true
+        }
+        async fn call(&self, input: Value, _: &ToolContext) -> Result<ToolOutput, ToolError> {
+            self.0.wait().await;
+            let tag = input["tag"].as_str().unwrap_or("").to_string();
+            self.1.lock().unwrap().push(tag.clone());
+            Ok(ToolOutput::text(tag))
+        }
+    }
+
+    /// Mutating tool that records when it ran.
+    struct Mutate(Arc<Mutex<Vec<String>>>);
+
+    #[async_trait]
+    impl Tool for Mutate {
+        fn name(&self) -> &'static str {
+            "Mutate"
+        }
+        fn description(&self) -> &'static str {
+            "test"
+        }
+        fn input_schema(&self) -> Value {
+            json!({"type": "object"})
+        }
+        async fn call(&self, _: Value, _: &ToolContext) -> Result<ToolOutput, ToolError> {
+            self.0.lock().unwrap().push("mutate".into());
+            Ok(ToolOutput::text("mutated"))
+        }
+    }
+
+    fn call(id: &str, name: &str, input: Value) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            input,
+        }
+    }
+
+    #[tokio::test]
+    async fn read_only_calls_run_concurrently_and_mutations_run_alone() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let barrier = Arc::new(tokio::sync::Barrier::new(2));
+        let registry = ToolRegistry::new(vec![
+            Arc::new(Rendezvous(barrier, log.clone())),
+            Arc::new(Mutate(log.clone())),
+        ])
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let shared = Arc::new(SessionShared::new(dir.path().into(), dir.path().into()));
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let sink = EventSink(tx);
+        let pipeline = Pipeline {
+            registry: &registry,
+            shared: &shared,
+            events: &sink,
+        };
+        let calls = vec![
+            call("a", "Meet", json!({"tag": "a"})),
+            call("b", "Meet", json!({"tag": "b"})),
+            call("m", "Mutate", json!({})),
+            call("c", "Meet", json!({"tag": "c"})),
+            call("d", "Meet", json!({"tag": "d"})),
+        ];
+        // Sequential execution would deadlock at the two-party barrier.
+        let records = tokio::time::timeout(
+            Duration::from_secs(10),
+            pipeline.run_all(calls, &[], &CancellationToken::new()),
+        )
+        .await
+        .expect("read-only calls must run concurrently");
+        let ids: Vec<&str> = records.iter().map(|r| r.call.id.as_str()).collect();
+        assert_eq!(ids, vec!["a", "b", "m", "c", "d"]);
+        let log = log.lock().unwrap().clone();
+        // The mutation ran after both calls before it and before both after it.
+        let m = log.iter().position(|x| x == "mutate").unwrap();
+        assert_eq!(m, 2, "{log:?}");
+    }
+
+    #[tokio::test]
+    async fn cancelled_calls_still_get_one_result_each() {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let registry = ToolRegistry::new(vec![Arc::new(Mutate(log.clone()))]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let shared = Arc::new(SessionShared::new(dir.path().into(), dir.path().into()));
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let sink = EventSink(tx);
+        let pipeline = Pipeline {
+            registry: &registry,
+            shared: &shared,
+            events: &sink,
+        };
+        let cancel = CancellationToken::new();
+        cancel.cancel();
+        let records = pipeline
+            .run_all(
+                vec![call("x", "Mutate", json!({})), call("y", "Mutate", json!({}))],
+                &[],
+                &cancel,
+            )
+            .await;
+        assert_eq!(records.len(), 2);
+        assert!(records.iter().all(|r| r.output.is_error));
+        assert!(log.lock().unwrap().is_empty(), "nothing runs after cancellation");
     }
 }

@@ -29,10 +29,7 @@ pub struct Totals {
 
 impl Totals {
     pub fn record(&mut self, model: &str, usage: &Usage) {
-        let cost = models::info(model)
-            .pricing
-            .map(|p| p.cost(usage))
-            .unwrap_or(0.0);
+        let cost = models::info(model).pricing.map(|p| p.cost(usage)).unwrap_or(0.0);
         self.usage.add(usage);
         self.cost_usd += cost;
         self.requests += 1;
@@ -52,7 +49,8 @@ pub struct Denial {
 
 pub struct Session {
     pub id: String,
-    pub history: Vec<Message>,
+    /// Shared with in-flight requests so building one costs no copy of the conversation.
+    history: Arc<Vec<Message>>,
     pub shared: Arc<SessionShared>,
     pub totals: Totals,
     pub denials: Vec<Denial>,
@@ -65,7 +63,7 @@ impl Session {
     pub fn new(id: String, cwd: PathBuf, session_dir: PathBuf, transcript: Transcript) -> Self {
         Session {
             id,
-            history: Vec::new(),
+            history: Arc::new(Vec::new()),
             shared: Arc::new(SessionShared::new(cwd, session_dir)),
             totals: Totals::default(),
             denials: Vec::new(),
@@ -93,16 +91,31 @@ impl Session {
         };
         let r = self.transcript.message(&message);
         self.note_transcript(r);
-        match self.history.last_mut() {
+        let history = Arc::make_mut(&mut self.history);
+        match history.last_mut() {
             Some(last) if last.role == Role::User => last.content.extend(message.content),
-            _ => self.history.push(message),
+            _ => history.push(message),
         }
     }
 
     pub fn push_assistant(&mut self, message: Message) {
         let r = self.transcript.message(&message);
         self.note_transcript(r);
-        self.history.push(message);
+        Arc::make_mut(&mut self.history).push(message);
+    }
+
+    pub fn history(&self) -> &[Message] {
+        &self.history
+    }
+
+    /// A cheap handle on the conversation for a request.
+    pub fn history_handle(&self) -> Arc<Vec<Message>> {
+        self.history.clone()
+    }
+
+    /// Replaces the conversation (resume, compaction).
+    pub fn set_history(&mut self, history: Vec<Message>) {
+        self.history = Arc::new(history);
     }
 
     pub fn log_event(&mut self, name: &str, data: Value) {

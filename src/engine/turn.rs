@@ -24,11 +24,7 @@ struct TurnStats {
 
 impl Engine {
     /// Runs one user turn to its end and returns (and emits) its outcome.
-    pub async fn run_turn(
-        &mut self,
-        content: Vec<ContentBlock>,
-        cancel: CancellationToken,
-    ) -> TurnOutcome {
+    pub async fn run_turn(&mut self, content: Vec<ContentBlock>, cancel: CancellationToken) -> TurnOutcome {
         let mut stats = TurnStats {
             started: Instant::now(),
             api_ms: 0,
@@ -140,9 +136,7 @@ impl Engine {
                 if continuations >= MAX_CONTINUATIONS {
                     return failure(
                         ResultSubtype::ErrorDuringExecution,
-                        format!(
-                            "the model hit its output limit {MAX_CONTINUATIONS} times in a row without finishing"
-                        ),
+                        format!("the model hit its output limit {MAX_CONTINUATIONS} times in a row without finishing"),
                         None,
                     );
                 }
@@ -172,8 +166,8 @@ impl Engine {
             model: self.config.model.clone(),
             max_tokens: self.config.max_tokens,
             system: self.config.system.clone(),
-            messages: self.session.history.clone(),
-            tools: self.registry.definitions(),
+            messages: self.session.history_handle(),
+            tools: self.registry.definitions().to_vec(),
         }
     }
 
@@ -188,12 +182,10 @@ impl Engine {
             match item? {
                 ProviderEvent::Completed(resp) => return Ok(resp),
                 ProviderEvent::TextDelta { text } => self.events.emit(EngineEvent::TextDelta(text)),
-                ProviderEvent::ThinkingDelta { text } => {
-                    self.events.emit(EngineEvent::ThinkingDelta(text))
+                ProviderEvent::ThinkingDelta { text } => self.events.emit(EngineEvent::ThinkingDelta(text)),
+                ProviderEvent::ToolUseStarted { id, name } => {
+                    self.events.emit(EngineEvent::ToolCallStreaming { id, name })
                 }
-                ProviderEvent::ToolUseStarted { id, name } => self
-                    .events
-                    .emit(EngineEvent::ToolCallStreaming { id, name }),
                 ProviderEvent::Raw(v) => self.events.emit(EngineEvent::RawStream(v)),
                 ProviderEvent::Retry {
                     attempt,
@@ -216,9 +208,7 @@ impl Engine {
                 }
             }
         }
-        Err(ProviderError::Stream(
-            "the provider ended without a response".into(),
-        ))
+        Err(ProviderError::Stream("the provider ended without a response".into()))
     }
 
     /// Records the interruption so the next turn's model knows, and reports it.
@@ -263,8 +253,7 @@ fn continuation_note(response: &ModelResponse) -> String {
         .map(|b| b.name.as_str())
         .collect();
     if cut.is_empty() {
-        "Your response was cut off by the output token limit. Continue exactly where you stopped."
-            .into()
+        "Your response was cut off by the output token limit. Continue exactly where you stopped.".into()
     } else {
         format!(
             "Your response was cut off by the output token limit while you were writing a call to {}; that \

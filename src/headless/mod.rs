@@ -40,9 +40,7 @@ pub fn read_prompt(cli: &Cli) -> Result<String, HeadlessError> {
             .read_to_string(&mut buf)
             .map_err(HeadlessError::Stdin)?;
         if buf.len() as u64 > MAX_STDIN {
-            return Err(HeadlessError::Usage(
-                "the prompt on stdin is larger than 10 MB".into(),
-            ));
+            return Err(HeadlessError::Usage("the prompt on stdin is larger than 10 MB".into()));
         }
         if !buf.trim().is_empty() {
             if !prompt.is_empty() {
@@ -98,17 +96,10 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
     let cancel = CancellationToken::new();
     let signal = watch_signals(cancel.clone());
     let printing = tokio::spawn(printer.drain(prepared.events));
-    let outcome = engine
-        .run_turn(vec![ContentBlock::text(prompt)], cancel.clone())
-        .await;
+    let outcome = engine.run_turn(vec![ContentBlock::text(prompt)], cancel.clone()).await;
     // The drain task ends at TurnFinished; a panic in it only loses progress lines.
     let _ = printing.await;
-    let result = output::result_object(
-        &outcome,
-        &session_id,
-        &engine.session.totals,
-        &engine.session.denials,
-    );
+    let result = output::result_object(&outcome, &session_id, &engine.session.totals, &engine.session.denials);
     match cli.output_format {
         OutputFormat::Text => {
             if outcome.is_error {
@@ -188,14 +179,7 @@ impl Printer {
                 stop_reason,
                 usage,
             } if stream => {
-                for l in output::assistant_lines(
-                    &id,
-                    &model,
-                    &message,
-                    &stop_reason,
-                    &usage,
-                    &self.session_id,
-                ) {
+                for l in output::assistant_lines(&id, &model, &message, &stop_reason, &usage, &self.session_id) {
                     self.line(&l);
                 }
             }
@@ -205,17 +189,27 @@ impl Printer {
             EngineEvent::ToolResults(message) if stream => {
                 for block in &message.content {
                     let structured = match block {
-                        ContentBlock::ToolResult { tool_use_id, .. } => {
-                            self.structured.remove(tool_use_id)
-                        }
+                        ContentBlock::ToolResult { tool_use_id, .. } => self.structured.remove(tool_use_id),
                         _ => None,
                     };
-                    self.line(&output::tool_result_line(
-                        block,
-                        structured.as_ref(),
-                        &self.session_id,
-                    ));
+                    self.line(&output::tool_result_line(block, structured.as_ref(), &self.session_id));
                 }
+            }
+            EngineEvent::Assistant { message, .. } if self.verbose && !stream => {
+                let text = message.text();
+                if !text.trim().is_empty() && message.tool_uses().next().is_some() {
+                    eprintln!("{}", text.trim_end());
+                }
+            }
+            EngineEvent::ToolStarted { name, input, .. } if self.verbose && !stream => {
+                eprintln!("→ {name}({})", crate::tools::summarize_input(&input));
+            }
+            EngineEvent::ToolFinished { content, is_error, .. } if self.verbose && !stream => {
+                let text = content.as_text();
+                let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                let first: String = first.chars().take(100).collect();
+                let mark = if is_error { "✗" } else { "✓" };
+                eprintln!("  {mark} {first} ({} lines)", text.lines().count());
             }
             EngineEvent::RawStream(v) if stream => {
                 self.line(&output::stream_event_line(&v, &self.session_id));
@@ -238,9 +232,7 @@ impl Printer {
                     ));
                 }
                 if self.verbose {
-                    eprintln!(
-                        "keel: {error}; retrying in {delay_ms} ms (attempt {attempt} of {max_retries})"
-                    );
+                    eprintln!("keel: {error}; retrying in {delay_ms} ms (attempt {attempt} of {max_retries})");
                 }
             }
             EngineEvent::Notice { level, message } => {
@@ -278,10 +270,7 @@ fn watch_signals(cancel: CancellationToken) -> SignalWatch {
     let which = std::sync::Arc::new(AtomicI32::new(0));
     let flag = which.clone();
     tokio::spawn(async move {
-        let (Ok(mut int), Ok(mut term)) = (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) else {
+        let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
             return;
         };
         let sig = tokio::select! {

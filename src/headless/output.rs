@@ -75,11 +75,7 @@ pub fn assistant_lines(
 }
 
 /// One `user` line per tool result, carrying the structured result as `tool_use_result`.
-pub fn tool_result_line(
-    block: &ContentBlock,
-    structured: Option<&Value>,
-    session_id: &str,
-) -> Value {
+pub fn tool_result_line(block: &ContentBlock, structured: Option<&Value>, session_id: &str) -> Value {
     let mut line = json!({
         "type": "user",
         "message": {"role": "user", "content": [block]},
@@ -142,12 +138,7 @@ fn usage_json(u: &Usage) -> Value {
 }
 
 /// The final `result` object, keys in the reference's order.
-pub fn result_object(
-    outcome: &TurnOutcome,
-    session_id: &str,
-    totals: &Totals,
-    denials: &[Denial],
-) -> Value {
+pub fn result_object(outcome: &TurnOutcome, session_id: &str, totals: &Totals, denials: &[Denial]) -> Value {
     let mut m = Map::new();
     m.insert("type".into(), "result".into());
     m.insert("subtype".into(), outcome.subtype.as_str().into());
@@ -160,11 +151,7 @@ pub fn result_object(
     }
     m.insert(
         "stop_reason".into(),
-        outcome
-            .stop_reason
-            .clone()
-            .map(Value::String)
-            .unwrap_or(Value::Null),
+        outcome.stop_reason.clone().map(Value::String).unwrap_or(Value::Null),
     );
     m.insert("session_id".into(), session_id.into());
     m.insert("total_cost_usd".into(), json!(round6(totals.cost_usd)));

@@ -8,6 +8,8 @@ pub mod anthropic;
 pub mod retry;
 pub mod script;
 
+use std::sync::Arc;
+
 use futures_util::stream::BoxStream;
 use serde::Serialize;
 use serde_json::Value;
@@ -16,12 +18,12 @@ use tokio_util::sync::CancellationToken;
 use crate::message::{CacheControl, ContentBlock, Message, StopReason, Usage};
 
 /// Everything one model call needs. Built fresh for each request by the turn driver.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct ModelRequest {
     pub model: String,
     pub max_tokens: u32,
     pub system: Vec<SystemBlock>,
-    pub messages: Vec<Message>,
+    pub messages: Arc<Vec<Message>>,
     pub tools: Vec<ToolDefinition>,
 }
 
@@ -129,9 +131,7 @@ impl ProviderError {
     /// HTTP status behind the error, for the result's `api_error_status`.
     pub fn status(&self) -> Option<u16> {
         match self {
-            ProviderError::Auth { status, .. } | ProviderError::Rejected { status, .. } => {
-                Some(*status)
-            }
+            ProviderError::Auth { status, .. } | ProviderError::Rejected { status, .. } => Some(*status),
             _ => None,
         }
     }
@@ -148,9 +148,7 @@ pub trait Provider: Send + Sync {
 }
 
 /// Adapts a spawned producer writing into a channel to a [`ProviderStream`].
-pub(crate) fn channel_stream(
-    rx: tokio::sync::mpsc::Receiver<Result<ProviderEvent, ProviderError>>,
-) -> ProviderStream {
+pub(crate) fn channel_stream(rx: tokio::sync::mpsc::Receiver<Result<ProviderEvent, ProviderError>>) -> ProviderStream {
     Box::pin(futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|item| (item, rx))
     }))

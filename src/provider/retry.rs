@@ -86,19 +86,10 @@ mod tests {
     #[test]
     fn server_hint_wins() {
         let p = RetryPolicy::default();
-        assert_eq!(
-            p.delay(5, Some(Duration::from_secs(2))),
-            Duration::from_secs(2)
-        );
-        assert_eq!(
-            server_delay(Some("150"), Some("9")),
-            Some(Duration::from_millis(150))
-        );
+        assert_eq!(p.delay(5, Some(Duration::from_secs(2))), Duration::from_secs(2));
+        assert_eq!(server_delay(Some("150"), Some("9")), Some(Duration::from_millis(150)));
         assert_eq!(server_delay(None, Some("3")), Some(Duration::from_secs(3)));
-        assert_eq!(
-            server_delay(None, Some("Wed, 21 Oct 2015 07:28:00 GMT")),
-            None
-        );
+        assert_eq!(server_delay(None, Some("Wed, 21 Oct 2015 07:28:00 GMT")), None);
     }
 
     #[test]

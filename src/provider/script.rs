@@ -14,10 +14,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{
-    ModelRequest, ModelResponse, Provider, ProviderError, ProviderEvent, ProviderStream,
-    channel_stream,
-};
+use super::{ModelRequest, ModelResponse, Provider, ProviderError, ProviderEvent, ProviderStream, channel_stream};
 use crate::message::{ContentBlock, StopReason, Usage};
 
 #[derive(Debug, Clone, Deserialize)]
@@ -66,13 +63,8 @@ impl ScriptProvider {
     }
 
     pub fn parse(text: &str) -> Result<Self, String> {
-        let value: Value = serde_json::from_str(text).map_err(|e| {
-            format!(
-                "invalid JSON (line {}, column {}): {e}",
-                e.line(),
-                e.column()
-            )
-        })?;
+        let value: Value = serde_json::from_str(text)
+            .map_err(|e| format!("invalid JSON (line {}, column {}): {e}", e.line(), e.column()))?;
         let (model, raw_turns) = match value {
             Value::Array(turns) => (None, turns),
             Value::Object(mut map) => {
@@ -91,16 +83,11 @@ impl ScriptProvider {
         let turns = raw_turns
             .into_iter()
             .enumerate()
-            .map(|(i, t)| {
-                serde_json::from_value::<ScriptTurn>(t).map_err(|e| format!("turn {}: {e}", i + 1))
-            })
+            .map(|(i, t)| serde_json::from_value::<ScriptTurn>(t).map_err(|e| format!("turn {}: {e}", i + 1)))
             .collect::<Result<Vec<_>, _>>()?;
         for (i, turn) in turns.iter().enumerate() {
             if turn.text.is_none() && turn.tool_calls.is_empty() && turn.thinking.is_none() {
-                return Err(format!(
-                    "turn {} has neither text, thinking nor tool_calls",
-                    i + 1
-                ));
+                return Err(format!("turn {} has neither text, thinking nor tool_calls", i + 1));
             }
         }
         Ok(ScriptProvider {
@@ -246,10 +233,23 @@ async fn play(
     })
 }
 
+/// About four characters per token over the text the request carries.
 fn estimate_request_tokens(request: &ModelRequest) -> u64 {
-    serde_json::to_string(request)
-        .map(|s| s.len() / 4)
-        .unwrap_or(0) as u64
+    let system: usize = request.system.iter().map(|b| b.text.len()).sum();
+    let messages: usize = request
+        .messages
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .map(|b| match b {
+            ContentBlock::Text { text, .. } => text.len(),
+            ContentBlock::ToolResult { content, .. } => content.text_len(),
+            ContentBlock::ToolUse { input, .. } => input.to_string().len(),
+            ContentBlock::Thinking { thinking, .. } => thinking.len(),
+            ContentBlock::RedactedThinking { data } => data.len(),
+            ContentBlock::Image { .. } => 6_000,
+        })
+        .sum();
+    ((system + messages) / 4) as u64
 }
 
 /// Splits text into word-ish pieces, keeping whitespace, so streaming looks natural.
@@ -287,9 +287,7 @@ mod tests {
 
     #[test]
     fn parse_errors_name_the_position() {
-        let err = ScriptProvider::parse("{\"turns\": [ {\"text\": 1} ]}")
-            .err()
-            .unwrap();
+        let err = ScriptProvider::parse("{\"turns\": [ {\"text\": 1} ]}").err().unwrap();
         assert!(err.contains("turn 1"), "{err}");
         let err = ScriptProvider::parse("[{}]").err().unwrap();
         assert!(err.contains("turn 1"), "{err}");

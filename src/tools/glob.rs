@@ -97,11 +97,7 @@ fn compile(pattern: &str) -> Result<GlobMatcher, ToolError> {
         .map_err(|e| ToolError::invalid(format!("invalid glob pattern `{pattern}`: {e}")))
 }
 
-fn glob(
-    base: &Path,
-    pattern: &str,
-    cancel: &tokio_util::sync::CancellationToken,
-) -> Result<ToolOutput, ToolError> {
+fn glob(base: &Path, pattern: &str, cancel: &tokio_util::sync::CancellationToken) -> Result<ToolOutput, ToolError> {
     let (root, rest) = split_pattern(base, pattern);
     if !base.is_dir() {
         return Err(ToolError::invalid(format!(
@@ -134,8 +130,7 @@ fn glob(
             let Ok(rel) = entry.path().strip_prefix(&root) else {
                 continue;
             };
-            let hit =
-                matcher.is_match(rel) || basename_matcher.as_ref().is_some_and(|m| m.is_match(rel));
+            let hit = matcher.is_match(rel) || basename_matcher.as_ref().is_some_and(|m| m.is_match(rel));
             if hit {
                 let mtime = entry
                     .metadata()
@@ -147,11 +142,10 @@ fn glob(
         }
     }
     if found.is_empty() {
-        return Ok(ToolOutput::text(format!(
-            "No files found matching `{pattern}` in {}",
-            base.display()
-        ))
-        .with_structured(json!({"filenames": [], "numFiles": 0, "truncated": false})));
+        return Ok(
+            ToolOutput::text(format!("No files found matching `{pattern}` in {}", base.display()))
+                .with_structured(json!({"filenames": [], "numFiles": 0, "truncated": false})),
+        );
     }
     found.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let total = found.len();
@@ -167,8 +161,7 @@ fn glob(
             "\n(Showing {MAX_RESULTS} of {total} matches, newest first. Narrow the pattern or the path to see the rest.)"
         ));
     }
-    Ok(ToolOutput::text(text)
-        .with_structured(json!({"filenames": names, "numFiles": total, "truncated": truncated})))
+    Ok(ToolOutput::text(text).with_structured(json!({"filenames": names, "numFiles": total, "truncated": truncated})))
 }
 
 #[cfg(test)]

@@ -152,3 +152,31 @@ pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
         Arc::new(grep::GrepTool),
     ]
 }
+
+/// A one-line summary of a call's input (its key argument), for progress lines and placeholders.
+pub fn summarize_input(input: &Value) -> String {
+    const KEYS: &[&str] = &[
+        "file_path",
+        "command",
+        "pattern",
+        "path",
+        "url",
+        "query",
+        "description",
+        "prompt",
+    ];
+    let key_value = KEYS
+        .iter()
+        .find_map(|k| input.get(*k).and_then(Value::as_str).map(|v| v.to_string()));
+    let text = key_value.unwrap_or_else(|| {
+        let s = input.to_string();
+        if s == "{}" { String::new() } else { s }
+    });
+    let first_line = text.lines().next().unwrap_or("").to_string();
+    if first_line.chars().count() > 80 {
+        let cut: String = first_line.chars().take(77).collect();
+        format!("{cut}...")
+    } else {
+        first_line
+    }
+}

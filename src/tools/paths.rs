@@ -40,10 +40,7 @@ pub fn normalize(path: &Path) -> PathBuf {
 
 /// A path shown relative to `base` when it lies below it, else absolute.
 pub fn display_relative(path: &Path, base: &Path) -> String {
-    path.strip_prefix(base)
-        .unwrap_or(path)
-        .display()
-        .to_string()
+    path.strip_prefix(base).unwrap_or(path).display().to_string()
 }
 
 #[cfg(test)]
@@ -53,14 +50,8 @@ mod tests {
     #[test]
     fn resolves_relative_and_dotdot() {
         let cwd = Path::new("/work/repo");
-        assert_eq!(
-            resolve(cwd, "src/a.rs"),
-            PathBuf::from("/work/repo/src/a.rs")
-        );
-        assert_eq!(
-            resolve(cwd, "./src/../b.rs"),
-            PathBuf::from("/work/repo/b.rs")
-        );
+        assert_eq!(resolve(cwd, "src/a.rs"), PathBuf::from("/work/repo/src/a.rs"));
+        assert_eq!(resolve(cwd, "./src/../b.rs"), PathBuf::from("/work/repo/b.rs"));
         assert_eq!(resolve(cwd, "/etc/hosts"), PathBuf::from("/etc/hosts"));
     }
 }

@@ -20,10 +20,9 @@ pub const MAX_FILE_BYTES: u64 = 64 * 1024 * 1024;
 pub const MAX_IMAGE_BYTES: u64 = 3_750_000;
 
 const BINARY_EXTENSIONS: &[&str] = &[
-    "zip", "gz", "tgz", "bz2", "xz", "zst", "7z", "rar", "tar", "jar", "war", "exe", "dll", "so",
-    "dylib", "o", "a", "lib", "bin", "class", "pyc", "wasm", "mp3", "mp4", "mov", "avi", "mkv",
-    "wav", "flac", "ogg", "ico", "bmp", "tiff", "psd", "doc", "docx", "xls", "xlsx", "ppt", "pptx",
-    "odt", "sqlite", "db", "ttf", "otf", "woff", "woff2",
+    "zip", "gz", "tgz", "bz2", "xz", "zst", "7z", "rar", "tar", "jar", "war", "exe", "dll", "so", "dylib", "o", "a",
+    "lib", "bin", "class", "pyc", "wasm", "mp3", "mp4", "mov", "avi", "mkv", "wav", "flac", "ogg", "ico", "bmp",
+    "tiff", "psd", "doc", "docx", "xls", "xlsx", "ppt", "pptx", "odt", "sqlite", "db", "ttf", "otf", "woff", "woff2",
 ];
 
 pub struct ReadTool;
@@ -83,22 +82,14 @@ impl Tool for ReadTool {
     }
 }
 
-fn read_file(
-    path: &Path,
-    offset: Option<u64>,
-    limit: Option<u64>,
-    ctx: &ToolContext,
-) -> Result<ToolOutput, ToolError> {
+fn read_file(path: &Path, offset: Option<u64>, limit: Option<u64>, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(ToolError::invalid(missing_message(path, ctx.cwd())));
         }
         Err(e) => {
-            return Err(ToolError::io(
-                format!("cannot access {}", path.display()),
-                e,
-            ));
+            return Err(ToolError::io(format!("cannot access {}", path.display()), e));
         }
     };
     if meta.is_dir() {
@@ -128,8 +119,7 @@ fn read_file(
     if let Some(media_type) = image_media_type(&ext) {
         return read_image(path, meta.len(), media_type);
     }
-    let bytes = std::fs::read(path)
-        .map_err(|e| ToolError::io(format!("cannot read {}", path.display()), e))?;
+    let bytes = std::fs::read(path).map_err(|e| ToolError::io(format!("cannot read {}", path.display()), e))?;
     if looks_binary(&bytes) || (BINARY_EXTENSIONS.contains(&ext.as_str()) && !bytes.is_empty()) {
         return Err(ToolError::invalid(format!(
             "{} is a binary file ({} bytes{}); Read only shows text. Inspect it with a suitable command via Bash \
@@ -148,10 +138,9 @@ fn read_file(
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
 
     if text.is_empty() {
-        ctx.shared.files().record(
-            path.to_path_buf(),
-            FileView::new(&bytes, mtime, ViewKind::Complete),
-        );
+        ctx.shared
+            .files()
+            .record(path.to_path_buf(), FileView::new(&bytes, mtime, ViewKind::Complete));
         return Ok(ToolOutput::text(format!(
             "<system-reminder>{} exists and is empty (0 bytes).</system-reminder>",
             path.display()
@@ -163,10 +152,9 @@ fn read_file(
     let total = lines.len();
     let start = offset.unwrap_or(1).max(1) as usize;
     if start > total {
-        ctx.shared.files().record(
-            path.to_path_buf(),
-            FileView::new(&bytes, mtime, ViewKind::Partial),
-        );
+        ctx.shared
+            .files()
+            .record(path.to_path_buf(), FileView::new(&bytes, mtime, ViewKind::Partial));
         return Ok(ToolOutput::text(format!(
             "<system-reminder>{} has {total} lines; offset {start} is past its end. Read from a smaller offset.</system-reminder>",
             path.display()
@@ -225,13 +213,7 @@ fn read_file(
         note.push_str(". Edit works on this view; Write needs a complete read.]\n");
         out.push_str(&note);
     }
-    Ok(ToolOutput::text(out).with_structured(structured(
-        path,
-        &plain,
-        end + 1 - start,
-        start,
-        total,
-    )))
+    Ok(ToolOutput::text(out).with_structured(structured(path, &plain, end + 1 - start, start, total)))
 }
 
 fn structured(path: &Path, content: &str, num_lines: usize, start: usize, total: usize) -> Value {
@@ -263,8 +245,7 @@ fn read_image(path: &Path, len: u64, media_type: &'static str) -> Result<ToolOut
             MAX_IMAGE_BYTES / 1024
         )));
     }
-    let bytes = std::fs::read(path)
-        .map_err(|e| ToolError::io(format!("cannot read {}", path.display()), e))?;
+    let bytes = std::fs::read(path).map_err(|e| ToolError::io(format!("cannot read {}", path.display()), e))?;
     let data = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &bytes);
     Ok(ToolOutput {
         content: ToolResultContent::Blocks(vec![ToolResultBlock::Image {

@@ -26,6 +26,7 @@ pub struct ToolRegistry {
     tools: BTreeMap<String, RegisteredTool>,
     /// Registration order, which is also the order offered to the model (stable for caching).
     order: Vec<String>,
+    definitions: Vec<ToolDefinition>,
 }
 
 impl ToolRegistry {
@@ -35,20 +36,22 @@ impl ToolRegistry {
         for tool in tools {
             let name = tool.name().to_string();
             let schema = tool.input_schema();
-            let validator =
-                jsonschema::validator_for(&schema).map_err(|e| RegistryError::BadSchema {
-                    name: name.clone(),
-                    message: e.to_string(),
-                })?;
-            if map
-                .insert(name.clone(), RegisteredTool { tool, validator })
-                .is_some()
-            {
+            let validator = jsonschema::validator_for(&schema).map_err(|e| RegistryError::BadSchema {
+                name: name.clone(),
+                message: e.to_string(),
+            })?;
+            if map.insert(name.clone(), RegisteredTool { tool, validator }).is_some() {
                 return Err(RegistryError::Duplicate(name));
             }
             order.push(name);
         }
-        Ok(ToolRegistry { tools: map, order })
+        let mut registry = ToolRegistry {
+            tools: map,
+            order,
+            definitions: Vec::new(),
+        };
+        registry.rebuild_definitions();
+        Ok(registry)
     }
 
     pub fn get(&self, name: &str) -> Option<&RegisteredTool> {
@@ -64,10 +67,17 @@ impl ToolRegistry {
         self.order.retain(|n| keep(n));
         let order = &self.order;
         self.tools.retain(|n, _| order.contains(n));
+        self.rebuild_definitions();
     }
 
-    pub fn definitions(&self) -> Vec<ToolDefinition> {
-        self.order
+    /// What the model is offered, in a stable order (built once; byte-identical per session).
+    pub fn definitions(&self) -> &[ToolDefinition] {
+        &self.definitions
+    }
+
+    fn rebuild_definitions(&mut self) {
+        self.definitions = self
+            .order
             .iter()
             .filter_map(|n| self.tools.get(n))
             .map(|t| ToolDefinition {
@@ -76,7 +86,7 @@ impl ToolRegistry {
                 input_schema: t.tool.input_schema(),
                 cache_control: None,
             })
-            .collect()
+            .collect();
     }
 
     /// The message for a call to a tool that does not exist.
@@ -97,16 +107,8 @@ impl RegisteredTool {
                 type_name(input)
             )]);
         }
-        let problems: Vec<String> = self
-            .validator
-            .iter_errors(input)
-            .map(|e| describe(&e))
-            .collect();
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(problems)
-        }
+        let problems: Vec<String> = self.validator.iter_errors(input).map(|e| describe(&e)).collect();
+        if problems.is_empty() { Ok(()) } else { Err(problems) }
     }
 }
 
@@ -169,17 +171,12 @@ mod tests {
     fn field_level_messages() {
         let reg = ToolRegistry::new(builtin_tools()).unwrap();
         let read = reg.get("Read").unwrap();
-        let errs = read
-            .validate(&json!({"offset": "ten", "path": "x"}))
-            .unwrap_err();
+        let errs = read.validate(&json!({"offset": "ten", "path": "x"})).unwrap_err();
         let all = errs.join("\n");
         assert!(all.contains("`file_path` is required"), "{all}");
         assert!(all.contains("`offset`"), "{all}");
         assert!(all.contains("`path`"), "{all}");
-        assert!(
-            read.validate(&json!({"file_path": "/x", "limit": 3}))
-                .is_ok()
-        );
+        assert!(read.validate(&json!({"file_path": "/x", "limit": 3})).is_ok());
     }
 
     #[test]

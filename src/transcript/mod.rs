@@ -82,10 +82,7 @@ impl Transcript {
             return Ok(());
         };
         if let Value::Object(m) = &mut line {
-            m.insert(
-                "timestamp".into(),
-                Value::String(chrono::Utc::now().to_rfc3339()),
-            );
+            m.insert("timestamp".into(), Value::String(chrono::Utc::now().to_rfc3339()));
         }
         let mut bytes = serde_json::to_vec(&line).unwrap_or_default();
         bytes.push(b'\n');
@@ -110,9 +107,7 @@ impl Transcript {
             Role::User => "user",
             Role::Assistant => "assistant",
         };
-        self.write_line(
-            json!({"type": kind, "uuid": uuid::Uuid::new_v4().to_string(), "message": message}),
-        )
+        self.write_line(json!({"type": kind, "uuid": uuid::Uuid::new_v4().to_string(), "message": message}))
     }
 
     pub fn event(&mut self, name: &str, data: Value) -> Result<(), TranscriptError> {
@@ -151,12 +146,10 @@ pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
         };
         match v.get("type").and_then(Value::as_str) {
             Some("meta") => out.meta = serde_json::from_value(v).ok(),
-            Some("user") | Some("assistant") => {
-                match serde_json::from_value::<Message>(v["message"].clone()) {
-                    Ok(m) => out.history.push(m),
-                    Err(_) => out.bad_lines.push(i + 1),
-                }
-            }
+            Some("user") | Some("assistant") => match serde_json::from_value::<Message>(v["message"].clone()) {
+                Ok(m) => out.history.push(m),
+                Err(_) => out.bad_lines.push(i + 1),
+            },
             _ => {}
         }
     }
@@ -179,9 +172,7 @@ pub fn repair(history: &mut Vec<Message>) -> usize {
                         m.content
                             .iter()
                             .filter_map(|b| match b {
-                                ContentBlock::ToolResult { tool_use_id, .. } => {
-                                    Some(tool_use_id.clone())
-                                }
+                                ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.clone()),
                                 _ => None,
                             })
                             .collect()
@@ -231,8 +222,8 @@ pub fn interrupted_result(tool_use_id: &str) -> ContentBlock {
 
 /// The newest transcript in a project directory.
 pub fn latest_in(project_dir: &Path) -> Result<PathBuf, TranscriptError> {
-    let entries = std::fs::read_dir(project_dir)
-        .map_err(|_| TranscriptError::NoneToContinue(project_dir.to_path_buf()))?;
+    let entries =
+        std::fs::read_dir(project_dir).map_err(|_| TranscriptError::NoneToContinue(project_dir.to_path_buf()))?;
     entries
         .flatten()
         .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))

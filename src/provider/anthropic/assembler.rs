@@ -63,11 +63,7 @@ impl Assembler {
             retryable: true,
         })?;
         // The `type` field is authoritative; the `event:` line may be missing on some proxies.
-        let kind = v
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or(event)
-            .to_string();
+        let kind = v.get("type").and_then(Value::as_str).unwrap_or(event).to_string();
         let mut out = Vec::new();
         match kind.as_str() {
             "message_start" => {
@@ -226,13 +222,9 @@ impl Assembler {
                         }
                     }
                 }
-                Partial::Thinking {
-                    thinking,
-                    signature,
-                } => content.push(ContentBlock::Thinking {
-                    thinking,
-                    signature,
-                }),
+                Partial::Thinking { thinking, signature } => {
+                    content.push(ContentBlock::Thinking { thinking, signature })
+                }
                 Partial::Redacted(data) => content.push(ContentBlock::RedactedThinking { data }),
                 Partial::Ignored => {}
             }
@@ -265,13 +257,10 @@ fn str_of(v: &Value) -> String {
 }
 
 fn index_of(v: &Value) -> Result<usize, StreamFailure> {
-    v["index"]
-        .as_u64()
-        .map(|i| i as usize)
-        .ok_or_else(|| StreamFailure {
-            message: "content block event without an index".into(),
-            retryable: true,
-        })
+    v["index"].as_u64().map(|i| i as usize).ok_or_else(|| StreamFailure {
+        message: "content block event without an index".into(),
+        retryable: true,
+    })
 }
 
 fn unknown_block(index: usize) -> StreamFailure {
@@ -288,14 +277,8 @@ fn merge_usage(usage: &mut Usage, v: &Value) {
         }
     };
     set(&mut usage.input_tokens, "input_tokens");
-    set(
-        &mut usage.cache_creation_input_tokens,
-        "cache_creation_input_tokens",
-    );
-    set(
-        &mut usage.cache_read_input_tokens,
-        "cache_read_input_tokens",
-    );
+    set(&mut usage.cache_creation_input_tokens, "cache_creation_input_tokens");
+    set(&mut usage.cache_read_input_tokens, "cache_read_input_tokens");
     set(&mut usage.output_tokens, "output_tokens");
 }
 

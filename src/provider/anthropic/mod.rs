@@ -13,10 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use self::assembler::Assembler;
 use super::retry::{RetryPolicy, is_retryable_status, server_delay};
-use super::{
-    ModelRequest, ModelResponse, Provider, ProviderError, ProviderEvent, ProviderStream,
-    channel_stream,
-};
+use super::{ModelRequest, ModelResponse, Provider, ProviderError, ProviderEvent, ProviderStream, channel_stream};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 const API_VERSION: &str = "2023-06-01";
@@ -53,12 +50,12 @@ impl AnthropicConfig {
                     .into(),
             ));
         };
-        let base_url =
-            nonempty("ANTHROPIC_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
+        let base_url = nonempty("ANTHROPIC_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_string());
         let idle_ms = match nonempty("API_TIMEOUT_MS") {
-            Some(raw) => raw.trim().parse::<u64>().map_err(|_| {
-                ProviderError::Config(format!("API_TIMEOUT_MS must be milliseconds, got `{raw}`"))
-            })?,
+            Some(raw) => raw
+                .trim()
+                .parse::<u64>()
+                .map_err(|_| ProviderError::Config(format!("API_TIMEOUT_MS must be milliseconds, got `{raw}`")))?,
             None => 600_000,
         };
         Ok(AnthropicConfig {
@@ -79,11 +76,7 @@ pub struct AnthropicProvider {
 }
 
 impl AnthropicProvider {
-    pub fn new(
-        config: AnthropicConfig,
-        retry: RetryPolicy,
-        include_raw: bool,
-    ) -> Result<Self, ProviderError> {
+    pub fn new(config: AnthropicConfig, retry: RetryPolicy, include_raw: bool) -> Result<Self, ProviderError> {
         // reqwest is built without a bundled crypto provider; ring is ours. A second install
         // (e.g. in tests) is harmless.
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -101,11 +94,8 @@ impl AnthropicProvider {
 
     fn headers(&self) -> Result<HeaderMap, ProviderError> {
         let mut h = HeaderMap::new();
-        let bad = |what: &str| {
-            ProviderError::Config(format!(
-                "{what} contains characters not allowed in an HTTP header"
-            ))
-        };
+        let bad =
+            |what: &str| ProviderError::Config(format!("{what} contains characters not allowed in an HTTP header"));
         match &self.config.auth {
             Auth::ApiKey(k) => {
                 h.insert(
@@ -116,8 +106,7 @@ impl AnthropicProvider {
             Auth::Bearer(t) => {
                 h.insert(
                     "authorization",
-                    HeaderValue::from_str(&format!("Bearer {t}"))
-                        .map_err(|_| bad("ANTHROPIC_AUTH_TOKEN"))?,
+                    HeaderValue::from_str(&format!("Bearer {t}")).map_err(|_| bad("ANTHROPIC_AUTH_TOKEN"))?,
                 );
             }
         }
@@ -169,6 +158,8 @@ impl AnthropicProvider {
         tx: &Tx,
     ) -> Result<ModelResponse, ProviderError> {
         let body = wire_body(&request)?;
+        // Release our handle on the history at once so the engine can append without a copy.
+        drop(request);
         let headers = self.headers()?;
         let url = format!("{}/v1/messages", self.config.base_url);
         let mut attempt = 0u32;
@@ -180,11 +171,7 @@ impl AnthropicProvider {
             let (status, message, hint) = match outcome {
                 Ok(resp) => return Ok(resp),
                 Err(AttemptError::Fatal(e)) => return Err(e),
-                Err(AttemptError::Retryable {
-                    status,
-                    message,
-                    hint,
-                }) => (status, message, hint),
+                Err(AttemptError::Retryable { status, message, hint }) => (status, message, hint),
             };
             attempt += 1;
             if attempt > self.retry.max_retries {
@@ -231,16 +218,8 @@ impl AnthropicProvider {
             })?;
         let status = resp.status().as_u16();
         if !resp.status().is_success() {
-            let header = |k: &str| {
-                resp.headers()
-                    .get(k)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned)
-            };
-            let hint = server_delay(
-                header("retry-after-ms").as_deref(),
-                header("retry-after").as_deref(),
-            );
+            let header = |k: &str| resp.headers().get(k).and_then(|v| v.to_str().ok()).map(str::to_owned);
+            let hint = server_delay(header("retry-after-ms").as_deref(), header("retry-after").as_deref());
             let should_retry = header("x-should-retry");
             let text = resp.text().await.unwrap_or_default();
             let message = api_error_message(&text);
@@ -273,10 +252,7 @@ impl AnthropicProvider {
                 Err(_) => {
                     return Err(AttemptError::Retryable {
                         status: None,
-                        message: format!(
-                            "no data from the API for {}s",
-                            self.config.idle_timeout.as_secs()
-                        ),
+                        message: format!("no data from the API for {}s", self.config.idle_timeout.as_secs()),
                         hint: None,
                     });
                 }
@@ -321,18 +297,26 @@ impl AnthropicProvider {
 
 /// The request body: the neutral request plus `stream: true`; no empty `tools` array.
 pub fn wire_body(request: &ModelRequest) -> Result<Vec<u8>, ProviderError> {
-    let mut v = serde_json::to_value(request)
-        .map_err(|e| ProviderError::Config(format!("cannot encode request: {e}")))?;
-    if let Value::Object(map) = &mut v {
-        if request.tools.is_empty() {
-            map.remove("tools");
-        }
-        if request.system.is_empty() {
-            map.remove("system");
-        }
-        map.insert("stream".into(), Value::Bool(true));
+    #[derive(serde::Serialize)]
+    struct Wire<'a> {
+        model: &'a str,
+        max_tokens: u32,
+        #[serde(skip_serializing_if = "<[_]>::is_empty")]
+        system: &'a [super::SystemBlock],
+        messages: &'a [crate::message::Message],
+        #[serde(skip_serializing_if = "<[_]>::is_empty")]
+        tools: &'a [super::ToolDefinition],
+        stream: bool,
     }
-    serde_json::to_vec(&v).map_err(|e| ProviderError::Config(format!("cannot encode request: {e}")))
+    let wire = Wire {
+        model: &request.model,
+        max_tokens: request.max_tokens,
+        system: &request.system,
+        messages: &request.messages,
+        tools: &request.tools,
+        stream: true,
+    };
+    serde_json::to_vec(&wire).map_err(|e| ProviderError::Config(format!("cannot encode request: {e}")))
 }
 
 /// Extracts `error.message` from an API error body, or a short excerpt of the raw body.

@@ -130,11 +130,9 @@ impl Tool for GrepTool {
         };
         let numbers = input.line_numbers.unwrap_or(true);
         let cancel = ctx.cancel.clone();
-        let hits = tokio::task::spawn_blocking(move || {
-            search::search(&query, &cancel).map(|h| (h, query))
-        })
-        .await
-        .map_err(|e| ToolError::invalid(format!("the search task failed: {e}")))?;
+        let hits = tokio::task::spawn_blocking(move || search::search(&query, &cancel).map(|h| (h, query)))
+            .await
+            .map_err(|e| ToolError::invalid(format!("the search task failed: {e}")))?;
         let (hits, query) = hits.map_err(|e| match e {
             SearchError::Cancelled => ToolError::Cancelled,
             SearchError::Regex(msg) => ToolError::invalid(format!(
@@ -188,30 +186,21 @@ fn render(mut hits: Vec<FileHits>, q: &Query, page: Page, numbers: bool) -> Tool
         } else {
             "No files found"
         };
-        return ToolOutput::text(format!(
-            "{what} for pattern `{pattern}` in {}",
-            q.root.display()
-        ))
-        .with_structured(
-            json!({"mode": mode_name(q.mode), "numFiles": 0, "filenames": [], "numLines": 0}),
-        );
+        return ToolOutput::text(format!("{what} for pattern `{pattern}` in {}", q.root.display()))
+            .with_structured(json!({"mode": mode_name(q.mode), "numFiles": 0, "filenames": [], "numLines": 0}));
     }
     match q.mode {
         Mode::Files => {
             hits.sort_by(|a, b| b.mtime.cmp(&a.mtime).then_with(|| a.path.cmp(&b.path)));
             let total = hits.len();
-            let names: Vec<String> = hits
-                .into_iter()
-                .map(|h| h.path.display().to_string())
-                .collect();
+            let names: Vec<String> = hits.into_iter().map(|h| h.path.display().to_string()).collect();
             let (kept, cut) = page.apply(names);
             let mut text = format!("Found {total} file{}\n{}", plural(total), kept.join("\n"));
             if cut {
                 text.push_str(&page.note(total));
             }
-            ToolOutput::text(text).with_structured(
-                json!({"mode": "files_with_matches", "numFiles": total, "filenames": kept}),
-            )
+            ToolOutput::text(text)
+                .with_structured(json!({"mode": "files_with_matches", "numFiles": total, "filenames": kept}))
         }
         Mode::Count => {
             hits.sort_by(|a, b| a.path.cmp(&b.path));
@@ -231,9 +220,8 @@ fn render(mut hits: Vec<FileHits>, q: &Query, page: Page, numbers: bool) -> Tool
                 plural(total_matches as usize),
                 plural(total_files)
             ));
-            ToolOutput::text(text).with_structured(
-                json!({"mode": "count", "numFiles": total_files, "numMatches": total_matches}),
-            )
+            ToolOutput::text(text)
+                .with_structured(json!({"mode": "count", "numFiles": total_files, "numMatches": total_matches}))
         }
         Mode::Content => {
             hits.sort_by(|a, b| a.path.cmp(&b.path));
@@ -259,8 +247,7 @@ fn render(mut hits: Vec<FileHits>, q: &Query, page: Page, numbers: bool) -> Tool
             if cut {
                 text.push_str(&page.note(total));
             }
-            ToolOutput::text(text)
-                .with_structured(json!({"mode": "content", "numFiles": files, "numLines": total}))
+            ToolOutput::text(text).with_structured(json!({"mode": "content", "numFiles": files, "numLines": total}))
         }
     }
 }

@@ -6,9 +6,7 @@ use std::time::SystemTime;
 
 use grep_matcher::Matcher;
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
-use grep_searcher::{
-    BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch,
-};
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch};
 use ignore::WalkState;
 use tokio_util::sync::CancellationToken;
 
@@ -76,8 +74,7 @@ pub fn build_matcher(q: &Query) -> Result<RegexMatcher, SearchError> {
     } else {
         b.line_terminator(Some(b'\n'));
     }
-    b.build(&q.pattern)
-        .map_err(|e| SearchError::Regex(e.to_string()))
+    b.build(&q.pattern).map_err(|e| SearchError::Regex(e.to_string()))
 }
 
 pub fn search(q: &Query, cancel: &CancellationToken) -> Result<Vec<FileHits>, SearchError> {
@@ -86,9 +83,9 @@ pub fn search(q: &Query, cancel: &CancellationToken) -> Result<Vec<FileHits>, Se
     }
     let matcher = build_matcher(q)?;
     let mut walk = ignore::WalkBuilder::new(&q.root);
-    walk.hidden(false).require_git(false).filter_entry(|e| {
-        !(e.file_type().is_some_and(|t| t.is_dir()) && VCS_DIRS.iter().any(|d| e.file_name() == *d))
-    });
+    walk.hidden(false)
+        .require_git(false)
+        .filter_entry(|e| !(e.file_type().is_some_and(|t| t.is_dir()) && VCS_DIRS.iter().any(|d| e.file_name() == *d)));
     if !q.globs.is_empty() {
         let mut ob = ignore::overrides::OverrideBuilder::new(&q.root);
         for g in &q.globs {
@@ -149,12 +146,7 @@ pub fn search(q: &Query, cancel: &CancellationToken) -> Result<Vec<FileHits>, Se
     Ok(results.into_inner().unwrap_or_else(|p| p.into_inner()))
 }
 
-fn search_file(
-    searcher: &mut Searcher,
-    matcher: &RegexMatcher,
-    path: &Path,
-    q: &Query,
-) -> Option<FileHits> {
+fn search_file(searcher: &mut Searcher, matcher: &RegexMatcher, path: &Path, q: &Query) -> Option<FileHits> {
     let mut sink = Collect {
         matcher,
         mode: q.mode,

@@ -6,22 +6,16 @@ use futures_util::StreamExt;
 use serde_json::json;
 
 fn fixture(name: &str) -> Vec<u8> {
-    let path = format!(
-        "{}/tests/fixtures/anthropic/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let path = format!("{}/tests/fixtures/anthropic/{name}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 /// Splits raw bytes into SSE events with the same framing code the client uses, feeding the
 /// bytes in small chunks to exercise events split across reads.
 fn sse_events(bytes: Vec<u8>) -> Vec<(String, String)> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     rt.block_on(async move {
-        let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
-            bytes.chunks(7).map(|c| Ok(c.to_vec())).collect();
+        let chunks: Vec<Result<Vec<u8>, std::io::Error>> = bytes.chunks(7).map(|c| Ok(c.to_vec())).collect();
         futures_util::stream::iter(chunks)
             .eventsource()
             .map(|e| {
@@ -49,10 +43,7 @@ fn run(name: &str) -> (Result<ModelResponse, StreamFailure>, Vec<ProviderEvent>)
 fn pings_with_odd_spacing_and_trailing_blanks() {
     let (resp, events) = run("text_with_odd_pings.sse");
     let resp = resp.unwrap();
-    assert_eq!(
-        resp.content,
-        vec![ContentBlock::text("Three files changed.")]
-    );
+    assert_eq!(resp.content, vec![ContentBlock::text("Three files changed.")]);
     assert_eq!(resp.stop_reason, StopReason::EndTurn);
     assert_eq!(resp.usage.input_tokens, 21);
     assert_eq!(resp.usage.output_tokens, 5);
@@ -126,11 +117,7 @@ fn in_stream_overloaded_error_is_retryable() {
     let (resp, _) = run("overloaded_error_mid_stream.sse");
     let failure = resp.unwrap_err();
     assert!(failure.retryable);
-    assert!(
-        failure.message.contains("overloaded_error"),
-        "{}",
-        failure.message
-    );
+    assert!(failure.message.contains("overloaded_error"), "{}", failure.message);
 }
 
 #[test]

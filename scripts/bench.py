@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+"""keel end-to-end benchmark.
+
+Runs a scripted session of ~90 model turns (Glob/Grep/Read over a generated repo of 40 files)
+through the release binary and reports wall time, CPU time (user+sys) and peak RSS of the keel
+process, per run and per turn. Two transports:
+
+  script  the script provider: engine, tools and transcript, no network
+  sse     a loopback HTTP server speaking the Anthropic SSE protocol: adds the HTTP client,
+          SSE framing and stream assembly
+
+Usage: scripts/bench.py [--runs N] [--turns N] [--keel PATH] [--mode script|sse|both]
+Independent of keel's code: it only runs the binary and reads rusage from the kernel.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+WRAP = []
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def make_repo(root, files=40, lines=150):
+    for i in range(files):
+        sub = os.path.join(root, "src", f"mod{i % 5}")
+        os.makedirs(sub, exist_ok=True)
+        with open(os.path.join(sub, f"file{i}.rs"), "w") as f:
+            for n in range(lines):
+                if n % 25 == 0:
+                    f.write(f"pub fn handler_{i}_{n}(input: &str) -> Result<u32, Error> {{\n")
+                elif n % 25 == 24:
+                    f.write("}\n")
+                else:
+                    f.write(f"    let value_{n} = compute(input, {n}); // TODO check {i}\n")
+    with open(os.path.join(root, "README.md"), "w") as f:
+        f.write("# generated\n")
+    with open(os.path.join(root, ".gitignore"), "w") as f:
+        f.write("target/\n")
+
+
+def make_turns(root, turns):
+    out = []
+    for t in range(turns - 1):
+        k = t % 6
+        i = t % 40
+        if k == 0:
+            call = {"name": "Glob", "input": {"pattern": "src/**/*.rs"}}
+        elif k == 1:
+            call = {"name": "Grep", "input": {"pattern": f"handler_{i}_", "output_mode": "content"}}
+        elif k == 2:
+            call = {"name": "Read", "input": {"file_path": f"src/mod{i % 5}/file{i}.rs"}}
+        elif k == 3:
+            call = {"name": "Grep", "input": {"pattern": "TODO check 1", "output_mode": "files_with_matches"}}
+        elif k == 4:
+            call = {"name": "Read", "input": {"file_path": f"src/mod{i % 5}/file{i}.rs", "offset": 20, "limit": 40}}
+        else:
+            call = {"name": "Grep", "input": {"pattern": "Result<u32", "output_mode": "count"}}
+        out.append({"text": f"Step {t + 1}.", "tool_calls": [call]})
+    out.append({"text": "Finished the survey."})
+    return out
+
+
+def sse_for(turn, n):
+    def ev(name, data):
+        return f"event: {name}\ndata: {json.dumps(data)}\n\n"
+
+    blocks = []
+    if turn.get("text"):
+        blocks.append(("text", turn["text"]))
+    for i, c in enumerate(turn.get("tool_calls", [])):
+        blocks.append(("tool", (f"toolu_{n}_{i}", c["name"], c["input"])))
+    parts = [ev("message_start", {"type": "message_start", "message": {
+        "id": f"msg_{n}", "type": "message", "role": "assistant", "content": [], "model": "claude-sonnet-4-5",
+        "stop_reason": None, "usage": {"input_tokens": 1000, "output_tokens": 1}}})]
+    for idx, (kind, val) in enumerate(blocks):
+        if kind == "text":
+            parts.append(ev("content_block_start", {"type": "content_block_start", "index": idx,
+                                                    "content_block": {"type": "text", "text": ""}}))
+            for w in val.split(" "):
+                parts.append(ev("content_block_delta", {"type": "content_block_delta", "index": idx,
+                                                        "delta": {"type": "text_delta", "text": w + " "}}))
+        else:
+            tid, name, inp = val
+            parts.append(ev("content_block_start", {"type": "content_block_start", "index": idx,
+                                                    "content_block": {"type": "tool_use", "id": tid, "name": name, "input": {}}}))
+            js = json.dumps(inp)
+            for k in range(0, len(js), 8):
+                parts.append(ev("content_block_delta", {"type": "content_block_delta", "index": idx,
+                                                        "delta": {"type": "input_json_delta", "partial_json": js[k:k + 8]}}))
+        parts.append(ev("content_block_stop", {"type": "content_block_stop", "index": idx}))
+    stop = "tool_use" if turn.get("tool_calls") else "end_turn"
+    parts.append(ev("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop}, "usage": {"output_tokens": 50}}))
+    parts.append(ev("message_stop", {"type": "message_stop"}))
+    return "".join(parts).encode()
+
+
+class Server:
+    def __init__(self, turns):
+        self.bodies = [sse_for(t, n) for n, t in enumerate(turns)]
+        self.next = 0
+        self.lock = threading.Lock()
+        outer = self
+
+        class H(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("content-length", 0))
+                self.rfile.read(length)
+                with outer.lock:
+                    body = outer.bodies[outer.next]
+                    outer.next += 1
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def close(self):
+        self.httpd.shutdown()
+
+
+def run_once(keel, repo, mode, turns, script_path):
+    home = tempfile.mkdtemp(prefix="keel-bench-home-")
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": home, "KEEL_HOME": os.path.join(home, ".keel")}
+    args = WRAP + [keel, "-p", "survey the repository", "--output-format", "json"]
+    server = None
+    if mode == "script":
+        args += ["--provider", "script", "--script", script_path]
+    else:
+        server = Server(turns)
+        env.update({"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "bench"})
+    start = time.perf_counter()
+    proc = subprocess.Popen(args, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.communicate()
+    wall = time.perf_counter() - start
+    if server:
+        server.close()
+    shutil.rmtree(home, ignore_errors=True)
+    if proc.returncode != 0:
+        sys.exit(f"keel failed ({proc.returncode}): {err.decode()[:2000]}")
+    result = json.loads(out)
+    return wall, result
+
+
+def measure(keel, repo, mode, turns, script_path):
+    import resource
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall, result = run_once(keel, repo, mode, turns, script_path)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    # ru_maxrss of RUSAGE_CHILDREN is the largest child so far; runs are ordered so the first
+    # run's value is exact and later ones are a max over runs (reported as such).
+    return wall, cpu, after.ru_maxrss / 1024.0, result["num_turns"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--turns", type=int, default=90)
+    ap.add_argument("--keel", default=os.path.join(ROOT, "target", "release", "keel"))
+    ap.add_argument("--mode", default="both", choices=["script", "sse", "both"])
+    ap.add_argument("--wrap", default="", help="command prefix for keel, e.g. a profiler")
+    args = ap.parse_args()
+    WRAP.extend(args.wrap.split())
+    if not os.path.exists(args.keel):
+        sys.exit(f"{args.keel} not found: run `cargo build --release` first")
+    work = tempfile.mkdtemp(prefix="keel-bench-")
+    repo = os.path.join(work, "repo")
+    os.makedirs(repo)
+    make_repo(repo)
+    turns = make_turns(repo, args.turns)
+    script_path = os.path.join(work, "script.json")
+    with open(script_path, "w") as f:
+        json.dump({"model": "claude-sonnet-4-5", "turns": turns}, f)
+    modes = ["script", "sse"] if args.mode == "both" else [args.mode]
+    print(f"keel benchmark: {args.turns} model turns, 40-file repo, {args.runs} runs per mode")
+    print("| mode | turns | wall (median) | CPU (median) | CPU per turn | peak RSS (max) |")
+    print("|---|---|---|---|---|---|")
+    for mode in modes:
+        walls, cpus, rss, n = [], [], 0.0, 0
+        for _ in range(args.runs):
+            w, c, r, n = measure(args.keel, repo, mode, turns, script_path)
+            walls.append(w)
+            cpus.append(c)
+            rss = max(rss, r)
+        cpu = statistics.median(cpus)
+        print(f"| {mode} | {n} | {statistics.median(walls) * 1000:.0f} ms | {cpu * 1000:.0f} ms | "
+              f"{cpu * 1000 / n:.2f} ms | {rss:.1f} MiB |")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,7 @@
+//! End-to-end tests: the real `keel` binary against a scripted model server on loopback.
+
+mod support;
+
+mod engine_loop;
+mod headless;
+mod provider;

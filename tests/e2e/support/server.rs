@@ -1,0 +1,213 @@
+//! A scripted model server on loopback: real HTTP, real SSE, per-chunk pacing, every request
+//! recorded. Replies are queued by the test and served in order.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::Frame;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use tokio::net::TcpListener;
+
+/// One scripted HTTP reply.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// A `text/event-stream` body sent chunk by chunk, `pace` apart.
+    Sse { chunks: Vec<String>, pace: Duration },
+    /// Like `Sse`, but the connection is dropped after the chunks (no clean end).
+    SseThenDrop { chunks: Vec<String> },
+    /// A plain JSON reply (errors: 401, 429, 529, ...), with extra headers.
+    Json {
+        status: u16,
+        body: Value,
+        headers: Vec<(String, String)>,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The messages array of the request.
+    pub fn messages(&self) -> &Vec<Value> {
+        self.body["messages"].as_array().expect("request has messages")
+    }
+
+    /// All tool_result blocks in the last user message.
+    pub fn tool_results(&self) -> Vec<Value> {
+        let last = self.messages().last().expect("at least one message");
+        last["content"]
+            .as_array()
+            .map(|c| c.iter().filter(|b| b["type"] == "tool_result").cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The text of the tool result for `id` (string or text blocks).
+    pub fn tool_result_text(&self, id: &str) -> (String, bool) {
+        for m in self.messages().iter().rev() {
+            if let Some(blocks) = m["content"].as_array() {
+                for b in blocks {
+                    if b["type"] == "tool_result" && b["tool_use_id"] == id {
+                        let text = match &b["content"] {
+                            Value::String(s) => s.clone(),
+                            Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+                            other => other.to_string(),
+                        };
+                        return (text, b["is_error"].as_bool().unwrap_or(false));
+                    }
+                }
+            }
+        }
+        panic!("no tool_result for {id} in request");
+    }
+}
+
+#[derive(Default)]
+struct State {
+    replies: VecDeque<Reply>,
+    requests: Vec<Recorded>,
+    /// SSE bodies whose client went away before the last chunk.
+    abandoned: usize,
+}
+
+pub struct ModelServer {
+    addr: SocketAddr,
+    state: Arc<Mutex<State>>,
+}
+
+impl ModelServer {
+    pub async fn start() -> ModelServer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+        let addr = listener.local_addr().expect("local addr");
+        let state = Arc::new(Mutex::new(State::default()));
+        let shared = state.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let state = shared.clone();
+                tokio::spawn(async move {
+                    let service = service_fn(move |req| handle(req, state.clone()));
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        ModelServer { addr, state }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn push(&self, reply: Reply) -> &Self {
+        self.state.lock().unwrap().replies.push_back(reply);
+        self
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.state.lock().unwrap().requests.clone()
+    }
+
+    pub fn abandoned(&self) -> usize {
+        self.state.lock().unwrap().abandoned
+    }
+}
+
+type Body = BoxBody<Bytes, std::io::Error>;
+
+async fn handle(req: Request<hyper::body::Incoming>, state: Arc<Mutex<State>>) -> Result<Response<Body>, Infallible> {
+    let path = req.uri().path().to_string();
+    let headers = req
+        .headers()
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
+        .collect();
+    let bytes = match req.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => Bytes::new(),
+    };
+    let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    let reply = {
+        let mut s = state.lock().unwrap();
+        s.requests.push(Recorded { path, headers, body });
+        s.replies.pop_front()
+    };
+    let Some(reply) = reply else {
+        return Ok(json_response(
+            400,
+            serde_json::json!({"type": "error", "error": {"type": "invalid_request_error", "message": "scripted server: no reply queued"}}),
+            &[],
+        ));
+    };
+    Ok(match reply {
+        Reply::Json { status, body, headers } => json_response(status, body, &headers),
+        Reply::Sse { chunks, pace } => sse_response(chunks, pace, false, state),
+        Reply::SseThenDrop { chunks } => sse_response(chunks, Duration::ZERO, true, state),
+    })
+}
+
+fn json_response(status: u16, body: Value, headers: &[(String, String)]) -> Response<Body> {
+    let mut b = Response::builder()
+        .status(status)
+        .header("content-type", "application/json");
+    for (k, v) in headers {
+        b = b.header(k, v);
+    }
+    let full = Full::new(Bytes::from(body.to_string())).map_err(|never: Infallible| match never {});
+    b.body(full.boxed()).expect("response")
+}
+
+fn sse_response(chunks: Vec<String>, pace: Duration, drop_at_end: bool, state: Arc<Mutex<State>>) -> Response<Body> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(4);
+    tokio::spawn(async move {
+        let total = chunks.len();
+        for (i, chunk) in chunks.into_iter().enumerate() {
+            if i > 0 && !pace.is_zero() {
+                tokio::time::sleep(pace).await;
+            }
+            if tx.send(Ok(Frame::data(Bytes::from(chunk)))).await.is_err() {
+                if i < total {
+                    state.lock().unwrap().abandoned += 1;
+                }
+                return;
+            }
+        }
+        if drop_at_end {
+            let _ = tx
+                .send(Err(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionReset,
+                    "scripted drop",
+                )))
+                .await;
+        }
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|f| (f, rx)) });
+    Response::builder()
+        .status(200)
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .body(BodyExt::boxed(StreamBody::new(stream)))
+        .expect("response")
+}
