@@ -10,6 +10,7 @@ pub mod engine;
 pub mod fsutil;
 pub mod headless;
 pub mod message;
+pub mod permissions;
 pub mod provider;
 pub mod tools;
 pub mod transcript;

@@ -9,6 +9,7 @@ use super::args::{Cli, ProviderKind};
 use crate::config::{models, paths};
 use crate::context::system_prompt;
 use crate::engine::{Engine, EngineConfig, EngineEvent, Session};
+use crate::permissions::Mode;
 use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider};
 use crate::provider::retry::RetryPolicy;
 use crate::provider::script::ScriptProvider;
@@ -29,12 +30,10 @@ pub enum SetupError {
     Invalid(String),
 }
 
-pub const PERMISSION_MODES: &[&str] = &["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"];
-
 pub struct Prepared {
     pub engine: Engine,
     pub events: UnboundedReceiver<EngineEvent>,
-    pub permission_mode: String,
+    pub permission_mode: Mode,
     /// Lines of the resumed transcript that could not be read.
     pub resume_warnings: Vec<String>,
 }
@@ -86,6 +85,7 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
         Transcript::create(&transcript_path)?
     };
     let mut session = Session::new(session_id, cwd.clone(), session_dir, transcript);
+    session.shared.set_mode(permission_mode);
     let resumed = history.is_some();
     if let Some(h) = history {
         session.set_history(h);
@@ -118,17 +118,18 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     })
 }
 
-fn permission_mode(cli: &Cli) -> Result<String, SetupError> {
+fn permission_mode(cli: &Cli) -> Result<Mode, SetupError> {
     if cli.dangerously_skip_permissions {
-        return Ok("bypassPermissions".into());
+        return Ok(Mode::BypassPermissions);
     }
     match cli.permission_mode.as_deref() {
-        None => Ok("default".into()),
-        Some(m) if PERMISSION_MODES.contains(&m) => Ok(m.to_string()),
-        Some(m) => Err(SetupError::Invalid(format!(
-            "unknown permission mode `{m}`; use one of: {}",
-            PERMISSION_MODES.join(", ")
-        ))),
+        None => Ok(Mode::Default),
+        Some(m) => Mode::parse(m).ok_or_else(|| {
+            SetupError::Invalid(format!(
+                "unknown permission mode `{m}`; use one of: {}",
+                Mode::ALL.map(Mode::as_str).join(", ")
+            ))
+        }),
     }
 }
 

@@ -62,6 +62,10 @@ pub enum EngineEvent {
         tool_use_id: String,
         tool_input: Value,
     },
+    /// The engine waits for a human decision; answer through `prompt.reply`.
+    PermissionRequest(crate::permissions::PermissionPrompt),
+    /// The permission mode changed (Shift+Tab, ExitPlanMode approval).
+    ModeChanged(crate::permissions::Mode),
     Notice {
         level: NoticeLevel,
         message: String,

@@ -88,7 +88,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
             cwd: &cwd,
             tools: engine.registry.names(),
             model: &engine.config.model,
-            permission_mode: &prepared.permission_mode,
+            permission_mode: prepared.permission_mode.as_str(),
             api_key_source: api_key_source(&cli),
         }));
     }

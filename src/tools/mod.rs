@@ -28,6 +28,27 @@ pub struct SessionShared {
     /// Where spill files and other per-session artefacts live.
     pub session_dir: PathBuf,
     pub file_state: Mutex<FileStateMap>,
+    /// The current permission mode; front ends change it between or during turns.
+    pub mode: Mutex<crate::permissions::Mode>,
+    /// The session's task list (TodoWrite).
+    pub todos: Mutex<Vec<Todo>>,
+}
+
+/// One entry of the session's task list, in the reference's TodoWrite shape.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Todo {
+    pub content: String,
+    pub status: TodoStatus,
+    #[serde(rename = "activeForm")]
+    pub active_form: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    Pending,
+    InProgress,
+    Completed,
 }
 
 impl SessionShared {
@@ -36,7 +57,21 @@ impl SessionShared {
             cwd,
             session_dir,
             file_state: Mutex::new(FileStateMap::default()),
+            mode: Mutex::new(crate::permissions::Mode::Default),
+            todos: Mutex::new(Vec::new()),
         }
+    }
+
+    pub fn mode(&self) -> crate::permissions::Mode {
+        *self.mode.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn set_mode(&self, mode: crate::permissions::Mode) {
+        *self.mode.lock().unwrap_or_else(|p| p.into_inner()) = mode;
+    }
+
+    pub fn todos(&self) -> Vec<Todo> {
+        self.todos.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Locks the read-file state; a poisoned lock (a panicking tool) is recovered because the
