@@ -6,6 +6,7 @@ pub mod cli;
 pub mod compact;
 pub mod config;
 pub mod context;
+pub mod debug;
 pub mod engine;
 pub mod fsutil;
 pub mod headless;

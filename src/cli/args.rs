@@ -70,6 +70,34 @@ pub struct Cli {
     #[arg(long)]
     pub no_session_persistence: bool,
 
+    /// Allow rules, e.g. "Bash(git log:*)" Read (space- or comma-separated)
+    #[arg(long = "allowedTools", visible_alias = "allowed-tools", num_args = 1.., value_name = "RULES")]
+    pub allowed_tools: Vec<String>,
+
+    /// Deny rules; a bare tool name removes the tool from the model's view
+    #[arg(long = "disallowedTools", visible_alias = "disallowed-tools", num_args = 1.., value_name = "RULES")]
+    pub disallowed_tools: Vec<String>,
+
+    /// Restrict the built-in tools: a list of names, "" for none, "default" for all
+    #[arg(long, value_name = "TOOLS")]
+    pub tools: Option<String>,
+
+    /// Extra settings: a JSON file or inline JSON (highest precedence)
+    #[arg(long, value_name = "FILE|JSON")]
+    pub settings: Option<String>,
+
+    /// More working directories the tools may use
+    #[arg(long = "add-dir", num_args = 1.., value_name = "DIR")]
+    pub add_dir: Vec<PathBuf>,
+
+    /// Run Bash commands in the OS sandbox (writes limited to the working directories, no network)
+    #[arg(long)]
+    pub sandbox: bool,
+
+    /// Diagnostics on stderr
+    #[arg(long)]
+    pub debug: bool,
+
     /// Where model turns come from
     #[arg(long, value_enum, default_value_t = ProviderKind::Anthropic)]
     pub provider: ProviderKind,

@@ -6,10 +6,12 @@ use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::args::{Cli, ProviderKind};
+use crate::config::settings::{Settings, SettingsError};
 use crate::config::{models, paths};
 use crate::context::system_prompt;
 use crate::engine::{Engine, EngineConfig, EngineEvent, Session};
 use crate::permissions::Mode;
+use crate::permissions::config::{self as permission_config, CliPermissions, PermissionConfigError};
 use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider};
 use crate::provider::retry::RetryPolicy;
 use crate::provider::script::ScriptProvider;
@@ -20,6 +22,10 @@ use crate::transcript::{self, Transcript, TranscriptError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error(transparent)]
+    Permissions(#[from] PermissionConfigError),
     #[error(transparent)]
     Provider(#[from] ProviderError),
     #[error(transparent)]
@@ -44,7 +50,23 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
         .map_err(|e| SetupError::Invalid(format!("cannot determine the working directory: {e}")))?;
     let home =
         paths::keel_home().ok_or_else(|| SetupError::Invalid("cannot find a home directory; set KEEL_HOME".into()))?;
-    let permission_mode = permission_mode(cli)?;
+    if cli.debug {
+        crate::debug::enable();
+    }
+    let user_home = dirs::home_dir();
+    let settings = Settings::load(user_home.as_deref(), &home, &cwd, cli.settings.as_deref())?;
+    let permissions = permission_config::build(
+        &settings,
+        &CliPermissions {
+            allowed_tools: cli.allowed_tools.clone(),
+            disallowed_tools: cli.disallowed_tools.clone(),
+            add_dirs: cli.add_dir.clone(),
+            mode: permission_mode(cli)?,
+        },
+        &cwd,
+        user_home.as_deref(),
+    )?;
+    let permission_mode = permissions.mode;
 
     let (provider, script_model): (Arc<dyn Provider>, Option<String>) = match cli.provider {
         ProviderKind::Anthropic => {
@@ -96,7 +118,28 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
         session.log_event("resumed", serde_json::json!({"model": model}));
     }
 
-    let registry = Arc::new(ToolRegistry::new(builtin_tools())?);
+    let mut registry = ToolRegistry::new(builtin_tools())?;
+    let authorizer = permissions.authorizer;
+    if let Some(list) = &cli.tools {
+        let wanted: Vec<&str> = list
+            .split([',', ' '])
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        if list.trim() != "default" {
+            for w in &wanted {
+                if registry.get(w).is_none() {
+                    return Err(SetupError::Invalid(format!(
+                        "--tools names `{w}`, which is not a built-in tool (available: {})",
+                        registry.names().join(", ")
+                    )));
+                }
+            }
+            registry.retain(|n| wanted.contains(&n));
+        }
+    }
+    registry.retain(|n| !authorizer.denies_whole_tool(n));
+    let registry = Arc::new(registry);
     let info = models::info(&model);
     let config = EngineConfig {
         system: system_prompt::build(
@@ -108,8 +151,9 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
         model,
         max_tokens: info.max_output,
         max_turns: cli.max_turns,
+        interactive: !cli.print,
     };
-    let (engine, events) = Engine::new(config, provider, registry, session);
+    let (engine, events) = Engine::new(config, provider, registry, Arc::new(authorizer), session);
     Ok(Prepared {
         engine,
         events,
@@ -118,13 +162,13 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     })
 }
 
-fn permission_mode(cli: &Cli) -> Result<Mode, SetupError> {
+fn permission_mode(cli: &Cli) -> Result<Option<Mode>, SetupError> {
     if cli.dangerously_skip_permissions {
-        return Ok(Mode::BypassPermissions);
+        return Ok(Some(Mode::BypassPermissions));
     }
     match cli.permission_mode.as_deref() {
-        None => Ok(Mode::Default),
-        Some(m) => Mode::parse(m).ok_or_else(|| {
+        None => Ok(None),
+        Some(m) => Mode::parse(m).map(Some).ok_or_else(|| {
             SetupError::Invalid(format!(
                 "unknown permission mode `{m}`; use one of: {}",
                 Mode::ALL.map(Mode::as_str).join(", ")

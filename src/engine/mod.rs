@@ -5,6 +5,7 @@
 //! through the [`pipeline`], append results, repeat until the model stops calling tools, the
 //! turn limit is reached or the user cancels.
 
+mod authorize;
 pub mod events;
 pub mod pipeline;
 pub mod session;
@@ -17,6 +18,7 @@ use tokio::sync::mpsc;
 pub use events::{EngineEvent, NoticeLevel, ResultSubtype, TurnOutcome};
 pub use session::Session;
 
+use crate::permissions::Authorizer;
 use crate::provider::{Provider, SystemBlock};
 use crate::tools::registry::ToolRegistry;
 
@@ -27,6 +29,8 @@ pub struct EngineConfig {
     /// Model requests allowed per user turn (`--max-turns`).
     pub max_turns: Option<u32>,
     pub system: Vec<SystemBlock>,
+    /// Whether a front end answers permission questions; headless mode cannot.
+    pub interactive: bool,
 }
 
 /// Sends engine events to whoever consumes them; a consumer that went away is not an error.
@@ -50,6 +54,7 @@ pub struct Engine {
     pub config: EngineConfig,
     pub provider: Arc<dyn Provider>,
     pub registry: Arc<ToolRegistry>,
+    pub authorizer: Arc<Authorizer>,
     pub session: Session,
     events: EventSink,
 }
@@ -59,6 +64,7 @@ impl Engine {
         config: EngineConfig,
         provider: Arc<dyn Provider>,
         registry: Arc<ToolRegistry>,
+        authorizer: Arc<Authorizer>,
         session: Session,
     ) -> (Engine, mpsc::UnboundedReceiver<EngineEvent>) {
         let (tx, rx) = mpsc::unbounded_channel();
@@ -67,6 +73,7 @@ impl Engine {
                 config,
                 provider,
                 registry,
+                authorizer,
                 session,
                 events: EventSink(tx),
             },

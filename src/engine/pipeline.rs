@@ -14,6 +14,7 @@ use super::EventSink;
 use super::events::EngineEvent;
 use crate::compact::budget;
 use crate::message::ContentBlock;
+use crate::permissions::Authorizer;
 use crate::provider::{BrokenReason, BrokenToolCall};
 use crate::tools::registry::ToolRegistry;
 use crate::tools::{SessionShared, ToolContext, ToolError, ToolOutput};
@@ -47,6 +48,9 @@ pub struct Pipeline<'a> {
     pub registry: &'a ToolRegistry,
     pub shared: &'a Arc<SessionShared>,
     pub events: &'a EventSink,
+    pub authorizer: &'a Authorizer,
+    /// Whether a front end can answer permission questions (false in headless mode).
+    pub interactive: bool,
 }
 
 impl Pipeline<'_> {
@@ -147,7 +151,17 @@ impl Pipeline<'_> {
                 false,
             );
         }
-        // Authorization (permission rules, modes, PreToolUse hooks) plugs in here.
+        let read_only = registered.tool.is_read_only(&call.input);
+        if let Err(refusal) = self.authorize(call, read_only, None, cancel).await {
+            if refusal.denied {
+                self.events.emit(EngineEvent::PermissionDenied {
+                    tool_name: call.name.clone(),
+                    tool_use_id: call.id.clone(),
+                    tool_input: call.input.clone(),
+                });
+            }
+            return (refusal.output, refusal.denied);
+        }
 
         let ctx = ToolContext {
             shared: self.shared.clone(),
@@ -266,10 +280,14 @@ mod tests {
         let shared = Arc::new(SessionShared::new(dir.path().into(), dir.path().into()));
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let sink = EventSink(tx);
+        shared.set_mode(crate::permissions::Mode::BypassPermissions);
+        let authorizer = Authorizer::new(Vec::new(), vec![dir.path().into()], None, None);
         let pipeline = Pipeline {
             registry: &registry,
             shared: &shared,
             events: &sink,
+            authorizer: &authorizer,
+            interactive: false,
         };
         let calls = vec![
             call("a", "Meet", json!({"tag": "a"})),
@@ -301,10 +319,14 @@ mod tests {
         let shared = Arc::new(SessionShared::new(dir.path().into(), dir.path().into()));
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let sink = EventSink(tx);
+        shared.set_mode(crate::permissions::Mode::BypassPermissions);
+        let authorizer = Authorizer::new(Vec::new(), vec![dir.path().into()], None, None);
         let pipeline = Pipeline {
             registry: &registry,
             shared: &shared,
             events: &sink,
+            authorizer: &authorizer,
+            interactive: false,
         };
         let cancel = CancellationToken::new();
         cancel.cancel();

@@ -110,6 +110,8 @@ impl Engine {
                     registry: &self.registry,
                     shared: &self.session.shared,
                     events: &self.events,
+                    authorizer: &self.authorizer,
+                    interactive: self.config.interactive,
                 }
                 .run_all(calls, &response.broken_tool_calls, cancel)
                 .await;

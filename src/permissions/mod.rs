@@ -3,8 +3,16 @@
 //! The rule engine (allow/ask/deny, compound shell commands, protected paths) plugs into the
 //! tool pipeline's authorization step; this module also defines how the engine asks a human.
 
+pub mod authorizer;
+pub mod config;
+pub mod protected;
+pub mod rules;
+pub mod shell;
+
 use serde_json::Value;
 use tokio::sync::oneshot;
+
+pub use authorizer::{AskInfo, Authorizer, HookDecision, Verdict};
 
 /// The reference's permission modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

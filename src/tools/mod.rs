@@ -7,6 +7,7 @@ pub mod file_state;
 pub mod glob;
 pub mod grep;
 pub mod paths;
+pub mod plan;
 pub mod read;
 pub mod registry;
 
@@ -185,6 +186,7 @@ pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
         Arc::new(read::ReadTool),
         Arc::new(glob::GlobTool),
         Arc::new(grep::GrepTool),
+        Arc::new(plan::ExitPlanModeTool),
     ]
 }
 

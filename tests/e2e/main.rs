@@ -4,4 +4,5 @@ mod support;
 
 mod engine_loop;
 mod headless;
+mod permissions;
 mod provider;

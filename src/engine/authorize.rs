@@ -1,0 +1,154 @@
+//! The pipeline's authorization step: permission rules and modes, and asking a human.
+
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::events::{EngineEvent, NoticeLevel};
+use super::pipeline::{Pipeline, ToolCall};
+use crate::permissions::{AskInfo, HookDecision, Mode, PermissionPrompt, PermissionReply, Verdict};
+use crate::tools::ToolOutput;
+
+/// Why a call did not run; `denied` marks permission denials (for `permission_denials`).
+pub struct Refusal {
+    pub output: ToolOutput,
+    pub denied: bool,
+}
+
+impl Pipeline<'_> {
+    /// Decides whether `call` may run; asks the front end when a human must decide.
+    pub(super) async fn authorize(
+        &self,
+        call: &ToolCall,
+        read_only: bool,
+        hook: Option<HookDecision>,
+        cancel: &CancellationToken,
+    ) -> Result<(), Refusal> {
+        let mode = self.shared.mode();
+        let verdict = self
+            .authorizer
+            .check(&call.name, &call.input, read_only, mode, &self.shared.cwd, hook);
+        let info = match verdict {
+            Verdict::Allow => return Ok(()),
+            Verdict::Deny(reason) => return Err(denied(call, &format!("Permission denied: {reason}."))),
+            Verdict::Ask { info, .. } => info,
+        };
+        if !self.interactive || mode == Mode::DontAsk {
+            return Err(denied(call, &unanswerable(call, &info, mode)));
+        }
+        match self.ask_human(call, &info, cancel).await {
+            None => Err(Refusal {
+                output: ToolOutput::error(
+                    "The call was interrupted while waiting for the user's approval; it did not run.",
+                ),
+                denied: false,
+            }),
+            Some(PermissionReply::AllowOnce) => {
+                self.after_approval(call, false);
+                Ok(())
+            }
+            Some(PermissionReply::AllowAlways) => {
+                if let Some(warning) = self.authorizer.grant(&info) {
+                    self.events.notice(NoticeLevel::Warning, warning);
+                }
+                self.after_approval(call, true);
+                Ok(())
+            }
+            Some(PermissionReply::Deny { feedback }) => {
+                let mut msg = format!("The user declined this {} call; it was not run.", call.name);
+                if call.name == "ExitPlanMode" {
+                    msg = "The user did not approve the plan; plan mode stays on. Revise the plan.".into();
+                }
+                if let Some(f) = feedback.filter(|f| !f.trim().is_empty()) {
+                    msg.push_str(&format!(" The user says: {f}"));
+                } else {
+                    msg.push_str(" Stop and wait for the user's direction before trying something similar.");
+                }
+                Err(denied(call, &msg))
+            }
+        }
+    }
+
+    async fn ask_human(&self, call: &ToolCall, info: &AskInfo, cancel: &CancellationToken) -> Option<PermissionReply> {
+        let (tx, rx) = oneshot::channel();
+        self.events.emit(EngineEvent::PermissionRequest(PermissionPrompt {
+            tool_use_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            input: call.input.clone(),
+            detail: detail(call, info),
+            suggested_rule: info.rules_to_save.first().or(info.session_grants.first()).cloned(),
+            reply: tx,
+        }));
+        tokio::select! {
+            _ = cancel.cancelled() => None,
+            // A front end that drops the question without answering denies.
+            r = rx => Some(r.unwrap_or(PermissionReply::Deny { feedback: None })),
+        }
+    }
+
+    /// Approving ExitPlanMode leaves plan mode: "always" → acceptEdits, "once" → default.
+    fn after_approval(&self, call: &ToolCall, always: bool) {
+        if call.name == "ExitPlanMode" && self.shared.mode() == Mode::Plan {
+            let next = if always { Mode::AcceptEdits } else { Mode::Default };
+            self.shared.set_mode(next);
+            self.events.emit(EngineEvent::ModeChanged(next));
+        }
+    }
+}
+
+fn denied(_call: &ToolCall, message: &str) -> Refusal {
+    Refusal {
+        output: ToolOutput::error(message.to_string()),
+        denied: true,
+    }
+}
+
+/// The denial text when nobody can answer (headless, dontAsk).
+fn unanswerable(call: &ToolCall, info: &AskInfo, mode: Mode) -> String {
+    if call.name == "ExitPlanMode" {
+        return "Plan mode: nobody can approve a plan in this non-interactive session, so plan mode stays on. \
+                Give the plan as your final answer instead."
+            .into();
+    }
+    let why = if mode == Mode::DontAsk {
+        "the permission mode is dontAsk"
+    } else {
+        "keel runs non-interactively"
+    };
+    let mut msg = format!(
+        "Permission needed: {}. This {} call was not run because {why} and nobody can approve it. Continue without \
+         it, or finish and tell the user which permission is needed",
+        info.reason, call.name
+    );
+    match info.rules_to_save.first() {
+        Some(rule) => msg.push_str(&format!(" (for example the allow rule `{rule}`)")),
+        None => msg.push_str(" (an allow rule or a different permission mode)"),
+    }
+    msg.push('.');
+    msg
+}
+
+/// What exactly would happen, for the approval dialog.
+fn detail(call: &ToolCall, info: &AskInfo) -> String {
+    let input = &call.input;
+    let body = match call.name.as_str() {
+        "Bash" => input["command"].as_str().unwrap_or("").to_string(),
+        "ExitPlanMode" => input["plan"].as_str().unwrap_or("(no plan text given)").to_string(),
+        "Write" => format!(
+            "write {} ({} bytes)",
+            input["file_path"].as_str().unwrap_or("?"),
+            input["content"].as_str().map(str::len).unwrap_or(0)
+        ),
+        "Edit" => {
+            let old = input["old_string"].as_str().unwrap_or("");
+            let new = input["new_string"].as_str().unwrap_or("");
+            let diff = similar::TextDiff::from_lines(old, new);
+            format!(
+                "edit {}\n{}",
+                input["file_path"].as_str().unwrap_or("?"),
+                diff.unified_diff().context_radius(2).header("before", "after")
+            )
+        }
+        _ => serde_json::to_string_pretty(input).unwrap_or_default(),
+    };
+    format!("{body}\n\n({})", info.reason)
+}

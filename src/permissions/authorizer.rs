@@ -1,0 +1,524 @@
+//! The permission decision for one tool call: deny > ask > allow, regardless of source.
+//!
+//! Order (as the reference evaluates): deny rules (and built-in protections) → ask rules (and
+//! destructive commands) → allow rules, mode approvals and read-only classification →
+//! otherwise ask, which headless mode and `dontAsk` turn into a denial.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+use super::Mode;
+use super::protected;
+use super::rules::{Anchors, Behavior, EDIT_FAMILY, READ_FAMILY, Rule, Spec};
+use super::shell::{self, SimpleCommand};
+
+/// Tools that only touch keel's own session state.
+const SESSION_TOOLS: &[&str] = &["TodoWrite", "BashOutput", "KillShell"];
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    Allow,
+    /// `hard`: required by an ask rule or a protection; a hook's allow cannot skip it.
+    Ask {
+        hard: bool,
+        info: AskInfo,
+    },
+    Deny(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AskInfo {
+    pub reason: String,
+    /// Rules "allow always" saves to the local settings file.
+    pub rules_to_save: Vec<String>,
+    /// Rule texts granted for the rest of the session on "allow always".
+    pub session_grants: Vec<String>,
+}
+
+/// A PreToolUse hook's decision, composed with the rules as the reference does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookDecision {
+    Allow,
+    Ask,
+}
+
+pub struct Authorizer {
+    rules: Vec<Rule>,
+    session: Mutex<Vec<Rule>>,
+    dirs: Vec<PathBuf>,
+    home: Option<PathBuf>,
+    anchors: Anchors,
+    /// Where "allow always" rules are saved (`.keel/settings.local.json`).
+    save_path: Option<PathBuf>,
+}
+
+impl Authorizer {
+    pub fn new(rules: Vec<Rule>, dirs: Vec<PathBuf>, home: Option<PathBuf>, save_path: Option<PathBuf>) -> Self {
+        let cwd = dirs.first().cloned().unwrap_or_else(|| PathBuf::from("/"));
+        Authorizer {
+            rules,
+            session: Mutex::new(Vec::new()),
+            anchors: Anchors {
+                base_dir: cwd.clone(),
+                cwd,
+                home: home.clone(),
+            },
+            dirs,
+            home,
+            save_path,
+        }
+    }
+
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    pub fn working_dirs(&self) -> &[PathBuf] {
+        &self.dirs
+    }
+
+    /// Tools removed from the model's view by a bare-name deny rule.
+    pub fn denies_whole_tool(&self, tool: &str) -> bool {
+        self.rules
+            .iter()
+            .any(|r| r.behavior == Behavior::Deny && r.is_whole_tool() && r.names_tool(tool))
+    }
+
+    pub fn check(
+        &self,
+        tool: &str,
+        input: &Value,
+        read_only: bool,
+        mode: Mode,
+        shell_cwd: &Path,
+        hook: Option<HookDecision>,
+    ) -> Verdict {
+        let session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        let all: Vec<&Rule> = self.rules.iter().chain(session.iter()).collect();
+        let ctx = Ctx {
+            rules: &all,
+            mode,
+            dirs: &self.dirs,
+            home: self.home.as_deref(),
+        };
+        let verdict = if tool == "Bash" {
+            let command = input.get("command").and_then(Value::as_str).unwrap_or("");
+            ctx.bash(
+                command,
+                shell_cwd,
+                self.dirs.first().map(PathBuf::as_path).unwrap_or(shell_cwd),
+                input,
+            )
+        } else if EDIT_FAMILY.contains(&tool) {
+            match path_input(input, &["file_path", "notebook_path"], shell_cwd) {
+                Some(p) => ctx.edit(tool, &p),
+                None => ctx.generic(tool, input, false),
+            }
+        } else if READ_FAMILY.contains(&tool) {
+            let p = path_input(input, &["file_path", "path"], shell_cwd).unwrap_or_else(|| shell_cwd.to_path_buf());
+            ctx.read(tool, &p)
+        } else if tool == "ExitPlanMode" {
+            match ctx.deny_rule(tool, |r| r.is_whole_tool()) {
+                Some(reason) => Verdict::Deny(reason),
+                None if mode == Mode::Plan => Verdict::Ask {
+                    hard: true,
+                    info: AskInfo {
+                        reason: "approve the plan to leave plan mode".into(),
+                        ..AskInfo::default()
+                    },
+                },
+                None => Verdict::Allow,
+            }
+        } else if SESSION_TOOLS.contains(&tool) {
+            match ctx.deny_rule(tool, |r| r.is_whole_tool()) {
+                Some(reason) => Verdict::Deny(reason),
+                None => Verdict::Allow,
+            }
+        } else {
+            ctx.generic(tool, input, read_only)
+        };
+        match (verdict, hook) {
+            (Verdict::Ask { hard: false, .. }, Some(HookDecision::Allow)) => Verdict::Allow,
+            (Verdict::Allow, Some(HookDecision::Ask)) => Verdict::Ask {
+                hard: true,
+                info: AskInfo {
+                    reason: "a PreToolUse hook asked for confirmation".into(),
+                    ..AskInfo::default()
+                },
+            },
+            (v, _) => v,
+        }
+    }
+
+    /// "Allow always": grant for the session and save the suggested rules to the local
+    /// settings file. Returns a warning when saving failed (the session grant still holds).
+    pub fn grant(&self, info: &AskInfo) -> Option<String> {
+        {
+            let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+            for text in info.session_grants.iter().chain(info.rules_to_save.iter()) {
+                if let Ok(r) = Rule::parse(text, Behavior::Allow, "session", &self.anchors) {
+                    session.push(r);
+                }
+            }
+        }
+        let path = self.save_path.as_ref()?;
+        if info.rules_to_save.is_empty() {
+            return None;
+        }
+        save_rules(path, &info.rules_to_save)
+            .err()
+            .map(|e| format!("could not save the rule(s) to {}: {e}", path.display()))
+    }
+}
+
+fn path_input(input: &Value, keys: &[&str], cwd: &Path) -> Option<PathBuf> {
+    keys.iter()
+        .find_map(|k| input.get(*k).and_then(Value::as_str))
+        .map(|p| crate::tools::paths::resolve(cwd, p))
+}
+
+struct Ctx<'a> {
+    rules: &'a [&'a Rule],
+    mode: Mode,
+    dirs: &'a [PathBuf],
+    home: Option<&'a Path>,
+}
+
+impl Ctx<'_> {
+    fn find(&self, behavior: Behavior, tool: &str, pred: impl Fn(&Rule) -> bool) -> Option<&Rule> {
+        self.rules
+            .iter()
+            .copied()
+            .find(|r| r.behavior == behavior && r.names_tool(tool) && pred(r))
+    }
+
+    fn deny_rule(&self, tool: &str, pred: impl Fn(&Rule) -> bool) -> Option<String> {
+        self.find(Behavior::Deny, tool, pred)
+            .map(|r| format!("denied by the rule `{}` ({})", r.text, r.source))
+    }
+
+    fn inside(&self, path: &Path) -> bool {
+        let real = real_path(path);
+        self.dirs
+            .iter()
+            .any(|d| path.starts_with(d) && real.starts_with(real_path(d)))
+    }
+
+    fn ask(&self, reason: String, rules_to_save: Vec<String>, session_grants: Vec<String>) -> Verdict {
+        Verdict::Ask {
+            hard: false,
+            info: AskInfo {
+                reason,
+                rules_to_save,
+                session_grants,
+            },
+        }
+    }
+
+    fn hard_ask(&self, reason: String) -> Verdict {
+        Verdict::Ask {
+            hard: true,
+            info: AskInfo {
+                reason,
+                ..AskInfo::default()
+            },
+        }
+    }
+
+    fn read(&self, tool: &str, path: &Path) -> Verdict {
+        let real = real_path(path);
+        if let Some(r) = self.find(Behavior::Deny, tool, |r| r.matches_path(path) || r.matches_path(&real)) {
+            return Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source));
+        }
+        let explicit_allow = |p: &Path| {
+            self.rules.iter().any(|r| {
+                r.behavior == Behavior::Allow
+                    && (r.names_tool(tool) || r.tool == "Edit")
+                    && matches!(r.spec, Spec::Path(..))
+                    && r.matches_path(p)
+            })
+        };
+        if let Some(why) =
+            protected::credential_reason(&real, self.home).or_else(|| protected::credential_reason(path, self.home))
+            && !explicit_allow(path)
+        {
+            return Verdict::Deny(format!(
+                "{why}; credential files are not read unless a `Read(...)` allow rule names them"
+            ));
+        }
+        if let Some(r) = self.find(Behavior::Ask, tool, |r| r.matches_path(path)) {
+            return self.hard_ask(format!("the rule `{}` asks for confirmation", r.text));
+        }
+        let allowed = self.inside(path)
+            || self.rules.iter().any(|r| {
+                r.behavior == Behavior::Allow && (r.names_tool(tool) || r.tool == "Edit") && r.matches_path(path)
+            })
+            || self.mode == Mode::BypassPermissions;
+        if allowed {
+            Verdict::Allow
+        } else {
+            self.ask(
+                format!("{} is outside the working directories", path.display()),
+                Vec::new(),
+                vec![format!("Read(/{})", path.display())],
+            )
+        }
+    }
+
+    fn edit(&self, tool: &str, path: &Path) -> Verdict {
+        let real = real_path(path);
+        let hits = |r: &Rule| r.matches_path(path) || r.matches_path(&real);
+        if let Some(r) = self
+            .find(Behavior::Deny, tool, hits)
+            .or_else(|| self.find(Behavior::Deny, "Read", |r| !r.is_whole_tool() && hits(r)))
+        {
+            return Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source));
+        }
+        if self.mode == Mode::Plan {
+            return Verdict::Deny(plan_mode_message(tool));
+        }
+        if let Some(r) = self.find(Behavior::Ask, tool, hits) {
+            return self.hard_ask(format!("the rule `{}` asks for confirmation", r.text));
+        }
+        if self
+            .find(Behavior::Allow, tool, |r| !r.is_whole_tool() && hits(r))
+            .is_some()
+        {
+            return Verdict::Allow;
+        }
+        let inside = self.inside(path);
+        if inside && self.find(Behavior::Allow, tool, Rule::is_whole_tool).is_some() {
+            return Verdict::Allow;
+        }
+        match self.mode {
+            Mode::BypassPermissions => Verdict::Allow,
+            Mode::AcceptEdits if inside => Verdict::Allow,
+            _ if !inside => self.ask(
+                format!("{} is outside the working directories", real.display()),
+                Vec::new(),
+                Vec::new(),
+            ),
+            _ => self.ask(
+                format!("{tool} changes {}", path.display()),
+                Vec::new(),
+                self.dirs.iter().map(|d| format!("Edit(/{}/**)", d.display())).collect(),
+            ),
+        }
+    }
+
+    fn bash(&self, command: &str, shell_cwd: &Path, workspace: &Path, input: &Value) -> Verdict {
+        if let Some(r) = self.find(Behavior::Deny, "Bash", |r| r.matches_param(input)) {
+            return Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source));
+        }
+        let parts = match shell::parse(command) {
+            Ok(p) => p,
+            Err(why) => {
+                let raw = command.trim();
+                if let Some(r) = self.find(Behavior::Deny, "Bash", |r| {
+                    r.matches_command(raw) || raw_mentions(r, raw)
+                }) {
+                    return Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source));
+                }
+                if self.mode == Mode::Plan {
+                    return Verdict::Deny(plan_mode_message("Bash"));
+                }
+                // Only an exact rule may approve what cannot be split: a prefix rule must never
+                // authorize `safe $(other)`.
+                let exact = self.find(
+                    Behavior::Allow,
+                    "Bash",
+                    |r| matches!(&r.spec, Spec::Exact(e) if e == raw),
+                );
+                if self.mode == Mode::BypassPermissions || exact.is_some() {
+                    return Verdict::Allow;
+                }
+                return self.ask(
+                    format!("the command cannot be checked part by part ({why})"),
+                    Vec::new(),
+                    Vec::new(),
+                );
+            }
+        };
+        let mut hard_reasons = Vec::new();
+        let mut unapproved: Vec<&SimpleCommand> = Vec::new();
+        let mut write_asks = Vec::new();
+        for part in &parts {
+            let text = part.text();
+            if let Some(r) = self.find(Behavior::Deny, "Bash", |r| {
+                !r.is_whole_tool() && r.matches_command(&text)
+            }) {
+                return Verdict::Deny(format!("`{text}` is denied by the rule `{}` ({})", r.text, r.source));
+            }
+            if let Some(r) = self.find(Behavior::Deny, "Bash", Rule::is_whole_tool) {
+                return Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source));
+            }
+            let read_only = protected::is_observing_program(part);
+            if read_only {
+                for p in protected::path_args(part, shell_cwd) {
+                    if let Verdict::Deny(why) = self.read("Read", &p) {
+                        return Verdict::Deny(format!("`{text}` reads {}: {why}", p.display()));
+                    }
+                }
+            }
+            for w in part.writes.iter().filter(|w| w.as_str() != "/dev/null") {
+                let target = crate::tools::paths::resolve(shell_cwd, w);
+                match self.edit("Edit", &target) {
+                    Verdict::Deny(why) => return Verdict::Deny(format!("`{text}` writes {}: {why}", target.display())),
+                    Verdict::Ask { info, .. } => {
+                        write_asks.push(format!("writes {} ({})", target.display(), info.reason))
+                    }
+                    Verdict::Allow => {}
+                }
+            }
+            if let Some(r) = self.find(Behavior::Ask, "Bash", |r| r.matches_command(&text)) {
+                hard_reasons.push(format!("the rule `{}` asks for confirmation of `{text}`", r.text));
+            }
+            let explicitly_allowed = self
+                .find(Behavior::Allow, "Bash", |r| {
+                    !r.is_whole_tool() && r.matches_command(&text)
+                })
+                .is_some();
+            if let Some(why) = protected::destructive(part, shell_cwd, workspace, self.home)
+                && !explicitly_allowed
+            {
+                hard_reasons.push(format!("{why}; destructive commands always need confirmation"));
+                continue;
+            }
+            if self.mode == Mode::Plan && !read_only {
+                return Verdict::Deny(plan_mode_message("Bash"));
+            }
+            let allowed = explicitly_allowed
+                || self.find(Behavior::Allow, "Bash", Rule::is_whole_tool).is_some()
+                || read_only
+                || (self.mode == Mode::AcceptEdits
+                    && protected::is_simple_fs(part)
+                    && protected::path_args(part, shell_cwd).iter().all(|p| self.inside(p)))
+                || self.mode == Mode::BypassPermissions;
+            if !allowed {
+                unapproved.push(part);
+            }
+        }
+        if !hard_reasons.is_empty() {
+            return self.hard_ask(hard_reasons.join("; "));
+        }
+        if unapproved.is_empty() && write_asks.is_empty() {
+            return Verdict::Allow;
+        }
+        let mut reasons: Vec<String> = unapproved
+            .iter()
+            .map(|p| format!("`{}` is not allowed by any rule", p.text()))
+            .collect();
+        reasons.extend(write_asks);
+        let rules_to_save: Vec<String> = unapproved.iter().take(5).map(|p| suggest_bash_rule(p)).collect();
+        self.ask(reasons.join("; "), rules_to_save, Vec::new())
+    }
+
+    fn generic(&self, tool: &str, input: &Value, read_only: bool) -> Verdict {
+        let key = crate::tools::summarize_input(input);
+        let hits = |r: &Rule| r.matches_key(&key) || r.matches_param(input);
+        if let Some(r) = self.find(Behavior::Deny, tool, hits) {
+            return Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source));
+        }
+        if let Some(r) = self.find(Behavior::Ask, tool, hits) {
+            return self.hard_ask(format!("the rule `{}` asks for confirmation", r.text));
+        }
+        if self.find(Behavior::Allow, tool, hits).is_some() || read_only {
+            return Verdict::Allow;
+        }
+        match self.mode {
+            Mode::Plan => Verdict::Deny(plan_mode_message(tool)),
+            Mode::BypassPermissions => Verdict::Allow,
+            _ => self.ask(format!("{tool} needs approval"), vec![tool.to_string()], Vec::new()),
+        }
+    }
+}
+
+/// A deny prefix rule also catches its command inside a construct keel cannot split
+/// (e.g. `Bash(rm:*)` against `(cd x && rm -rf y)`).
+fn raw_mentions(rule: &Rule, raw: &str) -> bool {
+    match &rule.spec {
+        Spec::Prefix(p) | Spec::Exact(p) => raw.split(['(', ')', ';', '&', '|', '`', '\n', '$']).any(|seg| {
+            let seg = seg.trim();
+            seg == p || seg.strip_prefix(p.as_str()).is_some_and(|r| r.starts_with(' '))
+        }),
+        _ => false,
+    }
+}
+
+fn plan_mode_message(tool: &str) -> String {
+    format!(
+        "plan mode is on: {tool} would change something, and only read-only tools run until the plan is approved. \
+         Finish exploring, then present the plan with ExitPlanMode."
+    )
+}
+
+/// The rule "allow always" saves for a command: its program, plus the subcommand for tools
+/// that have them (`git commit`, `npm run`, `cargo test`).
+fn suggest_bash_rule(cmd: &SimpleCommand) -> String {
+    const MULTI: &[&str] = &[
+        "git", "npm", "pnpm", "yarn", "npx", "cargo", "go", "docker", "kubectl", "make", "pip", "pip3", "poetry", "uv",
+        "bundle", "rails", "dotnet", "mvn", "gradle", "bun", "deno", "python", "python3",
+    ];
+    let w = &cmd.words;
+    let mut prefix = vec![w[0].clone()];
+    if MULTI.contains(&w[0].as_str())
+        && let Some(second) = w.get(1)
+        && !second.starts_with('-')
+        && !second.contains('/')
+    {
+        prefix.push(second.clone());
+        if matches!(w[0].as_str(), "npm" | "pnpm" | "yarn" | "bun")
+            && second == "run"
+            && let Some(script) = w.get(2)
+        {
+            prefix.push(script.clone());
+        }
+    }
+    format!("Bash({}:*)", prefix.join(" "))
+}
+
+/// The path with symlinks resolved as far as it exists (a new file's parent is resolved).
+fn real_path(p: &Path) -> PathBuf {
+    if let Ok(c) = p.canonicalize() {
+        return c;
+    }
+    match (p.parent(), p.file_name()) {
+        (Some(parent), Some(name)) => real_path(parent).join(name),
+        _ => p.to_path_buf(),
+    }
+}
+
+fn save_rules(path: &Path, rules: &[String]) -> std::io::Result<()> {
+    let mut value: Value = match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.to_string()))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Value::Object(Default::default()),
+        Err(e) => return Err(e),
+    };
+    let obj = value
+        .as_object_mut()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidData, "settings file is not a JSON object"))?;
+    let perms = obj
+        .entry("permissions")
+        .or_insert_with(|| Value::Object(Default::default()));
+    let perms = perms
+        .as_object_mut()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidData, "`permissions` is not an object"))?;
+    let allow = perms.entry("allow").or_insert_with(|| Value::Array(Vec::new()));
+    let allow = allow
+        .as_array_mut()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidData, "`permissions.allow` is not an array"))?;
+    for r in rules {
+        if !allow.iter().any(|v| v.as_str() == Some(r)) {
+            allow.push(Value::String(r.clone()));
+        }
+    }
+    let mut text = serde_json::to_string_pretty(&value).map_err(std::io::Error::other)?;
+    text.push('\n');
+    crate::fsutil::write_atomic(path, text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests;

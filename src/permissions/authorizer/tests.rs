@@ -1,0 +1,245 @@
+use super::*;
+use serde_json::json;
+
+fn authorizer(allow: &[&str], ask: &[&str], deny: &[&str]) -> (Authorizer, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let work = work.canonicalize().unwrap();
+    let anchors = Anchors {
+        cwd: work.clone(),
+        base_dir: work.clone(),
+        home: Some(dir.path().join("home")),
+    };
+    let mut rules = Vec::new();
+    for (list, b) in [(allow, Behavior::Allow), (ask, Behavior::Ask), (deny, Behavior::Deny)] {
+        for r in list {
+            rules.push(Rule::parse(r, b, "test", &anchors).unwrap());
+        }
+    }
+    let save = work.join(".keel/settings.local.json");
+    (
+        Authorizer::new(rules, vec![work], Some(dir.path().join("home")), Some(save)),
+        dir,
+    )
+}
+
+fn cwd(a: &Authorizer) -> PathBuf {
+    a.working_dirs()[0].clone()
+}
+
+fn bash(a: &Authorizer, cmd: &str, mode: Mode) -> Verdict {
+    a.check("Bash", &json!({"command": cmd}), false, mode, &cwd(a), None)
+}
+
+fn is_allow(v: &Verdict) -> bool {
+    matches!(v, Verdict::Allow)
+}
+fn is_ask(v: &Verdict) -> bool {
+    matches!(v, Verdict::Ask { .. })
+}
+fn is_deny(v: &Verdict) -> bool {
+    matches!(v, Verdict::Deny(_))
+}
+
+#[test]
+fn compound_command_needs_every_part_allowed() {
+    let (a, _d) = authorizer(&["Bash(echo:*)"], &[], &[]);
+    assert!(is_allow(&bash(&a, "echo ok", Mode::Default)));
+    let v = bash(&a, "echo ok && rm -rf x", Mode::Default);
+    assert!(is_ask(&v), "{v:?}");
+    if let Verdict::Ask { info, .. } = v {
+        assert_eq!(info.rules_to_save, vec!["Bash(rm:*)"]);
+    }
+    // dontAsk and headless turn the ask into a denial in the pipeline; here it stays an ask.
+    assert!(is_ask(&bash(&a, "echo ok; touch y", Mode::DontAsk)));
+}
+
+#[test]
+fn deny_beats_allow_and_bypass() {
+    let (a, _d) = authorizer(&["Bash"], &[], &["Bash(rm:*)"]);
+    assert!(is_deny(&bash(&a, "rm -f x", Mode::BypassPermissions)));
+    assert!(is_deny(&bash(&a, "ls && rm x", Mode::BypassPermissions)));
+    assert!(is_deny(&bash(&a, "timeout 5 rm x", Mode::BypassPermissions)));
+    assert!(is_deny(&bash(&a, "FOO=1 rm x", Mode::BypassPermissions)));
+    // Inside a construct keel cannot split, a deny prefix still catches it.
+    assert!(is_deny(&bash(&a, "(cd sub && rm -rf y)", Mode::BypassPermissions)));
+    assert!(is_allow(&bash(&a, "ls", Mode::BypassPermissions)));
+}
+
+#[test]
+fn ask_rules_ask_even_in_bypass() {
+    let (a, _d) = authorizer(&[], &["Bash(git push:*)"], &[]);
+    let v = bash(&a, "git push origin feature", Mode::BypassPermissions);
+    assert!(matches!(v, Verdict::Ask { hard: true, .. }), "{v:?}");
+}
+
+#[test]
+fn unknown_constructs_ask() {
+    let (a, _d) = authorizer(&["Bash(echo:*)"], &[], &[]);
+    assert!(is_ask(&bash(&a, "echo $(whoami)", Mode::Default)));
+    assert!(is_ask(&bash(&a, "echo `id`", Mode::AcceptEdits)));
+}
+
+#[test]
+fn read_only_commands_run_in_every_mode_but_writes_do_not() {
+    let (a, _d) = authorizer(&[], &[], &[]);
+    for m in [Mode::Default, Mode::AcceptEdits, Mode::Plan, Mode::DontAsk] {
+        assert!(is_allow(&bash(&a, "git status && ls -la | wc -l", m)), "{m:?}");
+    }
+    assert!(is_ask(&bash(&a, "echo hi > out.txt", Mode::Default)));
+    assert!(is_allow(&bash(&a, "echo hi > out.txt", Mode::AcceptEdits)));
+    assert!(is_allow(&bash(&a, "echo hi > /dev/null", Mode::Default)));
+    assert!(is_ask(&bash(&a, "echo hi > /etc/owned", Mode::AcceptEdits)));
+    assert!(is_allow(&bash(&a, "mkdir -p build", Mode::AcceptEdits)));
+    assert!(is_ask(&bash(&a, "mkdir -p build", Mode::Default)));
+}
+
+#[test]
+fn plan_mode_denies_changes() {
+    let (a, _d) = authorizer(&["Bash(make:*)"], &[], &[]);
+    assert!(is_deny(&bash(&a, "make install", Mode::Plan)));
+    let p = cwd(&a).join("x.txt");
+    let v = a.check(
+        "Write",
+        &json!({"file_path": p, "content": "x"}),
+        false,
+        Mode::Plan,
+        &cwd(&a),
+        None,
+    );
+    assert!(is_deny(&v), "{v:?}");
+    let v = a.check("Read", &json!({"file_path": p}), true, Mode::Plan, &cwd(&a), None);
+    assert!(is_allow(&v));
+    let v = a.check("ExitPlanMode", &json!({"plan": "x"}), false, Mode::Plan, &cwd(&a), None);
+    assert!(matches!(v, Verdict::Ask { hard: true, .. }));
+}
+
+#[test]
+fn destructive_commands_always_ask_unless_explicitly_allowed() {
+    let (a, _d) = authorizer(&["Bash"], &[], &[]);
+    for m in [Mode::Default, Mode::AcceptEdits, Mode::BypassPermissions] {
+        let v = bash(&a, "git reset --hard HEAD~3", m);
+        assert!(matches!(v, Verdict::Ask { hard: true, .. }), "{m:?}: {v:?}");
+    }
+    let hook_allowed = a.check(
+        "Bash",
+        &json!({"command": "git clean -fdx"}),
+        false,
+        Mode::BypassPermissions,
+        &cwd(&a),
+        Some(HookDecision::Allow),
+    );
+    assert!(is_ask(&hook_allowed), "a hook's allow is not an explicit rule");
+    let (b, _d2) = authorizer(&["Bash(git reset --hard:*)"], &[], &[]);
+    assert!(is_allow(&bash(&b, "git reset --hard HEAD~3", Mode::BypassPermissions)));
+}
+
+#[test]
+fn credential_files_are_denied_unless_allowed() {
+    let (a, _d) = authorizer(&[], &[], &[]);
+    let env = cwd(&a).join(".env");
+    let v = a.check(
+        "Read",
+        &json!({"file_path": env}),
+        true,
+        Mode::BypassPermissions,
+        &cwd(&a),
+        None,
+    );
+    assert!(is_deny(&v), "{v:?}");
+    assert!(is_deny(&bash(&a, "cat .env", Mode::Default)));
+    let (b, _d2) = authorizer(&["Read(.env)"], &[], &[]);
+    let v = b.check(
+        "Read",
+        &json!({"file_path": cwd(&b).join(".env")}),
+        true,
+        Mode::Default,
+        &cwd(&b),
+        None,
+    );
+    assert!(is_allow(&v));
+}
+
+#[test]
+fn edits_follow_mode_dirs_and_rules() {
+    let (a, _d) = authorizer(&[], &[], &["Edit(/secrets/**)"]);
+    let inside = cwd(&a).join("src/lib.rs");
+    let check = |p: &Path, m| a.check("Edit", &json!({"file_path": p}), false, m, &cwd(&a), None);
+    assert!(is_ask(&check(&inside, Mode::Default)));
+    assert!(is_allow(&check(&inside, Mode::AcceptEdits)));
+    assert!(is_ask(&check(Path::new("/etc/passwd"), Mode::AcceptEdits)));
+    assert!(is_deny(&check(&cwd(&a).join("secrets/k.txt"), Mode::BypassPermissions)));
+}
+
+#[test]
+fn symlink_out_of_the_workspace_is_not_inside() {
+    let (a, d) = authorizer(&[], &[], &[]);
+    let outside = d.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, cwd(&a).join("link")).unwrap();
+    let v = a.check(
+        "Write",
+        &json!({"file_path": cwd(&a).join("link/f.txt")}),
+        false,
+        Mode::AcceptEdits,
+        &cwd(&a),
+        None,
+    );
+    assert!(is_ask(&v), "{v:?}");
+}
+
+#[test]
+fn hook_allow_skips_soft_asks_only() {
+    let (a, _d) = authorizer(&[], &["Bash(npm publish:*)"], &[]);
+    let soft = a.check(
+        "Bash",
+        &json!({"command": "make"}),
+        false,
+        Mode::Default,
+        &cwd(&a),
+        Some(HookDecision::Allow),
+    );
+    assert!(is_allow(&soft));
+    let hard = a.check(
+        "Bash",
+        &json!({"command": "npm publish"}),
+        false,
+        Mode::Default,
+        &cwd(&a),
+        Some(HookDecision::Allow),
+    );
+    assert!(is_ask(&hard));
+    let forced = a.check(
+        "Bash",
+        &json!({"command": "ls"}),
+        false,
+        Mode::Default,
+        &cwd(&a),
+        Some(HookDecision::Ask),
+    );
+    assert!(is_ask(&forced));
+}
+
+#[test]
+fn allow_always_grants_for_the_session_and_saves() {
+    let (a, _d) = authorizer(&[], &[], &[]);
+    let Verdict::Ask { info, .. } = bash(&a, "npm run test -- --watch", Mode::Default) else {
+        panic!("expected ask")
+    };
+    assert_eq!(info.rules_to_save, vec!["Bash(npm run test:*)"]);
+    assert_eq!(a.grant(&info), None);
+    assert!(is_allow(&bash(&a, "npm run test", Mode::Default)));
+    let saved = std::fs::read_to_string(cwd(&a).join(".keel/settings.local.json")).unwrap();
+    assert!(saved.contains("Bash(npm run test:*)"), "{saved}");
+}
+
+#[test]
+fn bare_name_deny_removes_tool() {
+    let (a, _d) = authorizer(&[], &[], &["Grep", "mcp__github"]);
+    assert!(a.denies_whole_tool("Grep"));
+    assert!(a.denies_whole_tool("mcp__github__create_issue"));
+    assert!(!a.denies_whole_tool("Read"));
+    let (b, _d2) = authorizer(&[], &[], &["Bash(rm:*)"]);
+    assert!(!b.denies_whole_tool("Bash"));
+}

@@ -1,0 +1,112 @@
+//! Builds the permission setup from the settings layers and the command line.
+
+use std::path::{Path, PathBuf};
+
+use super::Mode;
+use super::authorizer::Authorizer;
+use super::rules::{Anchors, Behavior, Rule, RuleError, split_cli_rules};
+use crate::config::settings::{Settings, SettingsError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum PermissionConfigError {
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error(transparent)]
+    Rule(#[from] RuleError),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Command-line inputs that shape permissions.
+#[derive(Debug, Default, Clone)]
+pub struct CliPermissions {
+    pub allowed_tools: Vec<String>,
+    pub disallowed_tools: Vec<String>,
+    pub add_dirs: Vec<PathBuf>,
+    pub mode: Option<Mode>,
+}
+
+pub struct PermissionSetup {
+    pub authorizer: Authorizer,
+    pub mode: Mode,
+}
+
+pub fn build(
+    settings: &Settings,
+    cli: &CliPermissions,
+    cwd: &Path,
+    home: Option<&Path>,
+) -> Result<PermissionSetup, PermissionConfigError> {
+    let mut rules = Vec::new();
+    for (key, behavior) in [
+        ("allow", Behavior::Allow),
+        ("ask", Behavior::Ask),
+        ("deny", Behavior::Deny),
+    ] {
+        for (text, layer) in settings.strings(&["permissions", key])? {
+            let anchors = Anchors {
+                cwd: cwd.to_path_buf(),
+                base_dir: layer.base_dir.clone(),
+                home: home.map(Path::to_path_buf),
+            };
+            rules.push(Rule::parse(&text, behavior, &layer.label(), &anchors)?);
+        }
+    }
+    let cli_anchors = Anchors {
+        cwd: cwd.to_path_buf(),
+        base_dir: cwd.to_path_buf(),
+        home: home.map(Path::to_path_buf),
+    };
+    for text in split_cli_rules(&cli.allowed_tools) {
+        rules.push(Rule::parse(&text, Behavior::Allow, "--allowedTools", &cli_anchors)?);
+    }
+    for text in split_cli_rules(&cli.disallowed_tools) {
+        rules.push(Rule::parse(&text, Behavior::Deny, "--disallowedTools", &cli_anchors)?);
+    }
+
+    let mut dirs = vec![cwd.to_path_buf()];
+    for (dir, layer) in settings.strings(&["permissions", "additionalDirectories"])? {
+        dirs.push(crate::tools::paths::resolve(&layer.base_dir, &dir));
+    }
+    for d in &cli.add_dirs {
+        dirs.push(crate::tools::paths::resolve(cwd, &d.to_string_lossy()));
+    }
+    for d in dirs.iter_mut() {
+        if let Ok(c) = d.canonicalize() {
+            *d = c;
+        } else {
+            return Err(PermissionConfigError::Invalid(format!(
+                "additional directory {} does not exist",
+                d.display()
+            )));
+        }
+    }
+
+    let mode = match cli.mode {
+        Some(m) => m,
+        None => match settings.nested(&["permissions", "defaultMode"]) {
+            None => Mode::Default,
+            Some((v, layer)) => v.as_str().and_then(Mode::parse).ok_or_else(|| {
+                PermissionConfigError::Invalid(format!(
+                    "{}: permissions.defaultMode must be one of {}, found {v}",
+                    layer.label(),
+                    Mode::ALL.map(Mode::as_str).join(", ")
+                ))
+            })?,
+        },
+    };
+    if mode == Mode::BypassPermissions
+        && let Some((v, layer)) = settings.nested(&["permissions", "disableBypassPermissionsMode"])
+        && v.as_str() == Some("disable")
+    {
+        return Err(PermissionConfigError::Invalid(format!(
+            "bypassPermissions mode is disabled by {}",
+            layer.label()
+        )));
+    }
+    let save_path = Some(cwd.join(".keel").join("settings.local.json"));
+    Ok(PermissionSetup {
+        authorizer: Authorizer::new(rules, dirs, home.map(Path::to_path_buf), save_path),
+        mode,
+    })
+}

@@ -1,0 +1,367 @@
+//! Permission rules in the reference syntax: `Tool`, `Tool(specifier)`, `Bash(prefix:*)`,
+//! `Bash(glob *)`, `Read(path-glob)` / `Edit(path-glob)` with path anchors, MCP names and
+//! tool-name globs.
+
+use std::path::{Path, PathBuf};
+
+use globset::{GlobBuilder, GlobMatcher};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Behavior {
+    Allow,
+    Ask,
+    Deny,
+}
+
+impl Behavior {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Behavior::Allow => "allow",
+            Behavior::Ask => "ask",
+            Behavior::Deny => "deny",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub enum Spec {
+    /// The whole tool (`Tool`, `Tool(*)`).
+    Any,
+    /// Bash: the command equals this text.
+    Exact(String),
+    /// Bash: the command starts with this prefix at a word boundary (`prefix:*`).
+    Prefix(String),
+    /// Bash: glob over the command (`*` matches anything).
+    CommandGlob(regex::Regex),
+    /// Read/Edit family: a path glob, resolved to an absolute pattern.
+    Path(GlobMatcher, String),
+    /// `Tool(param:value)`: a scalar top-level input parameter.
+    Param(String, String),
+    /// Other tools: glob over the call's key argument.
+    Key(GlobMatcher),
+}
+
+#[derive(Debug, Clone)]
+pub struct Rule {
+    /// As written, for messages and saving.
+    pub text: String,
+    /// Tool name or tool-name glob (`mcp__*`, `*`).
+    pub tool: String,
+    pub spec: Spec,
+    pub behavior: Behavior,
+    /// Where the rule came from (settings file or `--allowedTools`).
+    pub source: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{source_label}: invalid permission rule `{rule}`: {problem}")]
+pub struct RuleError {
+    pub rule: String,
+    pub source_label: String,
+    pub problem: String,
+}
+
+/// What a rule needs to resolve relative paths.
+#[derive(Debug, Clone)]
+pub struct Anchors {
+    pub cwd: PathBuf,
+    /// The settings file's directory, for `/`-anchored paths.
+    pub base_dir: PathBuf,
+    pub home: Option<PathBuf>,
+}
+
+pub const EDIT_FAMILY: &[&str] = &["Edit", "Write", "NotebookEdit", "MultiEdit"];
+pub const READ_FAMILY: &[&str] = &["Read", "Grep", "Glob"];
+/// Bash parameters a `Bash(param:value)` rule may name (anything else is a command prefix).
+const BASH_PARAMS: &[&str] = &["run_in_background", "timeout", "dangerouslyDisableSandbox"];
+
+impl Rule {
+    pub fn parse(text: &str, behavior: Behavior, source: &str, anchors: &Anchors) -> Result<Rule, RuleError> {
+        let err = |problem: &str| RuleError {
+            rule: text.to_string(),
+            source_label: source.to_string(),
+            problem: problem.to_string(),
+        };
+        let trimmed = text.trim();
+        let (tool, spec_text) = match trimmed.find('(') {
+            Some(open) => {
+                if !trimmed.ends_with(')') {
+                    return Err(err("a specifier must end with `)`"));
+                }
+                (&trimmed[..open], Some(&trimmed[open + 1..trimmed.len() - 1]))
+            }
+            None => (trimmed, None),
+        };
+        if tool.is_empty()
+            || !tool
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '*'))
+        {
+            return Err(err("the tool name may contain letters, digits, `_`, `-` and `*` only"));
+        }
+        let spec = match spec_text.map(str::trim) {
+            None | Some("*") | Some("") => Spec::Any,
+            Some(s) if tool == "Bash" => match param_spec(s) {
+                Some((k, v)) if BASH_PARAMS.contains(&k.as_str()) => Spec::Param(k, v),
+                _ => bash_spec(s).map_err(|p| err(&p))?,
+            },
+            Some(s) if READ_FAMILY.contains(&tool) || EDIT_FAMILY.contains(&tool) => {
+                let pattern = resolve_path_pattern(s, anchors);
+                Spec::Path(compile_glob(&pattern).map_err(|p| err(&p))?, pattern)
+            }
+            Some(s) => match param_spec(s) {
+                Some((k, v)) => Spec::Param(k, v),
+                None => Spec::Key(compile_glob(s).map_err(|p| err(&p))?),
+            },
+        };
+        Ok(Rule {
+            text: trimmed.to_string(),
+            tool: tool.to_string(),
+            spec,
+            behavior,
+            source: source.to_string(),
+        })
+    }
+
+    /// Whether the rule names this tool (directly, through its family, or by glob).
+    pub fn names_tool(&self, tool: &str) -> bool {
+        if self.tool == tool || glob_name(&self.tool, tool) {
+            return true;
+        }
+        // `mcp__server` covers every tool of that server.
+        if self.tool.starts_with("mcp__") && self.tool.matches("__").count() == 1 {
+            return tool.starts_with(&format!("{}__", self.tool));
+        }
+        // Edit rules cover the whole edit family; Read rules cover the read family.
+        (self.tool == "Edit" && EDIT_FAMILY.contains(&tool)) || (self.tool == "Read" && READ_FAMILY.contains(&tool))
+    }
+
+    /// A bare-name deny that removes the tool from what the model is offered.
+    pub fn is_whole_tool(&self) -> bool {
+        matches!(self.spec, Spec::Any)
+    }
+
+    /// Matches a Bash simple command.
+    pub fn matches_command(&self, command: &str) -> bool {
+        match &self.spec {
+            Spec::Any => true,
+            Spec::Exact(e) => command == e,
+            Spec::Prefix(p) => command == p || command.strip_prefix(p.as_str()).is_some_and(|r| r.starts_with(' ')),
+            Spec::CommandGlob(re) => re.is_match(command),
+            _ => false,
+        }
+    }
+
+    /// Matches an absolute path.
+    pub fn matches_path(&self, path: &Path) -> bool {
+        match &self.spec {
+            Spec::Any => true,
+            Spec::Path(m, _) => m.is_match(path),
+            _ => false,
+        }
+    }
+
+    pub fn matches_param(&self, input: &serde_json::Value) -> bool {
+        match &self.spec {
+            Spec::Param(k, v) => input.get(k).is_some_and(|x| match x {
+                serde_json::Value::String(s) => s == v,
+                other => other.to_string().as_str() == v.as_str(),
+            }),
+            _ => false,
+        }
+    }
+
+    pub fn matches_key(&self, key: &str) -> bool {
+        match &self.spec {
+            Spec::Any => true,
+            Spec::Key(m) => m.is_match(key),
+            _ => false,
+        }
+    }
+}
+
+fn glob_name(pattern: &str, name: &str) -> bool {
+    pattern.contains('*')
+        && GlobBuilder::new(pattern)
+            .build()
+            .map(|g| g.compile_matcher().is_match(name))
+            .unwrap_or(false)
+}
+
+fn bash_spec(s: &str) -> Result<Spec, String> {
+    if let Some(prefix) = s.strip_suffix(":*") {
+        if prefix.contains('*') {
+            return Err("`:*` may only end a rule, after a literal prefix".into());
+        }
+        return Ok(Spec::Prefix(prefix.trim().to_string()));
+    }
+    if !s.contains('*') {
+        return Ok(Spec::Exact(s.to_string()));
+    }
+    // `*` matches anything; a trailing ` *` also matches the bare command (`ls *` ⊇ `ls`).
+    let mut re = String::from("^");
+    let (body, optional_tail) = match s.strip_suffix(" *") {
+        Some(b) => (b, true),
+        None => (s, false),
+    };
+    for (i, part) in body.split('*').enumerate() {
+        if i > 0 {
+            re.push_str(".*");
+        }
+        re.push_str(&regex::escape(part));
+    }
+    if optional_tail {
+        re.push_str("( .*)?");
+    }
+    re.push('$');
+    regex::Regex::new(&re).map(Spec::CommandGlob).map_err(|e| e.to_string())
+}
+
+fn param_spec(s: &str) -> Option<(String, String)> {
+    let (k, v) = s.split_once(':')?;
+    (!k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !v.contains('*'))
+        .then(|| (k.to_string(), v.to_string()))
+}
+
+/// Resolves the reference's path anchors to an absolute glob: `//abs`, `~/home`,
+/// `/relative-to-settings-dir`, `path` or `./path` relative to the working directory. A
+/// pattern without a slash matches at any depth (gitignore semantics).
+pub fn resolve_path_pattern(spec: &str, a: &Anchors) -> String {
+    if let Some(abs) = spec.strip_prefix("//") {
+        format!("/{abs}")
+    } else if let Some(rest) = spec.strip_prefix("~/") {
+        match &a.home {
+            Some(h) => format!("{}/{rest}", h.display()),
+            None => spec.to_string(),
+        }
+    } else if let Some(rest) = spec.strip_prefix('/') {
+        format!("{}/{rest}", a.base_dir.display())
+    } else {
+        let rel = spec.strip_prefix("./").unwrap_or(spec);
+        let rel_trimmed = rel.trim_end_matches('/');
+        if !spec.starts_with("./") && !rel_trimmed.contains('/') {
+            format!("{}/**/{rel}", a.cwd.display())
+        } else {
+            format!("{}/{rel}", a.cwd.display())
+        }
+    }
+}
+
+/// A pattern also matches everything below a matching directory.
+fn compile_glob(pattern: &str) -> Result<GlobMatcher, String> {
+    let base = pattern.trim_end_matches('/');
+    let full = if base.ends_with("/**") {
+        base.to_string()
+    } else {
+        format!("{{{base},{base}/**}}")
+    };
+    GlobBuilder::new(&full)
+        .literal_separator(true)
+        .build()
+        .map(|g| g.compile_matcher())
+        .map_err(|e| format!("invalid glob: {e}"))
+}
+
+/// Splits `--allowedTools` values: commas or spaces separate rules, except inside parentheses.
+pub fn split_cli_rules(values: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for v in values {
+        let mut depth = 0usize;
+        let mut cur = String::new();
+        for c in v.chars() {
+            match c {
+                '(' => {
+                    depth += 1;
+                    cur.push(c);
+                }
+                ')' => {
+                    depth = depth.saturating_sub(1);
+                    cur.push(c);
+                }
+                ',' | ' ' if depth == 0 => {
+                    if !cur.trim().is_empty() {
+                        out.push(cur.trim().to_string());
+                    }
+                    cur.clear();
+                }
+                _ => cur.push(c),
+            }
+        }
+        if !cur.trim().is_empty() {
+            out.push(cur.trim().to_string());
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn anchors() -> Anchors {
+        Anchors {
+            cwd: "/proj".into(),
+            base_dir: "/proj".into(),
+            home: Some("/home/u".into()),
+        }
+    }
+
+    fn rule(t: &str) -> Rule {
+        Rule::parse(t, Behavior::Allow, "test", &anchors()).unwrap()
+    }
+
+    #[test]
+    fn bash_forms() {
+        assert!(rule("Bash(npm run test:*)").matches_command("npm run test"));
+        assert!(rule("Bash(npm run test:*)").matches_command("npm run test --watch"));
+        assert!(!rule("Bash(git:*)").matches_command("gitk"));
+        assert!(rule("Bash(npm run build)").matches_command("npm run build"));
+        assert!(!rule("Bash(npm run build)").matches_command("npm run build --prod"));
+        assert!(rule("Bash(git * main)").matches_command("git push origin main"));
+        assert!(rule("Bash(ls *)").matches_command("ls -la"));
+        assert!(rule("Bash(ls *)").matches_command("ls"));
+        assert!(!rule("Bash(ls *)").matches_command("lsof"));
+        assert!(rule("Bash(ls*)").matches_command("lsof"));
+        assert!(rule("Bash").matches_command("anything at all"));
+    }
+
+    #[test]
+    fn path_anchors() {
+        assert!(rule("Read(//etc/**)").matches_path(Path::new("/etc/passwd")));
+        assert!(rule("Read(~/.ssh/**)").matches_path(Path::new("/home/u/.ssh/id_rsa")));
+        assert!(rule("Edit(/src/**/*.rs)").matches_path(Path::new("/proj/src/a/b.rs")));
+        assert!(!rule("Edit(/src/*.rs)").matches_path(Path::new("/proj/src/a/b.rs")));
+        assert!(rule("Read(.env)").matches_path(Path::new("/proj/sub/.env")));
+        assert!(rule("Read(*.pem)").matches_path(Path::new("/proj/certs/server.pem")));
+        assert!(rule("Edit(./docs)").matches_path(Path::new("/proj/docs/x.md")));
+        assert!(!rule("Edit(./docs)").matches_path(Path::new("/proj/src/docs.rs")));
+    }
+
+    #[test]
+    fn tool_names_families_and_mcp() {
+        assert!(rule("Edit").names_tool("Write"));
+        assert!(rule("Read").names_tool("Grep"));
+        assert!(!rule("Read").names_tool("Edit"));
+        assert!(rule("mcp__github").names_tool("mcp__github__create_issue"));
+        assert!(rule("mcp__github__*").names_tool("mcp__github__create_issue"));
+        assert!(!rule("mcp__github__create_issue").names_tool("mcp__github__delete_repo"));
+        assert!(rule("mcp__*").names_tool("mcp__x__y"));
+        assert!(rule("Bash(run_in_background:true)").matches_param(&serde_json::json!({"run_in_background": true})));
+    }
+
+    #[test]
+    fn cli_splitting_keeps_parentheses_together() {
+        let v = vec!["Bash(git log:*) Read,Edit(src/**)".to_string(), "Glob".to_string()];
+        assert_eq!(
+            split_cli_rules(&v),
+            vec!["Bash(git log:*)", "Read", "Edit(src/**)", "Glob"]
+        );
+    }
+
+    #[test]
+    fn invalid_rules_are_errors() {
+        assert!(Rule::parse("Bash(ls", Behavior::Allow, "x", &anchors()).is_err());
+        assert!(Rule::parse("Ba sh", Behavior::Allow, "x", &anchors()).is_err());
+        assert!(Rule::parse("Bash(*x:*)", Behavior::Allow, "x", &anchors()).is_err());
+    }
+}

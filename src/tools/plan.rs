@@ -1,0 +1,44 @@
+//! ExitPlanMode: present the plan for approval. The approval itself happens in the pipeline's
+//! authorization step (the plan is shown to the human, who picks the next mode); the tool
+//! reports the outcome.
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::{Tool, ToolContext, ToolError, ToolOutput};
+use crate::permissions::Mode;
+
+pub struct ExitPlanModeTool;
+
+#[async_trait]
+impl Tool for ExitPlanModeTool {
+    fn name(&self) -> &'static str {
+        "ExitPlanMode"
+    }
+
+    fn description(&self) -> &'static str {
+        "In plan mode, presents your implementation plan (markdown, in `plan`) to the user for approval. \
+         Only read-only tools run in plan mode; once the user approves, the mode changes and you may \
+         start making changes. If the plan is not approved, revise it with the user's feedback."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "plan": {"type": "string", "description": "The plan, in markdown: steps, files to change, how it will be verified"}
+            },
+            "additionalProperties": false
+        })
+    }
+
+    async fn call(&self, _input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        match ctx.shared.mode() {
+            Mode::Plan => Err(ToolError::invalid("the plan was not approved; plan mode is still on")),
+            mode => Ok(ToolOutput::text(format!(
+                "The plan is approved. Permission mode is now {}; go ahead with the implementation.",
+                mode.as_str()
+            ))),
+        }
+    }
+}
