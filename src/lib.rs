@@ -13,5 +13,6 @@ pub mod headless;
 pub mod message;
 pub mod permissions;
 pub mod provider;
+pub mod sandbox;
 pub mod tools;
 pub mod transcript;

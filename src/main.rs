@@ -1,12 +1,9 @@
 use std::process::ExitCode;
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    match keel::cli::run().await {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("Error: {e}");
-            ExitCode::from(1)
-        }
+fn main() -> ExitCode {
+    // Sandboxed commands re-enter keel as a helper before any thread exists.
+    if let Some(code) = keel::sandbox::helper::run_if_requested() {
+        return code;
     }
+    keel::cli::main()
 }

@@ -2,15 +2,19 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
 #[command(
     name = "keel",
+    args_conflicts_with_subcommands = true,
     version,
     about = "A terminal coding agent that keeps the model's claims tied to evidence"
 )]
 pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
     /// The prompt (headless with -p; the first message in interactive mode)
     pub prompt: Option<String>,
 
@@ -119,4 +123,10 @@ pub enum OutputFormat {
 pub enum ProviderKind {
     Anthropic,
     Script,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Report what this machine and configuration support (sandbox, settings, model access)
+    Doctor,
 }

@@ -16,6 +16,7 @@ use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider};
 use crate::provider::retry::RetryPolicy;
 use crate::provider::script::ScriptProvider;
 use crate::provider::{Provider, ProviderError};
+use crate::sandbox::{SandboxConfig, SandboxMode};
 use crate::tools::builtin_tools;
 use crate::tools::registry::{RegistryError, ToolRegistry};
 use crate::transcript::{self, Transcript, TranscriptError};
@@ -40,8 +41,8 @@ pub struct Prepared {
     pub engine: Engine,
     pub events: UnboundedReceiver<EngineEvent>,
     pub permission_mode: Mode,
-    /// Lines of the resumed transcript that could not be read.
-    pub resume_warnings: Vec<String>,
+    /// Things to tell the user once at startup (unreadable transcript lines, sandbox limits).
+    pub warnings: Vec<String>,
 }
 
 pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
@@ -67,6 +68,10 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
         user_home.as_deref(),
     )?;
     let permission_mode = permissions.mode;
+    let mut warnings = Vec::new();
+    let sandbox_config = SandboxConfig::from_settings(&settings, cli.sandbox)?;
+    let (sandbox_mode, sandbox_warning) = SandboxMode::decide(&sandbox_config, permissions.authorizer.working_dirs());
+    warnings.extend(sandbox_warning);
 
     let (provider, script_model): (Arc<dyn Provider>, Option<String>) = match cli.provider {
         ProviderKind::Anthropic => {
@@ -100,6 +105,7 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
 
     let project_dir = paths::project_dir(&home, &cwd);
     let (session_id, transcript_path, history, resume_warnings) = resolve_session(cli, &home, &project_dir)?;
+    warnings.extend(resume_warnings);
     let session_dir = project_dir.join(&session_id);
     let transcript = if cli.no_session_persistence {
         Transcript::disabled(transcript_path)
@@ -108,6 +114,9 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     };
     let mut session = Session::new(session_id, cwd.clone(), session_dir, transcript);
     session.shared.set_mode(permission_mode);
+    if let Some(shared) = std::sync::Arc::get_mut(&mut session.shared) {
+        shared.sandbox = sandbox_mode;
+    }
     let resumed = history.is_some();
     if let Some(h) = history {
         session.set_history(h);
@@ -158,7 +167,7 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
         engine,
         events,
         permission_mode,
-        resume_warnings,
+        warnings,
     })
 }
 

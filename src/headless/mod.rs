@@ -70,7 +70,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
     }
     let prompt = read_prompt(&cli)?;
     let prepared = setup::prepare(&cli)?;
-    for w in &prepared.resume_warnings {
+    for w in &prepared.warnings {
         eprintln!("keel: warning: {w}");
     }
     let mut engine = prepared.engine;

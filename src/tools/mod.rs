@@ -33,6 +33,8 @@ pub struct SessionShared {
     pub mode: Mutex<crate::permissions::Mode>,
     /// The session's task list (TodoWrite).
     pub todos: Mutex<Vec<Todo>>,
+    /// How shell commands are confined (set once at startup).
+    pub sandbox: crate::sandbox::SandboxMode,
 }
 
 /// One entry of the session's task list, in the reference's TodoWrite shape.
@@ -60,6 +62,7 @@ impl SessionShared {
             file_state: Mutex::new(FileStateMap::default()),
             mode: Mutex::new(crate::permissions::Mode::Default),
             todos: Mutex::new(Vec::new()),
+            sandbox: crate::sandbox::SandboxMode::Off,
         }
     }
 

@@ -6,3 +6,4 @@ mod engine_loop;
 mod headless;
 mod permissions;
 mod provider;
+mod sandbox;

@@ -1,0 +1,127 @@
+//! `keel doctor`: what this machine and this configuration support.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::config::paths;
+use crate::config::settings::Settings;
+use crate::sandbox::{self, SandboxConfig};
+
+pub fn run() -> ExitCode {
+    let mut problems = 0;
+    println!(
+        "keel {} on {} ({})",
+        env!("CARGO_PKG_VERSION"),
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    );
+
+    let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
+    let home = dirs::home_dir();
+    let keel_home = paths::keel_home().unwrap_or_else(|| cwd.join(".keel"));
+    println!("\nSettings");
+    let settings = match Settings::load(home.as_deref(), &keel_home, &cwd, None) {
+        Ok(s) => {
+            if s.layers.is_empty() {
+                println!(
+                    "  no settings files (looked in ~/.claude, {}, .claude/, .keel/)",
+                    keel_home.display()
+                );
+            }
+            for l in &s.layers {
+                println!("  ok   {} ({})", l.label(), l.scope.as_str());
+            }
+            Some(s)
+        }
+        Err(e) => {
+            problems += 1;
+            println!("  FAIL {e}");
+            None
+        }
+    };
+
+    println!("\nModel access");
+    let key = |k: &str| std::env::var(k).is_ok_and(|v| !v.trim().is_empty());
+    if key("ANTHROPIC_API_KEY") {
+        println!("  ok   ANTHROPIC_API_KEY is set");
+    } else if key("ANTHROPIC_AUTH_TOKEN") {
+        println!("  ok   ANTHROPIC_AUTH_TOKEN is set");
+    } else {
+        println!("  --   no API key: headless and interactive sessions need ANTHROPIC_API_KEY (or --provider script)");
+    }
+    if let Ok(url) = std::env::var("ANTHROPIC_BASE_URL") {
+        println!("  --   ANTHROPIC_BASE_URL = {url}");
+    }
+
+    println!("\nSandbox (Linux: Landlock + network namespace)");
+    let caps = sandbox::probe();
+    match caps.landlock_abi {
+        Some(abi) => println!("  ok   Landlock ABI {abi}"),
+        None => println!("  --   Landlock unavailable"),
+    }
+    println!(
+        "  {}   file-system writes limited to the working directories",
+        if caps.filesystem { "ok" } else { "NO" }
+    );
+    println!(
+        "  {}   network off (namespace: {}, Landlock TCP rules: {})",
+        if caps.network() { "ok" } else { "NO" },
+        yes_no(caps.network_namespace),
+        yes_no(caps.network_landlock_tcp)
+    );
+    for p in &caps.problems {
+        println!("  note {p}");
+    }
+    if let Some(s) = &settings {
+        match SandboxConfig::from_settings(s, false) {
+            Ok(cfg) if cfg.enabled => {
+                let enforceable = caps.can_enforce(&cfg.policy(&[cwd.clone()]));
+                println!(
+                    "  {}   sandbox.enabled is set; {}",
+                    if enforceable { "ok" } else { "WARN" },
+                    if enforceable {
+                        "Bash commands will run sandboxed"
+                    } else if cfg.fail_if_unavailable {
+                        "it cannot be enforced here, so Bash commands will be refused"
+                    } else {
+                        "it cannot be enforced here, so Bash commands will run unsandboxed (failIfUnavailable: false)"
+                    }
+                );
+            }
+            Ok(_) => println!("  --   sandbox is off (enable with --sandbox or \"sandbox\": {{\"enabled\": true}})"),
+            Err(e) => {
+                problems += 1;
+                println!("  FAIL {e}");
+            }
+        }
+    }
+
+    println!("\nCommands used by tools and hooks");
+    for (cmd, why) in [
+        ("bash", "Bash tool and hooks"),
+        ("git", "project context"),
+        ("jq", "many hook scripts"),
+    ] {
+        match find_in_path(cmd) {
+            Some(p) => println!("  ok   {cmd} ({})", p.display()),
+            None => println!("  --   {cmd} not found ({why})"),
+        }
+    }
+    if problems > 0 {
+        println!("\n{problems} problem(s) found.");
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b { "yes" } else { "no" }
+}
+
+fn find_in_path(cmd: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(cmd))
+        .find(|p| Path::new(p).is_file())
+}

@@ -1,0 +1,122 @@
+//! The OS sandbox: writes outside the allowed directories and network connects are stopped,
+//! work inside the workspace is not.
+
+use std::process::Command;
+
+use crate::support::Env;
+
+fn keel() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_keel"))
+}
+
+/// What this machine's kernel can enforce, as keel's own probe reports it.
+fn capabilities() -> serde_json::Value {
+    let out = keel().args(["__sandbox-exec", "--probe"]).output().unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn sandboxed(env: &Env, net: bool, script: &str) -> std::process::Output {
+    let mut cmd = keel();
+    cmd.arg("__sandbox-exec").arg("--write").arg(&env.work);
+    if net {
+        cmd.arg("--net");
+    }
+    cmd.args(["--", "bash", "-c", script])
+        .current_dir(&env.work)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn writes_outside_the_workspace_fail_inside_succeed() {
+    let env = Env::new();
+    let outside = tempfile::tempdir().unwrap();
+    let target = outside.path().join("escaped.txt");
+    let caps = capabilities();
+    let out = sandboxed(
+        &env,
+        false,
+        &format!(
+            "echo inside > inside.txt && echo out > {}; echo status=$?",
+            target.display()
+        ),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if caps["filesystem"] == true {
+        assert_eq!(std::fs::read_to_string(env.path("inside.txt")).unwrap(), "inside\n");
+        assert!(!target.exists(), "the sandbox let a write escape");
+        assert!(stdout.contains("status=1"), "{stdout} {stderr}");
+        assert!(stderr.contains("Permission denied"), "{stderr}");
+    } else {
+        assert_eq!(
+            out.status.code(),
+            Some(125),
+            "without Landlock the helper must refuse: {stderr}"
+        );
+        assert!(!target.exists() && !env.path("inside.txt").exists());
+    }
+}
+
+#[test]
+fn network_connect_to_loopback_is_blocked_unless_allowed() {
+    let env = Env::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let probe = format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected");
+    let caps = capabilities();
+
+    let allowed = sandboxed(&env, true, &probe);
+    assert!(
+        String::from_utf8_lossy(&allowed.stdout).contains("connected"),
+        "with --net the connection works: {}",
+        String::from_utf8_lossy(&allowed.stderr)
+    );
+
+    let blocked = sandboxed(&env, false, &probe);
+    let stdout = String::from_utf8_lossy(&blocked.stdout);
+    if caps["network_namespace"] == true || caps["network_landlock_tcp"] == true {
+        assert!(!stdout.contains("connected"), "the sandbox let a connection through");
+        assert_ne!(blocked.status.code(), Some(0));
+    } else {
+        assert_eq!(blocked.status.code(), Some(125));
+    }
+}
+
+#[test]
+fn doctor_reports_what_the_sandbox_can_enforce() {
+    let env = Env::new();
+    let out = keel()
+        .arg("doctor")
+        .current_dir(&env.work)
+        .env("HOME", &env.home)
+        .env("KEEL_HOME", env.home.join(".keel"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("Sandbox"), "{text}");
+    let caps = capabilities();
+    let fs_line = text.lines().find(|l| l.contains("file-system writes")).unwrap();
+    assert_eq!(
+        fs_line.trim_start().starts_with("ok"),
+        caps["filesystem"] == true,
+        "{fs_line}"
+    );
+}
+
+#[test]
+fn doctor_fails_on_broken_settings() {
+    let env = Env::new();
+    env.write(".keel/settings.json", "{ not json");
+    let out = keel()
+        .arg("doctor")
+        .current_dir(&env.work)
+        .env("HOME", &env.home)
+        .env("KEEL_HOME", env.home.join(".keel"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains(".keel/settings.json:1:"), "{text}");
+}
