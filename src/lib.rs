@@ -10,6 +10,7 @@ pub mod debug;
 pub mod engine;
 pub mod fsutil;
 pub mod headless;
+pub mod hooks;
 pub mod message;
 pub mod permissions;
 pub mod provider;

@@ -129,4 +129,6 @@ pub enum ProviderKind {
 pub enum Command {
     /// Report what this machine and configuration support (sandbox, settings, model access)
     Doctor,
+    /// List the configured hooks by event and source file
+    Hooks,
 }

@@ -30,11 +30,30 @@ pub fn main() -> ExitCode {
 /// Parses arguments and runs the chosen mode.
 pub async fn run() -> anyhow::Result<ExitCode> {
     let cli = args::Cli::parse();
-    if let Some(args::Command::Doctor) = cli.command {
-        return Ok(doctor::run());
+    match cli.command {
+        Some(args::Command::Doctor) => return Ok(doctor::run()),
+        Some(args::Command::Hooks) => return Ok(list_hooks()?),
+        None => {}
     }
     if cli.print {
         return Ok(crate::headless::run(cli).await?);
     }
     anyhow::bail!("interactive mode is not available in this build yet; use -p for headless mode")
+}
+
+/// `keel hooks`: what is configured, by event and source file.
+fn list_hooks() -> anyhow::Result<ExitCode> {
+    let cwd = std::env::current_dir()?;
+    let keel_home = crate::config::paths::keel_home().unwrap_or_else(|| cwd.join(".keel"));
+    let settings = crate::config::settings::Settings::load(dirs::home_dir().as_deref(), &keel_home, &cwd, None)?;
+    let disabled = settings
+        .scalar("disableAllHooks")
+        .is_some_and(|(v, _)| v == &serde_json::Value::Bool(true));
+    let config = crate::hooks::HookConfig::from_settings(&settings)?;
+    if disabled {
+        println!("All hooks are disabled (disableAllHooks).");
+    } else {
+        print!("{}", config.describe());
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -10,6 +10,7 @@ use crate::config::settings::{Settings, SettingsError};
 use crate::config::{models, paths};
 use crate::context::system_prompt;
 use crate::engine::{Engine, EngineConfig, EngineEvent, Session};
+use crate::hooks::{HookConfig, HookConfigError, Hooks};
 use crate::permissions::Mode;
 use crate::permissions::config::{self as permission_config, CliPermissions, PermissionConfigError};
 use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider};
@@ -28,6 +29,8 @@ pub enum SetupError {
     #[error(transparent)]
     Permissions(#[from] PermissionConfigError),
     #[error(transparent)]
+    Hooks(#[from] HookConfigError),
+    #[error(transparent)]
     Provider(#[from] ProviderError),
     #[error(transparent)]
     Transcript(#[from] TranscriptError),
@@ -41,6 +44,8 @@ pub struct Prepared {
     pub engine: Engine,
     pub events: UnboundedReceiver<EngineEvent>,
     pub permission_mode: Mode,
+    /// Whether this continues an earlier session (SessionStart source `resume`).
+    pub resumed: bool,
     /// Things to tell the user once at startup (unreadable transcript lines, sandbox limits).
     pub warnings: Vec<String>,
 }
@@ -162,12 +167,23 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
         max_turns: cli.max_turns,
         interactive: !cli.print,
     };
-    let (engine, events) = Engine::new(config, provider, registry, Arc::new(authorizer), session);
+    let hook_config = HookConfig::from_settings(&settings)?;
+    warnings.extend(hook_config.warnings.iter().cloned());
+    let hooks = Hooks::new(hook_config, cwd.clone(), session.id.clone(), session.transcript.clone());
+    let (engine, events) = Engine::new(
+        config,
+        provider,
+        registry,
+        Arc::new(authorizer),
+        Arc::new(hooks),
+        session,
+    );
     Ok(Prepared {
         engine,
         events,
         permission_mode,
         warnings,
+        resumed,
     })
 }
 

@@ -5,6 +5,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::events::{EngineEvent, NoticeLevel};
 use super::pipeline::{Pipeline, ToolCall};
+use serde_json::json;
+
+use crate::hooks::{Event, Permission, fields};
 use crate::permissions::{AskInfo, HookDecision, Mode, PermissionPrompt, PermissionReply, Verdict};
 use crate::tools::ToolOutput;
 
@@ -32,6 +35,33 @@ impl Pipeline<'_> {
             Verdict::Deny(reason) => return Err(denied(call, &format!("Permission denied: {reason}."))),
             Verdict::Ask { info, .. } => info,
         };
+        if self.hooks.has(Event::PermissionRequest) {
+            let mut f = self.tool_fields(call, &call.input);
+            f.insert("permission_suggestions".into(), json!(info.rules_to_save));
+            let agg = self
+                .hooks
+                .fire(Event::PermissionRequest, Some(&call.name), mode, f, self.events)
+                .await;
+            match agg.permission {
+                Some(Permission::Allow) => {
+                    self.after_approval(call, false);
+                    return Ok(());
+                }
+                Some(Permission::Deny) => {
+                    let why = agg.permission_reasons.join("; ");
+                    let why = if why.is_empty() {
+                        "no reason given".to_string()
+                    } else {
+                        why
+                    };
+                    return Err(denied(
+                        call,
+                        &format!("A PermissionRequest hook denied this {} call: {why}", call.name),
+                    ));
+                }
+                _ => {}
+            }
+        }
         if !self.interactive || mode == Mode::DontAsk {
             return Err(denied(call, &unanswerable(call, &info, mode)));
         }
@@ -69,6 +99,22 @@ impl Pipeline<'_> {
     }
 
     async fn ask_human(&self, call: &ToolCall, info: &AskInfo, cancel: &CancellationToken) -> Option<PermissionReply> {
+        if self.hooks.has(Event::Notification) {
+            let message = format!("keel needs your permission to use {}", call.name);
+            self.hooks
+                .fire(
+                    Event::Notification,
+                    Some("permission_prompt"),
+                    self.shared.mode(),
+                    fields([
+                        ("message", message.into()),
+                        ("title", "Permission needed".into()),
+                        ("notification_type", "permission_prompt".into()),
+                    ]),
+                    self.events,
+                )
+                .await;
+        }
         let (tx, rx) = oneshot::channel();
         self.events.emit(EngineEvent::PermissionRequest(PermissionPrompt {
             tool_use_id: call.id.clone(),

@@ -64,6 +64,8 @@ pub enum EngineEvent {
     },
     /// The engine waits for a human decision; answer through `prompt.reply`.
     PermissionRequest(crate::permissions::PermissionPrompt),
+    /// A hook handler ran (or could not run).
+    HookRun(crate::hooks::HookRun),
     /// The permission mode changed (Shift+Tab, ExitPlanMode approval).
     ModeChanged(crate::permissions::Mode),
     Notice {

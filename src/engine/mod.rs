@@ -7,8 +7,10 @@
 
 mod authorize;
 pub mod events;
+mod lifecycle;
 pub mod pipeline;
 pub mod session;
+mod tool_hooks;
 mod turn;
 
 use std::sync::Arc;
@@ -18,6 +20,7 @@ use tokio::sync::mpsc;
 pub use events::{EngineEvent, NoticeLevel, ResultSubtype, TurnOutcome};
 pub use session::Session;
 
+use crate::hooks::Hooks;
 use crate::permissions::Authorizer;
 use crate::provider::{Provider, SystemBlock};
 use crate::tools::registry::ToolRegistry;
@@ -55,8 +58,11 @@ pub struct Engine {
     pub provider: Arc<dyn Provider>,
     pub registry: Arc<ToolRegistry>,
     pub authorizer: Arc<Authorizer>,
+    pub hooks: Arc<Hooks>,
     pub session: Session,
     events: EventSink,
+    /// Hook output waiting to be shown to the model with the next user message.
+    pending_context: Vec<String>,
 }
 
 impl Engine {
@@ -65,6 +71,7 @@ impl Engine {
         provider: Arc<dyn Provider>,
         registry: Arc<ToolRegistry>,
         authorizer: Arc<Authorizer>,
+        hooks: Arc<Hooks>,
         session: Session,
     ) -> (Engine, mpsc::UnboundedReceiver<EngineEvent>) {
         let (tx, rx) = mpsc::unbounded_channel();
@@ -74,8 +81,10 @@ impl Engine {
                 provider,
                 registry,
                 authorizer,
+                hooks,
                 session,
                 events: EventSink(tx),
+                pending_context: Vec::new(),
             },
             rx,
         )

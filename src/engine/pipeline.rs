@@ -11,8 +11,10 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::EventSink;
+use super::authorize::Refusal;
 use super::events::EngineEvent;
 use crate::compact::budget;
+use crate::hooks::Hooks;
 use crate::message::ContentBlock;
 use crate::permissions::Authorizer;
 use crate::provider::{BrokenReason, BrokenToolCall};
@@ -36,6 +38,8 @@ pub struct CallRecord {
     pub output: ToolOutput,
     pub denied: bool,
     pub duration_ms: u64,
+    /// A hook asked to stop the agent after this call (`continue: false`).
+    pub stop: Option<String>,
 }
 
 impl CallRecord {
@@ -49,6 +53,7 @@ pub struct Pipeline<'a> {
     pub shared: &'a Arc<SessionShared>,
     pub events: &'a EventSink,
     pub authorizer: &'a Authorizer,
+    pub hooks: &'a Hooks,
     /// Whether a front end can answer permission questions (false in headless mode).
     pub interactive: bool,
 }
@@ -108,12 +113,13 @@ impl Pipeline<'_> {
             name: call.name.clone(),
             input: call.input.clone(),
         });
-        let (output, denied) = self.execute(&call, broken, cancel).await;
+        let done = self.execute(&call, broken, cancel, started).await;
         let record = CallRecord {
             call,
-            output,
-            denied,
+            output: done.output,
+            denied: done.denied,
             duration_ms: started.elapsed().as_millis() as u64,
+            stop: done.stop,
         };
         self.events.emit(EngineEvent::ToolFinished {
             id: record.call.id.clone(),
@@ -131,36 +137,35 @@ impl Pipeline<'_> {
         call: &ToolCall,
         broken: &[BrokenToolCall],
         cancel: &CancellationToken,
-    ) -> (ToolOutput, bool) {
+        started: Instant,
+    ) -> Done {
         if cancel.is_cancelled() {
-            return (interrupted(), false);
+            return Done::plain(interrupted());
         }
         if let Some(b) = broken.iter().find(|b| b.id == call.id) {
-            return (broken_output(b), false);
+            return Done::plain(broken_output(b));
         }
         let Some(registered) = self.registry.get(&call.name) else {
-            return (ToolOutput::error(self.registry.unknown_tool_message(&call.name)), false);
+            return Done::plain(ToolOutput::error(self.registry.unknown_tool_message(&call.name)));
         };
         if let Err(problems) = registered.validate(&call.input) {
-            return (
-                ToolOutput::error(format!(
-                    "{} was not run: its input does not match the tool's schema.\n- {}\nFix these fields and call it again.",
-                    call.name,
-                    problems.join("\n- ")
-                )),
-                false,
-            );
+            return Done::plain(ToolOutput::error(format!(
+                "{} was not run: its input does not match the tool's schema.\n- {}\nFix these fields and call it again.",
+                call.name,
+                problems.join("\n- ")
+            )));
         }
-        let read_only = registered.tool.is_read_only(&call.input);
-        if let Err(refusal) = self.authorize(call, read_only, None, cancel).await {
-            if refusal.denied {
-                self.events.emit(EngineEvent::PermissionDenied {
-                    tool_name: call.name.clone(),
-                    tool_use_id: call.id.clone(),
-                    tool_input: call.input.clone(),
-                });
-            }
-            return (refusal.output, refusal.denied);
+        let pre = match self.pre_tool_hooks(call, registered).await {
+            Ok(p) => p,
+            Err(refusal) => return self.refused(call, refusal),
+        };
+        let effective = ToolCall {
+            input: pre.input,
+            ..call.clone()
+        };
+        let read_only = registered.tool.is_read_only(&effective.input);
+        if let Err(refusal) = self.authorize(&effective, read_only, pre.decision, cancel).await {
+            return self.refused(call, refusal);
         }
 
         let ctx = ToolContext {
@@ -171,17 +176,62 @@ impl Pipeline<'_> {
         let tool = registered.tool.clone();
         let result = tokio::select! {
             _ = cancel.cancelled() => Err(ToolError::Cancelled),
-            r = tool.call(call.input.clone(), &ctx) => r,
+            r = tool.call(effective.input.clone(), &ctx) => r,
         };
+        let was_interrupted = matches!(result, Err(ToolError::Cancelled));
         let output = match result {
             Ok(out) => out,
             Err(ToolError::Cancelled) => interrupted(),
             Err(e) => ToolOutput::error(e.to_string()),
         };
-        (
-            budget::apply(output, tool.result_budget(), &self.shared.session_dir, &call.id),
-            false,
-        )
+        let mut output = budget::apply(output, tool.result_budget(), &self.shared.session_dir, &call.id);
+        let post_stop = self
+            .post_tool_hooks(
+                &effective,
+                &effective.input,
+                &mut output,
+                started.elapsed().as_millis() as u64,
+                was_interrupted,
+                pre.context,
+            )
+            .await;
+        Done {
+            output,
+            denied: false,
+            stop: pre.stop.or(post_stop),
+        }
+    }
+
+    fn refused(&self, call: &ToolCall, refusal: Refusal) -> Done {
+        if refusal.denied {
+            self.events.emit(EngineEvent::PermissionDenied {
+                tool_name: call.name.clone(),
+                tool_use_id: call.id.clone(),
+                tool_input: call.input.clone(),
+            });
+        }
+        Done {
+            output: refusal.output,
+            denied: refusal.denied,
+            stop: None,
+        }
+    }
+}
+
+/// How one call ended inside the pipeline.
+struct Done {
+    output: ToolOutput,
+    denied: bool,
+    stop: Option<String>,
+}
+
+impl Done {
+    fn plain(output: ToolOutput) -> Self {
+        Done {
+            output,
+            denied: false,
+            stop: None,
+        }
     }
 }
 
@@ -282,11 +332,17 @@ mod tests {
         let sink = EventSink(tx);
         shared.set_mode(crate::permissions::Mode::BypassPermissions);
         let authorizer = Authorizer::new(Vec::new(), vec![dir.path().into()], None, None);
+        let hooks = Hooks::none(
+            dir.path().into(),
+            "test".into(),
+            crate::transcript::SharedTranscript::new(crate::transcript::Transcript::disabled(dir.path().join("t"))),
+        );
         let pipeline = Pipeline {
             registry: &registry,
             shared: &shared,
             events: &sink,
             authorizer: &authorizer,
+            hooks: &hooks,
             interactive: false,
         };
         let calls = vec![
@@ -321,11 +377,17 @@ mod tests {
         let sink = EventSink(tx);
         shared.set_mode(crate::permissions::Mode::BypassPermissions);
         let authorizer = Authorizer::new(Vec::new(), vec![dir.path().into()], None, None);
+        let hooks = Hooks::none(
+            dir.path().into(),
+            "test".into(),
+            crate::transcript::SharedTranscript::new(crate::transcript::Transcript::disabled(dir.path().join("t"))),
+        );
         let pipeline = Pipeline {
             registry: &registry,
             shared: &shared,
             events: &sink,
             authorizer: &authorizer,
+            hooks: &hooks,
             interactive: false,
         };
         let cancel = CancellationToken::new();

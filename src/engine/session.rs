@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::config::models;
 use crate::message::{ContentBlock, Message, Role, Usage};
 use crate::tools::SessionShared;
-use crate::transcript::{SessionMeta, Transcript, TranscriptError};
+use crate::transcript::{SessionMeta, SharedTranscript, Transcript, TranscriptError};
 
 /// Token and cost totals for one model.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -54,7 +54,7 @@ pub struct Session {
     pub shared: Arc<SessionShared>,
     pub totals: Totals,
     pub denials: Vec<Denial>,
-    pub transcript: Transcript,
+    pub transcript: SharedTranscript,
     /// Transcript writes that failed; reported once, never fatal to the turn.
     pub transcript_errors: Vec<String>,
 }
@@ -67,7 +67,7 @@ impl Session {
             shared: Arc::new(SessionShared::new(cwd, session_dir)),
             totals: Totals::default(),
             denials: Vec::new(),
-            transcript,
+            transcript: SharedTranscript::new(transcript),
             transcript_errors: Vec::new(),
         }
     }

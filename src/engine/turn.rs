@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Engine;
 use super::events::{EngineEvent, NoticeLevel, ResultSubtype, TurnOutcome};
+use super::lifecycle::{PromptVerdict, StopVerdict};
 use super::pipeline::{Pipeline, ToolCall};
 use super::session::Denial;
 use crate::message::{ContentBlock, Message, StopReason};
@@ -30,8 +31,22 @@ impl Engine {
             api_ms: 0,
             requests: 0,
         };
-        self.session.push_user(content);
-        let outcome = self.drive(&mut stats, &cancel).await;
+        let mut content = content;
+        let outcome = match self.submit_prompt(&mut content).await {
+            PromptVerdict::Reject(reason) => {
+                let mut o = failure(
+                    ResultSubtype::ErrorDuringExecution,
+                    format!("the prompt was blocked by a UserPromptSubmit hook: {reason}"),
+                    None,
+                );
+                o.stop_reason = Some("hook_blocked".into());
+                o
+            }
+            PromptVerdict::Accept => {
+                self.session.push_user(content);
+                self.drive(&mut stats, &cancel).await
+            }
+        };
         let outcome = TurnOutcome {
             num_turns: stats.requests,
             duration_ms: stats.started.elapsed().as_millis() as u64,
@@ -51,6 +66,7 @@ impl Engine {
 
     async fn drive(&mut self, stats: &mut TurnStats, cancel: &CancellationToken) -> TurnOutcome {
         let mut continuations = 0;
+        let mut stop_blocks = 0u32;
         loop {
             if let Some(max) = self.config.max_turns
                 && stats.requests >= max
@@ -111,6 +127,7 @@ impl Engine {
                     shared: &self.session.shared,
                     events: &self.events,
                     authorizer: &self.authorizer,
+                    hooks: &self.hooks,
                     interactive: self.config.interactive,
                 }
                 .run_all(calls, &response.broken_tool_calls, cancel)
@@ -131,6 +148,9 @@ impl Engine {
                 if cancel.is_cancelled() {
                     return self.interrupted();
                 }
+                if let Some(reason) = records.iter().find_map(|r| r.stop.clone()) {
+                    return self.halted(reason);
+                }
                 continue;
             }
 
@@ -148,6 +168,15 @@ impl Engine {
                 continue;
             }
 
+            match self.stop_check(stop_blocks > 0, stop_blocks).await {
+                StopVerdict::Stop => {}
+                StopVerdict::Halt(reason) => return self.halted(reason),
+                StopVerdict::Continue(feedback) => {
+                    stop_blocks += 1;
+                    self.session.push_user(vec![ContentBlock::text(feedback)]);
+                    continue;
+                }
+            }
             return TurnOutcome {
                 subtype: ResultSubtype::Success,
                 is_error: false,
@@ -211,6 +240,24 @@ impl Engine {
             }
         }
         Err(ProviderError::Stream("the provider ended without a response".into()))
+    }
+
+    /// A hook said `continue: false`: the turn ends here, successfully, with its reason.
+    fn halted(&mut self, reason: String) -> TurnOutcome {
+        self.events
+            .notice(NoticeLevel::Warning, format!("a hook stopped the agent: {reason}"));
+        TurnOutcome {
+            subtype: ResultSubtype::Success,
+            is_error: false,
+            result: self.session.last_assistant_text(),
+            errors: Vec::new(),
+            stop_reason: Some("hook_stopped".into()),
+            num_turns: 0,
+            duration_ms: 0,
+            duration_api_ms: 0,
+            interrupted: false,
+            api_error_status: None,
+        }
     }
 
     /// Records the interruption so the next turn's model knows, and reports it.

@@ -96,9 +96,23 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
     let cancel = CancellationToken::new();
     let signal = watch_signals(cancel.clone());
     let printing = tokio::spawn(printer.drain(prepared.events));
+    engine
+        .session_start(if prepared.resumed { "resume" } else { "startup" })
+        .await;
     let outcome = engine.run_turn(vec![ContentBlock::text(prompt)], cancel.clone()).await;
     // The drain task ends at TurnFinished; a panic in it only loses progress lines.
-    let _ = printing.await;
+    let leftover = printing.await.ok();
+    engine.session_end("other").await;
+    // Problems of SessionEnd hooks still reach the user, after the result.
+    if let Some((_, mut rx)) = leftover {
+        while let Ok(ev) = rx.try_recv() {
+            if let EngineEvent::Notice { level, message } = ev
+                && level != NoticeLevel::Info
+            {
+                eprintln!("keel: {message}");
+            }
+        }
+    }
     let result = output::result_object(&outcome, &session_id, &engine.session.totals, &engine.session.denials);
     match cli.output_format {
         OutputFormat::Text => {
@@ -159,14 +173,14 @@ impl Printer {
     }
 
     /// Consumes engine events until the turn finishes.
-    async fn drain(mut self, mut events: UnboundedReceiver<EngineEvent>) -> Self {
+    async fn drain(mut self, mut events: UnboundedReceiver<EngineEvent>) -> (Self, UnboundedReceiver<EngineEvent>) {
         while let Some(event) = events.recv().await {
             if let EngineEvent::TurnFinished(_) = event {
                 break;
             }
             self.handle(event);
         }
-        self
+        (self, events)
     }
 
     fn handle(&mut self, event: EngineEvent) {
@@ -210,6 +224,24 @@ impl Printer {
                 let first: String = first.chars().take(100).collect();
                 let mark = if is_error { "✗" } else { "✓" };
                 eprintln!("  {mark} {first} ({} lines)", text.lines().count());
+            }
+            EngineEvent::HookRun(run) => {
+                if stream {
+                    self.line(&output::system_line(
+                        "hook_response",
+                        serde_json::json!({
+                            "hook_event": run.event, "hook_name": run.handler, "exit_code": run.exit_code,
+                            "outcome": run.outcome, "decision": run.decision, "duration_ms": run.duration_ms,
+                        }),
+                        &self.session_id,
+                    ));
+                } else if self.verbose {
+                    let decision = run.decision.map(|d| format!(", {d}")).unwrap_or_default();
+                    eprintln!(
+                        "  hook {} `{}`: {}{decision} ({} ms)",
+                        run.event, run.handler, run.outcome, run.duration_ms
+                    );
+                }
             }
             EngineEvent::RawStream(v) if stream => {
                 self.line(&output::stream_event_line(&v, &self.session_id));

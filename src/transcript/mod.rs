@@ -115,6 +115,37 @@ impl Transcript {
     }
 }
 
+/// A transcript shared by the session and the components that log into it (hooks).
+#[derive(Clone)]
+pub struct SharedTranscript(std::sync::Arc<std::sync::Mutex<Transcript>>);
+
+impl SharedTranscript {
+    pub fn new(t: Transcript) -> Self {
+        SharedTranscript(std::sync::Arc::new(std::sync::Mutex::new(t)))
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut Transcript) -> R) -> R {
+        let mut guard = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut guard)
+    }
+
+    pub fn path(&self) -> PathBuf {
+        self.with(|t| t.path().to_path_buf())
+    }
+
+    pub fn meta(&self, meta: &SessionMeta) -> Result<(), TranscriptError> {
+        self.with(|t| t.meta(meta))
+    }
+
+    pub fn message(&self, message: &Message) -> Result<(), TranscriptError> {
+        self.with(|t| t.message(message))
+    }
+
+    pub fn event(&self, name: &str, data: Value) -> Result<(), TranscriptError> {
+        self.with(|t| t.event(name, data))
+    }
+}
+
 /// What a transcript file yields when resumed.
 #[derive(Debug, Default)]
 pub struct Loaded {

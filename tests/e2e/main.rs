@@ -4,6 +4,7 @@ mod support;
 
 mod engine_loop;
 mod headless;
+mod hooks;
 mod permissions;
 mod provider;
 mod sandbox;

@@ -1,0 +1,330 @@
+//! Hook configuration from every settings layer (the reference's `hooks` shape).
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::matcher::Matcher;
+use crate::config::settings::Settings;
+
+/// The lifecycle events keel fires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Event {
+    SessionStart,
+    UserPromptSubmit,
+    PreToolUse,
+    PermissionRequest,
+    PostToolUse,
+    PostToolUseFailure,
+    Notification,
+    Stop,
+    SubagentStart,
+    SubagentStop,
+    PreCompact,
+    PostCompact,
+    SessionEnd,
+}
+
+impl Event {
+    pub const ALL: [Event; 13] = [
+        Event::SessionStart,
+        Event::UserPromptSubmit,
+        Event::PreToolUse,
+        Event::PermissionRequest,
+        Event::PostToolUse,
+        Event::PostToolUseFailure,
+        Event::Notification,
+        Event::Stop,
+        Event::SubagentStart,
+        Event::SubagentStop,
+        Event::PreCompact,
+        Event::PostCompact,
+        Event::SessionEnd,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Event::SessionStart => "SessionStart",
+            Event::UserPromptSubmit => "UserPromptSubmit",
+            Event::PreToolUse => "PreToolUse",
+            Event::PermissionRequest => "PermissionRequest",
+            Event::PostToolUse => "PostToolUse",
+            Event::PostToolUseFailure => "PostToolUseFailure",
+            Event::Notification => "Notification",
+            Event::Stop => "Stop",
+            Event::SubagentStart => "SubagentStart",
+            Event::SubagentStop => "SubagentStop",
+            Event::PreCompact => "PreCompact",
+            Event::PostCompact => "PostCompact",
+            Event::SessionEnd => "SessionEnd",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Event> {
+        Event::ALL.into_iter().find(|e| e.as_str() == s)
+    }
+}
+
+/// One hook handler. Identical handlers (same kind and command/url) run once per event.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Handler {
+    Command {
+        /// Shell form (`sh -c`), or the program of the exec form when `args` is given.
+        command: Option<String>,
+        args: Option<Vec<String>>,
+        shell: Option<String>,
+        timeout_secs: Option<u64>,
+        run_async: bool,
+    },
+    Http {
+        url: String,
+        headers: BTreeMap<String, String>,
+        allowed_env_vars: Vec<String>,
+        timeout_secs: Option<u64>,
+    },
+}
+
+impl Handler {
+    /// How the handler is shown in listings and logs.
+    pub fn label(&self) -> String {
+        match self {
+            Handler::Command { command, args, .. } => match (command, args) {
+                (Some(c), None) => c.clone(),
+                (c, Some(a)) => {
+                    let mut parts: Vec<String> = c.iter().cloned().collect();
+                    parts.extend(a.iter().cloned());
+                    parts.join(" ")
+                }
+                (None, None) => "(empty command)".into(),
+            },
+            Handler::Http { url, .. } => format!("POST {url}"),
+        }
+    }
+
+    pub fn is_async(&self) -> bool {
+        matches!(self, Handler::Command { run_async: true, .. })
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Group {
+    pub matcher: Matcher,
+    pub matcher_text: String,
+    pub handlers: Vec<Handler>,
+    /// The settings file the group came from.
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct HookConfig {
+    pub events: BTreeMap<Event, Vec<Group>>,
+    /// Problems found while reading (unsupported types, unknown events); shown at startup.
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{source_label}: hooks.{event}: {problem}")]
+pub struct HookConfigError {
+    pub source_label: String,
+    pub event: String,
+    pub problem: String,
+}
+
+impl HookConfig {
+    pub fn from_settings(settings: &Settings) -> Result<HookConfig, HookConfigError> {
+        let mut config = HookConfig::default();
+        if settings
+            .scalar("disableAllHooks")
+            .is_some_and(|(v, _)| v == &Value::Bool(true))
+        {
+            return Ok(config);
+        }
+        for layer in &settings.layers {
+            let Some(hooks) = layer.value.get("hooks") else {
+                continue;
+            };
+            let label = layer.label();
+            let Some(map) = hooks.as_object() else {
+                return Err(HookConfigError {
+                    source_label: label,
+                    event: "*".into(),
+                    problem: "`hooks` must be an object keyed by event name".into(),
+                });
+            };
+            for (name, groups) in map {
+                let err = |problem: String| HookConfigError {
+                    source_label: label.clone(),
+                    event: name.clone(),
+                    problem,
+                };
+                let Some(event) = Event::parse(name) else {
+                    config.warnings.push(format!(
+                        "{label}: hooks for `{name}` are ignored: keel has no such event"
+                    ));
+                    continue;
+                };
+                let groups = groups
+                    .as_array()
+                    .ok_or_else(|| err("must be an array of matcher groups".into()))?;
+                for g in groups {
+                    let matcher_text = g.get("matcher").and_then(Value::as_str).map(str::to_string);
+                    let matcher = Matcher::parse(matcher_text.as_deref()).map_err(&err)?;
+                    let list = g
+                        .get("hooks")
+                        .and_then(Value::as_array)
+                        .ok_or_else(|| err("each group needs a `hooks` array".into()))?;
+                    let mut handlers = Vec::new();
+                    for h in list {
+                        match parse_handler(h) {
+                            Ok(Some(handler)) => handlers.push(handler),
+                            Ok(None) => config.warnings.push(format!(
+                                "{label}: a {name} hook of type `{}` is not supported by keel and will not run",
+                                h.get("type").and_then(Value::as_str).unwrap_or("?")
+                            )),
+                            Err(p) => return Err(err(p)),
+                        }
+                    }
+                    config.events.entry(event).or_default().push(Group {
+                        matcher,
+                        matcher_text: matcher_text.unwrap_or_default(),
+                        handlers,
+                        source: label.clone(),
+                    });
+                }
+            }
+        }
+        Ok(config)
+    }
+
+    /// Handlers for an event whose matcher fits `target`, each distinct handler once, in
+    /// configuration order.
+    pub fn matching(&self, event: Event, target: Option<&str>) -> Vec<Handler> {
+        let mut out: Vec<Handler> = Vec::new();
+        for g in self.events.get(&event).into_iter().flatten() {
+            if g.matcher.matches(target) {
+                for h in &g.handlers {
+                    if !out.contains(h) {
+                        out.push(h.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.events.values().all(|g| g.iter().all(|g| g.handlers.is_empty()))
+    }
+
+    /// A human-readable listing by event and source file (`keel hooks`, `/hooks`).
+    pub fn describe(&self) -> String {
+        if self.is_empty() {
+            return "No hooks configured.".into();
+        }
+        let mut out = String::new();
+        for (event, groups) in &self.events {
+            out.push_str(&format!("{}\n", event.as_str()));
+            for g in groups {
+                let m = if g.matcher_text.is_empty() {
+                    "*"
+                } else {
+                    g.matcher_text.as_str()
+                };
+                for h in &g.handlers {
+                    let extra = match h {
+                        Handler::Command {
+                            timeout_secs,
+                            run_async,
+                            ..
+                        } => {
+                            let mut e = Vec::new();
+                            if let Some(t) = timeout_secs {
+                                e.push(format!("timeout {t}s"));
+                            }
+                            if *run_async {
+                                e.push("async".into());
+                            }
+                            e
+                        }
+                        Handler::Http { timeout_secs, .. } => {
+                            timeout_secs.iter().map(|t| format!("timeout {t}s")).collect()
+                        }
+                    };
+                    let extra = if extra.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({})", extra.join(", "))
+                    };
+                    out.push_str(&format!("  [{m}] {}{extra}\n      from {}\n", h.label(), g.source));
+                }
+            }
+        }
+        for w in &self.warnings {
+            out.push_str(&format!("warning: {w}\n"));
+        }
+        out
+    }
+}
+
+fn parse_handler(h: &Value) -> Result<Option<Handler>, String> {
+    let timeout_secs = match h.get("timeout") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            v.as_u64()
+                .filter(|t| *t > 0)
+                .ok_or_else(|| format!("`timeout` must be a positive number of seconds, found {v}"))?,
+        ),
+    };
+    match h.get("type").and_then(Value::as_str).unwrap_or("command") {
+        "command" => {
+            let command = h.get("command").and_then(Value::as_str).map(str::to_string);
+            let args = match h.get("args") {
+                None | Some(Value::Null) => None,
+                Some(Value::Array(a)) => Some(
+                    a.iter()
+                        .map(|x| x.as_str().map(str::to_string).ok_or("`args` must be strings"))
+                        .collect::<Result<Vec<_>, _>>()?,
+                ),
+                Some(_) => return Err("`args` must be an array of strings".into()),
+            };
+            if command.as_deref().is_none_or(|c| c.trim().is_empty()) && args.as_ref().is_none_or(Vec::is_empty) {
+                return Err("a command hook needs `command` (or `args`)".into());
+            }
+            Ok(Some(Handler::Command {
+                command,
+                args,
+                shell: h.get("shell").and_then(Value::as_str).map(str::to_string),
+                timeout_secs,
+                run_async: h.get("async").and_then(Value::as_bool).unwrap_or(false),
+            }))
+        }
+        "http" => {
+            let url = h
+                .get("url")
+                .and_then(Value::as_str)
+                .ok_or("an http hook needs `url`")?
+                .to_string();
+            let headers = h
+                .get("headers")
+                .and_then(Value::as_object)
+                .map(|m| {
+                    m.iter()
+                        .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let allowed_env_vars = h
+                .get("allowedEnvVars")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .unwrap_or_default();
+            Ok(Some(Handler::Http {
+                url,
+                headers,
+                allowed_env_vars,
+                timeout_secs,
+            }))
+        }
+        _ => Ok(None),
+    }
+}

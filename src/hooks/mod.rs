@@ -1,0 +1,186 @@
+//! Lifecycle hooks, compatible with the reference's configuration and payloads.
+//!
+//! [`Hooks::fire`] runs every handler matching an event in parallel on one cached JSON
+//! payload, folds their results in configuration order ([`outcome::Aggregate`]), and records
+//! each run in the transcript and as an engine event.
+
+pub mod config;
+pub mod matcher;
+pub mod outcome;
+pub mod runner;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+pub use config::{Event, HookConfig, HookConfigError};
+pub use outcome::{Aggregate, Permission};
+
+use crate::engine::{EngineEvent, EventSink, NoticeLevel};
+use crate::permissions::Mode;
+use crate::transcript::SharedTranscript;
+use runner::HookEnv;
+
+/// One hook run, for the transcript and `stream-json`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookRun {
+    pub event: String,
+    pub handler: String,
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+    pub outcome: String,
+    pub decision: Option<String>,
+}
+
+pub struct Hooks {
+    config: HookConfig,
+    env: HookEnv,
+    session_id: String,
+    transcript: SharedTranscript,
+    default_timeout: Duration,
+}
+
+impl Hooks {
+    pub fn new(config: HookConfig, project_dir: PathBuf, session_id: String, transcript: SharedTranscript) -> Self {
+        let default_timeout = std::env::var("KEEL_HOOK_TIMEOUT_SECS")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|v| *v > 0)
+            .unwrap_or(runner::DEFAULT_TIMEOUT_SECS);
+        Hooks {
+            env: HookEnv {
+                cwd: project_dir.clone(),
+                project_dir,
+            },
+            config,
+            session_id,
+            transcript,
+            default_timeout: Duration::from_secs(default_timeout),
+        }
+    }
+
+    /// Hooks that never run (tests, `disableAllHooks`).
+    pub fn none(project_dir: PathBuf, session_id: String, transcript: SharedTranscript) -> Self {
+        Hooks::new(HookConfig::default(), project_dir, session_id, transcript)
+    }
+
+    pub fn config(&self) -> &HookConfig {
+        &self.config
+    }
+
+    pub fn has(&self, event: Event) -> bool {
+        self.config.events.get(&event).is_some_and(|g| !g.is_empty())
+    }
+
+    /// The JSON every handler of this event receives on stdin.
+    pub fn payload(&self, event: Event, mode: Mode, fields: Map<String, Value>) -> Value {
+        let mut m = Map::new();
+        m.insert("session_id".into(), self.session_id.clone().into());
+        m.insert(
+            "transcript_path".into(),
+            self.transcript.path().display().to_string().into(),
+        );
+        m.insert("cwd".into(), self.env.cwd.display().to_string().into());
+        m.insert("permission_mode".into(), mode.as_str().into());
+        m.insert("hook_event_name".into(), event.as_str().into());
+        m.extend(fields);
+        Value::Object(m)
+    }
+
+    /// Runs the handlers of `event` whose matcher fits `target`.
+    pub async fn fire(
+        &self,
+        event: Event,
+        target: Option<&str>,
+        mode: Mode,
+        fields: Map<String, Value>,
+        sink: &EventSink,
+    ) -> Aggregate {
+        let handlers = self.config.matching(event, target);
+        let mut agg = Aggregate::default();
+        if handlers.is_empty() {
+            return agg;
+        }
+        let payload = serde_json::to_vec(&self.payload(event, mode, fields)).unwrap_or_default();
+        let (background, foreground): (Vec<_>, Vec<_>) = handlers.into_iter().partition(|h| h.is_async());
+        for h in background {
+            let payload = payload.clone();
+            let env = self.env.clone();
+            let timeout = self.default_timeout;
+            let transcript = self.transcript.clone();
+            let sink = sink.clone();
+            tokio::spawn(async move {
+                let r = runner::run(&h, &payload, &env, timeout).await;
+                let mut scratch = Aggregate::default();
+                let i = outcome::interpret(event, &h.label(), &r, &mut scratch);
+                record(&transcript, &sink, event, &h.label(), &r, &i, true);
+                for w in scratch.warnings {
+                    sink.notice(NoticeLevel::Warning, w);
+                }
+            });
+        }
+        let runs = futures_util::future::join_all(
+            foreground
+                .iter()
+                .map(|h| runner::run(h, &payload, &self.env, self.default_timeout)),
+        )
+        .await;
+        for (h, r) in foreground.iter().zip(runs) {
+            let i = outcome::interpret(event, &h.label(), &r, &mut agg);
+            record(&self.transcript, sink, event, &h.label(), &r, &i, false);
+        }
+        for w in &agg.warnings {
+            sink.notice(NoticeLevel::Warning, w.clone());
+        }
+        for m in &agg.system_messages {
+            sink.notice(NoticeLevel::Warning, m.clone());
+        }
+        agg
+    }
+}
+
+fn record(
+    transcript: &SharedTranscript,
+    sink: &EventSink,
+    event: Event,
+    label: &str,
+    r: &runner::RunResult,
+    i: &outcome::Interpreted,
+    background: bool,
+) {
+    let run = HookRun {
+        event: event.as_str().into(),
+        handler: label.into(),
+        exit_code: r.exit_code,
+        duration_ms: r.duration_ms,
+        outcome: i.outcome.into(),
+        decision: i.decision.clone(),
+    };
+    let _ = transcript.event(
+        "hook_run",
+        json!({
+            "hook_event": run.event, "handler": run.handler, "exit_code": run.exit_code,
+            "duration_ms": run.duration_ms, "outcome": run.outcome, "decision": run.decision,
+            "async": background, "stdout": truncate(&r.stdout), "stderr": truncate(&r.stderr),
+        }),
+    );
+    sink.emit(EngineEvent::HookRun(run));
+}
+
+fn truncate(s: &str) -> String {
+    if s.len() <= 4000 {
+        s.to_string()
+    } else {
+        let mut end = 4000;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}… [{} bytes]", &s[..end], s.len())
+    }
+}
+
+/// Builds the event-specific fields from `(key, value)` pairs.
+pub fn fields<const N: usize>(pairs: [(&str, Value); N]) -> Map<String, Value> {
+    pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}

@@ -1,0 +1,319 @@
+//! What hook results mean: exit 0 (JSON or plain text), exit 2 (block), other exits
+//! (non-blocking warning), and the JSON fields; several hooks combine deterministically.
+
+use serde_json::Value;
+
+use super::config::Event;
+use super::runner::RunResult;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Permission {
+    Allow,
+    Ask,
+    Deny,
+}
+
+impl Permission {
+    fn parse(s: &str) -> Option<Permission> {
+        match s {
+            "allow" | "approve" => Some(Permission::Allow),
+            "ask" => Some(Permission::Ask),
+            "deny" | "block" => Some(Permission::Deny),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Permission::Allow => "allow",
+            Permission::Ask => "ask",
+            Permission::Deny => "deny",
+        }
+    }
+}
+
+/// The combined effect of every hook that ran for one event.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Aggregate {
+    /// Blocking reasons (exit 2 stderr, `decision: "block"` reasons), in configuration order.
+    pub blocks: Vec<String>,
+    /// PreToolUse / PermissionRequest decision: deny > ask > allow.
+    pub permission: Option<Permission>,
+    pub permission_reasons: Vec<String>,
+    /// The first hook's `updatedInput` (configuration order decides).
+    pub updated_input: Option<Value>,
+    /// `additionalContext` and, where the event allows it, plain stdout.
+    pub context: Vec<String>,
+    /// `continue: false`: stop the agent, with this reason for the user.
+    pub stop: Option<String>,
+    pub system_messages: Vec<String>,
+    /// Non-blocking failures, shown to the user.
+    pub warnings: Vec<String>,
+}
+
+impl Aggregate {
+    pub fn blocked(&self) -> bool {
+        !self.blocks.is_empty()
+    }
+
+    pub fn block_reason(&self) -> String {
+        self.blocks.join("\n")
+    }
+}
+
+/// One handler's interpreted result, for observability.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Interpreted {
+    pub outcome: &'static str,
+    pub decision: Option<String>,
+}
+
+/// Folds one handler's result into the aggregate; returns its summary.
+pub fn interpret(event: Event, label: &str, r: &RunResult, agg: &mut Aggregate) -> Interpreted {
+    if let Some(e) = &r.start_error {
+        agg.warnings
+            .push(format!("{} hook `{label}` could not run: {e}", event.as_str()));
+        return Interpreted {
+            outcome: "failed_to_start",
+            decision: None,
+        };
+    }
+    if r.timed_out {
+        agg.warnings
+            .push(format!("{} hook `{label}` {}", event.as_str(), r.stderr));
+        return Interpreted {
+            outcome: "timeout",
+            decision: None,
+        };
+    }
+    let json = parse_json(&r.stdout);
+    match r.exit_code {
+        Some(0) => {}
+        Some(2) if event != Event::PermissionRequest => {
+            let reason = if r.stderr.trim().is_empty() {
+                format!("blocked by the {} hook `{label}`", event.as_str())
+            } else {
+                r.stderr.trim().to_string()
+            };
+            agg.blocks.push(reason);
+            if let Some(j) = &json {
+                apply_json(event, j, agg);
+            }
+            return Interpreted {
+                outcome: "blocked",
+                decision: Some("block".into()),
+            };
+        }
+        code => {
+            // A JSON object on stdout decides even with another exit code.
+            if let Some(j) = &json {
+                let decision = apply_json(event, j, agg);
+                return Interpreted {
+                    outcome: "success",
+                    decision,
+                };
+            }
+            let first = r.stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("(no stderr)");
+            agg.warnings.push(format!(
+                "{} hook `{label}` failed with exit status {}: {first}",
+                event.as_str(),
+                code.map(|c| c.to_string()).unwrap_or_else(|| "unknown".into())
+            ));
+            return Interpreted {
+                outcome: "error",
+                decision: None,
+            };
+        }
+    }
+    match json {
+        Some(j) => {
+            let decision = apply_json(event, &j, agg);
+            Interpreted {
+                outcome: "success",
+                decision,
+            }
+        }
+        None => {
+            let text = r.stdout.trim();
+            if !text.is_empty() && matches!(event, Event::UserPromptSubmit | Event::SessionStart) {
+                agg.context.push(text.to_string());
+            }
+            Interpreted {
+                outcome: "success",
+                decision: None,
+            }
+        }
+    }
+}
+
+fn parse_json(stdout: &str) -> Option<Value> {
+    let t = stdout.trim_start();
+    if !t.starts_with('{') {
+        return None;
+    }
+    serde_json::from_str::<Value>(t).ok().filter(Value::is_object)
+}
+
+/// Applies the reference's JSON output fields; returns the decision it expressed.
+fn apply_json(event: Event, j: &Value, agg: &mut Aggregate) -> Option<String> {
+    let mut decision = None;
+    if j.get("continue") == Some(&Value::Bool(false)) {
+        let reason = j
+            .get("stopReason")
+            .and_then(Value::as_str)
+            .unwrap_or("a hook stopped the session")
+            .to_string();
+        agg.stop.get_or_insert(reason);
+        decision = Some("stop".into());
+    }
+    if let Some(m) = j.get("systemMessage").and_then(Value::as_str) {
+        agg.system_messages.push(m.to_string());
+    }
+    let reason = j.get("reason").and_then(Value::as_str).map(str::to_string);
+    match (event, j.get("decision").and_then(Value::as_str)) {
+        (Event::PreToolUse, Some(d)) => {
+            if let Some(p) = Permission::parse(d) {
+                set_permission(agg, p, reason.clone());
+                decision = Some(p.as_str().into());
+            }
+        }
+        (_, Some("block")) => {
+            agg.blocks.push(
+                reason
+                    .clone()
+                    .unwrap_or_else(|| format!("blocked by a {} hook", event.as_str())),
+            );
+            decision = Some("block".into());
+        }
+        _ => {}
+    }
+    let specific = j.get("hookSpecificOutput");
+    if let Some(s) = specific {
+        if let Some(d) = s
+            .get("permissionDecision")
+            .and_then(Value::as_str)
+            .and_then(Permission::parse)
+        {
+            let r = s
+                .get("permissionDecisionReason")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            set_permission(agg, d, r);
+            decision = Some(d.as_str().into());
+        }
+        if let Some(u) = s.get("updatedInput").filter(|u| u.is_object())
+            && agg.updated_input.is_none()
+        {
+            agg.updated_input = Some(u.clone());
+        }
+        if let Some(c) = s.get("additionalContext").and_then(Value::as_str)
+            && !c.trim().is_empty()
+        {
+            agg.context.push(c.to_string());
+        }
+        // PermissionRequest: decision.behavior allow|deny (+ message, updatedInput).
+        if event == Event::PermissionRequest
+            && let Some(d) = s.get("decision")
+            && let Some(p) = d.get("behavior").and_then(Value::as_str).and_then(Permission::parse)
+        {
+            set_permission(agg, p, d.get("message").and_then(Value::as_str).map(str::to_string));
+            if let Some(u) = d.get("updatedInput").filter(|u| u.is_object())
+                && agg.updated_input.is_none()
+            {
+                agg.updated_input = Some(u.clone());
+            }
+            decision = Some(p.as_str().into());
+        }
+    }
+    decision
+}
+
+fn set_permission(agg: &mut Aggregate, p: Permission, reason: Option<String>) {
+    agg.permission = Some(agg.permission.map_or(p, |old| old.max(p)));
+    if let Some(r) = reason.filter(|r| !r.trim().is_empty()) {
+        agg.permission_reasons.push(r);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(code: i32, stdout: &str, stderr: &str) -> RunResult {
+        RunResult {
+            exit_code: Some(code),
+            stdout: stdout.into(),
+            stderr: stderr.into(),
+            ..RunResult::default()
+        }
+    }
+
+    #[test]
+    fn exit_codes() {
+        let mut a = Aggregate::default();
+        interpret(Event::PreToolUse, "h", &run(2, "", "no rm please\n"), &mut a);
+        assert_eq!(a.block_reason(), "no rm please");
+        let mut b = Aggregate::default();
+        let i = interpret(Event::PreToolUse, "h", &run(1, "", "oops\nmore"), &mut b);
+        assert_eq!(i.outcome, "error");
+        assert!(!b.blocked() && b.warnings[0].contains("oops"));
+        let mut c = Aggregate::default();
+        interpret(Event::UserPromptSubmit, "h", &run(0, "remember: tabs\n", ""), &mut c);
+        assert_eq!(c.context, vec!["remember: tabs"]);
+        let mut d = Aggregate::default();
+        interpret(Event::PreToolUse, "h", &run(0, "plain words", ""), &mut d);
+        assert!(
+            d.context.is_empty(),
+            "plain stdout is context only for prompt and session start"
+        );
+    }
+
+    #[test]
+    fn deny_beats_ask_beats_allow_whatever_the_order() {
+        let allow = r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow"}}"#;
+        let deny = r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"policy"}}"#;
+        let ask = r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"ask"}}"#;
+        for order in [[allow, deny, ask], [deny, ask, allow], [ask, allow, deny]] {
+            let mut a = Aggregate::default();
+            for o in order {
+                interpret(Event::PreToolUse, "h", &run(0, o, ""), &mut a);
+            }
+            assert_eq!(a.permission, Some(Permission::Deny));
+            assert_eq!(a.permission_reasons, vec!["policy"]);
+        }
+    }
+
+    #[test]
+    fn json_fields() {
+        let mut a = Aggregate::default();
+        let j = r#"{"continue": false, "stopReason": "done here", "systemMessage": "careful",
+                   "hookSpecificOutput": {"updatedInput": {"command": "ls"}, "additionalContext": "ctx"}}"#;
+        interpret(Event::PreToolUse, "h", &run(0, j, ""), &mut a);
+        assert_eq!(a.stop.as_deref(), Some("done here"));
+        assert_eq!(a.system_messages, vec!["careful"]);
+        assert_eq!(a.updated_input, Some(serde_json::json!({"command": "ls"})));
+        assert_eq!(a.context, vec!["ctx"]);
+        let mut b = Aggregate::default();
+        interpret(
+            Event::Stop,
+            "h",
+            &run(0, r#"{"decision":"block","reason":"run the tests"}"#, ""),
+            &mut b,
+        );
+        assert_eq!(b.block_reason(), "run the tests");
+    }
+
+    #[test]
+    fn failures_to_start_and_timeouts_are_loud_but_not_blocking() {
+        let mut a = Aggregate::default();
+        let r = RunResult {
+            start_error: Some("command not found: ./hook.sh".into()),
+            ..RunResult::default()
+        };
+        assert_eq!(
+            interpret(Event::PreToolUse, "./hook.sh", &r, &mut a).outcome,
+            "failed_to_start"
+        );
+        assert!(!a.blocked() && a.warnings[0].contains("could not run"));
+    }
+}
