@@ -32,7 +32,7 @@ pub async fn run() -> anyhow::Result<ExitCode> {
     let cli = args::Cli::parse();
     match cli.command {
         Some(args::Command::Doctor) => return Ok(doctor::run()),
-        Some(args::Command::Hooks) => return Ok(list_hooks()?),
+        Some(args::Command::Hooks) => return list_hooks(),
         None => {}
     }
     if cli.print {
