@@ -79,6 +79,28 @@ impl Authorizer {
         &self.dirs
     }
 
+    /// A listing of the rules by behaviour and source, the session grants and the working
+    /// directories (`/permissions`).
+    pub fn describe(&self, mode: Mode) -> String {
+        let mut out = format!("Permission mode: {}\n", mode.as_str());
+        let session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        for b in [Behavior::Deny, Behavior::Ask, Behavior::Allow] {
+            let rules: Vec<&Rule> = self.rules.iter().chain(session.iter()).filter(|r| r.behavior == b).collect();
+            out.push_str(&format!("\n{} rules:\n", b.as_str()));
+            if rules.is_empty() {
+                out.push_str("  (none)\n");
+            }
+            for r in rules {
+                out.push_str(&format!("  {}  ({})\n", r.text, r.source));
+            }
+        }
+        out.push_str("\nWorking directories:\n");
+        for d in &self.dirs {
+            out.push_str(&format!("  {}\n", d.display()));
+        }
+        out
+    }
+
     /// Tools removed from the model's view by a bare-name deny rule.
     pub fn denies_whole_tool(&self, tool: &str) -> bool {
         self.rules

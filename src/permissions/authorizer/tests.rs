@@ -243,3 +243,15 @@ fn bare_name_deny_removes_tool() {
     let (b, _d2) = authorizer(&[], &[], &["Bash(rm:*)"]);
     assert!(!b.denies_whole_tool("Bash"));
 }
+
+#[test]
+fn describe_lists_rules_by_behaviour() {
+    let (a, _d) = authorizer(&["Read"], &["Bash(git push:*)"], &["Bash(rm:*)"]);
+    let text = a.describe(Mode::AcceptEdits);
+    assert!(text.starts_with("Permission mode: acceptEdits"));
+    let deny = text.find("deny rules:").unwrap();
+    let ask = text.find("ask rules:").unwrap();
+    let allow = text.find("allow rules:").unwrap();
+    assert!(deny < ask && ask < allow);
+    assert!(text.contains("Bash(rm:*)  (test)"));
+}
