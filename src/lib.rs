@@ -14,3 +14,4 @@ pub mod permissions;
 pub mod provider;
 pub mod tools;
 pub mod transcript;
+pub mod tui;

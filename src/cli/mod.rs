@@ -13,5 +13,5 @@ pub async fn run() -> anyhow::Result<ExitCode> {
     if cli.print {
         return Ok(crate::headless::run(cli).await?);
     }
-    anyhow::bail!("interactive mode is not available in this build yet; use -p for headless mode")
+    Ok(crate::tui::run(cli).await?)
 }

@@ -1,0 +1,1 @@
+//! Snapshot and key-handling tests of the TUI, fed with engine events (no model, no terminal).
