@@ -131,9 +131,31 @@ pub fn context_text(command: &str, r: &ShellResult) -> String {
         }
     };
     format!(
-        "The user ran a shell command in the terminal ({status}):\n<bash-input>{command}</bash-input>\n<bash-stdout>{}</bash-stdout>",
+        "{CONTEXT_LEAD} ({status}):\n<bash-input>{command}</bash-input>\n<bash-stdout>{}</bash-stdout>",
         out.trim_end()
     )
+}
+
+const CONTEXT_LEAD: &str = "The user ran a shell command in the terminal";
+
+/// Reads back what [`context_text`] wrote (for showing a resumed session): command, output
+/// and the status note.
+pub fn parse_context_text(text: &str) -> Option<(String, String, String)> {
+    let rest = text.strip_prefix(CONTEXT_LEAD)?;
+    let status = rest.strip_prefix(" (")?.split_once("):\n")?.0.to_string();
+    let command = text
+        .split_once("<bash-input>")?
+        .1
+        .split_once("</bash-input>")?
+        .0
+        .to_string();
+    let output = text
+        .split_once("<bash-stdout>")?
+        .1
+        .rsplit_once("</bash-stdout>")?
+        .0
+        .to_string();
+    Some((command, output, status))
 }
 
 fn floor_boundary(s: &str, mut i: usize) -> usize {
@@ -162,6 +184,10 @@ mod tests {
         assert_eq!(r.exit_code, Some(3));
         assert_eq!(r.output, "marker.txt\nerr\n");
         let ctx = context_text("ls", &r);
+        assert_eq!(
+            parse_context_text(&ctx),
+            Some(("ls".into(), "marker.txt\nerr".into(), "exit code 3".into()))
+        );
         assert!(ctx.contains("exit code 3"));
         assert!(ctx.contains("<bash-input>ls</bash-input>"));
         assert!(ctx.contains("<bash-stdout>marker.txt\nerr</bash-stdout>"));

@@ -163,7 +163,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) {
         draw_completion(frame, transcript_area, input_area, c);
     }
     if let Some(a) = &app.approval {
-        cursor_pos = modal::approval(frame, transcript_area.union(input_area), a);
+        cursor_pos = modal::approval(frame, transcript_area.union(input_area), a, &app.cwd);
     } else if let Some(p) = &app.picker {
         modal::picker(frame, transcript_area.union(input_area), p);
         cursor_pos = None;

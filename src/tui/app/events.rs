@@ -12,6 +12,7 @@ impl App {
         match event {
             EngineEvent::RequestStarted { .. } => {
                 self.streaming = None;
+                self.text_streamed = false;
                 self.thinking = None;
                 self.request_tools.clear();
                 self.set_activity(Activity::Thinking);
@@ -32,6 +33,7 @@ impl App {
                 if let Some(CellKind::Assistant { text: t, .. }) = self.transcript.get_mut(i) {
                     t.push_str(&text);
                 }
+                self.text_streamed = true;
                 self.set_activity(Activity::Responding);
             }
             EngineEvent::ThinkingDelta(text) => {
@@ -74,10 +76,9 @@ impl App {
                 self.status.totals.record(&model, &usage);
                 self.status.context_tokens = usage.context_tokens() + usage.output_tokens;
                 self.end_thinking();
-                let streamed = self.streaming.is_some();
                 self.end_streaming();
                 let text = message.text();
-                if !streamed && !text.trim().is_empty() {
+                if !self.text_streamed && !text.trim().is_empty() {
                     self.transcript.push(CellKind::Assistant { text, streaming: false });
                 }
                 for block in &message.content {
@@ -105,6 +106,9 @@ impl App {
                         self.transcript.push(CellKind::Tool(cell));
                     }
                 }
+                if !self.request_tools.contains(&id) {
+                    self.request_tools.push(id);
+                }
                 self.set_activity(Activity::Tool(name));
             }
             EngineEvent::ToolFinished {
@@ -126,6 +130,16 @@ impl App {
                         (true, false, _) => ToolStatus::Error,
                         (false, _, _) => ToolStatus::Ok,
                     };
+                }
+                // Back to the model once no call of this request still runs.
+                let running = self.request_tools.iter().any(|id| {
+                    self.transcript
+                        .tool_index(id)
+                        .and_then(|i| self.transcript.get(i))
+                        .is_some_and(|c| matches!(c, CellKind::Tool(t) if t.status == ToolStatus::Running))
+                });
+                if !running {
+                    self.set_activity(Activity::Thinking);
                 }
             }
             EngineEvent::PermissionDenied { tool_use_id, .. } => {
@@ -164,6 +178,7 @@ impl App {
 
     /// A retried request voids what streamed since it started.
     fn on_retry(&mut self, attempt: u32, max: u32, delay_ms: u64, status: Option<u16>, error: &str) {
+        self.text_streamed = false;
         if let Some(i) = self.streaming
             && let Some(CellKind::Assistant { text, .. }) = self.transcript.get_mut(i)
         {

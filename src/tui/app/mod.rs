@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 pub use approval::Approval;
+pub use replies::context_grid;
 
 use super::commands::{self, Command, CommandInfo, CustomCommands};
 use super::input::completion::{self, Completion, Query};
@@ -125,6 +126,8 @@ pub struct App {
     files_requested: bool,
     /// The assistant text cell of the request being streamed.
     streaming: Option<usize>,
+    /// Text arrived as deltas in the current request (the final message then adds none).
+    text_streamed: bool,
     thinking: Option<usize>,
     /// Tool cells created while the current request streamed (voided by a retry).
     request_tools: Vec<String>,
@@ -168,6 +171,7 @@ impl App {
             files: None,
             files_requested: false,
             streaming: None,
+            text_streamed: false,
             thinking: None,
             request_tools: Vec::new(),
             retry_cell: None,

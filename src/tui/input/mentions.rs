@@ -11,6 +11,8 @@ use crate::tools::file_state::{FileView, ViewKind, file_mtime};
 pub const MAX_ATTACH: u64 = 256 * 1024;
 /// Entries listed for a mentioned directory.
 const MAX_LISTING: usize = 200;
+/// How an attachment block begins (a resumed session shows these as one line, not in full).
+pub const ATTACHMENT_LEAD: &str = "The user attached the ";
 
 #[derive(Debug, Default)]
 pub struct Resolved {
@@ -100,7 +102,7 @@ fn attach(shown: &str, path: &Path, shared: &SessionShared) -> Result<ContentBlo
             listing.push_str(&format!("\n… and {} more entries", total - MAX_LISTING));
         }
         return Ok(ContentBlock::text(format!(
-            "The user attached the directory {} ({total} entries):\n{listing}",
+            "{ATTACHMENT_LEAD}directory {} ({total} entries):\n{listing}",
             path.display()
         )));
     }
@@ -128,7 +130,7 @@ fn attach(shown: &str, path: &Path, shared: &SessionShared) -> Result<ContentBlo
         .map(|(i, l)| format!("{:>6}\t{l}\n", i + 1))
         .collect();
     Ok(ContentBlock::text(format!(
-        "The user attached the file {} ({} lines):\n{numbered}",
+        "{ATTACHMENT_LEAD}file {} ({} lines):\n{numbered}",
         path.display(),
         text.lines().count()
     )))

@@ -38,10 +38,12 @@ fn detail_lines(a: &Approval, width: usize) -> Vec<Line<'static>> {
 }
 
 /// Draws the approval dialog; returns where the cursor goes while typing feedback.
-pub fn approval(frame: &mut Frame, area: Rect, a: &Approval) -> Option<Position> {
+pub fn approval(frame: &mut Frame, area: Rect, a: &Approval, cwd: &std::path::Path) -> Option<Position> {
     let width = area.width.saturating_sub(4).clamp(20, 110);
     let inner = width.saturating_sub(4) as usize;
     let summary = crate::tools::summarize_input(&a.prompt.input);
+    let prefix = format!("{}/", cwd.display());
+    let summary = summary.strip_prefix(&prefix).map(str::to_string).unwrap_or(summary);
     let mut head = vec![Span::styled(
         a.prompt.tool_name.clone(),
         Style::new().add_modifier(Modifier::BOLD),
@@ -71,9 +73,9 @@ pub fn approval(frame: &mut Frame, area: Rect, a: &Approval) -> Option<Position>
             Style::new()
         };
         options.extend(wrap::wrap(
-            &[Span::styled(format!("{marker}{}. {label}", i + 1), style)],
+            &[Span::styled(format!("{}. {label}", i + 1), style)],
             inner,
-            &[],
+            &[Span::styled(marker, style)],
             &[Span::raw("     ")],
             Mode::Words,
         ));

@@ -64,12 +64,18 @@ pub fn line(app: &App, now: Instant, width: usize) -> Line<'static> {
             activity_text(&b.activity),
             Style::new().add_modifier(Modifier::BOLD),
         ));
-        left.push(Span::styled(
-            format!(" · {} · esc to interrupt", elapsed(ms / 1000)),
-            theme::dim(),
-        ));
+        left.push(Span::styled(format!(" · {}", elapsed(ms / 1000)), theme::dim()));
+        // Hints that give way first on a narrow terminal.
+        let mut optional = vec![Span::styled(" · esc to interrupt", theme::dim())];
         if !app.queue.is_empty() {
-            left.push(Span::styled(format!(" · {} queued", app.queue.len()), theme::dim()));
+            optional.insert(0, Span::styled(format!(" · {} queued", app.queue.len()), theme::dim()));
+        }
+        let mut used: usize = left.iter().map(Span::width).sum();
+        for s in optional {
+            if used + s.width() + 20 <= width {
+                used += s.width();
+                left.push(s);
+            }
         }
     } else {
         left.push(Span::styled("? /help · shift+tab mode", theme::dim()));
@@ -90,7 +96,8 @@ pub fn line(app: &App, now: Instant, width: usize) -> Line<'static> {
         } else {
             theme::dim()
         };
-        right.push(Span::styled(format!("ctx {p}%"), style));
+        let shown = if p == 0 { "<1".to_string() } else { p.to_string() };
+        right.push(Span::styled(format!("ctx {shown}%"), style));
     }
     if t.requests > 0 {
         right.push(Span::styled(

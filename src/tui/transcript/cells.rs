@@ -143,11 +143,9 @@ impl CellKind {
                 &[Span::raw("  ")],
             ),
             CellKind::Assistant { text, .. } => {
+                // Empty (a retry voided what had streamed): no lines, no room taken.
                 let mut lines = markdown::render(text, width - 2);
                 indent(&mut lines, "  ");
-                if lines.is_empty() {
-                    lines.push(Line::from(Span::styled("  …", theme::dim())));
-                }
                 lines
             }
             CellKind::Thinking { text, streaming } => thinking(text, *streaming, width, expand_all),
@@ -214,6 +212,14 @@ fn status_mark(status: ToolStatus) -> (&'static str, Style) {
         ToolStatus::Error => ("✗", theme::error()),
         ToolStatus::Denied => ("⊘", theme::warning()),
         ToolStatus::Interrupted => ("■", theme::warning()),
+    }
+}
+
+fn more_lines(n: usize) -> String {
+    if n == 1 {
+        "1 more line".into()
+    } else {
+        format!("{n} more lines")
     }
 }
 
@@ -304,6 +310,12 @@ fn tool(t: &ToolCell, width: usize, expanded: bool) -> Vec<Line<'static>> {
     } else {
         COLLAPSED_ERROR_LINES
     };
+    // Output is shown as the tool wrote it; messages (errors, denials) wrap between words.
+    let mode = if t.status == ToolStatus::Ok {
+        Mode::Chars
+    } else {
+        Mode::Words
+    };
     for (i, l) in output.lines().take(keep).enumerate() {
         let p: &[Span<'static>] = if i == 0 { &first } else { &rest };
         lines.extend(wrap::wrap(
@@ -311,12 +323,12 @@ fn tool(t: &ToolCell, width: usize, expanded: bool) -> Vec<Line<'static>> {
             body_width,
             p,
             &rest,
-            Mode::Chars,
+            mode,
         ));
     }
     if total > keep {
         lines.push(Line::from(Span::styled(
-            format!("    … {} more lines (Ctrl+O to expand)", total - keep),
+            format!("    … {} (Ctrl+O to expand)", more_lines(total - keep)),
             theme::dim(),
         )));
     }
@@ -376,7 +388,7 @@ fn shell(s: &ShellCell, width: usize, expanded: bool) -> Vec<Line<'static>> {
     }
     if total > keep {
         lines.push(Line::from(Span::styled(
-            format!("    … {} more lines (Ctrl+O to expand)", total - keep),
+            format!("    … {} (Ctrl+O to expand)", more_lines(total - keep)),
             theme::dim(),
         )));
     }

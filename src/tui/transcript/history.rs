@@ -5,7 +5,9 @@ use std::path::Path;
 use crate::engine::NoticeLevel;
 use crate::message::{ContentBlock, Message, Role};
 
-use super::{CellKind, ToolCell, ToolStatus, Transcript};
+use super::{CellKind, ShellCell, ToolCell, ToolStatus, Transcript};
+use crate::tui::input::mentions;
+use crate::tui::shell;
 
 /// The marker the engine leaves when a turn is interrupted.
 const INTERRUPTED: &str = "[Request interrupted by user]";
@@ -15,6 +17,7 @@ pub fn fill(t: &mut Transcript, history: &[Message], cwd: &Path) {
         match message.role {
             Role::User => {
                 let mut text = String::new();
+                let mut attached = Vec::new();
                 for block in &message.content {
                     match block {
                         ContentBlock::Text { text: s, .. } if s.trim() == INTERRUPTED => {
@@ -22,6 +25,24 @@ pub fn fill(t: &mut Transcript, history: &[Message], cwd: &Path) {
                                 level: NoticeLevel::Warning,
                                 text: "Interrupted".into(),
                             });
+                        }
+                        ContentBlock::Text { text: s, .. } if s.starts_with(mentions::ATTACHMENT_LEAD) => {
+                            let first = s.lines().next().unwrap_or("").trim_end_matches(':');
+                            let what = first.strip_prefix(mentions::ATTACHMENT_LEAD).unwrap_or(first);
+                            attached.push(format!("attached {what}"));
+                        }
+                        ContentBlock::Text { text: s, .. } if shell::parse_context_text(s).is_some() => {
+                            if let Some((command, output, status)) = shell::parse_context_text(s) {
+                                let exit_code = status.strip_prefix("exit code ").and_then(|c| c.parse().ok());
+                                t.push(CellKind::Shell(ShellCell {
+                                    command,
+                                    output,
+                                    exit_code,
+                                    running: false,
+                                    duration_ms: None,
+                                    expanded: false,
+                                }));
+                            }
                         }
                         ContentBlock::Text { text: s, .. } => {
                             if !text.is_empty() {
@@ -46,6 +67,12 @@ pub fn fill(t: &mut Transcript, history: &[Message], cwd: &Path) {
                 }
                 if !text.trim().is_empty() {
                     t.push(CellKind::User { text });
+                }
+                for a in attached {
+                    t.push(CellKind::Notice {
+                        level: NoticeLevel::Info,
+                        text: a,
+                    });
                 }
             }
             Role::Assistant => {
@@ -105,6 +132,27 @@ mod tests {
             },
             Message::assistant(vec![ContentBlock::text("Found a.rs.")]),
             Message::user_text(INTERRUPTED),
+            Message {
+                role: Role::User,
+                content: vec![
+                    ContentBlock::text(shell::context_text(
+                        "ls",
+                        &shell::ShellResult {
+                            output: "a.rs\n".into(),
+                            exit_code: Some(0),
+                            duration_ms: 1,
+                            interrupted: false,
+                            dropped: 0,
+                            spawn_error: None,
+                        },
+                    )),
+                    ContentBlock::text("explain @a.rs"),
+                    ContentBlock::text(format!(
+                        "{}file /w/a.rs (1 lines):\n     1\tfn a() {{}}\n",
+                        mentions::ATTACHMENT_LEAD
+                    )),
+                ],
+            },
         ];
         let mut t = Transcript::default();
         fill(&mut t, &history, Path::new("/w"));
@@ -115,6 +163,7 @@ mod tests {
                 CellKind::Assistant { text, .. } => format!("assistant:{text}"),
                 CellKind::Tool(tc) => format!("tool:{}:{:?}:{}", tc.name, tc.status, tc.output),
                 CellKind::Notice { text, .. } => format!("notice:{text}"),
+                CellKind::Shell(sh) => format!("shell:{}:{}:{:?}", sh.command, sh.output, sh.exit_code),
                 other => format!("{other:?}"),
             })
             .collect();
@@ -125,7 +174,10 @@ mod tests {
                 "assistant:Looking.",
                 "tool:Glob:Ok:a.rs",
                 "assistant:Found a.rs.",
-                "notice:Interrupted"
+                "notice:Interrupted",
+                "shell:ls:a.rs:Some(0)",
+                "user:explain @a.rs",
+                "notice:attached file /w/a.rs (1 lines)",
             ]
         );
     }

@@ -21,6 +21,7 @@ struct Cache {
     version: u64,
     expand_all: bool,
     height: usize,
+    measured: bool,
     lines: Option<Vec<Line<'static>>>,
 }
 
@@ -117,14 +118,16 @@ impl Transcript {
         self.anchor.is_none()
     }
 
-    /// Height of cell `i` at `width`, including the blank line above it.
+    /// Height of cell `i` at `width`, including the blank line above it; 0 for a cell with
+    /// nothing to show.
     fn height(&mut self, i: usize, width: usize) -> usize {
         let expand_all = self.expand_all;
         let cell = &mut self.cells[i];
         let c = &mut cell.cache;
-        if c.width != width || c.version != cell.version || c.expand_all != expand_all || c.height == 0 {
+        if c.width != width || c.version != cell.version || c.expand_all != expand_all || !c.measured {
             let lines = cell.kind.render(width, expand_all);
-            c.height = lines.len() + 1;
+            c.height = if lines.is_empty() { 0 } else { lines.len() + 1 };
+            c.measured = true;
             if c.lines.is_none() {
                 self.with_lines.push(i);
             }
@@ -267,6 +270,11 @@ impl Transcript {
         let mut i = a.cell;
         let mut skip = a.line;
         while y < rows && i < self.cells.len() {
+            if self.height(i, width) == 0 {
+                i += 1;
+                skip = 0;
+                continue;
+            }
             let top = y;
             // Line 0 of every cell is the blank separator.
             if skip == 0 {
@@ -365,7 +373,7 @@ mod tests {
         screen(&mut t, 40, 10);
         assert!(t.cached_line_cells() <= 12, "{}", t.cached_line_cells());
         // Cells far above the view were never even measured.
-        assert_eq!(t.cells[0].cache.height, 0);
+        assert!(!t.cells[0].cache.measured);
     }
 
     #[test]
