@@ -5,3 +5,4 @@ mod support;
 mod engine_loop;
 mod headless;
 mod provider;
+mod tui;
