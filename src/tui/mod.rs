@@ -39,8 +39,9 @@ use crate::permissions::Mode;
 use app::{App, AppInit, Effect, ExitReason};
 use worker::{Reply, WorkerConfig};
 
-/// Shortest time between two frames (about 60 per second at most).
-const FRAME_INTERVAL: Duration = Duration::from_millis(16);
+/// Shortest time between two frames drawn for output (about 30 per second): smooth for
+/// streamed text, and a third of the terminal traffic of 60. Input is drawn at once.
+const FRAME_INTERVAL: Duration = Duration::from_millis(33);
 /// How long exit waits for the engine task to record an interrupted turn.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
@@ -144,6 +145,8 @@ async fn event_loop(
     let (files_tx, mut files_rx) = mpsc::unbounded_channel::<Arc<Vec<String>>>();
     let mut last_draw: Option<Instant> = None;
     let mut events_open = true;
+    // A key or paste arrived: its effect is drawn without waiting for the frame interval.
+    let mut input_pending = false;
     loop {
         if terminal::panicked() {
             return Err(TuiError::Panicked);
@@ -177,7 +180,11 @@ async fn event_loop(
         // when it has. Nothing changed and nothing running: sleep until an input arrives.
         let mut deadline = app.next_wakeup(now);
         if app.dirty {
-            let due = last_draw.map_or(now, |t| t + FRAME_INTERVAL);
+            let due = if std::mem::take(&mut input_pending) {
+                now
+            } else {
+                last_draw.map_or(now, |t| t + FRAME_INTERVAL)
+            };
             if due <= now {
                 tui.draw(|f| ui::draw(f, app, now))?;
                 app.dirty = false;
@@ -195,7 +202,10 @@ async fn event_loop(
         tokio::select! {
             biased;
             ev = keys.next() => match ev {
-                Some(Ok(ev)) => app.on_terminal_event(ev, Instant::now()),
+                Some(Ok(ev)) => {
+                    app.on_terminal_event(ev, Instant::now());
+                    input_pending = true;
+                }
                 Some(Err(e)) => return Err(TuiError::Terminal(e)),
                 None => return Ok(ExitReason::User),
             },

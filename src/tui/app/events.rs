@@ -6,6 +6,30 @@ use crate::tui::transcript::{CellKind, ToolCell, ToolStatus};
 
 use super::{Activity, App};
 
+/// Streamed text beyond this size is split at the last finished block.
+const FREEZE_AFTER: usize = 1024;
+
+/// Where the last finished top-level markdown block ends: after a blank line, outside a code
+/// fence, before a line that starts a new block (not an indented continuation).
+pub(crate) fn stable_split(text: &str) -> Option<usize> {
+    let mut in_fence = false;
+    let mut prev_blank = false;
+    let mut best = None;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        if prev_blank && !in_fence && offset > 0 && line.chars().next().is_some_and(|c| !c.is_whitespace()) {
+            best = Some(offset);
+        }
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            in_fence = !in_fence;
+        }
+        prev_blank = line.ends_with('\n') && line.trim().is_empty();
+        offset += line.len();
+    }
+    best
+}
+
 impl App {
     pub fn on_engine_event(&mut self, event: EngineEvent) {
         self.dirty = true;
@@ -13,6 +37,7 @@ impl App {
             EngineEvent::RequestStarted { .. } => {
                 self.streaming = None;
                 self.text_streamed = false;
+                self.request_text_cells.clear();
                 self.thinking = None;
                 self.request_tools.clear();
                 self.set_activity(Activity::Thinking);
@@ -27,11 +52,29 @@ impl App {
                             streaming: true,
                         });
                         self.streaming = Some(i);
+                        self.request_text_cells.push(i);
                         i
                     }
                 };
-                if let Some(CellKind::Assistant { text: t, .. }) = self.transcript.get_mut(i) {
+                let mut tail = None;
+                if let Some(CellKind::Assistant { text: t, streaming }) = self.transcript.get_mut(i) {
                     t.push_str(&text);
+                    // Finished blocks are frozen into their own cell, so each frame re-renders
+                    // only the block still growing, however long the answer gets.
+                    if t.len() >= FREEZE_AFTER
+                        && let Some(at) = stable_split(t)
+                    {
+                        tail = Some(t.split_off(at));
+                        *streaming = false;
+                    }
+                }
+                if let Some(tail) = tail {
+                    let j = self.transcript.push(CellKind::Assistant {
+                        text: tail,
+                        streaming: true,
+                    });
+                    self.streaming = Some(j);
+                    self.request_text_cells.push(j);
                 }
                 self.text_streamed = true;
                 self.set_activity(Activity::Responding);
@@ -179,10 +222,13 @@ impl App {
     /// A retried request voids what streamed since it started.
     fn on_retry(&mut self, attempt: u32, max: u32, delay_ms: u64, status: Option<u16>, error: &str) {
         self.text_streamed = false;
-        if let Some(i) = self.streaming
-            && let Some(CellKind::Assistant { text, .. }) = self.transcript.get_mut(i)
-        {
-            text.clear();
+        for i in std::mem::take(&mut self.request_text_cells) {
+            if let Some(CellKind::Assistant { text, .. }) = self.transcript.get_mut(i) {
+                text.clear();
+            }
+        }
+        if let Some(i) = self.streaming {
+            self.request_text_cells.push(i);
         }
         for id in std::mem::take(&mut self.request_tools) {
             if let Some(t) = self.transcript.tool_mut(&id) {

@@ -18,6 +18,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use approval::Approval;
 pub use replies::context_grid;
+#[cfg(test)]
+pub(crate) use events::stable_split;
 
 use super::commands::{self, Command, CommandInfo, CustomCommands};
 use super::input::completion::{self, Completion, Query};
@@ -128,6 +130,8 @@ pub struct App {
     streaming: Option<usize>,
     /// Text arrived as deltas in the current request (the final message then adds none).
     text_streamed: bool,
+    /// The text cells of the current request (a retry empties them).
+    request_text_cells: Vec<usize>,
     thinking: Option<usize>,
     /// Tool cells created while the current request streamed (voided by a retry).
     request_tools: Vec<String>,
@@ -172,6 +176,7 @@ impl App {
             files_requested: false,
             streaming: None,
             text_streamed: false,
+            request_text_cells: Vec::new(),
             thinking: None,
             request_tools: Vec::new(),
             retry_cell: None,

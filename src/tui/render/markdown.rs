@@ -13,10 +13,24 @@ use super::wrap::{self, Mode, sanitize};
 pub fn render(text: &str, width: usize) -> Vec<Line<'static>> {
     let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
     let mut r = Renderer::new(width.max(8));
-    for event in Parser::new_ext(text, options) {
+    for (event, range) in Parser::new_ext(text, options).into_offset_iter() {
+        if let Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(_))) = &event {
+            r.fence_closed = fence_is_closed(&text[range]);
+        }
         r.event(event);
     }
     r.finish()
+}
+
+/// Whether a fenced block's source ends with its closing fence. A block still streaming is
+/// shown without colours: highlighting it again on every frame would cost more than the rest
+/// of the frame together.
+fn fence_is_closed(source: &str) -> bool {
+    let mut lines = source.trim_end().lines();
+    let _opening = lines.next();
+    lines
+        .last()
+        .is_some_and(|l| l.trim_start().starts_with("```") || l.trim_start().starts_with("~~~"))
 }
 
 struct ListLevel {
@@ -45,6 +59,8 @@ struct Renderer {
     links: Vec<String>,
     table: Option<Table>,
     need_blank: bool,
+    /// The fenced block being read has its closing fence.
+    fence_closed: bool,
 }
 
 impl Renderer {
@@ -62,6 +78,7 @@ impl Renderer {
             links: Vec::new(),
             table: None,
             need_blank: false,
+            fence_closed: true,
         }
     }
 
@@ -210,8 +227,8 @@ impl Renderer {
             Tag::CodeBlock(kind) => {
                 self.start_block();
                 let lang = match kind {
-                    CodeBlockKind::Fenced(info) => info.to_string(),
-                    CodeBlockKind::Indented => String::new(),
+                    CodeBlockKind::Fenced(info) if self.fence_closed => info.to_string(),
+                    CodeBlockKind::Fenced(_) | CodeBlockKind::Indented => String::new(),
                 };
                 self.code = Some((lang, String::new()));
             }
@@ -487,6 +504,18 @@ mod tests {
     fn unterminated_fence_renders_while_streaming() {
         let lines = render("Here:\n```rust\nlet a = 1;", 40);
         assert_eq!(texts(&lines), vec!["Here:", "", "▏ let a = 1;"]);
+    }
+
+    #[test]
+    fn only_closed_fences_are_highlighted() {
+        let coloured = |md: &str| {
+            render(md, 40)
+                .iter()
+                .flat_map(|l| l.spans.iter())
+                .any(|s| matches!(s.style.fg, Some(ratatui::style::Color::Indexed(_))))
+        };
+        assert!(coloured("```rust\nfn main() {}\n```\n"));
+        assert!(!coloured("```rust\nfn main() {}\n"));
     }
 
     #[test]

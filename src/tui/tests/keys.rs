@@ -408,3 +408,56 @@ fn an_open_request_is_dropped_when_the_turn_ends() {
     assert!(a.approval.is_none());
     assert!(matches!(rx.try_recv(), Err(oneshot::error::TryRecvError::Closed)));
 }
+
+#[test]
+fn long_streams_freeze_finished_blocks_into_cells() {
+    use crate::tui::app::stable_split;
+    assert_eq!(stable_split("para one\n\npara two"), Some(10));
+    assert_eq!(stable_split("```\ncode\n\nmore code\n```\n"), None, "never inside a fence");
+    assert_eq!(stable_split("- item\n\n  continued item"), None, "not before a continuation");
+    assert_eq!(stable_split("no blank line yet"), None);
+
+    let mut a = app();
+    a.submit_text("go");
+    a.on_engine_event(EngineEvent::RequestStarted { request: 1 });
+    let text: String = (0..60).map(|i| format!("Paragraph {i} with some words in it.\n\n")).collect();
+    for piece in text.as_bytes().chunks(7) {
+        a.on_engine_event(EngineEvent::TextDelta(String::from_utf8(piece.to_vec()).unwrap()));
+    }
+    let cells: Vec<String> = a
+        .transcript
+        .cells()
+        .filter_map(|c| match c {
+            CellKind::Assistant { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(cells.len() > 1, "the answer was split");
+    assert_eq!(cells.concat(), text, "nothing lost or doubled");
+    let streaming = a
+        .transcript
+        .cells()
+        .filter(|c| matches!(c, CellKind::Assistant { streaming: true, .. }))
+        .count();
+    assert_eq!(streaming, 1, "only the last cell still grows");
+    // Split or whole, the answer looks the same.
+    let mut whole = app();
+    whole.transcript.push(CellKind::User { text: "go".into() });
+    whole.transcript.push(CellKind::Assistant {
+        text: text.clone(),
+        streaming: false,
+    });
+    let split_screen = super::text(&mut a, 60, 200);
+    let whole_screen = super::text(&mut whole, 60, 200);
+    let body = |s: &str| s.lines().take(150).map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(body(&split_screen), body(&whole_screen));
+    // A retry voids every cell of the request.
+    a.on_engine_event(EngineEvent::Retry {
+        attempt: 1,
+        max_retries: 3,
+        delay_ms: 10,
+        status: Some(529),
+        error: "overloaded".into(),
+    });
+    assert!(a.transcript.cells().all(|c| !matches!(c, CellKind::Assistant { text, .. } if !text.is_empty())));
+}
