@@ -4,7 +4,8 @@
 Runs the release binary's interactive mode in a pseudo-terminal (120x40) against a loopback
 server speaking the Anthropic SSE protocol, and measures:
 
-  first frame   time from process start to the first drawn frame (the prompt box on screen)
+  first frame   time from process start to the first drawn frame (the prompt box on screen),
+                and RSS then
   idle CPU      CPU time used over 5 s with nothing happening (should be ~0)
   streaming     CPU use while one answer streams at 2,000 tokens/s for 10 s (markdown with
                 code blocks; a token counted as 4 characters), and the bytes written to the
@@ -270,6 +271,7 @@ def run(keel, tokens_per_s):
     k = Keel(keel, server, repo, home)
     res = {}
     res["first_frame_ms"] = (k.wait_for("Ask keel") - k.started) * 1000
+    res["rss_start_mib"] = k.rss_mib()
 
     time.sleep(1)
     c0 = k.cpu()
@@ -293,6 +295,7 @@ def run(keel, tokens_per_s):
     res["stream_tokens_per_s"] = chars / 4 / (t1 - t0)
     res["stream_term_kib_per_s"] = (b1 - b0) / 1024 / (t1 - t0)
     time.sleep(1)
+    res["rss_after_stream_mib"] = k.rss_mib()
 
     k.clear()
     k.send("read everything\r")
@@ -328,10 +331,12 @@ def main():
     print("|---|---|")
     labels = [
         ("first_frame_ms", "launch to first frame", "{:.0f} ms"),
+        ("rss_start_mib", "RSS at the first frame", "{:.1f} MiB"),
         ("idle_cpu_pct", "idle CPU (5 s)", "{:.2f} %"),
         ("stream_tokens_per_s", "streaming rate achieved", "{:.0f} tokens/s"),
         ("stream_cpu_pct", "CPU while streaming", "{:.1f} % of one core"),
         ("stream_term_kib_per_s", "terminal output while streaming", "{:.0f} KiB/s"),
+        ("rss_after_stream_mib", "RSS after the streamed answer", "{:.1f} MiB"),
         ("rss_1000_cells_mib", "RSS with 1,000 cells", "{:.1f} MiB"),
         ("cpu_per_page_ms", "CPU per PageUp redraw (1,000 cells)", "{:.2f} ms"),
     ]

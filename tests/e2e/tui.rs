@@ -24,7 +24,12 @@ fn slow_story(words: usize) -> Reply {
 
 /// The terminal is back to normal: no alternate screen, no mouse reporting.
 fn assert_restored(t: &Tmux) {
-    assert_eq!(t.format("#{alternate_on}"), "0", "alternate screen left on:\n{}", t.screen());
+    assert_eq!(
+        t.format("#{alternate_on}"),
+        "0",
+        "alternate screen left on:\n{}",
+        t.screen()
+    );
     assert_eq!(t.format("#{mouse_any_flag}"), "0", "mouse reporting left on");
 }
 
@@ -52,7 +57,8 @@ async fn prompt_streams_runs_a_tool_interrupts_and_exits_cleanly() {
     assert!(s.contains("I will look for text files."), "{s}");
     assert!(s.contains("✓ Glob(*.txt)"), "{s}");
     assert!(
-        s.lines().any(|l| l.trim_start().starts_with("└") && l.trim_end().ends_with("/notes.txt")),
+        s.lines()
+            .any(|l| l.trim_start().starts_with("└") && l.trim_end().ends_with("/notes.txt")),
         "{s}"
     );
 

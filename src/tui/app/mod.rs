@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 pub use approval::Approval;
-pub use replies::context_grid;
 #[cfg(test)]
 pub(crate) use events::stable_split;
+pub use replies::context_grid;
 
 use super::commands::{self, Command, CommandInfo, CustomCommands};
 use super::input::completion::{self, Completion, Query};

@@ -413,14 +413,24 @@ fn an_open_request_is_dropped_when_the_turn_ends() {
 fn long_streams_freeze_finished_blocks_into_cells() {
     use crate::tui::app::stable_split;
     assert_eq!(stable_split("para one\n\npara two"), Some(10));
-    assert_eq!(stable_split("```\ncode\n\nmore code\n```\n"), None, "never inside a fence");
-    assert_eq!(stable_split("- item\n\n  continued item"), None, "not before a continuation");
+    assert_eq!(
+        stable_split("```\ncode\n\nmore code\n```\n"),
+        None,
+        "never inside a fence"
+    );
+    assert_eq!(
+        stable_split("- item\n\n  continued item"),
+        None,
+        "not before a continuation"
+    );
     assert_eq!(stable_split("no blank line yet"), None);
 
     let mut a = app();
     a.submit_text("go");
     a.on_engine_event(EngineEvent::RequestStarted { request: 1 });
-    let text: String = (0..60).map(|i| format!("Paragraph {i} with some words in it.\n\n")).collect();
+    let text: String = (0..60)
+        .map(|i| format!("Paragraph {i} with some words in it.\n\n"))
+        .collect();
     for piece in text.as_bytes().chunks(7) {
         a.on_engine_event(EngineEvent::TextDelta(String::from_utf8(piece.to_vec()).unwrap()));
     }
@@ -459,5 +469,49 @@ fn long_streams_freeze_finished_blocks_into_cells() {
         status: Some(529),
         error: "overloaded".into(),
     });
-    assert!(a.transcript.cells().all(|c| !matches!(c, CellKind::Assistant { text, .. } if !text.is_empty())));
+    assert!(
+        a.transcript
+            .cells()
+            .all(|c| !matches!(c, CellKind::Assistant { text, .. } if !text.is_empty()))
+    );
+}
+
+#[test]
+fn resume_opens_a_picker_of_earlier_sessions() {
+    use crate::message::ContentBlock;
+    use crate::tui::sessions::{self, SessionPlace};
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().canonicalize().unwrap();
+    let mut a = app_in(cwd.clone());
+    a.submit_text("/resume");
+    assert!(a.picker.is_none(), "no sessions yet");
+    let place = SessionPlace {
+        cwd: cwd.clone(),
+        project_dir: cwd.join(".keel-projects"),
+        persist: true,
+    };
+    let mut ids = Vec::new();
+    for prompt in ["older question", "newer question"] {
+        let mut s = sessions::fresh(&place, "m").unwrap();
+        s.push_user(vec![ContentBlock::text(prompt)]);
+        ids.push(s.id.clone());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    a.submit_text("/resume");
+    let p = a.picker.as_ref().expect("picker open");
+    assert_eq!(p.sessions[0].first_prompt, "newer question");
+    assert!(super::text(&mut a, 80, 20).contains("Resume a session"));
+    key(&mut a, KeyCode::Down);
+    key(&mut a, KeyCode::Enter);
+    match &jobs(&mut a)[..] {
+        [Job::Resume { path }] => assert!(path.ends_with(format!("{}.jsonl", ids[0]))),
+        other => panic!("{other:?}"),
+    }
+    // By id, without the picker.
+    a.on_reply(Reply::Failed("x".into()));
+    a.submit_text(&format!("/resume {}", ids[1]));
+    assert!(matches!(&jobs(&mut a)[..], [Job::Resume { path }] if path.ends_with(format!("{}.jsonl", ids[1]))));
+    a.on_reply(Reply::Failed("x".into()));
+    a.submit_text("/resume no-such-id");
+    assert!(jobs(&mut a).is_empty());
 }

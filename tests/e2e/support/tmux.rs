@@ -26,7 +26,11 @@ fn shell_quote(s: &str) -> String {
 impl Tmux {
     /// Starts keel in a `width`×`height` pane in the env's work directory, pointed at `server`.
     pub fn start(env: &Env, server: &ModelServer, args: &[&str], width: u16, height: u16) -> Tmux {
-        let socket = format!("keel-e2e-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        let socket = format!(
+            "keel-e2e-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
         let conf = env.home.join("tmux.conf");
         // The pane stays after keel exits, so the test can read its exit status and screen.
         std::fs::write(&conf, "set -g remain-on-exit on\nset -g status off\n").unwrap();
@@ -67,7 +71,11 @@ impl Tmux {
             env.work.to_str().unwrap(),
             &cmd,
         ]);
-        assert!(out.status.success(), "tmux failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "tmux failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         t
     }
 
