@@ -78,7 +78,7 @@ pub fn line(app: &App, now: Instant, width: usize) -> Line<'static> {
             }
         }
     } else {
-        left.push(Span::styled("? /help · shift+tab mode", theme::dim()));
+        left.push(Span::styled("/help · Shift+Tab: mode", theme::dim()));
     }
 
     let t = &app.status.totals;
