@@ -429,3 +429,32 @@ fn context_grid_draws_categories() {
     });
     assert_snapshot!("context_grid", screen(&mut a, 80, 12, Instant::now()));
 }
+
+#[test]
+fn permissions_and_hooks_reports() {
+    use crate::tui::integration::{HookEntry, PermissionsReport, RuleSet};
+    use crate::tui::worker::{Job, Reply};
+    let mut a = app();
+    a.submit_text("/permissions");
+    assert!(matches!(
+        &a.take_effects()[..],
+        [crate::tui::app::Effect::Job(Job::Permissions)]
+    ));
+    a.on_reply(Reply::Permissions(Ok(PermissionsReport {
+        rule_sets: vec![RuleSet {
+            source: ".claude/settings.json".into(),
+            allow: vec!["Bash(npm test:*)".into()],
+            ask: vec![],
+            deny: vec!["Read(./.env)".into()],
+        }],
+        additional_directories: vec!["/work/shared".into()],
+    })));
+    a.submit_text("/hooks");
+    a.on_reply(Reply::Hooks(Ok(vec![HookEntry {
+        event: "PreToolUse".into(),
+        matcher: Some("Bash".into()),
+        command: "./scripts/guard.sh".into(),
+        source: ".claude/settings.json".into(),
+    }])));
+    assert_snapshot!("permissions_and_hooks", screen(&mut a, W, 24, Instant::now()));
+}
