@@ -110,7 +110,7 @@ async fn commands_mentions_queue_and_modes() {
     );
     let server = ModelServer::start().await;
     server
-        .push(slow_story(40))
+        .push(slow_story(80))
         .push(answer("Hello Ada!"))
         .push(answer("It says to remember the milk."));
     let t = Tmux::start(&env, &server, &[], W, H);
