@@ -17,3 +17,4 @@ pub mod provider;
 pub mod sandbox;
 pub mod tools;
 pub mod transcript;
+pub mod tui;

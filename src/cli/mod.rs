@@ -38,7 +38,7 @@ pub async fn run() -> anyhow::Result<ExitCode> {
     if cli.print {
         return Ok(crate::headless::run(cli).await?);
     }
-    anyhow::bail!("interactive mode is not available in this build yet; use -p for headless mode")
+    Ok(crate::tui::run(cli).await?)
 }
 
 /// `keel hooks`: what is configured, by event and source file.

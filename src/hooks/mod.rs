@@ -36,8 +36,8 @@ pub struct HookRun {
 pub struct Hooks {
     config: HookConfig,
     env: HookEnv,
-    session_id: String,
-    transcript: SharedTranscript,
+    /// The session hooks report on; replaced by `/clear` and `/resume`.
+    session: std::sync::RwLock<(String, SharedTranscript)>,
     default_timeout: Duration,
 }
 
@@ -54,8 +54,7 @@ impl Hooks {
                 project_dir,
             },
             config,
-            session_id,
-            transcript,
+            session: std::sync::RwLock::new((session_id, transcript)),
             default_timeout: Duration::from_secs(default_timeout),
         }
     }
@@ -63,6 +62,15 @@ impl Hooks {
     /// Hooks that never run (tests, `disableAllHooks`).
     pub fn none(project_dir: PathBuf, session_id: String, transcript: SharedTranscript) -> Self {
         Hooks::new(HookConfig::default(), project_dir, session_id, transcript)
+    }
+
+    /// Points the hooks at another session (after `/clear` or `/resume`).
+    pub fn rebind(&self, session_id: String, transcript: SharedTranscript) {
+        *self.session.write().unwrap_or_else(|p| p.into_inner()) = (session_id, transcript);
+    }
+
+    fn session(&self) -> (String, SharedTranscript) {
+        self.session.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     pub fn config(&self) -> &HookConfig {
@@ -75,12 +83,10 @@ impl Hooks {
 
     /// The JSON every handler of this event receives on stdin.
     pub fn payload(&self, event: Event, mode: Mode, fields: Map<String, Value>) -> Value {
+        let (session_id, transcript) = self.session();
         let mut m = Map::new();
-        m.insert("session_id".into(), self.session_id.clone().into());
-        m.insert(
-            "transcript_path".into(),
-            self.transcript.path().display().to_string().into(),
-        );
+        m.insert("session_id".into(), session_id.into());
+        m.insert("transcript_path".into(), transcript.path().display().to_string().into());
         m.insert("cwd".into(), self.env.cwd.display().to_string().into());
         m.insert("permission_mode".into(), mode.as_str().into());
         m.insert("hook_event_name".into(), event.as_str().into());
@@ -108,7 +114,7 @@ impl Hooks {
             let payload = payload.clone();
             let env = self.env.clone();
             let timeout = self.default_timeout;
-            let transcript = self.transcript.clone();
+            let transcript = self.session().1;
             let sink = sink.clone();
             tokio::spawn(async move {
                 let r = runner::run(&h, &payload, &env, timeout).await;
@@ -126,9 +132,10 @@ impl Hooks {
                 .map(|h| runner::run(h, &payload, &self.env, self.default_timeout)),
         )
         .await;
+        let transcript = self.session().1;
         for (h, r) in foreground.iter().zip(runs) {
             let i = outcome::interpret(event, &h.label(), &r, &mut agg);
-            record(&self.transcript, sink, event, &h.label(), &r, &i, false);
+            record(&transcript, sink, event, &h.label(), &r, &i, false);
         }
         for w in &agg.warnings {
             sink.notice(NoticeLevel::Warning, w.clone());

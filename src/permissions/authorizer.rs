@@ -85,7 +85,12 @@ impl Authorizer {
         let mut out = format!("Permission mode: {}\n", mode.as_str());
         let session = self.session.lock().unwrap_or_else(|p| p.into_inner());
         for b in [Behavior::Deny, Behavior::Ask, Behavior::Allow] {
-            let rules: Vec<&Rule> = self.rules.iter().chain(session.iter()).filter(|r| r.behavior == b).collect();
+            let rules: Vec<&Rule> = self
+                .rules
+                .iter()
+                .chain(session.iter())
+                .filter(|r| r.behavior == b)
+                .collect();
             out.push_str(&format!("\n{} rules:\n", b.as_str()));
             if rules.is_empty() {
                 out.push_str("  (none)\n");

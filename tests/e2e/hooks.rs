@@ -284,7 +284,8 @@ async fn regex_matchers_do_not_fire_on_other_tools() {
 async fn slow_hook_times_out_without_hanging_the_session() {
     let env = Env::new();
     env.write("a.txt", "alpha\n");
-    let hook = script(&env, "slow.sh", "sleep 30 &\nsleep 30\necho never");
+    // An unusual duration marks this test's processes among everything else running.
+    let hook = script(&env, "slow.sh", "sleep 30.0417 &\nsleep 30.0417\necho never");
     env.write(
         ".claude/settings.json",
         &json!({"hooks": {"PreToolUse": [{"matcher": "Read", "hooks": [{"type": "command", "command": hook, "timeout": 1}]}]}})
@@ -302,11 +303,11 @@ async fn slow_hook_times_out_without_hanging_the_session() {
         !is_error && text.contains("alpha"),
         "a timed-out hook does not block: {text}"
     );
-    // The hook's whole process group was killed: no `sleep 30` survives.
+    // The hook's whole process group was killed: no `sleep 30.0417` survives.
     let ps = std::process::Command::new("ps").args(["-eo", "args"]).output().unwrap();
     let survivors = String::from_utf8_lossy(&ps.stdout)
         .lines()
-        .filter(|l| l.trim() == "sleep 30")
+        .filter(|l| l.trim() == "sleep 30.0417")
         .count();
     assert_eq!(survivors, 0, "a hook process survived its timeout");
 }

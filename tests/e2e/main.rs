@@ -8,3 +8,4 @@ mod hooks;
 mod permissions;
 mod provider;
 mod sandbox;
+mod tui;

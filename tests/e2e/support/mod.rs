@@ -2,6 +2,7 @@
 
 pub mod server;
 pub mod sse;
+pub mod tmux;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -1,0 +1,570 @@
+//! The TUI's state and everything that changes it: keys, engine events, worker replies.
+//!
+//! `App` does no I/O. It turns inputs into state changes and [`Effect`]s (jobs for the engine
+//! task, file indexing) that the runtime carries out, which keeps it testable without a
+//! terminal.
+
+mod approval;
+mod events;
+mod keys;
+mod replies;
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+pub use approval::Approval;
+#[cfg(test)]
+pub(crate) use events::stable_split;
+pub use replies::context_grid;
+
+use super::commands::{self, Command, CommandInfo, CustomCommands};
+use super::input::completion::{self, Completion, Query};
+use super::input::editor::{Editor, Submission};
+use super::sessions::SessionSummary;
+use super::transcript::{CellKind, ShellCell, Transcript};
+use super::worker::Job;
+use crate::config::models;
+use crate::engine::NoticeLevel;
+use crate::engine::session::Totals;
+use crate::permissions::Mode;
+use crate::tools::SessionShared;
+
+/// How long a first Ctrl+C waits for the second.
+pub const EXIT_CONFIRM: Duration = Duration::from_secs(2);
+
+/// Something the runtime must do for the app.
+#[derive(Debug)]
+pub enum Effect {
+    Job(Job),
+    /// Build the `@` completion index (off the UI thread).
+    IndexFiles,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitReason {
+    User,
+    /// SIGTERM / SIGHUP / SIGINT, with the signal number.
+    Signal(i32),
+}
+
+/// What the engine task is doing, for the status line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Activity {
+    Thinking,
+    Responding,
+    Tool(String),
+    Shell,
+    Command(String),
+}
+
+#[derive(Debug)]
+pub struct Busy {
+    pub since: Instant,
+    pub activity: Activity,
+    pub cancel: CancellationToken,
+}
+
+/// A prompt, command or shell line waiting for the running job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Queued {
+    pub submission: Submission,
+}
+
+/// The session picker of `/resume`.
+#[derive(Debug)]
+pub struct Picker {
+    pub sessions: Vec<SessionSummary>,
+    pub selected: usize,
+}
+
+/// Facts the status line shows.
+#[derive(Debug, Clone)]
+pub struct Status {
+    pub model: String,
+    pub context_window: u64,
+    pub totals: Totals,
+    /// Tokens the last request occupied in the window.
+    pub context_tokens: u64,
+    pub session_id: String,
+    pub started: Instant,
+}
+
+pub struct AppInit {
+    pub cwd: PathBuf,
+    pub model: String,
+    pub session_id: String,
+    pub shared: Arc<SessionShared>,
+    pub bypass_available: bool,
+    pub commands: CustomCommands,
+    pub project_dir: PathBuf,
+}
+
+pub struct App {
+    pub transcript: Transcript,
+    pub editor: Editor,
+    pub completion: Option<Completion>,
+    /// Esc closed the menu; it stays closed until the text changes.
+    completion_dismissed_for: Option<String>,
+    pub status: Status,
+    pub shared: Arc<SessionShared>,
+    pub bypass_available: bool,
+    pub busy: Option<Busy>,
+    pub queue: VecDeque<Queued>,
+    pub approval: Option<Approval>,
+    pending_approvals: VecDeque<crate::permissions::PermissionPrompt>,
+    pub picker: Option<Picker>,
+    pub show_todos: bool,
+    pub exit_armed: Option<Instant>,
+    pub exit: Option<ExitReason>,
+    effects: Vec<Effect>,
+    pub dirty: bool,
+    pub commands: CustomCommands,
+    command_list: Vec<CommandInfo>,
+    files: Option<Arc<Vec<String>>>,
+    files_requested: bool,
+    /// The assistant text cell of the request being streamed.
+    streaming: Option<usize>,
+    /// Text arrived as deltas in the current request (the final message then adds none).
+    text_streamed: bool,
+    /// The text cells of the current request (a retry empties them).
+    request_text_cells: Vec<usize>,
+    thinking: Option<usize>,
+    /// Tool cells created while the current request streamed (voided by a retry).
+    request_tools: Vec<String>,
+    retry_cell: Option<usize>,
+    pub cwd: PathBuf,
+    pub project_dir: PathBuf,
+    /// Ask the runtime to repaint everything (Ctrl+L).
+    pub full_redraw: bool,
+}
+
+impl App {
+    pub fn new(init: AppInit) -> App {
+        let command_list = commands::all(&init.commands);
+        App {
+            transcript: Transcript::default(),
+            editor: Editor::default(),
+            completion: None,
+            completion_dismissed_for: None,
+            status: Status {
+                context_window: models::info(&init.model).context_window,
+                model: init.model,
+                totals: Totals::default(),
+                context_tokens: 0,
+                session_id: init.session_id,
+                started: Instant::now(),
+            },
+            shared: init.shared,
+            bypass_available: init.bypass_available,
+            busy: None,
+            queue: VecDeque::new(),
+            approval: None,
+            pending_approvals: VecDeque::new(),
+            picker: None,
+            show_todos: false,
+            exit_armed: None,
+            exit: None,
+            effects: Vec::new(),
+            dirty: true,
+            commands: init.commands,
+            command_list,
+            files: None,
+            files_requested: false,
+            streaming: None,
+            text_streamed: false,
+            request_text_cells: Vec::new(),
+            thinking: None,
+            request_tools: Vec::new(),
+            retry_cell: None,
+            cwd: init.cwd,
+            project_dir: init.project_dir,
+            full_redraw: false,
+        }
+    }
+
+    pub fn take_effects(&mut self) -> Vec<Effect> {
+        std::mem::take(&mut self.effects)
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.shared.mode()
+    }
+
+    pub fn notice(&mut self, level: NoticeLevel, text: impl Into<String>) {
+        self.transcript.push(CellKind::Notice {
+            level,
+            text: text.into(),
+        });
+        self.dirty = true;
+    }
+
+    fn info(&mut self, title: &str, markdown: String) {
+        self.transcript.push(CellKind::Info {
+            title: title.to_string(),
+            markdown,
+        });
+        self.dirty = true;
+    }
+
+    /// When the app next needs to wake up by itself (spinner, Ctrl+C confirmation timeout).
+    pub fn next_wakeup(&self, now: Instant) -> Option<Instant> {
+        let spinner = self.busy.as_ref().map(|_| now + Duration::from_millis(100));
+        let exit = self.exit_armed.map(|t| t + EXIT_CONFIRM);
+        match (spinner, exit) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Called on every wakeup: expires the Ctrl+C confirmation, animates the spinner.
+    pub fn tick(&mut self, now: Instant) {
+        if let Some(t) = self.exit_armed
+            && now >= t + EXIT_CONFIRM
+        {
+            self.exit_armed = None;
+            self.dirty = true;
+        }
+        if self.busy.is_some() {
+            self.dirty = true;
+        }
+    }
+
+    pub fn set_files(&mut self, files: Arc<Vec<String>>) {
+        self.files = Some(files);
+        self.refresh_completion();
+    }
+
+    /// Recomputes the completion menu for the text at the cursor.
+    pub fn refresh_completion(&mut self) {
+        self.dirty = true;
+        if self.completion_dismissed_for.as_deref() == Some(self.editor.text()) {
+            return;
+        }
+        self.completion_dismissed_for = None;
+        let previous = self.completion.take();
+        self.completion = match completion::query_at(self.editor.text(), self.editor.cursor()) {
+            Some(Query::Command { query, range }) => completion::commands(&query, &self.command_list, range),
+            Some(Query::Path { query, range }) => match &self.files {
+                Some(files) => completion::paths(&query, files, range),
+                None => {
+                    if !self.files_requested {
+                        self.files_requested = true;
+                        self.effects.push(Effect::IndexFiles);
+                    }
+                    None
+                }
+            },
+            None => None,
+        };
+        // Keep the highlighted item when the list did not change.
+        if let (Some(new), Some(old)) = (&mut self.completion, previous)
+            && new.items == old.items
+        {
+            new.selected = old.selected;
+        }
+    }
+
+    pub fn dismiss_completion(&mut self) {
+        self.completion = None;
+        self.completion_dismissed_for = Some(self.editor.text().to_string());
+        self.dirty = true;
+    }
+
+    /// Applies the highlighted completion. Returns the accepted item's text.
+    pub fn accept_completion(&mut self) -> Option<String> {
+        let c = self.completion.take()?;
+        let item = c.selected_item()?.clone();
+        self.editor.replace(c.range, &item.replacement);
+        self.refresh_completion();
+        Some(item.replacement)
+    }
+
+    /// Handles Enter on the editor's text.
+    pub fn submit(&mut self) {
+        if self.editor.text().trim().is_empty() {
+            return;
+        }
+        let sub = self.editor.submit();
+        self.completion = None;
+        self.transcript.scroll_to_bottom();
+        self.dispatch(sub);
+    }
+
+    /// Submits text as if typed (the prompt given on the command line).
+    pub fn submit_text(&mut self, text: &str) {
+        self.editor.set_text(text);
+        self.submit();
+    }
+
+    fn dispatch(&mut self, sub: Submission) {
+        self.dirty = true;
+        let text = sub.text.trim();
+        if commands::is_command(text) {
+            match commands::parse(text, &self.commands) {
+                Some(Ok(cmd)) if !cmd.needs_engine() => return self.run_local(cmd),
+                Some(Err(e)) => return self.notice(NoticeLevel::Error, e),
+                _ => {}
+            }
+        }
+        if self.busy.is_some() {
+            self.queue.push_back(Queued { submission: sub });
+            return;
+        }
+        self.start(sub);
+    }
+
+    /// Starts a submission on the (idle) engine task.
+    fn start(&mut self, sub: Submission) {
+        let text = sub.text.trim().to_string();
+        let cancel = CancellationToken::new();
+        if let Some(command) = text.strip_prefix('!') {
+            let command = command.trim().to_string();
+            if command.is_empty() {
+                return;
+            }
+            self.transcript.push(CellKind::Shell(ShellCell {
+                command: command.clone(),
+                output: String::new(),
+                exit_code: None,
+                running: true,
+                duration_ms: None,
+                expanded: false,
+            }));
+            self.begin(Activity::Shell, cancel.clone());
+            self.effects.push(Effect::Job(Job::Shell { command, cancel }));
+            return;
+        }
+        if commands::is_command(&text) {
+            match commands::parse(&text, &self.commands) {
+                Some(Ok(cmd)) => return self.run_engine_command(cmd, &sub, cancel),
+                Some(Err(e)) => return self.notice(NoticeLevel::Error, e),
+                None => {}
+            }
+        }
+        self.transcript.push(CellKind::User {
+            text: sub.shown.clone(),
+        });
+        self.begin(Activity::Thinking, cancel.clone());
+        self.effects.push(Effect::Job(Job::Turn { text, cancel }));
+    }
+
+    fn begin(&mut self, activity: Activity, cancel: CancellationToken) {
+        self.busy = Some(Busy {
+            since: Instant::now(),
+            activity,
+            cancel,
+        });
+        self.streaming = None;
+        self.thinking = None;
+        self.request_tools.clear();
+        self.retry_cell = None;
+        self.dirty = true;
+    }
+
+    /// Commands that need no engine: they run at once, even while a turn runs.
+    fn run_local(&mut self, cmd: Command) {
+        match cmd {
+            Command::Help => self.info("Help", commands::help(&self.commands)),
+            Command::Cost => self.info("Cost", self.cost_report()),
+            Command::Todos => {
+                let todos = self.shared.todos();
+                let text = if todos.is_empty() {
+                    "No todos yet: keel keeps a task list when a task has several steps.".to_string()
+                } else {
+                    todos
+                        .iter()
+                        .map(|t| {
+                            let mark = match t.status {
+                                crate::tools::TodoStatus::Completed => "[x]",
+                                crate::tools::TodoStatus::InProgress => "[~]",
+                                crate::tools::TodoStatus::Pending => "[ ]",
+                            };
+                            format!("- {mark} {}", t.content)
+                        })
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                };
+                self.info("Todos", text);
+            }
+            Command::Model(None) => {
+                let info = models::info(&self.status.model);
+                self.info(
+                    "Model",
+                    format!(
+                        "Current model: `{}` (context window {} tokens).\n\n\
+                         Switch with `/model NAME`: an id, or one of `sonnet`, `opus`, `haiku`.",
+                        self.status.model, info.context_window
+                    ),
+                );
+            }
+            Command::Exit => self.exit = Some(ExitReason::User),
+            other => self.notice(NoticeLevel::Error, format!("{other:?} needs the engine")),
+        }
+    }
+
+    fn run_engine_command(&mut self, cmd: Command, sub: &Submission, cancel: CancellationToken) {
+        let job = match cmd {
+            Command::Clear => Job::Clear,
+            Command::Compact(instructions) => Job::Compact {
+                instructions,
+                cancel: cancel.clone(),
+            },
+            Command::Context => Job::Context,
+            Command::Model(Some(m)) => Job::SetModel { model: m },
+            Command::Permissions => Job::Permissions,
+            Command::Hooks => Job::Hooks,
+            Command::Resume(Some(id)) => {
+                let path = self.project_dir.join(format!("{id}.jsonl"));
+                if !path.is_file() {
+                    return self.notice(
+                        NoticeLevel::Error,
+                        format!("no session {id} in this directory; /resume without an id lists them"),
+                    );
+                }
+                Job::Resume { path }
+            }
+            Command::Resume(None) => {
+                let sessions = super::sessions::list(&self.project_dir, &self.status.session_id);
+                if sessions.is_empty() {
+                    return self.notice(NoticeLevel::Info, "No earlier sessions in this directory.");
+                }
+                self.picker = Some(Picker { sessions, selected: 0 });
+                self.dirty = true;
+                return;
+            }
+            Command::Custom { name, args } => {
+                let Some(custom) = self.commands.get(&name) else {
+                    return self.notice(NoticeLevel::Error, format!("unknown command /{name}"));
+                };
+                let ctx = commands::custom::ExpandContext {
+                    session_id: &self.status.session_id,
+                    project_dir: &self.cwd,
+                };
+                match custom.expand(&args, &ctx) {
+                    Ok(text) => {
+                        self.transcript.push(CellKind::User {
+                            text: sub.shown.clone(),
+                        });
+                        self.begin(Activity::Thinking, cancel.clone());
+                        self.effects.push(Effect::Job(Job::Turn { text, cancel }));
+                    }
+                    Err(e) => self.notice(NoticeLevel::Error, e),
+                }
+                return;
+            }
+            other => return self.run_local(other),
+        };
+        let label = sub.text.split_whitespace().next().unwrap_or("").to_string();
+        self.begin(Activity::Command(label), cancel);
+        self.effects.push(Effect::Job(job));
+    }
+
+    /// The job finished: idle, then start the next queued item.
+    fn job_finished(&mut self) {
+        self.busy = None;
+        self.streaming = None;
+        self.thinking = None;
+        self.dirty = true;
+        if let Some(next) = self.queue.pop_front() {
+            self.start(next.submission);
+        }
+    }
+
+    /// Esc / Ctrl+C while working: cancels the job; queued prompts go back to the editor so
+    /// the user decides what still applies.
+    pub fn interrupt(&mut self) {
+        if let Some(b) = &self.busy {
+            b.cancel.cancel();
+        }
+        if !self.queue.is_empty() {
+            let mut texts: Vec<String> = self.queue.drain(..).map(|q| q.submission.shown).collect();
+            if !self.editor.is_empty() {
+                texts.insert(0, self.editor.text().to_string());
+            }
+            self.editor.set_text(&texts.join("\n"));
+        }
+        self.dirty = true;
+    }
+
+    pub fn cycle_mode(&mut self) {
+        let next = self.mode().cycle(self.bypass_available);
+        self.shared.set_mode(next);
+        self.dirty = true;
+    }
+
+    pub fn picker_choose(&mut self) {
+        let Some(p) = self.picker.take() else {
+            return;
+        };
+        if let Some(s) = p.sessions.get(p.selected) {
+            let cancel = CancellationToken::new();
+            self.begin(Activity::Command("/resume".into()), cancel);
+            self.effects.push(Effect::Job(Job::Resume { path: s.path.clone() }));
+        }
+        self.dirty = true;
+    }
+
+    fn cost_report(&self) -> String {
+        let t = &self.status.totals;
+        let mut s = format!(
+            "- Total cost: ${:.4}\n- API time: {}\n- Session time: {}\n- Requests: {}\n- Tokens: {} input, {} output, {} cache write, {} cache read\n",
+            t.cost_usd,
+            super::transcript::cells::format_duration(t.api_ms),
+            super::transcript::cells::format_duration(self.status.started.elapsed().as_millis() as u64),
+            t.requests,
+            t.usage.input_tokens,
+            t.usage.output_tokens,
+            t.usage.cache_creation_input_tokens,
+            t.usage.cache_read_input_tokens,
+        );
+        for (model, m) in &t.by_model {
+            s.push_str(&format!(
+                "- {model}: ${:.4} ({} in, {} out)\n",
+                m.cost_usd,
+                m.usage.input_tokens + m.usage.cache_creation_input_tokens + m.usage.cache_read_input_tokens,
+                m.usage.output_tokens
+            ));
+        }
+        if models::info(&self.status.model).pricing.is_none() {
+            s.push_str(&format!(
+                "\nkeel has no price for `{}`; its cost counts as 0.\n",
+                self.status.model
+            ));
+        }
+        s
+    }
+
+    /// Context use in percent of the window (last request).
+    pub fn context_percent(&self) -> Option<u64> {
+        if self.status.context_tokens == 0 || self.status.context_window == 0 {
+            return None;
+        }
+        Some((self.status.context_tokens * 100 / self.status.context_window).min(100))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::*;
+
+    pub fn app() -> App {
+        app_in(PathBuf::from("/work/proj"))
+    }
+
+    pub fn app_in(cwd: PathBuf) -> App {
+        let shared = Arc::new(SessionShared::new(cwd.clone(), cwd.join(".session")));
+        App::new(AppInit {
+            project_dir: cwd.join(".keel-projects"),
+            cwd,
+            model: "claude-sonnet-4-5".into(),
+            session_id: "00000000-0000-0000-0000-000000000000".into(),
+            shared,
+            bypass_available: false,
+            commands: CustomCommands::default(),
+        })
+    }
+}

@@ -1,0 +1,5 @@
+//! Input: the prompt editor, completion, and `@path` mentions.
+
+pub mod completion;
+pub mod editor;
+pub mod mentions;

@@ -1,0 +1,242 @@
+//! Interactive mode: a ratatui + crossterm terminal UI over the same engine and event stream
+//! as headless mode.
+//!
+//! Three parties: the engine runs in its own task ([`worker`]) and emits `EngineEvent`s; the
+//! [`app::App`] turns those, keys and worker replies into state; this module's loop feeds it,
+//! carries out its effects and draws — only when something changed, at most once per frame
+//! interval, each frame a synchronized update.
+
+pub mod app;
+pub mod commands;
+pub mod input;
+pub mod integration;
+pub mod render;
+pub mod sessions;
+pub mod shell;
+pub mod terminal;
+pub mod transcript;
+pub mod ui;
+pub mod worker;
+
+#[cfg(test)]
+mod tests;
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crossterm::event::EventStream;
+use futures_util::StreamExt;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+
+use crate::cli::args::Cli;
+use crate::cli::setup::{self, SetupError};
+use crate::config::paths;
+use crate::engine::{EngineEvent, NoticeLevel};
+use crate::permissions::Mode;
+use app::{App, AppInit, Effect, ExitReason};
+use worker::{Reply, WorkerConfig};
+
+/// Shortest time between two frames drawn for output (about 30 per second): smooth for
+/// streamed text, and a third of the terminal traffic of 60. Input is drawn at once.
+const FRAME_INTERVAL: Duration = Duration::from_millis(33);
+/// How long exit waits for the engine task to record an interrupted turn.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+
+#[derive(Debug, thiserror::Error)]
+pub enum TuiError {
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    #[error("interactive mode needs a terminal on stdin and stdout; use -p for scripts and pipes")]
+    NotATerminal,
+    #[error("terminal error: {0}")]
+    Terminal(#[from] std::io::Error),
+    #[error("keel stopped after an internal error (details above)")]
+    Panicked,
+}
+
+pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        return Err(TuiError::NotATerminal);
+    }
+    let prepared = setup::prepare(&cli)?;
+    render::theme::set_truecolor(render::theme::truecolor_from_env());
+    render::highlight::preload();
+
+    let engine = prepared.engine;
+    let cwd = engine.session.shared.cwd.clone();
+    let keel_home = paths::keel_home();
+    let project_dir = keel_home
+        .as_deref()
+        .map(|h| paths::project_dir(h, &cwd))
+        .unwrap_or_else(|| cwd.clone());
+    let (commands, command_warnings) =
+        commands::CustomCommands::load(&cwd, dirs::home_dir().as_deref(), keel_home.as_deref());
+    let session_id = engine.session.id.clone();
+    let mut app = App::new(AppInit {
+        cwd: cwd.clone(),
+        model: engine.config.model.clone(),
+        session_id: session_id.clone(),
+        shared: engine.session.shared.clone(),
+        bypass_available: prepared.permission_mode == Mode::BypassPermissions,
+        commands,
+        project_dir: project_dir.clone(),
+    });
+    transcript::history::fill(&mut app.transcript, engine.session.history(), &cwd);
+    for w in prepared.warnings.iter().chain(&command_warnings) {
+        app.notice(NoticeLevel::Warning, w.clone());
+    }
+
+    let (job_tx, job_rx) = mpsc::unbounded_channel();
+    let (reply_tx, reply_rx) = mpsc::unbounded_channel();
+    let config = WorkerConfig {
+        place: sessions::SessionPlace {
+            cwd: cwd.clone(),
+            project_dir,
+            persist: !cli.no_session_persistence,
+        },
+        system_prompt: cli.system_prompt.clone(),
+        append_system_prompt: cli.append_system_prompt.clone(),
+        resumed: prepared.resumed,
+    };
+    let worker = tokio::spawn(worker::run(engine, job_rx, reply_tx, config));
+
+    if let Some(prompt) = cli.prompt.as_deref().filter(|p| !p.trim().is_empty()) {
+        app.submit_text(prompt);
+    }
+
+    let mut tui = terminal::Tui::enter()?;
+    let result = event_loop(&mut tui, &mut app, prepared.events, reply_rx, &job_tx).await;
+
+    // Shutdown: stop the running job and let the engine record it before the terminal goes.
+    if let Some(b) = &app.busy {
+        b.cancel.cancel();
+    }
+    app.drop_pending();
+    drop(job_tx);
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, worker).await;
+    drop(tui);
+
+    let reason = result?;
+    if terminal::panicked() {
+        return Err(TuiError::Panicked);
+    }
+    if !cli.no_session_persistence {
+        println!("Session saved. Resume it with: keel --resume {}", app.status.session_id);
+    }
+    Ok(match reason {
+        ExitReason::User => ExitCode::SUCCESS,
+        ExitReason::Signal(n) => ExitCode::from((128 + n) as u8),
+    })
+}
+
+async fn event_loop(
+    tui: &mut terminal::Tui,
+    app: &mut App,
+    mut events: mpsc::UnboundedReceiver<EngineEvent>,
+    mut replies: mpsc::UnboundedReceiver<Reply>,
+    jobs: &mpsc::UnboundedSender<worker::Job>,
+) -> Result<ExitReason, TuiError> {
+    let mut keys = EventStream::new();
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sighup = signal(SignalKind::hangup())?;
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let (files_tx, mut files_rx) = mpsc::unbounded_channel::<Arc<Vec<String>>>();
+    let mut last_draw: Option<Instant> = None;
+    let mut events_open = true;
+    // A key or paste arrived: its effect is drawn without waiting for the frame interval.
+    let mut input_pending = false;
+    loop {
+        if terminal::panicked() {
+            return Err(TuiError::Panicked);
+        }
+        for effect in app.take_effects() {
+            match effect {
+                Effect::Job(job) => {
+                    if jobs.send(job).is_err() {
+                        return Err(TuiError::Panicked);
+                    }
+                }
+                Effect::IndexFiles => {
+                    let root = app.cwd.clone();
+                    let tx = files_tx.clone();
+                    tokio::task::spawn_blocking(move || {
+                        let _ = tx.send(input::completion::index_files(&root));
+                    });
+                }
+            }
+        }
+        if let Some(reason) = app.exit {
+            return Ok(reason);
+        }
+        if app.full_redraw {
+            app.full_redraw = false;
+            tui.clear()?;
+            app.dirty = true;
+        }
+        let now = Instant::now();
+        // Draw when something changed and the frame interval has passed; otherwise wake up
+        // when it has. Nothing changed and nothing running: sleep until an input arrives.
+        let mut deadline = app.next_wakeup(now);
+        if app.dirty {
+            let due = if std::mem::take(&mut input_pending) {
+                now
+            } else {
+                last_draw.map_or(now, |t| t + FRAME_INTERVAL)
+            };
+            if due <= now {
+                tui.draw(|f| ui::draw(f, app, now))?;
+                app.dirty = false;
+                last_draw = Some(now);
+            } else {
+                deadline = Some(deadline.map_or(due, |d| d.min(due)));
+            }
+        }
+        let sleep = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            ev = keys.next() => match ev {
+                Some(Ok(ev)) => {
+                    app.on_terminal_event(ev, Instant::now());
+                    input_pending = true;
+                }
+                Some(Err(e)) => return Err(TuiError::Terminal(e)),
+                None => return Ok(ExitReason::User),
+            },
+            ev = events.recv(), if events_open => match ev {
+                Some(ev) => {
+                    app.on_engine_event(ev);
+                    // Take what else is already there: one frame for a burst of deltas.
+                    while let Ok(ev) = events.try_recv() {
+                        app.on_engine_event(ev);
+                    }
+                }
+                None => events_open = false,
+            },
+            reply = replies.recv() => match reply {
+                Some(r) => {
+                    while let Ok(ev) = events.try_recv() {
+                        app.on_engine_event(ev);
+                    }
+                    app.on_reply(r);
+                }
+                None => {
+                    app.notice(NoticeLevel::Error, "the engine stopped unexpectedly");
+                    return Err(TuiError::Panicked);
+                }
+            },
+            Some(files) = files_rx.recv() => app.set_files(files),
+            _ = sigterm.recv() => return Ok(ExitReason::Signal(15)),
+            _ = sighup.recv() => return Ok(ExitReason::Signal(1)),
+            _ = sigint.recv() => return Ok(ExitReason::Signal(2)),
+            _ = sleep => app.tick(Instant::now()),
+        }
+    }
+}

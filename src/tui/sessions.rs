@@ -1,0 +1,173 @@
+//! Sessions for `/clear` (a new one) and `/resume` (an earlier one of this directory).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use serde_json::Value;
+
+use crate::engine::Session;
+use crate::message::{ContentBlock, Message, Role};
+use crate::transcript::{self, Transcript};
+
+/// Sessions offered by the picker.
+const PICKER_LIMIT: usize = 50;
+/// Lines of a transcript read to find its first prompt.
+const PREVIEW_LINES: usize = 200;
+
+#[derive(Debug, Clone)]
+pub struct SessionPlace {
+    pub cwd: PathBuf,
+    pub project_dir: PathBuf,
+    pub persist: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionSummary {
+    pub id: String,
+    pub path: PathBuf,
+    pub modified: SystemTime,
+    pub first_prompt: String,
+}
+
+/// The sessions of a project directory, newest first, without `exclude` (the current one).
+pub fn list(project_dir: &Path, exclude: &str) -> Vec<SessionSummary> {
+    let Ok(entries) = std::fs::read_dir(project_dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<SessionSummary> = entries
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+        .filter_map(|e| {
+            let path = e.path();
+            let id = path.file_stem()?.to_str()?.to_string();
+            let modified = e.metadata().ok()?.modified().ok()?;
+            Some(SessionSummary {
+                first_prompt: first_prompt(&path),
+                id,
+                path,
+                modified,
+            })
+        })
+        .filter(|s| s.id != exclude && !s.first_prompt.is_empty())
+        .collect();
+    out.sort_by_key(|s| std::cmp::Reverse(s.modified));
+    out.truncate(PICKER_LIMIT);
+    out
+}
+
+fn first_prompt(path: &Path) -> String {
+    let Ok(f) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    for line in BufReader::new(f).lines().take(PREVIEW_LINES).map_while(Result::ok) {
+        let Ok(v) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        if v["type"] != "user" {
+            continue;
+        }
+        let Ok(m) = serde_json::from_value::<Message>(v["message"].clone()) else {
+            continue;
+        };
+        let text: String = m
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        if !text.is_empty() && m.role == Role::User {
+            return text.chars().take(120).collect();
+        }
+    }
+    String::new()
+}
+
+fn transcript_for(place: &SessionPlace, path: &Path) -> Result<Transcript, String> {
+    if place.persist {
+        Transcript::create(path).map_err(|e| e.to_string())
+    } else {
+        Ok(Transcript::disabled(path.to_path_buf()))
+    }
+}
+
+/// A fresh session (for `/clear`).
+pub fn fresh(place: &SessionPlace, model: &str) -> Result<Session, String> {
+    let id = uuid::Uuid::new_v4().to_string();
+    let path = place.project_dir.join(format!("{id}.jsonl"));
+    let transcript = transcript_for(place, &path)?;
+    let mut session = Session::new(id.clone(), place.cwd.clone(), place.project_dir.join(&id), transcript);
+    session.write_meta(model);
+    Ok(session)
+}
+
+/// An earlier session, with warnings about lines that could not be read.
+pub fn resume(place: &SessionPlace, path: &Path, model: &str) -> Result<(Session, Vec<String>), String> {
+    let loaded = transcript::load(path).map_err(|e| e.to_string())?;
+    let id = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .ok_or_else(|| format!("odd transcript file name {}", path.display()))?
+        .to_string();
+    let mut warnings = Vec::new();
+    if !loaded.bad_lines.is_empty() {
+        warnings.push(format!(
+            "skipped {} unreadable line(s) of {}",
+            loaded.bad_lines.len(),
+            path.display()
+        ));
+    }
+    if loaded.repaired_calls > 0 {
+        warnings.push(format!(
+            "{} tool call(s) had no result (the session ended mid-turn); they are marked interrupted",
+            loaded.repaired_calls
+        ));
+    }
+    let transcript = transcript_for(place, path)?;
+    let mut session = Session::new(id.clone(), place.cwd.clone(), place.project_dir.join(&id), transcript);
+    session.set_history(loaded.history);
+    session.log_event("resumed", serde_json::json!({"model": model}));
+    Ok((session, warnings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_sessions_newest_first_with_their_first_prompt() {
+        let dir = tempfile::tempdir().unwrap();
+        let place = SessionPlace {
+            cwd: dir.path().to_path_buf(),
+            project_dir: dir.path().join("p"),
+            persist: true,
+        };
+        let mut a = fresh(&place, "m").unwrap();
+        a.push_user(vec![ContentBlock::text("first   question\nwith lines")]);
+        let a_id = a.id.clone();
+        drop(a);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut b = fresh(&place, "m").unwrap();
+        b.push_user(vec![ContentBlock::text("second")]);
+        let b_id = b.id.clone();
+        drop(b);
+        let empty = fresh(&place, "m").unwrap();
+        let listed = list(&place.project_dir, &empty.id);
+        let got: Vec<(&str, &str)> = listed
+            .iter()
+            .map(|s| (s.id.as_str(), s.first_prompt.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![(b_id.as_str(), "second"), (a_id.as_str(), "first question with lines")]
+        );
+        let (resumed, warnings) = resume(&place, &listed[1].path, "m").unwrap();
+        assert!(warnings.is_empty());
+        assert_eq!(resumed.id, a_id);
+        assert_eq!(resumed.history().len(), 1);
+    }
+}

@@ -1,0 +1,517 @@
+//! Key handling: submission, queueing, interruption, exit, modes, editing, approvals.
+
+use std::time::{Duration, Instant};
+
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use serde_json::json;
+use tokio::sync::oneshot;
+
+use crate::engine::EngineEvent;
+use crate::permissions::{Mode, PermissionPrompt, PermissionReply};
+use crate::tui::app::test_support::{app, app_in};
+use crate::tui::app::{App, Effect, ExitReason};
+use crate::tui::commands::CustomCommands;
+use crate::tui::transcript::CellKind;
+use crate::tui::worker::{Job, Reply};
+
+fn key(app: &mut App, code: KeyCode) {
+    app.on_key(KeyEvent::from(code), Instant::now());
+}
+
+fn ctrl(app: &mut App, c: char) {
+    app.on_key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL), Instant::now());
+}
+
+fn typed(app: &mut App, s: &str) {
+    for c in s.chars() {
+        key(app, KeyCode::Char(c));
+    }
+}
+
+/// The jobs the app asked for, in order.
+fn jobs(app: &mut App) -> Vec<Job> {
+    app.take_effects()
+        .into_iter()
+        .filter_map(|e| match e {
+            Effect::Job(j) => Some(j),
+            Effect::IndexFiles => None,
+        })
+        .collect()
+}
+
+fn turn_text(job: &Job) -> &str {
+    match job {
+        Job::Turn { text, .. } => text,
+        other => panic!("expected a turn, got {other:?}"),
+    }
+}
+
+#[test]
+fn enter_submits_a_turn_and_shows_the_prompt() {
+    let mut a = app();
+    typed(&mut a, "explain main.rs");
+    key(&mut a, KeyCode::Enter);
+    let j = jobs(&mut a);
+    assert_eq!(j.len(), 1);
+    assert_eq!(turn_text(&j[0]), "explain main.rs");
+    assert!(a.editor.is_empty());
+    assert!(a.busy.is_some());
+    assert!(matches!(a.transcript.get(0), Some(CellKind::User { text }) if text == "explain main.rs"));
+    // An empty prompt sends nothing.
+    a.on_reply(Reply::TurnDone);
+    key(&mut a, KeyCode::Enter);
+    assert!(jobs(&mut a).is_empty());
+}
+
+#[test]
+fn prompts_typed_while_busy_are_queued_and_run_in_order() {
+    let mut a = app();
+    a.submit_text("first");
+    jobs(&mut a);
+    typed(&mut a, "second");
+    key(&mut a, KeyCode::Enter);
+    typed(&mut a, "third");
+    key(&mut a, KeyCode::Enter);
+    assert!(jobs(&mut a).is_empty(), "nothing starts while a turn runs");
+    assert_eq!(a.queue.len(), 2);
+    a.on_reply(Reply::TurnDone);
+    let j = jobs(&mut a);
+    assert_eq!(turn_text(&j[0]), "second");
+    assert_eq!(a.queue.len(), 1);
+    a.on_reply(Reply::TurnDone);
+    assert_eq!(turn_text(&jobs(&mut a)[0]), "third");
+    a.on_reply(Reply::TurnDone);
+    assert!(a.busy.is_none());
+}
+
+#[test]
+fn esc_cancels_the_turn_and_returns_queued_prompts_to_the_editor() {
+    let mut a = app();
+    a.submit_text("long task");
+    let cancel = match &jobs(&mut a)[0] {
+        Job::Turn { cancel, .. } => cancel.clone(),
+        _ => unreachable!(),
+    };
+    a.submit_text("queued one");
+    typed(&mut a, "draft");
+    key(&mut a, KeyCode::Esc);
+    assert!(cancel.is_cancelled());
+    assert!(a.queue.is_empty());
+    assert_eq!(a.editor.text(), "draft\nqueued one");
+    // Esc when idle does nothing to the editor.
+    a.on_reply(Reply::TurnDone);
+    key(&mut a, KeyCode::Esc);
+    assert_eq!(a.editor.text(), "draft\nqueued one");
+}
+
+#[test]
+fn ctrl_c_clears_then_interrupts_then_exits_when_pressed_twice() {
+    let mut a = app();
+    typed(&mut a, "some text");
+    ctrl(&mut a, 'c');
+    assert!(a.editor.is_empty());
+    assert!(a.exit.is_none());
+    a.submit_text("work");
+    let cancel = match &jobs(&mut a)[0] {
+        Job::Turn { cancel, .. } => cancel.clone(),
+        _ => unreachable!(),
+    };
+    ctrl(&mut a, 'c');
+    assert!(cancel.is_cancelled());
+    a.on_reply(Reply::TurnDone);
+    // A key in between disarms; then two presses exit.
+    key(&mut a, KeyCode::Left);
+    let t0 = Instant::now();
+    a.on_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL), t0);
+    assert!(a.exit.is_none());
+    assert!(a.exit_armed.is_some());
+    a.on_key(
+        KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL),
+        t0 + Duration::from_millis(500),
+    );
+    assert_eq!(a.exit, Some(ExitReason::User));
+}
+
+#[test]
+fn second_ctrl_c_after_the_timeout_only_arms_again() {
+    let mut a = app();
+    let t0 = Instant::now();
+    a.on_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL), t0);
+    a.tick(t0 + Duration::from_secs(3));
+    assert!(a.exit_armed.is_none());
+    a.on_key(
+        KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL),
+        t0 + Duration::from_secs(3),
+    );
+    assert!(a.exit.is_none());
+}
+
+#[test]
+fn ctrl_d_exits_only_on_an_empty_prompt() {
+    let mut a = app();
+    typed(&mut a, "ab");
+    key(&mut a, KeyCode::Home);
+    ctrl(&mut a, 'd');
+    assert_eq!(a.editor.text(), "b");
+    assert!(a.exit.is_none());
+    ctrl(&mut a, 'u');
+    key(&mut a, KeyCode::End);
+    ctrl(&mut a, 'k');
+    ctrl(&mut a, 'a');
+    ctrl(&mut a, 'k');
+    assert!(a.editor.is_empty());
+    ctrl(&mut a, 'd');
+    assert_eq!(a.exit, Some(ExitReason::User));
+}
+
+#[test]
+fn shift_tab_cycles_the_session_mode() {
+    let mut a = app();
+    assert_eq!(a.mode(), Mode::Default);
+    key(&mut a, KeyCode::BackTab);
+    assert_eq!(a.shared.mode(), Mode::AcceptEdits);
+    key(&mut a, KeyCode::BackTab);
+    assert_eq!(a.shared.mode(), Mode::Plan);
+    key(&mut a, KeyCode::BackTab);
+    assert_eq!(a.shared.mode(), Mode::Default, "bypass only when enabled at launch");
+    a.bypass_available = true;
+    a.shared.set_mode(Mode::Plan);
+    key(&mut a, KeyCode::BackTab);
+    assert_eq!(a.shared.mode(), Mode::BypassPermissions);
+}
+
+#[test]
+fn newline_keys_and_history() {
+    let mut a = app();
+    typed(&mut a, "one");
+    a.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::SHIFT), Instant::now());
+    typed(&mut a, "two");
+    a.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT), Instant::now());
+    typed(&mut a, "three");
+    ctrl(&mut a, 'j');
+    typed(&mut a, "four\\");
+    key(&mut a, KeyCode::Enter);
+    typed(&mut a, "five");
+    assert_eq!(a.editor.text(), "one\ntwo\nthree\nfour\nfive");
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(turn_text(&jobs(&mut a)[0]), "one\ntwo\nthree\nfour\nfive");
+    a.on_reply(Reply::TurnDone);
+    a.submit_text("last");
+    a.on_reply(Reply::TurnDone);
+    // Up recalls; in a multi-line entry Up first moves between its lines.
+    key(&mut a, KeyCode::Up);
+    assert_eq!(a.editor.text(), "last");
+    key(&mut a, KeyCode::Up);
+    assert_eq!(a.editor.text(), "one\ntwo\nthree\nfour\nfive");
+    key(&mut a, KeyCode::Up);
+    assert_eq!(
+        a.editor.text(),
+        "one\ntwo\nthree\nfour\nfive",
+        "moved up a line, not in history"
+    );
+    key(&mut a, KeyCode::Down);
+    assert_eq!(a.editor.text(), "one\ntwo\nthree\nfour\nfive", "moved down a line");
+    key(&mut a, KeyCode::Down);
+    assert_eq!(a.editor.text(), "last");
+    key(&mut a, KeyCode::Down);
+    assert_eq!(a.editor.text(), "");
+}
+
+#[test]
+fn large_paste_is_collapsed_and_sent_whole() {
+    let mut a = app();
+    typed(&mut a, "summarise ");
+    let log: String = (0..100).map(|i| format!("log line {i}\n")).collect();
+    a.on_terminal_event(Event::Paste(log.clone()), Instant::now());
+    assert_eq!(a.editor.text(), "summarise [Pasted text #1, 100 lines]");
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(turn_text(&jobs(&mut a)[0]), format!("summarise {}", log.trim_end()));
+    assert!(matches!(a.transcript.get(0), Some(CellKind::User { text }) if text.contains("[Pasted text #1")));
+}
+
+#[test]
+fn slash_completion_and_commands() {
+    let mut a = app();
+    typed(&mut a, "/he");
+    assert_eq!(a.completion.as_ref().unwrap().items[0].label, "/help");
+    key(&mut a, KeyCode::Enter);
+    // Enter on a command completion runs it; /help needs no engine.
+    assert!(jobs(&mut a).is_empty());
+    assert!(matches!(a.transcript.get(0), Some(CellKind::Info { title, .. }) if title == "Help"));
+    // Engine commands are jobs; while busy they wait their turn.
+    a.submit_text("work");
+    jobs(&mut a);
+    a.submit_text("/clear");
+    a.submit_text("/cost");
+    assert!(jobs(&mut a).is_empty());
+    assert!(matches!(a.transcript.cells().last(), Some(CellKind::Info { title, .. }) if title == "Cost"));
+    a.on_reply(Reply::TurnDone);
+    assert!(matches!(jobs(&mut a)[..], [Job::Clear]));
+    // Unknown commands and bad arguments say so and send nothing.
+    a.on_reply(Reply::Failed("x".into()));
+    a.submit_text("/nope");
+    a.submit_text("/todos please");
+    assert!(jobs(&mut a).is_empty());
+    let errors: Vec<String> = a
+        .transcript
+        .cells()
+        .filter_map(|c| match c {
+            CellKind::Notice { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(errors.iter().any(|e| e.contains("unknown command /nope")), "{errors:?}");
+    assert!(errors.iter().any(|e| e.contains("takes no arguments")), "{errors:?}");
+    a.submit_text("/exit");
+    assert_eq!(a.exit, Some(ExitReason::User));
+}
+
+#[test]
+fn custom_commands_expand_into_a_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(cwd.join(".claude/commands")).unwrap();
+    std::fs::write(
+        cwd.join(".claude/commands/review.md"),
+        "---\ndescription: Review a file\n---\nReview $ARGUMENTS for bugs.\n",
+    )
+    .unwrap();
+    let mut a = app_in(cwd.clone());
+    let (commands, _) = CustomCommands::load(&cwd, None, None);
+    a = crate::tui::app::App::new(crate::tui::app::AppInit {
+        cwd: cwd.clone(),
+        model: "claude-sonnet-4-5".into(),
+        session_id: "s".into(),
+        shared: a.shared.clone(),
+        bypass_available: false,
+        commands,
+        project_dir: cwd.join("p"),
+    });
+    typed(&mut a, "/rev");
+    assert_eq!(a.completion.as_ref().unwrap().items[0].label, "/review");
+    key(&mut a, KeyCode::Tab);
+    typed(&mut a, "src/a.rs");
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(turn_text(&jobs(&mut a)[0]), "Review src/a.rs for bugs.\n");
+    assert!(matches!(a.transcript.get(0), Some(CellKind::User { text }) if text == "/review src/a.rs"));
+}
+
+#[test]
+fn shell_lines_become_shell_jobs() {
+    let mut a = app();
+    typed(&mut a, "!git status");
+    key(&mut a, KeyCode::Enter);
+    assert!(matches!(&jobs(&mut a)[..], [Job::Shell { command, .. }] if command == "git status"));
+    assert!(matches!(a.transcript.get(0), Some(CellKind::Shell(s)) if s.running));
+}
+
+#[test]
+fn scrolling_and_toggles() {
+    let mut a = app();
+    for i in 0..200 {
+        a.notice(crate::engine::NoticeLevel::Info, format!("line {i}"));
+    }
+    let before = super::text(&mut a, 60, 20);
+    assert!(before.contains("line 199"));
+    key(&mut a, KeyCode::PageUp);
+    let up = super::text(&mut a, 60, 20);
+    assert!(!up.contains("line 199"), "{up}");
+    assert!(up.contains("more below"));
+    key(&mut a, KeyCode::PageDown);
+    assert!(super::text(&mut a, 60, 20).contains("line 199"));
+    a.on_terminal_event(
+        Event::Mouse(crossterm::event::MouseEvent {
+            kind: crossterm::event::MouseEventKind::ScrollUp,
+            column: 0,
+            row: 0,
+            modifiers: KeyModifiers::NONE,
+        }),
+        Instant::now(),
+    );
+    assert!(!a.transcript.is_following());
+    ctrl(&mut a, 't');
+    assert!(a.show_todos);
+    ctrl(&mut a, 'o');
+    assert!(a.transcript.expand_all);
+}
+
+fn permission(a: &mut App) -> oneshot::Receiver<PermissionReply> {
+    let (tx, rx) = oneshot::channel();
+    a.on_engine_event(EngineEvent::PermissionRequest(PermissionPrompt {
+        tool_use_id: "b1".into(),
+        tool_name: "Bash".into(),
+        input: json!({"command": "make"}),
+        detail: "make".into(),
+        suggested_rule: Some("Bash(make:*)".into()),
+        reply: tx,
+    }));
+    rx
+}
+
+#[test]
+fn approval_keys_answer_the_engine() {
+    let mut a = app();
+    a.submit_text("build");
+    let mut rx = permission(&mut a);
+    // Typing does not reach the editor while the modal is open.
+    typed(&mut a, "x");
+    assert!(a.editor.is_empty());
+    assert!(rx.try_recv().is_err(), "no answer yet");
+    key(&mut a, KeyCode::Char('1'));
+    assert_eq!(rx.try_recv().unwrap(), PermissionReply::AllowOnce);
+    assert!(a.approval.is_none());
+
+    let mut rx = permission(&mut a);
+    key(&mut a, KeyCode::Down);
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(rx.try_recv().unwrap(), PermissionReply::AllowAlways);
+
+    let mut rx = permission(&mut a);
+    key(&mut a, KeyCode::Tab);
+    typed(&mut a, "use ninja");
+    key(&mut a, KeyCode::Backspace);
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(
+        rx.try_recv().unwrap(),
+        PermissionReply::Deny {
+            feedback: Some("use ninj".into())
+        }
+    );
+
+    // Two requests at once are asked one after the other; Esc denies.
+    let mut first = permission(&mut a);
+    let mut second = permission(&mut a);
+    key(&mut a, KeyCode::Esc);
+    assert_eq!(first.try_recv().unwrap(), PermissionReply::Deny { feedback: None });
+    assert!(a.approval.is_some());
+    key(&mut a, KeyCode::Char('y'));
+    assert_eq!(second.try_recv().unwrap(), PermissionReply::AllowOnce);
+}
+
+#[test]
+fn an_open_request_is_dropped_when_the_turn_ends() {
+    let mut a = app();
+    a.submit_text("build");
+    let mut rx = permission(&mut a);
+    a.on_engine_event(EngineEvent::TurnFinished(crate::engine::TurnOutcome {
+        subtype: crate::engine::ResultSubtype::ErrorDuringExecution,
+        is_error: true,
+        result: "interrupted".into(),
+        errors: vec![],
+        stop_reason: None,
+        num_turns: 1,
+        duration_ms: 1,
+        duration_api_ms: 1,
+        interrupted: true,
+        api_error_status: None,
+    }));
+    assert!(a.approval.is_none());
+    assert!(matches!(rx.try_recv(), Err(oneshot::error::TryRecvError::Closed)));
+}
+
+#[test]
+fn long_streams_freeze_finished_blocks_into_cells() {
+    use crate::tui::app::stable_split;
+    assert_eq!(stable_split("para one\n\npara two"), Some(10));
+    assert_eq!(
+        stable_split("```\ncode\n\nmore code\n```\n"),
+        None,
+        "never inside a fence"
+    );
+    assert_eq!(
+        stable_split("- item\n\n  continued item"),
+        None,
+        "not before a continuation"
+    );
+    assert_eq!(stable_split("no blank line yet"), None);
+
+    let mut a = app();
+    a.submit_text("go");
+    a.on_engine_event(EngineEvent::RequestStarted { request: 1 });
+    let text: String = (0..60)
+        .map(|i| format!("Paragraph {i} with some words in it.\n\n"))
+        .collect();
+    for piece in text.as_bytes().chunks(7) {
+        a.on_engine_event(EngineEvent::TextDelta(String::from_utf8(piece.to_vec()).unwrap()));
+    }
+    let cells: Vec<String> = a
+        .transcript
+        .cells()
+        .filter_map(|c| match c {
+            CellKind::Assistant { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(cells.len() > 1, "the answer was split");
+    assert_eq!(cells.concat(), text, "nothing lost or doubled");
+    let streaming = a
+        .transcript
+        .cells()
+        .filter(|c| matches!(c, CellKind::Assistant { streaming: true, .. }))
+        .count();
+    assert_eq!(streaming, 1, "only the last cell still grows");
+    // Split or whole, the answer looks the same.
+    let mut whole = app();
+    whole.transcript.push(CellKind::User { text: "go".into() });
+    whole.transcript.push(CellKind::Assistant {
+        text: text.clone(),
+        streaming: false,
+    });
+    let split_screen = super::text(&mut a, 60, 200);
+    let whole_screen = super::text(&mut whole, 60, 200);
+    let body = |s: &str| s.lines().take(150).map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(body(&split_screen), body(&whole_screen));
+    // A retry voids every cell of the request.
+    a.on_engine_event(EngineEvent::Retry {
+        attempt: 1,
+        max_retries: 3,
+        delay_ms: 10,
+        status: Some(529),
+        error: "overloaded".into(),
+    });
+    assert!(
+        a.transcript
+            .cells()
+            .all(|c| !matches!(c, CellKind::Assistant { text, .. } if !text.is_empty()))
+    );
+}
+
+#[test]
+fn resume_opens_a_picker_of_earlier_sessions() {
+    use crate::message::ContentBlock;
+    use crate::tui::sessions::{self, SessionPlace};
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().canonicalize().unwrap();
+    let mut a = app_in(cwd.clone());
+    a.submit_text("/resume");
+    assert!(a.picker.is_none(), "no sessions yet");
+    let place = SessionPlace {
+        cwd: cwd.clone(),
+        project_dir: cwd.join(".keel-projects"),
+        persist: true,
+    };
+    let mut ids = Vec::new();
+    for prompt in ["older question", "newer question"] {
+        let mut s = sessions::fresh(&place, "m").unwrap();
+        s.push_user(vec![ContentBlock::text(prompt)]);
+        ids.push(s.id.clone());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    a.submit_text("/resume");
+    let p = a.picker.as_ref().expect("picker open");
+    assert_eq!(p.sessions[0].first_prompt, "newer question");
+    assert!(super::text(&mut a, 80, 20).contains("Resume a session"));
+    key(&mut a, KeyCode::Down);
+    key(&mut a, KeyCode::Enter);
+    match &jobs(&mut a)[..] {
+        [Job::Resume { path }] => assert!(path.ends_with(format!("{}.jsonl", ids[0]))),
+        other => panic!("{other:?}"),
+    }
+    // By id, without the picker.
+    a.on_reply(Reply::Failed("x".into()));
+    a.submit_text(&format!("/resume {}", ids[1]));
+    assert!(matches!(&jobs(&mut a)[..], [Job::Resume { path }] if path.ends_with(format!("{}.jsonl", ids[1]))));
+    a.on_reply(Reply::Failed("x".into()));
+    a.submit_text("/resume no-such-id");
+    assert!(jobs(&mut a).is_empty());
+}

@@ -1,0 +1,460 @@
+//! Rendered screens for every cell type, the status line, the approval modal and diffs.
+
+use std::time::{Duration, Instant};
+
+use insta::assert_snapshot;
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use super::screen;
+use crate::engine::{EngineEvent, NoticeLevel, ResultSubtype, TurnOutcome};
+use crate::message::{ContentBlock, Message, ToolResultContent, Usage};
+use crate::permissions::{Mode, PermissionPrompt, PermissionReply};
+use crate::tools::{Todo, TodoStatus};
+use crate::tui::app::App;
+use crate::tui::app::test_support::app;
+
+const W: u16 = 72;
+
+fn events(app: &mut App, evs: Vec<EngineEvent>) {
+    for e in evs {
+        app.on_engine_event(e);
+    }
+}
+
+fn assistant(blocks: Vec<ContentBlock>, input: u64, output: u64) -> EngineEvent {
+    EngineEvent::Assistant {
+        id: "msg_1".into(),
+        model: "claude-sonnet-4-5".into(),
+        message: Message::assistant(blocks),
+        stop_reason: "end_turn".into(),
+        usage: Usage {
+            input_tokens: input,
+            output_tokens: output,
+            ..Usage::default()
+        },
+    }
+}
+
+fn finished(interrupted: bool, error: Option<&str>) -> EngineEvent {
+    EngineEvent::TurnFinished(TurnOutcome {
+        subtype: if error.is_some() || interrupted {
+            ResultSubtype::ErrorDuringExecution
+        } else {
+            ResultSubtype::Success
+        },
+        is_error: error.is_some() || interrupted,
+        result: error.unwrap_or("").to_string(),
+        errors: Vec::new(),
+        stop_reason: None,
+        num_turns: 1,
+        duration_ms: 10,
+        duration_api_ms: 8,
+        interrupted,
+        api_error_status: None,
+    })
+}
+
+fn tool_started(id: &str, name: &str, input: Value) -> EngineEvent {
+    EngineEvent::ToolStarted {
+        id: id.into(),
+        name: name.into(),
+        input,
+    }
+}
+
+fn tool_finished(id: &str, name: &str, text: &str, is_error: bool, structured: Value, ms: u64) -> EngineEvent {
+    EngineEvent::ToolFinished {
+        id: id.into(),
+        name: name.into(),
+        content: ToolResultContent::Text(text.into()),
+        is_error,
+        structured,
+        duration_ms: ms,
+    }
+}
+
+const MARKDOWN: &str = "## Plan\n\nThe bug is in `order_total`: it **adds** the discount.\n\n1. Fix the sign\n2. Run the tests\n   - `pytest -q`\n\n```python\ndef order_total(lines, discount=0.0):\n    return round(subtotal * (1 - discount), 2)\n```\n\n> Checked against the test.\n\n| file | change |\n|---|---|\n| pricing.py | sign |\n";
+
+#[test]
+fn user_prompt_and_streamed_markdown() {
+    let mut a = app();
+    a.submit_text("why is the total wrong?");
+    let now = a.busy.as_ref().unwrap().since + Duration::from_millis(2300);
+    events(&mut a, vec![EngineEvent::RequestStarted { request: 1 }]);
+    // Half the answer has streamed, ending inside the code block.
+    let cut = MARKDOWN.find("    return").unwrap();
+    for piece in MARKDOWN[..cut].split_inclusive(' ') {
+        a.on_engine_event(EngineEvent::TextDelta(piece.into()));
+    }
+    assert_snapshot!("streaming_markdown", screen(&mut a, W, 24, now));
+    a.on_engine_event(EngineEvent::TextDelta(MARKDOWN[cut..].into()));
+    events(
+        &mut a,
+        vec![
+            assistant(vec![ContentBlock::text(MARKDOWN)], 1200, 80),
+            finished(false, None),
+        ],
+    );
+    a.on_reply(crate::tui::worker::Reply::TurnDone);
+    assert_snapshot!("finished_markdown", screen(&mut a, W, 32, Instant::now()));
+}
+
+#[test]
+fn thinking_streams_then_collapses() {
+    let mut a = app();
+    a.submit_text("think first");
+    let now = a.busy.as_ref().unwrap().since;
+    events(
+        &mut a,
+        vec![
+            EngineEvent::RequestStarted { request: 1 },
+            EngineEvent::ThinkingDelta("The user wants the total. ".into()),
+            EngineEvent::ThinkingDelta("Check the discount sign first, then the rounding.".into()),
+        ],
+    );
+    assert_snapshot!("thinking_streaming", screen(&mut a, W, 12, now));
+    events(&mut a, vec![EngineEvent::TextDelta("It is the sign.".into())]);
+    assert_snapshot!("thinking_done", screen(&mut a, W, 12, now));
+}
+
+#[test]
+fn tool_cells_in_every_state() {
+    let mut a = app();
+    a.submit_text("look around");
+    let now = a.busy.as_ref().unwrap().since + Duration::from_secs(4);
+    events(
+        &mut a,
+        vec![
+            EngineEvent::RequestStarted { request: 1 },
+            EngineEvent::ToolCallStreaming {
+                id: "t1".into(),
+                name: "Glob".into(),
+            },
+            EngineEvent::ToolCallStreaming {
+                id: "t2".into(),
+                name: "Read".into(),
+            },
+            EngineEvent::ToolCallStreaming {
+                id: "t3".into(),
+                name: "Grep".into(),
+            },
+            EngineEvent::ToolCallStreaming {
+                id: "t4".into(),
+                name: "Bash".into(),
+            },
+            EngineEvent::ToolCallStreaming {
+                id: "t5".into(),
+                name: "Bash".into(),
+            },
+            tool_started("t1", "Glob", json!({"pattern": "**/*.py"})),
+            tool_finished("t1", "Glob", "a.py\nb.py\nc.py\nd.py\ne.py", false, Value::Null, 12),
+            tool_started("t2", "Read", json!({"file_path": "/work/proj/src/app.py"})),
+            tool_finished(
+                "t2",
+                "Read",
+                "     1\timport os\n     2\t\n     3\tprint(1)\n",
+                false,
+                Value::Null,
+                3,
+            ),
+            tool_started("t3", "Grep", json!({"pattern": "discount(", "output_mode": "content"})),
+            tool_finished(
+                "t3",
+                "Grep",
+                "<tool_use_error>Grep was not run: the pattern is not a valid regular expression (unclosed group). Escape the parenthesis.</tool_use_error>",
+                true,
+                Value::Null,
+                1,
+            ),
+            EngineEvent::PermissionDenied {
+                tool_name: "Bash".into(),
+                tool_use_id: "t4".into(),
+                tool_input: json!({"command": "rm -rf build"}),
+            },
+            tool_started("t5", "Bash", json!({"command": "pytest -q"})),
+        ],
+    );
+    if let Some(t) = a.transcript.tool_mut("t4") {
+        t.set_input(json!({"command": "rm -rf build"}), std::path::Path::new("/work/proj"));
+        t.output = "The user denied this call.".into();
+    }
+    assert_snapshot!("tool_cells", screen(&mut a, W, 26, now));
+    // Ctrl+O expands every output.
+    a.transcript.expand_all = true;
+    let text = super::text(&mut a, W, 40);
+    assert!(text.contains("e.py"), "{text}");
+    assert!(text.contains("print(1)"), "{text}");
+}
+
+#[test]
+fn edits_show_coloured_diffs() {
+    let mut a = app();
+    a.submit_text("fix it");
+    events(
+        &mut a,
+        vec![
+            tool_started(
+                "e1",
+                "Edit",
+                json!({"file_path": "/work/proj/inventory/pricing.py",
+                       "old_string": "    subtotal = sum(lines)\n    return round(subtotal * (1 + discount), 2)\n",
+                       "new_string": "    subtotal = sum(lines)\n    return round(subtotal * (1 - discount), 2)\n"}),
+            ),
+            tool_finished("e1", "Edit", "Edited inventory/pricing.py", false, Value::Null, 5),
+            tool_started(
+                "e2",
+                "Edit",
+                json!({"file_path": "/work/proj/README.md", "old_string": "x", "new_string": "y"}),
+            ),
+            tool_finished(
+                "e2",
+                "Edit",
+                "Edited README.md",
+                false,
+                json!({"structuredPatch": [{"oldStart": 41, "oldLines": 3, "newStart": 41, "newLines": 4,
+                    "lines": [" ## Usage", "-Run it.", "+Run it with:", "+    keel -p", " "]}]}),
+                4,
+            ),
+        ],
+    );
+    let s = screen(&mut a, W, 22, Instant::now());
+    assert_snapshot!("edit_diffs", s);
+    // The removed line is red and the added line green, whatever else changes.
+    let lines: Vec<&str> = s.lines().collect();
+    let removed = lines
+        .iter()
+        .position(|l| l.contains("-    return round(subtotal * (1 + discount)"))
+        .unwrap();
+    let styles = s.split("--- styles ---\n").nth(1).unwrap();
+    assert!(
+        styles
+            .lines()
+            .any(|l| l.starts_with(&format!("{removed:>2}:")) && l.contains("Red")),
+        "{styles}"
+    );
+    assert!(
+        styles
+            .lines()
+            .any(|l| l.starts_with(&format!("{:>2}:", removed + 1)) && l.contains("Green")),
+        "{styles}"
+    );
+}
+
+#[test]
+fn shell_cell_and_notices() {
+    let mut a = app();
+    a.submit_text("!cargo test");
+    a.on_reply(crate::tui::worker::Reply::ShellDone(crate::tui::shell::ShellResult {
+        output: "running 3 tests\ntest a ... ok\ntest b ... FAILED\nerror: 1 failed".into(),
+        exit_code: Some(101),
+        duration_ms: 2300,
+        interrupted: false,
+        dropped: 0,
+        spawn_error: None,
+    }));
+    a.submit_text("again");
+    events(
+        &mut a,
+        vec![
+            EngineEvent::RequestStarted { request: 1 },
+            EngineEvent::TextDelta("Partial text that the retry voids".into()),
+            EngineEvent::Retry {
+                attempt: 1,
+                max_retries: 10,
+                delay_ms: 1500,
+                status: Some(529),
+                error: "overloaded".into(),
+            },
+            EngineEvent::Notice {
+                level: NoticeLevel::Warning,
+                message: "@notes.txt: no such file or directory; sent as plain text".into(),
+            },
+            finished(true, None),
+        ],
+    );
+    a.on_reply(crate::tui::worker::Reply::TurnDone);
+    assert_snapshot!("shell_and_notices", screen(&mut a, W, 20, Instant::now()));
+}
+
+#[test]
+fn status_line_idle_busy_and_modes() {
+    let mut a = app();
+    events(&mut a, vec![assistant(vec![ContentBlock::text("hi")], 150_000, 2_000)]);
+    let idle = screen(&mut a, W, 10, Instant::now());
+    assert_snapshot!("status_idle", idle.lines().nth(9).unwrap());
+    a.submit_text("work");
+    a.submit_text("then this");
+    let now = a.busy.as_ref().unwrap().since + Duration::from_millis(75_400);
+    a.shared.set_mode(Mode::AcceptEdits);
+    let busy = screen(&mut a, W, 12, now);
+    assert_snapshot!("status_busy_with_queue", busy);
+    a.shared.set_mode(Mode::Plan);
+    let narrow = screen(&mut a, 44, 10, now);
+    assert_snapshot!("status_narrow", narrow.lines().nth(9).unwrap());
+}
+
+fn prompt(detail: &str, rule: Option<&str>, input: Value) -> (PermissionPrompt, oneshot::Receiver<PermissionReply>) {
+    let (tx, rx) = oneshot::channel();
+    (
+        PermissionPrompt {
+            tool_use_id: "b1".into(),
+            tool_name: input.get("command").map(|_| "Bash").unwrap_or("Edit").into(),
+            input,
+            detail: detail.into(),
+            suggested_rule: rule.map(str::to_string),
+            reply: tx,
+        },
+        rx,
+    )
+}
+
+#[test]
+fn approval_modal_for_a_command() {
+    let mut a = app();
+    a.submit_text("run the tests");
+    let (p, _rx) = prompt(
+        "npm test -- --watch=false",
+        Some("Bash(npm test:*)"),
+        json!({"command": "npm test -- --watch=false"}),
+    );
+    events(
+        &mut a,
+        vec![
+            tool_started("b1", "Bash", json!({"command": "npm test -- --watch=false"})),
+            EngineEvent::PermissionRequest(p),
+        ],
+    );
+    let now = a.busy.as_ref().unwrap().since;
+    assert_snapshot!("approval_command", screen(&mut a, W, 20, now));
+    a.on_key(
+        crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Tab),
+        Instant::now(),
+    );
+    for c in "use pnpm".chars() {
+        a.on_key(
+            crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Char(c)),
+            Instant::now(),
+        );
+    }
+    assert_snapshot!("approval_feedback", screen(&mut a, W, 20, now));
+}
+
+#[test]
+fn approval_modal_shows_the_diff() {
+    let mut a = app();
+    a.submit_text("edit");
+    let detail = "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -10,3 +10,3 @@\n fn total() {\n-    a + b\n+    a - b\n }\n";
+    let (p, _rx) = prompt(
+        detail,
+        None,
+        json!({"file_path": "/work/proj/src/lib.rs", "old_string": "a + b", "new_string": "a - b"}),
+    );
+    events(&mut a, vec![EngineEvent::PermissionRequest(p)]);
+    let now = a.busy.as_ref().unwrap().since;
+    let s = screen(&mut a, W, 22, now);
+    assert_snapshot!("approval_diff", s);
+    assert!(s.contains("-    a + b") && s.contains("+    a - b"));
+}
+
+#[test]
+fn todo_panel_and_completion_menu() {
+    let mut a = app();
+    *a.shared.todos.lock().unwrap() = vec![
+        Todo {
+            content: "Find the bug".into(),
+            status: TodoStatus::Completed,
+            active_form: "Finding the bug".into(),
+        },
+        Todo {
+            content: "Fix the sign".into(),
+            status: TodoStatus::InProgress,
+            active_form: "Fixing the sign".into(),
+        },
+        Todo {
+            content: "Run the tests".into(),
+            status: TodoStatus::Pending,
+            active_form: "Running the tests".into(),
+        },
+    ];
+    a.on_key(
+        crossterm::event::KeyEvent::new(
+            crossterm::event::KeyCode::Char('t'),
+            crossterm::event::KeyModifiers::CONTROL,
+        ),
+        Instant::now(),
+    );
+    assert_snapshot!("todo_panel", screen(&mut a, W, 14, Instant::now()));
+    for c in "/co".chars() {
+        a.on_key(
+            crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Char(c)),
+            Instant::now(),
+        );
+    }
+    assert_snapshot!("completion_menu", screen(&mut a, W, 14, Instant::now()));
+}
+
+#[test]
+fn too_small_terminal_says_so() {
+    let mut a = app();
+    let s = screen(&mut a, 30, 6, Instant::now());
+    assert_snapshot!("too_small", s);
+}
+
+#[test]
+fn context_grid_draws_categories() {
+    use crate::tui::integration::{ContextCategory, ContextReport};
+    let report = ContextReport {
+        window: 200_000,
+        categories: vec![
+            ContextCategory {
+                name: "System prompt".into(),
+                tokens: 3_000,
+            },
+            ContextCategory {
+                name: "Messages".into(),
+                tokens: 50_000,
+            },
+            ContextCategory {
+                name: "Free".into(),
+                tokens: 147_000,
+            },
+        ],
+        files: vec![("/work/proj/CLAUDE.md".into(), 800)],
+    };
+    let mut a = app();
+    a.transcript.push(crate::tui::transcript::CellKind::Lines {
+        title: "Context".into(),
+        lines: crate::tui::app::context_grid(&report),
+    });
+    assert_snapshot!("context_grid", screen(&mut a, 80, 12, Instant::now()));
+}
+
+#[test]
+fn permissions_and_hooks_reports() {
+    use crate::tui::integration::{HookEntry, PermissionsReport, RuleSet};
+    use crate::tui::worker::{Job, Reply};
+    let mut a = app();
+    a.submit_text("/permissions");
+    assert!(matches!(
+        &a.take_effects()[..],
+        [crate::tui::app::Effect::Job(Job::Permissions)]
+    ));
+    a.on_reply(Reply::Permissions(Ok(PermissionsReport {
+        rule_sets: vec![RuleSet {
+            source: ".claude/settings.json".into(),
+            allow: vec!["Bash(npm test:*)".into()],
+            ask: vec![],
+            deny: vec!["Read(./.env)".into()],
+        }],
+        additional_directories: vec!["/work/shared".into()],
+    })));
+    a.submit_text("/hooks");
+    a.on_reply(Reply::Hooks(Ok(vec![HookEntry {
+        event: "PreToolUse".into(),
+        matcher: Some("Bash".into()),
+        command: "./scripts/guard.sh".into(),
+        source: ".claude/settings.json".into(),
+    }])));
+    assert_snapshot!("permissions_and_hooks", screen(&mut a, W, 24, Instant::now()));
+}

@@ -1,0 +1,185 @@
+//! The engine task with a real engine (script provider, real tools, real files).
+
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::engine::{Engine, EngineConfig, EngineEvent, Session};
+use crate::message::ContentBlock;
+use crate::provider::script::ScriptProvider;
+use crate::tools::builtin_tools;
+use crate::tools::registry::ToolRegistry;
+use crate::transcript::Transcript;
+use crate::tui::sessions::SessionPlace;
+use crate::tui::worker::{self, Job, Reply, WorkerConfig};
+
+struct Harness {
+    jobs: mpsc::UnboundedSender<Job>,
+    replies: mpsc::UnboundedReceiver<Reply>,
+    events: mpsc::UnboundedReceiver<EngineEvent>,
+    _dir: tempfile::TempDir,
+    cwd: std::path::PathBuf,
+}
+
+fn start(script: &str) -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    let cwd = dir.path().canonicalize().unwrap();
+    std::fs::write(cwd.join("notes.txt"), "remember the milk\n").unwrap();
+    let provider = Arc::new(ScriptProvider::parse(script).unwrap());
+    let registry = Arc::new(ToolRegistry::new(builtin_tools()).unwrap());
+    let project = cwd.join(".home/projects/p");
+    let session = Session::new(
+        "first".into(),
+        cwd.clone(),
+        project.join("first"),
+        Transcript::create(&project.join("first.jsonl")).unwrap(),
+    );
+    let config = EngineConfig {
+        model: "claude-sonnet-4-5".into(),
+        max_tokens: 1000,
+        max_turns: None,
+        system: Vec::new(),
+        interactive: true,
+    };
+    let authorizer = Arc::new(crate::permissions::Authorizer::new(
+        Vec::new(),
+        vec![cwd.clone()],
+        None,
+        None,
+    ));
+    let hooks = Arc::new(crate::hooks::Hooks::none(
+        cwd.clone(),
+        session.id.clone(),
+        session.transcript.clone(),
+    ));
+    let (engine, events) = Engine::new(config, provider, registry, authorizer, hooks, session);
+    let (jobs, job_rx) = mpsc::unbounded_channel();
+    let (reply_tx, replies) = mpsc::unbounded_channel();
+    tokio::spawn(worker::run(
+        engine,
+        job_rx,
+        reply_tx,
+        WorkerConfig {
+            place: SessionPlace {
+                cwd: cwd.clone(),
+                project_dir: project,
+                persist: true,
+            },
+            system_prompt: None,
+            append_system_prompt: None,
+            resumed: false,
+        },
+    ));
+    Harness {
+        jobs,
+        replies,
+        events,
+        _dir: dir,
+        cwd,
+    }
+}
+
+fn drain(events: &mut mpsc::UnboundedReceiver<EngineEvent>) -> Vec<EngineEvent> {
+    let mut out = Vec::new();
+    while let Ok(e) = events.try_recv() {
+        out.push(e);
+    }
+    out
+}
+
+#[tokio::test]
+async fn turns_attach_mentions_and_shell_output_joins_the_next_prompt() {
+    let mut h = start(r#"{"turns": [{"text": "Noted."}, {"text": "Done."}]}"#);
+    h.jobs
+        .send(Job::Shell {
+            command: "echo from-the-shell".into(),
+            cancel: CancellationToken::new(),
+        })
+        .unwrap();
+    match h.replies.recv().await.unwrap() {
+        Reply::ShellDone(r) => assert_eq!(r.output, "from-the-shell\n"),
+        other => panic!("{other:?}"),
+    }
+    h.jobs
+        .send(Job::Turn {
+            text: "read @notes.txt".into(),
+            cancel: CancellationToken::new(),
+        })
+        .unwrap();
+    assert!(matches!(h.replies.recv().await.unwrap(), Reply::TurnDone));
+    let evs = drain(&mut h.events);
+    assert!(
+        evs.iter()
+            .any(|e| matches!(e, EngineEvent::TurnFinished(o) if !o.is_error))
+    );
+    // The transcript holds one user message: shell context, prompt, attachment.
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(h.cwd.join(".home/projects/p/first.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let user_texts: Vec<String> = lines
+        .iter()
+        .filter(|l| l["type"] == "user")
+        .flat_map(|l| l["message"]["content"].as_array().unwrap().clone())
+        .filter_map(|b| b["text"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        user_texts[0].contains("<bash-stdout>from-the-shell</bash-stdout>"),
+        "{user_texts:?}"
+    );
+    assert_eq!(user_texts[1], "read @notes.txt");
+    assert!(user_texts[2].contains("remember the milk"), "{user_texts:?}");
+}
+
+#[tokio::test]
+async fn clear_starts_a_new_session_and_keeps_the_mode() {
+    let mut h = start(r#"{"turns": [{"text": "Hi."}]}"#);
+    h.jobs
+        .send(Job::Turn {
+            text: "hello".into(),
+            cancel: CancellationToken::new(),
+        })
+        .unwrap();
+    h.replies.recv().await.unwrap();
+    h.jobs.send(Job::SetModel { model: "opus".into() }).unwrap();
+    assert!(matches!(h.replies.recv().await.unwrap(), Reply::ModelSet { model } if model == "claude-opus-4-5"));
+    h.jobs.send(Job::Clear).unwrap();
+    let s = match h.replies.recv().await.unwrap() {
+        Reply::Session(s) => s,
+        other => panic!("{other:?}"),
+    };
+    assert_ne!(s.id, "first");
+    assert!(s.history.is_empty());
+    assert!(h.cwd.join(format!(".home/projects/p/{}.jsonl", s.id)).is_file());
+    // Resume the first session by path.
+    h.jobs
+        .send(Job::Resume {
+            path: h.cwd.join(".home/projects/p/first.jsonl"),
+        })
+        .unwrap();
+    match h.replies.recv().await.unwrap() {
+        Reply::Session(r) => {
+            assert_eq!(r.id, "first");
+            assert_eq!(r.history.len(), 2);
+            assert!(matches!(&r.history[0].content[0], ContentBlock::Text { text, .. } if text == "hello"));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn permission_and_hook_commands_report_the_engine_state() {
+    let mut h = start(r#"{"turns": [{"text": "x"}]}"#);
+    h.jobs.send(Job::Hooks).unwrap();
+    assert!(matches!(h.replies.recv().await.unwrap(), Reply::Hooks(Ok(v)) if v.is_empty()));
+    h.jobs.send(Job::Permissions).unwrap();
+    match h.replies.recv().await.unwrap() {
+        Reply::Permissions(Ok(r)) => {
+            assert!(r.rule_sets.is_empty());
+            assert!(r.additional_directories.is_empty());
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -1,0 +1,184 @@
+//! Rebuilds transcript cells from a conversation (resume, `--continue`).
+
+use std::path::Path;
+
+use crate::engine::NoticeLevel;
+use crate::message::{ContentBlock, Message, Role};
+
+use super::{CellKind, ShellCell, ToolCell, ToolStatus, Transcript};
+use crate::tui::input::mentions;
+use crate::tui::shell;
+
+/// The marker the engine leaves when a turn is interrupted.
+const INTERRUPTED: &str = "[Request interrupted by user]";
+
+pub fn fill(t: &mut Transcript, history: &[Message], cwd: &Path) {
+    for message in history {
+        match message.role {
+            Role::User => {
+                let mut text = String::new();
+                let mut attached = Vec::new();
+                for block in &message.content {
+                    match block {
+                        ContentBlock::Text { text: s, .. } if s.trim() == INTERRUPTED => {
+                            t.push(CellKind::Notice {
+                                level: NoticeLevel::Warning,
+                                text: "Interrupted".into(),
+                            });
+                        }
+                        ContentBlock::Text { text: s, .. } if s.starts_with(mentions::ATTACHMENT_LEAD) => {
+                            let first = s.lines().next().unwrap_or("").trim_end_matches(':');
+                            let what = first.strip_prefix(mentions::ATTACHMENT_LEAD).unwrap_or(first);
+                            attached.push(format!("attached {what}"));
+                        }
+                        ContentBlock::Text { text: s, .. } if shell::parse_context_text(s).is_some() => {
+                            if let Some((command, output, status)) = shell::parse_context_text(s) {
+                                let exit_code = status.strip_prefix("exit code ").and_then(|c| c.parse().ok());
+                                t.push(CellKind::Shell(ShellCell {
+                                    command,
+                                    output,
+                                    exit_code,
+                                    running: false,
+                                    duration_ms: None,
+                                    expanded: false,
+                                }));
+                            }
+                        }
+                        ContentBlock::Text { text: s, .. } => {
+                            if !text.is_empty() {
+                                text.push_str("\n\n");
+                            }
+                            text.push_str(s);
+                        }
+                        ContentBlock::Image { .. } => text.push_str("[image]"),
+                        ContentBlock::ToolResult {
+                            tool_use_id,
+                            content,
+                            is_error,
+                            ..
+                        } => {
+                            if let Some(cell) = t.tool_mut(tool_use_id) {
+                                cell.output = content.as_text();
+                                cell.status = if *is_error { ToolStatus::Error } else { ToolStatus::Ok };
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                if !text.trim().is_empty() {
+                    t.push(CellKind::User { text });
+                }
+                for a in attached {
+                    t.push(CellKind::Notice {
+                        level: NoticeLevel::Info,
+                        text: a,
+                    });
+                }
+            }
+            Role::Assistant => {
+                for block in &message.content {
+                    match block {
+                        ContentBlock::Text { text, .. } if !text.trim().is_empty() => {
+                            t.push(CellKind::Assistant {
+                                text: text.clone(),
+                                streaming: false,
+                            });
+                        }
+                        ContentBlock::Thinking { thinking, .. } => {
+                            t.push(CellKind::Thinking {
+                                text: thinking.clone(),
+                                streaming: false,
+                            });
+                        }
+                        ContentBlock::ToolUse { id, name, input } => {
+                            let mut cell = ToolCell::new(id, name, input.clone(), cwd);
+                            // Until its result is seen: the transcript repair gives every call one.
+                            cell.status = ToolStatus::Interrupted;
+                            t.push(CellKind::Tool(cell));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::ToolResultContent;
+    use serde_json::json;
+
+    #[test]
+    fn pairs_tool_calls_with_their_results() {
+        let history = vec![
+            Message::user_text("find it"),
+            Message::assistant(vec![
+                ContentBlock::text("Looking."),
+                ContentBlock::ToolUse {
+                    id: "t1".into(),
+                    name: "Glob".into(),
+                    input: json!({"pattern": "*.rs"}),
+                },
+            ]),
+            Message {
+                role: Role::User,
+                content: vec![ContentBlock::tool_result(
+                    "t1",
+                    ToolResultContent::Text("a.rs".into()),
+                    false,
+                )],
+            },
+            Message::assistant(vec![ContentBlock::text("Found a.rs.")]),
+            Message::user_text(INTERRUPTED),
+            Message {
+                role: Role::User,
+                content: vec![
+                    ContentBlock::text(shell::context_text(
+                        "ls",
+                        &shell::ShellResult {
+                            output: "a.rs\n".into(),
+                            exit_code: Some(0),
+                            duration_ms: 1,
+                            interrupted: false,
+                            dropped: 0,
+                            spawn_error: None,
+                        },
+                    )),
+                    ContentBlock::text("explain @a.rs"),
+                    ContentBlock::text(format!(
+                        "{}file /w/a.rs (1 lines):\n     1\tfn a() {{}}\n",
+                        mentions::ATTACHMENT_LEAD
+                    )),
+                ],
+            },
+        ];
+        let mut t = Transcript::default();
+        fill(&mut t, &history, Path::new("/w"));
+        let kinds: Vec<String> = t
+            .cells()
+            .map(|c| match c {
+                CellKind::User { text } => format!("user:{text}"),
+                CellKind::Assistant { text, .. } => format!("assistant:{text}"),
+                CellKind::Tool(tc) => format!("tool:{}:{:?}:{}", tc.name, tc.status, tc.output),
+                CellKind::Notice { text, .. } => format!("notice:{text}"),
+                CellKind::Shell(sh) => format!("shell:{}:{}:{:?}", sh.command, sh.output, sh.exit_code),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                "user:find it",
+                "assistant:Looking.",
+                "tool:Glob:Ok:a.rs",
+                "assistant:Found a.rs.",
+                "notice:Interrupted",
+                "shell:ls:a.rs:Some(0)",
+                "user:explain @a.rs",
+                "notice:attached file /w/a.rs (1 lines)",
+            ]
+        );
+    }
+}

@@ -1,0 +1,175 @@
+//! The engine's own task. The TUI sends it jobs (a turn, a shell command, a session change);
+//! it runs them one at a time and answers each with exactly one [`Reply`]. Engine events flow
+//! to the TUI on the engine's own channel while a job runs.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio_util::sync::CancellationToken;
+
+use super::input::mentions;
+use super::integration::{self, CompactReport, ContextReport, HookEntry, PermissionsReport};
+use super::sessions::{self, SessionPlace};
+use super::shell::{self, ShellResult};
+use crate::config::models;
+use crate::context::system_prompt;
+use crate::engine::{Engine, NoticeLevel, Session};
+use crate::message::{ContentBlock, Message};
+use crate::tools::SessionShared;
+
+#[derive(Debug)]
+pub enum Job {
+    /// A prompt; `@path` mentions are resolved here, where the session's read state lives.
+    Turn {
+        text: String,
+        cancel: CancellationToken,
+    },
+    Shell {
+        command: String,
+        cancel: CancellationToken,
+    },
+    Clear,
+    Resume {
+        path: PathBuf,
+    },
+    SetModel {
+        model: String,
+    },
+    Compact {
+        instructions: Option<String>,
+        cancel: CancellationToken,
+    },
+    Context,
+    Permissions,
+    Hooks,
+}
+
+/// A new session is in place (after `/clear` or `/resume`).
+#[derive(Debug)]
+pub struct NewSession {
+    pub id: String,
+    pub shared: Arc<SessionShared>,
+    pub history: Vec<Message>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug)]
+pub enum Reply {
+    TurnDone,
+    ShellDone(ShellResult),
+    Session(NewSession),
+    ModelSet { model: String },
+    Compacted(Result<CompactReport, String>),
+    Context(Result<ContextReport, String>),
+    Permissions(Result<PermissionsReport, String>),
+    Hooks(Result<Vec<HookEntry>, String>),
+    Failed(String),
+}
+
+/// What the worker needs to build new sessions and system prompts.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    pub place: SessionPlace,
+    pub system_prompt: Option<String>,
+    pub append_system_prompt: Option<String>,
+    /// Whether the first session continues an earlier one (SessionStart `resume`).
+    pub resumed: bool,
+}
+
+pub async fn run(
+    mut engine: Engine,
+    mut jobs: UnboundedReceiver<Job>,
+    replies: UnboundedSender<Reply>,
+    config: WorkerConfig,
+) {
+    engine
+        .session_start(if config.resumed { "resume" } else { "startup" })
+        .await;
+    while let Some(job) = jobs.recv().await {
+        let reply = handle(&mut engine, job, &config).await;
+        if replies.send(reply).is_err() {
+            break;
+        }
+    }
+    engine.session_end("prompt_input_exit").await;
+}
+
+async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
+    match job {
+        Job::Turn { text, cancel } => {
+            let resolved = mentions::resolve(&text, &engine.session.shared, &|p| {
+                integration::mention_denied(engine, p)
+            });
+            for note in resolved.notes {
+                engine.events().notice(NoticeLevel::Warning, note);
+            }
+            engine.run_turn(resolved.blocks, cancel).await;
+            Reply::TurnDone
+        }
+        Job::Shell { command, cancel } => {
+            let result = shell::run(&command, &engine.session.shared.cwd, &cancel).await;
+            engine
+                .session
+                .push_user(vec![ContentBlock::text(shell::context_text(&command, &result))]);
+            Reply::ShellDone(result)
+        }
+        Job::Clear => match sessions::fresh(&config.place, &engine.config.model) {
+            Ok(session) => {
+                engine.session_end("clear").await;
+                let new = replace_session(engine, session, Vec::new());
+                engine.session_start("clear").await;
+                Reply::Session(new)
+            }
+            Err(e) => Reply::Failed(format!("cannot start a new session: {e}")),
+        },
+        Job::Resume { path } => match sessions::resume(&config.place, &path, &engine.config.model) {
+            Ok((session, warnings)) => {
+                engine.session_end("resume").await;
+                let new = replace_session(engine, session, warnings);
+                engine.session_start("resume").await;
+                Reply::Session(new)
+            }
+            Err(e) => Reply::Failed(format!("cannot resume {}: {e}", path.display())),
+        },
+        Job::SetModel { model } => {
+            let model = models::resolve_alias(&model);
+            engine.config.max_tokens = models::info(&model).max_output;
+            engine.config.system = system_prompt::build(
+                &engine.session.shared.cwd,
+                &model,
+                config.system_prompt.as_deref(),
+                config.append_system_prompt.as_deref(),
+            );
+            engine.config.model = model.clone();
+            engine
+                .session
+                .log_event("model_changed", serde_json::json!({"model": model}));
+            Reply::ModelSet { model }
+        }
+        Job::Compact { instructions, cancel } => Reply::Compacted(
+            integration::compact(engine, instructions.as_deref(), &cancel)
+                .await
+                .map_err(|e| e.to_string()),
+        ),
+        Job::Context => Reply::Context(integration::context(engine).map_err(|e| e.to_string())),
+        Job::Permissions => Reply::Permissions(integration::permissions(engine).map_err(|e| e.to_string())),
+        Job::Hooks => Reply::Hooks(integration::hooks(engine).map_err(|e| e.to_string())),
+    }
+}
+
+/// Swaps in a new session, keeping the permission mode the user chose.
+fn replace_session(engine: &mut Engine, mut session: Session, warnings: Vec<String>) -> NewSession {
+    session.shared.set_mode(engine.session.shared.mode());
+    if let Some(shared) = std::sync::Arc::get_mut(&mut session.shared) {
+        shared.sandbox = engine.session.shared.sandbox.clone();
+    }
+    engine.hooks.rebind(session.id.clone(), session.transcript.clone());
+    engine.session = session;
+    NewSession {
+        id: engine.session.id.clone(),
+        shared: engine.session.shared.clone(),
+        history: engine.session.history().to_vec(),
+        warnings,
+    }
+}
