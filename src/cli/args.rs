@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -11,6 +11,9 @@ use clap::{Parser, ValueEnum};
     about = "A terminal coding agent that keeps the model's claims tied to evidence"
 )]
 pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
     /// The prompt (headless with -p; the first message in interactive mode)
     pub prompt: Option<String>,
 
@@ -77,6 +80,12 @@ pub struct Cli {
     /// Script of assistant turns for --provider script
     #[arg(long)]
     pub script: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show what keel puts in front of the conversation here: layers, instruction files, sizes
+    Context,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

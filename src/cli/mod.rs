@@ -10,6 +10,10 @@ use clap::Parser;
 /// Entry point used by `main`: parses arguments and runs the chosen mode.
 pub async fn run() -> anyhow::Result<ExitCode> {
     let cli = args::Cli::parse();
+    if let Some(args::Command::Context) = cli.command {
+        print!("{}", setup::context_report(&cli)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     if cli.print {
         return Ok(crate::headless::run(cli).await?);
     }

@@ -5,6 +5,7 @@
 //! through the [`pipeline`], append results, repeat until the model stops calling tools, the
 //! turn limit is reached or the user cancels.
 
+mod compaction;
 pub mod events;
 pub mod pipeline;
 pub mod session;
@@ -14,9 +15,16 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
+pub use compaction::{CompactError, CompactReport};
 pub use events::{EngineEvent, NoticeLevel, ResultSubtype, TurnOutcome};
 pub use session::Session;
 
+pub use crate::compact::CompactSettings;
+use crate::compact::Compactor;
+pub use crate::compact::autocompact::Trigger as CompactTrigger;
+use crate::config::models;
+use crate::context::ProjectContext;
+use crate::context::tokens::{self, Window};
 use crate::provider::{Provider, SystemBlock};
 use crate::tools::registry::ToolRegistry;
 
@@ -27,6 +35,10 @@ pub struct EngineConfig {
     /// Model requests allowed per user turn (`--max-turns`).
     pub max_turns: Option<u32>,
     pub system: Vec<SystemBlock>,
+    /// Context window in tokens when it differs from the model table's: `KEEL_CONTEXT_WINDOW`
+    /// or the `contextWindow` setting.
+    pub context_window: Option<u64>,
+    pub compact: CompactSettings,
 }
 
 /// Sends engine events to whoever consumes them; a consumer that went away is not an error.
@@ -51,6 +63,10 @@ pub struct Engine {
     pub provider: Arc<dyn Provider>,
     pub registry: Arc<ToolRegistry>,
     pub session: Session,
+    /// The layers in front of the conversation (instruction files load lazily through it).
+    pub project: ProjectContext,
+    /// The request view of the history and the compaction tiers' state.
+    pub compactor: Compactor,
     events: EventSink,
 }
 
@@ -62,16 +78,34 @@ impl Engine {
         session: Session,
     ) -> (Engine, mpsc::UnboundedReceiver<EngineEvent>) {
         let (tx, rx) = mpsc::unbounded_channel();
+        let window = Window::new(
+            models::info(&config.model).context_window,
+            config.context_window,
+            config.max_tokens,
+        );
+        let mut compactor = Compactor::new(window, config.compact);
+        compactor.set_fixed_tokens(tokens::system(&config.system) + tokens::tools(registry.definitions()));
+        let project = ProjectContext::bare(&session.shared.cwd, "");
         (
             Engine {
                 config,
                 provider,
                 registry,
                 session,
+                project,
+                compactor,
                 events: EventSink(tx),
             },
             rx,
         )
+    }
+
+    /// Installs the project layer and the system prompt built from it.
+    pub fn set_project(&mut self, project: ProjectContext) {
+        self.config.system = project.system_blocks();
+        self.project = project;
+        self.compactor
+            .set_fixed_tokens(tokens::system(&self.config.system) + tokens::tools(self.registry.definitions()));
     }
 
     pub fn events(&self) -> &EventSink {

@@ -1,7 +1,8 @@
 //! Session transcripts: append-only JSONL, flushed line by line, and resume.
 //!
 //! Line types: `meta` (session header), `user` and `assistant` (conversation messages, enough
-//! to rebuild the history), `event` (retries, hook runs, denials, notices: for audit only).
+//! to rebuild the history), `compact_boundary` (the history was compacted: the messages after
+//! it replace those before), `event` (retries, hook runs, denials, notices: for audit only).
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -146,6 +147,8 @@ pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
         };
         match v.get("type").and_then(Value::as_str) {
             Some("meta") => out.meta = serde_json::from_value(v).ok(),
+            // The conversation was compacted: what follows replaces everything before.
+            Some("compact_boundary") => out.history.clear(),
             Some("user") | Some("assistant") => match serde_json::from_value::<Message>(v["message"].clone()) {
                 Ok(m) => out.history.push(m),
                 Err(_) => out.bad_lines.push(i + 1),
