@@ -121,8 +121,9 @@ fn trace(segment: &[Message], ctx: &TierContext<'_>) -> String {
         }
     }
     format!(
-        "[Collapsed from this view: {exchanges} earlier exploration steps; their calls and where the outputs \
-         are:{lines}]"
+        "[Collapsed from this view: {exchanges} earlier exploration steps; their calls and their outputs (files \
+         in {}):{lines}]",
+        ctx.session_dir.join("tool-results").display()
     )
 }
 
@@ -139,7 +140,10 @@ fn call_line(id: &str, ctx: &TierContext<'_>) -> String {
         return format!("{label} → {text:?}");
     }
     match budget::ensure_spilled(ctx.session_dir, id, &text) {
-        Ok(path) => format!("{label} → {}", path.display()),
+        Ok(path) => format!(
+            "{label} → {}",
+            path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+        ),
         Err(_) => format!("{label} (output only in the transcript)"),
     }
 }

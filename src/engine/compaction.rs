@@ -375,3 +375,7 @@ fn text_of(b: &ContentBlock) -> Option<&str> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+#[path = "compaction_tests.rs"]
+mod tests;

@@ -275,6 +275,22 @@ mod tests {
     }
 
     #[test]
+    fn a_compact_boundary_starts_the_history_afresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.jsonl");
+        let mut t = Transcript::create(&p).unwrap();
+        t.message(&Message::user_text("old")).unwrap();
+        t.message(&Message::assistant(vec![ContentBlock::text("old answer")]))
+            .unwrap();
+        t.write_line(json!({"type": "compact_boundary", "compactMetadata": {"trigger": "manual"}}))
+            .unwrap();
+        t.message(&Message::user_text("hand-off")).unwrap();
+        drop(t);
+        let loaded = load(&p).unwrap();
+        assert_eq!(loaded.history, vec![Message::user_text("hand-off")]);
+    }
+
+    #[test]
     fn dangling_tool_use_gets_a_result() {
         let mut h = vec![
             Message::user_text("go"),
