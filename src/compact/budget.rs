@@ -27,10 +27,11 @@ pub fn spill_path(session_dir: &Path, tool_use_id: &str) -> PathBuf {
 
 /// Makes sure the full output of `tool_use_id` is on disk (later tiers clear results from the
 /// view and point at this file). An existing file is kept: tier 1 wrote the whole output there.
+/// A result written here is also in the transcript, so it is not forced to disk.
 pub fn ensure_spilled(session_dir: &Path, tool_use_id: &str, text: &str) -> std::io::Result<PathBuf> {
     let path = spill_path(session_dir, tool_use_id);
     if !path.is_file() {
-        crate::fsutil::write_atomic(&path, text.as_bytes())?;
+        crate::fsutil::write_atomic_copy(&path, text.as_bytes())?;
     }
     Ok(path)
 }

@@ -128,6 +128,15 @@ fn trace(segment: &[Message], ctx: &TierContext<'_>) -> String {
 }
 
 fn call_line(id: &str, ctx: &TierContext<'_>) -> String {
+    if let Some(line) = ctx.memo.borrow().trace_lines.get(id) {
+        return line.clone();
+    }
+    let line = new_call_line(id, ctx);
+    ctx.memo.borrow_mut().trace_lines.insert(id.to_string(), line.clone());
+    line
+}
+
+fn new_call_line(id: &str, ctx: &TierContext<'_>) -> String {
     let Some(call) = ctx.index.get(id) else {
         return id.to_string();
     };

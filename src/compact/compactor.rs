@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::breaker::Breaker;
 use super::view::View;
-use super::{TierContext, calls::CallIndex, collapse, microcompact, snip};
+use super::{Memo, TierContext, calls::CallIndex, collapse, microcompact, snip};
 use crate::context::tokens::{self, TokenCounter, Window};
 use crate::message::{Message, Role};
 
@@ -72,9 +72,41 @@ pub struct RequestView {
 /// What the compactor did, for diagnostics and the benchmark.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CompactStats {
+    /// Request views built.
     pub views: u64,
+    /// Times the cold part was rebuilt (the frontier moved).
     pub rebuilds: u64,
+    /// Time spent building views and noting tool rounds (record, instruction files).
     pub time: Duration,
+    /// CPU time of the same work (without waiting for spill files to reach the disk).
+    pub cpu: Duration,
+}
+
+/// Measures wall and CPU time of a piece of compactor work.
+pub struct Timer {
+    wall: Instant,
+    cpu: Duration,
+}
+
+impl Timer {
+    pub fn start() -> Timer {
+        Timer {
+            wall: Instant::now(),
+            cpu: thread_cpu(),
+        }
+    }
+
+    pub fn stop(self, stats: &mut CompactStats) {
+        stats.time += self.wall.elapsed();
+        stats.cpu += thread_cpu().saturating_sub(self.cpu);
+    }
+}
+
+/// CPU time of the current thread (zero where the clock is unavailable).
+fn thread_cpu() -> Duration {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .map(Duration::from)
+        .unwrap_or_default()
 }
 
 #[derive(Debug, Default)]
@@ -103,6 +135,7 @@ pub struct Compactor {
     cold: Cold,
     generation: u64,
     built: Option<Built>,
+    memo: std::cell::RefCell<Memo>,
 }
 
 impl Compactor {
@@ -118,6 +151,7 @@ impl Compactor {
             cold: Cold::default(),
             generation: 0,
             built: None,
+            memo: Default::default(),
         }
     }
 
@@ -152,11 +186,12 @@ impl Compactor {
         self.built = None;
         self.generation += 1;
         self.counter.reset();
+        self.memo = Default::default();
     }
 
     /// The view for the next request, moving the frontier first when the hot part grew too big.
     pub fn view(&mut self, store: &Arc<Vec<Message>>, session_dir: &Path) -> RequestView {
-        let started = Instant::now();
+        let timer = Timer::start();
         if store.len() < self.cold.upto || self.built.as_ref().is_some_and(|b| b.synced > store.len()) {
             self.reset();
         }
@@ -165,19 +200,19 @@ impl Compactor {
         }
         let view = self.assemble(store);
         self.stats.views += 1;
-        self.stats.time += started.elapsed();
+        timer.stop(&mut self.stats);
         view
     }
 
     /// Moves the frontier as far as it goes (only the newest exchange stays verbatim) and
     /// returns the view; the step before autocompaction.
     pub fn squeeze(&mut self, store: &Arc<Vec<Message>>, session_dir: &Path) -> RequestView {
-        let started = Instant::now();
+        let timer = Timer::start();
         if self.settings.view_tiers {
             self.advance(store, session_dir, 1);
         }
         let view = self.assemble(store);
-        self.stats.time += started.elapsed();
+        timer.stop(&mut self.stats);
         view
     }
 
@@ -211,7 +246,7 @@ impl Compactor {
         }
         self.cold = Cold {
             upto,
-            view: cold_view(store, upto, session_dir),
+            view: cold_view(store, upto, session_dir, &self.memo),
         };
         self.built = None;
         self.generation += 1;
@@ -246,13 +281,14 @@ impl Compactor {
 }
 
 /// Tiers 2, 3 and 4, in that order, over `store[..upto]` (evidence from the whole store).
-pub fn cold_view(store: &[Message], upto: usize, session_dir: &Path) -> View {
+pub fn cold_view(store: &[Message], upto: usize, session_dir: &Path, memo: &std::cell::RefCell<Memo>) -> View {
     let index = CallIndex::build(store);
     let ctx = TierContext {
         store,
         index: &index,
         upto,
         session_dir,
+        memo,
     };
     let mut view = View::identity(&store[..upto], 0);
     let snips = snip::superseded(&ctx);

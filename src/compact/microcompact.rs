@@ -30,14 +30,22 @@ pub fn apply(view: &mut View, ctx: &TierContext<'_>) -> usize {
             continue;
         }
         let Some(v) = view.view_index(m) else { continue };
-        let Some(stored) = call.result(ctx.store) else { continue };
-        let has_image = matches!(stored, ToolResultContent::Blocks(bs) if bs.iter().any(|b| matches!(b, ToolResultBlock::Image { .. })));
-        if stored.text_len() <= MIN_BYTES && !has_image {
-            continue;
-        }
-        let Some(placeholder) = placeholder(ctx, call, stored, has_image) else {
-            continue;
+        let known = ctx.memo.borrow().placeholders.get(&call.id).cloned();
+        let placeholder = match known {
+            Some(p) => p,
+            None => {
+                let p = call.result(ctx.store).and_then(|stored| {
+                    let has_image = matches!(stored, ToolResultContent::Blocks(bs) if bs.iter().any(|b| matches!(b, ToolResultBlock::Image { .. })));
+                    if stored.text_len() <= MIN_BYTES && !has_image {
+                        return None;
+                    }
+                    placeholder(ctx, call, stored, has_image)
+                });
+                ctx.memo.borrow_mut().placeholders.insert(call.id.clone(), p.clone());
+                p
+            }
         };
+        let Some(placeholder) = placeholder else { continue };
         let target = view.messages[v].content.iter_mut().find_map(|b| match b {
             ContentBlock::ToolResult {
                 tool_use_id, content, ..

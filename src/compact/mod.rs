@@ -28,6 +28,8 @@ pub mod view;
 #[cfg(test)]
 mod tests;
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::Path;
 
 use crate::message::Message;
@@ -43,4 +45,16 @@ pub struct TierContext<'a> {
     pub upto: usize,
     /// Where full outputs are kept (`tool-results/`).
     pub session_dir: &'a Path,
+    /// What earlier rebuilds worked out per call (valid while the store only grows).
+    pub memo: &'a RefCell<Memo>,
+}
+
+/// Per-call results of tiers 3 and 4, kept between rebuilds of the view so that moving the
+/// frontier only works on the calls that became old since the last move.
+#[derive(Debug, Default)]
+pub struct Memo {
+    /// Tier 3: the placeholder of a call's result (`None`: the result stays as it is).
+    pub placeholders: HashMap<String, Option<String>>,
+    /// Tier 4: a call's line in a fold trace.
+    pub trace_lines: HashMap<String, String>,
 }

@@ -135,29 +135,35 @@ fn markers() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
         Regex::new(concat!(
-            r"test result: FAILED|\bFAILED\b|\bpanicked at\b|\berror(\[E\d{4}\])?:|",
-            r"\b[1-9]\d* (failed|failing)\b|Traceback \(most recent call last\)|\bAssertionError\b|",
-            r"--- FAIL:|^FAIL\b|npm ERR!|\bExit code [1-9]\d*"
+            // ASCII word boundaries: much faster than Unicode ones, and the markers are ASCII.
+            r"(?m-u)test result: FAILED|\bFAILED\b|\bpanicked at\b|\berror(\[E[0-9]{4}\])?:|",
+            r"\b[1-9][0-9]* (failed|failing)\b|Traceback \(most recent call last\)|\bAssertionError\b|",
+            r"--- FAIL:|^FAIL\b|npm ERR!|\bExit code [1-9][0-9]*"
         ))
         .expect("constant regex")
     })
 }
 
 /// Lines with failure markers, the last [`MAX_DECISIVE_LINES`] of them (runners summarise at
-/// the end), without repeats.
+/// the end), without repeats. One pass of the regex over the whole text.
 pub fn marker_lines(text: &str) -> Vec<String> {
-    let re = markers();
     let mut found: Vec<String> = Vec::new();
-    for line in text.lines() {
-        if re.is_match(line) {
-            let l = clip(
-                line.trim()
-                    .trim_start_matches("<tool_use_error>")
-                    .trim_end_matches("</tool_use_error>"),
-            );
-            if !found.contains(&l) {
-                found.push(l);
-            }
+    let mut next_line = 0;
+    for m in markers().find_iter(text) {
+        if m.start() < next_line {
+            continue;
+        }
+        let start = text[..m.start()].rfind('\n').map_or(0, |i| i + 1);
+        let end = text[m.end()..].find('\n').map_or(text.len(), |i| m.end() + i);
+        next_line = end;
+        let l = clip(
+            text[start..end]
+                .trim()
+                .trim_start_matches("<tool_use_error>")
+                .trim_end_matches("</tool_use_error>"),
+        );
+        if !found.contains(&l) {
+            found.push(l);
         }
     }
     let skip = found.len().saturating_sub(MAX_DECISIVE_LINES);

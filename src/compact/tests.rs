@@ -101,6 +101,7 @@ fn ctx<'a>(store: &'a [Message], index: &'a CallIndex, upto: usize, dir: &'a Pat
         index,
         upto,
         session_dir: dir,
+        memo: Box::leak(Box::default()),
     }
 }
 
@@ -474,7 +475,7 @@ fn all_tiers_together_shrink_the_cold_part_and_keep_the_api_shape() {
     }
     let store = h.messages;
     let upto = store.len() - 4;
-    let view = cold_view(&store, upto, dir.path());
+    let view = cold_view(&store, upto, dir.path(), &Default::default());
     insta::assert_snapshot!("all_tiers_before", render(&store[..upto], dir.path()));
     insta::assert_snapshot!("all_tiers_after", render(&view.messages, dir.path()));
     view.check(0, upto).unwrap();
@@ -523,7 +524,7 @@ fn compactor_moves_the_frontier_in_steps_and_appends_between_them() {
         let mut fresh = if upto == 0 {
             Vec::new()
         } else {
-            cold_view(&store, upto, dir.path()).messages
+            cold_view(&store, upto, dir.path(), &Default::default()).messages
         };
         fresh.extend(store[upto..].iter().cloned());
         assert_eq!(*view.messages, fresh, "request {i}");

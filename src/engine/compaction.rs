@@ -92,6 +92,13 @@ impl Engine {
     /// calls touched may bring nested instruction files, returned as a reminder block to send
     /// with the results.
     pub(super) fn note_tool_round(&mut self, records: &[CallRecord]) -> Vec<ContentBlock> {
+        let timer = crate::compact::compactor::Timer::start();
+        let blocks = self.note_tool_round_inner(records);
+        timer.stop(&mut self.compactor.stats);
+        blocks
+    }
+
+    fn note_tool_round_inner(&mut self, records: &[CallRecord]) -> Vec<ContentBlock> {
         let step = self.session.totals.requests;
         let cwd = self.session.shared.cwd.clone();
         let session_dir = self.session.shared.session_dir.clone();
