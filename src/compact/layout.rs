@@ -95,6 +95,9 @@ fn shown(text: &str, replace: &[(&str, &str)]) -> String {
     if t.len() <= SHOW_WHOLE {
         return format!("{:?}", t);
     }
-    let head: String = t.chars().take(120).collect();
-    format!("({} bytes) {:?}…", text.len(), head)
+    // Both ends: where a preview keeps its head and its tail.
+    let n = t.chars().count();
+    let head: String = t.chars().take(160).collect();
+    let tail: String = t.chars().skip(n - 160).collect();
+    format!("({} bytes) {:?} … {:?}", t.len(), head, tail)
 }

@@ -129,6 +129,33 @@ fn assert_pairs_valid(messages: &[Message]) {
     }
 }
 
+#[test]
+fn tier1_budget_keeps_head_tail_size_and_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let log: String = (0..3_000)
+        .map(|i| format!("test case_{i:04} ... ok\n"))
+        .collect::<String>()
+        + "test parse::dates ... FAILED\ntest result: FAILED. 3000 passed; 1 failed\n";
+    let mut h = History::new("Run the tests.");
+    h.exchange("", vec![call("Bash", json!({"command": "cargo test"}), log.clone())]);
+    insta::assert_snapshot!("tier1_before", render(&h.messages, dir.path()));
+    let out = budget::apply(crate::tools::ToolOutput::text(log.clone()), 20_000, dir.path(), "t1");
+    let mut after = h.messages.clone();
+    after[2].content[0] = ContentBlock::tool_result("t1", out.content.clone(), false);
+    insta::assert_snapshot!("tier1_after", render(&after, dir.path()));
+    let shown = out.content.as_text();
+    assert!(shown.len() < 7_000, "{}", shown.len());
+    assert!(
+        shown.contains("test result: FAILED. 3000 passed; 1 failed"),
+        "the tail stays"
+    );
+    assert!(shown.contains("test case_0000 ... ok"), "the head stays");
+    assert_eq!(
+        std::fs::read_to_string(budget::spill_path(dir.path(), "t1")).unwrap(),
+        log
+    );
+}
+
 fn snip_history() -> History {
     let mut h = History::new("Fix the date parser and make the tests pass.");
     h.exchange(

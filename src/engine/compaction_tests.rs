@@ -19,11 +19,13 @@ use crate::tools::registry::ToolRegistry;
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::transcript::Transcript;
 
-/// A scripted model: tool-calling turns in order; summary requests get `summary`.
+/// A scripted model: tool-calling turns in order; summary requests get `summary`; `refuse`
+/// errors are returned (once each) to the next non-summary requests.
 struct Model {
     turns: Mutex<VecDeque<Vec<ContentBlock>>>,
     summary: String,
     requests: Mutex<Vec<ModelRequest>>,
+    refuse: Mutex<Vec<ProviderError>>,
 }
 
 impl Model {
@@ -32,6 +34,7 @@ impl Model {
             turns: Mutex::new(turns.into()),
             summary: summary.to_string(),
             requests: Mutex::new(Vec::new()),
+            refuse: Mutex::new(Vec::new()),
         })
     }
 
@@ -56,6 +59,12 @@ impl Provider for Model {
 
     fn stream(&self, request: ModelRequest, _cancel: CancellationToken) -> ProviderStream {
         let input_tokens = body_tokens(&request);
+        if !is_summary(&request)
+            && let Some(e) = self.refuse.lock().unwrap().pop()
+        {
+            self.requests.lock().unwrap().push(request);
+            return Box::pin(futures_util::stream::iter(vec![Err(e)]));
+        }
         let content = if is_summary(&request) {
             vec![ContentBlock::text(self.summary.clone())]
         } else {
@@ -222,6 +231,7 @@ async fn manual_compaction_writes_a_handoff_from_keels_record_and_remounts_hot_s
         ),
         summary: "<analysis>thinking</analysis>\n## Decisions\nReturn 2 from parse.\n## Open verification items\nRe-run the tests.\n## Current work\nParser fix.\n## Next step\nRun cargo test.".into(),
         requests: Mutex::new(Vec::new()),
+        refuse: Mutex::new(Vec::new()),
     });
     s.engine.provider = model.clone();
     let cancel = CancellationToken::new();
@@ -233,11 +243,38 @@ async fn manual_compaction_writes_a_handoff_from_keels_record_and_remounts_hot_s
         )
         .await;
     assert!(!out.is_error, "{out:?}");
+    let root = s._dir.path().canonicalize().unwrap().display().to_string();
+    let replace = [(root.as_str(), "<tmp>")];
+    let before = s.engine.session.history().to_vec();
+    insta::assert_snapshot!("tier5_before", crate::compact::layout::messages(&before, &replace));
     let report = s
         .engine
         .compact(Some("keep the parser notes"), Trigger::Manual, &cancel)
         .await
         .unwrap();
+    let after = s.engine.session.history().to_vec();
+    let tokens = regex::Regex::new(r"about \d+ tokens").unwrap();
+    let stable = |t: &str| {
+        tokens
+            .replace_all(&t.replace(&root, "<tmp>"), "about N tokens")
+            .into_owned()
+    };
+    let mut shown = after.clone();
+    for b in shown.iter_mut().flat_map(|m| m.content.iter_mut()) {
+        if let ContentBlock::Text { text, .. } = b {
+            *text = stable(text);
+        }
+    }
+    insta::assert_snapshot!("tier5_after", crate::compact::layout::messages(&shown, &[]));
+    let blocks: Vec<String> = after[0]
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text, .. } => Some(stable(text)),
+            _ => None,
+        })
+        .collect();
+    insta::assert_snapshot!("tier5_handoff", blocks.join("\n\n--- next block ---\n\n"));
 
     // The summary request: the conversation plus the instruction with the user's addition.
     let reqs = model.requests();
@@ -501,4 +538,45 @@ async fn a_message_history_of_one_user_message_compacts_without_a_tail() {
             .unwrap_err(),
         CompactError::Empty
     );
+}
+
+#[tokio::test]
+async fn a_prompt_too_long_error_compacts_once_and_retries() {
+    let model = Model::new(
+        vec![vec![ContentBlock::text("answered after compaction")]],
+        "## Current work\nA question.",
+    );
+    model.refuse.lock().unwrap().push(ProviderError::Rejected {
+        status: 400,
+        message: "invalid_request_error: prompt is too long: 210000 tokens > 200000 maximum".into(),
+    });
+    let mut s = setup(model.clone(), None, &[]);
+    let out = s
+        .engine
+        .run_turn(vec![ContentBlock::text("a question")], CancellationToken::new())
+        .await;
+    assert!(!out.is_error, "{out:?}");
+    assert_eq!(out.result, "answered after compaction");
+    let reqs = model.requests();
+    assert_eq!(reqs.len(), 3, "refused request, summary request, retried request");
+    assert!(is_summary(&reqs[1]) && !is_summary(&reqs[2]));
+    assert!(
+        reqs[2].messages[0]
+            .text()
+            .contains("<user-request>\na question\n</user-request>")
+    );
+    // A second refusal in the same turn is reported, not looped on.
+    let model = Model::new(Vec::new(), "## Current work\nx");
+    for _ in 0..2 {
+        model.refuse.lock().unwrap().push(ProviderError::Rejected {
+            status: 400,
+            message: "prompt is too long".into(),
+        });
+    }
+    let mut s = setup(model.clone(), None, &[]);
+    let out = s
+        .engine
+        .run_turn(vec![ContentBlock::text("q")], CancellationToken::new())
+        .await;
+    assert!(out.is_error && out.result.contains("prompt is too long"), "{out:?}");
 }

@@ -76,7 +76,7 @@ impl Engine {
                 Ok(r) => r,
                 Err(ProviderError::Cancelled) => return self.interrupted(),
                 // The prompt outgrew the model's window after all: compact once and retry.
-                Err(e) if !overflow_compacted && Self::is_context_overflow(&e) => {
+                Err(e) if !overflow_compacted && self.compactor.settings.auto && Self::is_context_overflow(&e) => {
                     overflow_compacted = true;
                     match self
                         .compact(None, crate::compact::autocompact::Trigger::Auto, cancel)
