@@ -3,8 +3,8 @@
 
 mod together;
 
-use std::path::Path;
 use serde_json::{Value, json};
+use std::path::Path;
 
 use super::calls::CallIndex;
 use super::view::{OriginKind, View};

@@ -61,7 +61,10 @@ fn all_tiers_together_shrink_the_cold_part_and_keep_the_api_shape() {
 #[test]
 fn compactor_moves_the_frontier_in_steps_and_appends_between_them() {
     let dir = tempfile::tempdir().unwrap();
-    let mut c = Compactor::new(Window::new(200_000, None, 32_000), crate::compact::CompactSettings::default());
+    let mut c = Compactor::new(
+        Window::new(200_000, None, 32_000),
+        crate::compact::CompactSettings::default(),
+    );
     c.policy.hot_min = 2;
     c.policy.hot_max = 6;
     let mut store = vec![Message::user_text("survey the repository")];
@@ -163,4 +166,3 @@ fn request_layout_with_cache_breakpoints() {
         }
     )));
 }
-
