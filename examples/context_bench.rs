@@ -140,6 +140,7 @@ struct Run {
     sizes: Vec<u64>,
     compactor_ms: f64,
     compactor_wall_ms: f64,
+    rebuild_ms: f64,
     views: u64,
     rebuilds: u64,
     check: Check,
@@ -215,6 +216,7 @@ async fn run(turns: usize, budget: bool, view: bool) -> Run {
     Run {
         compactor_ms: stats.cpu.as_secs_f64() * 1000.0,
         compactor_wall_ms: stats.time.as_secs_f64() * 1000.0,
+        rebuild_ms: stats.rebuild_cpu.as_secs_f64() * 1000.0,
         views: stats.views,
         rebuilds: stats.rebuilds,
         sizes,
@@ -345,6 +347,12 @@ async fn main() {
         with.views,
         with.rebuilds,
         with.compactor_wall_ms / with.sizes.len().max(1) as f64
+    );
+    println!(
+        "  of which {} cold rebuilds: {:.3} ms each; the other turns: {:.3} ms each",
+        with.rebuilds,
+        with.rebuild_ms / with.rebuilds.max(1) as f64,
+        (with.compactor_ms - with.rebuild_ms) / (with.sizes.len() as u64).saturating_sub(with.rebuilds).max(1) as f64
     );
     println!(
         "compactor CPU without tiers: {:.3} ms per turn (token counting and the tool record only)",

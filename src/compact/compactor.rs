@@ -80,6 +80,8 @@ pub struct CompactStats {
     pub time: Duration,
     /// CPU time of the same work (without waiting for spill files to reach the disk).
     pub cpu: Duration,
+    /// The part of `cpu` spent rebuilding the cold part when the frontier moved.
+    pub rebuild_cpu: Duration,
 }
 
 /// Measures wall and CPU time of a piece of compactor work.
@@ -244,10 +246,12 @@ impl Compactor {
         if upto <= self.cold.upto {
             return;
         }
+        let before = thread_cpu();
         self.cold = Cold {
             upto,
             view: cold_view(store, upto, session_dir, &self.memo),
         };
+        self.stats.rebuild_cpu += thread_cpu().saturating_sub(before);
         self.built = None;
         self.generation += 1;
         self.stats.rebuilds += 1;

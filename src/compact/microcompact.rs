@@ -30,6 +30,14 @@ pub fn apply(view: &mut View, ctx: &TierContext<'_>) -> usize {
             continue;
         }
         let Some(v) = view.view_index(m) else { continue };
+        let in_view = view.messages[v]
+            .content
+            .iter()
+            .any(|b| matches!(b, ContentBlock::ToolResult { tool_use_id, .. } if *tool_use_id == call.id));
+        if !in_view {
+            // Snipped by tier 2: nothing to replace, no copy to write.
+            continue;
+        }
         let known = ctx.memo.borrow().placeholders.get(&call.id).cloned();
         let placeholder = match known {
             Some(p) => p,

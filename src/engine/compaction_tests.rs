@@ -580,3 +580,11 @@ async fn a_prompt_too_long_error_compacts_once_and_retries() {
         .await;
     assert!(out.is_error && out.result.contains("prompt is too long"), "{out:?}");
 }
+
+/// Front ends may run a turn or a compaction on a spawned task.
+#[allow(dead_code)]
+fn turn_and_compaction_futures_are_send(e: &mut Engine, cancel: &CancellationToken) {
+    fn is_send<T: Send>(_: T) {}
+    is_send(e.run_turn(Vec::new(), cancel.clone()));
+    is_send(e.compact(None, Trigger::Manual, cancel));
+}
