@@ -7,6 +7,17 @@ use std::path::Path;
 /// fsynced, given the old file's permissions, and renamed over the target. Parent directories
 /// are created. A crash at any point leaves either the old or the new content.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic_with(path, bytes, true)
+}
+
+/// Like [`write_atomic`] (never a half-written file), but without forcing the data to disk:
+/// for copies of data that is kept durably elsewhere (the transcript), where the fsyncs would
+/// only cost time.
+pub fn write_atomic_copy(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomic_with(path, bytes, false)
+}
+
+fn write_atomic_with(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -15,7 +26,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let old_perms = std::fs::metadata(path).ok().map(|m| m.permissions());
     let mut tmp = tempfile::Builder::new().prefix(".keel-write-").tempfile_in(dir)?;
     tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
+    if sync {
+        tmp.as_file().sync_all()?;
+    }
     if let Some(perms) = old_perms {
         std::fs::set_permissions(tmp.path(), perms)?;
     } else {
@@ -29,7 +42,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     }
     tmp.persist(path).map_err(|e| e.error)?;
     // Make the rename itself durable.
-    if let Ok(d) = std::fs::File::open(dir) {
+    if sync && let Ok(d) = std::fs::File::open(dir) {
         let _ = d.sync_all();
     }
     Ok(())

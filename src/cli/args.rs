@@ -131,4 +131,6 @@ pub enum Command {
     Doctor,
     /// List the configured hooks by event and source file
     Hooks,
+    /// Show what keel puts in front of the conversation here: layers, instruction files, sizes
+    Context,
 }

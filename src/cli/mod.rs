@@ -33,6 +33,10 @@ pub async fn run() -> anyhow::Result<ExitCode> {
     match cli.command {
         Some(args::Command::Doctor) => return Ok(doctor::run()),
         Some(args::Command::Hooks) => return list_hooks(),
+        Some(args::Command::Context) => {
+            print!("{}", setup::context_report(&cli)?);
+            return Ok(ExitCode::SUCCESS);
+        }
         None => {}
     }
     if cli.print {

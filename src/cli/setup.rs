@@ -6,9 +6,11 @@ use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::args::{Cli, ProviderKind};
+use crate::compact::CompactSettings;
+use crate::compact::record::ToolLog;
 use crate::config::settings::{Settings, SettingsError};
 use crate::config::{models, paths};
-use crate::context::system_prompt;
+use crate::context::{Gather, ProjectContext, tokens};
 use crate::engine::{Engine, EngineConfig, EngineEvent, Session};
 use crate::hooks::{HookConfig, HookConfigError, Hooks};
 use crate::permissions::Mode;
@@ -117,7 +119,13 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     } else {
         Transcript::create(&transcript_path)?
     };
+    let tool_log = if cli.no_session_persistence {
+        ToolLog::in_memory()
+    } else {
+        ToolLog::open(session_dir.join("tool-log.jsonl"))
+    };
     let mut session = Session::new(session_id, cwd.clone(), session_dir, transcript);
+    session.tool_log = tool_log;
     session.shared.set_mode(permission_mode);
     if let Some(shared) = std::sync::Arc::get_mut(&mut session.shared) {
         shared.sandbox = sandbox_mode;
@@ -155,22 +163,28 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     registry.retain(|n| !authorizer.denies_whole_tool(n));
     let registry = Arc::new(registry);
     let info = models::info(&model);
+    let (context_window, compact) = context_settings(&settings)?;
+    let home_dir = dirs::home_dir();
+    let project = ProjectContext::gather(&Gather {
+        cwd: &cwd,
+        model: &model,
+        home: home_dir.as_deref(),
+        replace: cli.system_prompt.as_deref(),
+        append: cli.append_system_prompt.as_deref(),
+    });
     let config = EngineConfig {
-        system: system_prompt::build(
-            &cwd,
-            &model,
-            cli.system_prompt.as_deref(),
-            cli.append_system_prompt.as_deref(),
-        ),
+        system: project.system_blocks(),
         model,
         max_tokens: info.max_output,
         max_turns: cli.max_turns,
         interactive: !cli.print,
+        context_window,
+        compact,
     };
     let hook_config = HookConfig::from_settings(&settings)?;
     warnings.extend(hook_config.warnings.iter().cloned());
     let hooks = Hooks::new(hook_config, cwd.clone(), session.id.clone(), session.transcript.clone());
-    let (engine, events) = Engine::new(
+    let (mut engine, events) = Engine::new(
         config,
         provider,
         registry,
@@ -178,6 +192,7 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
         Arc::new(hooks),
         session,
     );
+    engine.set_project(project);
     Ok(Prepared {
         engine,
         events,
@@ -185,6 +200,88 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
         warnings,
         resumed,
     })
+}
+
+/// The context window and compaction settings: the environment (`context_env`) wins over the
+/// `contextWindow` and `autoCompactEnabled` settings.
+fn context_settings(settings: &Settings) -> Result<(Option<u64>, CompactSettings), SetupError> {
+    let (mut window, mut compact) = context_env().map_err(SetupError::Invalid)?;
+    if window.is_none()
+        && let Some((v, layer)) = settings.scalar("contextWindow")
+    {
+        let tokens = v.as_u64().filter(|t| *t > 0).ok_or_else(|| {
+            SetupError::Invalid(format!(
+                "{}: contextWindow must be a positive number of tokens, found {v}",
+                layer.label()
+            ))
+        })?;
+        window = Some(tokens);
+    }
+    if std::env::var_os("KEEL_DISABLE_AUTO_COMPACT").is_none()
+        && let Some(enabled) = settings.flag(&["autoCompactEnabled"])?
+    {
+        compact.auto = enabled;
+    }
+    Ok((window, compact))
+}
+
+/// The `keel context` listing for the current directory (no provider or session needed).
+pub fn context_report(cli: &Cli) -> Result<String, SetupError> {
+    let cwd = std::env::current_dir()
+        .and_then(|d| d.canonicalize())
+        .map_err(|e| SetupError::Invalid(format!("cannot determine the working directory: {e}")))?;
+    let model = cli
+        .model
+        .clone()
+        .or_else(|| std::env::var("ANTHROPIC_MODEL").ok().filter(|m| !m.trim().is_empty()))
+        .map(|m| models::resolve_alias(&m))
+        .unwrap_or_else(|| models::DEFAULT_MODEL.to_string());
+    let (context_window, compact) = context_env().map_err(SetupError::Invalid)?;
+    let info = models::info(&model);
+    let window = tokens::Window::new(info.context_window, context_window, info.max_output);
+    let home_dir = dirs::home_dir();
+    let project = ProjectContext::gather(&Gather {
+        cwd: &cwd,
+        model: &model,
+        home: home_dir.as_deref(),
+        replace: cli.system_prompt.as_deref(),
+        append: cli.append_system_prompt.as_deref(),
+    });
+    let registry = ToolRegistry::new(builtin_tools())?;
+    Ok(crate::context::report::render(&crate::context::report::Report {
+        model: &model,
+        window,
+        threshold: window.threshold(compact.threshold_pct),
+        auto: compact.auto,
+        project: &project,
+        tools: registry.definitions(),
+    }))
+}
+
+/// The context window override and compaction settings from the environment:
+/// `KEEL_CONTEXT_WINDOW` (tokens), `KEEL_AUTOCOMPACT_PCT` (1-100, of the input budget) and
+/// `KEEL_DISABLE_AUTO_COMPACT=1`. The `contextWindow` setting, when set, applies under the
+/// environment variable.
+pub fn context_env() -> Result<(Option<u64>, CompactSettings), String> {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let window = var("KEEL_CONTEXT_WINDOW")
+        .map(|raw| tokens::parse_window("KEEL_CONTEXT_WINDOW", &raw))
+        .transpose()?;
+    let mut compact = CompactSettings::default();
+    if let Some(raw) = var("KEEL_AUTOCOMPACT_PCT") {
+        compact.threshold_pct = match raw.trim().trim_end_matches('%').parse::<u8>() {
+            Ok(p) if (1..=100).contains(&p) => p,
+            _ => {
+                return Err(format!(
+                    "KEEL_AUTOCOMPACT_PCT must be a percentage from 1 to 100, got `{raw}`"
+                ));
+            }
+        };
+    }
+    if let Some(raw) = var("KEEL_DISABLE_AUTO_COMPACT") {
+        compact.auto = !matches!(raw.trim(), "1" | "true" | "yes");
+    }
+    Ok((window, compact))
 }
 
 fn permission_mode(cli: &Cli) -> Result<Option<Mode>, SetupError> {

@@ -25,6 +25,22 @@ pub fn spill_path(session_dir: &Path, tool_use_id: &str) -> PathBuf {
     session_dir.join("tool-results").join(format!("{safe}.txt"))
 }
 
+/// Makes sure the full output of `tool_use_id` is on disk (later tiers clear results from the
+/// view and point at this file). An existing file is kept: tier 1 wrote the whole output there.
+/// A result written here is also in the transcript, so it is not forced to disk.
+pub fn ensure_spilled(session_dir: &Path, tool_use_id: &str, text: &str) -> std::io::Result<PathBuf> {
+    let path = spill_path(session_dir, tool_use_id);
+    if !path.is_file() {
+        crate::fsutil::write_atomic_copy(&path, text.as_bytes())?;
+    }
+    Ok(path)
+}
+
+/// Whether a result text is a tier 1 preview (its full output is in the spill file).
+pub fn is_preview(text: &str) -> bool {
+    text.starts_with("<persisted-output>")
+}
+
 /// Applies the budget to a text result. Image results and results within budget pass through.
 pub fn apply(output: ToolOutput, budget: usize, session_dir: &Path, tool_use_id: &str) -> ToolOutput {
     let ToolResultContent::Text(text) = &output.content else {

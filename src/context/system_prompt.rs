@@ -1,9 +1,7 @@
 //! keel's system prompt. The static part stays byte-identical for a whole session so provider
-//! prefix caching hits; per-session facts come after it in their own block.
+//! prefix caching hits; per-session facts come after it in their own block (`context::project`).
 
 use std::path::Path;
-
-use crate::provider::SystemBlock;
 
 const CORE: &str = "\
 You are keel, a coding agent working in the user's repository through tools. The host that runs \
@@ -21,18 +19,13 @@ you, re-read it and integrate, never overwrite.
 pass, with a non-zero number of tests executed. If you could not run a check, say so plainly.
 - Be concise. When the task is done, state what changed and how it was verified.";
 
-/// The system blocks for a session: the static core, then the environment, then any text the
-/// user appended (`--append-system-prompt`), or the user's own prompt in place of the core.
-pub fn build(cwd: &Path, model: &str, replace: Option<&str>, append: Option<&str>) -> Vec<SystemBlock> {
-    let mut blocks = vec![SystemBlock::text(replace.unwrap_or(CORE))];
-    blocks.push(SystemBlock::text(environment(cwd, model)));
-    if let Some(extra) = append.filter(|s| !s.trim().is_empty()) {
-        blocks.push(SystemBlock::text(extra));
-    }
-    blocks
+/// The static core prompt, identical for every session of this keel version.
+pub fn core() -> &'static str {
+    CORE
 }
 
-fn environment(cwd: &Path, model: &str) -> String {
+/// Facts about the session's environment (fixed for the session).
+pub fn environment(cwd: &Path, model: &str) -> String {
     format!(
         "Environment:\n- Working directory: {}\n- Platform: {} ({})\n- Today's date: {}\n- Model: {model}",
         cwd.display(),

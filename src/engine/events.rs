@@ -72,6 +72,18 @@ pub enum EngineEvent {
         level: NoticeLevel,
         message: String,
     },
+    /// Compaction of the conversation is about to start (the PreCompact point).
+    CompactStarted {
+        trigger: crate::compact::autocompact::Trigger,
+        custom_instructions: Option<String>,
+    },
+    /// The conversation was compacted (the PostCompact point); `pre_tokens`/`post_tokens` are
+    /// the estimated request sizes before and after.
+    Compacted {
+        trigger: crate::compact::autocompact::Trigger,
+        pre_tokens: u64,
+        post_tokens: u64,
+    },
     TurnFinished(TurnOutcome),
 }
 

@@ -6,6 +6,7 @@
 //! turn limit is reached or the user cancels.
 
 mod authorize;
+mod compaction;
 pub mod events;
 mod lifecycle;
 pub mod pipeline;
@@ -17,9 +18,16 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
+pub use compaction::{CompactError, CompactReport};
 pub use events::{EngineEvent, NoticeLevel, ResultSubtype, TurnOutcome};
 pub use session::Session;
 
+pub use crate::compact::CompactSettings;
+use crate::compact::Compactor;
+pub use crate::compact::autocompact::Trigger as CompactTrigger;
+use crate::config::models;
+use crate::context::ProjectContext;
+use crate::context::tokens::{self, Window};
 use crate::hooks::Hooks;
 use crate::permissions::Authorizer;
 use crate::provider::{Provider, SystemBlock};
@@ -34,6 +42,10 @@ pub struct EngineConfig {
     pub system: Vec<SystemBlock>,
     /// Whether a front end answers permission questions; headless mode cannot.
     pub interactive: bool,
+    /// Context window in tokens when it differs from the model table's: `KEEL_CONTEXT_WINDOW`
+    /// or the `contextWindow` setting.
+    pub context_window: Option<u64>,
+    pub compact: CompactSettings,
 }
 
 /// Sends engine events to whoever consumes them; a consumer that went away is not an error.
@@ -60,6 +72,10 @@ pub struct Engine {
     pub authorizer: Arc<Authorizer>,
     pub hooks: Arc<Hooks>,
     pub session: Session,
+    /// The layers in front of the conversation (instruction files load lazily through it).
+    pub project: ProjectContext,
+    /// The request view of the history and the compaction tiers' state.
+    pub compactor: Compactor,
     events: EventSink,
     /// Hook output waiting to be shown to the model with the next user message.
     pending_context: Vec<String>,
@@ -75,6 +91,14 @@ impl Engine {
         session: Session,
     ) -> (Engine, mpsc::UnboundedReceiver<EngineEvent>) {
         let (tx, rx) = mpsc::unbounded_channel();
+        let window = Window::new(
+            models::info(&config.model).context_window,
+            config.context_window,
+            config.max_tokens,
+        );
+        let mut compactor = Compactor::new(window, config.compact);
+        compactor.set_fixed_tokens(tokens::system(&config.system) + tokens::tools(registry.definitions()));
+        let project = ProjectContext::bare(&session.shared.cwd, "");
         (
             Engine {
                 config,
@@ -83,11 +107,35 @@ impl Engine {
                 authorizer,
                 hooks,
                 session,
+                project,
+                compactor,
                 events: EventSink(tx),
                 pending_context: Vec::new(),
             },
             rx,
         )
+    }
+
+    /// Installs the project layer and the system prompt built from it.
+    pub fn set_project(&mut self, project: ProjectContext) {
+        self.config.system = project.system_blocks();
+        self.project = project;
+        self.compactor
+            .set_fixed_tokens(tokens::system(&self.config.system) + tokens::tools(self.registry.definitions()));
+    }
+
+    /// An engine without permission rules (only the session's directory counts as a working
+    /// directory) and without hooks: for embedding, benchmarks and tests.
+    pub fn basic(
+        config: EngineConfig,
+        provider: Arc<dyn Provider>,
+        registry: Arc<ToolRegistry>,
+        session: Session,
+    ) -> (Engine, mpsc::UnboundedReceiver<EngineEvent>) {
+        let cwd = session.shared.cwd.clone();
+        let authorizer = Arc::new(Authorizer::new(Vec::new(), vec![cwd.clone()], None, None));
+        let hooks = Arc::new(Hooks::none(cwd, session.id.clone(), session.transcript.clone()));
+        Engine::new(config, provider, registry, authorizer, hooks, session)
     }
 
     pub fn events(&self) -> &EventSink {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::compact::record::ToolLog;
 use crate::config::models;
 use crate::message::{ContentBlock, Message, Role, Usage};
 use crate::tools::SessionShared;
@@ -54,6 +55,8 @@ pub struct Session {
     pub shared: Arc<SessionShared>,
     pub totals: Totals,
     pub denials: Vec<Denial>,
+    /// keel's own record of tool outcomes (failed checks, edits) for compaction.
+    pub tool_log: ToolLog,
     pub transcript: SharedTranscript,
     /// Transcript writes that failed; reported once, never fatal to the turn.
     pub transcript_errors: Vec<String>,
@@ -67,6 +70,7 @@ impl Session {
             shared: Arc::new(SessionShared::new(cwd, session_dir)),
             totals: Totals::default(),
             denials: Vec::new(),
+            tool_log: ToolLog::in_memory(),
             transcript: SharedTranscript::new(transcript),
             transcript_errors: Vec::new(),
         }
@@ -115,6 +119,22 @@ impl Session {
 
     /// Replaces the conversation (resume, compaction).
     pub fn set_history(&mut self, history: Vec<Message>) {
+        self.history = Arc::new(history);
+    }
+
+    /// Replaces the conversation after compaction. The transcript keeps everything before and
+    /// records a `compact_boundary` line, then the new messages, so a resumed session starts
+    /// from the compacted history.
+    pub fn compact_history(&mut self, history: Vec<Message>, trigger: &str, pre_tokens: u64) {
+        let r = self.transcript.write_line(serde_json::json!({
+            "type": "compact_boundary",
+            "compactMetadata": {"trigger": trigger, "preTokens": pre_tokens},
+        }));
+        self.note_transcript(r);
+        for m in &history {
+            let r = self.transcript.message(m);
+            self.note_transcript(r);
+        }
         self.history = Arc::new(history);
     }
 

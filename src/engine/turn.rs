@@ -67,6 +67,7 @@ impl Engine {
     async fn drive(&mut self, stats: &mut TurnStats, cancel: &CancellationToken) -> TurnOutcome {
         let mut continuations = 0;
         let mut stop_blocks = 0u32;
+        let mut overflow_compacted = false;
         loop {
             if let Some(max) = self.config.max_turns
                 && stats.requests >= max
@@ -81,13 +82,27 @@ impl Engine {
             self.events.emit(EngineEvent::RequestStarted {
                 request: stats.requests,
             });
-            let request = self.build_request();
+            let Some(request) = self.next_request(cancel).await else {
+                return self.interrupted();
+            };
             let api_started = Instant::now();
             let response = self.stream_response(request, cancel).await;
             stats.api_ms += api_started.elapsed().as_millis() as u64;
             let response = match response {
                 Ok(r) => r,
                 Err(ProviderError::Cancelled) => return self.interrupted(),
+                // The prompt outgrew the model's window after all: compact once and retry.
+                Err(e) if !overflow_compacted && self.compactor.settings.auto && Self::is_context_overflow(&e) => {
+                    overflow_compacted = true;
+                    match self
+                        .compact(None, crate::compact::autocompact::Trigger::Auto, cancel)
+                        .await
+                    {
+                        Ok(_) => continue,
+                        Err(super::CompactError::Cancelled) => return self.interrupted(),
+                        Err(_) => return failure(ResultSubtype::ErrorDuringExecution, e.to_string(), e.status()),
+                    }
+                }
                 Err(e) => {
                     let status = e.status();
                     return failure(ResultSubtype::ErrorDuringExecution, e.to_string(), status);
@@ -96,6 +111,7 @@ impl Engine {
             self.session
                 .totals
                 .record(&response.model_or(&self.config.model), &response.usage);
+            self.compactor.counter.observed(&response.usage);
             self.session.totals.api_ms += api_started.elapsed().as_millis() as u64;
 
             let mut content = response.content.clone();
@@ -139,9 +155,11 @@ impl Engine {
                         tool_input: r.call.input.clone(),
                     });
                 }
+                let mut content: Vec<ContentBlock> = records.iter().map(|r| r.to_block()).collect();
+                content.extend(self.note_tool_round(&records));
                 let results = Message {
                     role: crate::message::Role::User,
-                    content: records.iter().map(|r| r.to_block()).collect(),
+                    content,
                 };
                 self.session.push_user(results.content.clone());
                 self.events.emit(EngineEvent::ToolResults(results));
@@ -189,16 +207,6 @@ impl Engine {
                 interrupted: false,
                 api_error_status: None,
             };
-        }
-    }
-
-    fn build_request(&self) -> ModelRequest {
-        ModelRequest {
-            model: self.config.model.clone(),
-            max_tokens: self.config.max_tokens,
-            system: self.config.system.clone(),
-            messages: self.session.history_handle(),
-            tools: self.registry.definitions().to_vec(),
         }
     }
 

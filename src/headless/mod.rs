@@ -99,7 +99,10 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
     engine
         .session_start(if prepared.resumed { "resume" } else { "startup" })
         .await;
-    let outcome = engine.run_turn(vec![ContentBlock::text(prompt)], cancel.clone()).await;
+    let outcome = match compact_command(&prompt) {
+        Some(instructions) => engine.compact_turn(instructions, &cancel).await,
+        None => engine.run_turn(vec![ContentBlock::text(prompt)], cancel.clone()).await,
+    };
     // The drain task ends at TurnFinished; a panic in it only loses progress lines.
     let leftover = printing.await.ok();
     engine.session_end("other").await;
@@ -136,6 +139,16 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
         None => 0,
     };
     Ok(ExitCode::from(code as u8))
+}
+
+/// `/compact [instructions]`: compact the (continued) session instead of running a turn.
+fn compact_command(prompt: &str) -> Option<Option<&str>> {
+    let rest = prompt.trim().strip_prefix("/compact")?;
+    if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
+        return None;
+    }
+    let rest = rest.trim();
+    Some((!rest.is_empty()).then_some(rest))
 }
 
 fn text_error(outcome: &TurnOutcome, max_turns: Option<u32>) -> String {
@@ -267,6 +280,25 @@ impl Printer {
                     eprintln!("keel: {error}; retrying in {delay_ms} ms (attempt {attempt} of {max_retries})");
                 }
             }
+            EngineEvent::Compacted {
+                trigger,
+                pre_tokens,
+                post_tokens,
+            } => {
+                if stream {
+                    self.line(&output::system_line(
+                        "compact_boundary",
+                        serde_json::json!({"compact_metadata": {"trigger": trigger.as_str(), "pre_tokens": pre_tokens}}),
+                        &self.session_id,
+                    ));
+                }
+                if self.verbose {
+                    eprintln!(
+                        "keel: compacted the conversation ({}): about {pre_tokens} tokens before, {post_tokens} after",
+                        trigger.as_str()
+                    );
+                }
+            }
             EngineEvent::Notice { level, message } => {
                 if stream {
                     self.line(&output::system_line(
@@ -313,4 +345,20 @@ fn watch_signals(cancel: CancellationToken) -> SignalWatch {
         cancel.cancel();
     });
     SignalWatch(which)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::compact_command;
+
+    #[test]
+    fn compact_command_takes_optional_instructions() {
+        assert_eq!(compact_command("/compact"), Some(None));
+        assert_eq!(
+            compact_command("  /compact  keep the parser notes "),
+            Some(Some("keep the parser notes"))
+        );
+        assert_eq!(compact_command("/compaction please"), None);
+        assert_eq!(compact_command("please /compact"), None);
+    }
 }

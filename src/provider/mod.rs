@@ -25,6 +25,9 @@ pub struct ModelRequest {
     pub system: Vec<SystemBlock>,
     pub messages: Arc<Vec<Message>>,
     pub tools: Vec<ToolDefinition>,
+    /// Indices of messages whose last cacheable block carries a prompt-cache breakpoint
+    /// (applied while encoding, so the shared history is never copied for it).
+    pub cache_breakpoints: Vec<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

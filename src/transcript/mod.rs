@@ -1,7 +1,8 @@
 //! Session transcripts: append-only JSONL, flushed line by line, and resume.
 //!
 //! Line types: `meta` (session header), `user` and `assistant` (conversation messages, enough
-//! to rebuild the history), `event` (retries, hook runs, denials, notices: for audit only).
+//! to rebuild the history), `compact_boundary` (the history was compacted: the messages after
+//! it replace those before), `event` (retries, hook runs, denials, notices: for audit only).
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -144,6 +145,10 @@ impl SharedTranscript {
     pub fn event(&self, name: &str, data: Value) -> Result<(), TranscriptError> {
         self.with(|t| t.event(name, data))
     }
+
+    pub fn write_line(&self, line: Value) -> Result<(), TranscriptError> {
+        self.with(|t| t.write_line(line))
+    }
 }
 
 /// What a transcript file yields when resumed.
@@ -177,6 +182,8 @@ pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
         };
         match v.get("type").and_then(Value::as_str) {
             Some("meta") => out.meta = serde_json::from_value(v).ok(),
+            // The conversation was compacted: what follows replaces everything before.
+            Some("compact_boundary") => out.history.clear(),
             Some("user") | Some("assistant") => match serde_json::from_value::<Message>(v["message"].clone()) {
                 Ok(m) => out.history.push(m),
                 Err(_) => out.bad_lines.push(i + 1),
@@ -300,6 +307,22 @@ mod tests {
         let loaded = load(&p).unwrap();
         assert_eq!(loaded.history.len(), 1);
         assert_eq!(loaded.bad_lines, vec![2]);
+    }
+
+    #[test]
+    fn a_compact_boundary_starts_the_history_afresh() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.jsonl");
+        let mut t = Transcript::create(&p).unwrap();
+        t.message(&Message::user_text("old")).unwrap();
+        t.message(&Message::assistant(vec![ContentBlock::text("old answer")]))
+            .unwrap();
+        t.write_line(json!({"type": "compact_boundary", "compactMetadata": {"trigger": "manual"}}))
+            .unwrap();
+        t.message(&Message::user_text("hand-off")).unwrap();
+        drop(t);
+        let loaded = load(&p).unwrap();
+        assert_eq!(loaded.history, vec![Message::user_text("hand-off")]);
     }
 
     #[test]

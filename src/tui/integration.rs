@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::Engine;
+use crate::context::tokens;
+use crate::engine::{CompactTrigger, Engine};
 use crate::permissions::Verdict;
 use crate::permissions::rules::Behavior;
 
@@ -71,20 +72,80 @@ pub struct HookEntry {
 
 /// `/compact [instructions]`: summarise the conversation now.
 pub async fn compact(
-    _engine: &mut Engine,
-    _instructions: Option<&str>,
-    _cancel: &CancellationToken,
+    engine: &mut Engine,
+    instructions: Option<&str>,
+    cancel: &CancellationToken,
 ) -> Result<CompactReport, IntegrationError> {
-    Err(IntegrationError::Unavailable(
-        "compaction is not part of this build of keel".into(),
-    ))
+    let report = engine
+        .compact(instructions, CompactTrigger::Manual, cancel)
+        .await
+        .map_err(|e| IntegrationError::Failed(e.to_string()))?;
+    let mut note = format!(
+        "The conversation now starts from a hand-off; the full transcript stays in {}.",
+        engine.session.transcript.path().display()
+    );
+    if report.omitted_exchanges > 0 {
+        note.push_str(&format!(
+            " {} early exchange(s) did not fit the summary request; keel's record of failed checks and changed files still covers them.",
+            report.omitted_exchanges
+        ));
+    }
+    Ok(CompactReport {
+        tokens_before: Some(report.pre_tokens),
+        tokens_after: Some(report.post_tokens),
+        note,
+    })
 }
 
 /// `/context`: what fills the context window, by category.
-pub fn context(_engine: &Engine) -> Result<ContextReport, IntegrationError> {
-    Err(IntegrationError::Unavailable(
-        "the per-category context listing is not part of this build of keel".into(),
-    ))
+pub fn context(engine: &Engine) -> Result<ContextReport, IntegrationError> {
+    let p = &engine.project;
+    let files: Vec<(PathBuf, u64)> = p
+        .instructions
+        .files
+        .iter()
+        .map(|f| (f.path.clone(), tokens::text(&f.content)))
+        .collect();
+    let instructions: u64 = files.iter().map(|(_, t)| t).sum();
+    let env = tokens::text(p.environment_text()) + p.git.as_ref().map(|g| tokens::text(&g.render())).unwrap_or(0);
+    let messages = tokens::messages(engine.session.history());
+    let window = engine.compactor.window;
+    let mut categories = vec![
+        ContextCategory {
+            name: "system prompt".into(),
+            tokens: tokens::text(p.core_text()),
+        },
+        ContextCategory {
+            name: "tool definitions".into(),
+            tokens: tokens::tools(engine.registry.definitions()),
+        },
+        ContextCategory {
+            name: "environment and git".into(),
+            tokens: env,
+        },
+        ContextCategory {
+            name: "instruction files".into(),
+            tokens: instructions,
+        },
+        ContextCategory {
+            name: "messages (stored; the request view may be smaller)".into(),
+            tokens: messages,
+        },
+    ];
+    let used: u64 = categories.iter().map(|c| c.tokens).sum();
+    categories.push(ContextCategory {
+        name: "reserved for the answer".into(),
+        tokens: window.output_reserve,
+    });
+    categories.push(ContextCategory {
+        name: "free".into(),
+        tokens: window.total.saturating_sub(used + window.output_reserve),
+    });
+    Ok(ContextReport {
+        window: window.total,
+        categories,
+        files,
+    })
 }
 
 /// `/permissions`: the rules in force and the extra working directories.

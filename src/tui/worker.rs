@@ -13,7 +13,7 @@ use super::integration::{self, CompactReport, ContextReport, HookEntry, Permissi
 use super::sessions::{self, SessionPlace};
 use super::shell::{self, ShellResult};
 use crate::config::models;
-use crate::context::system_prompt;
+use crate::context::{Gather, ProjectContext};
 use crate::engine::{Engine, NoticeLevel, Session};
 use crate::message::{ContentBlock, Message};
 use crate::tools::SessionShared;
@@ -135,12 +135,15 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
         Job::SetModel { model } => {
             let model = models::resolve_alias(&model);
             engine.config.max_tokens = models::info(&model).max_output;
-            engine.config.system = system_prompt::build(
-                &engine.session.shared.cwd,
-                &model,
-                config.system_prompt.as_deref(),
-                config.append_system_prompt.as_deref(),
-            );
+            let home = dirs::home_dir();
+            let project = ProjectContext::gather(&Gather {
+                cwd: &engine.session.shared.cwd,
+                model: &model,
+                home: home.as_deref(),
+                replace: config.system_prompt.as_deref(),
+                append: config.append_system_prompt.as_deref(),
+            });
+            engine.set_project(project);
             engine.config.model = model.clone();
             engine
                 .session

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod compaction;
 mod engine_loop;
 mod headless;
 mod hooks;

@@ -303,7 +303,7 @@ pub fn wire_body(request: &ModelRequest) -> Result<Vec<u8>, ProviderError> {
         max_tokens: u32,
         #[serde(skip_serializing_if = "<[_]>::is_empty")]
         system: &'a [super::SystemBlock],
-        messages: &'a [crate::message::Message],
+        messages: WireMessages<'a>,
         #[serde(skip_serializing_if = "<[_]>::is_empty")]
         tools: &'a [super::ToolDefinition],
         stream: bool,
@@ -312,11 +312,51 @@ pub fn wire_body(request: &ModelRequest) -> Result<Vec<u8>, ProviderError> {
         model: &request.model,
         max_tokens: request.max_tokens,
         system: &request.system,
-        messages: &request.messages,
+        messages: WireMessages {
+            messages: &request.messages,
+            breakpoints: &request.cache_breakpoints,
+        },
         tools: &request.tools,
         stream: true,
     };
     serde_json::to_vec(&wire).map_err(|e| ProviderError::Config(format!("cannot encode request: {e}")))
+}
+
+/// The messages, borrowed; only the few carrying a cache breakpoint are copied to mark them.
+struct WireMessages<'a> {
+    messages: &'a [crate::message::Message],
+    breakpoints: &'a [usize],
+}
+
+impl serde::Serialize for WireMessages<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.messages.len()))?;
+        for (i, m) in self.messages.iter().enumerate() {
+            if self.breakpoints.contains(&i) {
+                seq.serialize_element(&with_breakpoint(m))?;
+            } else {
+                seq.serialize_element(m)?;
+            }
+        }
+        seq.end()
+    }
+}
+
+/// A copy of `m` with a cache breakpoint on its last block that can carry one.
+fn with_breakpoint(m: &crate::message::Message) -> crate::message::Message {
+    use crate::message::{CacheControl, ContentBlock};
+    let mut m = m.clone();
+    for block in m.content.iter_mut().rev() {
+        match block {
+            ContentBlock::Text { cache_control, .. } | ContentBlock::ToolResult { cache_control, .. } => {
+                *cache_control = Some(CacheControl::ephemeral());
+                break;
+            }
+            _ => {}
+        }
+    }
+    m
 }
 
 /// Extracts `error.message` from an API error body, or a short excerpt of the raw body.

@@ -193,6 +193,21 @@ impl App {
             EngineEvent::PermissionRequest(prompt) => self.queue_approval(prompt),
             EngineEvent::ModeChanged(_) => {}
             EngineEvent::Notice { level, message } => self.notice(level, message),
+            EngineEvent::CompactStarted { trigger, .. } => {
+                self.set_activity(Activity::Command(format!("compacting ({})", trigger.as_str())));
+            }
+            EngineEvent::Compacted {
+                trigger,
+                pre_tokens,
+                post_tokens,
+            } => self.notice(
+                NoticeLevel::Info,
+                format!(
+                    "Context compacted ({}): about {pre_tokens} → {post_tokens} tokens. Failed checks, \
+                     changed files and your requests were carried over verbatim.",
+                    trigger.as_str()
+                ),
+            ),
             // Failures already arrive as warnings; a block or a decision is worth a line.
             EngineEvent::HookRun(run) => {
                 if run.outcome == "blocked" || run.decision.is_some() {

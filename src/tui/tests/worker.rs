@@ -5,7 +5,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::{Engine, EngineConfig, EngineEvent, Session};
+use crate::engine::{EngineConfig, EngineEvent, Session};
 use crate::message::ContentBlock;
 use crate::provider::script::ScriptProvider;
 use crate::tools::builtin_tools;
@@ -41,19 +41,10 @@ fn start(script: &str) -> Harness {
         max_turns: None,
         system: Vec::new(),
         interactive: true,
+        context_window: None,
+        compact: Default::default(),
     };
-    let authorizer = Arc::new(crate::permissions::Authorizer::new(
-        Vec::new(),
-        vec![cwd.clone()],
-        None,
-        None,
-    ));
-    let hooks = Arc::new(crate::hooks::Hooks::none(
-        cwd.clone(),
-        session.id.clone(),
-        session.transcript.clone(),
-    ));
-    let (engine, events) = Engine::new(config, provider, registry, authorizer, hooks, session);
+    let (engine, events) = crate::engine::Engine::basic(config, provider, registry, session);
     let (jobs, job_rx) = mpsc::unbounded_channel();
     let (reply_tx, replies) = mpsc::unbounded_channel();
     tokio::spawn(worker::run(

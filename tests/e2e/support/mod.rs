@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 
-pub use server::{ModelServer, Reply};
+pub use server::{ModelServer, Recorded, Reply};
 
 /// Longest any single keel run may take in a test before it counts as a hang.
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);

@@ -81,8 +81,12 @@ impl Recorded {
     }
 }
 
+/// Decides the reply from the request body; `None` falls back to the queue.
+pub type Responder = Arc<dyn Fn(&Value) -> Option<Reply> + Send + Sync>;
+
 #[derive(Default)]
 struct State {
+    responder: Option<Responder>,
     replies: VecDeque<Reply>,
     requests: Vec<Recorded>,
     /// SSE bodies whose client went away before the last chunk.
@@ -126,6 +130,13 @@ impl ModelServer {
         self
     }
 
+    /// Lets the test answer each request by looking at it (e.g. recognise a summary request, or
+    /// report usage that matches the request's size).
+    pub fn respond_with(&self, f: impl Fn(&Value) -> Option<Reply> + Send + Sync + 'static) -> &Self {
+        self.state.lock().unwrap().responder = Some(Arc::new(f));
+        self
+    }
+
     pub fn requests(&self) -> Vec<Recorded> {
         self.state.lock().unwrap().requests.clone()
     }
@@ -151,8 +162,9 @@ async fn handle(req: Request<hyper::body::Incoming>, state: Arc<Mutex<State>>) -
     let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
     let reply = {
         let mut s = state.lock().unwrap();
+        let answered = s.responder.clone().and_then(|f| f(&body));
         s.requests.push(Recorded { path, headers, body });
-        s.replies.pop_front()
+        answered.or_else(|| s.replies.pop_front())
     };
     let Some(reply) = reply else {
         return Ok(json_response(

@@ -1,0 +1,303 @@
+//! The compactor: keeps the request view of the history and decides when tiers run.
+//!
+//! The view has a cold part (store messages before the *frontier*, with tiers 2–4 applied) and
+//! a hot part (everything after it, verbatim). The frontier only moves in steps — when the hot
+//! part holds too many exchanges or too many tokens — and the cold part is rebuilt only then.
+//! Between steps every request repeats the previous one byte for byte and appends to it, so
+//! the provider's prompt cache keeps hitting; and building a request costs a copy of the new
+//! messages only.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::breaker::Breaker;
+use super::view::View;
+use super::{Memo, TierContext, calls::CallIndex, collapse, microcompact, snip};
+use crate::context::tokens::{self, TokenCounter, Window};
+use crate::message::{Message, Role};
+
+/// When the frontier moves.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ViewPolicy {
+    /// The newest exchanges always stay verbatim.
+    pub hot_min: usize,
+    /// The frontier moves when more exchanges than this are verbatim...
+    pub hot_max: usize,
+    /// ... or when the verbatim part exceeds this percentage of the input budget.
+    pub hot_share_pct: u8,
+}
+
+impl Default for ViewPolicy {
+    fn default() -> Self {
+        ViewPolicy {
+            hot_min: 4,
+            hot_max: 24,
+            hot_share_pct: 30,
+        }
+    }
+}
+
+/// Compaction settings of a session.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CompactSettings {
+    /// Tiers 2–4 shape the request view.
+    pub view_tiers: bool,
+    /// Tier 5 runs when the context nears the window.
+    pub auto: bool,
+    /// Autocompaction starts at this percentage of the input budget.
+    pub threshold_pct: u8,
+}
+
+impl Default for CompactSettings {
+    fn default() -> Self {
+        CompactSettings {
+            view_tiers: true,
+            auto: true,
+            threshold_pct: 85,
+        }
+    }
+}
+
+/// The view for one request.
+#[derive(Debug, Clone)]
+pub struct RequestView {
+    pub messages: Arc<Vec<Message>>,
+    /// Changes whenever the cold part is rebuilt (usage of an older generation is stale).
+    pub generation: u64,
+    /// Estimated tokens of the whole request (system and tools included).
+    pub tokens: u64,
+}
+
+/// What the compactor did, for diagnostics and the benchmark.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CompactStats {
+    /// Request views built.
+    pub views: u64,
+    /// Times the cold part was rebuilt (the frontier moved).
+    pub rebuilds: u64,
+    /// Time spent building views and noting tool rounds (record, instruction files).
+    pub time: Duration,
+    /// CPU time of the same work (without waiting for spill files to reach the disk).
+    pub cpu: Duration,
+    /// The part of `cpu` spent rebuilding the cold part when the frontier moved.
+    pub rebuild_cpu: Duration,
+}
+
+/// Measures wall and CPU time of a piece of compactor work.
+pub struct Timer {
+    wall: Instant,
+    cpu: Duration,
+}
+
+impl Timer {
+    pub fn start() -> Timer {
+        Timer {
+            wall: Instant::now(),
+            cpu: thread_cpu(),
+        }
+    }
+
+    pub fn stop(self, stats: &mut CompactStats) {
+        stats.time += self.wall.elapsed();
+        stats.cpu += thread_cpu().saturating_sub(self.cpu);
+    }
+}
+
+/// CPU time of the current thread (zero where the clock is unavailable).
+fn thread_cpu() -> Duration {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .map(Duration::from)
+        .unwrap_or_default()
+}
+
+#[derive(Debug, Default)]
+struct Cold {
+    /// Store index of the first hot message (0: no cold part).
+    upto: usize,
+    view: View,
+}
+
+#[derive(Debug)]
+struct Built {
+    view: Arc<Vec<Message>>,
+    /// Store messages the built view reflects.
+    synced: usize,
+}
+
+pub struct Compactor {
+    pub window: Window,
+    pub settings: CompactSettings,
+    pub policy: ViewPolicy,
+    pub counter: TokenCounter,
+    pub breaker: Breaker,
+    pub stats: CompactStats,
+    /// Estimated tokens of the system prompt and tool definitions.
+    fixed_tokens: u64,
+    cold: Cold,
+    generation: u64,
+    built: Option<Built>,
+    memo: std::cell::RefCell<Memo>,
+}
+
+impl Compactor {
+    pub fn new(window: Window, settings: CompactSettings) -> Self {
+        Compactor {
+            window,
+            settings,
+            policy: ViewPolicy::default(),
+            counter: TokenCounter::default(),
+            breaker: Breaker::default(),
+            stats: CompactStats::default(),
+            fixed_tokens: 0,
+            cold: Cold::default(),
+            generation: 0,
+            built: None,
+            memo: Default::default(),
+        }
+    }
+
+    pub fn set_fixed_tokens(&mut self, tokens: u64) {
+        self.fixed_tokens = tokens;
+    }
+
+    pub fn fixed_tokens(&self) -> u64 {
+        self.fixed_tokens
+    }
+
+    /// Where autocompaction starts.
+    pub fn threshold(&self) -> u64 {
+        self.window.threshold(self.settings.threshold_pct)
+    }
+
+    /// The output limit of a request: the configured one, but never more than the window keeps
+    /// free for the answer when the window is small.
+    pub fn request_max_tokens(&self, configured: u32) -> u32 {
+        let quarter = (self.window.total / 4).min(u32::MAX as u64) as u32;
+        configured.min(quarter.max(1))
+    }
+
+    /// Store index where the cold part ends.
+    pub fn frontier(&self) -> usize {
+        self.cold.upto
+    }
+
+    /// Forgets the view (the history was replaced: compaction, resume).
+    pub fn reset(&mut self) {
+        self.cold = Cold::default();
+        self.built = None;
+        self.generation += 1;
+        self.counter.reset();
+        self.memo = Default::default();
+    }
+
+    /// The view for the next request, moving the frontier first when the hot part grew too big.
+    pub fn view(&mut self, store: &Arc<Vec<Message>>, session_dir: &Path) -> RequestView {
+        let timer = Timer::start();
+        if store.len() < self.cold.upto || self.built.as_ref().is_some_and(|b| b.synced > store.len()) {
+            self.reset();
+        }
+        if self.settings.view_tiers && self.hot_too_big(store) {
+            self.advance(store, session_dir, self.policy.hot_min);
+        }
+        let view = self.assemble(store);
+        self.stats.views += 1;
+        timer.stop(&mut self.stats);
+        view
+    }
+
+    /// Moves the frontier as far as it goes (only the newest exchange stays verbatim) and
+    /// returns the view; the step before autocompaction.
+    pub fn squeeze(&mut self, store: &Arc<Vec<Message>>, session_dir: &Path) -> RequestView {
+        let timer = Timer::start();
+        if self.settings.view_tiers {
+            self.advance(store, session_dir, 1);
+        }
+        let view = self.assemble(store);
+        timer.stop(&mut self.stats);
+        view
+    }
+
+    fn hot_too_big(&self, store: &[Message]) -> bool {
+        let hot = &store[self.cold.upto..];
+        let exchanges = hot.iter().filter(|m| m.role == Role::Assistant).count();
+        if exchanges <= self.policy.hot_min {
+            return false;
+        }
+        exchanges > self.policy.hot_max
+            || tokens::messages(hot) > self.window.input_budget() * self.policy.hot_share_pct as u64 / 100
+    }
+
+    /// Moves the frontier so that `keep` exchanges stay verbatim, and rebuilds the cold part.
+    fn advance(&mut self, store: &Arc<Vec<Message>>, session_dir: &Path, keep: usize) {
+        let assistants: Vec<usize> = store
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.role == Role::Assistant)
+            .map(|(i, _)| i)
+            .collect();
+        let Some(&upto) = assistants
+            .len()
+            .checked_sub(keep.max(1))
+            .and_then(|k| assistants.get(k))
+        else {
+            return;
+        };
+        if upto <= self.cold.upto {
+            return;
+        }
+        let before = thread_cpu();
+        self.cold = Cold {
+            upto,
+            view: cold_view(store, upto, session_dir, &self.memo),
+        };
+        self.stats.rebuild_cpu += thread_cpu().saturating_sub(before);
+        self.built = None;
+        self.generation += 1;
+        self.stats.rebuilds += 1;
+    }
+
+    /// Cold part plus the hot messages, appended to the previous request's view when possible.
+    fn assemble(&mut self, store: &Arc<Vec<Message>>) -> RequestView {
+        let messages = if self.cold.upto == 0 {
+            store.clone()
+        } else {
+            let built = self.built.get_or_insert_with(|| Built {
+                view: Arc::new(self.cold.view.messages.clone()),
+                synced: self.cold.upto,
+            });
+            // The last synced message may have grown since (user content merged into it).
+            let from = built.synced.saturating_sub(1).max(self.cold.upto);
+            let keep = self.cold.view.len() + (from - self.cold.upto);
+            let v = Arc::make_mut(&mut built.view);
+            v.truncate(keep);
+            v.extend(store[from..].iter().cloned());
+            built.synced = store.len();
+            built.view.clone()
+        };
+        let tokens = self.counter.count(self.generation, self.fixed_tokens, &messages);
+        RequestView {
+            messages,
+            generation: self.generation,
+            tokens,
+        }
+    }
+}
+
+/// Tiers 2, 3 and 4, in that order, over `store[..upto]` (evidence from the whole store).
+pub fn cold_view(store: &[Message], upto: usize, session_dir: &Path, memo: &std::cell::RefCell<Memo>) -> View {
+    let index = CallIndex::build(store);
+    let ctx = TierContext {
+        store,
+        index: &index,
+        upto,
+        session_dir,
+        memo,
+    };
+    let mut view = View::identity(&store[..upto], 0);
+    let snips = snip::superseded(&ctx);
+    snip::apply(&mut view, &ctx, &snips);
+    microcompact::apply(&mut view, &ctx);
+    collapse::apply(&mut view, &ctx);
+    view
+}

@@ -1,0 +1,168 @@
+//! The tiers together: the cold view, the compactor's frontier, the request layout.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::compact::compactor::{Compactor, cold_view};
+use crate::context::tokens::{self, Window};
+use crate::message::{ContentBlock, Message, Role, ToolResultContent};
+
+#[test]
+fn all_tiers_together_shrink_the_cold_part_and_keep_the_api_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = snip_history();
+    let more = collapse_history();
+    for pair in more.messages[1..].chunks(2) {
+        h.messages.extend(pair.iter().cloned().map(|mut m| {
+            for b in &mut m.content {
+                match b {
+                    ContentBlock::ToolUse { id, .. } | ContentBlock::ToolResult { tool_use_id: id, .. } => {
+                        *id = format!("x{id}")
+                    }
+                    _ => {}
+                }
+            }
+            m
+        }));
+    }
+    let mc = microcompact_history();
+    h.messages
+        .push(Message::assistant(vec![ContentBlock::text("Next, the slow build.")]));
+    h.messages.push(Message::user_text("Also look at the build."));
+    for pair in mc.messages[1..].chunks(2) {
+        h.messages.extend(pair.iter().cloned().map(|mut m| {
+            for b in &mut m.content {
+                match b {
+                    ContentBlock::ToolUse { id, .. } | ContentBlock::ToolResult { tool_use_id: id, .. } => {
+                        *id = format!("y{id}")
+                    }
+                    _ => {}
+                }
+            }
+            m
+        }));
+    }
+    let store = h.messages;
+    let upto = store.len() - 4;
+    let view = cold_view(&store, upto, dir.path(), &Default::default());
+    insta::assert_snapshot!("all_tiers_before", render(&store[..upto], dir.path()));
+    insta::assert_snapshot!("all_tiers_after", render(&view.messages, dir.path()));
+    view.check(0, upto).unwrap();
+    let mut full = view.messages.clone();
+    full.extend(store[upto..].iter().cloned());
+    assert_pairs_valid(&full);
+    let before = tokens::messages(&store[..upto]);
+    let after = tokens::messages(&view.messages);
+    assert!(after * 3 < before * 2, "{after} vs {before}");
+}
+
+#[test]
+fn compactor_moves_the_frontier_in_steps_and_appends_between_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Compactor::new(
+        Window::new(200_000, None, 32_000),
+        crate::compact::CompactSettings::default(),
+    );
+    c.policy.hot_min = 2;
+    c.policy.hot_max = 6;
+    let mut store = vec![Message::user_text("survey the repository")];
+    let mut previous: Option<Arc<Vec<Message>>> = None;
+    let mut rebuilds_at = Vec::new();
+    for i in 0..20 {
+        store.push(Message::assistant(vec![ContentBlock::ToolUse {
+            id: format!("c{i}"),
+            name: "Read".into(),
+            input: json!({"file_path": format!("/r/f{i}.rs")}),
+        }]));
+        store.push(Message {
+            role: Role::User,
+            content: vec![ContentBlock::tool_result(
+                format!("c{i}"),
+                ToolResultContent::Text(numbered(1..=40, &format!("f{i}"))),
+                false,
+            )],
+        });
+        let shared = Arc::new(store.clone());
+        let before = c.stats.rebuilds;
+        let view = c.view(&shared, dir.path());
+        if c.stats.rebuilds > before {
+            rebuilds_at.push(i);
+        } else if let Some(prev) = &previous {
+            // Between steps the new request starts with the previous one, byte for byte.
+            assert_eq!(&view.messages[..prev.len()], &prev[..], "request {i}");
+        }
+        // The incremental view equals a view built from scratch.
+        let upto = c.frontier();
+        let mut fresh = if upto == 0 {
+            Vec::new()
+        } else {
+            cold_view(&store, upto, dir.path(), &Default::default()).messages
+        };
+        fresh.extend(store[upto..].iter().cloned());
+        assert_eq!(*view.messages, fresh, "request {i}");
+        assert_pairs_valid(&view.messages);
+        previous = Some(view.messages.clone());
+    }
+    // The frontier moved when more than six exchanges were verbatim, keeping two.
+    assert_eq!(rebuilds_at, vec![6, 11, 16]);
+    let last = previous.unwrap();
+    assert!(tokens::messages(&last) * 2 < tokens::messages(&store));
+    let squeezed = c.squeeze(&Arc::new(store.clone()), dir.path());
+    assert!(squeezed.tokens < c.view(&Arc::new(store.clone()), dir.path()).tokens + 1);
+    assert_eq!(
+        c.frontier(),
+        store.len() - 2,
+        "squeezing keeps only the newest exchange"
+    );
+}
+
+#[test]
+fn request_layout_with_cache_breakpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = collapse_history();
+    let project = crate::context::ProjectContext::bare(dir.path(), "Environment:\n- Working directory: /r");
+    let tools = crate::tools::registry::ToolRegistry::new(crate::tools::builtin_tools()).unwrap();
+    let req = crate::context::assemble::request(
+        "claude-sonnet-4-5",
+        32_000,
+        &project.system_blocks(),
+        tools.definitions(),
+        Arc::new(h.messages.clone()),
+    );
+    insta::assert_snapshot!("request_layout", layout::request(&req, &[]));
+    let marks = req.system.iter().filter(|b| b.cache_control.is_some()).count() + req.cache_breakpoints.len();
+    assert!(marks <= crate::context::assemble::MAX_BREAKPOINTS);
+    let body: Value = serde_json::from_slice(&crate::provider::anthropic::wire_body(&req).unwrap()).unwrap();
+    let msgs = body["messages"].as_array().unwrap();
+    let last = msgs.last().unwrap()["content"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["cache_control"], json!({"type": "ephemeral"}));
+    let marked = msgs
+        .iter()
+        .filter(|m| {
+            m["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|b| b.get("cache_control").is_some())
+        })
+        .count();
+    assert_eq!(marked, 2);
+    // The history itself was not touched to mark it.
+    assert!(h.messages.iter().flat_map(|m| &m.content).all(|b| !matches!(
+        b,
+        ContentBlock::Text {
+            cache_control: Some(_),
+            ..
+        } | ContentBlock::ToolResult {
+            cache_control: Some(_),
+            ..
+        }
+    )));
+}

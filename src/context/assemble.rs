@@ -1,0 +1,82 @@
+//! Builds one request from the stable layers and the view of the conversation.
+//!
+//! Prompt-cache breakpoints (the API allows four): the system layers carry two (the core and
+//! the last system block, see `context::project`); the conversation gets at most two, on the
+//! last message (written to the cache for the next request) and on the user message before it
+//! (where the previous request's breakpoint sat, so this request reads the cache up to there).
+
+use std::sync::Arc;
+
+use crate::message::{Message, Role};
+use crate::provider::{ModelRequest, SystemBlock, ToolDefinition};
+
+/// The API's limit on cache breakpoints per request.
+pub const MAX_BREAKPOINTS: usize = 4;
+
+pub fn request(
+    model: &str,
+    max_tokens: u32,
+    system: &[SystemBlock],
+    tools: &[ToolDefinition],
+    messages: Arc<Vec<Message>>,
+) -> ModelRequest {
+    let fixed = system.iter().filter(|b| b.cache_control.is_some()).count()
+        + tools.iter().filter(|t| t.cache_control.is_some()).count();
+    let mut breakpoints = tail_breakpoints(&messages);
+    breakpoints.truncate(MAX_BREAKPOINTS.saturating_sub(fixed));
+    ModelRequest {
+        model: model.to_string(),
+        max_tokens,
+        system: system.to_vec(),
+        messages,
+        tools: tools.to_vec(),
+        cache_breakpoints: breakpoints,
+    }
+}
+
+/// The last message and the user message before the last assistant message, newest first.
+pub fn tail_breakpoints(messages: &[Message]) -> Vec<usize> {
+    let Some(last) = messages.len().checked_sub(1) else {
+        return Vec::new();
+    };
+    let mut out = vec![last];
+    if let Some(prev) = messages[..last].iter().rposition(|m| m.role == Role::User)
+        && messages[prev + 1..last].iter().any(|m| m.role == Role::Assistant)
+    {
+        out.push(prev);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{CacheControl, ContentBlock};
+
+    #[test]
+    fn breakpoints_sit_on_the_tail_and_never_exceed_four() {
+        let msgs = vec![
+            Message::user_text("a"),
+            Message::assistant(vec![ContentBlock::text("b")]),
+            Message::user_text("c"),
+            Message::assistant(vec![ContentBlock::text("d")]),
+            Message::user_text("e"),
+        ];
+        assert_eq!(tail_breakpoints(&msgs), vec![4, 2]);
+        assert_eq!(tail_breakpoints(&msgs[..1]), vec![0]);
+        assert!(tail_breakpoints(&[]).is_empty());
+        let mut system = vec![
+            SystemBlock::text("core"),
+            SystemBlock::text("project"),
+            SystemBlock::text("x"),
+        ];
+        system[0].cache_control = Some(CacheControl::ephemeral());
+        system[2].cache_control = Some(CacheControl::ephemeral());
+        let r = request("m", 100, &system, &[], Arc::new(msgs.clone()));
+        assert_eq!(r.cache_breakpoints, vec![4, 2]);
+        // A third marked system block leaves room for one conversation breakpoint only.
+        system[1].cache_control = Some(CacheControl::ephemeral());
+        let r = request("m", 100, &system, &[], Arc::new(msgs));
+        assert_eq!(r.cache_breakpoints, vec![4]);
+    }
+}

@@ -1,0 +1,263 @@
+//! Token accounting: a fast estimate of what a request occupies in the context window, corrected
+//! by the provider's reported usage where it is known, and the window itself.
+//!
+//! The estimate is deliberately simple (about four bytes per token plus a little framing per
+//! block): it runs before every request, so it must cost microseconds, and the provider's count
+//! replaces it for every part of the conversation the provider has already seen.
+
+use crate::message::{ContentBlock, Message, ToolResultContent, Usage};
+use crate::provider::{SystemBlock, ToolDefinition};
+
+/// Bytes per token assumed by the estimate.
+pub const BYTES_PER_TOKEN: u64 = 4;
+/// What one image costs, roughly, whatever its encoded size.
+pub const IMAGE_TOKENS: u64 = 1_600;
+/// JSON framing of one content block (type tag, ids, flags).
+const BLOCK_OVERHEAD: u64 = 8;
+/// Framing of one message (role, content array).
+const MESSAGE_OVERHEAD: u64 = 4;
+
+pub fn text(s: &str) -> u64 {
+    (s.len() as u64).div_ceil(BYTES_PER_TOKEN)
+}
+
+/// Counts the bytes of a value's JSON without building the string.
+fn json_len(value: &serde_json::Value) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    match serde_json::to_writer(&mut c, value) {
+        Ok(()) => c.0,
+        Err(_) => 0,
+    }
+}
+
+pub fn block(b: &ContentBlock) -> u64 {
+    BLOCK_OVERHEAD
+        + match b {
+            ContentBlock::Text { text: t, .. } => text(t),
+            ContentBlock::Image { .. } => IMAGE_TOKENS,
+            ContentBlock::ToolUse { id, name, input } => {
+                text(id) + text(name) + json_len(input).div_ceil(BYTES_PER_TOKEN)
+            }
+            ContentBlock::ToolResult {
+                tool_use_id, content, ..
+            } => text(tool_use_id) + result(content),
+            ContentBlock::Thinking { thinking, signature } => text(thinking) + text(signature),
+            ContentBlock::RedactedThinking { data } => text(data),
+        }
+}
+
+pub fn result(content: &ToolResultContent) -> u64 {
+    match content {
+        ToolResultContent::Text(t) => text(t),
+        ToolResultContent::Blocks(blocks) => blocks
+            .iter()
+            .map(|b| match b {
+                crate::message::ToolResultBlock::Text { text: t } => BLOCK_OVERHEAD + text(t),
+                crate::message::ToolResultBlock::Image { .. } => BLOCK_OVERHEAD + IMAGE_TOKENS,
+            })
+            .sum(),
+    }
+}
+
+pub fn message(m: &Message) -> u64 {
+    MESSAGE_OVERHEAD + m.content.iter().map(block).sum::<u64>()
+}
+
+pub fn messages(ms: &[Message]) -> u64 {
+    ms.iter().map(message).sum()
+}
+
+pub fn system(blocks: &[SystemBlock]) -> u64 {
+    blocks.iter().map(|b| BLOCK_OVERHEAD + text(&b.text)).sum()
+}
+
+pub fn tools(defs: &[ToolDefinition]) -> u64 {
+    defs.iter()
+        .map(|d| BLOCK_OVERHEAD + text(&d.name) + text(&d.description) + json_len(&d.input_schema).div_ceil(4))
+        .sum()
+}
+
+/// The context window in effect and what it leaves for input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// Total tokens the model accepts (input and output).
+    pub total: u64,
+    /// Tokens kept free for the model's answer.
+    pub output_reserve: u64,
+}
+
+impl Window {
+    /// The window of `model` from the model table unless `override_tokens` says otherwise; the
+    /// reserve for the answer is the smaller of the output limit, 20,000 and a quarter window.
+    pub fn new(model_window: u64, override_tokens: Option<u64>, max_output: u32) -> Window {
+        let total = override_tokens.unwrap_or(model_window).max(1);
+        let output_reserve = (max_output as u64).min(20_000).min(total / 4);
+        Window { total, output_reserve }
+    }
+
+    /// What the input of one request may occupy.
+    pub fn input_budget(&self) -> u64 {
+        self.total - self.output_reserve
+    }
+
+    /// The estimate at which autocompaction starts: `pct` percent of the input budget.
+    pub fn threshold(&self, pct: u8) -> u64 {
+        self.input_budget() * pct.clamp(1, 100) as u64 / 100
+    }
+}
+
+/// Parses a token count from the environment (`KEEL_CONTEXT_WINDOW`), with a clear error.
+pub fn parse_window(name: &str, raw: &str) -> Result<u64, String> {
+    let cleaned: String = raw.trim().chars().filter(|c| *c != '_' && *c != ',').collect();
+    match cleaned.parse::<u64>() {
+        Ok(n) if n >= 1_000 => Ok(n),
+        Ok(n) => Err(format!(
+            "{name} is {n} tokens; a context window needs at least 1000 tokens"
+        )),
+        Err(_) => Err(format!("{name} must be a number of tokens, got `{raw}`")),
+    }
+}
+
+/// What the provider said about the last request, to count the conversation it has seen
+/// exactly and estimate only what came after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Observed {
+    /// Identifies the request view the usage belongs to; a different generation means the
+    /// earlier part of the view changed and the usage no longer describes a prefix.
+    generation: u64,
+    /// How many view messages that request carried.
+    messages: usize,
+    /// Input (cached and uncached) plus output tokens.
+    tokens: u64,
+}
+
+/// Counts the tokens of the next request: provider usage for the part already sent, the
+/// estimate for the rest; the pure estimate when no usage applies.
+#[derive(Debug, Default, Clone)]
+pub struct TokenCounter {
+    pending: Option<(u64, usize)>,
+    last: Option<Observed>,
+}
+
+impl TokenCounter {
+    /// Notes the view about to be sent.
+    pub fn sent(&mut self, generation: u64, messages: usize) {
+        self.pending = Some((generation, messages));
+    }
+
+    /// Records the provider's usage for the request last sent (zero usage is ignored).
+    pub fn observed(&mut self, usage: &Usage) {
+        let tokens = usage.context_tokens() + usage.output_tokens;
+        if let Some((generation, messages)) = self.pending.take()
+            && tokens > 0
+        {
+            self.last = Some(Observed {
+                generation,
+                messages,
+                tokens,
+            });
+        }
+    }
+
+    /// Forgets what the provider said (the view was rebuilt from scratch).
+    pub fn reset(&mut self) {
+        self.pending = None;
+        self.last = None;
+    }
+
+    /// Tokens of a request made of `fixed` (system and tools, estimated) and `view`.
+    pub fn count(&self, generation: u64, fixed: u64, view: &[Message]) -> u64 {
+        match self.last {
+            // The provider counted the request it saw (system, tools, the first `messages`
+            // view messages) and its answer, which is the next view message.
+            Some(o) if o.generation == generation && o.messages < view.len() => {
+                o.tokens.max(fixed) + messages(&view[o.messages + 1..])
+            }
+            _ => fixed + messages(view),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn estimate_grows_with_content_and_counts_images_flat() {
+        let small = Message::user_text("hello");
+        let big = Message::user_text("x".repeat(4_000));
+        assert!(message(&big) >= 1_000);
+        assert!(message(&small) < 20);
+        let img = ContentBlock::Image {
+            source: crate::message::ImageSource {
+                kind: "base64".into(),
+                media_type: "image/png".into(),
+                data: "A".repeat(1_000_000),
+            },
+        };
+        assert_eq!(block(&img), BLOCK_OVERHEAD + IMAGE_TOKENS);
+        let call = ContentBlock::ToolUse {
+            id: "t".into(),
+            name: "Read".into(),
+            input: json!({"file_path": "/a/b.rs"}),
+        };
+        assert!(block(&call) > BLOCK_OVERHEAD);
+    }
+
+    #[test]
+    fn window_override_and_threshold() {
+        let w = Window::new(200_000, None, 32_000);
+        assert_eq!(w.total, 200_000);
+        assert_eq!(w.output_reserve, 20_000);
+        assert_eq!(w.threshold(90), 162_000);
+        let small = Window::new(200_000, Some(20_000), 32_000);
+        assert_eq!(small.output_reserve, 5_000);
+        assert_eq!(small.input_budget(), 15_000);
+        assert_eq!(parse_window("KEEL_CONTEXT_WINDOW", "30_000"), Ok(30_000));
+        assert!(
+            parse_window("KEEL_CONTEXT_WINDOW", "big")
+                .unwrap_err()
+                .contains("`big`")
+        );
+        assert!(parse_window("KEEL_CONTEXT_WINDOW", "10").is_err());
+    }
+
+    #[test]
+    fn counter_uses_provider_usage_for_the_prefix_it_saw() {
+        let mut c = TokenCounter::default();
+        let view = vec![Message::user_text("a".repeat(400))];
+        let estimate = c.count(1, 50, &view);
+        assert_eq!(estimate, 50 + message(&view[0]));
+        c.sent(1, 1);
+        c.observed(&Usage {
+            input_tokens: 10,
+            cache_read_input_tokens: 5_000,
+            output_tokens: 20,
+            ..Usage::default()
+        });
+        let mut grown = view.clone();
+        grown.push(Message::assistant(vec![ContentBlock::text("ok")]));
+        grown.push(Message::user_text("b".repeat(40)));
+        let counted = c.count(1, 50, &grown);
+        // The provider's 5,030 tokens stand for the prefix and the answer; only the newest
+        // message is estimated.
+        assert_eq!(counted, 5_030 + message(&grown[2]));
+        // Another generation (a rebuilt view) falls back to the estimate.
+        assert_eq!(c.count(2, 50, &grown), 50 + messages(&grown));
+        // Zero usage (a provider that reports none) is not trusted.
+        c.sent(3, 3);
+        c.observed(&Usage::default());
+        assert_eq!(c.count(3, 50, &grown), 50 + messages(&grown));
+    }
+}
