@@ -563,3 +563,59 @@ async fn keel_hooks_lists_by_event_and_source() {
     assert!(out.stdout.contains("Stop\n  [*] ./stop.sh"), "{}", out.stdout);
     assert!(out.stdout.contains(".claude/settings.json"), "{}", out.stdout);
 }
+
+#[tokio::test]
+async fn pre_and_post_compact_hooks_see_the_compaction_and_can_cancel_it() {
+    let env = Env::new();
+    let dump = script(
+        &env,
+        "dump.sh",
+        r#"cat >> "$CLAUDE_PROJECT_DIR/compact-events.jsonl"; echo >> "$CLAUDE_PROJECT_DIR/compact-events.jsonl""#,
+    );
+    settings(
+        &env,
+        json!({"PreCompact": [group("manual", &dump)], "PostCompact": [group("", &dump)], "SessionStart": [group("compact", &dump)]}),
+    );
+    let server = ModelServer::start().await;
+    server.push(answer("First answer."));
+    let out = env.keel(&server).args(["-p", "start"]).run().await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    server.push(answer("Decisions: none yet. Next step: continue."));
+    let out = env
+        .keel(&server)
+        .args(["-p", "/compact keep the API notes", "-c", "--output-format", "json"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let events: Vec<Value> = std::fs::read_to_string(env.path("compact-events.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let names: Vec<&str> = events.iter().map(|e| e["hook_event_name"].as_str().unwrap()).collect();
+    assert_eq!(names, vec!["PreCompact", "PostCompact", "SessionStart"]);
+    assert_eq!(events[0]["trigger"], "manual");
+    assert_eq!(events[0]["custom_instructions"], "keep the API notes");
+    assert!(
+        events[1]["compact_summary"].as_str().unwrap().contains("start"),
+        "{}",
+        events[1]
+    );
+    assert_eq!(events[2]["source"], "compact");
+
+    // A PreCompact hook that exits 2 cancels the compaction: no boundary is written.
+    let block = script(&env, "block.sh", "echo 'not now: release in progress' >&2\nexit 2");
+    settings(&env, json!({"PreCompact": [group("", &block)]}));
+    let before = std::fs::read_to_string(&env.transcripts()[0])
+        .unwrap()
+        .matches("compact_boundary")
+        .count();
+    let out = env.keel(&server).args(["-p", "/compact", "-c"]).run().await;
+    assert!(out.stderr.contains("not now: release in progress"), "{}", out.stderr);
+    let after = std::fs::read_to_string(&env.transcripts()[0])
+        .unwrap()
+        .matches("compact_boundary")
+        .count();
+    assert_eq!(before, after, "a cancelled compaction must not rewrite the history");
+}
