@@ -155,9 +155,13 @@ impl Pipeline<'_> {
             tool_use_id: call.id.clone(),
         };
         let tool = registered.tool.clone();
-        let result = tokio::select! {
-            _ = cancel.cancelled() => Err(ToolError::Cancelled),
-            r = tool.call(call.input.clone(), &ctx) => r,
+        let result = if tool.handles_cancellation() {
+            tool.call(call.input.clone(), &ctx).await
+        } else {
+            tokio::select! {
+                _ = cancel.cancelled() => Err(ToolError::Cancelled),
+                r = tool.call(call.input.clone(), &ctx) => r,
+            }
         };
         let output = match result {
             Ok(out) => out,

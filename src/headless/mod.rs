@@ -97,6 +97,8 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
     let signal = watch_signals(cancel.clone());
     let printing = tokio::spawn(printer.drain(prepared.events));
     let outcome = engine.run_turn(vec![ContentBlock::text(prompt)], cancel.clone()).await;
+    // The session ends with the turn: nothing it started in the background may outlive it.
+    engine.session.shared.end();
     // The drain task ends at TurnFinished; a panic in it only loses progress lines.
     let _ = printing.await;
     let result = output::result_object(&outcome, &session_id, &engine.session.totals, &engine.session.denials);

@@ -2,6 +2,8 @@
 
 mod support;
 
+mod bash;
+mod edit_guards;
 mod engine_loop;
 mod headless;
 mod provider;
