@@ -44,7 +44,9 @@ async fn stdin_is_closed_and_the_command_leads_its_own_process_group() {
         &env,
         vec![vec![bash(
             "p",
-            "readlink /proc/self/fd/0; cat; [ \"$(ps -o pgid= -p $$ | tr -d ' ')\" = \"$$\" ] && echo own-group; pwd",
+            "readlink /proc/self/fd/0; cat; \
+             [ \"$(ps -o pgid= -p $$ | tr -d ' ')\" = \"$$\" ] && echo own-group; \
+             [ \"$(ps -o sid= -p $$ | tr -d ' ')\" = \"$$\" ] && echo own-session; pwd",
         )]],
     )
     .await;
@@ -54,8 +56,9 @@ async fn stdin_is_closed_and_the_command_leads_its_own_process_group() {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], "/dev/null");
     assert_eq!(lines[1], "own-group");
+    assert_eq!(lines[2], "own-session", "no controlling terminal to hang on");
     assert_eq!(
-        lines[2],
+        lines[3],
         env.work.display().to_string(),
         "runs in the session's working directory"
     );

@@ -60,6 +60,8 @@ pub async fn run_foreground(
     // Processes the command left running (or the whole tree, on timeout and cancellation).
     group.kill_and_disarm();
     if !matches!(ending, Ending::Exited(_)) {
+        // Also the shell itself, in case it was stopped before it had made its own group.
+        let _ = child.start_kill();
         let _ = child.wait().await;
     }
 
