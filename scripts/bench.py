@@ -4,8 +4,8 @@
 Runs a scripted session of ~90 model turns (Glob/Grep/Read, Edit/Write and Bash over a generated
 repo of 40 files, a fresh copy per run) through the release binary and reports wall time, CPU
 time (user+sys) and peak RSS of the keel process, per run and per turn. CPU time includes the
-shell commands keel runs; their own cost, measured by running them directly, is subtracted for
-"keel's own CPU". Two transports:
+processes keel starts for Bash calls; their cost, measured by starting the same processes
+directly, is subtracted for "keel's own CPU". Two transports:
 
   script  the script provider: engine, tools and transcript, no network
   sse     a loopback HTTP server speaking the Anthropic SSE protocol: adds the HTTP client,
@@ -92,13 +92,15 @@ def shell_commands(turns):
 
 
 def shell_cpu(repo, commands):
-    """CPU time of the session's shell commands alone (bash start-up included), to tell keel's own
-    CPU apart from the programs it runs."""
+    """CPU time of the processes keel starts for the session's Bash calls (`setsid`, `bash` and
+    the command), started here the same way, to tell keel's own CPU apart from theirs."""
     import resource
+    setsid = shutil.which("setsid")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     for cmd in commands:
-        subprocess.run(["bash", "-c", cmd], cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       stdin=subprocess.DEVNULL)
+        argv = ["bash", "-c", 'eval "$1"; pwd -P >/dev/null', "bash", cmd]
+        subprocess.run(([setsid] if setsid else []) + argv, cwd=repo, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
@@ -251,7 +253,7 @@ def main():
             counts[c["name"]] = counts.get(c["name"], 0) + 1
     print(f"keel benchmark: {args.turns} model turns, 40-file repo, {args.runs} runs per mode")
     print("tool calls: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
-    print(f"CPU of the Bash commands themselves, run directly: {shells * 1000:.0f} ms")
+    print(f"CPU of the processes the Bash calls start (setsid, bash, command), run directly: {shells * 1000:.0f} ms")
     print("| mode | turns | wall (median) | CPU (median) | CPU per turn | keel's own CPU per turn | peak RSS (max) |")
     print("|---|---|---|---|---|---|---|")
     for mode in modes:

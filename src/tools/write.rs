@@ -66,7 +66,9 @@ fn write_file(path: &Path, content: &str, shared: &SessionShared) -> Result<Tool
                 path.display()
             )));
         }
-        Ok(_) => Some(std::fs::read(path).map_err(|e| ToolError::io(format!("cannot read {}", path.display()), e))?),
+        Ok(m) => Some(guard::check_size(path, m.len()).and_then(|_| {
+            std::fs::read(path).map_err(|e| ToolError::io(format!("cannot read {}", path.display()), e))
+        })?),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(ToolError::io(format!("cannot access {}", path.display()), e)),
     };

@@ -3,6 +3,7 @@
 mod support;
 
 mod bash;
+mod demo;
 mod edit_guards;
 mod engine_loop;
 mod headless;

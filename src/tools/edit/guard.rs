@@ -29,6 +29,19 @@ const MAX_DIFF_CHARS: usize = 6_000;
 /// Diffing huge files is cut short (the result is then coarser, never wrong).
 pub const DIFF_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
 
+/// Refuses files too large to have been read (Read does not load them), before loading them.
+pub fn check_size(path: &Path, len: u64) -> Result<(), ToolError> {
+    if len > crate::tools::read::MAX_FILE_BYTES {
+        return Err(ToolError::invalid(format!(
+            "{} is {} MB, more than Edit and Write handle ({} MB); change it with a suitable command via Bash.",
+            path.display(),
+            len / (1024 * 1024),
+            crate::tools::read::MAX_FILE_BYTES / (1024 * 1024)
+        )));
+    }
+    Ok(())
+}
+
 /// Checks the read state of `path` against its current bytes; returns the model's view.
 pub fn check(files: &FileStateMap, path: &Path, current: &[u8], intent: Intent) -> Result<FileView, ToolError> {
     let Some(view) = files.get(path) else {

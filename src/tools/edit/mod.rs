@@ -100,6 +100,7 @@ fn edit_file(path: &Path, input: &Input, shared: &SessionShared) -> Result<ToolO
             path.display()
         )));
     }
+    guard::check_size(path, meta.len())?;
     let bytes = std::fs::read(path).map_err(|e| ToolError::io(format!("cannot read {}", path.display()), e))?;
     let view = guard::check(&shared.files(), path, &bytes, Intent::Edit)?;
     let Ok(text) = std::str::from_utf8(&bytes) else {
