@@ -168,7 +168,7 @@ impl Engine {
             max_tokens: self.config.max_tokens,
             system: self.config.system.clone(),
             messages: self.session.history_handle(),
-            tools: self.registry.definitions().to_vec(),
+            tools: self.registry.tool_set().clone(),
         }
     }
 
