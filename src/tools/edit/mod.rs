@@ -118,47 +118,45 @@ fn edit_file(path: &Path, input: &Input, shared: &SessionShared) -> Result<ToolO
                 path.display()
             )));
         }
-        return write_result(
-            path,
+        let change = Change {
             bom,
-            &input.new_string,
-            0..input.new_string.len(),
-            1,
-            view.kind,
-            shared,
-            input,
-        );
+            body: input.new_string.clone(),
+            changed: 0..input.new_string.len(),
+            replacements: 1,
+        };
+        return write_change(path, change, view.kind, shared, input);
     }
     let applied = apply::apply(body, &input.old_string, &input.new_string, input.replace_all)
         .map_err(|e| anchor_error(e, path, &input.old_string, view.kind))?;
-    write_result(
-        path,
+    let change = Change {
         bom,
-        &applied.text,
-        applied.first,
-        applied.replacements,
-        view.kind,
-        shared,
-        input,
-    )
+        body: applied.text,
+        changed: applied.first,
+        replacements: applied.replacements,
+    };
+    write_change(path, change, view.kind, shared, input)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn write_result(
-    path: &Path,
+/// The new content of an edited file (without its BOM) and where it changed.
+struct Change {
     bom: bool,
-    body: &str,
+    body: String,
     changed: std::ops::Range<usize>,
     replacements: usize,
+}
+
+fn write_change(
+    path: &Path,
+    change: Change,
     kind: ViewKind,
     shared: &SessionShared,
     input: &Input,
 ) -> Result<ToolOutput, ToolError> {
-    let mut new_text = String::with_capacity(body.len() + 3);
-    if bom {
+    let mut new_text = String::with_capacity(change.body.len() + 3);
+    if change.bom {
         new_text.push(text::BOM);
     }
-    new_text.push_str(body);
+    new_text.push_str(&change.body);
     let target = write_target(path);
     crate::fsutil::write_atomic(&target, new_text.as_bytes())
         .map_err(|e| ToolError::io(format!("cannot write {}", target.display()), e))?;
@@ -166,12 +164,13 @@ fn write_result(
     shared
         .files()
         .record(path.to_path_buf(), FileView::new(new_text.as_bytes(), mtime, kind));
+    let replacements = change.replacements;
     let what = if replacements == 1 {
         "replaced 1 occurrence".to_string()
     } else {
         format!("replaced all {replacements} occurrences (the first is shown)")
     };
-    let snippet = text::numbered_snippet(body, changed);
+    let snippet = text::numbered_snippet(&change.body, change.changed);
     Ok(ToolOutput::text(format!(
         "Edited {}: {what}. The lines around the change now read:\n{snippet}",
         path.display()
