@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::support::procs::{alive, unique_sleep, wait_until_running};
+use crate::support::procs::{assert_gone, unique_sleep, wait_until_running};
 use crate::support::sse::{answer, calls, tool};
 use crate::support::{Env, ModelServer, finish, read_jsonl, run_steps};
 
@@ -111,8 +111,8 @@ async fn timeout_kills_the_whole_process_tree() {
         "{text}"
     );
     assert!(text.contains("begun") && !text.contains("never"), "{text}");
-    assert_eq!(alive(&a), Vec::<String>::new(), "the grandchild survived");
-    assert_eq!(alive(&b), Vec::<String>::new(), "the child survived");
+    assert_gone(&a).await;
+    assert_gone(&b).await;
 }
 
 #[tokio::test]
@@ -126,7 +126,7 @@ async fn processes_a_command_leaves_running_are_stopped_when_it_ends() {
     .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(last.tool_result_text("bg"), ("started".to_string(), false));
-    assert_eq!(alive(&leftover), Vec::<String>::new());
+    assert_gone(&leftover).await;
 }
 
 #[tokio::test]
@@ -143,8 +143,8 @@ async fn interrupt_kills_the_running_command_tree_and_says_so() {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGINT).unwrap();
     let out = finish(child).await;
     assert_eq!(out.code, 130, "stderr: {}", out.stderr);
-    assert_eq!(alive(&a), Vec::<String>::new());
-    assert_eq!(alive(&b), Vec::<String>::new());
+    assert_gone(&a).await;
+    assert_gone(&b).await;
     let transcript = read_jsonl(&env.transcripts()[0]);
     let result = transcript
         .iter()
@@ -215,7 +215,7 @@ async fn background_shell_lifecycle() {
     assert!(text.contains("killed"), "{text}");
     let (text, err) = last.tool_result_text("unknown");
     assert!(err && text.contains("bash_1, bash_2"), "{text}");
-    assert_eq!(alive(&lingering), Vec::<String>::new());
+    assert_gone(&lingering).await;
 }
 
 #[tokio::test]
@@ -233,8 +233,8 @@ async fn background_shells_die_with_the_session() {
     .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!last.tool_result_text("server").1);
-    assert_eq!(alive(&a), Vec::<String>::new());
-    assert_eq!(alive(&b), Vec::<String>::new());
+    assert_gone(&a).await;
+    assert_gone(&b).await;
 }
 
 #[tokio::test]

@@ -40,3 +40,18 @@ pub async fn wait_until_running(marker: &str) {
     }
     panic!("no process with `{marker}` started");
 }
+
+/// Asserts that no process with `marker` is alive. A killed process disappears a moment after
+/// the signal is sent, so this waits (bounded) for that before it fails; a survivor of a missing
+/// kill lives for an hour and fails it.
+pub async fn assert_gone(marker: &str) {
+    let mut left = alive(marker);
+    for _ in 0..250 {
+        if left.is_empty() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        left = alive(marker);
+    }
+    panic!("processes survived: {left:#?}");
+}
