@@ -18,5 +18,6 @@ cp -R "$here/examples/demo-repo" "$work"
 echo "No API key set: running the offline demo on a copy of examples/demo-repo in $work" >&2
 echo >&2
 cd "$work"
-KEEL_HOME="$tmp/keel-home" "$keel" -p "Why does test_order_total_with_discount fail? Find the bug." \
-  --provider script --script "$here/examples/demo/script.json" --verbose
+KEEL_HOME="$tmp/keel-home" "$keel" -p "test_order_total_with_discount fails. Find the bug, fix it and run the tests." \
+  --provider script --script "$here/examples/demo/script.json" --verbose \
+  --permission-mode acceptEdits --allowedTools "Bash(python3 -m unittest:*)"

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """keel end-to-end benchmark.
 
-Runs a scripted session of ~90 model turns (Glob/Grep/Read over a generated repo of 40 files)
-through the release binary and reports wall time, CPU time (user+sys) and peak RSS of the keel
-process, per run and per turn. Two transports:
+Runs a scripted session of ~90 model turns (Glob/Grep/Read, Edit/Write and Bash over a generated
+repo of 40 files, a fresh copy per run) through the release binary and reports wall time, CPU
+time (user+sys) and peak RSS of the keel process, per run and per turn. CPU time includes the
+processes keel starts for Bash calls; their cost, measured by starting the same processes
+directly, is subtracted for "keel's own CPU". Two transports:
 
   script  the script provider: engine, tools and transcript, no network
   sse     a loopback HTTP server speaking the Anthropic SSE protocol: adds the HTTP client,
@@ -48,25 +50,59 @@ def make_repo(root, files=40, lines=150):
 
 
 def make_turns(root, turns):
+    """Cycles of ten turns: survey (Glob, Grep, Read), edit (Edit, a second Edit without re-reading,
+    Write of a new file) and shell (Bash). Each cycle works on its own file, so every edit's anchor
+    is unique and every edit succeeds."""
     out = []
     for t in range(turns - 1):
-        k = t % 6
-        i = t % 40
+        k, c = t % 10, t // 10
+        f = c % 40
+        path = f"src/mod{f % 5}/file{f}.rs"
         if k == 0:
             call = {"name": "Glob", "input": {"pattern": "src/**/*.rs"}}
         elif k == 1:
-            call = {"name": "Grep", "input": {"pattern": f"handler_{i}_", "output_mode": "content"}}
+            call = {"name": "Grep", "input": {"pattern": f"handler_{f}_", "output_mode": "content"}}
         elif k == 2:
-            call = {"name": "Read", "input": {"file_path": f"src/mod{i % 5}/file{i}.rs"}}
+            call = {"name": "Read", "input": {"file_path": path}}
         elif k == 3:
-            call = {"name": "Grep", "input": {"pattern": "TODO check 1", "output_mode": "files_with_matches"}}
+            call = {"name": "Edit", "input": {"file_path": path, "old_string": f"pub fn handler_{f}_0(",
+                                              "new_string": f"pub fn handler_{f}_0_checked("}}
         elif k == 4:
-            call = {"name": "Read", "input": {"file_path": f"src/mod{i % 5}/file{i}.rs", "offset": 20, "limit": 40}}
+            call = {"name": "Grep", "input": {"pattern": "TODO check 1", "output_mode": "files_with_matches"}}
+        elif k == 5:
+            g = (f + 20) % 40
+            call = {"name": "Read", "input": {"file_path": f"src/mod{g % 5}/file{g}.rs", "offset": 20, "limit": 40}}
+        elif k == 6:
+            call = {"name": "Write", "input": {"file_path": f"notes/cycle{c}.md",
+                                               "content": "".join(f"- step {n}\n" for n in range(20))}}
+        elif k == 7:
+            call = {"name": "Bash", "input": {"command": f"grep -c TODO {path}", "description": "count TODOs"}}
+        elif k == 8:
+            call = {"name": "Edit", "input": {"file_path": path, "old_string": f"pub fn handler_{f}_25(",
+                                              "new_string": f"pub fn handler_{f}_25_checked("}}
         else:
             call = {"name": "Grep", "input": {"pattern": "Result<u32", "output_mode": "count"}}
         out.append({"text": f"Step {t + 1}.", "tool_calls": [call]})
     out.append({"text": "Finished the survey."})
     return out
+
+
+def shell_commands(turns):
+    return [c["input"]["command"] for t in turns for c in t.get("tool_calls", []) if c["name"] == "Bash"]
+
+
+def shell_cpu(repo, commands):
+    """CPU time of the processes keel starts for the session's Bash calls (`setsid`, `bash` and
+    the command), started here the same way, to tell keel's own CPU apart from theirs."""
+    import resource
+    setsid = shutil.which("setsid")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    for cmd in commands:
+        argv = ["bash", "-c", 'eval "$1"; pwd -P >/dev/null', "bash", cmd]
+        subprocess.run(([setsid] if setsid else []) + argv, cwd=repo, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def sse_for(turn, n):
@@ -141,8 +177,10 @@ class Server:
         self.httpd.shutdown()
 
 
-def run_once(keel, repo, mode, turns, script_path):
+def run_once(keel, template, mode, turns, script_path):
     home = tempfile.mkdtemp(prefix="keel-bench-home-")
+    repo = os.path.join(home, "repo")
+    shutil.copytree(template, repo)
     env = {"PATH": os.environ.get("PATH", ""), "HOME": home, "KEEL_HOME": os.path.join(home, ".keel")}
     args = WRAP + [keel, "-p", "survey the repository", "--output-format", "json"]
     server = None
@@ -157,11 +195,24 @@ def run_once(keel, repo, mode, turns, script_path):
     wall = time.perf_counter() - start
     if server:
         server.close()
-    shutil.rmtree(home, ignore_errors=True)
     if proc.returncode != 0:
         sys.exit(f"keel failed ({proc.returncode}): {err.decode()[:2000]}")
     result = json.loads(out)
+    check_edits(repo, turns)
+    shutil.rmtree(home, ignore_errors=True)
     return wall, result
+
+
+def check_edits(repo, turns):
+    """The scripted edits must really have happened (a refused edit would be cheaper)."""
+    for t in turns:
+        for c in t.get("tool_calls", []):
+            if c["name"] == "Edit":
+                with open(os.path.join(repo, c["input"]["file_path"])) as f:
+                    if c["input"]["new_string"] not in f.read():
+                        sys.exit(f"edit not applied: {c['input']}")
+            elif c["name"] == "Write" and not os.path.exists(os.path.join(repo, c["input"]["file_path"])):
+                sys.exit(f"write not applied: {c['input']['file_path']}")
 
 
 def measure(keel, repo, mode, turns, script_path):
@@ -195,9 +246,16 @@ def main():
     with open(script_path, "w") as f:
         json.dump({"model": "claude-sonnet-4-5", "turns": turns}, f)
     modes = ["script", "sse"] if args.mode == "both" else [args.mode]
+    shells = statistics.median(shell_cpu(repo, shell_commands(turns)) for _ in range(args.runs))
+    counts = {}
+    for t in turns:
+        for c in t.get("tool_calls", []):
+            counts[c["name"]] = counts.get(c["name"], 0) + 1
     print(f"keel benchmark: {args.turns} model turns, 40-file repo, {args.runs} runs per mode")
-    print("| mode | turns | wall (median) | CPU (median) | CPU per turn | peak RSS (max) |")
-    print("|---|---|---|---|---|---|")
+    print("tool calls: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+    print(f"CPU of the processes the Bash calls start (setsid, bash, command), run directly: {shells * 1000:.0f} ms")
+    print("| mode | turns | wall (median) | CPU (median) | CPU per turn | keel's own CPU per turn | peak RSS (max) |")
+    print("|---|---|---|---|---|---|---|")
     for mode in modes:
         walls, cpus, rss, n = [], [], 0.0, 0
         for _ in range(args.runs):
@@ -206,8 +264,9 @@ def main():
             cpus.append(c)
             rss = max(rss, r)
         cpu = statistics.median(cpus)
+        own = max(cpu - shells, 0.0)
         print(f"| {mode} | {n} | {statistics.median(walls) * 1000:.0f} ms | {cpu * 1000:.0f} ms | "
-              f"{cpu * 1000 / n:.2f} ms | {rss:.1f} MiB |")
+              f"{cpu * 1000 / n:.2f} ms | {own * 1000 / n:.2f} ms | {rss:.1f} MiB |")
     shutil.rmtree(work, ignore_errors=True)
 
 

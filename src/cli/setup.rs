@@ -131,8 +131,9 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
         shared.sandbox = sandbox_mode;
     }
     let resumed = history.is_some();
-    if let Some(h) = history {
+    if let Some((h, todos)) = history {
         session.set_history(h);
+        session.restore_todos(todos);
     } else {
         session.write_meta(&model);
     }
@@ -299,7 +300,13 @@ fn permission_mode(cli: &Cli) -> Result<Option<Mode>, SetupError> {
     }
 }
 
-type Resolved = (String, PathBuf, Option<Vec<crate::message::Message>>, Vec<String>);
+/// Session id, transcript path, resumed history and task list, warnings.
+type Resolved = (
+    String,
+    PathBuf,
+    Option<(Vec<crate::message::Message>, Vec<crate::tools::Todo>)>,
+    Vec<String>,
+);
 
 fn resolve_session(cli: &Cli, home: &std::path::Path, project_dir: &std::path::Path) -> Result<Resolved, SetupError> {
     let path = if let Some(id) = &cli.resume {
@@ -351,5 +358,5 @@ fn resolve_session(cli: &Cli, home: &std::path::Path, project_dir: &std::path::P
             loaded.repaired_calls
         ));
     }
-    Ok((id, path, Some(loaded.history), warnings))
+    Ok((id, path, Some((loaded.history, loaded.todos)), warnings))
 }

@@ -33,7 +33,7 @@ pub fn request(req: &ModelRequest, replace: &[(&str, &str)]) -> String {
             clean(first, replace)
         );
     }
-    let names: Vec<&str> = req.tools.iter().map(|t| t.name.as_str()).collect();
+    let names: Vec<&str> = req.tools.as_slice().iter().map(|t| t.name.as_str()).collect();
     let _ = writeln!(out, "tools: {}", names.join(", "));
     for (i, m) in req.messages.iter().enumerate() {
         render_message(&mut out, i, m, &req.cache_breakpoints, replace);

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use crate::message::{Message, Role};
-use crate::provider::{ModelRequest, SystemBlock, ToolDefinition};
+use crate::provider::{ModelRequest, SystemBlock, ToolSet};
 
 /// The API's limit on cache breakpoints per request.
 pub const MAX_BREAKPOINTS: usize = 4;
@@ -17,11 +17,11 @@ pub fn request(
     model: &str,
     max_tokens: u32,
     system: &[SystemBlock],
-    tools: &[ToolDefinition],
+    tools: &ToolSet,
     messages: Arc<Vec<Message>>,
 ) -> ModelRequest {
     let fixed = system.iter().filter(|b| b.cache_control.is_some()).count()
-        + tools.iter().filter(|t| t.cache_control.is_some()).count();
+        + tools.as_slice().iter().filter(|t| t.cache_control.is_some()).count();
     let mut breakpoints = tail_breakpoints(&messages);
     breakpoints.truncate(MAX_BREAKPOINTS.saturating_sub(fixed));
     ModelRequest {
@@ -29,7 +29,7 @@ pub fn request(
         max_tokens,
         system: system.to_vec(),
         messages,
-        tools: tools.to_vec(),
+        tools: tools.clone(),
         cache_breakpoints: breakpoints,
     }
 }
@@ -72,11 +72,11 @@ mod tests {
         ];
         system[0].cache_control = Some(CacheControl::ephemeral());
         system[2].cache_control = Some(CacheControl::ephemeral());
-        let r = request("m", 100, &system, &[], Arc::new(msgs.clone()));
+        let r = request("m", 100, &system, &ToolSet::default(), Arc::new(msgs.clone()));
         assert_eq!(r.cache_breakpoints, vec![4, 2]);
         // A third marked system block leaves room for one conversation breakpoint only.
         system[1].cache_control = Some(CacheControl::ephemeral());
-        let r = request("m", 100, &system, &[], Arc::new(msgs));
+        let r = request("m", 100, &system, &ToolSet::default(), Arc::new(msgs));
         assert_eq!(r.cache_breakpoints, vec![4]);
     }
 }

@@ -85,7 +85,7 @@ impl Engine {
             &self.config.model,
             self.compactor.request_max_tokens(self.config.max_tokens),
             &self.config.system,
-            self.registry.definitions(),
+            self.registry.tool_set(),
             view.messages,
         ))
     }
@@ -262,7 +262,7 @@ impl Engine {
             &self.config.model,
             window.output_reserve.clamp(1, u32::MAX as u64) as u32,
             &self.config.system,
-            self.registry.definitions(),
+            self.registry.tool_set(),
             std::sync::Arc::new(messages),
         );
         let response = self.stream_quietly(request, cancel).await?;

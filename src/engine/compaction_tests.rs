@@ -168,7 +168,11 @@ fn setup_with(
         session_dir,
         Transcript::create(&transcript).unwrap(),
     );
-    let mut tools = crate::tools::builtin_tools();
+    // The test's own `Edit` (no read-before-edit guard) stands in for the real one.
+    let mut tools: Vec<Arc<dyn Tool>> = crate::tools::builtin_tools()
+        .into_iter()
+        .filter(|t| t.name() != "Edit")
+        .collect();
     tools.push(Arc::new(Replace));
     let registry = Arc::new(ToolRegistry::new(tools).unwrap());
     let config = EngineConfig {

@@ -174,9 +174,13 @@ impl Pipeline<'_> {
             tool_use_id: call.id.clone(),
         };
         let tool = registered.tool.clone();
-        let result = tokio::select! {
-            _ = cancel.cancelled() => Err(ToolError::Cancelled),
-            r = tool.call(effective.input.clone(), &ctx) => r,
+        let result = if tool.handles_cancellation() {
+            tool.call(effective.input.clone(), &ctx).await
+        } else {
+            tokio::select! {
+                _ = cancel.cancelled() => Err(ToolError::Cancelled),
+                r = tool.call(effective.input.clone(), &ctx) => r,
+            }
         };
         let was_interrupted = matches!(result, Err(ToolError::Cancelled));
         let output = match result {

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::compact::record::ToolLog;
 use crate::config::models;
 use crate::message::{ContentBlock, Message, Role, Usage};
-use crate::tools::SessionShared;
+use crate::tools::{SessionShared, Todo};
 use crate::transcript::{SessionMeta, SharedTranscript, Transcript, TranscriptError};
 
 /// Token and cost totals for one model.
@@ -60,6 +60,8 @@ pub struct Session {
     pub transcript: SharedTranscript,
     /// Transcript writes that failed; reported once, never fatal to the turn.
     pub transcript_errors: Vec<String>,
+    /// The task list as last written to the transcript.
+    logged_todos: Vec<Todo>,
 }
 
 impl Session {
@@ -73,6 +75,22 @@ impl Session {
             tool_log: ToolLog::in_memory(),
             transcript: SharedTranscript::new(transcript),
             transcript_errors: Vec::new(),
+            logged_todos: Vec::new(),
+        }
+    }
+
+    /// Restores the task list of a resumed session (without logging it again).
+    pub fn restore_todos(&mut self, todos: Vec<Todo>) {
+        *self.shared.todos.lock().unwrap_or_else(|p| p.into_inner()) = todos.clone();
+        self.logged_todos = todos;
+    }
+
+    /// Records the task list in the transcript when TodoWrite changed it, so resume restores it.
+    pub fn sync_todos(&mut self) {
+        let todos = self.shared.todos();
+        if todos != self.logged_todos {
+            self.log_event(crate::transcript::TODOS_EVENT, serde_json::json!({ "todos": todos }));
+            self.logged_todos = todos;
         }
     }
 

@@ -148,6 +148,7 @@ impl Engine {
                 }
                 .run_all(calls, &response.broken_tool_calls, cancel)
                 .await;
+                self.session.sync_todos();
                 for r in records.iter().filter(|r| r.denied) {
                     self.session.denials.push(Denial {
                         tool_name: r.call.name.clone(),

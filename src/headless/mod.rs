@@ -103,6 +103,8 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
         Some(instructions) => engine.compact_turn(instructions, &cancel).await,
         None => engine.run_turn(vec![ContentBlock::text(prompt)], cancel.clone()).await,
     };
+    // The session ends with the turn: nothing it started in the background may outlive it.
+    engine.session.shared.end();
     // The drain task ends at TurnFinished; a panic in it only loses progress lines.
     let leftover = printing.await.ok();
     engine.session_end("other").await;

@@ -24,10 +24,50 @@ pub struct ModelRequest {
     pub max_tokens: u32,
     pub system: Vec<SystemBlock>,
     pub messages: Arc<Vec<Message>>,
-    pub tools: Vec<ToolDefinition>,
+    pub tools: ToolSet,
     /// Indices of messages whose last cacheable block carries a prompt-cache breakpoint
     /// (applied while encoding, so the shared history is never copied for it).
     pub cache_breakpoints: Vec<usize>,
+}
+
+/// The tools offered to the model, shared between requests and JSON-encoded once: they are
+/// byte-stable for the session, so re-encoding them for every request would be wasted work.
+#[derive(Debug, Clone)]
+pub struct ToolSet {
+    list: Arc<[ToolDefinition]>,
+    encoded: Arc<serde_json::value::RawValue>,
+}
+
+impl ToolSet {
+    pub fn new(list: Vec<ToolDefinition>) -> ToolSet {
+        // Serializing plain data (strings and JSON values) cannot fail.
+        let json = serde_json::to_string(&list).unwrap_or_else(|_| "[]".to_string());
+        let encoded = serde_json::value::RawValue::from_string(json)
+            .unwrap_or_else(|_| serde_json::value::RawValue::NULL.to_owned());
+        ToolSet {
+            list: list.into(),
+            encoded: encoded.into(),
+        }
+    }
+
+    pub fn as_slice(&self) -> &[ToolDefinition] {
+        &self.list
+    }
+
+    /// The JSON array of the definitions, as sent to the API.
+    pub fn encoded(&self) -> &serde_json::value::RawValue {
+        &self.encoded
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+}
+
+impl Default for ToolSet {
+    fn default() -> Self {
+        ToolSet::new(Vec::new())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -155,4 +195,38 @@ pub(crate) fn channel_stream(rx: tokio::sync::mpsc::Receiver<Result<ProviderEven
     Box::pin(futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|item| (item, rx))
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_set_encodes_once_what_serde_would_encode() {
+        let list = vec![ToolDefinition {
+            name: "Read".into(),
+            description: "reads \"files\"\n".into(),
+            input_schema: serde_json::json!({"type": "object", "properties": {"a": {"type": "string"}}}),
+            cache_control: None,
+        }];
+        let set = ToolSet::new(list.clone());
+        assert_eq!(set.encoded().get(), serde_json::to_string(&list).unwrap());
+        assert_eq!(set.as_slice(), list.as_slice());
+        let request = ModelRequest {
+            model: "m".into(),
+            max_tokens: 10,
+            system: Vec::new(),
+            messages: Arc::new(Vec::new()),
+            tools: set,
+            cache_breakpoints: Vec::new(),
+        };
+        let body: Value = serde_json::from_slice(&anthropic::wire_body(&request).unwrap()).unwrap();
+        assert_eq!(body["tools"], serde_json::to_value(&list).unwrap());
+        let empty = ModelRequest {
+            tools: ToolSet::default(),
+            ..request
+        };
+        let body: Value = serde_json::from_slice(&anthropic::wire_body(&empty).unwrap()).unwrap();
+        assert!(body.get("tools").is_none(), "no empty tools array");
+    }
 }

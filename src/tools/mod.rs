@@ -3,6 +3,8 @@
 //! A tool validates nothing itself that the JSON schema already checks (the registry does that
 //! once, before the call); it reports every failure as an error result the model can act on.
 
+pub mod bash;
+pub mod edit;
 pub mod file_state;
 pub mod glob;
 pub mod grep;
@@ -10,6 +12,8 @@ pub mod paths;
 pub mod plan;
 pub mod read;
 pub mod registry;
+pub mod todo;
+pub mod write;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -35,6 +39,10 @@ pub struct SessionShared {
     pub todos: Mutex<Vec<Todo>>,
     /// How shell commands are confined (set once at startup).
     pub sandbox: crate::sandbox::SandboxMode,
+    /// Where the next Bash command starts: `cd` persists while it stays inside the workspace.
+    pub shell_cwd: Mutex<PathBuf>,
+    /// Background shells; all of them are killed when the session ends (and on drop).
+    pub shells: bash::background::BackgroundShells,
 }
 
 /// One entry of the session's task list, in the reference's TodoWrite shape.
@@ -57,13 +65,26 @@ pub enum TodoStatus {
 impl SessionShared {
     pub fn new(cwd: PathBuf, session_dir: PathBuf) -> Self {
         SessionShared {
-            cwd,
             session_dir,
             file_state: Mutex::new(FileStateMap::default()),
             mode: Mutex::new(crate::permissions::Mode::Default),
             todos: Mutex::new(Vec::new()),
             sandbox: crate::sandbox::SandboxMode::Off,
+            shell_cwd: Mutex::new(cwd.clone()),
+            shells: bash::background::BackgroundShells::default(),
+            cwd,
         }
+    }
+
+    /// Whether `path` lies inside the workspace (where the shell's `cd` may stay). Directories
+    /// added with `--add-dir` will count too once they exist.
+    pub fn is_in_workspace(&self, path: &std::path::Path) -> bool {
+        path.starts_with(&self.cwd)
+    }
+
+    /// Ends the session's processes: every background shell is killed.
+    pub fn end(&self) {
+        self.shells.kill_all();
     }
 
     pub fn mode(&self) -> crate::permissions::Mode {
@@ -175,6 +196,12 @@ pub trait Tool: Send + Sync {
     fn result_budget(&self) -> usize {
         50_000
     }
+    /// Whether the tool watches `ctx.cancel` itself and then returns a result that says what
+    /// was stopped (Bash kills its process group). The pipeline waits for such a tool instead of
+    /// dropping its future on cancellation.
+    fn handles_cancellation(&self) -> bool {
+        false
+    }
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
 }
 
@@ -189,6 +216,12 @@ pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
         Arc::new(read::ReadTool),
         Arc::new(glob::GlobTool),
         Arc::new(grep::GrepTool),
+        Arc::new(edit::EditTool),
+        Arc::new(write::WriteTool),
+        Arc::new(bash::BashTool),
+        Arc::new(bash::manage::BashOutputTool),
+        Arc::new(bash::manage::KillShellTool),
+        Arc::new(todo::TodoWriteTool),
         Arc::new(plan::ExitPlanModeTool),
     ]
 }

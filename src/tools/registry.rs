@@ -7,7 +7,7 @@ use jsonschema::error::ValidationErrorKind;
 use serde_json::Value;
 
 use super::Tool;
-use crate::provider::ToolDefinition;
+use crate::provider::{ToolDefinition, ToolSet};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
@@ -26,7 +26,7 @@ pub struct ToolRegistry {
     tools: BTreeMap<String, RegisteredTool>,
     /// Registration order, which is also the order offered to the model (stable for caching).
     order: Vec<String>,
-    definitions: Vec<ToolDefinition>,
+    definitions: ToolSet,
 }
 
 impl ToolRegistry {
@@ -48,7 +48,7 @@ impl ToolRegistry {
         let mut registry = ToolRegistry {
             tools: map,
             order,
-            definitions: Vec::new(),
+            definitions: ToolSet::default(),
         };
         registry.rebuild_definitions();
         Ok(registry)
@@ -72,21 +72,27 @@ impl ToolRegistry {
 
     /// What the model is offered, in a stable order (built once; byte-identical per session).
     pub fn definitions(&self) -> &[ToolDefinition] {
+        self.definitions.as_slice()
+    }
+
+    /// The definitions as sent with every request (shared, encoded once).
+    pub fn tool_set(&self) -> &ToolSet {
         &self.definitions
     }
 
     fn rebuild_definitions(&mut self) {
-        self.definitions = self
-            .order
-            .iter()
-            .filter_map(|n| self.tools.get(n))
-            .map(|t| ToolDefinition {
-                name: t.tool.name().to_string(),
-                description: t.tool.description().to_string(),
-                input_schema: t.tool.input_schema(),
-                cache_control: None,
-            })
-            .collect();
+        self.definitions = ToolSet::new(
+            self.order
+                .iter()
+                .filter_map(|n| self.tools.get(n))
+                .map(|t| ToolDefinition {
+                    name: t.tool.name().to_string(),
+                    description: t.tool.description().to_string(),
+                    input_schema: t.tool.input_schema(),
+                    cache_control: None,
+                })
+                .collect(),
+        );
     }
 
     /// The message for a call to a tool that does not exist.

@@ -116,6 +116,9 @@ impl Transcript {
     }
 }
 
+/// The event that records the task list after TodoWrite changed it; the last one wins on resume.
+pub const TODOS_EVENT: &str = "todos";
+
 /// A transcript shared by the session and the components that log into it (hooks).
 #[derive(Clone)]
 pub struct SharedTranscript(std::sync::Arc<std::sync::Mutex<Transcript>>);
@@ -160,6 +163,8 @@ pub struct Loaded {
     pub bad_lines: Vec<usize>,
     /// Tool calls that had no result (a crash mid-turn); synthesized results were added.
     pub repaired_calls: usize,
+    /// The session's latest task list.
+    pub todos: Vec<crate::tools::Todo>,
 }
 
 pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
@@ -186,6 +191,10 @@ pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
             Some("compact_boundary") => out.history.clear(),
             Some("user") | Some("assistant") => match serde_json::from_value::<Message>(v["message"].clone()) {
                 Ok(m) => out.history.push(m),
+                Err(_) => out.bad_lines.push(i + 1),
+            },
+            Some("event") if v["event"] == TODOS_EVENT => match serde_json::from_value(v["data"]["todos"].clone()) {
+                Ok(todos) => out.todos = todos,
                 Err(_) => out.bad_lines.push(i + 1),
             },
             _ => {}

@@ -2,7 +2,10 @@
 
 mod support;
 
+mod bash;
 mod compaction;
+mod demo;
+mod edit_guards;
 mod engine_loop;
 mod headless;
 mod hooks;

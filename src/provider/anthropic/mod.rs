@@ -304,8 +304,8 @@ pub fn wire_body(request: &ModelRequest) -> Result<Vec<u8>, ProviderError> {
         #[serde(skip_serializing_if = "<[_]>::is_empty")]
         system: &'a [super::SystemBlock],
         messages: WireMessages<'a>,
-        #[serde(skip_serializing_if = "<[_]>::is_empty")]
-        tools: &'a [super::ToolDefinition],
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tools: Option<&'a serde_json::value::RawValue>,
         stream: bool,
     }
     let wire = Wire {
@@ -316,7 +316,7 @@ pub fn wire_body(request: &ModelRequest) -> Result<Vec<u8>, ProviderError> {
             messages: &request.messages,
             breakpoints: &request.cache_breakpoints,
         },
-        tools: &request.tools,
+        tools: (!request.tools.is_empty()).then(|| request.tools.encoded()),
         stream: true,
     };
     serde_json::to_vec(&wire).map_err(|e| ProviderError::Config(format!("cannot encode request: {e}")))

@@ -186,8 +186,9 @@ fn render(mut hits: Vec<FileHits>, q: &Query, page: Page, numbers: bool) -> Tool
         } else {
             "No files found"
         };
-        return ToolOutput::text(format!("{what} for pattern `{pattern}` in {}", q.root.display()))
-            .with_structured(json!({"mode": mode_name(q.mode), "numFiles": 0, "filenames": [], "numLines": 0}));
+        return ToolOutput::text(format!("{what} for pattern `{pattern}` in {}", q.root.display())).with_structured(
+            json!({"mode": mode_name(q.mode), "numFiles": 0, "filenames": [], "numLines": 0, "numMatches": 0}),
+        );
     }
     match q.mode {
         Mode::Files => {

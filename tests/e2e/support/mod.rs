@@ -1,5 +1,6 @@
 //! Test support: a scripted model server and a runner for the real `keel` binary.
 
+pub mod procs;
 pub mod server;
 pub mod sse;
 pub mod tmux;
@@ -185,4 +186,22 @@ pub fn read_jsonl(path: &Path) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
+}
+
+/// Runs keel through scripted tool-call steps (one model turn each) and a final answer; returns
+/// the run and the last request, which carries every tool result of the session.
+pub async fn run_steps(env: &Env, steps: Vec<Vec<sse::Block>>) -> (Out, Recorded) {
+    let server = ModelServer::start().await;
+    for step in steps {
+        server.push(sse::calls(step));
+    }
+    server.push(sse::answer("done"));
+    // These runs test the tools' own guards, not the permission layer, which lets them through.
+    let out = env
+        .keel(&server)
+        .args(["-p", "go", "--permission-mode", "bypassPermissions"])
+        .run()
+        .await;
+    let last = server.requests().pop().expect("at least one request");
+    (out, last)
 }

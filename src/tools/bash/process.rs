@@ -1,0 +1,45 @@
+//! Killing a command's whole process tree: every shell runs as the leader of its own process
+//! group, so one signal to the group reaches the children it forked too.
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+
+/// The process group of a running shell. Dropping an armed group kills it, so a command whose
+/// future is dropped (cancellation, a runtime shutting down) leaves nothing behind.
+#[derive(Debug)]
+pub struct ProcessGroup {
+    pgid: Option<Pid>,
+}
+
+impl ProcessGroup {
+    pub fn of(child: &tokio::process::Child) -> ProcessGroup {
+        ProcessGroup {
+            pgid: child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw),
+        }
+    }
+
+    /// SIGKILL to every process in the group; a group that is already gone is fine.
+    pub fn kill(&self) {
+        if let Some(pgid) = self.pgid {
+            kill_group(pgid);
+        }
+    }
+
+    /// Kills the group now and forgets it, so the drop does not signal a group id that may
+    /// later be reused.
+    pub fn kill_and_disarm(&mut self) {
+        self.kill();
+        self.pgid = None;
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+pub fn kill_group(pgid: Pid) {
+    // ESRCH (no such group) means everything is already gone.
+    let _ = killpg(pgid, Signal::SIGKILL);
+}

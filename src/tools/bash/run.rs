@@ -1,0 +1,84 @@
+//! Running one command in the foreground: until it exits, times out or the call is cancelled.
+//! In every case the command's whole process group is killed before the call returns, so
+//! nothing it started outlives it (use `run_in_background` for servers and watchers).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::output::{Captured, read_output};
+use super::process::ProcessGroup;
+use super::spawn::shell_command;
+use crate::tools::ToolError;
+
+#[derive(Debug)]
+pub enum Ending {
+    Exited(ExitStatus),
+    TimedOut(Duration),
+    Cancelled,
+}
+
+#[derive(Debug)]
+pub struct Finished {
+    pub ending: Ending,
+    pub output: Captured,
+    /// The shell's working directory when the command ended normally.
+    pub final_cwd: Option<PathBuf>,
+}
+
+/// Runs `command` in `cwd`; its output goes to `<out_dir>/<name>.log` while it runs.
+pub async fn run_foreground(
+    command: &str,
+    cwd: &Path,
+    out_dir: &Path,
+    name: &str,
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> Result<Finished, ToolError> {
+    let io = |what: &str, e| ToolError::io(format!("{what} {}", out_dir.display()), e);
+    std::fs::create_dir_all(out_dir).map_err(|e| io("cannot create the output directory", e))?;
+    let log = out_dir.join(format!("{name}.log"));
+    let cwd_file = out_dir.join(format!("{name}.cwd"));
+    let file = std::fs::File::create(&log).map_err(|e| io("cannot create an output file in", e))?;
+    let mut child = shell_command(command, cwd, &file, &cwd_file)
+        .and_then(|mut c| c.spawn())
+        .map_err(|e| ToolError::io(format!("cannot start the shell in {}", cwd.display()), e))?;
+    drop(file);
+    let mut group = ProcessGroup::of(&child);
+
+    let ending = tokio::select! {
+        biased;
+        status = child.wait() => match status {
+            Ok(s) => Ending::Exited(s),
+            Err(e) => return Err(ToolError::io("waiting for the shell failed", e)),
+        },
+        _ = tokio::time::sleep(timeout) => Ending::TimedOut(timeout),
+        _ = cancel.cancelled() => Ending::Cancelled,
+    };
+    // Processes the command left running (or the whole tree, on timeout and cancellation).
+    group.kill_and_disarm();
+    if !matches!(ending, Ending::Exited(_)) {
+        // Also the shell itself, in case it was stopped before it had made its own group.
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+    }
+
+    let output = read_output(&log).map_err(|e| ToolError::io(format!("cannot read {}", log.display()), e))?;
+    let final_cwd = match ending {
+        Ending::Exited(_) => std::fs::read_to_string(&cwd_file)
+            .ok()
+            .map(|s| PathBuf::from(s.trim_end_matches('\n'))),
+        _ => None,
+    };
+    let _ = std::fs::remove_file(&cwd_file);
+    if output.kept_file.is_none() {
+        let _ = std::fs::remove_file(&log);
+    }
+    Ok(Finished {
+        ending,
+        output,
+        final_cwd,
+    })
+}

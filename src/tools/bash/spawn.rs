@@ -1,0 +1,77 @@
+//! The one place where keel builds a shell child process.
+//!
+//! Every Bash command, foreground or background, is started from [`shell_command`], so
+//! process-level policy (own session and process group, closed stdin, output to a file, and
+//! later the OS sandbox as another `pre_exec` step) lives here and nowhere else.
+
+use std::fs::File;
+use std::path::Path;
+use std::process::Stdio;
+
+/// Runs the command with `eval` so `cd`, heredocs and `exit` behave as typed, then reports the
+/// final working directory (for `cd` to persist) and passes the command's status through. The
+/// command travels as an argument, never spliced into the script, so no quoting can break it.
+const WRAPPER: &str = r#"__keel_cmd=$1; __keel_cwd_file=$2; shift 2
+eval "$__keel_cmd"
+__keel_status=$?
+pwd -P >| "$__keel_cwd_file" 2>/dev/null
+exit $__keel_status"#;
+
+/// The shell that runs commands: bash where it exists (what models write for), else POSIX sh.
+pub fn shell_program() -> &'static str {
+    first_existing(&["/bin/bash", "/usr/bin/bash"]).unwrap_or("/bin/sh")
+}
+
+/// util-linux `setsid`, which starts the shell in a new session without a `pre_exec` hook.
+fn setsid_program() -> Option<&'static str> {
+    first_existing(&["/usr/bin/setsid", "/bin/setsid"])
+}
+
+fn first_existing(candidates: &[&'static str]) -> Option<&'static str> {
+    candidates.iter().copied().find(|p| Path::new(p).exists())
+}
+
+/// Builds (does not start) the process for `command`:
+/// - runs in `cwd` with stdin closed (`/dev/null`), so nothing waits for input;
+/// - stdout and stderr both go to `output`, one file description, so their order is kept;
+/// - leads a new session and process group, so the whole tree can be killed with one signal
+///   to the group whose id is the child's pid, and no terminal is attached (a program asking
+///   for a password fails instead of stopping the command);
+/// - writes its final working directory to `cwd_report`.
+///
+/// The new session comes from exec'ing through `setsid(1)` rather than a `pre_exec` hook: without
+/// a hook the standard library spawns with `posix_spawn` (vfork-like), where a hook forces a full
+/// `fork` of keel, which costs milliseconds per command. The child is not a group leader when it
+/// calls setsid(2), so `setsid(1)` does not fork again and the shell keeps the child's pid.
+/// Where `setsid(1)` is missing the child gets its own process group instead (terminal still
+/// attached). A sandbox that must run code in the child adds its `pre_exec` step here.
+pub fn shell_command(
+    command: &str,
+    cwd: &Path,
+    output: &File,
+    cwd_report: &Path,
+) -> std::io::Result<tokio::process::Command> {
+    let mut cmd = match setsid_program() {
+        Some(setsid) => {
+            let mut c = tokio::process::Command::new(setsid);
+            c.arg(shell_program());
+            c
+        }
+        None => {
+            let mut c = tokio::process::Command::new(shell_program());
+            c.process_group(0);
+            c
+        }
+    };
+    cmd.arg("-c")
+        .arg(WRAPPER)
+        .arg("bash")
+        .arg(command)
+        .arg(cwd_report)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(output.try_clone()?)
+        .stderr(output.try_clone()?)
+        .kill_on_drop(true);
+    Ok(cmd)
+}

@@ -1,0 +1,248 @@
+//! Edit: an exact, content-anchored replacement in a file the model has read.
+//!
+//! Order of checks (each a distinct error): identical strings → missing file (an empty
+//! `old_string` creates it) → directory → read-before-edit and unchanged-on-disk (`guard`) →
+//! UTF-8 → anchor found exactly once (or `replace_all`). The write is atomic and keeps the file's
+//! BOM, line endings, final newline and permissions; the read state is updated afterwards so a
+//! second edit needs no re-read.
+
+pub mod apply;
+pub mod guard;
+pub mod text;
+
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::file_state::{FileView, ViewKind, file_mtime};
+use super::{SessionShared, Tool, ToolContext, ToolError, ToolOutput, parse_input, paths};
+use apply::ApplyError;
+use guard::Intent;
+
+pub struct EditTool;
+
+#[derive(Deserialize)]
+struct Input {
+    file_path: String,
+    old_string: String,
+    new_string: String,
+    #[serde(default)]
+    replace_all: bool,
+}
+
+#[async_trait]
+impl Tool for EditTool {
+    fn name(&self) -> &'static str {
+        "Edit"
+    }
+
+    fn description(&self) -> &'static str {
+        "Changes a file by replacing an exact piece of its text. `old_string` is the anchor: copy it from \
+         Read's output without the line-number prefix (number and tab), keeping every space and tab. It must \
+         occur exactly once; if it occurs several times, include a few surrounding lines to make it unique, \
+         or set `replace_all` to change every occurrence (useful for renames). The file must have been read \
+         in this session (a partial read is enough) and must not have changed on disk since: if it did, \
+         nothing is written and you get a diff of the change; read it again and redo the edit. Line endings \
+         (CRLF or LF), a byte-order mark and permissions are kept; write `\\n` in both strings. An empty \
+         `old_string` creates a new file. Prefer Edit over Write for changes to existing files."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "file_path": {"type": "string", "description": "Absolute path of the file to change"},
+                "old_string": {"type": "string", "description": "The exact text to replace"},
+                "new_string": {"type": "string", "description": "The text to put in its place (must differ from old_string)"},
+                "replace_all": {"type": "boolean", "default": false, "description": "Replace every occurrence of old_string"}
+            },
+            "required": ["file_path", "old_string", "new_string"],
+            "additionalProperties": false
+        })
+    }
+
+    async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let input: Input = parse_input(input)?;
+        if input.old_string == input.new_string {
+            return Err(ToolError::invalid(
+                "old_string and new_string are identical, so the edit would change nothing. Put the new text in \
+                 new_string.",
+            ));
+        }
+        let path = paths::resolve(ctx.cwd(), &input.file_path);
+        let shared = ctx.shared.clone();
+        tokio::task::spawn_blocking(move || edit_file(&path, &input, &shared))
+            .await
+            .map_err(|e| ToolError::invalid(format!("the edit task failed: {e}")))?
+    }
+}
+
+fn edit_file(path: &Path, input: &Input, shared: &SessionShared) -> Result<ToolOutput, ToolError> {
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if input.old_string.is_empty() {
+                return create_file(path, &input.new_string, shared);
+            }
+            return Err(ToolError::invalid(format!(
+                "{} does not exist, so there is nothing to edit. Check the path with Glob; to create a new file \
+                 use Write (or Edit with an empty old_string).",
+                path.display()
+            )));
+        }
+        Err(e) => return Err(ToolError::io(format!("cannot access {}", path.display()), e)),
+    };
+    if meta.is_dir() {
+        return Err(ToolError::invalid(format!(
+            "{} is a directory; Edit changes files.",
+            path.display()
+        )));
+    }
+    guard::check_size(path, meta.len())?;
+    let bytes = std::fs::read(path).map_err(|e| ToolError::io(format!("cannot read {}", path.display()), e))?;
+    let view = guard::check(&shared.files(), path, &bytes, Intent::Edit)?;
+    let Ok(text) = std::str::from_utf8(&bytes) else {
+        return Err(ToolError::invalid(format!(
+            "{} is not UTF-8 text; editing it as text could corrupt it. Change it with a suitable command via Bash.",
+            path.display()
+        )));
+    };
+    let (bom, body) = text::split_bom(text);
+    if input.old_string.is_empty() {
+        if !body.is_empty() {
+            return Err(ToolError::invalid(format!(
+                "old_string is empty, which only works for creating a file, and {} already has content. Give \
+                 the exact text to replace, or use Write to replace the whole file.",
+                path.display()
+            )));
+        }
+        let change = Change {
+            bom,
+            body: input.new_string.clone(),
+            changed: 0..input.new_string.len(),
+            replacements: 1,
+        };
+        return write_change(path, change, view.kind, shared, input);
+    }
+    let applied = apply::apply(body, &input.old_string, &input.new_string, input.replace_all)
+        .map_err(|e| anchor_error(e, path, &input.old_string, view.kind))?;
+    let change = Change {
+        bom,
+        body: applied.text,
+        changed: applied.first,
+        replacements: applied.replacements,
+    };
+    write_change(path, change, view.kind, shared, input)
+}
+
+/// The new content of an edited file (without its BOM) and where it changed.
+struct Change {
+    bom: bool,
+    body: String,
+    changed: std::ops::Range<usize>,
+    replacements: usize,
+}
+
+fn write_change(
+    path: &Path,
+    change: Change,
+    kind: ViewKind,
+    shared: &SessionShared,
+    input: &Input,
+) -> Result<ToolOutput, ToolError> {
+    let mut new_text = String::with_capacity(change.body.len() + 3);
+    if change.bom {
+        new_text.push(text::BOM);
+    }
+    new_text.push_str(&change.body);
+    let target = write_target(path);
+    crate::fsutil::write_atomic(&target, new_text.as_bytes())
+        .map_err(|e| ToolError::io(format!("cannot write {}", target.display()), e))?;
+    let mtime = std::fs::metadata(&target).ok().as_ref().and_then(file_mtime);
+    shared
+        .files()
+        .record(path.to_path_buf(), FileView::new(new_text.as_bytes(), mtime, kind));
+    let replacements = change.replacements;
+    let what = if replacements == 1 {
+        "replaced 1 occurrence".to_string()
+    } else {
+        format!("replaced all {replacements} occurrences (the first is shown)")
+    };
+    let snippet = text::numbered_snippet(&change.body, change.changed);
+    Ok(ToolOutput::text(format!(
+        "Edited {}: {what}. The lines around the change now read:\n{snippet}",
+        path.display()
+    ))
+    .with_structured(json!({
+        "filePath": path.display().to_string(),
+        "oldString": input.old_string,
+        "newString": input.new_string,
+        "replaceAll": input.replace_all,
+        "replacements": replacements,
+        "userModified": false,
+    })))
+}
+
+fn create_file(path: &Path, content: &str, shared: &SessionShared) -> Result<ToolOutput, ToolError> {
+    crate::fsutil::write_atomic(path, content.as_bytes())
+        .map_err(|e| ToolError::io(format!("cannot create {}", path.display()), e))?;
+    let mtime = std::fs::metadata(path).ok().as_ref().and_then(file_mtime);
+    shared.files().record(
+        path.to_path_buf(),
+        FileView::new(content.as_bytes(), mtime, ViewKind::Complete),
+    );
+    Ok(ToolOutput::text(format!(
+        "Created {} ({} lines).",
+        path.display(),
+        content.lines().count()
+    ))
+    .with_structured(json!({"type": "create", "filePath": path.display().to_string()})))
+}
+
+/// Where the bytes go: the file a symbolic link points to, so the link itself survives.
+pub fn write_target(path: &Path) -> PathBuf {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if is_link {
+        std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+    } else {
+        path.to_path_buf()
+    }
+}
+
+fn anchor_error(e: ApplyError, path: &Path, old: &str, kind: ViewKind) -> ToolError {
+    let shown = excerpt(old);
+    match e {
+        ApplyError::NotFound => {
+            let mut msg = format!(
+                "old_string was not found in {}. It must match the file exactly, including indentation and \
+                 whitespace, and must not contain Read's line-number prefixes.",
+                path.display()
+            );
+            if kind == ViewKind::Partial {
+                msg.push_str(" You have seen only part of this file; the text may be in a part you have not read.");
+            }
+            msg.push_str(&format!(
+                " Read the lines again and copy them exactly.\nString searched for:\n{shown}"
+            ));
+            ToolError::invalid(msg)
+        }
+        ApplyError::Ambiguous(n) => ToolError::invalid(format!(
+            "old_string occurs {n} times in {}, but an edit needs exactly one place. Add surrounding lines to \
+             old_string until it identifies one occurrence, or set replace_all to true to change all {n}.\n\
+             String searched for:\n{shown}",
+            path.display()
+        )),
+    }
+}
+
+fn excerpt(s: &str) -> String {
+    const MAX: usize = 400;
+    if s.chars().count() <= MAX {
+        s.to_string()
+    } else {
+        let cut: String = s.chars().take(MAX).collect();
+        format!("{cut}… ({} characters in all)", s.chars().count())
+    }
+}

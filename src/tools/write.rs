@@ -1,0 +1,140 @@
+//! Write: creates a file, or replaces one the model has read completely and that has not
+//! changed on disk since.
+
+use std::path::Path;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use similar::{ChangeTag, TextDiff};
+
+use super::edit::guard::{self, Intent};
+use super::edit::{text, write_target};
+use super::file_state::{FileView, ViewKind, file_mtime};
+use super::{SessionShared, Tool, ToolContext, ToolError, ToolOutput, parse_input, paths};
+
+pub struct WriteTool;
+
+#[derive(Deserialize)]
+struct Input {
+    file_path: String,
+    content: String,
+}
+
+#[async_trait]
+impl Tool for WriteTool {
+    fn name(&self) -> &'static str {
+        "Write"
+    }
+
+    fn description(&self) -> &'static str {
+        "Writes a whole file: creates it (and any missing parent directories) or replaces its entire content. \
+         Creating a new file needs no preparation. Replacing an existing file requires that you have read all \
+         of it in this session and that it has not changed on disk since; otherwise nothing is written and you \
+         are told why. For changes to part of an existing file use Edit instead: it is safer and shorter. An \
+         existing file keeps its permissions, its byte-order mark and its CRLF line endings. Use an absolute \
+         path, and do not create documentation or README files unless asked to."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "file_path": {"type": "string", "description": "Absolute path of the file to write"},
+                "content": {"type": "string", "description": "The complete new content of the file"}
+            },
+            "required": ["file_path", "content"],
+            "additionalProperties": false
+        })
+    }
+
+    async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let input: Input = parse_input(input)?;
+        let path = paths::resolve(ctx.cwd(), &input.file_path);
+        let shared = ctx.shared.clone();
+        tokio::task::spawn_blocking(move || write_file(&path, &input.content, &shared))
+            .await
+            .map_err(|e| ToolError::invalid(format!("the write task failed: {e}")))?
+    }
+}
+
+fn write_file(path: &Path, content: &str, shared: &SessionShared) -> Result<ToolOutput, ToolError> {
+    let existing = match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => {
+            return Err(ToolError::invalid(format!(
+                "{} is a directory; give the path of a file.",
+                path.display()
+            )));
+        }
+        Ok(m) => Some(guard::check_size(path, m.len()).and_then(|_| {
+            std::fs::read(path).map_err(|e| ToolError::io(format!("cannot read {}", path.display()), e))
+        })?),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(ToolError::io(format!("cannot access {}", path.display()), e)),
+    };
+    let Some(old_bytes) = existing else {
+        crate::fsutil::write_atomic(path, content.as_bytes())
+            .map_err(|e| ToolError::io(format!("cannot create {}", path.display()), e))?;
+        record(shared, path, path, content.as_bytes());
+        return Ok(ToolOutput::text(format!(
+            "Created {} ({} lines).",
+            path.display(),
+            content.lines().count()
+        ))
+        .with_structured(json!({"type": "create", "filePath": path.display().to_string(), "content": content})));
+    };
+    guard::check(&shared.files(), path, &old_bytes, Intent::Overwrite)?;
+
+    let old_text = String::from_utf8_lossy(&old_bytes);
+    let (had_bom, old_body) = text::split_bom(&old_text);
+    let (_, new_body) = text::split_bom(content);
+    let mut kept = Vec::new();
+    let mut body = new_body.to_string();
+    if text::mostly_crlf(old_body) && !body.contains("\r\n") && body.contains('\n') {
+        body = text::to_crlf(&body);
+        kept.push("CRLF line endings");
+    }
+    let mut new_text = String::with_capacity(body.len() + 3);
+    if had_bom {
+        new_text.push(text::BOM);
+        kept.push("byte-order mark");
+    }
+    new_text.push_str(&body);
+
+    let target = write_target(path);
+    crate::fsutil::write_atomic(&target, new_text.as_bytes())
+        .map_err(|e| ToolError::io(format!("cannot write {}", target.display()), e))?;
+    record(shared, path, &target, new_text.as_bytes());
+
+    let (added, removed) = line_changes(old_body, &body);
+    let mut msg = format!(
+        "Replaced the content of {}: {added} line{} added, {removed} removed ({} lines now).",
+        path.display(),
+        if added == 1 { "" } else { "s" },
+        body.lines().count()
+    );
+    if !kept.is_empty() {
+        msg.push_str(&format!(" Kept the file's {}.", kept.join(" and ")));
+    }
+    Ok(ToolOutput::text(msg).with_structured(json!({
+        "type": "update",
+        "filePath": path.display().to_string(),
+        "content": content,
+    })))
+}
+
+fn record(shared: &SessionShared, path: &Path, target: &Path, bytes: &[u8]) {
+    let mtime = std::fs::metadata(target).ok().as_ref().and_then(file_mtime);
+    shared
+        .files()
+        .record(path.to_path_buf(), FileView::new(bytes, mtime, ViewKind::Complete));
+}
+
+fn line_changes(old: &str, new: &str) -> (usize, usize) {
+    let diff = TextDiff::configure().timeout(guard::DIFF_TIMEOUT).diff_lines(old, new);
+    diff.iter_all_changes().fold((0, 0), |(a, r), c| match c.tag() {
+        ChangeTag::Insert => (a + 1, r),
+        ChangeTag::Delete => (a, r + 1),
+        ChangeTag::Equal => (a, r),
+    })
+}
