@@ -129,6 +129,7 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     session.shared.set_mode(permission_mode);
     if let Some(shared) = std::sync::Arc::get_mut(&mut session.shared) {
         shared.sandbox = sandbox_mode;
+        shared.extra_dirs = permissions.authorizer.working_dirs().iter().skip(1).cloned().collect();
     }
     let resumed = history.is_some();
     if let Some((h, todos)) = history {

@@ -30,6 +30,16 @@ impl Pipeline<'_> {
         let verdict = self
             .authorizer
             .check(&call.name, &call.input, read_only, mode, &self.shared.cwd, hook);
+        let verdict = match verdict {
+            Verdict::Allow | Verdict::Ask { .. } if leaves_sandbox(call, &self.shared.sandbox) => Verdict::Ask {
+                hard: true,
+                info: AskInfo {
+                    reason: "the command asks to run outside the OS sandbox (dangerouslyDisableSandbox)".into(),
+                    ..AskInfo::default()
+                },
+            },
+            v => v,
+        };
         let info = match verdict {
             Verdict::Allow => return Ok(()),
             Verdict::Deny(reason) => return Err(denied(call, &format!("Permission denied: {reason}."))),
@@ -197,4 +207,11 @@ fn detail(call: &ToolCall, info: &AskInfo) -> String {
         _ => serde_json::to_string_pretty(input).unwrap_or_default(),
     };
     format!("{body}\n\n({})", info.reason)
+}
+
+/// A Bash call that asks to run unsandboxed while the sandbox is on.
+fn leaves_sandbox(call: &ToolCall, sandbox: &crate::sandbox::SandboxMode) -> bool {
+    call.name == "Bash"
+        && call.input.get("dangerouslyDisableSandbox") == Some(&serde_json::Value::Bool(true))
+        && !matches!(sandbox, crate::sandbox::SandboxMode::Off)
 }

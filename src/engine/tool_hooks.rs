@@ -7,8 +7,8 @@ use super::pipeline::{Pipeline, ToolCall};
 use crate::hooks::{Event, Permission, fields};
 use crate::message::ToolResultContent;
 use crate::permissions::HookDecision;
-use crate::tools::ToolOutput;
 use crate::tools::registry::RegisteredTool;
+use crate::tools::{ToolOutput, file_state};
 
 /// What the PreToolUse hooks left for the call.
 pub struct PreOutcome {
@@ -135,6 +135,11 @@ impl Pipeline<'_> {
             }
             notes.extend(agg.context);
             stop = agg.stop;
+            if !output.is_error
+                && let Some(note) = self.refresh_after_hooks(call, input)
+            {
+                notes.push(note);
+            }
         }
         if !notes.is_empty() {
             let extra: String = notes
@@ -150,6 +155,45 @@ impl Pipeline<'_> {
             };
         }
         stop
+    }
+
+    /// A hook that rewrites the file just edited (a formatter) would make the next edit look
+    /// like a conflict. keel re-reads the file, shows the model exactly what the hook changed,
+    /// and records the new content as seen, so nobody's change is lost and no re-read is needed.
+    fn refresh_after_hooks(&self, call: &ToolCall, input: &Value) -> Option<String> {
+        if !matches!(call.name.as_str(), "Edit" | "Write" | "NotebookEdit") {
+            return None;
+        }
+        let raw = input
+            .get("file_path")
+            .or_else(|| input.get("notebook_path"))?
+            .as_str()?;
+        let path = crate::tools::paths::resolve(&self.shared.cwd, raw);
+        let view = self.shared.files().get(&path).cloned()?;
+        let bytes = std::fs::read(&path).ok()?;
+        if file_state::content_hash(&bytes) == view.hash {
+            return None;
+        }
+        let mtime = std::fs::metadata(&path).ok().and_then(|m| m.modified().ok());
+        let now = String::from_utf8_lossy(&bytes);
+        let (diff, kind) = match &view.snapshot {
+            Some(before) => (
+                crate::tools::edit::guard::compact_diff(before, &now),
+                file_state::ViewKind::Complete,
+            ),
+            None => (
+                "(the file is too large to show the difference)".to_string(),
+                file_state::ViewKind::Partial,
+            ),
+        };
+        self.shared
+            .files()
+            .record(path.clone(), file_state::FileView::new(&bytes, mtime, kind));
+        Some(format!(
+            "A hook changed {} after this {}:\n{diff}\nkeel has recorded the new content; later edits apply to it.",
+            path.display(),
+            call.name
+        ))
     }
 
     pub(super) fn tool_fields(&self, call: &ToolCall, input: &Value) -> Map<String, Value> {

@@ -204,8 +204,16 @@ pub fn explain_failure(output: &str, policy: &Policy) -> Option<String> {
         "getaddrinfo",
         "Connection refused",
     ];
-    let fs_hit = FS.iter().any(|s| output.contains(s));
-    let net_hit = !policy.allow_network && NET.iter().any(|s| output.contains(s));
+    // Landlock refuses a TCP connect with EACCES too, so a "Permission denied" line about a
+    // connection counts as the network, not the file system.
+    let is_net_line = |l: &str| {
+        NET.iter().any(|s| l.contains(s))
+            || (l.contains("Permission denied") && (l.contains("connect") || l.contains("/dev/tcp/")))
+    };
+    let net_hit = !policy.allow_network && output.lines().any(is_net_line);
+    let fs_hit = output
+        .lines()
+        .any(|l| !is_net_line(l) && FS.iter().any(|s| l.contains(s)));
     if !fs_hit && !net_hit {
         return None;
     }
@@ -244,6 +252,12 @@ mod tests {
         assert!(n.contains("/work/repo, /tmp") && !n.contains("/dev/null"), "{n}");
         let n = explain_failure("curl: (7) Couldn't connect: Network is unreachable", &p).unwrap();
         assert!(n.contains("network access is off"));
+        let n = explain_failure(
+            "bash: connect: Permission denied\nbash: /dev/tcp/127.0.0.1/80: Permission denied",
+            &p,
+        )
+        .unwrap();
+        assert!(n.contains("network access is off") && !n.contains("writes"), "{n}");
         assert!(explain_failure("assertion failed: 1 == 2", &p).is_none());
     }
 }

@@ -39,6 +39,8 @@ pub struct SessionShared {
     pub todos: Mutex<Vec<Todo>>,
     /// How shell commands are confined (set once at startup).
     pub sandbox: crate::sandbox::SandboxMode,
+    /// Working directories besides `cwd` (`--add-dir`, `permissions.additionalDirectories`).
+    pub extra_dirs: Vec<PathBuf>,
     /// Where the next Bash command starts: `cd` persists while it stays inside the workspace.
     pub shell_cwd: Mutex<PathBuf>,
     /// Background shells; all of them are killed when the session ends (and on drop).
@@ -70,16 +72,25 @@ impl SessionShared {
             mode: Mutex::new(crate::permissions::Mode::Default),
             todos: Mutex::new(Vec::new()),
             sandbox: crate::sandbox::SandboxMode::Off,
+            extra_dirs: Vec::new(),
             shell_cwd: Mutex::new(cwd.clone()),
             shells: bash::background::BackgroundShells::default(),
             cwd,
         }
     }
 
-    /// Whether `path` lies inside the workspace (where the shell's `cd` may stay). Directories
-    /// added with `--add-dir` will count too once they exist.
+    /// Whether `path` lies inside the workspace (where the shell's `cd` may stay): the working
+    /// directory or an added one.
     pub fn is_in_workspace(&self, path: &std::path::Path) -> bool {
-        path.starts_with(&self.cwd)
+        path.starts_with(&self.cwd) || self.extra_dirs.iter().any(|d| path.starts_with(d))
+    }
+
+    /// Takes over the startup decisions of another session's state (sandbox, added
+    /// directories, permission mode) when a front end swaps sessions.
+    pub fn inherit_from(&mut self, other: &SessionShared) {
+        self.sandbox = other.sandbox.clone();
+        self.extra_dirs = other.extra_dirs.clone();
+        self.set_mode(other.mode());
     }
 
     /// Ends the session's processes: every background shell is killed.

@@ -163,9 +163,9 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
 
 /// Swaps in a new session, keeping the permission mode the user chose.
 fn replace_session(engine: &mut Engine, mut session: Session, warnings: Vec<String>) -> NewSession {
-    session.shared.set_mode(engine.session.shared.mode());
-    if let Some(shared) = std::sync::Arc::get_mut(&mut session.shared) {
-        shared.sandbox = engine.session.shared.sandbox.clone();
+    match std::sync::Arc::get_mut(&mut session.shared) {
+        Some(shared) => shared.inherit_from(&engine.session.shared),
+        None => session.shared.set_mode(engine.session.shared.mode()),
     }
     engine.hooks.rebind(session.id.clone(), session.transcript.clone());
     engine.session = session;

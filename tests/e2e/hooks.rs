@@ -619,3 +619,131 @@ async fn pre_and_post_compact_hooks_see_the_compaction_and_can_cancel_it() {
         .count();
     assert_eq!(before, after, "a cancelled compaction must not rewrite the history");
 }
+
+#[tokio::test]
+async fn exit_2_blocks_a_bash_call_and_the_command_does_not_run() {
+    let env = Env::new();
+    let hook = script(
+        &env,
+        "no-curl.sh",
+        r#"cmd=$(jq -r .tool_input.command)
+case "$cmd" in *curl*) echo "network downloads are not allowed: $cmd" >&2; exit 2;; esac
+exit 0"#,
+    );
+    settings(&env, json!({"PreToolUse": [group("Bash", &hook)]}));
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![
+            tool(
+                "b1",
+                "Bash",
+                json!({"command": "touch ran.txt; curl -s http://example.invalid"}),
+            ),
+            tool("b2", "Bash", json!({"command": "touch allowed.txt"})),
+        ]))
+        .push(answer("ok"));
+    let out = env
+        .keel(&server)
+        .args(["-p", "x", "--dangerously-skip-permissions"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (text, is_error) = server.requests()[1].tool_result_text("b1");
+    assert!(is_error && text.contains("network downloads are not allowed"), "{text}");
+    assert!(!env.path("ran.txt").exists(), "a blocked command must not run at all");
+    assert!(env.path("allowed.txt").exists());
+}
+
+#[tokio::test]
+async fn updated_input_rewrites_a_bash_command() {
+    let env = Env::new();
+    let hook = script(
+        &env,
+        "safe-rm.sh",
+        r#"jq '{hookSpecificOutput: {hookEventName: "PreToolUse", updatedInput: (.tool_input | .command = (.command | sub("^rm "; "mv -t trash/ ")))}}'"#,
+    );
+    settings(&env, json!({"PreToolUse": [group("Bash", &hook)]}));
+    env.write("old.log", "log\n");
+    env.write("trash/.keep", "");
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool("r1", "Bash", json!({"command": "rm old.log"}))]))
+        .push(answer("ok"));
+    let out = env
+        .keel(&server)
+        .args(["-p", "x", "--dangerously-skip-permissions"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (text, is_error) = server.requests()[1].tool_result_text("r1");
+    assert!(!is_error, "{text}");
+    assert!(!env.path("old.log").exists());
+    assert_eq!(std::fs::read_to_string(env.path("trash/old.log")).unwrap(), "log\n");
+}
+
+#[tokio::test]
+async fn example_hooks_block_credentials_and_format_after_edits() {
+    let env = Env::new();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    for f in ["block-credentials.sh", "format-after-edit.sh"] {
+        let dst = env.write(
+            &format!("examples/hooks/{f}"),
+            &std::fs::read_to_string(root.join("examples/hooks").join(f)).unwrap(),
+        );
+        std::fs::set_permissions(&dst, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    env.write(
+        ".claude/settings.json",
+        &std::fs::read_to_string(root.join("examples/hooks/settings.example.json")).unwrap(),
+    );
+    env.write("config/.env.local", "API_KEY=hunter2\n");
+    env.write("notes.md", "# Notes\n");
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![
+            tool("c1", "Bash", json!({"command": "cat config/.env.local"})),
+            tool("c2", "Read", json!({"file_path": env.path("notes.md")})),
+        ]))
+        .push(calls(vec![tool(
+            "e1",
+            "Edit",
+            json!({"file_path": env.path("notes.md"), "old_string": "# Notes", "new_string": "# Notes   \ntrailing spaces here   "}),
+        )]))
+        .push(calls(vec![tool(
+            "e2",
+            "Edit",
+            json!({"file_path": env.path("notes.md"), "old_string": "trailing spaces here", "new_string": "cleaned"}),
+        )]))
+        .push(answer("ok"));
+    let out = env
+        .keel(&server)
+        .args([
+            "-p",
+            "x",
+            "--permission-mode",
+            "acceptEdits",
+            "--allowedTools",
+            "Bash(cat:*)",
+        ])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let reqs = server.requests();
+    let (text, is_error) = reqs[1].tool_result_text("c1");
+    assert!(is_error && text.contains("block-credentials.sh"), "{text}");
+    assert!(!text.contains("hunter2"));
+    let (text, is_error) = reqs[2].tool_result_text("e1");
+    assert!(!is_error, "{text}");
+    assert!(
+        text.contains("Formatted") && text.contains("trailing-whitespace cleanup"),
+        "{text}"
+    );
+    // keel noticed the formatter's change, so the next edit needs no re-read.
+    assert!(text.contains("A hook changed"), "{text}");
+    let (text, is_error) = reqs[3].tool_result_text("e2");
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        std::fs::read_to_string(env.path("notes.md")).unwrap(),
+        "# Notes\ncleaned\n"
+    );
+}

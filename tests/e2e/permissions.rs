@@ -236,3 +236,252 @@ async fn unknown_setting_keys_are_ignored_with_a_debug_note() {
         out.stderr
     );
 }
+
+fn bash(id: &str, command: &str) -> crate::support::sse::Block {
+    tool(id, "Bash", json!({"command": command}))
+}
+
+#[tokio::test]
+async fn compound_command_with_one_unallowed_part_is_denied() {
+    let env = Env::new();
+    env.write("x/keep.txt", "precious\n");
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![
+            bash("ok", "echo ok"),
+            bash("mixed", "echo ok && rm -rf x"),
+            bash("wrapped", "timeout 5 echo fine; nice -n 5 echo nice"),
+        ]))
+        .push(answer("done"));
+    let out = env
+        .keel(&server)
+        .args(["-p", "x", "--allowedTools", "Bash(echo:*)", "--output-format", "json"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let req = &server.requests()[1];
+    let (text, is_error) = req.tool_result_text("ok");
+    assert!(!is_error && text == "ok", "{text}");
+    let (text, is_error) = req.tool_result_text("mixed");
+    assert!(is_error, "{text}");
+    assert!(text.contains("rm -rf x"), "the denial names the unallowed part: {text}");
+    assert!(
+        env.path("x/keep.txt").exists(),
+        "the compound command must not have run"
+    );
+    let (text, is_error) = req.tool_result_text("wrapped");
+    assert!(!is_error, "wrappers are looked through: {text}");
+    let denials = out.json()["permission_denials"].as_array().unwrap().clone();
+    assert_eq!(denials.len(), 1);
+    assert_eq!(denials[0]["tool_use_id"], "mixed");
+}
+
+#[tokio::test]
+async fn output_redirection_is_checked_as_a_write() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![bash("r1", "echo hi > out.txt")]))
+        .push(answer("done"));
+    let out = env
+        .keel(&server)
+        .args(["-p", "x", "--allowedTools", "Bash(echo:*)"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (text, is_error) = server.requests()[1].tool_result_text("r1");
+    assert!(is_error && text.contains("out.txt"), "{text}");
+    assert!(!env.path("out.txt").exists());
+    // acceptEdits allows writes inside the workspace, through redirections too.
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![bash("r2", "echo hi > out.txt")]))
+        .push(answer("done"));
+    let out = env
+        .keel(&server)
+        .args([
+            "-p",
+            "x",
+            "--allowedTools",
+            "Bash(echo:*)",
+            "--permission-mode",
+            "acceptEdits",
+        ])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(std::fs::read_to_string(env.path("out.txt")).unwrap(), "hi\n");
+}
+
+#[tokio::test]
+async fn modes_decide_edits_and_commands() {
+    let env = Env::new();
+    env.write("notes.txt", "one\n");
+    let steps = |server: &ModelServer| {
+        server
+            .push(calls(vec![tool(
+                "rd",
+                "Read",
+                json!({"file_path": env.path("notes.txt")}),
+            )]))
+            .push(calls(vec![
+                tool(
+                    "ed",
+                    "Edit",
+                    json!({"file_path": env.path("notes.txt"), "old_string": "one", "new_string": "two"}),
+                ),
+                bash("sh", "python3 -c 'open(\"made-by-bash\", \"w\")'"),
+            ]))
+            .push(answer("done"));
+    };
+    let run = |mode: &'static str| {
+        let env = &env;
+        async move {
+            let server = ModelServer::start().await;
+            steps(&server);
+            let out = env
+                .keel(&server)
+                .args(["-p", "x", "--permission-mode", mode, "--output-format", "json"])
+                .run()
+                .await;
+            assert_eq!(out.code, 0, "{mode}: {}", out.stderr);
+            let req = server.requests()[2].clone();
+            (out.json(), req.tool_result_text("ed"), req.tool_result_text("sh"))
+        }
+    };
+    // default: both need approval; headless denies them.
+    let (result, (ed, ed_err), (sh, sh_err)) = run("default").await;
+    assert!(ed_err && sh_err, "{ed} / {sh}");
+    assert_eq!(result["permission_denials"].as_array().unwrap().len(), 2);
+    assert_eq!(std::fs::read_to_string(env.path("notes.txt")).unwrap(), "one\n");
+    // plan: changes are refused as plan mode.
+    let (_, (ed, ed_err), (sh, sh_err)) = run("plan").await;
+    assert!(ed_err && ed.contains("plan mode"), "{ed}");
+    assert!(sh_err && sh.contains("plan mode"), "{sh}");
+    assert!(!env.path("made-by-bash").exists());
+    // acceptEdits: the edit runs, the command still needs approval (only mkdir/touch/mv/cp
+    // inside the workspace are approved with edits).
+    let (_, (ed, ed_err), (sh, sh_err)) = run("acceptEdits").await;
+    assert!(!ed_err, "{ed}");
+    assert!(sh_err, "{sh}");
+    assert_eq!(std::fs::read_to_string(env.path("notes.txt")).unwrap(), "two\n");
+    std::fs::write(env.path("notes.txt"), "one\n").unwrap();
+    // bypassPermissions: both run.
+    let (_, (ed, ed_err), (sh, sh_err)) = run("bypassPermissions").await;
+    assert!(!ed_err && !sh_err, "{ed} / {sh}");
+    assert!(env.path("made-by-bash").exists());
+    // dontAsk: only what is allowed runs.
+    std::fs::write(env.path("notes.txt"), "one\n").unwrap();
+    let (_, (ed, ed_err), (_, sh_err)) = run("dontAsk").await;
+    assert!(ed_err && ed.contains("dontAsk"), "{ed}");
+    assert!(sh_err);
+}
+
+#[tokio::test]
+async fn destructive_commands_need_an_explicit_rule_even_in_bypass() {
+    let env = Env::new();
+    std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&env.work)
+        .status()
+        .unwrap();
+    env.write("tracked.txt", "v1\n");
+    for args in [
+        vec!["add", "."],
+        vec!["-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "v1"],
+    ] {
+        std::process::Command::new("git")
+            .args(&args)
+            .current_dir(&env.work)
+            .status()
+            .unwrap();
+    }
+    env.write("tracked.txt", "uncommitted work\n");
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![bash("d1", "git reset --hard")]))
+        .push(answer("done"));
+    let out = env
+        .keel(&server)
+        .args(["-p", "x", "--dangerously-skip-permissions", "--output-format", "json"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (text, is_error) = server.requests()[1].tool_result_text("d1");
+    assert!(is_error && text.contains("destructive"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(env.path("tracked.txt")).unwrap(),
+        "uncommitted work\n"
+    );
+    // With an explicit allow rule it runs.
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![bash("d2", "git reset --hard")]))
+        .push(answer("done"));
+    let out = env
+        .keel(&server)
+        .args([
+            "-p",
+            "x",
+            "--dangerously-skip-permissions",
+            "--allowedTools",
+            "Bash(git reset --hard:*)",
+        ])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(std::fs::read_to_string(env.path("tracked.txt")).unwrap(), "v1\n");
+}
+
+#[tokio::test]
+async fn exit_plan_mode_approved_by_a_hook_switches_the_mode() {
+    let env = Env::new();
+    env.write(
+        ".claude/settings.json",
+        &json!({"hooks": {"PermissionRequest": [{"matcher": "ExitPlanMode", "hooks": [{"type": "command",
+            "command": "echo '{\"hookSpecificOutput\": {\"hookEventName\": \"PermissionRequest\", \"decision\": {\"behavior\": \"allow\"}}}'"}]}]}})
+        .to_string(),
+    );
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool(
+            "w1",
+            "Write",
+            json!({"file_path": env.path("a.txt"), "content": "x"}),
+        )]))
+        .push(calls(vec![tool(
+            "p1",
+            "ExitPlanMode",
+            json!({"plan": "1. write a.txt"}),
+        )]))
+        .push(calls(vec![tool(
+            "w2",
+            "Write",
+            json!({"file_path": env.path("a.txt"), "content": "x"}),
+        )]))
+        .push(answer("done"));
+    let out = env
+        .keel(&server)
+        .args([
+            "-p",
+            "x",
+            "--permission-mode",
+            "plan",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let reqs = server.requests();
+    let (w1, _) = reqs[1].tool_result_text("w1");
+    assert!(w1.contains("plan mode"), "{w1}");
+    let (p1, p1_err) = reqs[2].tool_result_text("p1");
+    assert!(!p1_err && p1.contains("default"), "approval switches to default: {p1}");
+    let (w2, w2_err) = reqs[3].tool_result_text("w2");
+    assert!(
+        w2_err && !w2.contains("plan mode") && w2.contains("non-interactively"),
+        "{w2}"
+    );
+}

@@ -120,3 +120,70 @@ fn doctor_fails_on_broken_settings() {
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains(".keel/settings.json:1:"), "{text}");
 }
+
+/// The sandbox through the Bash tool, as a session with `--sandbox` runs it.
+#[tokio::test]
+async fn sandboxed_bash_stops_escapes_and_says_why() {
+    use crate::support::ModelServer;
+    use crate::support::sse::{answer, calls, tool};
+    use serde_json::json;
+
+    let env = Env::new();
+    // Outside the workspace and outside the temp directories the sandbox leaves writable.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let target = outside.path().join("escaped.txt");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let caps = capabilities();
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![
+            tool(
+                "in",
+                "Bash",
+                json!({"command": "echo inside > inside.txt && cat inside.txt"}),
+            ),
+            tool(
+                "out",
+                "Bash",
+                json!({"command": format!("echo out > {}", target.display())}),
+            ),
+            tool(
+                "net",
+                "Bash",
+                json!({"command": format!("exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected")}),
+            ),
+            tool("cd", "Bash", json!({"command": "mkdir -p sub && cd sub"})),
+            tool("pwd", "Bash", json!({"command": "pwd"})),
+        ]))
+        .push(answer("done"));
+    let out = env
+        .keel(&server)
+        .args(["-p", "x", "--sandbox", "--dangerously-skip-permissions"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let req = &server.requests()[1];
+    if caps["filesystem"] != true || !(caps["network_namespace"] == true || caps["network_landlock_tcp"] == true) {
+        // Not enforceable here: keel refuses shell commands (failIfUnavailable defaults to true).
+        let (text, is_error) = req.tool_result_text("in");
+        assert!(is_error && text.contains("sandbox"), "{text}");
+        assert!(out.stderr.contains("cannot be enforced"), "{}", out.stderr);
+        return;
+    }
+    let (text, is_error) = req.tool_result_text("in");
+    assert!(!is_error && text == "inside", "{text}");
+    let (text, is_error) = req.tool_result_text("out");
+    assert!(is_error, "{text}");
+    assert!(!target.exists(), "the sandbox let a write escape");
+    assert!(
+        text.contains("[keel sandbox]") && text.contains(&env.work.display().to_string()),
+        "{text}"
+    );
+    let (text, is_error) = req.tool_result_text("net");
+    assert!(is_error && !text.contains("connected"), "{text}");
+    assert!(text.contains("network access is off"), "{text}");
+    // `cd` still persists inside the workspace under the sandbox.
+    let (text, _) = req.tool_result_text("pwd");
+    assert_eq!(text, env.path("sub").display().to_string());
+}

@@ -175,10 +175,9 @@ async fn small_terminal_message_and_sigterm_restore_the_terminal() {
     assert_restored(&t);
 }
 
-/// Approval of a shell command through the modal. Needs the Bash tool (issue 3) and the
-/// permission engine (issue 4), which emits `PermissionRequest` for it; neither is on this
-/// branch, so the test is ignored until both are merged.
-#[ignore = "needs the Bash tool and the permission engine (enable after merging them)"]
+/// Approval of shell commands through the modal: the permission engine asks for each Bash
+/// call (default mode); one is approved and runs, the other is denied with feedback that
+/// reaches the model.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approving_and_denying_a_command() {
     let env = Env::new();

@@ -114,7 +114,13 @@ impl BackgroundShells {
     }
 
     /// Starts `command` in `cwd`; returns its id and the file its output goes to.
-    pub fn start(&self, command: &str, cwd: &Path, out_dir: &Path) -> Result<(String, PathBuf), ToolError> {
+    pub fn start(
+        &self,
+        command: &str,
+        cwd: &Path,
+        out_dir: &Path,
+        sandbox: &crate::sandbox::SandboxMode,
+    ) -> Result<(String, PathBuf), ToolError> {
         std::fs::create_dir_all(out_dir)
             .map_err(|e| ToolError::io(format!("cannot create {}", out_dir.display()), e))?;
         let mut inner = self.lock();
@@ -124,7 +130,7 @@ impl BackgroundShells {
         let cwd_file = out_dir.join(format!("{id}.cwd"));
         let file =
             std::fs::File::create(&log).map_err(|e| ToolError::io(format!("cannot create {}", log.display()), e))?;
-        let child = shell_command(command, cwd, &file, &cwd_file)
+        let child = shell_command(command, cwd, &file, &cwd_file, sandbox)
             .and_then(|mut c| c.spawn())
             .map_err(|e| ToolError::io(format!("cannot start the shell in {}", cwd.display()), e))?;
         let pgid = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);

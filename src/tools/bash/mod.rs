@@ -19,6 +19,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{SessionShared, Tool, ToolContext, ToolError, ToolOutput, parse_input};
+use crate::sandbox::SandboxMode;
 use run::{Ending, run_foreground};
 
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -36,6 +37,9 @@ struct Input {
     description: Option<String>,
     #[serde(default)]
     run_in_background: bool,
+    /// Run outside the OS sandbox; the permission layer asks a human first.
+    #[serde(default, rename = "dangerouslyDisableSandbox")]
+    disable_sandbox: bool,
 }
 
 #[async_trait]
@@ -64,7 +68,8 @@ impl Tool for BashTool {
                 "command": {"type": "string", "minLength": 1, "description": "The command to run"},
                 "timeout": {"type": "integer", "minimum": 1, "description": "Timeout in milliseconds (default 120000, at most 600000)"},
                 "description": {"type": "string", "description": "What the command does, in 5-10 words"},
-                "run_in_background": {"type": "boolean", "description": "Start it in the background and return an id at once"}
+                                "run_in_background": {"type": "boolean", "description": "Start it in the background and return an id at once"},
+                "dangerouslyDisableSandbox": {"type": "boolean", "description": "Run outside the OS sandbox (needs the user's approval); only when the sandbox blocks something the task really needs"}
             },
             "required": ["command"],
             "additionalProperties": false
@@ -84,11 +89,21 @@ impl Tool for BashTool {
         if input.command.trim().is_empty() {
             return Err(ToolError::invalid("`command` is empty; give the shell command to run."));
         }
+        let sandbox = match (&ctx.shared.sandbox, input.disable_sandbox) {
+            (SandboxMode::Refuse(reason), false) => {
+                return Err(ToolError::invalid(format!(
+                    "the command was not run: {reason}. Tell the user; keel cannot run shell commands safely here."
+                )));
+            }
+            // The permission layer already asked the user for an unsandboxed run.
+            (SandboxMode::Enforced(_) | SandboxMode::Refuse(_), true) => SandboxMode::Off,
+            (mode, _) => mode.clone(),
+        };
         let mut notes = Vec::new();
         let cwd = shell_cwd(&ctx.shared, &mut notes);
         let out_dir = ctx.shared.session_dir.join("shell-output");
         if input.run_in_background {
-            let (id, log) = ctx.shared.shells.start(&input.command, &cwd, &out_dir)?;
+            let (id, log) = ctx.shared.shells.start(&input.command, &cwd, &out_dir, &sandbox)?;
             let mut text = format!(
                 "Started in the background as {id}. Its output goes to {}. Check it with BashOutput (bash_id \
                  \"{id}\") and stop it with KillShell (shell_id \"{id}\"); it is stopped when the session ends.",
@@ -114,10 +129,17 @@ impl Tool for BashTool {
             &file_name(&ctx.tool_use_id),
             timeout,
             &ctx.cancel,
+            &sandbox,
         )
         .await?;
         if let Some(dir) = &finished.final_cwd {
             update_shell_cwd(&ctx.shared, dir, &mut notes);
+        }
+        let failed = !matches!(&finished.ending, Ending::Exited(s) if s.success());
+        if let (true, SandboxMode::Enforced(policy)) = (failed, &sandbox)
+            && let Some(note) = crate::sandbox::explain_failure(&finished.output.text, policy)
+        {
+            notes.push(note);
         }
         Ok(render(finished, &notes))
     }

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::output::{Captured, read_output};
 use super::process::ProcessGroup;
 use super::spawn::shell_command;
+use crate::sandbox::SandboxMode;
 use crate::tools::ToolError;
 
 #[derive(Debug)]
@@ -36,13 +37,14 @@ pub async fn run_foreground(
     name: &str,
     timeout: Duration,
     cancel: &CancellationToken,
+    sandbox: &SandboxMode,
 ) -> Result<Finished, ToolError> {
     let io = |what: &str, e| ToolError::io(format!("{what} {}", out_dir.display()), e);
     std::fs::create_dir_all(out_dir).map_err(|e| io("cannot create the output directory", e))?;
     let log = out_dir.join(format!("{name}.log"));
     let cwd_file = out_dir.join(format!("{name}.cwd"));
     let file = std::fs::File::create(&log).map_err(|e| io("cannot create an output file in", e))?;
-    let mut child = shell_command(command, cwd, &file, &cwd_file)
+    let mut child = shell_command(command, cwd, &file, &cwd_file, sandbox)
         .and_then(|mut c| c.spawn())
         .map_err(|e| ToolError::io(format!("cannot start the shell in {}", cwd.display()), e))?;
     drop(file);

@@ -8,6 +8,8 @@ use std::fs::File;
 use std::path::Path;
 use std::process::Stdio;
 
+use crate::sandbox::SandboxMode;
+
 /// Runs the command with `eval` so `cd`, heredocs and `exit` behave as typed, then reports the
 /// final working directory (for `cd` to persist) and passes the command's status through. The
 /// command travels as an argument, never spliced into the script, so no quoting can break it.
@@ -45,29 +47,55 @@ fn first_existing(candidates: &[&'static str]) -> Option<&'static str> {
 /// calls setsid(2), so `setsid(1)` does not fork again and the shell keeps the child's pid.
 /// Where `setsid(1)` is missing the child gets its own process group instead (terminal still
 /// attached). A sandbox that must run code in the child adds its `pre_exec` step here.
+///
+/// With the OS sandbox on, the shell runs through keel's sandbox helper (`keel __sandbox-exec`),
+/// which confines itself and then execs the shell; the working-directory report is the one file
+/// outside the policy the shell may write.
 pub fn shell_command(
     command: &str,
     cwd: &Path,
     output: &File,
     cwd_report: &Path,
+    sandbox: &SandboxMode,
 ) -> std::io::Result<tokio::process::Command> {
+    let shell_argv: Vec<String> = vec![
+        shell_program().to_string(),
+        "-c".into(),
+        WRAPPER.into(),
+        "bash".into(),
+        command.into(),
+        cwd_report.display().to_string(),
+    ];
+    let (program, args): (String, Vec<String>) = match sandbox {
+        SandboxMode::Off => (shell_argv[0].clone(), shell_argv[1..].to_vec()),
+        SandboxMode::Refuse(reason) => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                reason.clone(),
+            ));
+        }
+        SandboxMode::Enforced(policy) => {
+            // Landlock grants rights on existing files only.
+            File::create(cwd_report)?;
+            let mut policy = policy.clone();
+            policy.writable.push(cwd_report.to_path_buf());
+            let (exe, args) = crate::sandbox::wrap(&policy, &shell_argv)?;
+            (exe.display().to_string(), args)
+        }
+    };
     let mut cmd = match setsid_program() {
         Some(setsid) => {
             let mut c = tokio::process::Command::new(setsid);
-            c.arg(shell_program());
+            c.arg(&program);
             c
         }
         None => {
-            let mut c = tokio::process::Command::new(shell_program());
+            let mut c = tokio::process::Command::new(&program);
             c.process_group(0);
             c
         }
     };
-    cmd.arg("-c")
-        .arg(WRAPPER)
-        .arg("bash")
-        .arg(command)
-        .arg(cwd_report)
+    cmd.args(&args)
         .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(output.try_clone()?)
