@@ -127,9 +127,12 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     let mut session = Session::new(session_id, cwd.clone(), session_dir, transcript);
     session.tool_log = tool_log;
     session.shared.set_mode(permission_mode);
+    let authorizer = Arc::new(permissions.authorizer);
     if let Some(shared) = std::sync::Arc::get_mut(&mut session.shared) {
+        let guard = authorizer.clone();
+        shared.read_guard = crate::tools::ReadGuard::new(move |p| guard.read_denied(p));
         shared.sandbox = sandbox_mode;
-        shared.extra_dirs = permissions.authorizer.working_dirs().iter().skip(1).cloned().collect();
+        shared.extra_dirs = authorizer.working_dirs().iter().skip(1).cloned().collect();
     }
     let resumed = history.is_some();
     if let Some((h, todos)) = history {
@@ -143,7 +146,6 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     }
 
     let mut registry = ToolRegistry::new(builtin_tools())?;
-    let authorizer = permissions.authorizer;
     if let Some(list) = &cli.tools {
         let wanted: Vec<&str> = list
             .split([',', ' '])
@@ -186,14 +188,7 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     let hook_config = HookConfig::from_settings(&settings)?;
     warnings.extend(hook_config.warnings.iter().cloned());
     let hooks = Hooks::new(hook_config, cwd.clone(), session.id.clone(), session.transcript.clone());
-    let (mut engine, events) = Engine::new(
-        config,
-        provider,
-        registry,
-        Arc::new(authorizer),
-        Arc::new(hooks),
-        session,
-    );
+    let (mut engine, events) = Engine::new(config, provider, registry, authorizer, Arc::new(hooks), session);
     engine.set_project(project);
     Ok(Prepared {
         engine,

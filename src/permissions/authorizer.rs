@@ -106,6 +106,20 @@ impl Authorizer {
         out
     }
 
+    /// Whether the content of `path` must not be shown by Read-like tools (Read deny rules,
+    /// credential files without an explicit allow rule). Grep and Glob skip such files.
+    pub fn read_denied(&self, path: &Path) -> bool {
+        let session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        let all: Vec<&Rule> = self.rules.iter().chain(session.iter()).collect();
+        let ctx = Ctx {
+            rules: &all,
+            mode: Mode::Default,
+            dirs: &self.dirs,
+            home: self.home.as_deref(),
+        };
+        matches!(ctx.read("Read", path), Verdict::Deny(_))
+    }
+
     /// Tools removed from the model's view by a bare-name deny rule.
     pub fn denies_whole_tool(&self, tool: &str) -> bool {
         self.rules

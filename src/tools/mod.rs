@@ -41,10 +41,37 @@ pub struct SessionShared {
     pub sandbox: crate::sandbox::SandboxMode,
     /// Working directories besides `cwd` (`--add-dir`, `permissions.additionalDirectories`).
     pub extra_dirs: Vec<PathBuf>,
+    /// Files whose content Read-like tools must not show (set once at startup).
+    pub read_guard: ReadGuard,
     /// Where the next Bash command starts: `cd` persists while it stays inside the workspace.
     pub shell_cwd: Mutex<PathBuf>,
     /// Background shells; all of them are killed when the session ends (and on drop).
     pub shells: bash::background::BackgroundShells,
+}
+
+/// Decides which files Grep and Glob leave out (credential files, Read deny rules), so a search
+/// never shows what Read would refuse.
+#[derive(Clone, Default)]
+pub struct ReadGuard(Option<Arc<dyn Fn(&std::path::Path) -> bool + Send + Sync>>);
+
+impl ReadGuard {
+    pub fn new(denies: impl Fn(&std::path::Path) -> bool + Send + Sync + 'static) -> Self {
+        ReadGuard(Some(Arc::new(denies)))
+    }
+
+    pub fn denies(&self, path: &std::path::Path) -> bool {
+        self.0.as_ref().is_some_and(|f| f(path))
+    }
+}
+
+impl std::fmt::Debug for ReadGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "ReadGuard(active)"
+        } else {
+            "ReadGuard(none)"
+        })
+    }
 }
 
 /// One entry of the session's task list, in the reference's TodoWrite shape.
@@ -73,6 +100,7 @@ impl SessionShared {
             todos: Mutex::new(Vec::new()),
             sandbox: crate::sandbox::SandboxMode::Off,
             extra_dirs: Vec::new(),
+            read_guard: ReadGuard::default(),
             shell_cwd: Mutex::new(cwd.clone()),
             shells: bash::background::BackgroundShells::default(),
             cwd,
@@ -90,6 +118,7 @@ impl SessionShared {
     pub fn inherit_from(&mut self, other: &SessionShared) {
         self.sandbox = other.sandbox.clone();
         self.extra_dirs = other.extra_dirs.clone();
+        self.read_guard = other.read_guard.clone();
         self.set_mode(other.mode());
     }
 

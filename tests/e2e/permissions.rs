@@ -485,3 +485,35 @@ async fn exit_plan_mode_approved_by_a_hook_switches_the_mode() {
         "{w2}"
     );
 }
+
+#[tokio::test]
+async fn grep_never_shows_credential_files() {
+    let env = Env::new();
+    env.write(".env", "API_KEY=hunter2\n");
+    env.write("src/config.rs", "const API_KEY: &str = \"from-env\";\n");
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool(
+            "g1",
+            "Grep",
+            json!({"pattern": "API_KEY", "output_mode": "content"}),
+        )]))
+        .push(answer("ok"));
+    let out = env
+        .keel(&server)
+        .args(["-p", "x", "--dangerously-skip-permissions"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (text, is_error) = server.requests()[1].tool_result_text("g1");
+    assert!(!is_error, "{text}");
+    assert!(text.contains("config.rs:1:"), "{text}");
+    assert!(
+        !text.contains("hunter2"),
+        "a credential file leaked through Grep: {text}"
+    );
+    assert!(
+        text.contains("1 file not searched"),
+        "the omission is said, not hidden: {text}"
+    );
+}

@@ -119,6 +119,7 @@ impl Tool for GrepTool {
             after: around.or(input.after).unwrap_or(0),
             only_matching: input.only_matching,
             mode,
+            guard: ctx.shared.read_guard.clone(),
         };
         let page = Page {
             limit: match input.head_limit {
@@ -133,7 +134,7 @@ impl Tool for GrepTool {
         let hits = tokio::task::spawn_blocking(move || search::search(&query, &cancel).map(|h| (h, query)))
             .await
             .map_err(|e| ToolError::invalid(format!("the search task failed: {e}")))?;
-        let (hits, query) = hits.map_err(|e| match e {
+        let ((hits, withheld), query) = hits.map_err(|e| match e {
             SearchError::Cancelled => ToolError::Cancelled,
             SearchError::Regex(msg) => ToolError::invalid(format!(
                 "invalid regular expression `{}`: {msg}. Escape special characters such as ( [ {{ with a backslash.",
@@ -145,7 +146,16 @@ impl Tool for GrepTool {
             )),
             SearchError::Filter(msg) => ToolError::invalid(msg),
         })?;
-        Ok(render(hits, &query, page, numbers))
+        let mut out = render(hits, &query, page, numbers);
+        if withheld > 0
+            && let crate::message::ToolResultContent::Text(t) = &mut out.content
+        {
+            t.push_str(&format!(
+                "\n[{withheld} file{} not searched: keel does not show credential files or files denied by Read rules]",
+                plural(withheld)
+            ));
+        }
+        Ok(out)
     }
 }
 

@@ -35,6 +35,8 @@ pub struct Query {
     pub after: usize,
     pub only_matching: bool,
     pub mode: Mode,
+    /// Files never searched (credential files, Read deny rules).
+    pub guard: crate::tools::ReadGuard,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -77,7 +79,8 @@ pub fn build_matcher(q: &Query) -> Result<RegexMatcher, SearchError> {
     b.build(&q.pattern).map_err(|e| SearchError::Regex(e.to_string()))
 }
 
-pub fn search(q: &Query, cancel: &CancellationToken) -> Result<Vec<FileHits>, SearchError> {
+/// Searches; returns the hits and how many files the read guard kept out of the search.
+pub fn search(q: &Query, cancel: &CancellationToken) -> Result<(Vec<FileHits>, usize), SearchError> {
     if !q.root.exists() {
         return Err(SearchError::MissingPath(q.root.clone()));
     }
@@ -104,6 +107,7 @@ pub fn search(q: &Query, cancel: &CancellationToken) -> Result<Vec<FileHits>, Se
         walk.types(types);
     }
     let results: Mutex<Vec<FileHits>> = Mutex::new(Vec::new());
+    let withheld = std::sync::atomic::AtomicUsize::new(0);
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2)
@@ -118,6 +122,7 @@ pub fn search(q: &Query, cancel: &CancellationToken) -> Result<Vec<FileHits>, Se
             .binary_detection(BinaryDetection::quit(0))
             .build();
         let results = &results;
+        let withheld = &withheld;
         Box::new(move |entry| {
             if cancel.is_cancelled() {
                 return WalkState::Quit;
@@ -126,6 +131,10 @@ pub fn search(q: &Query, cancel: &CancellationToken) -> Result<Vec<FileHits>, Se
                 return WalkState::Continue;
             };
             if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return WalkState::Continue;
+            }
+            if q.guard.denies(entry.path()) {
+                withheld.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 return WalkState::Continue;
             }
             if let Some(hits) = search_file(&mut searcher, &matcher, entry.path(), q) {
@@ -143,7 +152,10 @@ pub fn search(q: &Query, cancel: &CancellationToken) -> Result<Vec<FileHits>, Se
     if cancel.is_cancelled() {
         return Err(SearchError::Cancelled);
     }
-    Ok(results.into_inner().unwrap_or_else(|p| p.into_inner()))
+    Ok((
+        results.into_inner().unwrap_or_else(|p| p.into_inner()),
+        withheld.into_inner(),
+    ))
 }
 
 fn search_file(searcher: &mut Searcher, matcher: &RegexMatcher, path: &Path, q: &Query) -> Option<FileHits> {
