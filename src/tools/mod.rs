@@ -52,7 +52,9 @@ pub struct SessionShared {
 /// Decides which files Grep and Glob leave out (credential files, Read deny rules), so a search
 /// never shows what Read would refuse.
 #[derive(Clone, Default)]
-pub struct ReadGuard(Option<Arc<dyn Fn(&std::path::Path) -> bool + Send + Sync>>);
+pub struct ReadGuard(Option<Arc<DenyFn>>);
+
+type DenyFn = dyn Fn(&std::path::Path) -> bool + Send + Sync;
 
 impl ReadGuard {
     pub fn new(denies: impl Fn(&std::path::Path) -> bool + Send + Sync + 'static) -> Self {
