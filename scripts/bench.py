@@ -182,7 +182,8 @@ def run_once(keel, template, mode, turns, script_path):
     repo = os.path.join(home, "repo")
     shutil.copytree(template, repo)
     env = {"PATH": os.environ.get("PATH", ""), "HOME": home, "KEEL_HOME": os.path.join(home, ".keel")}
-    args = WRAP + [keel, "-p", "survey the repository", "--output-format", "json"]
+    args = WRAP + [keel, "-p", "survey the repository", "--output-format", "json",
+                   "--permission-mode", "acceptEdits", "--allowedTools", "Bash"]
     server = None
     if mode == "script":
         args += ["--provider", "script", "--script", script_path]

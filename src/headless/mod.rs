@@ -108,6 +108,15 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
     // The drain task ends at TurnFinished; a panic in it only loses progress lines.
     let leftover = printing.await.ok();
     engine.session_end("other").await;
+    let s = engine.compactor.stats;
+    crate::debug::log(format!(
+        "compactor: {} views, {} rebuilds, {:.2} ms CPU ({:.2} ms rebuilding), {:.2} ms wall",
+        s.views,
+        s.rebuilds,
+        s.cpu.as_secs_f64() * 1000.0,
+        s.rebuild_cpu.as_secs_f64() * 1000.0,
+        s.time.as_secs_f64() * 1000.0
+    ));
     // Problems of SessionEnd hooks still reach the user, after the result.
     if let Some((_, mut rx)) = leftover {
         while let Ok(ev) = rx.try_recv() {

@@ -117,7 +117,11 @@ impl Authorizer {
             dirs: &self.dirs,
             home: self.home.as_deref(),
         };
-        matches!(ctx.read("Read", path), Verdict::Deny(_))
+        // Search walks do not follow symlinked directories, so only the file itself can be a
+        // link; resolving every path would cost a readlink per directory level per file.
+        let is_link = path.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink());
+        let real = if is_link { real_path(path) } else { path.to_path_buf() };
+        ctx.read_deny("Read", path, &real).is_some()
     }
 
     /// Tools removed from the model's view by a bare-name deny rule.
@@ -240,11 +244,11 @@ impl Ctx<'_> {
             .map(|r| format!("denied by the rule `{}` ({})", r.text, r.source))
     }
 
+    /// The working directories are canonical (resolved at startup); the path is resolved here
+    /// so a symlink out of the workspace does not count as inside.
     fn inside(&self, path: &Path) -> bool {
         let real = real_path(path);
-        self.dirs
-            .iter()
-            .any(|d| path.starts_with(d) && real.starts_with(real_path(d)))
+        self.dirs.iter().any(|d| path.starts_with(d) && real.starts_with(d))
     }
 
     fn ask(&self, reason: String, rules_to_save: Vec<String>, session_grants: Vec<String>) -> Verdict {
@@ -269,25 +273,8 @@ impl Ctx<'_> {
     }
 
     fn read(&self, tool: &str, path: &Path) -> Verdict {
-        let real = real_path(path);
-        if let Some(r) = self.find(Behavior::Deny, tool, |r| r.matches_path(path) || r.matches_path(&real)) {
-            return Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source));
-        }
-        let explicit_allow = |p: &Path| {
-            self.rules.iter().any(|r| {
-                r.behavior == Behavior::Allow
-                    && (r.names_tool(tool) || r.tool == "Edit")
-                    && matches!(r.spec, Spec::Path(..))
-                    && r.matches_path(p)
-            })
-        };
-        if let Some(why) =
-            protected::credential_reason(&real, self.home).or_else(|| protected::credential_reason(path, self.home))
-            && !explicit_allow(path)
-        {
-            return Verdict::Deny(format!(
-                "{why}; credential files are not read unless a `Read(...)` allow rule names them"
-            ));
+        if let Some(denied) = self.read_deny(tool, path, &real_path(path)) {
+            return denied;
         }
         if let Some(r) = self.find(Behavior::Ask, tool, |r| r.matches_path(path)) {
             return self.hard_ask(format!("the rule `{}` asks for confirmation", r.text));
@@ -306,6 +293,30 @@ impl Ctx<'_> {
                 vec![format!("Read(/{})", path.display())],
             )
         }
+    }
+
+    /// The deny part of a read check: Read deny rules, then credential files without an
+    /// explicit allow rule. `real` is the path with symlinks resolved.
+    fn read_deny(&self, tool: &str, path: &Path, real: &Path) -> Option<Verdict> {
+        if let Some(r) = self.find(Behavior::Deny, tool, |r| r.matches_path(path) || r.matches_path(real)) {
+            return Some(Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source)));
+        }
+        let explicit_allow = |p: &Path| {
+            self.rules.iter().any(|r| {
+                r.behavior == Behavior::Allow
+                    && (r.names_tool(tool) || r.tool == "Edit")
+                    && matches!(r.spec, Spec::Path(..))
+                    && r.matches_path(p)
+            })
+        };
+        let why =
+            protected::credential_reason(real, self.home).or_else(|| protected::credential_reason(path, self.home))?;
+        if explicit_allow(path) {
+            return None;
+        }
+        Some(Verdict::Deny(format!(
+            "{why}; credential files are not read unless a `Read(...)` allow rule names them"
+        )))
     }
 
     fn edit(&self, tool: &str, path: &Path) -> Verdict {
