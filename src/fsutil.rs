@@ -48,17 +48,21 @@ fn write_atomic_with(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<(
     Ok(())
 }
 
-/// The process umask, read from /proc without the race of setting and restoring it.
+/// The process umask, read once from /proc (without the race of setting and restoring it);
+/// keel never changes its umask.
 #[cfg(unix)]
 fn current_umask() -> u32 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Umask:"))
-                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
-        })
-        .unwrap_or(0o022)
+    static UMASK: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *UMASK.get_or_init(|| {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("Umask:"))
+                    .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+            })
+            .unwrap_or(0o022)
+    })
 }
 
 #[cfg(test)]

@@ -11,7 +11,10 @@ use clap::Parser;
 /// Entry point used by `main`: starts the async runtime and runs the chosen mode; errors
 /// become one line on stderr and exit status 1.
 pub fn main() -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // One thread drives the agent loop and the UI (it is one logical thread of control); blocking
+    // work (file reads, searches) runs on tokio's blocking pool. The multi-threaded scheduler's
+    // cross-thread wake-ups cost more CPU than they saved (docs/PERFORMANCE.md).
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("Error: cannot start the async runtime: {e}");
