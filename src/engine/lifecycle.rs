@@ -46,9 +46,11 @@ impl Engine {
         self.pending_context.extend(agg.context);
     }
 
-    /// Fires SessionEnd (`clear`, `logout`, `prompt_input_exit`, `other`).
+    /// Fires SessionEnd (`clear`, `logout`, `prompt_input_exit`, `other`) and waits for the
+    /// session's background hooks.
     pub async fn session_end(&mut self, reason: &str) {
         if !self.hooks.has(Event::SessionEnd) {
+            self.hooks.wait_background().await;
             return;
         }
         self.hooks
@@ -60,6 +62,7 @@ impl Engine {
                 &self.events,
             )
             .await;
+        self.hooks.wait_background().await;
     }
 
     /// Runs UserPromptSubmit and assembles the user message (prompt plus pending context).

@@ -39,6 +39,8 @@ pub struct Hooks {
     /// The session hooks report on; replaced by `/clear` and `/resume`.
     session: std::sync::RwLock<(String, SharedTranscript)>,
     default_timeout: Duration,
+    /// `async: true` handlers still running; the session waits for them before it exits.
+    background: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl Hooks {
@@ -55,6 +57,7 @@ impl Hooks {
             },
             config,
             session: std::sync::RwLock::new((session_id, transcript)),
+            background: std::sync::Mutex::new(Vec::new()),
             default_timeout: Duration::from_secs(default_timeout),
         }
     }
@@ -62,6 +65,15 @@ impl Hooks {
     /// Hooks that never run (tests, `disableAllHooks`).
     pub fn none(project_dir: PathBuf, session_id: String, transcript: SharedTranscript) -> Self {
         Hooks::new(HookConfig::default(), project_dir, session_id, transcript)
+    }
+
+    /// Waits for background (`async: true`) handlers to finish; each is bounded by its own
+    /// timeout, so this never hangs. Called when a session ends, so no hook is cut off.
+    pub async fn wait_background(&self) {
+        let tasks: Vec<_> = std::mem::take(&mut *self.background.lock().unwrap_or_else(|p| p.into_inner()));
+        for t in tasks {
+            let _ = t.await;
+        }
     }
 
     /// Points the hooks at another session (after `/clear` or `/resume`).
@@ -116,7 +128,7 @@ impl Hooks {
             let timeout = self.default_timeout;
             let transcript = self.session().1;
             let sink = sink.clone();
-            tokio::spawn(async move {
+            let task = tokio::spawn(async move {
                 let r = runner::run(&h, &payload, &env, timeout).await;
                 let mut scratch = Aggregate::default();
                 let i = outcome::interpret(event, &h.label(), &r, &mut scratch);
@@ -125,6 +137,9 @@ impl Hooks {
                     sink.notice(NoticeLevel::Warning, w);
                 }
             });
+            let mut running = self.background.lock().unwrap_or_else(|p| p.into_inner());
+            running.retain(|t| !t.is_finished());
+            running.push(task);
         }
         let runs = futures_util::future::join_all(
             foreground

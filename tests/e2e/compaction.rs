@@ -340,3 +340,51 @@ async fn keel_context_lists_instruction_files_and_sizes() {
         bad.stderr
     );
 }
+
+/// A failing test run through Bash: after compaction the request still carries the command,
+/// its exit code and the failing lines, although the summary never mentions them.
+#[tokio::test]
+async fn a_failing_bash_test_run_survives_compaction_until_it_passes() {
+    let env = Env::new();
+    env.write(
+        "test_calc.py",
+        "import unittest\n\nclass Calc(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(1 + 1, 3)\n\nif __name__ == '__main__':\n    unittest.main()\n",
+    );
+    let server = ModelServer::start().await;
+    server
+        .push(reply(
+            &[tool("t1", "Bash", json!({"command": "python3 -m unittest test_calc"}))],
+            "tool_use",
+            &json!({}),
+        ))
+        .push(reply(&[text("test_add fails.")], "end_turn", &json!({})));
+    let out = env
+        .keel(&server)
+        .args(["-p", "run the tests", "--allowedTools", "Bash(python3 -m unittest:*)"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (first, is_error) = server.requests()[1].tool_result_text("t1");
+    assert!(is_error && first.starts_with("Exit code 1"), "{first}");
+
+    server.push(reply(&[text(SUMMARY)], "end_turn", &json!({})));
+    let out = env.keel(&server).args(["-p", "/compact", "-c"]).run().await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    server.push(reply(&[text("Next: fix test_add.")], "end_turn", &json!({})));
+    let out = env.keel(&server).args(["-p", "what is open?", "-c"]).run().await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let requests = server.requests();
+    let after = all_text(&requests.last().unwrap().body);
+    assert!(
+        after.contains("python3 -m unittest test_calc"),
+        "the failed command survives: {after}"
+    );
+    assert!(
+        after.contains("exit code 1") || after.contains("Exit code 1"),
+        "{after}"
+    );
+    assert!(
+        after.contains("AssertionError: 2 != 3"),
+        "the decisive line survives: {after}"
+    );
+}

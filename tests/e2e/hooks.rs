@@ -747,3 +747,49 @@ async fn example_hooks_block_credentials_and_format_after_edits() {
         "# Notes\ncleaned\n"
     );
 }
+
+#[tokio::test]
+async fn exec_form_async_hooks_and_the_permission_request_payload() {
+    let env = Env::new();
+    let record = script(&env, "record.sh", r#"cat > "$CLAUDE_PROJECT_DIR/$1.json""#);
+    let slow = script(
+        &env,
+        "slow-async.sh",
+        r#"sleep 1; cat > "$CLAUDE_PROJECT_DIR/async-done.json""#,
+    );
+    let record_path = env.path(".claude/hooks/record.sh").display().to_string();
+    let _ = record;
+    settings(
+        &env,
+        json!({
+            // Exec form: no shell; the argument reaches the script as $1.
+            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": record_path, "args": ["pre"]}]}],
+            "PermissionRequest": [{"matcher": "Bash", "hooks": [{"type": "command", "command": record_path, "args": ["permission"]}]}],
+            "PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": slow, "async": true}]}]
+        }),
+    );
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool("p1", "Bash", json!({"command": "make deploy"}))]))
+        .push(calls(vec![tool("p2", "Bash", json!({"command": "echo fine"}))]))
+        .push(answer("ok"));
+    let out = env
+        .keel(&server)
+        .args(["-p", "x", "--allowedTools", "Bash(echo:*)", "--output-format", "json"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let pre: Value = serde_json::from_str(&std::fs::read_to_string(env.path("pre.json")).unwrap()).unwrap();
+    assert_eq!(pre["hook_event_name"], "PreToolUse");
+    // `make deploy` is not allowed: headless asks the PermissionRequest hooks, then denies.
+    let perm: Value = serde_json::from_str(&std::fs::read_to_string(env.path("permission.json")).unwrap()).unwrap();
+    assert_eq!(perm["hook_event_name"], "PermissionRequest");
+    assert_eq!(perm["tool_name"], "Bash");
+    assert_eq!(perm["tool_input"]["command"], "make deploy");
+    assert_eq!(perm["permission_suggestions"], json!(["Bash(make deploy:*)"]));
+    assert_eq!(out.json()["permission_denials"][0]["tool_use_id"], "p1");
+    // The async PostToolUse hook ran in the background, and keel waited for it before exiting
+    // instead of cutting it off.
+    let done: Value = serde_json::from_str(&std::fs::read_to_string(env.path("async-done.json")).unwrap()).unwrap();
+    assert_eq!(done["tool_input"]["command"], "echo fine");
+}

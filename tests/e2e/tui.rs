@@ -181,6 +181,13 @@ async fn small_terminal_message_and_sigterm_restore_the_terminal() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approving_and_denying_a_command() {
     let env = Env::new();
+    // A Notification hook hears about each permission prompt.
+    env.write(
+        ".claude/settings.json",
+        &json!({"hooks": {"Notification": [{"matcher": "permission_prompt", "hooks": [{"type": "command",
+            "command": "cat >> \"$CLAUDE_PROJECT_DIR/notifications.jsonl\"; echo >> \"$CLAUDE_PROJECT_DIR/notifications.jsonl\""}]}]}})
+        .to_string(),
+    );
     let server = ModelServer::start().await;
     server
         .push(calls(vec![tool(
@@ -208,6 +215,16 @@ async fn approving_and_denying_a_command() {
     let (denial, is_error) = server.requests()[2].tool_result_text("b2");
     assert!(is_error);
     assert!(denial.contains("do not create files"), "{denial}");
+    let notes: Vec<serde_json::Value> = std::fs::read_to_string(env.path("notifications.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert_eq!(notes[0]["hook_event_name"], "Notification");
+    assert_eq!(notes[0]["notification_type"], "permission_prompt");
+    assert!(notes[0]["message"].as_str().unwrap().contains("Bash"));
     t.press(&["C-d"]);
     assert_eq!(t.wait_exit().await, 0);
 }
