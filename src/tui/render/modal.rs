@@ -41,7 +41,12 @@ fn detail_lines(a: &Approval, width: usize) -> Vec<Line<'static>> {
 pub fn approval(frame: &mut Frame, area: Rect, a: &Approval, cwd: &std::path::Path) -> Option<Position> {
     let width = area.width.saturating_sub(4).clamp(20, 110);
     let inner = width.saturating_sub(4) as usize;
-    let summary = crate::tools::summarize_input(&a.prompt.input);
+    // A plan is shown whole below; its JSON in the heading would only repeat it.
+    let summary = if a.prompt.tool_name == "ExitPlanMode" {
+        String::new()
+    } else {
+        crate::tools::summarize_input(&a.prompt.input)
+    };
     let prefix = format!("{}/", cwd.display());
     let summary = summary.strip_prefix(&prefix).map(str::to_string).unwrap_or(summary);
     let mut head = vec![Span::styled(
@@ -54,15 +59,24 @@ pub fn approval(frame: &mut Frame, area: Rect, a: &Approval, cwd: &std::path::Pa
     let mut lines = wrap::wrap(&head, inner, &[], &[], Mode::Words);
     lines.push(Line::default());
 
-    let always = match &a.prompt.suggested_rule {
-        Some(rule) => format!("Yes, and always allow {rule}"),
-        None => format!("Yes, and don't ask again for {} this session", a.prompt.tool_name),
+    let labels = if a.prompt.tool_name == "ExitPlanMode" {
+        // Approving a plan chooses the mode the work continues in.
+        [
+            "Yes, approve the plan and ask before each change".to_string(),
+            "Yes, approve the plan and accept edits automatically".to_string(),
+            "No, keep planning (Tab: say what to change)".to_string(),
+        ]
+    } else {
+        let always = match &a.prompt.suggested_rule {
+            Some(rule) => format!("Yes, and always allow {rule}"),
+            None => format!("Yes, and don't ask again for {} this session", a.prompt.tool_name),
+        };
+        [
+            "Yes".to_string(),
+            always,
+            "No, and tell keel what to do instead (Tab)".to_string(),
+        ]
     };
-    let labels = [
-        "Yes".to_string(),
-        always,
-        "No, and tell keel what to do instead (Tab)".to_string(),
-    ];
     let mut options: Vec<Line<'static>> = Vec::new();
     for (i, label) in labels.iter().enumerate() {
         let selected = i == a.selected;

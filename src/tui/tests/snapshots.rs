@@ -358,6 +358,30 @@ fn approval_modal_shows_the_diff() {
 }
 
 #[test]
+fn approval_modal_for_a_plan_offers_the_next_mode() {
+    let mut a = app();
+    a.submit_text("plan the change");
+    let (tx, _rx) = tokio::sync::oneshot::channel();
+    let plan = "1. Add a --verbose flag in src/cli.rs\n2. Log each request\n3. Run cargo test";
+    let p = PermissionPrompt {
+        tool_use_id: "p1".into(),
+        tool_name: "ExitPlanMode".into(),
+        input: json!({"plan": plan}),
+        detail: format!("{plan}\n\n(approve the plan to leave plan mode)"),
+        suggested_rule: None,
+        reply: tx,
+    };
+    events(&mut a, vec![EngineEvent::PermissionRequest(p)]);
+    let now = a.busy.as_ref().unwrap().since;
+    let s = screen(&mut a, W, 22, now);
+    assert_snapshot!("approval_plan", s);
+    assert!(
+        s.contains("accept edits automatically") && s.contains("keep planning"),
+        "{s}"
+    );
+}
+
+#[test]
 fn todo_panel_and_completion_menu() {
     let mut a = app();
     *a.shared.todos.lock().unwrap() = vec![
