@@ -12,7 +12,8 @@ case "$file" in
   *.go) command -v gofmt >/dev/null && gofmt -w "$file" && how=gofmt ;;
 esac
 if [ -z "${how:-}" ]; then
-  sed -i 's/[[:space:]]*$//' "$file"
+  # [[:blank:]] is spaces and tabs only, so a CRLF line ending survives.
+  sed -i 's/[[:blank:]]*\(\r\{0,1\}\)$/\1/' "$file"
   how="trailing-whitespace cleanup"
 fi
 jq -n --arg f "$file" --arg how "$how" \

@@ -49,9 +49,19 @@ pub fn snapshot(cwd: &Path) -> Option<GitSnapshot> {
 
 /// Runs git without touching the index lock; `None` on any failure or timeout.
 fn run_git(cwd: &Path, args: &[&str]) -> Option<String> {
+    // Repository configuration can name programs git runs (fsmonitor, pagers, hooks); a
+    // repository a command wrote to must not get to run code through keel's own snapshot.
     let mut child = Command::new("git")
         .arg("-C")
         .arg(cwd)
+        .args([
+            "-c",
+            "core.fsmonitor=false",
+            "-c",
+            "core.pager=cat",
+            "-c",
+            "core.hooksPath=/dev/null",
+        ])
         .args(args)
         .env("GIT_OPTIONAL_LOCKS", "0")
         .env("GIT_TERMINAL_PROMPT", "0")

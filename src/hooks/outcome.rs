@@ -86,7 +86,32 @@ pub fn interpret(event: Event, label: &str, r: &RunResult, agg: &mut Aggregate) 
             decision: None,
         };
     }
-    let json = parse_json(&r.stdout);
+    let json = match parse_json(&r.stdout) {
+        Ok(j) => j,
+        Err(e) => {
+            // Output meant as JSON that does not parse must not pass for "no decision" silently:
+            // a hook's deny would vanish without anyone noticing.
+            agg.warnings.push(format!(
+                "{} hook `{label}` printed invalid JSON ({e}); its output was ignored",
+                event.as_str()
+            ));
+            if r.exit_code == Some(2) && event != Event::PermissionRequest {
+                agg.blocks.push(if r.stderr.trim().is_empty() {
+                    format!("blocked by the {} hook `{label}`", event.as_str())
+                } else {
+                    r.stderr.trim().to_string()
+                });
+                return Interpreted {
+                    outcome: "blocked",
+                    decision: Some("block".into()),
+                };
+            }
+            return Interpreted {
+                outcome: "error",
+                decision: None,
+            };
+        }
+    };
     match r.exit_code {
         Some(0) => {}
         Some(2) if event != Event::PermissionRequest => {
@@ -105,14 +130,8 @@ pub fn interpret(event: Event, label: &str, r: &RunResult, agg: &mut Aggregate) 
             };
         }
         code => {
-            // A JSON object on stdout decides even with another exit code.
-            if let Some(j) = &json {
-                let decision = apply_json(event, j, agg);
-                return Interpreted {
-                    outcome: "success",
-                    decision,
-                };
-            }
+            // Any other exit status is a non-blocking error: the action proceeds and the user is
+            // told; JSON on stdout does not decide (exit 0 or 2 do).
             let first = r.stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("(no stderr)");
             agg.warnings.push(format!(
                 "{} hook `{label}` failed with exit status {}: {first}",
@@ -146,12 +165,17 @@ pub fn interpret(event: Event, label: &str, r: &RunResult, agg: &mut Aggregate) 
     }
 }
 
-fn parse_json(stdout: &str) -> Option<Value> {
+/// stdout starting with `{` must be a JSON object; anything else is plain text (`Ok(None)`).
+fn parse_json(stdout: &str) -> Result<Option<Value>, String> {
     let t = stdout.trim_start();
     if !t.starts_with('{') {
-        return None;
+        return Ok(None);
     }
-    serde_json::from_str::<Value>(t).ok().filter(Value::is_object)
+    match serde_json::from_str::<Value>(t) {
+        Ok(v) if v.is_object() => Ok(Some(v)),
+        Ok(_) => Err("not a JSON object".into()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Applies the reference's JSON output fields; returns the decision it expressed.
@@ -301,6 +325,25 @@ mod tests {
             &mut b,
         );
         assert_eq!(b.block_reason(), "run the tests");
+    }
+
+    #[test]
+    fn invalid_json_is_a_loud_error_and_other_exit_codes_do_not_decide() {
+        let mut a = Aggregate::default();
+        let bad = r#"{"hookSpecificOutput": {"permissionDecision": "deny",}}"#;
+        assert_eq!(
+            interpret(Event::PreToolUse, "h", &run(0, bad, ""), &mut a).outcome,
+            "error"
+        );
+        assert!(a.permission.is_none());
+        assert!(a.warnings[0].contains("invalid JSON"), "{:?}", a.warnings);
+        let mut b = Aggregate::default();
+        let deny = r#"{"hookSpecificOutput": {"permissionDecision": "deny"}}"#;
+        assert_eq!(
+            interpret(Event::PreToolUse, "h", &run(1, deny, "oops"), &mut b).outcome,
+            "error"
+        );
+        assert!(b.permission.is_none() && b.warnings[0].contains("exit status 1"));
     }
 
     #[test]

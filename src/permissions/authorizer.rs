@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::Mode;
 use super::protected;
 use super::rules::{Anchors, Behavior, EDIT_FAMILY, READ_FAMILY, Rule, Spec};
-use super::shell::{self, SimpleCommand};
+use super::shell::{self, Resolved, SimpleCommand};
 
 /// Tools that only touch keel's own session state.
 const SESSION_TOOLS: &[&str] = &["TodoWrite", "BashOutput", "KillShell"];
@@ -340,6 +340,13 @@ impl Ctx<'_> {
         {
             return Verdict::Allow;
         }
+        // Configuration that makes something run later (git hooks, agent settings, shell rc
+        // files) needs the user even in acceptEdits and bypass; only a rule naming it allows it.
+        if let Some(why) =
+            protected::config_reason(&real, self.home).or_else(|| protected::config_reason(path, self.home))
+        {
+            return self.hard_ask(format!("{why}; changing it always needs confirmation"));
+        }
         let inside = self.inside(path);
         if inside && self.find(Behavior::Allow, tool, Rule::is_whole_tool).is_some() {
             return Verdict::Allow;
@@ -364,67 +371,83 @@ impl Ctx<'_> {
         if let Some(r) = self.find(Behavior::Deny, "Bash", |r| r.matches_param(input)) {
             return Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source));
         }
+        if let Some(r) = self.find(Behavior::Deny, "Bash", Rule::is_whole_tool) {
+            return Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source));
+        }
         let parts = match shell::parse(command) {
             Ok(p) => p,
-            Err(why) => {
-                let raw = command.trim();
-                if let Some(r) = self.find(Behavior::Deny, "Bash", |r| {
-                    r.matches_command(raw) || raw_mentions(r, raw)
-                }) {
-                    return Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source));
-                }
-                if self.mode == Mode::Plan {
-                    return Verdict::Deny(plan_mode_message("Bash"));
-                }
-                // Only an exact rule may approve what cannot be split: a prefix rule must never
-                // authorize `safe $(other)`.
-                let exact = self.find(
-                    Behavior::Allow,
-                    "Bash",
-                    |r| matches!(&r.spec, Spec::Exact(e) if e == raw),
-                );
-                if self.mode == Mode::BypassPermissions || exact.is_some() {
-                    return Verdict::Allow;
-                }
-                return self.ask(
-                    format!("the command cannot be checked part by part ({why})"),
-                    Vec::new(),
-                    Vec::new(),
-                );
-            }
+            Err(why) => return self.unsplittable(command.trim(), &why),
         };
         let mut hard_reasons = Vec::new();
         let mut unapproved: Vec<&SimpleCommand> = Vec::new();
-        let mut write_asks = Vec::new();
+        let mut soft_reasons = Vec::new();
+        // The shell's directory as the line runs: `cd` moves it for the parts after it.
+        let mut cwd: Option<PathBuf> = Some(shell_cwd.to_path_buf());
         for part in &parts {
             let text = part.text();
-            if let Some(r) = self.find(Behavior::Deny, "Bash", |r| {
-                !r.is_whole_tool() && r.matches_command(&text)
-            }) {
+            let texts = part.rule_texts();
+            if let Some(r) = self.find(Behavior::Deny, "Bash", |r| texts.iter().any(|t| r.matches_command(t))) {
                 return Verdict::Deny(format!("`{text}` is denied by the rule `{}` ({})", r.text, r.source));
             }
-            if let Some(r) = self.find(Behavior::Deny, "Bash", Rule::is_whole_tool) {
-                return Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source));
-            }
-            let read_only = protected::is_observing_program(part);
-            if read_only {
-                for p in protected::path_args(part, shell_cwd) {
-                    if let Verdict::Deny(why) = self.read("Read", &p) {
-                        return Verdict::Deny(format!("`{text}` reads {}: {why}", p.display()));
+            let observes = protected::is_observing_program(part);
+            // What the part reads and writes, resolved as the shell will see it.
+            let mut reads_known = true;
+            for w in protected::file_operands(part) {
+                match cwd.as_deref().map(|c| shell::resolve_word(w, c, self.home)) {
+                    Some(Resolved::Paths(paths)) => {
+                        for p in paths {
+                            match self.read("Read", &p) {
+                                Verdict::Deny(why) => {
+                                    return Verdict::Deny(format!("`{text}` reads {}: {why}", p.display()));
+                                }
+                                Verdict::Ask { info, .. } if observes => {
+                                    reads_known = false;
+                                    soft_reasons.push(format!("`{text}` reads {}", info.reason));
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                    _ => {
+                        reads_known = false;
+                        if observes {
+                            soft_reasons.push(format!("keel cannot tell which files `{text}` reads"));
+                        }
                     }
                 }
             }
-            for w in part.writes.iter().filter(|w| w.as_str() != "/dev/null") {
-                let target = crate::tools::paths::resolve(shell_cwd, w);
-                match self.edit("Edit", &target) {
-                    Verdict::Deny(why) => return Verdict::Deny(format!("`{text}` writes {}: {why}", target.display())),
-                    Verdict::Ask { info, .. } => {
-                        write_asks.push(format!("writes {} ({})", target.display(), info.reason))
+            for w in part.writes.iter().filter(|w| w.text != "/dev/null") {
+                match cwd.as_deref().map(|c| shell::resolve_word(w, c, self.home)) {
+                    Some(Resolved::Paths(paths)) => {
+                        for target in paths {
+                            match self.edit("Edit", &target) {
+                                Verdict::Deny(why) => {
+                                    return Verdict::Deny(format!("`{text}` writes {}: {why}", target.display()));
+                                }
+                                Verdict::Ask { hard: true, info } => {
+                                    hard_reasons.push(format!("`{text}` writes {}", info.reason))
+                                }
+                                Verdict::Ask { info, .. } => {
+                                    soft_reasons.push(format!("`{text}` writes {}", info.reason))
+                                }
+                                Verdict::Allow => {}
+                            }
+                        }
                     }
-                    Verdict::Allow => {}
+                    _ => soft_reasons.push(format!("keel cannot tell which file `{text}` writes to")),
                 }
             }
-            if let Some(r) = self.find(Behavior::Ask, "Bash", |r| r.matches_command(&text)) {
+            if part.program_name() == "cd" {
+                cwd = match (part.args().first(), cwd.as_deref()) {
+                    (None, _) => self.home.map(Path::to_path_buf),
+                    (Some(w), Some(c)) => match shell::resolve_word(w, c, self.home) {
+                        Resolved::Paths(p) if p.len() == 1 => p.into_iter().next(),
+                        _ => None,
+                    },
+                    (Some(_), None) => None,
+                };
+            }
+            if let Some(r) = self.find(Behavior::Ask, "Bash", |r| texts.iter().any(|t| r.matches_command(t))) {
                 hard_reasons.push(format!("the rule `{}` asks for confirmation of `{text}`", r.text));
             }
             let explicitly_allowed = self
@@ -432,21 +455,26 @@ impl Ctx<'_> {
                     !r.is_whole_tool() && r.matches_command(&text)
                 })
                 .is_some();
-            if let Some(why) = protected::destructive(part, shell_cwd, workspace, self.home)
+            if let Some(why) = protected::destructive(part, cwd.as_deref(), workspace, self.home)
+                .or_else(|| protected::config_command(part))
                 && !explicitly_allowed
             {
                 hard_reasons.push(format!("{why}; destructive commands always need confirmation"));
                 continue;
             }
-            if self.mode == Mode::Plan && !read_only {
+            if self.mode == Mode::Plan && !observes {
                 return Verdict::Deny(plan_mode_message("Bash"));
             }
+            let fs_inside = || {
+                part.args().iter().filter(|w| !w.text.starts_with('-')).all(|w| {
+                    matches!(cwd.as_deref().map(|c| shell::resolve_word(w, c, self.home)),
+                        Some(Resolved::Paths(ps)) if ps.iter().all(|p| self.inside(p) && protected::config_reason(p, self.home).is_none()))
+                })
+            };
             let allowed = explicitly_allowed
                 || self.find(Behavior::Allow, "Bash", Rule::is_whole_tool).is_some()
-                || read_only
-                || (self.mode == Mode::AcceptEdits
-                    && protected::is_simple_fs(part)
-                    && protected::path_args(part, shell_cwd).iter().all(|p| self.inside(p)))
+                || (observes && reads_known)
+                || (self.mode == Mode::AcceptEdits && protected::is_simple_fs(part) && fs_inside())
                 || self.mode == Mode::BypassPermissions;
             if !allowed {
                 unapproved.push(part);
@@ -455,16 +483,45 @@ impl Ctx<'_> {
         if !hard_reasons.is_empty() {
             return self.hard_ask(hard_reasons.join("; "));
         }
-        if unapproved.is_empty() && write_asks.is_empty() {
+        let bypass = self.mode == Mode::BypassPermissions;
+        if unapproved.is_empty() && (soft_reasons.is_empty() || bypass) {
             return Verdict::Allow;
         }
         let mut reasons: Vec<String> = unapproved
             .iter()
+            .filter(|p| !protected::is_observing_program(p))
             .map(|p| format!("`{}` is not allowed by any rule", p.text()))
             .collect();
-        reasons.extend(write_asks);
+        reasons.extend(soft_reasons);
         let rules_to_save: Vec<String> = unapproved.iter().take(5).map(|p| suggest_bash_rule(p)).collect();
         self.ask(reasons.join("; "), rules_to_save, Vec::new())
+    }
+
+    /// A line keel cannot split into parts: deny rules still catch their commands inside it; only
+    /// an exact rule or bypass mode runs it without asking.
+    fn unsplittable(&self, raw: &str, why: &str) -> Verdict {
+        if let Some(r) = self.find(Behavior::Deny, "Bash", |r| {
+            r.matches_command(raw) || raw_mentions(r, raw)
+        }) {
+            return Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source));
+        }
+        if self.mode == Mode::Plan {
+            return Verdict::Deny(plan_mode_message("Bash"));
+        }
+        // A prefix rule must never authorize `safe $(other)`.
+        let exact = self.find(
+            Behavior::Allow,
+            "Bash",
+            |r| matches!(&r.spec, Spec::Exact(e) if e == raw),
+        );
+        if self.mode == Mode::BypassPermissions || exact.is_some() {
+            return Verdict::Allow;
+        }
+        self.ask(
+            format!("the command cannot be checked part by part ({why})"),
+            Vec::new(),
+            vec![format!("Bash({raw})")],
+        )
     }
 
     fn generic(&self, tool: &str, input: &Value, read_only: bool) -> Verdict {
@@ -510,22 +567,32 @@ fn plan_mode_message(tool: &str) -> String {
 /// that have them (`git commit`, `npm run`, `cargo test`).
 fn suggest_bash_rule(cmd: &SimpleCommand) -> String {
     const MULTI: &[&str] = &[
-        "git", "npm", "pnpm", "yarn", "npx", "cargo", "go", "docker", "kubectl", "make", "pip", "pip3", "poetry", "uv",
-        "bundle", "rails", "dotnet", "mvn", "gradle", "bun", "deno", "python", "python3",
+        "git", "npm", "pnpm", "yarn", "cargo", "go", "docker", "kubectl", "make", "pip", "pip3", "poetry", "uv",
+        "bundle", "rails", "dotnet", "mvn", "gradle",
     ];
-    let w = &cmd.words;
-    let mut prefix = vec![w[0].clone()];
-    if MULTI.contains(&w[0].as_str())
+    // Interpreters run whatever their arguments say: a prefix rule for them would allow
+    // everything, so only the exact command is suggested.
+    const INTERPRETERS: &[&str] = &[
+        "python", "python3", "node", "deno", "bun", "npx", "perl", "ruby", "php", "bash", "sh", "zsh", "env", "xargs",
+        "sudo", "doas", "ssh", "awk", "sed",
+    ];
+    let w: Vec<&str> = cmd.words.iter().map(|w| w.text.as_str()).collect();
+    let program = cmd.program_name();
+    if INTERPRETERS.contains(&program) || cmd.words.iter().any(|w| w.dynamic) {
+        return format!("Bash({})", cmd.text());
+    }
+    let mut prefix = vec![w[0]];
+    if MULTI.contains(&program)
         && let Some(second) = w.get(1)
         && !second.starts_with('-')
         && !second.contains('/')
     {
-        prefix.push(second.clone());
-        if matches!(w[0].as_str(), "npm" | "pnpm" | "yarn" | "bun")
-            && second == "run"
+        prefix.push(second);
+        if matches!(program, "npm" | "pnpm" | "yarn")
+            && *second == "run"
             && let Some(script) = w.get(2)
         {
-            prefix.push(script.clone());
+            prefix.push(script);
         }
     }
     format!("Bash({}:*)", prefix.join(" "))

@@ -1,74 +1,89 @@
 //! A conservative reader of shell command lines for permission checks.
 //!
 //! It splits a command into simple commands (`&&`, `||`, `;`, `|`, `|&`, `&`, newlines), looks
-//! through wrappers (`timeout`, `env VAR=…`, `nice`, …) and collects output redirections.
-//! Anything it does not fully understand — subshells, command substitution, process
-//! substitution, here-documents, control structures — is reported as unknown, which the
-//! permission layer treats as "ask". It never executes anything.
+//! through wrappers (`timeout`, `env VAR=…`, `nice`, …) and into `sh -c '…'`, collects
+//! redirections, and marks words the shell will expand at run time (globs, `$VAR`, `~`), whose
+//! real value keel cannot know. Anything it does not fully understand — subshells, command
+//! substitution, process substitution, here-documents, control structures, `eval` — is reported
+//! as unknown, which the permission layer treats as "ask". It never executes anything.
+
+use std::path::{Path, PathBuf};
+
+/// One shell word. `dynamic`: the shell expands it at run time (an unquoted glob, `$`, `~` or
+/// brace), so its text is not what the command will see.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Word {
+    pub text: String,
+    pub dynamic: bool,
+}
 
 /// One simple command after wrappers and leading assignments were stripped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SimpleCommand {
-    pub words: Vec<String>,
+    pub words: Vec<Word>,
     /// Files this command writes through redirections (`>`, `>>`, `&>`, `2>`…).
-    pub writes: Vec<String>,
+    pub writes: Vec<Word>,
     /// Files this command reads through `<`.
-    pub reads: Vec<String>,
+    pub reads: Vec<Word>,
 }
 
 impl SimpleCommand {
     /// The normalized text rules are matched against (words joined by single spaces).
     pub fn text(&self) -> String {
-        self.words.join(" ")
+        self.words.iter().map(|w| w.text.as_str()).collect::<Vec<_>>().join(" ")
     }
 
     pub fn program(&self) -> &str {
-        self.words.first().map(String::as_str).unwrap_or("")
+        self.words.first().map(|w| w.text.as_str()).unwrap_or("")
+    }
+
+    /// The program without its directory (`/bin/rm` → `rm`).
+    pub fn program_name(&self) -> &str {
+        let p = self.program();
+        p.rsplit('/').next().unwrap_or(p)
+    }
+
+    pub fn args(&self) -> &[Word] {
+        self.words.get(1..).unwrap_or(&[])
+    }
+
+    /// The texts rules are matched against: as written, with the program's directory removed,
+    /// and without a leading `sudo`/`doas`, so `/bin/rm` and `sudo rm` meet `Bash(rm:*)` rules.
+    pub fn rule_texts(&self) -> Vec<String> {
+        let mut out = vec![self.text()];
+        let mut words: Vec<&str> = self.words.iter().map(|w| w.text.as_str()).collect();
+        if matches!(words.first(), Some(&"sudo") | Some(&"doas")) {
+            let skip = words.iter().skip(1).take_while(|w| w.starts_with('-')).count();
+            words.drain(..1 + skip);
+        }
+        if let Some(first) = words.first_mut() {
+            *first = first.rsplit('/').next().unwrap_or(first);
+        }
+        let alt = words.join(" ");
+        if !alt.is_empty() && !out.contains(&alt) {
+            out.push(alt);
+        }
+        out
     }
 }
 
 /// Most simple commands one line may hold before it is considered too complex to judge.
 pub const MAX_PARTS: usize = 50;
+/// How deep `sh -c '…'` inside `sh -c '…'` is followed.
+const MAX_NESTING: usize = 3;
+
+const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "ash"];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Tok {
-    Word(String),
+    Word(Word),
     Sep,
-    Redirect { write: bool, target: Option<String> },
+    Redirect { write: bool, target: Word },
 }
 
 /// Splits a command line. `Err` carries why it cannot be judged safely.
 pub fn parse(command: &str) -> Result<Vec<SimpleCommand>, String> {
-    let toks = tokenize(command)?;
-    let mut out = Vec::new();
-    let mut words = Vec::new();
-    let mut writes = Vec::new();
-    let mut reads = Vec::new();
-    let mut flush =
-        |words: &mut Vec<String>, writes: &mut Vec<String>, reads: &mut Vec<String>| -> Result<(), String> {
-            if words.is_empty() && writes.is_empty() && reads.is_empty() {
-                return Ok(());
-            }
-            let stripped = strip_wrappers(std::mem::take(words))?;
-            out.push(SimpleCommand {
-                words: stripped,
-                writes: std::mem::take(writes),
-                reads: std::mem::take(reads),
-            });
-            Ok(())
-        };
-    for t in toks {
-        match t {
-            Tok::Word(w) => words.push(w),
-            Tok::Sep => flush(&mut words, &mut writes, &mut reads)?,
-            Tok::Redirect { write, target } => {
-                if let Some(target) = target {
-                    if write { writes.push(target) } else { reads.push(target) }
-                }
-            }
-        }
-    }
-    flush(&mut words, &mut writes, &mut reads)?;
+    let out = parse_nested(command, 0)?;
     if out.len() > MAX_PARTS {
         return Err(format!("more than {MAX_PARTS} commands in one line"));
     }
@@ -78,26 +93,135 @@ pub fn parse(command: &str) -> Result<Vec<SimpleCommand>, String> {
     Ok(out)
 }
 
+fn parse_nested(command: &str, depth: usize) -> Result<Vec<SimpleCommand>, String> {
+    let toks = tokenize(command)?;
+    let mut out = Vec::new();
+    let mut current = SimpleCommand {
+        words: Vec::new(),
+        writes: Vec::new(),
+        reads: Vec::new(),
+    };
+    let mut toks = toks.into_iter().peekable();
+    loop {
+        let t = toks.next();
+        match t {
+            Some(Tok::Word(w)) => current.words.push(w),
+            Some(Tok::Redirect { write, target }) => {
+                if write {
+                    current.writes.push(target)
+                } else {
+                    current.reads.push(target)
+                }
+            }
+            Some(Tok::Sep) | None => {
+                let done = std::mem::replace(
+                    &mut current,
+                    SimpleCommand {
+                        words: Vec::new(),
+                        writes: Vec::new(),
+                        reads: Vec::new(),
+                    },
+                );
+                if !(done.words.is_empty() && done.writes.is_empty() && done.reads.is_empty()) {
+                    out.extend(finish(done, depth)?);
+                }
+                if t.is_none() {
+                    break;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Strips wrappers and replaces `sh -c 'script'` by the script's own commands.
+fn finish(mut cmd: SimpleCommand, depth: usize) -> Result<Vec<SimpleCommand>, String> {
+    cmd.words = strip_wrappers(cmd.words)?;
+    match cmd.program_name() {
+        "eval" | "source" | "." => return Err(format!("`{}` runs text keel cannot see", cmd.program_name())),
+        name if SHELLS.contains(&name) => {
+            let Some(script) = shell_script(&cmd) else {
+                // A shell reading a script file or stdin: what it runs is unknown.
+                return Err(format!("`{name}` runs a script keel cannot read"));
+            };
+            if depth >= MAX_NESTING {
+                return Err("shells nested too deeply".into());
+            }
+            let mut inner = parse_nested(&script, depth + 1)?;
+            // The outer redirections apply to the inner commands as a whole.
+            if let Some(first) = inner.first_mut() {
+                first.writes.extend(cmd.writes);
+                first.reads.extend(cmd.reads);
+            }
+            return Ok(inner);
+        }
+        _ => {}
+    }
+    Ok(vec![cmd])
+}
+
+/// The script of `sh -c 'script'` (options such as `-e`, `-x` or `-lc` allowed), if literal.
+fn shell_script(cmd: &SimpleCommand) -> Option<String> {
+    let args = cmd.args();
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        if a.dynamic || !a.text.starts_with('-') {
+            return None;
+        }
+        if a.text.contains('c') && !a.text.starts_with("--") {
+            let script = args.get(i + 1)?;
+            return (!script.dynamic).then(|| script.text.clone());
+        }
+        i += 1;
+    }
+    None
+}
+
 const CONTROL_WORDS: &[&str] = &[
     "if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac", "function", "select",
     "{", "}", "[[", "]]", "!",
 ];
 
+/// Accumulates one word: its text and whether the shell will expand it.
+#[derive(Default)]
+struct Acc {
+    text: String,
+    dynamic: bool,
+    started: bool,
+}
+
+impl Acc {
+    fn push(&mut self, c: char) {
+        self.text.push(c);
+        self.started = true;
+    }
+
+    fn take(&mut self) -> Option<Word> {
+        if !self.started {
+            return None;
+        }
+        let w = Word {
+            text: std::mem::take(&mut self.text),
+            dynamic: self.dynamic,
+        };
+        self.dynamic = false;
+        self.started = false;
+        Some(w)
+    }
+}
+
 fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
     let chars: Vec<char> = s.chars().collect();
     let mut toks = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
+    let mut cur = Acc::default();
     let mut i = 0;
-    let push_word = |cur: &mut String, in_word: &mut bool, toks: &mut Vec<Tok>| -> Result<(), String> {
-        if *in_word {
-            let w = std::mem::take(cur);
+    let push_word = |cur: &mut Acc, toks: &mut Vec<Tok>| -> Result<(), String> {
+        if let Some(w) = cur.take() {
             let first_of_command = !matches!(toks.last(), Some(Tok::Word(_)));
-            if first_of_command && CONTROL_WORDS.contains(&w.as_str()) {
-                return Err(format!("shell control structure `{w}`"));
+            if first_of_command && !w.dynamic && CONTROL_WORDS.contains(&w.text.as_str()) {
+                return Err(format!("shell control structure `{}`", w.text));
             }
             toks.push(Tok::Word(w));
-            *in_word = false;
         }
         Ok(())
     };
@@ -105,14 +229,14 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
         let c = chars[i];
         match c {
             ' ' | '\t' => {
-                push_word(&mut cur, &mut in_word, &mut toks)?;
+                push_word(&mut cur, &mut toks)?;
                 i += 1;
             }
             '\n' | ';' => {
                 if c == ';' && chars.get(i + 1) == Some(&';') {
                     return Err("`;;` outside a case statement".into());
                 }
-                push_word(&mut cur, &mut in_word, &mut toks)?;
+                push_word(&mut cur, &mut toks)?;
                 toks.push(Tok::Sep);
                 i += 1;
             }
@@ -120,14 +244,14 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
                 let next = chars.get(i + 1).copied();
                 if c == '&' && next == Some('>') {
                     // &> / &>> redirect stdout and stderr.
-                    push_word(&mut cur, &mut in_word, &mut toks)?;
+                    push_word(&mut cur, &mut toks)?;
                     let skip = if chars.get(i + 2) == Some(&'>') { 3 } else { 2 };
                     let (target, used) = redirect_target(&chars, i + skip)?;
                     toks.push(Tok::Redirect { write: true, target });
                     i = used;
                     continue;
                 }
-                push_word(&mut cur, &mut in_word, &mut toks)?;
+                push_word(&mut cur, &mut toks)?;
                 toks.push(Tok::Sep);
                 i += if next == Some(c) || (c == '|' && next == Some('&')) {
                     2
@@ -135,7 +259,7 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
                     1
                 };
             }
-            '#' if !in_word => {
+            '#' if !cur.started => {
                 while i < chars.len() && chars[i] != '\n' {
                     i += 1;
                 }
@@ -143,10 +267,7 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
             '\\' => {
                 match chars.get(i + 1) {
                     Some('\n') => {}
-                    Some(&n) => {
-                        cur.push(n);
-                        in_word = true;
-                    }
+                    Some(&n) => cur.push(n),
                     None => return Err("trailing backslash".into()),
                 }
                 i += 2;
@@ -156,12 +277,13 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
                     .iter()
                     .position(|&x| x == '\'')
                     .ok_or("unterminated single quote")?;
-                cur.extend(&chars[i + 1..i + 1 + end]);
-                in_word = true;
+                cur.started = true;
+                cur.text.extend(&chars[i + 1..i + 1 + end]);
                 i += end + 2;
             }
             '"' => {
                 i += 1;
+                cur.started = true;
                 loop {
                     match chars.get(i) {
                         None => return Err("unterminated double quote".into()),
@@ -169,10 +291,10 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
                         Some('\\') => {
                             if let Some(&n) = chars.get(i + 1) {
                                 if !matches!(n, '"' | '\\' | '$' | '`' | '\n') {
-                                    cur.push('\\');
+                                    cur.text.push('\\');
                                 }
                                 if n != '\n' {
-                                    cur.push(n);
+                                    cur.text.push(n);
                                 }
                             }
                             i += 2;
@@ -180,12 +302,15 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
                         Some('`') => return Err("command substitution".into()),
                         Some('$') if chars.get(i + 1) == Some(&'(') => return Err("command substitution".into()),
                         Some(&x) => {
-                            cur.push(x);
+                            // Variables expand inside double quotes too.
+                            if x == '$' {
+                                cur.dynamic = true;
+                            }
+                            cur.text.push(x);
                             i += 1;
                         }
                     }
                 }
-                in_word = true;
                 i += 1;
             }
             '`' => return Err("command substitution".into()),
@@ -199,12 +324,11 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
                     return Err("here-document".into());
                 }
                 // A word made only of digits right before the operator is a file descriptor.
-                let fd_prefix = in_word && cur.chars().all(|d| d.is_ascii_digit());
+                let fd_prefix = cur.started && !cur.dynamic && cur.text.chars().all(|d| d.is_ascii_digit());
                 if fd_prefix {
-                    cur.clear();
-                    in_word = false;
+                    cur = Acc::default();
                 } else {
-                    push_word(&mut cur, &mut in_word, &mut toks)?;
+                    push_word(&mut cur, &mut toks)?;
                 }
                 let mut j = i + 1;
                 if c == '>' && matches!(chars.get(j), Some('>') | Some('|')) {
@@ -227,22 +351,24 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
                 i = used;
             }
             _ => {
+                if matches!(c, '*' | '?' | '[' | '{' | '$') || (c == '~' && !cur.started) {
+                    cur.dynamic = true;
+                }
                 cur.push(c);
-                in_word = true;
                 i += 1;
             }
         }
     }
-    push_word(&mut cur, &mut in_word, &mut toks)?;
+    push_word(&mut cur, &mut toks)?;
     Ok(toks)
 }
 
 /// Reads the word after a redirection operator; returns it and the index after it.
-fn redirect_target(chars: &[char], mut i: usize) -> Result<(Option<String>, usize), String> {
+fn redirect_target(chars: &[char], mut i: usize) -> Result<(Word, usize), String> {
     while chars.get(i).is_some_and(|c| *c == ' ' || *c == '\t') {
         i += 1;
     }
-    let mut word = String::new();
+    let mut word = Acc::default();
     while let Some(&c) = chars.get(i) {
         match c {
             ' ' | '\t' | '\n' | ';' | '&' | '|' | '<' | '>' => break,
@@ -253,22 +379,31 @@ fn redirect_target(chars: &[char], mut i: usize) -> Result<(Option<String>, usiz
                     .iter()
                     .position(|&x| x == c)
                     .ok_or("unterminated quote")?;
-                word.extend(&chars[i + 1..i + 1 + end]);
+                let quoted: String = chars[i + 1..i + 1 + end].iter().collect();
+                if c == '"' && quoted.contains('$') {
+                    word.dynamic = true;
+                }
+                word.started = true;
+                word.text.push_str(&quoted);
                 i += end + 2;
                 continue;
             }
-            _ => word.push(c),
+            _ => {
+                if matches!(c, '*' | '?' | '[' | '{' | '$') || (c == '~' && !word.started) {
+                    word.dynamic = true;
+                }
+                word.push(c);
+            }
         }
         i += 1;
     }
-    if word.is_empty() {
-        return Err("redirection without a target".into());
-    }
-    Ok((Some(word), i))
+    word.take()
+        .map(|w| (w, i))
+        .ok_or_else(|| "redirection without a target".into())
 }
 
-fn is_assignment(w: &str) -> bool {
-    match w.split_once('=') {
+fn is_assignment(w: &Word) -> bool {
+    match w.text.split_once('=') {
         Some((name, _)) => {
             !name.is_empty()
                 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -280,32 +415,44 @@ fn is_assignment(w: &str) -> bool {
 
 /// Removes leading `VAR=value` words and wrapper commands that only change how the real
 /// command runs, so rules match the command itself.
-fn strip_wrappers(mut words: Vec<String>) -> Result<Vec<String>, String> {
+fn strip_wrappers(mut words: Vec<Word>) -> Result<Vec<Word>, String> {
     loop {
         let before = words.len();
-        while words.first().is_some_and(|w| is_assignment(w)) {
+        while words.first().is_some_and(is_assignment) {
             words.remove(0);
         }
         let Some(first) = words.first().cloned() else { break };
-        let skip = match first.as_str() {
+        if first.dynamic {
+            return Err(format!("the program name `{}` is expanded by the shell", first.text));
+        }
+        let second = words.get(1).map(|w| w.text.as_str());
+        let skip = match first.text.as_str() {
             "timeout" => skip_options(&words, &["-s", "--signal", "-k", "--kill-after"]).map(|n| n + 1),
-            "time" | "nohup" | "builtin" | "noglob" => skip_options(&words, &[]),
-            "command" => match words.get(1).map(String::as_str) {
+            "time" | "nohup" | "builtin" | "noglob" | "exec" => skip_options(&words, &[]),
+            "command" => match second {
                 Some("-v") | Some("-V") => None,
                 _ => skip_options(&words, &[]),
             },
             "nice" => skip_options(&words, &["-n", "--adjustment"]),
             "stdbuf" => skip_options(&words, &["-i", "-o", "-e"]),
-            "env" => skip_options(&words, &["-u", "--unset", "-C", "--chdir", "-S", "--split-string"]),
-            "xargs" if words.get(1).is_some_and(|w| !w.starts_with('-')) => Some(1),
+            "env" => {
+                if words.iter().skip(1).any(|w| {
+                    w.text == "-S"
+                        || w.text.starts_with("--split-string")
+                        || (w.text.starts_with("-S") && w.text.len() > 2)
+                }) {
+                    return Err("`env -S` splits a string into a command keel cannot see".into());
+                }
+                skip_options(&words, &["-u", "--unset", "-C", "--chdir"])
+            }
+            "xargs" if second.is_some_and(|w| !w.starts_with('-')) => Some(1),
             _ => None,
         };
         match skip {
             Some(n) if n < words.len() => {
                 words.drain(..n);
             }
-            Some(_) => break,
-            None => break,
+            _ => break,
         }
         if words.len() == before {
             break;
@@ -319,89 +466,98 @@ fn strip_wrappers(mut words: Vec<String>) -> Result<Vec<String>, String> {
 
 /// Index of the first word after the wrapper and its options (`takes_value` options consume
 /// the next word unless written as `--opt=value` or `-oVALUE`).
-fn skip_options(words: &[String], takes_value: &[&str]) -> Option<usize> {
+fn skip_options(words: &[Word], takes_value: &[&str]) -> Option<usize> {
     let mut i = 1;
     while let Some(w) = words.get(i) {
-        if w == "--" {
+        if w.text == "--" {
             return Some(i + 1);
         }
-        if !w.starts_with('-') || w == "-" {
+        if !w.text.starts_with('-') || w.text == "-" {
             break;
         }
-        let takes = takes_value.iter().any(|o| w == o);
+        let takes = takes_value.iter().any(|o| w.text == *o);
         i += if takes { 2 } else { 1 };
     }
     Some(i)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// What a word names on disk, as far as keel can tell before the shell runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolved {
+    Paths(Vec<PathBuf>),
+    /// Depends on the shell's run-time state (variables other than `HOME`, complex globs).
+    Unknown,
+}
 
-    fn texts(s: &str) -> Vec<String> {
-        parse(s).unwrap().iter().map(SimpleCommand::text).collect()
+/// Resolves a word used as a file name: `~` and `$HOME` are expanded, a glob in the last path
+/// component is matched against the directory as the shell would; anything else dynamic is
+/// unknown.
+pub fn resolve_word(w: &Word, cwd: &Path, home: Option<&Path>) -> Resolved {
+    if !w.dynamic {
+        return Resolved::Paths(vec![crate::tools::paths::resolve(cwd, &w.text)]);
     }
-
-    #[test]
-    fn splits_compound_commands() {
-        assert_eq!(texts("echo ok && rm -rf x"), vec!["echo ok", "rm -rf x"]);
-        assert_eq!(
-            texts("a || b; c | d |& e & f\ng"),
-            vec!["a", "b", "c", "d", "e", "f", "g"]
-        );
+    let text = match expand_home(&w.text, home) {
+        Some(t) => t,
+        None => return Resolved::Unknown,
+    };
+    if !text.contains(['*', '?', '[']) {
+        return if text.contains(['$', '{']) {
+            Resolved::Unknown
+        } else {
+            Resolved::Paths(vec![crate::tools::paths::resolve(cwd, &text)])
+        };
     }
-
-    #[test]
-    fn quotes_and_escapes() {
-        assert_eq!(
-            texts(r#"git commit -m "fix: a && b" "#),
-            vec!["git commit -m fix: a && b"]
-        );
-        assert_eq!(texts("echo 'x;y' a\\ b"), vec!["echo x;y a b"]);
+    let full = crate::tools::paths::resolve(cwd, &text);
+    let (Some(dir), Some(pattern)) = (full.parent(), full.file_name().and_then(|n| n.to_str())) else {
+        return Resolved::Unknown;
+    };
+    if dir.to_string_lossy().contains(['*', '?', '[', '$', '{']) || pattern.contains(['$', '{']) {
+        return Resolved::Unknown;
     }
-
-    #[test]
-    fn wrappers_and_assignments_are_looked_through() {
-        assert_eq!(texts("timeout 30 npm test"), vec!["npm test"]);
-        assert_eq!(texts("timeout -s KILL 5s cargo build"), vec!["cargo build"]);
-        assert_eq!(texts("env FOO=1 BAR=2 make check"), vec!["make check"]);
-        assert_eq!(texts("RUST_LOG=debug nice -n 10 cargo run"), vec!["cargo run"]);
-        assert_eq!(texts("nohup time stdbuf -oL ./run.sh"), vec!["./run.sh"]);
-        assert_eq!(texts("xargs rm"), vec!["rm"]);
-        assert_eq!(texts("command -v git"), vec!["command -v git"]);
-    }
-
-    #[test]
-    fn unknown_constructs_are_refused() {
-        for s in [
-            "echo $(rm -rf /)",
-            "echo `id`",
-            "(cd x && rm y)",
-            "diff <(ls a) <(ls b)",
-            "cat <<EOF\nhi\nEOF",
-            "if true; then rm x; fi",
-            "for f in *; do rm $f; done",
-            "echo \"$(whoami)\"",
-            "{ rm x; }",
-        ] {
-            assert!(parse(s).is_err(), "{s}");
-        }
-    }
-
-    #[test]
-    fn redirections_are_collected() {
-        let p = parse("echo hi > out.txt 2>&1; cat < in.txt >> log 2> err.txt; ls &> all.txt").unwrap();
-        assert_eq!(p[0].words, vec!["echo", "hi"]);
-        assert_eq!(p[0].writes, vec!["out.txt"]);
-        assert_eq!(p[1].reads, vec!["in.txt"]);
-        assert_eq!(p[1].writes, vec!["log", "err.txt"]);
-        assert_eq!(p[2].writes, vec!["all.txt"]);
-        let q = parse("cmd >/dev/null 2>&1").unwrap();
-        assert_eq!(q[0].writes, vec!["/dev/null"]);
-    }
-
-    #[test]
-    fn comments_are_ignored() {
-        assert_eq!(texts("ls # && rm -rf /"), vec!["ls"]);
+    let Ok(glob) = globset::GlobBuilder::new(pattern).literal_separator(true).build() else {
+        return Resolved::Unknown;
+    };
+    let matcher = glob.compile_matcher();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Resolved::Paths(vec![full]);
+    };
+    let mut hits: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            // As in the shell, a leading `*` or `?` does not match a hidden name.
+            (pattern.starts_with('.') || !name.starts_with('.')) && matcher.is_match(name.as_ref())
+        })
+        .map(|e| e.path())
+        .collect();
+    hits.sort();
+    // No match: the shell passes the pattern through literally.
+    if hits.is_empty() {
+        Resolved::Paths(vec![full])
+    } else {
+        Resolved::Paths(hits)
     }
 }
+
+/// Expands a leading `~`, `$HOME` or `${HOME}`; `None` when other variables remain.
+fn expand_home(text: &str, home: Option<&Path>) -> Option<String> {
+    let home = home.map(|h| h.display().to_string());
+    let replaced = if text == "~" || text == "$HOME" || text == "${HOME}" {
+        home?
+    } else if let Some(rest) = text
+        .strip_prefix("~/")
+        .or_else(|| text.strip_prefix("$HOME/"))
+        .or_else(|| text.strip_prefix("${HOME}/"))
+    {
+        format!("{}/{rest}", home?)
+    } else if text.starts_with('~') {
+        return None;
+    } else {
+        text.to_string()
+    };
+    (!replaced.contains('$')).then_some(replaced)
+}
+
+#[cfg(test)]
+mod tests;

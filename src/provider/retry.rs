@@ -55,17 +55,20 @@ pub fn is_retryable_status(status: u16) -> bool {
     matches!(status, 408 | 409 | 429 | 529) || (500..600).contains(&status)
 }
 
-/// Parses `retry-after-ms` or `retry-after` (seconds; HTTP dates are ignored).
+/// Parses `retry-after-ms` or `retry-after` (seconds; HTTP dates are ignored). Values that are
+/// not finite non-negative numbers are ignored; huge ones are capped (the caller caps again).
 pub fn server_delay(retry_after_ms: Option<&str>, retry_after: Option<&str>) -> Option<Duration> {
+    let secs = |v: f64| Duration::try_from_secs_f64(v.min(86_400.0)).ok();
     if let Some(ms) = retry_after_ms.and_then(|v| v.trim().parse::<f64>().ok())
+        && ms.is_finite()
         && ms >= 0.0
     {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        return secs(ms / 1000.0);
     }
     retry_after
         .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| *s >= 0.0)
-        .map(Duration::from_secs_f64)
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .and_then(secs)
 }
 
 #[cfg(test)]
@@ -90,6 +93,10 @@ mod tests {
         assert_eq!(server_delay(Some("150"), Some("9")), Some(Duration::from_millis(150)));
         assert_eq!(server_delay(None, Some("3")), Some(Duration::from_secs(3)));
         assert_eq!(server_delay(None, Some("Wed, 21 Oct 2015 07:28:00 GMT")), None);
+        // Hostile or broken values never panic.
+        assert_eq!(server_delay(None, Some("1e30")), Some(Duration::from_secs(86_400)));
+        assert_eq!(server_delay(Some("NaN"), Some("inf")), None);
+        assert_eq!(server_delay(None, Some("-3")), None);
     }
 
     #[test]

@@ -34,6 +34,7 @@ fn run(args: &[String]) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let mut writable = Vec::new();
+    let mut protected = Vec::new();
     let mut allow_network = false;
     let mut i = 0;
     while i < args.len() {
@@ -43,6 +44,13 @@ fn run(args: &[String]) -> ExitCode {
                     return fail("--write needs a path");
                 };
                 writable.push(PathBuf::from(p));
+                i += 2;
+            }
+            "--protect" => {
+                let Some(p) = args.get(i + 1) else {
+                    return fail("--protect needs a path");
+                };
+                protected.push(PathBuf::from(p));
                 i += 2;
             }
             "--net" => {
@@ -59,10 +67,20 @@ fn run(args: &[String]) -> ExitCode {
     let Some((program, program_args)) = args[i..].split_first() else {
         return fail("no command to run");
     };
-    if !allow_network && let Err(e) = isolate_network() {
-        // Landlock may still block TCP; without either, refuse rather than run unrestricted.
-        if !landlock_has_tcp() {
-            return fail(&format!("cannot turn the network off: {e}"));
+    match enter_namespaces(!allow_network, !protected.is_empty()) {
+        Ok(()) => {
+            if let Err(e) = protect(&protected) {
+                eprintln!("keel sandbox: warning: {e}; configuration files are writable for this command");
+            }
+        }
+        Err(e) => {
+            // Landlock may still block TCP; without either, refuse rather than run unrestricted.
+            if !allow_network && !landlock_has_tcp() {
+                return fail(&format!("cannot turn the network off: {e}"));
+            }
+            if !protected.is_empty() {
+                eprintln!("keel sandbox: warning: {e}; configuration files are writable for this command");
+            }
         }
     }
     match restrict_files(&writable, !allow_network) {
@@ -82,17 +100,69 @@ fn fail(msg: &str) -> ExitCode {
 
 /// A fresh network namespace: no interfaces but a down loopback, so nothing connects anywhere.
 fn isolate_network() -> Result<(), String> {
+    enter_namespaces(true, false)
+}
+
+/// Enters a new network namespace (no network) and/or mount namespace (for read-only binds),
+/// through a user namespace when not root.
+fn enter_namespaces(network: bool, mounts: bool) -> Result<(), String> {
     use nix::sched::{CloneFlags, unshare};
-    let uid = nix::unistd::geteuid();
-    let gid = nix::unistd::getegid();
-    if uid.is_root() && unshare(CloneFlags::CLONE_NEWNET).is_ok() {
+    let mut flags = CloneFlags::empty();
+    if network {
+        flags |= CloneFlags::CLONE_NEWNET;
+    }
+    if mounts {
+        flags |= CloneFlags::CLONE_NEWNS;
+    }
+    if flags.is_empty() {
         return Ok(());
     }
-    unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNET).map_err(|e| format!("unshare: {e}"))?;
+    let uid = nix::unistd::geteuid();
+    let gid = nix::unistd::getegid();
+    if uid.is_root() && unshare(flags).is_ok() {
+        return Ok(());
+    }
+    unshare(CloneFlags::CLONE_NEWUSER | flags).map_err(|e| format!("unshare: {e}"))?;
     // Map our own ids so files keep their owners inside the namespace.
     let _ = std::fs::write("/proc/self/setgroups", "deny");
     std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1")).map_err(|e| format!("uid_map: {e}"))?;
     std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1")).map_err(|e| format!("gid_map: {e}"))?;
+    Ok(())
+}
+
+/// Makes each path read-only for this process and its children: a read-only bind mount of the
+/// path onto itself, in the private mount namespace entered before.
+fn protect(paths: &[PathBuf]) -> Result<(), String> {
+    use nix::mount::{MsFlags, mount};
+    if paths.is_empty() {
+        return Ok(());
+    }
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .map_err(|e| format!("cannot make mounts private: {e}"))?;
+    for p in paths {
+        mount(
+            Some(p.as_path()),
+            p.as_path(),
+            None::<&str>,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            None::<&str>,
+        )
+        .map_err(|e| format!("cannot protect {}: {e}", p.display()))?;
+        mount(
+            None::<&str>,
+            p.as_path(),
+            None::<&str>,
+            MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | MsFlags::MS_REC,
+            None::<&str>,
+        )
+        .map_err(|e| format!("cannot make {} read-only: {e}", p.display()))?;
+    }
     Ok(())
 }
 

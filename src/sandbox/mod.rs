@@ -20,6 +20,9 @@ pub const HELPER_ARG: &str = "__sandbox-exec";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
     pub writable: Vec<PathBuf>,
+    /// Existing paths inside `writable` that stay read-only: git's config and hooks, the
+    /// agents' configuration (a change there would run code later, outside the sandbox).
+    pub protected: Vec<PathBuf>,
     pub allow_network: bool,
 }
 
@@ -55,12 +58,21 @@ impl SandboxConfig {
         writable.extend(temp_dirs());
         writable.sort();
         writable.dedup();
+        let protected = working_dirs
+            .iter()
+            .flat_map(|d| PROTECTED.iter().map(move |p| d.join(p)))
+            .filter(|p| p.exists())
+            .collect();
         Policy {
             writable,
+            protected,
             allow_network: self.allow_network,
         }
     }
 }
+
+/// Kept read-only inside each working directory, where they exist.
+const PROTECTED: &[&str] = &[".git/config", ".git/hooks", ".claude", ".keel"];
 
 /// Temp directories and the device files ordinary commands write to.
 fn temp_dirs() -> Vec<PathBuf> {
@@ -185,6 +197,10 @@ pub fn wrap(policy: &Policy, argv: &[String]) -> std::io::Result<(PathBuf, Vec<S
         args.push("--write".into());
         args.push(w.display().to_string());
     }
+    for p in &policy.protected {
+        args.push("--protect".into());
+        args.push(p.display().to_string());
+    }
     if policy.allow_network {
         args.push("--net".into());
     }
@@ -246,6 +262,7 @@ mod tests {
     fn failure_notes_name_the_limit() {
         let p = Policy {
             writable: vec!["/work/repo".into(), "/tmp".into(), "/dev/null".into()],
+            protected: Vec::new(),
             allow_network: false,
         };
         let n = explain_failure("touch: cannot touch '/etc/x': Permission denied", &p).unwrap();

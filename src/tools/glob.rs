@@ -113,6 +113,7 @@ fn glob(base: &Path, pattern: &str, cancel: &tokio_util::sync::CancellationToken
         Some(compile(&format!("**/{rest}"))?)
     };
     let mut found: Vec<(PathBuf, SystemTime)> = Vec::new();
+    let mut unreadable = 0usize;
     if root.is_dir() {
         let walker = ignore::WalkBuilder::new(&root)
             .hidden(false)
@@ -123,7 +124,10 @@ fn glob(base: &Path, pattern: &str, cancel: &tokio_util::sync::CancellationToken
             if cancel.is_cancelled() {
                 return Err(ToolError::Cancelled);
             }
-            let Ok(entry) = entry else { continue };
+            let Ok(entry) = entry else {
+                unreadable += 1;
+                continue;
+            };
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 continue;
             }
@@ -141,11 +145,21 @@ fn glob(base: &Path, pattern: &str, cancel: &tokio_util::sync::CancellationToken
             }
         }
     }
+    // Directories that could not be listed are said, so "no files" is never a hidden error.
+    let unreadable_note = if unreadable > 0 {
+        format!(
+            "\n[{unreadable} director{} could not be read (permissions or I/O errors); the list may be incomplete]",
+            if unreadable == 1 { "y" } else { "ies" }
+        )
+    } else {
+        String::new()
+    };
     if found.is_empty() {
-        return Ok(
-            ToolOutput::text(format!("No files found matching `{pattern}` in {}", base.display()))
-                .with_structured(json!({"filenames": [], "numFiles": 0, "truncated": false})),
-        );
+        return Ok(ToolOutput::text(format!(
+            "No files found matching `{pattern}` in {}{unreadable_note}",
+            base.display()
+        ))
+        .with_structured(json!({"filenames": [], "numFiles": 0, "truncated": false})));
     }
     found.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let total = found.len();
@@ -161,6 +175,7 @@ fn glob(base: &Path, pattern: &str, cancel: &tokio_util::sync::CancellationToken
             "\n(Showing {MAX_RESULTS} of {total} matches, newest first. Narrow the pattern or the path to see the rest.)"
         ));
     }
+    text.push_str(&unreadable_note);
     Ok(ToolOutput::text(text).with_structured(json!({"filenames": names, "numFiles": total, "truncated": truncated})))
 }
 

@@ -187,3 +187,85 @@ async fn sandboxed_bash_stops_escapes_and_says_why() {
     let (text, _) = req.tool_result_text("pwd");
     assert_eq!(text, env.path("sub").display().to_string());
 }
+
+/// A repository whose configuration names a program (written earlier by some command) must not
+/// get to run it through keel's own git snapshot, which runs outside any sandbox.
+#[tokio::test]
+async fn keels_git_snapshot_does_not_run_repository_programs() {
+    let env = Env::new();
+    let marker = env.path("fsmonitor-ran");
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(&env.work)
+            .status()
+            .unwrap();
+    };
+    git(&["init", "-q"]);
+    git(&["config", "core.fsmonitor", &format!("touch {}", marker.display())]);
+    env.write("a.txt", "x\n");
+    let script = env.write("s.json", r#"[{"text": "hello"}]"#);
+    let out = env
+        .keel_offline()
+        .args(["-p", "hi", "--provider", "script", "--script"])
+        .arg(&script)
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        !marker.exists(),
+        "keel's git snapshot ran the repository's fsmonitor program"
+    );
+}
+
+/// Inside the sandbox, git's configuration and the agents' settings stay read-only even though
+/// the workspace around them is writable: a change there would run code later, unsandboxed.
+#[tokio::test]
+async fn sandboxed_bash_cannot_rewrite_configuration_that_runs_code_later() {
+    use crate::support::ModelServer;
+    use crate::support::sse::{answer, calls, tool};
+    use serde_json::json;
+
+    let env = Env::new();
+    std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&env.work)
+        .status()
+        .unwrap();
+    env.write(".claude/settings.json", "{}\n");
+    let caps = capabilities();
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![
+            tool("cfg", "Bash", json!({"command": "python3 -c \"open('.claude/settings.json','w').write('{\\\"hooks\\\":{}}')\""})),
+            tool("git", "Bash", json!({"command": "python3 -c \"open('.git/config','a').write('[core]\\\\n\\\\tfsmonitor = touch /tmp/x\\\\n')\""})),
+            tool("ok", "Bash", json!({"command": "python3 -c \"open('fine.txt','w').write('ok')\""})),
+        ]))
+        .push(answer("done"));
+    let out = env
+        .keel(&server)
+        .args(["-p", "x", "--sandbox", "--dangerously-skip-permissions"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    if caps["filesystem"] != true || caps["network_namespace"] != true {
+        return; // The refusal path is covered by sandboxed_bash_stops_escapes_and_says_why.
+    }
+    let req = &server.requests()[1];
+    let (text, is_error) = req.tool_result_text("cfg");
+    assert!(is_error, "{text}");
+    assert_eq!(
+        std::fs::read_to_string(env.path(".claude/settings.json")).unwrap(),
+        "{}\n"
+    );
+    let (text, is_error) = req.tool_result_text("git");
+    assert!(is_error, "{text}");
+    assert!(
+        !std::fs::read_to_string(env.path(".git/config"))
+            .unwrap()
+            .contains("fsmonitor")
+    );
+    let (text, is_error) = req.tool_result_text("ok");
+    assert!(!is_error, "{text}");
+    assert_eq!(std::fs::read_to_string(env.path("fine.txt")).unwrap(), "ok");
+}

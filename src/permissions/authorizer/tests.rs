@@ -255,3 +255,145 @@ fn describe_lists_rules_by_behaviour() {
     assert!(deny < ask && ask < allow);
     assert!(text.contains("Bash(rm:*)  (test)"));
 }
+
+#[test]
+fn observing_programs_with_dangerous_options_are_not_read_only() {
+    let (a, _d) = authorizer(&[], &[], &[]);
+    for cmd in [
+        "sed -n '1e touch /tmp/pwned' a.txt",
+        "env -S 'touch /tmp/pwned' ls",
+        "git -c core.fsmonitor='touch /tmp/pwned' status",
+        "rg --pre ./pre.sh x a.txt",
+        "uniq a.txt out.txt",
+    ] {
+        assert!(is_deny(&bash(&a, cmd, Mode::Plan)), "plan: {cmd}");
+        assert!(is_ask(&bash(&a, cmd, Mode::DontAsk)), "dontAsk must not allow: {cmd}");
+    }
+}
+
+#[test]
+fn credential_reads_through_the_shell_are_denied() {
+    let (a, d) = authorizer(&[], &[], &[]);
+    std::fs::write(cwd(&a).join(".env"), "SECRET=1").unwrap();
+    let home = d.path().join("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_rsa"), "key").unwrap();
+    for cmd in [
+        "cat $HOME/.ssh/id_rsa",
+        "cat .en*",
+        "cd ~/.ssh && cat id_rsa",
+        "head -n 1 ~/.ssh/id_rsa",
+        "grep -n SECRET .env",
+        "wc -l < .env",
+    ] {
+        let v = bash(&a, cmd, Mode::BypassPermissions);
+        assert!(is_deny(&v), "{cmd}: {v:?}");
+    }
+    // Variables keel cannot resolve make the read unknown: never auto-approved.
+    assert!(is_ask(&bash(&a, "cat $SECRET_FILE", Mode::Default)));
+}
+
+#[test]
+fn writes_resolve_cd_and_home_before_the_mode_decides() {
+    let (a, _d) = authorizer(&[], &[], &[]);
+    for cmd in [
+        "cd $HOME && echo x >> .bashrc",
+        "echo x >> $HOME/.profile",
+        "cd .. && touch outside",
+    ] {
+        let v = bash(&a, cmd, Mode::AcceptEdits);
+        assert!(
+            is_ask(&v),
+            "acceptEdits must not write outside the workspace: {cmd}: {v:?}"
+        );
+    }
+    let v = bash(&a, "echo x >> ~/.bashrc", Mode::BypassPermissions);
+    assert!(
+        matches!(v, Verdict::Ask { hard: true, .. }),
+        "shell start-up files are protected: {v:?}"
+    );
+    assert!(is_allow(&bash(
+        &a,
+        "mkdir -p sub && cd sub && touch x",
+        Mode::AcceptEdits
+    )));
+}
+
+#[test]
+fn agent_and_git_configuration_is_protected_in_every_mode() {
+    let (a, _d) = authorizer(&[], &[], &[]);
+    for path in [
+        ".claude/settings.json",
+        ".keel/settings.local.json",
+        ".git/config",
+        ".git/hooks/pre-commit",
+    ] {
+        let p = cwd(&a).join(path);
+        let v = a.check(
+            "Write",
+            &json!({"file_path": p, "content": "x"}),
+            false,
+            Mode::BypassPermissions,
+            &cwd(&a),
+            None,
+        );
+        assert!(matches!(v, Verdict::Ask { hard: true, .. }), "{path}: {v:?}");
+    }
+    let v = bash(&a, "git config core.fsmonitor 'touch /tmp/x'", Mode::BypassPermissions);
+    assert!(matches!(v, Verdict::Ask { hard: true, .. }), "{v:?}");
+    assert!(is_allow(&bash(
+        &a,
+        "git config --get user.name",
+        Mode::BypassPermissions
+    )));
+    let (b, _d2) = authorizer(&["Edit(/.claude/**)"], &[], &[]);
+    let p = cwd(&b).join(".claude/settings.json");
+    let v = b.check(
+        "Write",
+        &json!({"file_path": p, "content": "x"}),
+        false,
+        Mode::Default,
+        &cwd(&b),
+        None,
+    );
+    assert!(is_allow(&v), "an explicit rule allows it: {v:?}");
+}
+
+#[test]
+fn deny_rules_see_through_paths_sudo_and_nested_shells() {
+    let (a, _d) = authorizer(&["Bash"], &[], &["Bash(rm:*)"]);
+    for cmd in [
+        "/bin/rm -f f",
+        "sh -c 'rm -f f'",
+        "bash -lc \"echo a; rm -f f\"",
+        "sudo rm -f f",
+    ] {
+        assert!(is_deny(&bash(&a, cmd, Mode::BypassPermissions)), "{cmd}");
+    }
+    let v = bash(&a, "sh -c 'git reset --hard'", Mode::BypassPermissions);
+    assert!(matches!(v, Verdict::Ask { hard: true, .. }), "{v:?}");
+}
+
+#[test]
+fn reads_outside_the_working_directories_ask_in_the_shell_too() {
+    let (a, _d) = authorizer(&[], &[], &[]);
+    assert!(is_ask(&bash(&a, "cat /etc/hostname", Mode::Default)));
+    assert!(is_allow(&bash(&a, "cat /etc/hostname", Mode::BypassPermissions)));
+    assert!(
+        is_allow(&bash(&a, "echo /etc/hostname", Mode::Default)),
+        "echo reads no files"
+    );
+}
+
+#[test]
+fn interpreters_are_only_ever_suggested_exactly() {
+    let (a, _d) = authorizer(&[], &[], &[]);
+    let Verdict::Ask { info, .. } = bash(&a, "python3 -c 'print(1)'", Mode::Default) else {
+        panic!()
+    };
+    assert_eq!(info.rules_to_save, vec!["Bash(python3 -c print(1))"]);
+    let Verdict::Ask { info, .. } = bash(&a, "cargo test -p keel", Mode::Default) else {
+        panic!()
+    };
+    assert_eq!(info.rules_to_save, vec!["Bash(cargo test:*)"]);
+}

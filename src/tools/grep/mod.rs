@@ -134,7 +134,7 @@ impl Tool for GrepTool {
         let hits = tokio::task::spawn_blocking(move || search::search(&query, &cancel).map(|h| (h, query)))
             .await
             .map_err(|e| ToolError::invalid(format!("the search task failed: {e}")))?;
-        let ((hits, withheld), query) = hits.map_err(|e| match e {
+        let (outcome, query) = hits.map_err(|e| match e {
             SearchError::Cancelled => ToolError::Cancelled,
             SearchError::Regex(msg) => ToolError::invalid(format!(
                 "invalid regular expression `{}`: {msg}. Escape special characters such as ( [ {{ with a backslash.",
@@ -146,14 +146,23 @@ impl Tool for GrepTool {
             )),
             SearchError::Filter(msg) => ToolError::invalid(msg),
         })?;
-        let mut out = render(hits, &query, page, numbers);
-        if withheld > 0
-            && let crate::message::ToolResultContent::Text(t) = &mut out.content
-        {
-            t.push_str(&format!(
-                "\n[{withheld} file{} not searched: keel does not show credential files or files denied by Read rules]",
-                plural(withheld)
-            ));
+        let mut out = render(outcome.hits, &query, page, numbers);
+        if let crate::message::ToolResultContent::Text(t) = &mut out.content {
+            if outcome.withheld > 0 {
+                t.push_str(&format!(
+                    "\n[{} file{} not searched: keel does not show credential files or files denied by Read rules]",
+                    outcome.withheld,
+                    plural(outcome.withheld)
+                ));
+            }
+            if outcome.unreadable > 0 {
+                t.push_str(&format!(
+                    "\n[{} file{} or director{} could not be read (permissions or I/O errors); the result may be incomplete]",
+                    outcome.unreadable,
+                    plural(outcome.unreadable),
+                    if outcome.unreadable == 1 { "y" } else { "ies" }
+                ));
+            }
         }
         Ok(out)
     }

@@ -79,8 +79,17 @@ pub fn build_matcher(q: &Query) -> Result<RegexMatcher, SearchError> {
     b.build(&q.pattern).map_err(|e| SearchError::Regex(e.to_string()))
 }
 
-/// Searches; returns the hits and how many files the read guard kept out of the search.
-pub fn search(q: &Query, cancel: &CancellationToken) -> Result<(Vec<FileHits>, usize), SearchError> {
+/// What a search found, and what it could not look at (said in the result, never hidden).
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub hits: Vec<FileHits>,
+    /// Files the read guard kept out (credential files, Read deny rules).
+    pub withheld: usize,
+    /// Directory entries or files that could not be read (permissions, I/O errors).
+    pub unreadable: usize,
+}
+
+pub fn search(q: &Query, cancel: &CancellationToken) -> Result<Outcome, SearchError> {
     if !q.root.exists() {
         return Err(SearchError::MissingPath(q.root.clone()));
     }
@@ -108,6 +117,7 @@ pub fn search(q: &Query, cancel: &CancellationToken) -> Result<(Vec<FileHits>, u
     }
     let results: Mutex<Vec<FileHits>> = Mutex::new(Vec::new());
     let withheld = std::sync::atomic::AtomicUsize::new(0);
+    let unreadable = std::sync::atomic::AtomicUsize::new(0);
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(2)
@@ -123,11 +133,13 @@ pub fn search(q: &Query, cancel: &CancellationToken) -> Result<(Vec<FileHits>, u
             .build();
         let results = &results;
         let withheld = &withheld;
+        let unreadable = &unreadable;
         Box::new(move |entry| {
             if cancel.is_cancelled() {
                 return WalkState::Quit;
             }
             let Ok(entry) = entry else {
+                unreadable.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 return WalkState::Continue;
             };
             if !entry.file_type().is_some_and(|t| t.is_file()) {
@@ -137,7 +149,14 @@ pub fn search(q: &Query, cancel: &CancellationToken) -> Result<(Vec<FileHits>, u
                 withheld.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 return WalkState::Continue;
             }
-            if let Some(hits) = search_file(&mut searcher, &matcher, entry.path(), q) {
+            let found = match search_file(&mut searcher, &matcher, entry.path(), q) {
+                Ok(found) => found,
+                Err(_) => {
+                    unreadable.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    None
+                }
+            };
+            if let Some(hits) = found {
                 let mtime = entry
                     .metadata()
                     .ok()
@@ -152,13 +171,20 @@ pub fn search(q: &Query, cancel: &CancellationToken) -> Result<(Vec<FileHits>, u
     if cancel.is_cancelled() {
         return Err(SearchError::Cancelled);
     }
-    Ok((
-        results.into_inner().unwrap_or_else(|p| p.into_inner()),
-        withheld.into_inner(),
-    ))
+    Ok(Outcome {
+        hits: results.into_inner().unwrap_or_else(|p| p.into_inner()),
+        withheld: withheld.into_inner(),
+        unreadable: unreadable.into_inner(),
+    })
 }
 
-fn search_file(searcher: &mut Searcher, matcher: &RegexMatcher, path: &Path, q: &Query) -> Option<FileHits> {
+/// Searches one file; `Err` when it could not be read (counted and reported by the caller).
+fn search_file(
+    searcher: &mut Searcher,
+    matcher: &RegexMatcher,
+    path: &Path,
+    q: &Query,
+) -> std::io::Result<Option<FileHits>> {
     let mut sink = Collect {
         matcher,
         mode: q.mode,
@@ -168,17 +194,16 @@ fn search_file(searcher: &mut Searcher, matcher: &RegexMatcher, path: &Path, q: 
         pending_break: false,
         binary: false,
     };
-    // Unreadable files are skipped, as ripgrep does; they are not matches.
-    searcher.search_path(matcher, path, &mut sink).ok()?;
+    searcher.search_path(matcher, path, &mut sink)?;
     if sink.binary || sink.matched_lines == 0 {
-        return None;
+        return Ok(None);
     }
-    Some(FileHits {
+    Ok(Some(FileHits {
         path: path.to_path_buf(),
         mtime: SystemTime::UNIX_EPOCH,
         matched_lines: sink.matched_lines,
         lines: sink.lines,
-    })
+    }))
 }
 
 struct Collect<'m> {
