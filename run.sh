@@ -18,6 +18,8 @@ cp -R "$here/examples/demo-repo" "$work"
 echo "No API key set: running the offline demo on a copy of examples/demo-repo in $work" >&2
 echo >&2
 cd "$work"
-KEEL_HOME="$tmp/keel-home" "$keel" -p "test_order_total_with_discount fails. Find the bug, fix it and run the tests." \
+# A private HOME too: the demo must not pick up your own settings, hooks or CLAUDE.md.
+mkdir -p "$tmp/home"
+HOME="$tmp/home" KEEL_HOME="$tmp/keel-home" "$keel" -p "test_order_total_with_discount fails. Find the bug, fix it and run the tests." \
   --provider script --script "$here/examples/demo/script.json" --verbose \
   --permission-mode acceptEdits --allowedTools "Bash(python3 -m unittest:*)"

@@ -73,9 +73,10 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
         },
         &cwd,
         user_home.as_deref(),
+        &builtin_tools().iter().map(|t| t.name()).collect::<Vec<_>>(),
     )?;
     let permission_mode = permissions.mode;
-    let mut warnings = Vec::new();
+    let mut warnings = permissions.warnings.clone();
     let sandbox_config = SandboxConfig::from_settings(&settings, cli.sandbox)?;
     let (sandbox_mode, sandbox_warning) = SandboxMode::decide(&sandbox_config, permissions.authorizer.working_dirs());
     warnings.extend(sandbox_warning);

@@ -50,9 +50,14 @@ pub fn read_prompt(cli: &Cli) -> Result<String, HeadlessError> {
         }
     }
     if prompt.trim().is_empty() {
-        return Err(HeadlessError::Usage(
-            "no prompt: give one as an argument (keel -p \"...\") or on stdin".into(),
-        ));
+        let mut msg = String::from("no prompt: give one as an argument (keel -p \"...\") or on stdin");
+        if !cli.allowed_tools.is_empty() || !cli.disallowed_tools.is_empty() || !cli.add_dir.is_empty() {
+            msg.push_str(
+                "; note that --allowedTools, --disallowedTools and --add-dir take every following word, so put \
+                 the prompt before them or end their list with --",
+            );
+        }
+        return Err(HeadlessError::Usage(msg));
     }
     Ok(prompt)
 }

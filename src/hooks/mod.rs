@@ -184,10 +184,22 @@ fn record(
         json!({
             "hook_event": run.event, "handler": run.handler, "exit_code": run.exit_code,
             "duration_ms": run.duration_ms, "outcome": run.outcome, "decision": run.decision,
-            "async": background, "stdout": truncate(&r.stdout), "stderr": truncate(&r.stderr),
+                        "async": background, "stdout": recorded_stdout(&r.stdout), "stderr": truncate(&r.stderr),
         }),
     );
     sink.emit(EngineEvent::HookRun(run));
+}
+
+/// A hook's stdout as the transcript keeps it; `suppressOutput: true` keeps it out.
+fn recorded_stdout(stdout: &str) -> String {
+    let suppressed = serde_json::from_str::<Value>(stdout.trim())
+        .ok()
+        .is_some_and(|v| v.get("suppressOutput") == Some(&Value::Bool(true)));
+    if suppressed {
+        "(suppressed by the hook)".into()
+    } else {
+        truncate(stdout)
+    }
 }
 
 fn truncate(s: &str) -> String {

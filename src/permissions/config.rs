@@ -29,13 +29,33 @@ pub struct CliPermissions {
 pub struct PermissionSetup {
     pub authorizer: Authorizer,
     pub mode: Mode,
+    /// Rules that name no tool keel knows (a typo, or a prompt swallowed by `--allowedTools`).
+    pub warnings: Vec<String>,
 }
+
+/// Tool names rules may name besides the built-ins: the reference's other tools.
+const OTHER_TOOLS: &[&str] = &[
+    "WebFetch",
+    "WebSearch",
+    "NotebookEdit",
+    "MultiEdit",
+    "Agent",
+    "Task",
+    "Skill",
+    "ToolSearch",
+    "AskUserQuestion",
+    "EnterPlanMode",
+    "TaskOutput",
+    "TaskStop",
+    "KillBash",
+];
 
 pub fn build(
     settings: &Settings,
     cli: &CliPermissions,
     cwd: &Path,
     home: Option<&Path>,
+    known_tools: &[&str],
 ) -> Result<PermissionSetup, PermissionConfigError> {
     let mut rules = Vec::new();
     for (key, behavior) in [
@@ -104,9 +124,27 @@ pub fn build(
             layer.label()
         )));
     }
+    let warnings = rules
+        .iter()
+        .filter(|r| {
+            !(r.tool.contains('*')
+                || r.tool.starts_with("mcp__")
+                || known_tools.contains(&r.tool.as_str())
+                || OTHER_TOOLS.contains(&r.tool.as_str()))
+        })
+        .map(|r| {
+            format!(
+                "the {} rule `{}` ({}) names no tool keel knows; check its spelling",
+                r.behavior.as_str(),
+                r.text,
+                r.source
+            )
+        })
+        .collect();
     let save_path = Some(cwd.join(".keel").join("settings.local.json"));
     Ok(PermissionSetup {
         authorizer: Authorizer::new(rules, dirs, home.map(Path::to_path_buf), save_path),
         mode,
+        warnings,
     })
 }

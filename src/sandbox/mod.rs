@@ -164,7 +164,15 @@ impl Capabilities {
 }
 
 /// Runs the probe in a helper process (so the agent itself is never restricted).
+/// `KEEL_SANDBOX_ASSUME_UNSUPPORTED=1` makes keel behave as on a kernel without the features,
+/// to check how a configuration copes (`sandbox.failIfUnavailable`).
 pub fn probe() -> Capabilities {
+    if std::env::var_os("KEEL_SANDBOX_ASSUME_UNSUPPORTED").is_some_and(|v| !v.is_empty() && v != "0") {
+        return Capabilities {
+            problems: vec!["KEEL_SANDBOX_ASSUME_UNSUPPORTED is set".into()],
+            ..Capabilities::default()
+        };
+    }
     let exe = match std::env::current_exe() {
         Ok(e) => e,
         Err(e) => {

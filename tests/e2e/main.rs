@@ -9,6 +9,7 @@ mod edit_guards;
 mod engine_loop;
 mod headless;
 mod hooks;
+mod hooks_integration;
 mod permissions;
 mod provider;
 mod sandbox;

@@ -517,3 +517,54 @@ async fn grep_never_shows_credential_files() {
         "the omission is said, not hidden: {text}"
     );
 }
+
+#[tokio::test]
+async fn settings_rule_forms_glob_commands_and_anchored_paths() {
+    let env = Env::new();
+    env.write(
+        ".claude/settings.json",
+        r#"{"permissions": {"allow": ["Bash(touch * done)", "Edit(/src/**)"]}}"#,
+    );
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![
+            bash("g1", "touch a.txt done"),
+            bash("g2", "touch b.txt"),
+            tool(
+                "e1",
+                "Write",
+                json!({"file_path": env.path("src/deep/x.rs"), "content": "fn x() {}\n"}),
+            ),
+            tool(
+                "e2",
+                "Write",
+                json!({"file_path": env.path("other.txt"), "content": "no\n"}),
+            ),
+        ]))
+        .push(answer("done"));
+    let out = env
+        .keel(&server)
+        .args(["-p", "x", "--output-format", "json"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let req = &server.requests()[1];
+    assert!(
+        !req.tool_result_text("g1").1,
+        "`touch * done` allows `touch a.txt done`"
+    );
+    assert!(req.tool_result_text("g2").1, "but not `touch b.txt`");
+    assert!(
+        !req.tool_result_text("e1").1,
+        "`Edit(/src/**)` is anchored at the settings file's project"
+    );
+    assert!(req.tool_result_text("e2").1);
+    assert!(env.path("src/deep/x.rs").exists() && !env.path("other.txt").exists() && !env.path("b.txt").exists());
+    let denied: Vec<String> = out.json()["permission_denials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["tool_use_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(denied, vec!["g2", "e2"]);
+}

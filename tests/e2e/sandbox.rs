@@ -269,3 +269,52 @@ async fn sandboxed_bash_cannot_rewrite_configuration_that_runs_code_later() {
     assert!(!is_error, "{text}");
     assert_eq!(std::fs::read_to_string(env.path("fine.txt")).unwrap(), "ok");
 }
+
+/// Where the kernel cannot enforce the sandbox, keel says so once and then, per
+/// `sandbox.failIfUnavailable`, refuses shell commands (the default) or runs them unsandboxed.
+#[tokio::test]
+async fn unavailable_sandbox_refuses_or_warns_per_setting() {
+    use crate::support::ModelServer;
+    use crate::support::sse::{answer, calls, tool};
+    use serde_json::json;
+
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool("b1", "Bash", json!({"command": "touch ran.txt"}))]))
+        .push(answer("done"));
+    let out = env
+        .keel(&server)
+        .env("KEEL_SANDBOX_ASSUME_UNSUPPORTED", "1")
+        .args(["-p", "x", "--sandbox", "--dangerously-skip-permissions"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.stderr.matches("cannot be enforced").count(),
+        1,
+        "said once: {}",
+        out.stderr
+    );
+    let (text, is_error) = server.requests()[1].tool_result_text("b1");
+    assert!(is_error && text.contains("was not run"), "{text}");
+    assert!(!env.path("ran.txt").exists());
+
+    env.write(
+        ".keel/settings.json",
+        r#"{"sandbox": {"enabled": true, "failIfUnavailable": false}}"#,
+    );
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool("b2", "Bash", json!({"command": "touch ran.txt"}))]))
+        .push(answer("done"));
+    let out = env
+        .keel(&server)
+        .env("KEEL_SANDBOX_ASSUME_UNSUPPORTED", "1")
+        .args(["-p", "x", "--dangerously-skip-permissions"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("UNSANDBOXED"), "{}", out.stderr);
+    assert!(env.path("ran.txt").exists());
+}
