@@ -75,7 +75,7 @@ pub fn run() -> ExitCode {
     if let Some(s) = &settings {
         match SandboxConfig::from_settings(s, false) {
             Ok(cfg) if cfg.enabled => {
-                let enforceable = caps.can_enforce(&cfg.policy(std::slice::from_ref(&cwd)));
+                let enforceable = caps.can_enforce(&cfg.policy(std::slice::from_ref(&cwd), None));
                 println!(
                     "  {}   sandbox.enabled is set; {}",
                     if enforceable { "ok" } else { "WARN" },

@@ -78,8 +78,6 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     let permission_mode = permissions.mode;
     let mut warnings = permissions.warnings.clone();
     let sandbox_config = SandboxConfig::from_settings(&settings, cli.sandbox)?;
-    let (sandbox_mode, sandbox_warning) = SandboxMode::decide(&sandbox_config, permissions.authorizer.working_dirs());
-    warnings.extend(sandbox_warning);
 
     let (provider, script_model): (Arc<dyn Provider>, Option<String>) = match cli.provider {
         ProviderKind::Anthropic => {
@@ -115,6 +113,12 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     let (session_id, transcript_path, history, resume_warnings) = resolve_session(cli, &home, &project_dir)?;
     warnings.extend(resume_warnings);
     let session_dir = project_dir.join(&session_id);
+    let (sandbox_mode, sandbox_warning) = SandboxMode::decide(
+        &sandbox_config,
+        permissions.authorizer.working_dirs(),
+        &session_dir.join("tmp"),
+    );
+    warnings.extend(sandbox_warning);
     let transcript = if cli.no_session_persistence {
         Transcript::disabled(transcript_path)
     } else {

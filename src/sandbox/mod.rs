@@ -24,6 +24,8 @@ pub struct Policy {
     /// agents' configuration (a change there would run code later, outside the sandbox).
     pub protected: Vec<PathBuf>,
     pub allow_network: bool,
+    /// The commands' private temporary directory, given to them as `TMPDIR`.
+    pub tmp_dir: Option<PathBuf>,
 }
 
 /// The `sandbox` settings and `--sandbox`.
@@ -52,10 +54,13 @@ impl SandboxConfig {
     }
 
     /// The policy for a session with these working directories.
-    pub fn policy(&self, working_dirs: &[PathBuf]) -> Policy {
+    /// `tmp_dir` is the commands' private temporary directory (their `TMPDIR`): the shared
+    /// `/tmp` stays read-only, so nothing leaks between sessions or escapes through it.
+    pub fn policy(&self, working_dirs: &[PathBuf], tmp_dir: Option<&std::path::Path>) -> Policy {
         let mut writable: Vec<PathBuf> = working_dirs.to_vec();
         writable.extend(self.extra_writable.iter().cloned());
-        writable.extend(temp_dirs());
+        writable.extend(device_files());
+        writable.extend(tmp_dir.map(std::path::Path::to_path_buf));
         writable.sort();
         writable.dedup();
         let protected = working_dirs
@@ -67,6 +72,7 @@ impl SandboxConfig {
             writable,
             protected,
             allow_network: self.allow_network,
+            tmp_dir: tmp_dir.map(std::path::Path::to_path_buf),
         }
     }
 }
@@ -74,11 +80,9 @@ impl SandboxConfig {
 /// Kept read-only inside each working directory, where they exist.
 const PROTECTED: &[&str] = &[".git/config", ".git/hooks", ".claude", ".keel"];
 
-/// Temp directories and the device files ordinary commands write to.
-fn temp_dirs() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = [
-        "/tmp",
-        "/var/tmp",
+/// The device files ordinary commands write to, and shared memory.
+fn device_files() -> Vec<PathBuf> {
+    [
         "/dev/shm",
         "/dev/null",
         "/dev/zero",
@@ -88,11 +92,7 @@ fn temp_dirs() -> Vec<PathBuf> {
     ]
     .iter()
     .map(PathBuf::from)
-    .collect();
-    if let Some(t) = std::env::var_os("TMPDIR").filter(|t| !t.is_empty()) {
-        v.push(PathBuf::from(t));
-    }
-    v
+    .collect()
 }
 
 /// How the session runs shell commands.
@@ -108,11 +108,15 @@ pub enum SandboxMode {
 
 impl SandboxMode {
     /// Decides the mode at startup; the second value is a warning to show once.
-    pub fn decide(config: &SandboxConfig, working_dirs: &[PathBuf]) -> (SandboxMode, Option<String>) {
+    pub fn decide(
+        config: &SandboxConfig,
+        working_dirs: &[PathBuf],
+        tmp_dir: &std::path::Path,
+    ) -> (SandboxMode, Option<String>) {
         if !config.enabled {
             return (SandboxMode::Off, None);
         }
-        let policy = config.policy(working_dirs);
+        let policy = config.policy(working_dirs, Some(tmp_dir));
         let caps = probe();
         if caps.can_enforce(&policy) {
             return (SandboxMode::Enforced(policy), None);
@@ -272,6 +276,7 @@ mod tests {
             writable: vec!["/work/repo".into(), "/tmp".into(), "/dev/null".into()],
             protected: Vec::new(),
             allow_network: false,
+            tmp_dir: None,
         };
         let n = explain_failure("touch: cannot touch '/etc/x': Permission denied", &p).unwrap();
         assert!(n.contains("/work/repo, /tmp") && !n.contains("/dev/null"), "{n}");

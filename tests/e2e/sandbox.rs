@@ -129,8 +129,9 @@ async fn sandboxed_bash_stops_escapes_and_says_why() {
     use serde_json::json;
 
     let env = Env::new();
-    // Outside the workspace and outside the temp directories the sandbox leaves writable.
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // Outside the workspace; the shared /tmp is not writable either (commands get a private
+    // TMPDIR instead).
+    let outside = tempfile::tempdir().unwrap();
     let target = outside.path().join("escaped.txt");
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -155,6 +156,11 @@ async fn sandboxed_bash_stops_escapes_and_says_why() {
             ),
             tool("cd", "Bash", json!({"command": "mkdir -p sub && cd sub"})),
             tool("pwd", "Bash", json!({"command": "pwd"})),
+            tool(
+                "tmp",
+                "Bash",
+                json!({"command": "echo scratch > \"$TMPDIR/t\" && cat \"$TMPDIR/t\""}),
+            ),
         ]))
         .push(answer("done"));
     let out = env
@@ -186,6 +192,8 @@ async fn sandboxed_bash_stops_escapes_and_says_why() {
     // `cd` still persists inside the workspace under the sandbox.
     let (text, _) = req.tool_result_text("pwd");
     assert_eq!(text, env.path("sub").display().to_string());
+    let (text, is_error) = req.tool_result_text("tmp");
+    assert!(!is_error && text == "scratch", "the private TMPDIR is writable: {text}");
 }
 
 /// A repository whose configuration names a program (written earlier by some command) must not

@@ -77,6 +77,9 @@ pub fn shell_command(
         SandboxMode::Enforced(policy) => {
             // Landlock grants rights on existing files only.
             File::create(cwd_report)?;
+            if let Some(tmp) = &policy.tmp_dir {
+                std::fs::create_dir_all(tmp)?;
+            }
             let mut policy = policy.clone();
             policy.writable.push(cwd_report.to_path_buf());
             let (exe, args) = crate::sandbox::wrap(&policy, &shell_argv)?;
@@ -95,6 +98,11 @@ pub fn shell_command(
             c
         }
     };
+    if let SandboxMode::Enforced(policy) = sandbox
+        && let Some(tmp) = &policy.tmp_dir
+    {
+        cmd.env("TMPDIR", tmp);
+    }
     cmd.args(&args)
         .current_dir(cwd)
         .stdin(Stdio::null())
