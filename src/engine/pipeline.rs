@@ -321,6 +321,48 @@ mod tests {
         }
     }
 
+    /// What a pipeline borrows, for tests: bypass mode (these tests are not about permissions),
+    /// no hooks, events dropped.
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        shared: Arc<SessionShared>,
+        sink: EventSink,
+        authorizer: Authorizer,
+        hooks: Hooks,
+    }
+
+    impl Fixture {
+        fn new() -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            let shared = Arc::new(SessionShared::new(dir.path().into(), dir.path().into()));
+            shared.set_mode(crate::permissions::Mode::BypassPermissions);
+            let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+            let transcript = crate::transcript::Transcript::disabled(dir.path().join("t"));
+            Fixture {
+                authorizer: Authorizer::new(Vec::new(), vec![dir.path().into()], None, None),
+                hooks: Hooks::none(
+                    dir.path().into(),
+                    "test".into(),
+                    crate::transcript::SharedTranscript::new(transcript),
+                ),
+                sink: EventSink(tx),
+                shared,
+                _dir: dir,
+            }
+        }
+
+        fn pipeline<'a>(&'a self, registry: &'a ToolRegistry) -> Pipeline<'a> {
+            Pipeline {
+                registry,
+                shared: &self.shared,
+                events: &self.sink,
+                authorizer: &self.authorizer,
+                hooks: &self.hooks,
+                interactive: false,
+            }
+        }
+    }
+
     #[tokio::test]
     async fn read_only_calls_run_concurrently_and_mutations_run_alone() {
         let log = Arc::new(Mutex::new(Vec::new()));
@@ -330,25 +372,8 @@ mod tests {
             Arc::new(Mutate(log.clone())),
         ])
         .unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let shared = Arc::new(SessionShared::new(dir.path().into(), dir.path().into()));
-        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-        let sink = EventSink(tx);
-        shared.set_mode(crate::permissions::Mode::BypassPermissions);
-        let authorizer = Authorizer::new(Vec::new(), vec![dir.path().into()], None, None);
-        let hooks = Hooks::none(
-            dir.path().into(),
-            "test".into(),
-            crate::transcript::SharedTranscript::new(crate::transcript::Transcript::disabled(dir.path().join("t"))),
-        );
-        let pipeline = Pipeline {
-            registry: &registry,
-            shared: &shared,
-            events: &sink,
-            authorizer: &authorizer,
-            hooks: &hooks,
-            interactive: false,
-        };
+        let f = Fixture::new();
+        let pipeline = f.pipeline(&registry);
         let calls = vec![
             call("a", "Meet", json!({"tag": "a"})),
             call("b", "Meet", json!({"tag": "b"})),
@@ -375,25 +400,8 @@ mod tests {
     async fn cancelled_calls_still_get_one_result_each() {
         let log = Arc::new(Mutex::new(Vec::new()));
         let registry = ToolRegistry::new(vec![Arc::new(Mutate(log.clone()))]).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let shared = Arc::new(SessionShared::new(dir.path().into(), dir.path().into()));
-        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-        let sink = EventSink(tx);
-        shared.set_mode(crate::permissions::Mode::BypassPermissions);
-        let authorizer = Authorizer::new(Vec::new(), vec![dir.path().into()], None, None);
-        let hooks = Hooks::none(
-            dir.path().into(),
-            "test".into(),
-            crate::transcript::SharedTranscript::new(crate::transcript::Transcript::disabled(dir.path().join("t"))),
-        );
-        let pipeline = Pipeline {
-            registry: &registry,
-            shared: &shared,
-            events: &sink,
-            authorizer: &authorizer,
-            hooks: &hooks,
-            interactive: false,
-        };
+        let f = Fixture::new();
+        let pipeline = f.pipeline(&registry);
         let cancel = CancellationToken::new();
         cancel.cancel();
         let records = pipeline

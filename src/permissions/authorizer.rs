@@ -12,7 +12,6 @@ use serde_json::Value;
 use super::Mode;
 use super::protected;
 use super::rules::{Anchors, Behavior, EDIT_FAMILY, READ_FAMILY, Rule, Spec};
-use super::shell::{self, Resolved, SimpleCommand};
 
 /// Tools that only touch keel's own session state.
 const SESSION_TOOLS: &[&str] = &["TodoWrite", "BashOutput", "KillShell"];
@@ -367,163 +366,6 @@ impl Ctx<'_> {
         }
     }
 
-    fn bash(&self, command: &str, shell_cwd: &Path, workspace: &Path, input: &Value) -> Verdict {
-        if let Some(r) = self.find(Behavior::Deny, "Bash", |r| r.matches_param(input)) {
-            return Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source));
-        }
-        if let Some(r) = self.find(Behavior::Deny, "Bash", Rule::is_whole_tool) {
-            return Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source));
-        }
-        let parts = match shell::parse(command) {
-            Ok(p) => p,
-            Err(why) => return self.unsplittable(command.trim(), &why),
-        };
-        let mut hard_reasons = Vec::new();
-        let mut unapproved: Vec<&SimpleCommand> = Vec::new();
-        let mut soft_reasons = Vec::new();
-        // The shell's directory as the line runs: `cd` moves it for the parts after it.
-        let mut cwd: Option<PathBuf> = Some(shell_cwd.to_path_buf());
-        for part in &parts {
-            let text = part.text();
-            let texts = part.rule_texts();
-            if let Some(r) = self.find(Behavior::Deny, "Bash", |r| texts.iter().any(|t| r.matches_command(t))) {
-                return Verdict::Deny(format!("`{text}` is denied by the rule `{}` ({})", r.text, r.source));
-            }
-            let observes = protected::is_observing_program(part);
-            // What the part reads and writes, resolved as the shell will see it.
-            let mut reads_known = true;
-            for w in protected::file_operands(part) {
-                match cwd.as_deref().map(|c| shell::resolve_word(w, c, self.home)) {
-                    Some(Resolved::Paths(paths)) => {
-                        for p in paths {
-                            match self.read("Read", &p) {
-                                Verdict::Deny(why) => {
-                                    return Verdict::Deny(format!("`{text}` reads {}: {why}", p.display()));
-                                }
-                                Verdict::Ask { info, .. } if observes => {
-                                    reads_known = false;
-                                    soft_reasons.push(format!("`{text}` reads {}", info.reason));
-                                }
-                                _ => {}
-                            }
-                        }
-                    }
-                    _ => {
-                        reads_known = false;
-                        if observes {
-                            soft_reasons.push(format!("keel cannot tell which files `{text}` reads"));
-                        }
-                    }
-                }
-            }
-            for w in part.writes.iter().filter(|w| w.text != "/dev/null") {
-                match cwd.as_deref().map(|c| shell::resolve_word(w, c, self.home)) {
-                    Some(Resolved::Paths(paths)) => {
-                        for target in paths {
-                            match self.edit("Edit", &target) {
-                                Verdict::Deny(why) => {
-                                    return Verdict::Deny(format!("`{text}` writes {}: {why}", target.display()));
-                                }
-                                Verdict::Ask { hard: true, info } => {
-                                    hard_reasons.push(format!("`{text}` writes {}", info.reason))
-                                }
-                                Verdict::Ask { info, .. } => {
-                                    soft_reasons.push(format!("`{text}` writes {}", info.reason))
-                                }
-                                Verdict::Allow => {}
-                            }
-                        }
-                    }
-                    _ => soft_reasons.push(format!("keel cannot tell which file `{text}` writes to")),
-                }
-            }
-            if part.program_name() == "cd" {
-                cwd = match (part.args().first(), cwd.as_deref()) {
-                    (None, _) => self.home.map(Path::to_path_buf),
-                    (Some(w), Some(c)) => match shell::resolve_word(w, c, self.home) {
-                        Resolved::Paths(p) if p.len() == 1 => p.into_iter().next(),
-                        _ => None,
-                    },
-                    (Some(_), None) => None,
-                };
-            }
-            if let Some(r) = self.find(Behavior::Ask, "Bash", |r| texts.iter().any(|t| r.matches_command(t))) {
-                hard_reasons.push(format!("the rule `{}` asks for confirmation of `{text}`", r.text));
-            }
-            let explicitly_allowed = self
-                .find(Behavior::Allow, "Bash", |r| {
-                    !r.is_whole_tool() && r.matches_command(&text)
-                })
-                .is_some();
-            if let Some(why) = protected::destructive(part, cwd.as_deref(), workspace, self.home)
-                .or_else(|| protected::config_command(part))
-                && !explicitly_allowed
-            {
-                hard_reasons.push(format!("{why}; destructive commands always need confirmation"));
-                continue;
-            }
-            if self.mode == Mode::Plan && !observes {
-                return Verdict::Deny(plan_mode_message("Bash"));
-            }
-            let fs_inside = || {
-                part.args().iter().filter(|w| !w.text.starts_with('-')).all(|w| {
-                    matches!(cwd.as_deref().map(|c| shell::resolve_word(w, c, self.home)),
-                        Some(Resolved::Paths(ps)) if ps.iter().all(|p| self.inside(p) && protected::config_reason(p, self.home).is_none()))
-                })
-            };
-            let allowed = explicitly_allowed
-                || self.find(Behavior::Allow, "Bash", Rule::is_whole_tool).is_some()
-                || (observes && reads_known)
-                || (self.mode == Mode::AcceptEdits && protected::is_simple_fs(part) && fs_inside())
-                || self.mode == Mode::BypassPermissions;
-            if !allowed {
-                unapproved.push(part);
-            }
-        }
-        if !hard_reasons.is_empty() {
-            return self.hard_ask(hard_reasons.join("; "));
-        }
-        let bypass = self.mode == Mode::BypassPermissions;
-        if unapproved.is_empty() && (soft_reasons.is_empty() || bypass) {
-            return Verdict::Allow;
-        }
-        let mut reasons: Vec<String> = unapproved
-            .iter()
-            .filter(|p| !protected::is_observing_program(p))
-            .map(|p| format!("`{}` is not allowed by any rule", p.text()))
-            .collect();
-        reasons.extend(soft_reasons);
-        let rules_to_save: Vec<String> = unapproved.iter().take(5).map(|p| suggest_bash_rule(p)).collect();
-        self.ask(reasons.join("; "), rules_to_save, Vec::new())
-    }
-
-    /// A line keel cannot split into parts: deny rules still catch their commands inside it; only
-    /// an exact rule or bypass mode runs it without asking.
-    fn unsplittable(&self, raw: &str, why: &str) -> Verdict {
-        if let Some(r) = self.find(Behavior::Deny, "Bash", |r| {
-            r.matches_command(raw) || raw_mentions(r, raw)
-        }) {
-            return Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source));
-        }
-        if self.mode == Mode::Plan {
-            return Verdict::Deny(plan_mode_message("Bash"));
-        }
-        // A prefix rule must never authorize `safe $(other)`.
-        let exact = self.find(
-            Behavior::Allow,
-            "Bash",
-            |r| matches!(&r.spec, Spec::Exact(e) if e == raw),
-        );
-        if self.mode == Mode::BypassPermissions || exact.is_some() {
-            return Verdict::Allow;
-        }
-        self.ask(
-            format!("the command cannot be checked part by part ({why})"),
-            Vec::new(),
-            vec![format!("Bash({raw})")],
-        )
-    }
-
     fn generic(&self, tool: &str, input: &Value, read_only: bool) -> Verdict {
         let key = crate::tools::summarize_input(input);
         let hits = |r: &Rule| r.matches_key(&key) || r.matches_param(input);
@@ -544,62 +386,15 @@ impl Ctx<'_> {
     }
 }
 
-/// A deny prefix rule also catches its command inside a construct keel cannot split
-/// (e.g. `Bash(rm:*)` against `(cd x && rm -rf y)`).
-fn raw_mentions(rule: &Rule, raw: &str) -> bool {
-    match &rule.spec {
-        Spec::Prefix(p) | Spec::Exact(p) => raw.split(['(', ')', ';', '&', '|', '`', '\n', '$']).any(|seg| {
-            let seg = seg.trim();
-            seg == p || seg.strip_prefix(p.as_str()).is_some_and(|r| r.starts_with(' '))
-        }),
-        _ => false,
-    }
-}
-
-fn plan_mode_message(tool: &str) -> String {
+pub(super) fn plan_mode_message(tool: &str) -> String {
     format!(
         "plan mode is on: {tool} would change something, and only read-only tools run until the plan is approved. \
          Finish exploring, then present the plan with ExitPlanMode."
     )
 }
 
-/// The rule "allow always" saves for a command: its program, plus the subcommand for tools
-/// that have them (`git commit`, `npm run`, `cargo test`).
-fn suggest_bash_rule(cmd: &SimpleCommand) -> String {
-    const MULTI: &[&str] = &[
-        "git", "npm", "pnpm", "yarn", "cargo", "go", "docker", "kubectl", "make", "pip", "pip3", "poetry", "uv",
-        "bundle", "rails", "dotnet", "mvn", "gradle",
-    ];
-    // Interpreters run whatever their arguments say: a prefix rule for them would allow
-    // everything, so only the exact command is suggested.
-    const INTERPRETERS: &[&str] = &[
-        "python", "python3", "node", "deno", "bun", "npx", "perl", "ruby", "php", "bash", "sh", "zsh", "env", "xargs",
-        "sudo", "doas", "ssh", "awk", "sed",
-    ];
-    let w: Vec<&str> = cmd.words.iter().map(|w| w.text.as_str()).collect();
-    let program = cmd.program_name();
-    if INTERPRETERS.contains(&program) || cmd.words.iter().any(|w| w.dynamic) {
-        return format!("Bash({})", cmd.text());
-    }
-    let mut prefix = vec![w[0]];
-    if MULTI.contains(&program)
-        && let Some(second) = w.get(1)
-        && !second.starts_with('-')
-        && !second.contains('/')
-    {
-        prefix.push(second);
-        if matches!(program, "npm" | "pnpm" | "yarn")
-            && *second == "run"
-            && let Some(script) = w.get(2)
-        {
-            prefix.push(script);
-        }
-    }
-    format!("Bash({}:*)", prefix.join(" "))
-}
-
 /// The path with symlinks resolved as far as it exists (a new file's parent is resolved).
-fn real_path(p: &Path) -> PathBuf {
+pub(super) fn real_path(p: &Path) -> PathBuf {
     if let Ok(c) = p.canonicalize() {
         return c;
     }
@@ -638,6 +433,8 @@ fn save_rules(path: &Path, rules: &[String]) -> std::io::Result<()> {
     text.push('\n');
     crate::fsutil::write_atomic(path, text.as_bytes())
 }
+
+mod bash;
 
 #[cfg(test)]
 mod tests;
