@@ -195,6 +195,7 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     let hooks = Hooks::new(hook_config, cwd.clone(), session.id.clone(), session.transcript.clone());
     let (mut engine, events) = Engine::new(config, provider, registry, authorizer, Arc::new(hooks), session);
     engine.set_project(project);
+    engine.install_subagents()?;
     Ok(Prepared {
         engine,
         events,

@@ -81,6 +81,11 @@ pub fn system(blocks: &[SystemBlock]) -> u64 {
     blocks.iter().map(|b| BLOCK_OVERHEAD + text(&b.text)).sum()
 }
 
+/// The tool definitions exactly as they are sent (they are encoded once per session).
+pub fn tool_set(set: &crate::provider::ToolSet) -> u64 {
+    (set.encoded().get().len() as u64).div_ceil(BYTES_PER_TOKEN)
+}
+
 pub fn tools(defs: &[ToolDefinition]) -> u64 {
     defs.iter()
         .map(|d| BLOCK_OVERHEAD + text(&d.name) + text(&d.description) + json_len(&d.input_schema).div_ceil(4))

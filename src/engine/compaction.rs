@@ -303,7 +303,7 @@ impl Engine {
         if self.project.reload_instructions() {
             self.config.system = self.project.system_blocks();
             self.compactor
-                .set_fixed_tokens(tokens::system(&self.config.system) + tokens::tools(self.registry.definitions()));
+                .set_fixed_tokens(tokens::system(&self.config.system) + tokens::tool_set(self.registry.tool_set()));
         }
         let mut blocks = vec![ContentBlock::text(text.clone())];
         blocks.extend(hot.map(ContentBlock::text));

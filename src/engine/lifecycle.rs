@@ -67,7 +67,8 @@ impl Engine {
 
     /// Runs UserPromptSubmit and assembles the user message (prompt plus pending context).
     pub(super) async fn submit_prompt(&mut self, content: &mut Vec<ContentBlock>) -> PromptVerdict {
-        if self.hooks.has(Event::UserPromptSubmit) {
+        // A sub-agent's task comes from the main agent, not from the user.
+        if self.subagent.is_none() && self.hooks.has(Event::UserPromptSubmit) {
             let prompt: String = content
                 .iter()
                 .filter_map(|b| match b {
@@ -104,21 +105,31 @@ impl Engine {
 
     /// Runs the Stop hooks when the model wants to end its turn.
     pub(super) async fn stop_check(&mut self, stop_hook_active: bool, consecutive_blocks: u32) -> StopVerdict {
-        if !self.hooks.has(Event::Stop) {
+        // A sub-agent's Stop hooks are the SubagentStop hooks, matched on its type.
+        let event = if self.subagent.is_some() {
+            Event::SubagentStop
+        } else {
+            Event::Stop
+        };
+        if !self.hooks.has(event) {
             return StopVerdict::Stop;
         }
+        let mut f = fields([
+            ("stop_hook_active", stop_hook_active.into()),
+            ("last_assistant_message", self.session.last_assistant_text().into()),
+        ]);
+        let target = self.subagent.as_ref().map(|s| {
+            f.insert("agent_id".into(), s.agent_id.clone().into());
+            f.insert("agent_type".into(), s.agent_type.clone().into());
+            f.insert(
+                "agent_transcript_path".into(),
+                s.transcript.display().to_string().into(),
+            );
+            s.agent_type.clone()
+        });
         let agg = self
             .hooks
-            .fire(
-                Event::Stop,
-                None,
-                self.session.shared.mode(),
-                fields([
-                    ("stop_hook_active", stop_hook_active.into()),
-                    ("last_assistant_message", self.session.last_assistant_text().into()),
-                ]),
-                &self.events,
-            )
+            .fire(event, target.as_deref(), self.session.shared.mode(), f, &self.events)
             .await;
         if let Some(reason) = agg.stop {
             return StopVerdict::Halt(reason);

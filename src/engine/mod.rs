@@ -11,6 +11,7 @@ pub mod events;
 mod lifecycle;
 pub mod pipeline;
 pub mod session;
+pub mod subagent;
 mod tool_hooks;
 mod turn;
 
@@ -79,6 +80,8 @@ pub struct Engine {
     events: EventSink,
     /// Hook output waiting to be shown to the model with the next user message.
     pending_context: Vec<String>,
+    /// Set when this engine runs a sub-agent (its Stop hooks fire as SubagentStop).
+    pub subagent: Option<subagent::SubagentInfo>,
 }
 
 impl Engine {
@@ -97,7 +100,7 @@ impl Engine {
             config.max_tokens,
         );
         let mut compactor = Compactor::new(window, config.compact);
-        compactor.set_fixed_tokens(tokens::system(&config.system) + tokens::tools(registry.definitions()));
+        compactor.set_fixed_tokens(tokens::system(&config.system) + tokens::tool_set(registry.tool_set()));
         let project = ProjectContext::bare(&session.shared.cwd, "");
         (
             Engine {
@@ -111,6 +114,7 @@ impl Engine {
                 compactor,
                 events: EventSink(tx),
                 pending_context: Vec::new(),
+                subagent: None,
             },
             rx,
         )
@@ -121,7 +125,7 @@ impl Engine {
         self.config.system = project.system_blocks();
         self.project = project;
         self.compactor
-            .set_fixed_tokens(tokens::system(&self.config.system) + tokens::tools(self.registry.definitions()));
+            .set_fixed_tokens(tokens::system(&self.config.system) + tokens::tool_set(self.registry.tool_set()));
     }
 
     /// An engine without permission rules (only the session's directory counts as a working

@@ -40,13 +40,7 @@ impl Totals {
     }
 }
 
-/// A tool call the permission layer refused, for the result's `permission_denials`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Denial {
-    pub tool_name: String,
-    pub tool_use_id: String,
-    pub tool_input: Value,
-}
+pub use crate::tools::agent::Denial;
 
 pub struct Session {
     pub id: String,

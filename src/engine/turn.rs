@@ -149,6 +149,18 @@ impl Engine {
                 .run_all(calls, &response.broken_tool_calls, cancel)
                 .await;
                 self.session.sync_todos();
+                let finished_subagents = std::mem::take(
+                    &mut *self
+                        .session
+                        .shared
+                        .subagent_tally
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner()),
+                );
+                for (model, usage) in finished_subagents.usage {
+                    self.session.totals.record(&model, &usage);
+                }
+                self.session.denials.extend(finished_subagents.denials);
                 for r in records.iter().filter(|r| r.denied) {
                     self.session.denials.push(Denial {
                         tool_name: r.call.name.clone(),

@@ -163,6 +163,16 @@ impl Authorizer {
         } else if READ_FAMILY.contains(&tool) {
             let p = path_input(input, &["file_path", "path"], shell_cwd).unwrap_or_else(|| shell_cwd.to_path_buf());
             ctx.read(tool, &p)
+        } else if tool == "Agent" {
+            // Launching a sub-agent needs no approval; each of its own calls is checked.
+            let kind = input
+                .get("subagent_type")
+                .and_then(Value::as_str)
+                .unwrap_or("general-purpose");
+            match ctx.deny_rule(tool, |r| r.is_whole_tool() || r.matches_key(kind)) {
+                Some(reason) => Verdict::Deny(reason),
+                None => Verdict::Allow,
+            }
         } else if tool == "ExitPlanMode" {
             match ctx.deny_rule(tool, |r| r.is_whole_tool()) {
                 Some(reason) => Verdict::Deny(reason),

@@ -132,6 +132,10 @@ impl Rule {
         if self.tool.starts_with("mcp__") && self.tool.matches("__").count() == 1 {
             return tool.starts_with(&format!("{}__", self.tool));
         }
+        // `Task` is the reference's older name of Agent; rules written for it still apply.
+        if self.tool == "Task" && tool == "Agent" {
+            return true;
+        }
         // Edit rules cover the whole edit family; Read rules cover the read family.
         (self.tool == "Edit" && EDIT_FAMILY.contains(&tool)) || (self.tool == "Read" && READ_FAMILY.contains(&tool))
     }
@@ -323,6 +327,16 @@ mod tests {
         assert!(!rule("Bash(ls *)").matches_command("lsof"));
         assert!(rule("Bash(ls*)").matches_command("lsof"));
         assert!(rule("Bash").matches_command("anything at all"));
+    }
+
+    #[test]
+    fn task_rules_name_the_agent_tool() {
+        assert!(rule("Task(Explore)").names_tool("Agent"));
+        assert!(rule("Task").names_tool("Agent"));
+        assert!(rule("Agent(Explore)").names_tool("Agent"));
+        assert!(rule("Task(Explore)").matches_key("Explore"));
+        assert!(!rule("Task").names_tool("TaskOutput"));
+        assert!(!rule("Agent").names_tool("Task"));
     }
 
     #[test]

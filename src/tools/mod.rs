@@ -3,6 +3,7 @@
 //! A tool validates nothing itself that the JSON schema already checks (the registry does that
 //! once, before the call); it reports every failure as an error result the model can act on.
 
+pub mod agent;
 pub mod bash;
 pub mod edit;
 pub mod file_state;
@@ -43,6 +44,10 @@ pub struct SessionShared {
     pub extra_dirs: Vec<PathBuf>,
     /// Files whose content Read-like tools must not show (set once at startup).
     pub read_guard: ReadGuard,
+    /// Runs sub-agents for the Agent tool (installed by the engine; none inside a sub-agent).
+    pub agents: Option<Arc<dyn agent::AgentRunner>>,
+    /// Usage and denials of finished sub-agents, for the session's totals and result.
+    pub subagent_tally: Mutex<agent::SubagentTally>,
     /// Where the next Bash command starts: `cd` persists while it stays inside the workspace.
     pub shell_cwd: Mutex<PathBuf>,
     /// Background shells; all of them are killed when the session ends (and on drop).
@@ -103,6 +108,8 @@ impl SessionShared {
             sandbox: crate::sandbox::SandboxMode::Off,
             extra_dirs: Vec::new(),
             read_guard: ReadGuard::default(),
+            agents: None,
+            subagent_tally: Mutex::new(agent::SubagentTally::default()),
             shell_cwd: Mutex::new(cwd.clone()),
             shells: bash::background::BackgroundShells::default(),
             cwd,
@@ -121,6 +128,7 @@ impl SessionShared {
         self.sandbox = other.sandbox.clone();
         self.extra_dirs = other.extra_dirs.clone();
         self.read_guard = other.read_guard.clone();
+        self.agents = other.agents.clone();
         self.set_mode(other.mode());
     }
 
@@ -265,6 +273,7 @@ pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
         Arc::new(bash::manage::KillShellTool),
         Arc::new(todo::TodoWriteTool),
         Arc::new(plan::ExitPlanModeTool),
+        Arc::new(agent::AgentTool),
     ]
 }
 

@@ -13,4 +13,5 @@ mod hooks_integration;
 mod permissions;
 mod provider;
 mod sandbox;
+mod subagents;
 mod tui;
