@@ -40,7 +40,10 @@ async fn an_explore_subagent_reports_back_and_fires_its_hooks() {
     env.write(
         ".claude/settings.json",
         &json!({"hooks": {
-            "SubagentStart": [{"matcher": "Explore", "hooks": [{"type": "command", "command": dump}]}],
+            "SubagentStart": [{"matcher": "Explore", "hooks": [
+                {"type": "command", "command": dump},
+                {"type": "command", "command": "echo '{\"hookSpecificOutput\": {\"hookEventName\": \"SubagentStart\", \"additionalContext\": \"Ports live in src/config.rs.\"}}'"}
+            ]}],
             "SubagentStop": [{"matcher": "Explore", "hooks": [
                 {"type": "command", "command": dump},
                 {"type": "command", "command": "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/gate.sh"}
@@ -90,6 +93,15 @@ async fn an_explore_subagent_reports_back_and_fires_its_hooks() {
     assert_eq!(
         child["messages"][0]["content"][0]["text"],
         "Which port does src/config.rs set?"
+    );
+    // SubagentStart's additionalContext joins the sub-agent's prompt.
+    assert!(
+        child["messages"][0]["content"][1]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Ports live in src/config.rs."),
+        "{}",
+        child["messages"][0]
     );
     let names: Vec<&str> = child["tools"]
         .as_array()
