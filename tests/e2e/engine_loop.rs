@@ -37,13 +37,13 @@ async fn multi_turn_tool_loop_feeds_real_results_back() {
     assert_eq!(reqs[0].header("x-api-key"), Some("test-key"));
     assert_eq!(reqs[0].header("anthropic-version"), Some("2023-06-01"));
     assert_eq!(reqs[0].body["stream"], true);
-    let tool_names: Vec<&str> = reqs[0].body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    assert!(tool_names.contains(&"Read") && tool_names.contains(&"Glob") && tool_names.contains(&"Grep"));
+    let tool_names = reqs[0].tool_names();
+    assert!(
+        ["Read", "Glob", "Grep"]
+            .iter()
+            .all(|n| tool_names.iter().any(|t| t == n)),
+        "{tool_names:?}"
+    );
 
     let (glob, err) = reqs[1].tool_result_text("t1");
     assert!(!err);

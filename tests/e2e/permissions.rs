@@ -74,12 +74,7 @@ async fn bare_name_deny_removes_the_tool_from_the_offer() {
         .run()
         .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let names: Vec<String> = server.requests()[0].body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_string())
-        .collect();
+    let names = server.requests()[0].tool_names();
     assert!(names.contains(&"Read".to_string()));
     assert!(!names.contains(&"Grep".to_string()), "{names:?}");
     assert!(!names.contains(&"Glob".to_string()), "{names:?}");

@@ -1,20 +1,18 @@
 //! Sub-agents: the Agent tool runs a child conversation whose report comes back as the result;
 //! SubagentStart/SubagentStop hooks fire around it.
 
-use std::os::unix::fs::PermissionsExt;
-
 use serde_json::{Value, json};
 
+use crate::hooks::script;
 use crate::support::sse::{answer, calls, tool};
 use crate::support::{Env, ModelServer};
 
 fn dump_hook(env: &Env) -> String {
-    let p = env.write(
-        ".claude/hooks/dump.sh",
-        "#!/usr/bin/env bash\ncat >> \"$CLAUDE_PROJECT_DIR/events.jsonl\"; echo >> \"$CLAUDE_PROJECT_DIR/events.jsonl\"\n",
-    );
-    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/dump.sh".into()
+    script(
+        env,
+        "dump.sh",
+        "cat >> \"$CLAUDE_PROJECT_DIR/events.jsonl\"; echo >> \"$CLAUDE_PROJECT_DIR/events.jsonl\"",
+    )
 }
 
 fn events(env: &Env) -> Vec<Value> {
@@ -32,11 +30,11 @@ async fn an_explore_subagent_reports_back_and_fires_its_hooks() {
     env.write("src/config.rs", "pub const PORT: u16 = 8080;\n");
     let dump = dump_hook(&env);
     // The SubagentStop hook sends the sub-agent back once, then lets it stop.
-    let gate = env.write(
-        ".claude/hooks/gate.sh",
-        "#!/usr/bin/env bash\nif [ \"$(jq -r .stop_hook_active)\" = true ]; then exit 0; fi\necho 'cite the line number' >&2\nexit 2\n",
+    let gate = script(
+        &env,
+        "gate.sh",
+        "if [ \"$(jq -r .stop_hook_active)\" = true ]; then exit 0; fi\necho 'cite the line number' >&2\nexit 2",
     );
-    std::fs::set_permissions(&gate, std::fs::Permissions::from_mode(0o755)).unwrap();
     env.write(
         ".claude/settings.json",
         &json!({"hooks": {
@@ -46,7 +44,7 @@ async fn an_explore_subagent_reports_back_and_fires_its_hooks() {
             ]}],
             "SubagentStop": [{"matcher": "Explore", "hooks": [
                 {"type": "command", "command": dump},
-                {"type": "command", "command": "\"$CLAUDE_PROJECT_DIR\"/.claude/hooks/gate.sh"}
+                {"type": "command", "command": gate}
             ]}],
             "Stop": [{"hooks": [{"type": "command", "command": dump}]}]
         }})
@@ -103,13 +101,7 @@ async fn an_explore_subagent_reports_back_and_fires_its_hooks() {
         "{}",
         child["messages"][0]
     );
-    let names: Vec<&str> = child["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, vec!["Read", "Glob", "Grep"]);
+    assert_eq!(reqs[1].tool_names(), vec!["Read", "Glob", "Grep"]);
     assert!(child["system"].to_string().contains("sub-agent"), "{}", child["system"]);
 
     // Only the final report comes back to the parent.
@@ -185,17 +177,10 @@ async fn a_subagents_refused_calls_are_the_sessions_denials_and_task_rules_apply
     assert!(is_error && denied.contains("Task(Explore)"), "{denied}");
 
     // The general-purpose sub-agent is offered everything but Agent and ExitPlanMode.
-    let names: Vec<&str> = reqs[2].body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    assert!(names.contains(&"Write") && names.contains(&"Bash"), "{names:?}");
-    assert!(
-        !names.contains(&"Agent") && !names.contains(&"ExitPlanMode"),
-        "{names:?}"
-    );
+    let names = reqs[2].tool_names();
+    let offers = |n: &str| names.iter().any(|t| t == n);
+    assert!(offers("Write") && offers("Bash"), "{names:?}");
+    assert!(!offers("Agent") && !offers("ExitPlanMode"), "{names:?}");
     let (refused, is_error) = reqs[3].tool_result_text("w1");
     assert!(is_error, "{refused}");
     assert!(!env.path("notes.txt").exists(), "the refused write did not happen");

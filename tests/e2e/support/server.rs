@@ -61,6 +61,16 @@ impl Recorded {
             .unwrap_or_default()
     }
 
+    /// The names of the tools the request offers, in order.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.body["tools"]
+            .as_array()
+            .expect("a tools array")
+            .iter()
+            .map(|t| t["name"].as_str().expect("a tool name").to_string())
+            .collect()
+    }
+
     /// The text of the tool result for `id` (string or text blocks).
     pub fn tool_result_text(&self, id: &str) -> (String, bool) {
         for m in self.messages().iter().rev() {
