@@ -26,13 +26,23 @@ const fn b(name: &'static str, args: &'static str, help: &'static str, headless:
 pub const BUILTINS: &[Builtin] = &[
     b("help", "", "keys and commands", false),
     b("clear", "", "start a new, empty conversation", false),
-    b("compact", "[instructions]", "summarise the conversation now to free context", true),
+    b(
+        "compact",
+        "[instructions]",
+        "summarise the conversation now to free context",
+        true,
+    ),
     b("context", "", "what fills the context window", true),
     b("cost", "", "tokens, cost and time of this session", true),
     b("model", "[name]", "show or switch the model", false),
     b("permissions", "", "permission mode and rules in force", false),
     b("hooks", "", "configured hooks by event", false),
-    b("resume", "[session-id]", "continue an earlier session of this directory", false),
+    b(
+        "resume",
+        "[session-id]",
+        "continue an earlier session of this directory",
+        false,
+    ),
     b("todos", "", "the session's task list", false),
     b("tasks", "", "background sub-agents and their status", false),
     b("skills", "", "skills and custom commands available here", false),
@@ -71,9 +81,7 @@ pub fn is_command(input: &str) -> bool {
         return false;
     };
     let name = rest.split_whitespace().next().unwrap_or("");
-    !name.is_empty()
-        && !name.contains('/')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_:.".contains(c))
+    !name.is_empty() && !name.contains('/') && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_:.".contains(c))
 }
 
 /// Splits `/name args`.
@@ -92,7 +100,11 @@ pub fn parse(input: &str, skills: &Catalog) -> Option<Result<Slash, String>> {
         return None;
     }
     let (name, args) = split(input);
-    let canonical = ALIASES.iter().find(|(a, _)| *a == name).map(|(_, c)| *c).unwrap_or(name);
+    let canonical = ALIASES
+        .iter()
+        .find(|(a, _)| *a == name)
+        .map(|(_, c)| *c)
+        .unwrap_or(name);
     if let Some(b) = BUILTINS.iter().find(|b| b.name == canonical) {
         return Some(Ok(Slash::Builtin {
             name: b.name,
@@ -114,7 +126,10 @@ pub fn parse(input: &str, skills: &Catalog) -> Option<Result<Slash, String>> {
 /// The error for an unknown `/name`.
 pub fn unknown(name: &str, skills: &Catalog) -> String {
     let custom: Vec<&str> = skills.for_user().map(|s| s.name.as_str()).collect();
-    let mut msg = format!("unknown command /{name}. Built-in commands: {}", builtin_names().join(", "));
+    let mut msg = format!(
+        "unknown command /{name}. Built-in commands: {}",
+        builtin_names().join(", ")
+    );
     if custom.is_empty() {
         msg.push_str("; no skills or custom commands are defined here");
     } else {
@@ -168,7 +183,7 @@ pub fn headless_names(skills: &Catalog) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::skills::{Kind, Source, Skill};
+    use crate::skills::{Kind, Skill, Source};
     use std::path::Path;
 
     fn catalog() -> Catalog {

@@ -131,9 +131,7 @@ fn is_plain_key(key: &str) -> bool {
 }
 
 fn needs_quotes(value: &str) -> bool {
-    !value.is_empty()
-        && !value.starts_with(['\'', '"', '[', '{', '|', '>', '&', '*', '!', '#'])
-        && value.contains(": ")
+    !value.is_empty() && !value.starts_with(['\'', '"', '[', '{', '|', '>', '&', '*', '!', '#']) && value.contains(": ")
 }
 
 fn key_text(k: &Yaml) -> String {
@@ -200,7 +198,9 @@ pub fn list(meta: &Map<String, Value>, key: &str) -> Result<Option<Vec<String>>,
             }
             Ok(Some(out))
         }
-        Some(other) => Err(format!("`{key}` must be a list or a comma-separated string, found {other}")),
+        Some(other) => Err(format!(
+            "`{key}` must be a list or a comma-separated string, found {other}"
+        )),
     }
 }
 

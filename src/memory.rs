@@ -118,7 +118,10 @@ impl Memory {
     pub fn append_note(&mut self, note: &str) -> std::io::Result<()> {
         let note = note.split_whitespace().collect::<Vec<_>>().join(" ");
         if note.is_empty() {
-            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "the note is empty"));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "the note is empty",
+            ));
         }
         std::fs::create_dir_all(&self.dir)?;
         let mut text = match std::fs::read_to_string(&self.file) {
@@ -175,6 +178,10 @@ mod tests {
         assert_eq!(project_root(&repo.join("a/b")), repo);
         let m = Memory::load(&t.path().join("home"), &repo.join("a/b"));
         assert!(m.dir.ends_with("memory"));
-        assert!(m.dir.to_string_lossy().contains(&crate::config::paths::encode_cwd(&repo)));
+        assert!(
+            m.dir
+                .to_string_lossy()
+                .contains(&crate::config::paths::encode_cwd(&repo))
+        );
     }
 }

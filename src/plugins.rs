@@ -106,7 +106,11 @@ impl Plugins {
     pub fn mcp_servers(&self) -> Vec<(String, Value)> {
         self.list
             .iter()
-            .flat_map(|p| p.mcp_servers.iter().map(move |(k, v)| (format!("{}:{k}", p.name), v.clone())))
+            .flat_map(|p| {
+                p.mcp_servers
+                    .iter()
+                    .map(move |(k, v)| (format!("{}:{k}", p.name), v.clone()))
+            })
             .collect()
     }
 
@@ -175,7 +179,9 @@ pub fn load_one(dir: &Path, scope: Scope) -> Result<Plugin, PluginError> {
     }
     let root_text = root.display().to_string();
     let hooks = match manifest.get("hooks") {
-        Some(Value::Object(_)) => manifest.get("hooks").map(|h| (root.join(".claude-plugin/plugin.json"), h.clone())),
+        Some(Value::Object(_)) => manifest
+            .get("hooks")
+            .map(|h| (root.join(".claude-plugin/plugin.json"), h.clone())),
         Some(Value::String(rel)) => {
             let path = root.join(rel.trim_start_matches("./").replace(ROOT_VAR, &root_text));
             load_hooks(&path, &root)?.map(|h| (path, h))

@@ -180,7 +180,13 @@ mod tests {
     #[test]
     fn settings_override_defaults() {
         let d = tempfile::tempdir().unwrap();
-        let s = Settings::load(None, &d.path().join("k"), d.path(), Some(r#"{"agents": {"maxTotal": 4}}"#)).unwrap();
+        let s = Settings::load(
+            None,
+            &d.path().join("k"),
+            d.path(),
+            Some(r#"{"agents": {"maxTotal": 4}}"#),
+        )
+        .unwrap();
         assert_eq!(
             Limits::from_settings(&s).unwrap(),
             Limits {
@@ -188,7 +194,18 @@ mod tests {
                 ..Limits::default()
             }
         );
-        let s = Settings::load(None, &d.path().join("k"), d.path(), Some(r#"{"agents": {"maxDepth": "two"}}"#)).unwrap();
-        assert!(Limits::from_settings(&s).unwrap_err().to_string().contains("agents.maxDepth"));
+        let s = Settings::load(
+            None,
+            &d.path().join("k"),
+            d.path(),
+            Some(r#"{"agents": {"maxDepth": "two"}}"#),
+        )
+        .unwrap();
+        assert!(
+            Limits::from_settings(&s)
+                .unwrap_err()
+                .to_string()
+                .contains("agents.maxDepth")
+        );
     }
 }

@@ -145,7 +145,12 @@ impl AgentDef {
 
     /// Parses a definition file; `namespace` prefixes a plugin's names. `Ok(None)`: the file
     /// has no front matter at all (a README beside the definitions), which is not an error.
-    pub fn parse_file(text: &str, path: &Path, source: AgentSource, namespace: Option<&str>) -> Result<Option<AgentDef>, String> {
+    pub fn parse_file(
+        text: &str,
+        path: &Path,
+        source: AgentSource,
+        namespace: Option<&str>,
+    ) -> Result<Option<AgentDef>, String> {
         let at = |line: usize, msg: &str| format!("{}:{line}: {msg}; the agent is not loaded", path.display());
         let doc = frontmatter::parse(text).map_err(|e| at(e.line, &e.message))?;
         if doc.meta.is_empty() {
@@ -183,7 +188,12 @@ impl AgentDef {
     }
 }
 
-fn from_fields(meta: &Map<String, Value>, name: Option<&str>, prompt: String, source: AgentSource) -> Result<AgentDef, String> {
+fn from_fields(
+    meta: &Map<String, Value>,
+    name: Option<&str>,
+    prompt: String,
+    source: AgentSource,
+) -> Result<AgentDef, String> {
     let name = match name {
         Some(n) => n.to_string(),
         None => frontmatter::string(meta, "name").ok_or("the front matter needs a `name`")?,
@@ -198,7 +208,8 @@ fn from_fields(meta: &Map<String, Value>, name: Option<&str>, prompt: String, so
             "`{name}` is not a valid agent name (letters, digits, `-` and `_`)"
         ));
     }
-    let description = frontmatter::string(meta, "description").ok_or("a `description` saying when to use the agent is required")?;
+    let description =
+        frontmatter::string(meta, "description").ok_or("a `description` saying when to use the agent is required")?;
     let tool_names = |key: &str| -> Result<Option<Vec<String>>, String> {
         Ok(frontmatter::list(meta, key)?.map(|l| l.iter().map(|t| tool_name(t)).collect()))
     };
@@ -275,18 +286,30 @@ mod tests {
     #[test]
     fn problems_are_reported_and_readmes_skipped() {
         let p = Path::new("/r/.claude/agents/x.md");
-        assert_eq!(AgentDef::parse_file("# Agents\nnotes\n", p, AgentSource::Project, None), Ok(None));
+        assert_eq!(
+            AgentDef::parse_file("# Agents\nnotes\n", p, AgentSource::Project, None),
+            Ok(None)
+        );
         let err = AgentDef::parse_file("---\nname: x\n---\n", p, AgentSource::Project, None).unwrap_err();
         assert!(err.contains("x.md:2:") && err.contains("description"), "{err}");
         let err = AgentDef::parse_file("---\nname: [x\n---\n", p, AgentSource::Project, None).unwrap_err();
         assert!(err.contains("invalid YAML"), "{err}");
-        let err =
-            AgentDef::parse_file("---\nname: x\ndescription: d\npermissionMode: yolo\n---\n", p, AgentSource::Project, None)
-                .unwrap_err();
+        let err = AgentDef::parse_file(
+            "---\nname: x\ndescription: d\npermissionMode: yolo\n---\n",
+            p,
+            AgentSource::Project,
+            None,
+        )
+        .unwrap_err();
         assert!(err.contains("permissionMode"), "{err}");
-        let inherit = AgentDef::parse_file("---\nname: x\ndescription: d\nmodel: inherit\n---\nP", p, AgentSource::User, Some("plug"))
-            .unwrap()
-            .unwrap();
+        let inherit = AgentDef::parse_file(
+            "---\nname: x\ndescription: d\nmodel: inherit\n---\nP",
+            p,
+            AgentSource::User,
+            Some("plug"),
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(inherit.model, None);
         assert_eq!(inherit.name, "plug:x");
     }
@@ -300,7 +323,11 @@ mod tests {
         assert_eq!(defs.len(), 1);
         assert_eq!(defs[0].name, "reviewer");
         assert_eq!(defs[0].source, AgentSource::Cli);
-        assert!(AgentDef::parse_cli(r#"{"x": {"description": "d"}}"#).unwrap_err().contains("prompt"));
+        assert!(
+            AgentDef::parse_cli(r#"{"x": {"description": "d"}}"#)
+                .unwrap_err()
+                .contains("prompt")
+        );
         assert!(AgentDef::parse_cli("[1]").is_err());
     }
 }

@@ -66,7 +66,11 @@ impl AgentCatalog {
             roots.push((k.join("agents"), AgentSource::User, None));
         }
         for (name, root) in p.plugins {
-            roots.push((root.join("agents"), AgentSource::Plugin(name.clone()), Some(name.clone())));
+            roots.push((
+                root.join("agents"),
+                AgentSource::Plugin(name.clone()),
+                Some(name.clone()),
+            ));
         }
         for (root, source, ns) in roots {
             let mut files = Vec::new();
@@ -93,7 +97,11 @@ impl AgentCatalog {
     /// Adds a definition unless its name is taken (built-ins always, others by precedence).
     fn add(&mut self, def: AgentDef) {
         if let Some(existing) = self.get(&def.name) {
-            let place = def.path.as_ref().map(|p| p.display().to_string()).unwrap_or(def.source.label());
+            let place = def
+                .path
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or(def.source.label());
             if existing.source == AgentSource::BuiltIn {
                 self.warnings.push(format!(
                     "{place}: `{}` is a built-in agent type; this definition is ignored",
@@ -105,6 +113,23 @@ impl AgentCatalog {
             return;
         }
         self.defs.push(def);
+    }
+
+    /// Adds definitions given at run time (the SDK's `initialize`): they replace custom ones of
+    /// the same name; built-in names stay reserved. Returns warnings.
+    pub fn add_overriding(&mut self, defs: Vec<AgentDef>) -> Vec<String> {
+        let mut warnings = Vec::new();
+        for def in defs {
+            match self.defs.iter().position(|d| d.name == def.name) {
+                Some(i) if self.defs[i].source == AgentSource::BuiltIn => warnings.push(format!(
+                    "`{}` is a built-in agent type; the definition is ignored",
+                    def.name
+                )),
+                Some(i) => self.defs[i] = def,
+                None => self.defs.push(def),
+            }
+        }
+        warnings
     }
 
     pub fn get(&self, name: &str) -> Option<&AgentDef> {
@@ -186,10 +211,19 @@ mod tests {
         let cwd = root.join("repo");
         std::fs::create_dir_all(cwd.join(".git")).unwrap();
         let def = |name: &str, d: &str| format!("---\nname: {name}\ndescription: {d}\n---\nPrompt of {d}\n");
-        write(cwd.join(".claude/agents/review/reviewer.md"), &def("reviewer", "project reviewer"));
-        write(home.join(".claude/agents/reviewer.md"), &def("reviewer", "user reviewer"));
+        write(
+            cwd.join(".claude/agents/review/reviewer.md"),
+            &def("reviewer", "project reviewer"),
+        );
+        write(
+            home.join(".claude/agents/reviewer.md"),
+            &def("reviewer", "user reviewer"),
+        );
         write(home.join(".claude/agents/docs.md"), &def("docs-writer", "user docs"));
-        write(cwd.join(".claude/agents/verifier.md"), &def("verifier", "always says pass"));
+        write(
+            cwd.join(".claude/agents/verifier.md"),
+            &def("verifier", "always says pass"),
+        );
         write(cwd.join(".claude/agents/README.md"), "# Our agents\n");
         write(cwd.join(".keel/agents/bad.md"), "---\nname: bad\n---\n");
         let plugin = root.join("plug");
@@ -210,7 +244,10 @@ mod tests {
         assert!(c.warnings.iter().any(|w| w.contains("built-in agent type")));
         assert!(c.warnings.iter().any(|w| w.contains("bad.md:2:")));
         let msg = c.unknown("reviewr");
-        assert!(msg.contains("general-purpose") && msg.contains("reviewer") && msg.contains("ops:deployer"), "{msg}");
+        assert!(
+            msg.contains("general-purpose") && msg.contains("reviewer") && msg.contains("ops:deployer"),
+            "{msg}"
+        );
         assert!(c.listing().contains("- verifier: Independent review"));
     }
 }

@@ -58,7 +58,14 @@ impl BackgroundTasks {
         self.tasks.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn add(&self, id: &str, description: &str, agent_type: &str, transcript: std::path::PathBuf, cancel: CancellationToken) {
+    pub fn add(
+        &self,
+        id: &str,
+        description: &str,
+        agent_type: &str,
+        transcript: std::path::PathBuf,
+        cancel: CancellationToken,
+    ) {
         self.lock().push(Task {
             view: TaskView {
                 id: id.into(),
@@ -122,7 +129,10 @@ impl BackgroundTasks {
             changed.as_mut().enable();
             {
                 let tasks = self.lock();
-                if tasks.iter().any(|t| t.view.status != TaskStatus::Running && !t.delivered) {
+                if tasks
+                    .iter()
+                    .any(|t| t.view.status != TaskStatus::Running && !t.delivered)
+                {
                     return true;
                 }
                 if !tasks.iter().any(|t| t.view.status == TaskStatus::Running) {
@@ -167,7 +177,13 @@ mod tests {
         let tasks = std::sync::Arc::new(BackgroundTasks::default());
         let cancel = CancellationToken::new();
         assert!(!tasks.wait_for_one(&cancel).await, "nothing runs");
-        tasks.add("agent-1", "scan", "Explore", "/t/a.jsonl".into(), CancellationToken::new());
+        tasks.add(
+            "agent-1",
+            "scan",
+            "Explore",
+            "/t/a.jsonl".into(),
+            CancellationToken::new(),
+        );
         assert_eq!(tasks.running(), 1);
         let t2 = tasks.clone();
         let waiter = tokio::spawn(async move { t2.wait_for_one(&CancellationToken::new()).await });

@@ -46,14 +46,18 @@ fn clip(text: &str, max: usize, note: &str) -> String {
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{}\n[… {} more characters not shown; {note}]", &text[..end], text.len() - end)
+    format!(
+        "{}\n[… {} more characters not shown; {note}]",
+        &text[..end],
+        text.len() - end
+    )
 }
 
 /// Whether a command looks like a check (tests, build, lint) rather than exploration.
 pub fn looks_like_check(command: &str) -> bool {
     const WORDS: &[&str] = &[
-        "test", "pytest", "jest", "vitest", "mocha", "check", "clippy", "lint", "tsc", "mypy", "ruff", "build",
-        "make", "ctest", "rspec",
+        "test", "pytest", "jest", "vitest", "mocha", "check", "clippy", "lint", "tsc", "mypy", "ruff", "build", "make",
+        "ctest", "rspec",
     ];
     let lower = command.to_lowercase();
     WORDS.iter().any(|w| lower.contains(w))
@@ -80,10 +84,16 @@ pub async fn brief(facts: &Facts, cwd: &Path) -> String {
     out.push_str("\n## The working tree\n");
     match git(cwd, &["status", "--porcelain", "--untracked-files=all"]).await {
         Some(status) => {
-            let diff = git(cwd, &["diff", "HEAD", "--no-color", "--no-ext-diff"]).await.unwrap_or_default();
+            let diff = git(cwd, &["diff", "HEAD", "--no-color", "--no-ext-diff"])
+                .await
+                .unwrap_or_default();
             out.push_str(&format!(
                 "`git status --porcelain`:\n```\n{}```\n",
-                if status.is_empty() { "(clean)\n".to_string() } else { status.clone() }
+                if status.is_empty() {
+                    "(clean)\n".to_string()
+                } else {
+                    status.clone()
+                }
             ));
             if diff.trim().is_empty() {
                 out.push_str("\n`git diff HEAD`: no changes to tracked files.\n");
@@ -93,10 +103,7 @@ pub async fn brief(facts: &Facts, cwd: &Path) -> String {
                     clip(diff.trim_end(), MAX_DIFF, "run `git diff HEAD` to see the rest")
                 ));
             }
-            let untracked: Vec<&str> = status
-                .lines()
-                .filter_map(|l| l.strip_prefix("?? "))
-                .collect();
+            let untracked: Vec<&str> = status.lines().filter_map(|l| l.strip_prefix("?? ")).collect();
             if !untracked.is_empty() {
                 out.push_str(&format!(
                     "\nNew untracked files (read them): {}\n",
@@ -121,8 +128,14 @@ pub async fn brief(facts: &Facts, cwd: &Path) -> String {
     }
     let skip = facts.commands.len().saturating_sub(MAX_COMMANDS);
     for (cmd, code) in facts.commands.iter().skip(skip) {
-        let code = code.map(|c| format!("exit {c}")).unwrap_or_else(|| "exit unknown".into());
-        let check = if looks_like_check(cmd) { ", looks like a check" } else { "" };
+        let code = code
+            .map(|c| format!("exit {c}"))
+            .unwrap_or_else(|| "exit unknown".into());
+        let check = if looks_like_check(cmd) {
+            ", looks like a check"
+        } else {
+            ""
+        };
         out.push_str(&format!("- `{cmd}` ({code}{check})\n"));
     }
     out.push_str(
@@ -141,7 +154,14 @@ mod tests {
         let r = t.path().canonicalize().unwrap();
         let git = |args: &[&str]| {
             assert!(
-                std::process::Command::new("git").arg("-C").arg(&r).args(args).output().unwrap().status.success()
+                std::process::Command::new("git")
+                    .arg("-C")
+                    .arg(&r)
+                    .args(args)
+                    .output()
+                    .unwrap()
+                    .status
+                    .success()
             )
         };
         git(&["init", "-q"]);

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use tokio::process::Command;
 
+use crate::sandbox::SandboxMode;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Worktree {
     /// The worktree's root.
@@ -23,7 +25,11 @@ pub struct Worktree {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Removed,
-    Kept { path: PathBuf, branch: String, summary: String },
+    Kept {
+        path: PathBuf,
+        branch: String,
+        summary: String,
+    },
 }
 
 async fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
@@ -46,12 +52,39 @@ async fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
     }
 }
 
+/// The sandbox of a sub-agent in the worktree `to`: the parent's directory `from` is no longer
+/// writable, the worktree is (with its agent configuration and git hooks read-only).
+pub fn rebase_sandbox(mode: &SandboxMode, from: &Path, to: &Path) -> SandboxMode {
+    let SandboxMode::Enforced(policy) = mode else {
+        return mode.clone();
+    };
+    let mut p = policy.clone();
+    for w in &mut p.writable {
+        if w == from {
+            *w = to.to_path_buf();
+        }
+    }
+    p.protected = p
+        .protected
+        .iter()
+        .map(|x| match x.strip_prefix(from) {
+            Ok(rel) => to.join(rel),
+            Err(_) => x.clone(),
+        })
+        .filter(|x| x.exists())
+        .collect();
+    SandboxMode::Enforced(p)
+}
+
 /// Creates a worktree of the repository containing `cwd` under `parent_dir`, on a new branch
 /// named after `id`, from the current `HEAD`.
 pub async fn create(cwd: &Path, parent_dir: &Path, id: &str) -> Result<Worktree, String> {
-    let top = git(cwd, &["rev-parse", "--show-toplevel"])
-        .await
-        .map_err(|_| format!("isolation: worktree needs a git repository, and {} is not in one", cwd.display()))?;
+    let top = git(cwd, &["rev-parse", "--show-toplevel"]).await.map_err(|_| {
+        format!(
+            "isolation: worktree needs a git repository, and {} is not in one",
+            cwd.display()
+        )
+    })?;
     let top = PathBuf::from(top);
     let base = git(&top, &["rev-parse", "HEAD"])
         .await
@@ -65,7 +98,11 @@ pub async fn create(cwd: &Path, parent_dir: &Path, id: &str) -> Result<Worktree,
     let rel = cwd
         .canonicalize()
         .ok()
-        .and_then(|c| c.strip_prefix(top.canonicalize().unwrap_or(top.clone())).ok().map(Path::to_path_buf))
+        .and_then(|c| {
+            c.strip_prefix(top.canonicalize().unwrap_or(top.clone()))
+                .ok()
+                .map(Path::to_path_buf)
+        })
         .unwrap_or_default();
     Ok(Worktree {
         cwd: path.join(rel),
@@ -81,14 +118,20 @@ pub async fn finish(w: &Worktree) -> Result<Outcome, String> {
     let status = git(&w.path, &["status", "--porcelain", "--untracked-files=all"]).await?;
     let head = git(&w.path, &["rev-parse", "HEAD"]).await?;
     if status.is_empty() && head == w.base {
-        git(&w.repo, &["worktree", "remove", "--force", &w.path.display().to_string()]).await?;
+        git(
+            &w.repo,
+            &["worktree", "remove", "--force", &w.path.display().to_string()],
+        )
+        .await?;
         // The branch has no commits of its own; deleting it loses nothing.
         git(&w.repo, &["branch", "-D", "--quiet", &w.branch]).await?;
         return Ok(Outcome::Removed);
     }
     let mut summary = Vec::new();
     if head != w.base {
-        let commits = git(&w.path, &["rev-list", "--count", &format!("{}..HEAD", w.base)]).await.unwrap_or_default();
+        let commits = git(&w.path, &["rev-list", "--count", &format!("{}..HEAD", w.base)])
+            .await
+            .unwrap_or_default();
         summary.push(format!("{commits} new commit(s) on the branch"));
     }
     if !status.is_empty() {
@@ -139,8 +182,16 @@ mod tests {
         assert_eq!(std::fs::read_to_string(w.cwd.join("a.txt")).unwrap(), "one\n");
         assert_eq!(finish(&w).await.unwrap(), Outcome::Removed);
         assert!(!w.path.exists());
-        let branches = std::process::Command::new("git").arg("-C").arg(&r).args(["branch", "--list", "keel/*"]).output().unwrap();
-        assert!(String::from_utf8_lossy(&branches.stdout).trim().is_empty(), "the empty branch is deleted");
+        let branches = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&r)
+            .args(["branch", "--list", "keel/*"])
+            .output()
+            .unwrap();
+        assert!(
+            String::from_utf8_lossy(&branches.stdout).trim().is_empty(),
+            "the empty branch is deleted"
+        );
 
         let w = create(&r, &wt_dir, "agent-2").await.unwrap();
         std::fs::write(w.path.join("src/a.txt"), "two\n").unwrap();
@@ -152,9 +203,18 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(std::fs::read_to_string(r.join("src/a.txt")).unwrap(), "one\n", "the parent's tree is untouched");
+        assert_eq!(
+            std::fs::read_to_string(r.join("src/a.txt")).unwrap(),
+            "one\n",
+            "the parent's tree is untouched"
+        );
         let not_repo = t.path().join("plain");
         std::fs::create_dir_all(&not_repo).unwrap();
-        assert!(create(&not_repo, &wt_dir, "agent-3").await.unwrap_err().contains("git repository"));
+        assert!(
+            create(&not_repo, &wt_dir, "agent-3")
+                .await
+                .unwrap_err()
+                .contains("git repository")
+        );
     }
 }

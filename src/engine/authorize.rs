@@ -27,9 +27,16 @@ impl Pipeline<'_> {
         cancel: &CancellationToken,
     ) -> Result<(), Refusal> {
         let mode = self.shared.mode();
-        let verdict = self
-            .authorizer
-            .check(&call.name, &call.input, read_only, mode, &self.shared.cwd, hook);
+        let grants = self.shared.skills.grants();
+        let verdict = self.authorizer.check_with_grants(
+            &call.name,
+            &call.input,
+            read_only,
+            mode,
+            &self.shared.cwd,
+            hook,
+            &grants,
+        );
         let verdict = match verdict {
             Verdict::Allow | Verdict::Ask { .. } if leaves_sandbox(call, &self.shared.sandbox) => Verdict::Ask {
                 hard: true,

@@ -81,8 +81,15 @@ impl Engine {
             }
         }
         self.compactor.counter.sent(view.generation, view.messages.len());
+        // A loaded skill's `model` applies for the rest of the turn.
+        let model = self
+            .session
+            .shared
+            .skills
+            .model()
+            .unwrap_or_else(|| self.config.model.clone());
         Some(assemble::request(
-            &self.config.model,
+            &model,
             self.compactor.request_max_tokens(self.config.max_tokens),
             &self.config.system,
             self.registry.tool_set(),

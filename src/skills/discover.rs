@@ -63,7 +63,10 @@ impl Catalog {
                 if !file.is_file() {
                     continue;
                 }
-                let base = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                let base = dir
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
                 let name = qualify(ns.as_deref(), &base);
                 c.add(read_file(&file, &name, Kind::Skill, source.clone()), p.reserved);
             }
@@ -253,19 +256,46 @@ mod tests {
         let cwd = repo.join("app");
         std::fs::create_dir_all(repo.join(".git")).unwrap();
         std::fs::create_dir_all(&cwd).unwrap();
-        write(home.join(".claude/skills/review/SKILL.md"), "---\ndescription: personal review\n---\nP\n");
-        write(cwd.join(".claude/skills/review/SKILL.md"), "---\ndescription: project review\n---\nQ\n");
-        write(repo.join(".keel/skills/release/SKILL.md"), "---\ndescription: cut a release\n---\nR\n");
-        write(root.join(".claude/skills/outside/SKILL.md"), "---\ndescription: above the repo\n---\n");
-        write(cwd.join(".claude/skills/broken/SKILL.md"), "---\ndescription: [oops\n---\n");
+        write(
+            home.join(".claude/skills/review/SKILL.md"),
+            "---\ndescription: personal review\n---\nP\n",
+        );
+        write(
+            cwd.join(".claude/skills/review/SKILL.md"),
+            "---\ndescription: project review\n---\nQ\n",
+        );
+        write(
+            repo.join(".keel/skills/release/SKILL.md"),
+            "---\ndescription: cut a release\n---\nR\n",
+        );
+        write(
+            root.join(".claude/skills/outside/SKILL.md"),
+            "---\ndescription: above the repo\n---\n",
+        );
+        write(
+            cwd.join(".claude/skills/broken/SKILL.md"),
+            "---\ndescription: [oops\n---\n",
+        );
         write(cwd.join(".claude/skills/no-file/README.md"), "not a skill");
-        write(cwd.join(".claude/commands/release.md"), "a command shadowed by the skill\n");
-        write(repo.join(".claude/commands/git/log.md"), "---\ndescription: show the log\n---\nLog\n");
+        write(
+            cwd.join(".claude/commands/release.md"),
+            "a command shadowed by the skill\n",
+        );
+        write(
+            repo.join(".claude/commands/git/log.md"),
+            "---\ndescription: show the log\n---\nLog\n",
+        );
         write(cwd.join(".claude/commands/compact.md"), "shadows a built-in\n");
         let extra = root.join("extra");
-        write(extra.join(".claude/skills/extra-skill/SKILL.md"), "---\ndescription: from add-dir\n---\n");
+        write(
+            extra.join(".claude/skills/extra-skill/SKILL.md"),
+            "---\ndescription: from add-dir\n---\n",
+        );
         let plugin = root.join("plug");
-        write(plugin.join("skills/deploy/SKILL.md"), "---\ndescription: deploy it\n---\n");
+        write(
+            plugin.join("skills/deploy/SKILL.md"),
+            "---\ndescription: deploy it\n---\n",
+        );
         write(plugin.join("commands/status.md"), "---\ndescription: status\n---\n");
         let c = Catalog::discover(&Places {
             cwd: &cwd,
@@ -278,14 +308,25 @@ mod tests {
         let names: Vec<&str> = c.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(
             names,
-            vec!["extra-skill", "git:log", "ops:deploy", "ops:status", "release", "review"]
+            vec![
+                "extra-skill",
+                "git:log",
+                "ops:deploy",
+                "ops:status",
+                "release",
+                "review"
+            ]
         );
         assert_eq!(c.get("review").unwrap().description, "personal review");
         assert_eq!(c.get("release").unwrap().kind, Kind::Skill);
         assert_eq!(c.get("/git:log").unwrap().kind, Kind::Command);
         assert_eq!(c.get("ops:deploy").unwrap().source, Source::Plugin("ops".into()));
         assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
-        assert!(c.warnings.iter().any(|w| w.contains("broken/SKILL.md:") && w.contains("invalid YAML")));
+        assert!(
+            c.warnings
+                .iter()
+                .any(|w| w.contains("broken/SKILL.md:") && w.contains("invalid YAML"))
+        );
         assert!(c.warnings.iter().any(|w| w.contains("built-in")));
         let msg = c.unknown("deplyo", true);
         assert!(msg.contains("deplyo") && msg.contains("ops:deploy"), "{msg}");

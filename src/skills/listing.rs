@@ -70,7 +70,11 @@ pub fn render<'a>(skills: impl IntoIterator<Item = &'a Skill>, budget: usize) ->
         let (mut lo, mut hi) = (0usize, longest);
         while lo < hi {
             let mid = (lo + hi).div_ceil(2);
-            if total_at(mid) <= budget { lo = mid } else { hi = mid - 1 }
+            if total_at(mid) <= budget {
+                lo = mid
+            } else {
+                hi = mid - 1
+            }
         }
         lo
     };
@@ -123,7 +127,11 @@ mod tests {
     #[test]
     fn longest_descriptions_are_trimmed_first_and_names_stay() {
         let long = "x".repeat(400);
-        let s = [skill("short", "tiny"), skill("long", &long), skill("mid", &"m".repeat(100))];
+        let s = [
+            skill("short", "tiny"),
+            skill("long", &long),
+            skill("mid", &"m".repeat(100)),
+        ];
         let budget = 150;
         let text = render(&s, budget).unwrap();
         let e = entries(&text);
@@ -133,7 +141,10 @@ mod tests {
         assert!(e[1].starts_with("- long: xxx") && e[1].ends_with('…'), "{}", e[1]);
         assert!(e[2].starts_with("- mid: mmm") && e[2].ends_with('…'), "{}", e[2]);
         // Both long ones were cut to the same length.
-        assert_eq!(e[1].chars().count() - "- long: ".len(), e[2].chars().count() - "- mid: ".len());
+        assert_eq!(
+            e[1].chars().count() - "- long: ".len(),
+            e[2].chars().count() - "- mid: ".len()
+        );
         // A budget too small for any description keeps every name.
         let text = render(&s, 10).unwrap();
         assert_eq!(entries(&text), vec!["- short", "- long", "- mid"]);

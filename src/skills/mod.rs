@@ -149,7 +149,11 @@ pub fn parse(text: &str, path: &Path, default_name: &str, kind: Kind, source: So
     let fork_agent = match context.as_deref() {
         None | Some("inline") => None,
         Some("fork") => Some(frontmatter::string(meta, "agent").unwrap_or_else(|| "general-purpose".into())),
-        Some(other) => return Err(field_err(format!("`context` must be `fork` (or absent), found `{other}`"))),
+        Some(other) => {
+            return Err(field_err(format!(
+                "`context` must be `fork` (or absent), found `{other}`"
+            )));
+        }
     };
     let model = frontmatter::string(meta, "model").filter(|m| m != "inherit");
     let dir = match kind {
@@ -244,7 +248,10 @@ mod tests {
             Source::Project,
         )
         .unwrap();
-        assert!(!cmd.model_invocable(), "a command without a description is the user's only");
+        assert!(
+            !cmd.model_invocable(),
+            "a command without a description is the user's only"
+        );
     }
 
     #[test]

@@ -216,7 +216,8 @@ mod tests {
 
     #[test]
     fn shell_snippets_are_split_out_in_order() {
-        let parts = split_commands("Status: !`git status --short`\nLog:\n```!\ngit log -3\n```\nDone, not !`` or !`open\n");
+        let parts =
+            split_commands("Status: !`git status --short`\nLog:\n```!\ngit log -3\n```\nDone, not !`` or !`open\n");
         assert_eq!(
             parts,
             vec![

@@ -18,8 +18,8 @@ pub struct SkillState {
 
 #[derive(Debug, Default)]
 struct Inner {
-    /// Allow rules granted by skills loaded during the running turn.
-    grants: Vec<Rule>,
+    /// Allow rules granted by skills loaded during the running turn, by skill.
+    grants: Vec<(String, Rule)>,
     /// The model to use for the rest of the turn (a skill's `model`).
     model: Option<String>,
     /// Loaded instructions waiting to be sent with the tool results: (tool_use_id, text).
@@ -34,13 +34,20 @@ impl SkillState {
     }
 
     /// Adds a skill's allow rules for the rest of the turn.
-    pub fn grant(&self, rules: Vec<Rule>) {
-        self.lock().grants.extend(rules);
+    pub fn grant(&self, skill: &str, rules: Vec<Rule>) {
+        self.lock()
+            .grants
+            .extend(rules.into_iter().map(|r| (skill.to_string(), r)));
+    }
+
+    /// Takes back a skill's rules (its load failed).
+    pub fn revoke(&self, skill: &str) {
+        self.lock().grants.retain(|(s, _)| s != skill);
     }
 
     /// The temporary allow rules in force.
     pub fn grants(&self) -> Vec<Rule> {
-        self.lock().grants.clone()
+        self.lock().grants.iter().map(|(_, r)| r.clone()).collect()
     }
 
     pub fn set_model(&self, model: Option<String>) {
@@ -91,9 +98,7 @@ impl SkillState {
         if s.invoked.is_empty() {
             return None;
         }
-        let mut out = String::from(
-            "### Skills loaded earlier in this session (their instructions still apply)",
-        );
+        let mut out = String::from("### Skills loaded earlier in this session (their instructions still apply)");
         let mut left = REMOUNT_TOTAL;
         for (name, text) in s.invoked.iter().rev() {
             if left < 200 {
