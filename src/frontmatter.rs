@@ -187,12 +187,14 @@ pub fn flag(meta: &Map<String, Value>, key: &str) -> Result<Option<bool>, String
 pub fn list(meta: &Map<String, Value>, key: &str) -> Result<Option<Vec<String>>, String> {
     match meta.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(crate::permissions::rules::split_cli_rules(&[s.clone()]))),
+        Some(Value::String(s)) => Ok(Some(crate::permissions::rules::split_cli_rules(std::slice::from_ref(
+            s,
+        )))),
         Some(Value::Array(items)) => {
             let mut out = Vec::new();
             for item in items {
                 match item {
-                    Value::String(s) => out.extend(crate::permissions::rules::split_cli_rules(&[s.clone()])),
+                    Value::String(s) => out.extend(crate::permissions::rules::split_cli_rules(std::slice::from_ref(s))),
                     other => return Err(format!("`{key}` must list strings, found {other}")),
                 }
             }

@@ -14,17 +14,11 @@ pub const HEAD_LINES: usize = 200;
 pub const HEAD_BYTES: usize = 25_000;
 
 const RULES: &str = "\
-Memory: keel keeps notes for this project across sessions in the folder below. MEMORY.md is an \
-index, one line per memory; longer notes go in topic files beside it (front matter `type: user`, \
-`feedback`, `project` or `reference`). Read and write them with the ordinary file tools; no \
-approval is needed inside this folder. Write a memory only when it will help a later session:
-- user: who the user is and how they like to work;
-- feedback: a correction or preference the user gave, with why and how to apply it;
-- project: background that is not in the code (decisions, deadlines, owners), with absolute dates \
-(2025-03-14, never \"next Thursday\");
-- reference: where to find things outside the repository (dashboards, tickets, documents).
-Never record what the code, the git log or a test run can tell, never unverified guesses, never \
-secrets. Update or delete a memory that turned out wrong.";
+Project memory (kept across sessions; read and write it with the file tools, no approval needed \
+in its folder). MEMORY.md holds one line per memory. Record only what helps a later session: the \
+user's profile and preferences; feedback they gave, with why and how to apply it; project facts \
+not in the code, with absolute dates; where to find outside resources. Never what the code, git \
+log or a test run tells, never guesses or secrets; fix memories that turn out wrong.";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Memory {

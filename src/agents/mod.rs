@@ -152,18 +152,23 @@ impl AgentCatalog {
         )
     }
 
-    /// The listing of types for the model's context (the Agent tool's `subagent_type`).
-    pub fn listing(&self) -> String {
+    /// The listing of the custom types for the model's context (the built-in ones are
+    /// described by the Agent tool itself); `None` when there are none.
+    pub fn listing(&self) -> Option<String> {
+        let custom: Vec<&AgentDef> = self.defs.iter().filter(|d| d.source != AgentSource::BuiltIn).collect();
+        if custom.is_empty() {
+            return None;
+        }
         let mut out = String::from(
-            "Sub-agent types for the Agent tool (`subagent_type`; each works in its own conversation and \
-             reports back):",
+            "Sub-agent types defined for this project, besides the built-in ones (the Agent tool's \
+             `subagent_type`; each works in its own conversation and reports back):",
         );
-        for d in &self.defs {
+        for d in custom {
             let about: String = d.description.split_whitespace().collect::<Vec<_>>().join(" ");
             let about: String = about.chars().take(600).collect();
             out.push_str(&format!("\n- {}: {about}", d.name));
         }
-        out
+        Some(out)
     }
 }
 
@@ -248,6 +253,11 @@ mod tests {
             msg.contains("general-purpose") && msg.contains("reviewer") && msg.contains("ops:deployer"),
             "{msg}"
         );
-        assert!(c.listing().contains("- verifier: Independent review"));
+        let listing = c.listing().unwrap();
+        assert!(
+            listing.contains("- reviewer: project reviewer") && !listing.contains("verifier"),
+            "{listing}"
+        );
+        assert_eq!(AgentCatalog::builtin().listing(), None);
     }
 }

@@ -117,8 +117,10 @@ impl Extensions {
         {
             project.listings.push(l);
         }
-        if registry.get("Agent").is_some() {
-            project.listings.push(self.agents.listing());
+        if registry.get("Agent").is_some()
+            && let Some(l) = self.agents.listing()
+        {
+            project.listings.push(l);
         }
         project.memory = self.memory.clone();
     }

@@ -103,8 +103,10 @@ impl Tool for AgentTool {
          Use it for broad searches or investigations whose intermediate steps would crowd your context, and to \
          have independent parts of a task done in parallel (several Agent calls in one message run at the same \
          time). The sub-agent sees only `prompt` (not this conversation), so include every fact it needs and say \
-         what its report must contain. `subagent_type`: one of the types listed in the system prompt (default \
-         `general-purpose`); `verifier` reviews the work from facts keel gathers and ignores `prompt`. \
+         what its report must contain. `subagent_type`: `general-purpose` (default; your tools), `Explore` or \
+         `Plan` (read-only research: Read, Glob, Grep), `verifier` (reviews the work so far from facts keel \
+         gathers — the diff, changed files, commands run — and ignores `prompt`), or a project type listed in the \
+         system prompt. \
          `run_in_background: true` returns at once and the report arrives later as a notification. \
          `isolation: \"worktree\"` runs it in a fresh git worktree so your files stay untouched. It follows the \
          same permission rules; only its final message comes back."

@@ -160,8 +160,10 @@ pub(super) async fn prepare(
         .unwrap_or_else(|| r.model.clone());
     let offers = |name: &str| registry.get(name).is_some();
     let mut listings = Vec::new();
-    if offers("Agent") {
-        listings.push(r.catalog().listing());
+    if offers("Agent")
+        && let Some(l) = r.catalog().listing()
+    {
+        listings.push(l);
     }
     if offers("Skill")
         && let Some(l) = crate::skills::listing::render(tree.skills.for_model(), crate::skills::listing::DEFAULT_BUDGET)
