@@ -314,6 +314,8 @@ impl Engine {
         }
         let mut blocks = vec![ContentBlock::text(text.clone())];
         blocks.extend(hot.map(ContentBlock::text));
+        // Skills loaded earlier keep applying: their latest text is mounted again.
+        blocks.extend(self.session.shared.skills.remount_text().map(ContentBlock::text));
         let new_history = autocompact::new_history(&store, blocks);
         self.session.compact_history(new_history, trigger.as_str(), pre_tokens);
         self.compactor.reset();

@@ -80,8 +80,23 @@ impl Authorizer {
             .map(|d| if d == from { to.to_path_buf() } else { d.clone() })
             .collect();
         let session = self.session.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut rules = self.rules.clone();
+        // The file tools never write the parent's tree from a worktree, whatever the mode.
+        let anchors = Anchors {
+            cwd: to.to_path_buf(),
+            base_dir: to.to_path_buf(),
+            home: self.home.clone(),
+        };
+        if let Ok(r) = Rule::parse(
+            &format!("Edit(/{}/**)", from.display()),
+            Behavior::Deny,
+            "worktree isolation (the parent's working tree)",
+            &anchors,
+        ) {
+            rules.push(r);
+        }
         Authorizer {
-            rules: self.rules.clone(),
+            rules,
             session: Mutex::new(session),
             anchors: Anchors {
                 cwd: to.to_path_buf(),
