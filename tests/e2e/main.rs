@@ -13,5 +13,6 @@ mod hooks_integration;
 mod permissions;
 mod provider;
 mod sandbox;
+mod skills;
 mod subagents;
 mod tui;
