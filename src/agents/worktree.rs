@@ -52,6 +52,21 @@ async fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
     }
 }
 
+/// Where a project's sub-agent worktrees go: `$KEEL_WORKTREES`, else keel's folder in the
+/// user's data directory (`~/.local/share/keel/worktrees/<project>`). Not under `~/.keel`: a
+/// path through a `.keel` folder counts as agent configuration, which every write would have
+/// to confirm. `fallback` is used when there is no data directory.
+pub fn home(cwd: &Path, fallback: &Path) -> PathBuf {
+    let project = crate::config::paths::encode_cwd(&crate::memory::project_root(cwd));
+    if let Some(dir) = std::env::var_os("KEEL_WORKTREES").filter(|v| !v.is_empty()) {
+        return PathBuf::from(dir).join(project);
+    }
+    match dirs::data_local_dir() {
+        Some(d) => d.join("keel/worktrees").join(project),
+        None => fallback.join("worktrees"),
+    }
+}
+
 /// The sandbox of a sub-agent in the worktree `to`: the parent's directory `from` is no longer
 /// writable, the worktree is (with its agent configuration and git hooks read-only).
 pub fn rebase_sandbox(mode: &SandboxMode, from: &Path, to: &Path) -> SandboxMode {

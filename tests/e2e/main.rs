@@ -2,6 +2,7 @@
 
 mod support;
 
+mod agents;
 mod bash;
 mod compaction;
 mod demo;

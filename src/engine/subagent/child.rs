@@ -105,7 +105,14 @@ pub(super) async fn prepare(
     let mut notes = Vec::new();
 
     let worktree = if req.worktree || def.isolation == Some(Isolation::Worktree) {
-        Some(worktree::create(&parent.cwd, &parent.session_dir.join("worktrees"), &agent_id).await?)
+        Some(
+            worktree::create(
+                &parent.cwd,
+                &worktree::home(&parent.cwd, &parent.session_dir),
+                &agent_id,
+            )
+            .await?,
+        )
     } else {
         None
     };
