@@ -12,6 +12,7 @@ mod headless;
 mod hooks;
 mod hooks_integration;
 mod permissions;
+mod plugins;
 mod provider;
 mod sandbox;
 mod skills;
