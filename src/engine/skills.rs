@@ -330,3 +330,77 @@ impl Engine {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compact::autocompact::Trigger;
+    use crate::engine::{EngineConfig, Session};
+    use crate::provider::script::ScriptProvider;
+    use crate::transcript::Transcript;
+
+    /// A loaded skill's text joins the tool round, and after compaction it is mounted again.
+    #[tokio::test]
+    async fn loaded_skills_are_injected_and_remounted_after_compaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().canonicalize().unwrap().join("work");
+        std::fs::create_dir_all(cwd.join(".claude/skills/style")).unwrap();
+        std::fs::write(
+            cwd.join(".claude/skills/style/SKILL.md"),
+            "---\ndescription: House code style\n---\nIndent with tabs, never spaces.\n",
+        )
+        .unwrap();
+        let catalog = Arc::new(crate::skills::Catalog::discover(&crate::skills::Places {
+            cwd: &cwd,
+            user_home: None,
+            keel_home: None,
+            add_dirs: &[],
+            plugins: &[],
+            reserved: &[],
+        }));
+        let script = r#"{"turns": [
+            {"tool_calls": [{"id": "s1", "name": "Skill", "input": {"skill": "style"}}]},
+            {"text": "Styled."},
+            {"text": "Decisions: use the house style. Current work: formatting."}
+        ]}"#;
+        let provider = Arc::new(ScriptProvider::parse(script).unwrap());
+        let registry = ToolRegistry::new(crate::tools::builtin_tools())
+            .unwrap()
+            .with(Arc::new(crate::tools::skill::SkillTool::new(catalog.clone())))
+            .unwrap();
+        let session = Session::new(
+            "s".into(),
+            cwd.clone(),
+            dir.path().join("session"),
+            Transcript::disabled(dir.path().join("t.jsonl")),
+        );
+        let config = EngineConfig {
+            model: "claude-sonnet-4-5".into(),
+            max_tokens: 8_000,
+            max_turns: None,
+            system: Vec::new(),
+            context_window: None,
+            compact: crate::compact::CompactSettings::default(),
+            interactive: false,
+        };
+        let (mut engine, _events) = Engine::basic(config, provider, Arc::new(registry), session);
+        engine.harness.skills = catalog.clone();
+        engine.install_skills(catalog);
+        let cancel = CancellationToken::new();
+        let out = engine
+            .run_turn(vec![ContentBlock::text("format it")], cancel.clone())
+            .await;
+        assert!(!out.is_error, "{out:?}");
+        let round = engine.session.history()[2].text();
+        assert!(
+            round.contains("<skill name=\"style\">") && round.contains("Indent with tabs"),
+            "{round}"
+        );
+        assert!(engine.session.shared.skills.grants().is_empty());
+
+        engine.compact(None, Trigger::Manual, &cancel).await.unwrap();
+        let after: String = engine.session.history().iter().map(|m| m.text()).collect();
+        assert!(after.contains("Skills loaded earlier in this session"), "{after}");
+        assert!(after.contains("Indent with tabs, never spaces."), "{after}");
+    }
+}

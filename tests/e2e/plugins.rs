@@ -20,7 +20,9 @@ async fn a_plugin_brings_skills_commands_agents_hooks_and_mcp_servers() {
     let server = ModelServer::start().await;
     server.respond_with(|body| {
         let first = body["messages"][0]["content"].to_string();
-        first.contains("List risky settings").then(|| answer("No risky settings."))
+        first
+            .contains("List risky settings")
+            .then(|| answer("No risky settings."))
     });
     server
         .push(calls(vec![tool(
@@ -45,31 +47,56 @@ async fn a_plugin_brings_skills_commands_agents_hooks_and_mcp_servers() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let lines = out.lines();
     let init = lines.iter().find(|l| l["subtype"] == "init").expect("system/init");
-    assert_eq!(init["plugins"], json!([{"name": "ops", "path": root.display().to_string()}]));
+    assert_eq!(
+        init["plugins"],
+        json!([{"name": "ops", "path": root.display().to_string()}])
+    );
     assert!(names(&init["skills"]).contains(&"ops:lint".to_string()), "{init}");
     assert!(names(&init["agents"]).contains(&"ops:auditor".to_string()), "{init}");
     let commands = names(&init["slash_commands"]);
-    assert!(commands.contains(&"ops:status".to_string()) && commands.contains(&"compact".to_string()), "{init}");
+    assert!(
+        commands.contains(&"ops:status".to_string()) && commands.contains(&"compact".to_string()),
+        "{init}"
+    );
 
     // The plugin's command expanded into the prompt.
     let reqs = server.requests();
     let first = reqs[0].body["messages"][0]["content"].to_string();
-    assert!(first.contains("Summarise the status of the service named checkout."), "{first}");
+    assert!(
+        first.contains("Summarise the status of the service named checkout."),
+        "{first}"
+    );
     // Its agent type, namespaced, with the tools its file lists.
     let child = reqs
         .iter()
-        .find(|r| r.body["messages"][0]["content"].to_string().contains("List risky settings"))
+        .find(|r| {
+            r.body["messages"][0]["content"]
+                .to_string()
+                .contains("List risky settings")
+        })
         .expect("the plugin's agent ran");
     assert_eq!(child.tool_names(), vec!["Read", "Grep"]);
-    assert!(child.body["system"][0]["text"].as_str().unwrap().starts_with("You audit infrastructure"));
+    assert!(
+        child.body["system"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("You audit infrastructure")
+    );
     // Its hook ran, found through ${CLAUDE_PLUGIN_ROOT}.
     let log = std::fs::read_to_string(env.path("prompts.log")).expect("the plugin's hook wrote its log");
     assert!(log.contains("\"hook_event_name\":\"UserPromptSubmit\""), "{log}");
     // Its MCP server is loaded and reported.
-    assert!(out.stderr.contains("plugin `ops` declares MCP server(s) inventory"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("plugin `ops` declares MCP server(s) inventory"),
+        "{}",
+        out.stderr
+    );
 
     // The `plugins` setting loads it too (relative to the settings file's project).
-    env.write(".claude/settings.json", &json!({"plugins": ["vendor/ops-plugin"]}).to_string());
+    env.write(
+        ".claude/settings.json",
+        &json!({"plugins": ["vendor/ops-plugin"]}).to_string(),
+    );
     let server = ModelServer::start().await;
     server.push(answer("ok"));
     let out = env
@@ -84,9 +111,17 @@ async fn a_plugin_brings_skills_commands_agents_hooks_and_mcp_servers() {
     assert!(sys.contains("- ops:lint: Lints shell scripts"), "{sys}");
 
     // A missing plugin folder is a clear startup error.
-    let out = env.keel(&server).args(["-p", "hi", "--plugin-dir", "nowhere"]).run().await;
+    let out = env
+        .keel(&server)
+        .args(["-p", "hi", "--plugin-dir", "nowhere"])
+        .run()
+        .await;
     assert_eq!(out.code, 1);
-    assert!(out.stderr.contains("plugin") && out.stderr.contains("nowhere"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("plugin") && out.stderr.contains("nowhere"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[tokio::test]
@@ -116,11 +151,18 @@ async fn project_memory_loads_at_start_and_the_model_keeps_it_with_the_file_tool
         ]))
         .push(calls(vec![tool("a1", "Agent", json!({"description": "look", "prompt": "Look around"}))]))
         .push(answer("Noted."));
-    let out = env.keel(&server).args(["-p", "remember this", "--output-format", "json"]).run().await;
+    let out = env
+        .keel(&server)
+        .args(["-p", "remember this", "--output-format", "json"])
+        .run()
+        .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let reqs = server.requests();
     let sys = reqs[0].body["system"].to_string();
-    assert!(sys.contains("- memory line 000") && sys.contains("- memory line 199"), "{sys}");
+    assert!(
+        sys.contains("- memory line 000") && sys.contains("- memory line 199"),
+        "{sys}"
+    );
     assert!(!sys.contains("- memory line 200"), "only the first 200 lines load");
     assert!(sys.contains("10 more line(s) not loaded"), "{sys}");
     assert!(sys.contains("absolute dates"), "the memory rules are stated");
@@ -128,7 +170,11 @@ async fn project_memory_loads_at_start_and_the_model_keeps_it_with_the_file_tool
     // keel's settings beside it stay protected.
     let (w1, is_error) = reqs[1].tool_result_text("w1");
     assert!(!is_error, "{w1}");
-    assert!(std::fs::read_to_string(&topic).unwrap().contains("Run the slow tests too."));
+    assert!(
+        std::fs::read_to_string(&topic)
+            .unwrap()
+            .contains("Run the slow tests too.")
+    );
     let (w2, is_error) = reqs[1].tool_result_text("w2");
     assert!(is_error, "{w2}");
     assert!(!settings.exists());
@@ -140,7 +186,10 @@ async fn project_memory_loads_at_start_and_the_model_keeps_it_with_the_file_tool
     assert!(!child.body["system"].to_string().contains("memory line 000"));
 
     // autoMemoryEnabled: false leaves it out.
-    env.write(".claude/settings.json", &json!({"autoMemoryEnabled": false}).to_string());
+    env.write(
+        ".claude/settings.json",
+        &json!({"autoMemoryEnabled": false}).to_string(),
+    );
     let server = ModelServer::start().await;
     server.push(answer("ok"));
     let out = env.keel(&server).args(["-p", "hi"]).run().await;
