@@ -10,6 +10,7 @@ pub mod config;
 pub mod context;
 pub mod debug;
 pub mod engine;
+pub mod events;
 pub mod frontmatter;
 pub mod fsutil;
 pub mod headless;
