@@ -19,6 +19,10 @@ use std::path::{Path, PathBuf};
 pub use budget::{Limits, SpawnBudget};
 pub use definition::{AgentDef, AgentSource, Isolation, Role};
 
+/// How the listing of custom types starts (to find it in the project layer again).
+pub const LISTING_LEAD: &str = "Sub-agent types defined for this project, besides the built-in ones (the Agent \
+tool's `subagent_type`; each works in its own conversation and reports back):";
+
 /// Most definition files read from one folder tree.
 const MAX_FILES: usize = 500;
 const MAX_DEPTH: usize = 4;
@@ -159,10 +163,7 @@ impl AgentCatalog {
         if custom.is_empty() {
             return None;
         }
-        let mut out = String::from(
-            "Sub-agent types defined for this project, besides the built-in ones (the Agent tool's \
-             `subagent_type`; each works in its own conversation and reports back):",
-        );
+        let mut out = String::from(LISTING_LEAD);
         for d in custom {
             let about: String = d.description.split_whitespace().collect::<Vec<_>>().join(" ");
             let about: String = about.chars().take(600).collect();

@@ -89,7 +89,14 @@ impl Engine {
         let catalog = Arc::new(catalog);
         self.harness.agents = catalog.clone();
         if let Some(runner) = self.subagent_runner() {
-            runner.set_catalog(catalog);
+            runner.set_catalog(catalog.clone());
+        }
+        // The model learns of them through the project layer's listing.
+        if self.registry.get("Agent").is_some() {
+            let mut project = self.project.clone();
+            project.listings.retain(|l| !l.starts_with(crate::agents::LISTING_LEAD));
+            project.listings.extend(catalog.listing());
+            self.set_project(project);
         }
         Ok(warnings)
     }
@@ -182,5 +189,58 @@ impl Engine {
         }
         let notes = self.background_notes();
         (!notes.is_empty()).then_some(notes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{EngineConfig, Session};
+    use crate::provider::script::ScriptProvider;
+    use crate::tools::registry::ToolRegistry;
+
+    #[test]
+    fn agent_types_registered_at_run_time_reach_the_inventory() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = Session::new(
+            "s".into(),
+            dir.path().to_path_buf(),
+            dir.path().join("s"),
+            crate::transcript::Transcript::disabled(dir.path().join("t.jsonl")),
+        );
+        let config = EngineConfig {
+            model: "claude-sonnet-4-5".into(),
+            max_tokens: 1_000,
+            max_turns: None,
+            system: Vec::new(),
+            context_window: None,
+            compact: crate::compact::CompactSettings::default(),
+            interactive: false,
+        };
+        let provider = Arc::new(ScriptProvider::parse("[]").unwrap());
+        let registry = Arc::new(ToolRegistry::new(crate::tools::builtin_tools()).unwrap());
+        let (mut engine, _rx) = Engine::basic(config, provider, registry, session);
+        engine.install_subagents().unwrap();
+        let warnings = engine
+            .register_agents(r#"{"sdk-reviewer": {"description": "d", "prompt": "p"}, "verifier": {"description": "d", "prompt": "p"}}"#)
+            .unwrap();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        let inv = engine.inventory();
+        assert!(inv.agents.contains(&"sdk-reviewer".to_string()) && inv.agents.contains(&"verifier".to_string()));
+        assert!(
+            engine
+                .subagent_runner()
+                .unwrap()
+                .catalog()
+                .get("sdk-reviewer")
+                .is_some()
+        );
+        let system: String = engine.config.system.iter().map(|b| b.text.clone()).collect();
+        assert!(system.contains("- sdk-reviewer: d"), "{system}");
+        assert_eq!(
+            inv.to_json()["slash_commands"],
+            serde_json::json!(["compact", "context", "cost"])
+        );
+        assert!(engine.register_agents("not json").is_err());
     }
 }
