@@ -184,8 +184,10 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
     }
 }
 
-/// Swaps in a new session, keeping the permission mode the user chose.
+/// Swaps in a new session, keeping the permission mode the user chose. What the old session
+/// left running (background shells and sub-agents) ends with it.
 fn replace_session(engine: &mut Engine, mut session: Session, warnings: Vec<String>) -> NewSession {
+    engine.session.shared.end();
     match std::sync::Arc::get_mut(&mut session.shared) {
         Some(shared) => shared.inherit_from(&engine.session.shared),
         None => session.shared.set_mode(engine.session.shared.mode()),
