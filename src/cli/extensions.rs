@@ -101,8 +101,14 @@ impl Extensions {
         Ok(())
     }
 
-    /// Adds the Skill tool when the model has skills to load.
+    /// Adds the Skill tool when the model has skills to load; `agents.maxDepth: 0` takes the
+    /// Agent tool away.
     pub fn add_tools(&self, registry: ToolRegistry) -> Result<ToolRegistry, RegistryError> {
+        let registry = if self.limits.max_depth == 0 {
+            registry.subset(|n| n != "Agent")?
+        } else {
+            registry
+        };
         if self.skills.for_model().next().is_none() {
             return Ok(registry);
         }

@@ -166,9 +166,18 @@ impl Engine {
     /// Before a tool round with a verifier among its calls: records what keel knows of the work
     /// (the user's requests, changed files, commands run) for the verifier's brief.
     pub(super) fn publish_verifier_facts(&self, calls: &[ToolCall]) {
-        let wants = calls
-            .iter()
-            .any(|c| c.name == "Agent" && c.input.get("subagent_type").and_then(|v| v.as_str()) == Some("verifier"));
+        let field = |c: &ToolCall, k: &str| c.input.get(k).and_then(|v| v.as_str()).map(str::to_string);
+        let wants = calls.iter().any(|c| match c.name.as_str() {
+            "Agent" => field(c, "subagent_type").as_deref() == Some("verifier"),
+            // A skill that runs as the verifier's task (`context: fork`, `agent: verifier`).
+            "Skill" => {
+                field(c, "skill")
+                    .and_then(|n| self.harness.skills.get(&n).and_then(|s| s.fork_agent.clone()))
+                    .as_deref()
+                    == Some("verifier")
+            }
+            _ => false,
+        });
         if !wants {
             return;
         }
