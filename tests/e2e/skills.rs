@@ -62,6 +62,11 @@ async fn the_listing_stays_within_its_budget_and_bodies_load_only_when_invoked()
             ),
         );
     }
+    // A malformed one is reported with its file and line, and skipped.
+    env.write(
+        ".claude/skills/broken/SKILL.md",
+        "---\nname: broken\ndescription: \"never closed\nallowed-tools: Bash\n---\nBODY-OF-BROKEN\n",
+    );
     let server = ModelServer::start().await;
     server
         .push(calls(vec![tool("s1", "Skill", json!({"skill": "pdf-forms"}))]))
@@ -73,6 +78,26 @@ async fn the_listing_stays_within_its_budget_and_bodies_load_only_when_invoked()
         .run()
         .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
+    let broken = format!("{}:", env.path(".claude/skills/broken/SKILL.md").display());
+    let warning = out
+        .stderr
+        .lines()
+        .find(|l| l.contains(&broken))
+        .unwrap_or_else(|| panic!("{}", out.stderr));
+    assert!(
+        warning.contains("invalid YAML") && warning.contains("not loaded"),
+        "{warning}"
+    );
+    let line: usize = warning
+        .split(&broken)
+        .nth(1)
+        .unwrap()
+        .split(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((3..=5).contains(&line), "{warning}");
     let reqs = server.requests();
     let sys = system(&reqs[0]);
     let entries: Vec<&str> = sys
@@ -95,7 +120,12 @@ async fn the_listing_stays_within_its_budget_and_bodies_load_only_when_invoked()
             "{name} missing: {entries:?}"
         );
     }
-    assert!(!entries.iter().any(|e| e.starts_with("- deploy")), "{entries:?}");
+    assert!(
+        !entries
+            .iter()
+            .any(|e| e.starts_with("- deploy") || e.starts_with("- broken")),
+        "{entries:?}"
+    );
     // 1% of 100K tokens is 4,000 characters; long descriptions were trimmed to fit.
     let size: usize = entries.iter().map(|e| e.chars().count() + 1).sum();
     assert!(size <= 4_000, "listing is {size} characters");
