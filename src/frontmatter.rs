@@ -104,8 +104,9 @@ fn parse_yaml(yaml: &str) -> Result<Map<String, Value>, FrontMatterError> {
     }
 }
 
-/// Quotes the value of each top-level `key: value` line whose value is a plain scalar, so an
-/// unquoted `: ` inside a description stops being a syntax error.
+/// Quotes the value of each top-level one-line `key: value` whose value does not parse on its
+/// own, so an unquoted `: ` inside a description, or a hint like `[pr-number] [priority]`,
+/// stops being a syntax error.
 fn quote_plain_values(yaml: &str) -> String {
     let mut out = String::with_capacity(yaml.len() + 64);
     for line in yaml.split_inclusive('\n') {
@@ -130,8 +131,16 @@ fn is_plain_key(key: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
+/// Whether a one-line value does not parse on its own (and is not a quoted or block scalar).
 fn needs_quotes(value: &str) -> bool {
-    !value.is_empty() && !value.starts_with(['\'', '"', '[', '{', '|', '>', '&', '*', '!', '#']) && value.contains(": ")
+    if value.is_empty() || value.starts_with(['\'', '"', '|', '>', '&', '*', '!', '#']) {
+        return false;
+    }
+    // A bracket that is never closed is a mistake, not text.
+    if (value.starts_with('[') && !value.ends_with(']')) || (value.starts_with('{') && !value.ends_with('}')) {
+        return false;
+    }
+    YamlLoader::load_from_str(&format!("k: {value}")).is_err()
 }
 
 fn key_text(k: &Yaml) -> String {
@@ -263,6 +272,17 @@ mod tests {
                 .contains("Context: the user wrote a function. user: 'done'")
         );
         assert_eq!(doc.body, "You review code.\n");
+    }
+
+    #[test]
+    fn hints_in_brackets_and_lists_read_as_people_write_them() {
+        let doc = parse(
+            "---\nargument-hint: [pr-number] [priority] [assignee]\nallowed-tools: [Read, Grep]\ndescription: Fix issue: the parser\n---\n",
+        )
+        .unwrap();
+        assert_eq!(doc.meta["argument-hint"], "[pr-number] [priority] [assignee]");
+        assert_eq!(list(&doc.meta, "allowed-tools").unwrap().unwrap(), vec!["Read", "Grep"]);
+        assert_eq!(doc.meta["description"], "Fix issue: the parser");
     }
 
     #[test]

@@ -173,7 +173,7 @@ pub fn parse(text: &str, path: &Path, default_name: &str, kind: Kind, source: So
         user_invocable: frontmatter::flag(meta, "user-invocable")
             .map_err(&field_err)?
             .unwrap_or(true),
-        argument_hint: frontmatter::string(meta, "argument-hint"),
+        argument_hint: argument_hint(meta),
         arguments: frontmatter::list(meta, "arguments")
             .map_err(&field_err)?
             .unwrap_or_default(),
@@ -186,6 +186,20 @@ pub fn parse(text: &str, path: &Path, default_name: &str, kind: Kind, source: So
         kind,
         described: described.is_some(),
     })
+}
+
+/// `argument-hint`: a string, or a YAML list (`[message]` unquoted is one) shown as `[message]`.
+fn argument_hint(meta: &serde_json::Map<String, serde_json::Value>) -> Option<String> {
+    match meta.get("argument-hint") {
+        Some(serde_json::Value::Array(items)) => Some(
+            items
+                .iter()
+                .map(|i| format!("[{}]", i.as_str().map(str::to_string).unwrap_or_else(|| i.to_string())))
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        _ => frontmatter::string(meta, "argument-hint"),
+    }
 }
 
 /// The first paragraph of the body (headings unmarked), as a fallback description.
@@ -231,6 +245,12 @@ mod tests {
         assert_eq!(s.fork_agent.as_deref(), Some("Explore"));
         assert_eq!(s.dir, Path::new("/r/.claude/skills/pdf"));
         assert!(s.model_invocable() && s.grants());
+    }
+
+    #[test]
+    fn an_unquoted_bracket_hint_is_kept() {
+        let s = skill("---\nargument-hint: [message]\n---\nCommit with $ARGUMENTS\n").unwrap();
+        assert_eq!(s.argument_hint.as_deref(), Some("[message]"));
     }
 
     #[test]
