@@ -308,9 +308,6 @@ impl App {
     fn dispatch(&mut self, sub: Submission) {
         self.dirty = true;
         let text = sub.text.trim();
-        if let Some(note) = harness::memory_note(text) {
-            return self.remember(note);
-        }
         if commands::is_command(text) {
             match commands::parse(text, &self.harness.skills) {
                 Some(Ok(cmd)) if !cmd.needs_engine() => return self.run_local(cmd),
@@ -329,6 +326,10 @@ impl App {
     fn start(&mut self, sub: Submission) {
         let text = sub.text.trim().to_string();
         let cancel = CancellationToken::new();
+        if let Some(note) = harness::memory_note(&text) {
+            self.begin(Activity::Command("#".into()), cancel);
+            return self.remember(note);
+        }
         if let Some(command) = text.strip_prefix('!') {
             let command = command.trim().to_string();
             if command.is_empty() {

@@ -304,10 +304,13 @@ fn custom_commands_and_skills_complete_and_go_to_the_engine() {
     // The engine task expands it (its shell snippets need the permission check).
     assert!(matches!(&jobs(&mut a)[..], [Job::Slash { name, args, .. }] if name == "review" && args == "src/a.rs"));
     assert!(matches!(a.transcript.get(0), Some(CellKind::User { text }) if text == "/review src/a.rs"));
-    // `# note` goes to memory; `/tasks` and `/agents` answer at once.
-    a.on_reply(Reply::TurnDone);
+    // `# note` goes to memory, after the running turn; `/tasks` and `/agents` answer at once.
     a.submit_text("# prefer small commits");
+    assert!(jobs(&mut a).is_empty(), "queued while the turn runs");
+    a.on_reply(Reply::TurnDone);
     assert!(matches!(&jobs(&mut a)[..], [Job::Remember { note }] if note == "prefer small commits"));
+    a.on_reply(Reply::Notice(crate::engine::NoticeLevel::Info, "Saved".into()));
+    assert!(a.busy.is_none());
     a.submit_text("/tasks");
     a.submit_text("/agents");
     let infos: Vec<String> = a
