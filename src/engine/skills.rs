@@ -227,6 +227,13 @@ fn injected(name: &str, text: &str) -> String {
 
 #[async_trait]
 impl SkillRunner for SkillInvoker {
+    fn grants(&self, skill: &str) -> Vec<String> {
+        self.catalog
+            .get(skill.trim_start_matches('/'))
+            .map(|s| s.allowed_tools.clone())
+            .unwrap_or_default()
+    }
+
     async fn load(&self, name: &str, args: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let skill = self
             .catalog

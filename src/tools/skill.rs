@@ -16,6 +16,11 @@ use crate::skills::Catalog;
 #[async_trait]
 pub trait SkillRunner: Send + Sync + std::fmt::Debug {
     async fn load(&self, skill: &str, args: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+
+    /// The rules loading `skill` would allow (for the approval question).
+    fn grants(&self, _skill: &str) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 pub struct SkillTool {

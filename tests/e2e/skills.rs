@@ -220,6 +220,10 @@ async fn allowed_tools_grant_commands_only_while_the_loaded_skills_task_runs() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let (refused, is_error) = server.requests()[1].tool_result_text("s1");
     assert!(is_error && refused.contains("Skill(changelog)"), "{refused}");
+    assert!(
+        refused.contains("Bash(git tag:*)"),
+        "what it would grant is named: {refused}"
+    );
     assert!(!last_user_text(&server.requests()[1]).contains("Prepare release"));
     let denials = out.json()["permission_denials"].clone();
     assert_eq!(denials[0]["tool_name"], "Skill", "{denials}");
