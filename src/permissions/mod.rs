@@ -5,6 +5,7 @@
 
 pub mod authorizer;
 pub mod config;
+pub mod preview;
 pub mod protected;
 pub mod rules;
 pub mod shell;
@@ -70,6 +71,8 @@ pub struct PermissionPrompt {
     pub detail: String,
     /// The rule that "always allow" would save, e.g. `Bash(npm test:*)`.
     pub suggested_rule: Option<String>,
+    /// What the call would do, for a dialog to show as given (whole command, file, diff).
+    pub preview: preview::Preview,
     pub reply: oneshot::Sender<PermissionReply>,
 }
 

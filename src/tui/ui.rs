@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Clear, Paragraph, Wrap};
 
 use super::app::App;
-use super::render::{modal, status, theme};
+use super::render::{approval, modal, status, theme};
 use crate::tools::TodoStatus;
 
 pub const MIN_WIDTH: u16 = 40;
@@ -159,14 +159,16 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) {
 
     frame.render_widget(status::line(app, now, area.width as usize), status_area);
 
-    if let Some(c) = &app.completion {
-        draw_completion(frame, transcript_area, input_area, c);
-    }
-    if let Some(a) = &app.approval {
-        cursor_pos = modal::approval(frame, transcript_area.union(input_area), a, &app.cwd);
+    if let Some(a) = app.approval.as_mut() {
+        // Over the transcript only: the prompt box stays visible and keeps what is typed.
+        if let Some(p) = approval::draw(frame, transcript_area, a, &app.cwd) {
+            cursor_pos = Some(p);
+        }
     } else if let Some(p) = &app.picker {
-        modal::picker(frame, transcript_area.union(input_area), p);
+        modal::picker(frame, transcript_area, p);
         cursor_pos = None;
+    } else if let Some(c) = &app.completion {
+        draw_completion(frame, transcript_area, input_area, c);
     }
     if let Some(p) = cursor_pos {
         frame.set_cursor_position(p);

@@ -18,3 +18,4 @@ mod sandbox;
 mod skills;
 mod subagents;
 mod tui;
+mod tui_approvals;

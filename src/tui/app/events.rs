@@ -166,7 +166,8 @@ impl App {
                 if let Some(t) = self.transcript.tool_mut(&id) {
                     t.output = content.as_text();
                     t.structured = structured;
-                    t.duration_ms = Some(duration_ms);
+                    // The time the call waited for the user's answer is not the tool's.
+                    t.duration_ms = Some(duration_ms.saturating_sub(t.wait_ms));
                     t.status = match (is_error, cancelled, t.status) {
                         (_, _, ToolStatus::Denied) => ToolStatus::Denied,
                         (true, true, _) => ToolStatus::Interrupted,
@@ -179,7 +180,7 @@ impl App {
                     self.transcript
                         .tool_index(id)
                         .and_then(|i| self.transcript.get(i))
-                        .is_some_and(|c| matches!(c, CellKind::Tool(t) if t.status == ToolStatus::Running))
+                        .is_some_and(|c| matches!(c, CellKind::Tool(t) if matches!(t.status, ToolStatus::Running | ToolStatus::Waiting)))
                 });
                 if !running {
                     self.set_activity(Activity::Thinking);
@@ -291,7 +292,10 @@ impl App {
         // Calls that never finished (an interruption mid-batch) are marked as such.
         for id in std::mem::take(&mut self.request_tools) {
             if let Some(t) = self.transcript.tool_mut(&id)
-                && matches!(t.status, ToolStatus::Streaming | ToolStatus::Running)
+                && matches!(
+                    t.status,
+                    ToolStatus::Streaming | ToolStatus::Running | ToolStatus::Waiting
+                )
             {
                 t.status = ToolStatus::Interrupted;
             }

@@ -14,8 +14,10 @@ impl App {
     pub fn on_terminal_event(&mut self, event: Event, now: Instant) {
         match event {
             Event::Key(key) if key.kind != KeyEventKind::Release => self.on_key(key, now),
-            Event::Paste(text) => self.on_paste(&text),
+            Event::Paste(text) => self.on_paste(&text, now),
             Event::Mouse(m) => match m.kind {
+                MouseEventKind::ScrollUp if self.approval.is_some() => self.approval_wheel(-(WHEEL_LINES as isize)),
+                MouseEventKind::ScrollDown if self.approval.is_some() => self.approval_wheel(WHEEL_LINES as isize),
                 MouseEventKind::ScrollUp => {
                     self.transcript.scroll_up(WHEEL_LINES);
                     self.dirty = true;
@@ -32,9 +34,9 @@ impl App {
         }
     }
 
-    pub fn on_paste(&mut self, text: &str) {
-        if self.approval.is_some() {
-            return self.approval_paste(text);
+    pub fn on_paste(&mut self, text: &str, now: Instant) {
+        if self.approval_paste(text, now) {
+            return;
         }
         if self.picker.is_some() {
             return;
@@ -66,8 +68,9 @@ impl App {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         let alt = key.modifiers.contains(KeyModifiers::ALT);
         let shift = key.modifiers.contains(KeyModifiers::SHIFT);
-        if self.approval.is_some() {
-            return self.approval_key(key);
+        // The dialog takes only its own keys, and only once armed; the rest is typing.
+        if self.approval_scroll_key(key) || self.approval_key(key, now) {
+            return;
         }
         if self.picker.is_some() {
             return self.picker_key(key);

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-pub use approval::Approval;
+pub use approval::{Approval, GRACE};
 #[cfg(test)]
 pub(crate) use events::stable_split;
 pub use replies::context_grid;
@@ -121,6 +121,8 @@ pub struct App {
     pub queue: VecDeque<Queued>,
     pub approval: Option<Approval>,
     pending_approvals: VecDeque<crate::permissions::PermissionPrompt>,
+    /// When each open question arrived, by tool call (the wait is not the tool's time).
+    approval_waits: std::collections::HashMap<String, Instant>,
     pub picker: Option<Picker>,
     pub show_todos: bool,
     pub exit_armed: Option<Instant>,
@@ -169,6 +171,7 @@ impl App {
             queue: VecDeque::new(),
             approval: None,
             pending_approvals: VecDeque::new(),
+            approval_waits: Default::default(),
             picker: None,
             show_todos: false,
             exit_armed: None,
@@ -215,18 +218,19 @@ impl App {
         self.dirty = true;
     }
 
-    /// When the app next needs to wake up by itself (spinner, Ctrl+C confirmation timeout).
+    /// When the app next needs to wake up by itself (spinner, Ctrl+C confirmation timeout,
+    /// arming an approval dialog).
     pub fn next_wakeup(&self, now: Instant) -> Option<Instant> {
         let spinner = self.busy.as_ref().map(|_| now + Duration::from_millis(100));
         let exit = self.exit_armed.map(|t| t + EXIT_CONFIRM);
-        match (spinner, exit) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let arm = self.approval.as_ref().and_then(Approval::arms_at);
+        [spinner, exit, arm].into_iter().flatten().min()
     }
 
-    /// Called on every wakeup: expires the Ctrl+C confirmation, animates the spinner.
+    /// Called on every timer wakeup (never while terminal input is waiting to be read):
+    /// expires the Ctrl+C confirmation, arms an approval dialog, animates the spinner.
     pub fn tick(&mut self, now: Instant) {
+        self.arm_approval(now);
         if let Some(t) = self.exit_armed
             && now >= t + EXIT_CONFIRM
         {

@@ -9,6 +9,7 @@ use tokio::sync::oneshot;
 use super::screen;
 use crate::engine::{EngineEvent, NoticeLevel, ResultSubtype, TurnOutcome};
 use crate::message::{ContentBlock, Message, ToolResultContent, Usage};
+use crate::permissions::preview::{Body, Preview};
 use crate::permissions::{Mode, PermissionPrompt, PermissionReply};
 use crate::tools::{Todo, TodoStatus};
 use crate::tui::app::App;
@@ -294,39 +295,66 @@ fn status_line_idle_busy_and_modes() {
     assert_snapshot!("status_narrow", narrow.lines().nth(9).unwrap());
 }
 
-fn prompt(detail: &str, rule: Option<&str>, input: Value) -> (PermissionPrompt, oneshot::Receiver<PermissionReply>) {
+fn prompt(
+    tool: &str,
+    input: Value,
+    rule: Option<&str>,
+    body: Body,
+) -> (PermissionPrompt, oneshot::Receiver<PermissionReply>) {
     let (tx, rx) = oneshot::channel();
     (
         PermissionPrompt {
             tool_use_id: "b1".into(),
-            tool_name: input.get("command").map(|_| "Bash").unwrap_or("Edit").into(),
+            tool_name: tool.into(),
             input,
-            detail: detail.into(),
+            detail: String::new(),
             suggested_rule: rule.map(str::to_string),
+            preview: Preview {
+                reason: "no allow rule matches it".into(),
+                body,
+            },
             reply: tx,
         },
         rx,
     )
 }
 
+fn arm(a: &mut App) {
+    a.tick(Instant::now() + crate::tui::app::GRACE + Duration::from_millis(1));
+}
+
 #[test]
 fn approval_modal_for_a_command() {
     let mut a = app();
     a.submit_text("run the tests");
+    let command = "npm test -- --watch=false --reporter=verbose --coverage --testPathPattern='src/(billing|orders)/.*\\.test\\.ts$'";
     let (p, _rx) = prompt(
-        "npm test -- --watch=false",
+        "Bash",
+        json!({"command": command}),
         Some("Bash(npm test:*)"),
-        json!({"command": "npm test -- --watch=false"}),
+        Body::Command {
+            command: command.into(),
+            description: Some("Run the billing and order tests with coverage".into()),
+        },
     );
     events(
         &mut a,
         vec![
-            tool_started("b1", "Bash", json!({"command": "npm test -- --watch=false"})),
+            tool_started("b1", "Bash", json!({"command": command})),
             EngineEvent::PermissionRequest(p),
         ],
     );
     let now = a.busy.as_ref().unwrap().since;
-    assert_snapshot!("approval_command", screen(&mut a, W, 20, now));
+    // Typed while the dialog opened: it stays in the prompt box, the choices are not active yet.
+    for c in "and then".chars() {
+        a.on_key(
+            crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Char(c)),
+            Instant::now(),
+        );
+    }
+    assert_snapshot!("approval_command_unarmed", screen(&mut a, W, 22, now));
+    arm(&mut a);
+    assert_snapshot!("approval_command", screen(&mut a, W, 22, now));
     a.on_key(
         crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Tab),
         Instant::now(),
@@ -337,41 +365,87 @@ fn approval_modal_for_a_command() {
             Instant::now(),
         );
     }
-    assert_snapshot!("approval_feedback", screen(&mut a, W, 20, now));
+    assert_snapshot!("approval_feedback", screen(&mut a, W, 22, now));
 }
 
 #[test]
-fn approval_modal_shows_the_diff() {
+fn approval_modal_shows_the_diff_with_file_line_numbers() {
     let mut a = app();
     a.submit_text("edit");
-    let detail = "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -10,3 +10,3 @@\n fn total() {\n-    a + b\n+    a - b\n }\n";
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lib.rs");
+    let text: String = (1..=30).map(|i| format!("    let v{i} = {i};\n")).collect();
+    std::fs::write(&file, &text).unwrap();
+    let input = json!({"file_path": file, "old_string": "    let v12 = 12;\n", "new_string": "    let v12 = 12 * 2;\n    check(v12);\n"});
+    let mut preview = crate::permissions::preview::build("Edit", &input, dir.path(), "edits need approval");
+    // The snapshot shows the path as it would be inside the workspace.
+    if let Body::Diff { path, .. } = &mut preview.body {
+        *path = "/work/proj/src/lib.rs".into();
+    }
+    let (p, _rx) = prompt("Edit", input, None, preview.body);
+    events(&mut a, vec![EngineEvent::PermissionRequest(p)]);
+    arm(&mut a);
+    let now = a.busy.as_ref().unwrap().since;
+    assert_snapshot!("approval_diff", screen(&mut a, W, 24, now));
+    let s = super::text(&mut a, W, 24);
+    assert!(
+        s.contains("12 -    let v12 = 12;") && s.contains("12 +    let v12 = 12 * 2;"),
+        "{s}"
+    );
+    assert!(
+        s.contains("13 +    check(v12);") && s.contains("16      let v15 = 15;"),
+        "{s}"
+    );
+    assert!(
+        !s.contains("---") && !s.contains("+++") && !s.contains("No newline"),
+        "{s}"
+    );
+}
+
+#[test]
+fn approval_modal_scrolls_a_long_new_file() {
+    let mut a = app();
+    a.submit_text("write it");
+    let content: String = (1..=120).map(|i| format!("print({i})\n")).collect();
     let (p, _rx) = prompt(
-        detail,
+        "Write",
+        json!({"file_path": "/work/proj/gen.py", "content": content}),
         None,
-        json!({"file_path": "/work/proj/src/lib.rs", "old_string": "a + b", "new_string": "a - b"}),
+        Body::NewFile {
+            path: "/work/proj/gen.py".into(),
+            content: content.clone(),
+        },
     );
     events(&mut a, vec![EngineEvent::PermissionRequest(p)]);
+    arm(&mut a);
     let now = a.busy.as_ref().unwrap().since;
-    let s = screen(&mut a, W, 22, now);
-    assert_snapshot!("approval_diff", s);
-    assert!(s.contains("-    a + b") && s.contains("+    a - b"));
+    let s = super::text(&mut a, W, 24);
+    assert!(
+        s.contains("Write gen.py · new file · 120 lines") && s.contains("1 │ print(1)"),
+        "{s}"
+    );
+    assert!(s.contains("lines 1–"), "{s}");
+    // The prompt box is still there below the dialog.
+    assert!(s.contains("Ask keel"), "{s}");
+    a.on_key(
+        crossterm::event::KeyEvent::from(crossterm::event::KeyCode::End),
+        Instant::now(),
+    );
+    assert_snapshot!("approval_write_scrolled_to_the_end", screen(&mut a, W, 24, now));
+    let s = super::text(&mut a, W, 24);
+    assert!(s.contains("120 │ print(120)") && s.contains("of 120"), "{s}");
+    assert!(a.approval.is_some(), "scrolling answers nothing");
 }
 
 #[test]
 fn approval_modal_for_a_plan_offers_the_next_mode() {
     let mut a = app();
     a.submit_text("plan the change");
-    let (tx, _rx) = tokio::sync::oneshot::channel();
     let plan = "1. Add a --verbose flag in src/cli.rs\n2. Log each request\n3. Run cargo test";
-    let p = PermissionPrompt {
-        tool_use_id: "p1".into(),
-        tool_name: "ExitPlanMode".into(),
-        input: json!({"plan": plan}),
-        detail: format!("{plan}\n\n(approve the plan to leave plan mode)"),
-        suggested_rule: None,
-        reply: tx,
-    };
+    let (mut p, _rx) = prompt("ExitPlanMode", json!({"plan": plan}), None, Body::Plan(plan.into()));
+    p.preview.reason = "approve the plan to leave plan mode".into();
     events(&mut a, vec![EngineEvent::PermissionRequest(p)]);
+    arm(&mut a);
     let now = a.busy.as_ref().unwrap().since;
     let s = screen(&mut a, W, 22, now);
     assert_snapshot!("approval_plan", s);

@@ -22,6 +22,8 @@ const COLLAPSED_SHELL_LINES: usize = 8;
 pub enum ToolStatus {
     /// The model is still writing the call.
     Streaming,
+    /// An approval dialog asks about this call.
+    Waiting,
     Running,
     Ok,
     Error,
@@ -41,6 +43,12 @@ pub struct ToolCell {
     pub output: String,
     pub structured: Value,
     pub expanded: bool,
+    /// How the user answered an approval dialog for this call.
+    pub approval: Option<String>,
+    /// Time spent waiting for that answer (left out of the duration shown).
+    pub wait_ms: u64,
+    /// The diff the user approved (file line numbers), shown instead of the edit's strings.
+    pub approved_preview: Option<crate::permissions::preview::Body>,
 }
 
 impl ToolCell {
@@ -55,6 +63,9 @@ impl ToolCell {
             output: String::new(),
             structured: Value::Null,
             expanded: false,
+            approval: None,
+            wait_ms: 0,
+            approved_preview: None,
         };
         cell.set_input(input, cwd);
         cell
@@ -69,6 +80,11 @@ impl ToolCell {
 
     /// The diff this call makes, when it edits a file.
     pub fn diff(&self) -> Option<Vec<DiffLine>> {
+        if let Some(body) = &self.approved_preview
+            && let Some(lines) = diff::from_preview(body)
+        {
+            return Some(lines);
+        }
         if let Some(patch) = self.structured.get("structuredPatch")
             && let Some(lines) = diff::from_structured_patch(patch)
             && !lines.is_empty()
@@ -208,6 +224,7 @@ fn thinking(text: &str, streaming: bool, width: usize, expanded: bool) -> Vec<Li
 fn status_mark(status: ToolStatus) -> (&'static str, Style) {
     match status {
         ToolStatus::Streaming | ToolStatus::Running => ("○", theme::accent()),
+        ToolStatus::Waiting => ("?", theme::warning()),
         ToolStatus::Ok => ("✓", theme::ok()),
         ToolStatus::Error => ("✗", theme::error()),
         ToolStatus::Denied => ("⊘", theme::warning()),
@@ -245,6 +262,7 @@ fn tool(t: &ToolCell, width: usize, expanded: bool) -> Vec<Line<'static>> {
     let state = match t.status {
         ToolStatus::Streaming => Some("preparing…".to_string()),
         ToolStatus::Running => Some("running…".to_string()),
+        ToolStatus::Waiting => Some("waiting for approval".to_string()),
         ToolStatus::Denied => Some("denied".to_string()),
         ToolStatus::Interrupted => Some("interrupted".to_string()),
         _ => None,
@@ -252,6 +270,11 @@ fn tool(t: &ToolCell, width: usize, expanded: bool) -> Vec<Line<'static>> {
     let mut tail = Vec::new();
     if let Some(s) = state {
         tail.push(s);
+    }
+    if let Some(a) = &t.approval
+        && t.status != ToolStatus::Denied
+    {
+        tail.push(a.clone());
     }
     if let Some(ms) = t.duration_ms {
         tail.push(format_duration(ms));
@@ -264,7 +287,10 @@ fn tool(t: &ToolCell, width: usize, expanded: bool) -> Vec<Line<'static>> {
     let first = [Span::styled("  └ ", theme::dim())];
     let rest = [Span::raw("    ")];
     let body_width = width;
-    if matches!(t.status, ToolStatus::Streaming | ToolStatus::Running) {
+    if matches!(
+        t.status,
+        ToolStatus::Streaming | ToolStatus::Running | ToolStatus::Waiting
+    ) {
         return lines;
     }
     if t.status == ToolStatus::Ok
