@@ -10,6 +10,7 @@ pub mod app;
 pub mod commands;
 pub mod input;
 pub mod integration;
+pub mod present;
 pub mod render;
 pub mod sessions;
 pub mod shell;

@@ -20,7 +20,8 @@ const MAX_INPUT_ROWS: usize = 10;
 const MAX_TODO_ROWS: usize = 10;
 const MAX_QUEUE_ROWS: usize = 3;
 
-pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) {
+/// Draws the screen; returns where the terminal's cursor goes (hidden when `None`).
+pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) -> Option<Position> {
     let area = frame.area();
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
         let msg = format!(
@@ -40,7 +41,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) {
                 area.height - y.saturating_sub(1),
             ),
         );
-        return;
+        return None;
     }
 
     // Input rows first: the prompt area decides how much the transcript gets.
@@ -173,6 +174,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) {
     if let Some(p) = cursor_pos {
         frame.set_cursor_position(p);
     }
+    cursor_pos
 }
 
 fn draw_todos(frame: &mut Frame, area: Rect, todos: &[crate::tools::Todo]) {
