@@ -19,3 +19,4 @@ mod skills;
 mod subagents;
 mod tui;
 mod tui_approvals;
+mod tui_render;

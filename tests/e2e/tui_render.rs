@@ -1,0 +1,94 @@
+//! How the real TUI draws results in tmux: failed output keeps its indentation, tables that do
+//! not fit wrap inside their cells.
+
+use serde_json::json;
+
+use crate::support::sse::{answer, calls, tool};
+use crate::support::tmux::Tmux;
+use crate::support::{Env, ModelServer};
+
+/// Lets the model's Bash calls run without a dialog.
+fn allow_bash(env: &Env) {
+    env.write(
+        ".claude/settings.json",
+        &json!({"permissions": {"allow": ["Bash"]}}).to_string(),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_traceback_keeps_its_indentation() {
+    let env = Env::new();
+    allow_bash(&env);
+    let server = ModelServer::start().await;
+    let script = "printf 'Traceback (most recent call last):\\n  File \"/srv/app/billing/orders.py\", line 12, in <module>\\n    main()\\n      ^^^^\\nValueError: negative total\\n' >&2; exit 1";
+    server
+        .push(calls(vec![tool("b1", "Bash", json!({"command": script}))]))
+        .push(answer("The script fails."));
+    let t = Tmux::start(&env, &server, &[], 60, 30);
+    t.wait_for_text("Ask keel").await;
+    t.type_text("run it");
+    t.press(&["Enter"]);
+    let s = t.wait_for_text("The script fails.").await;
+    let lines: Vec<&str> = s.lines().collect();
+    let at = |needle: &str| {
+        lines
+            .iter()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no `{needle}` in:\n{s}"))
+            .to_string()
+    };
+    // The cell's body is indented 4 columns; the output's own indentation follows.
+    assert!(
+        at("File \"/srv/app").starts_with("      File \"/srv/app/billing/orders.py\","),
+        "{s}"
+    );
+    assert!(at("main()").starts_with("        main()"), "{s}");
+    assert!(at("^^^^").starts_with("          ^^^^"), "{s}");
+    assert!(at("ValueError").starts_with("    ValueError: negative total"), "{s}");
+    // The long File line wrapped at its own indentation.
+    let file_row = lines.iter().position(|l| l.contains("File \"/srv/app")).unwrap();
+    assert!(
+        lines[file_row + 1].starts_with("      ") && lines[file_row + 1].trim_start().contains("<module>"),
+        "{s}"
+    );
+    t.press(&["C-d"]);
+    assert_eq!(t.wait_exit().await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_wider_than_the_terminal_wraps_inside_its_cells() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    server.push(answer(
+        "Summary:\n\n| module | responsibility | status |\n|---|---|---|\n| parser | reads the configuration file and validates every key against the schema | done |\n| runner | starts the worker processes and restarts them when they crash | open |\n\nEnd of table.",
+    ));
+    let t = Tmux::start(&env, &server, &[], 50, 30);
+    t.wait_for_text("Ask keel").await;
+    t.type_text("summarise");
+    t.press(&["Enter"]);
+    let s = t.wait_for_text("End of table.").await;
+    let rows: Vec<&str> = s
+        .lines()
+        .filter(|l| (l.contains('│') || l.contains('┼')) && !l.starts_with('│'))
+        .collect();
+    assert!(rows.len() >= 8, "the cells wrapped onto several lines:\n{s}");
+    // Every table line has both column separators at the same places: the grid holds.
+    let columns = |l: &str| -> Vec<usize> {
+        l.chars()
+            .enumerate()
+            .filter(|(_, c)| *c == '│' || *c == '┼')
+            .map(|(i, _)| i)
+            .collect()
+    };
+    let first = columns(rows[0]);
+    assert_eq!(first.len(), 2, "{s}");
+    for r in &rows {
+        assert_eq!(columns(r), first, "{r}\n{s}");
+    }
+    // Nothing was cut: the last words of the long cells are there.
+    for word in ["schema", "crash", "done", "open"] {
+        assert!(s.contains(word), "{word} missing:\n{s}");
+    }
+    t.press(&["C-d"]);
+    assert_eq!(t.wait_exit().await, 0);
+}
