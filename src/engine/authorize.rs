@@ -9,6 +9,7 @@ use serde_json::json;
 
 use crate::hooks::{Event, Permission, fields};
 use crate::permissions::{AskInfo, HookDecision, Mode, PermissionPrompt, PermissionReply, Verdict};
+use crate::sandbox::Confinement;
 use crate::tools::ToolOutput;
 
 /// Why a call did not run; `denied` marks permission denials (for `permission_denials`).
@@ -25,23 +26,28 @@ impl Pipeline<'_> {
         read_only: bool,
         hook: Option<HookDecision>,
         cancel: &CancellationToken,
-    ) -> Result<(), Refusal> {
+    ) -> Result<Confinement, Refusal> {
         let mode = self.shared.mode();
         let verdict = self
             .authorizer
             .check(&call.name, &call.input, read_only, mode, &self.shared.cwd, hook);
         let verdict = match verdict {
-            Verdict::Allow | Verdict::Ask { .. } if leaves_sandbox(call, &self.shared.sandbox) => Verdict::Ask {
+            v @ (Verdict::Allow | Verdict::AllowConfined(_) | Verdict::Ask { .. })
+                if leaves_sandbox(call, &self.shared.sandbox, &v) =>
+            {
+                Verdict::Ask {
                 hard: true,
                 info: AskInfo {
-                    reason: "the command asks to run outside the OS sandbox (dangerouslyDisableSandbox)".into(),
-                    ..AskInfo::default()
-                },
-            },
+                        reason: "the command asks to run outside the OS sandbox (dangerouslyDisableSandbox)".into(),
+                        ..AskInfo::default()
+                    },
+                }
+            }
             v => v,
         };
         let info = match verdict {
-            Verdict::Allow => return Ok(()),
+            Verdict::Allow => return Ok(Confinement::Approved),
+            Verdict::AllowConfined(c) => return Ok(c),
             Verdict::Deny(reason) => return Err(denied(call, &format!("Permission denied: {reason}."))),
             Verdict::Ask { info, .. } => info,
         };
@@ -55,7 +61,7 @@ impl Pipeline<'_> {
             match agg.permission {
                 Some(Permission::Allow) => {
                     self.after_approval(call, false);
-                    return Ok(());
+                    return Ok(Confinement::Approved);
                 }
                 Some(Permission::Deny) => {
                     let why = agg.permission_reasons.join("; ");
@@ -84,14 +90,14 @@ impl Pipeline<'_> {
             }),
             Some(PermissionReply::AllowOnce) => {
                 self.after_approval(call, false);
-                Ok(())
+                Ok(Confinement::Approved)
             }
             Some(PermissionReply::AllowAlways) => {
                 if let Some(warning) = self.authorizer.grant(&info) {
                     self.events.notice(NoticeLevel::Warning, warning);
                 }
                 self.after_approval(call, true);
-                Ok(())
+                Ok(Confinement::Approved)
             }
             Some(PermissionReply::Deny { feedback }) => {
                 let mut msg = format!("The user declined this {} call; it was not run.", call.name);
@@ -209,9 +215,10 @@ fn detail(call: &ToolCall, info: &AskInfo) -> String {
     format!("{body}\n\n({})", info.reason)
 }
 
-/// A Bash call that asks to run unsandboxed while the sandbox is on.
-fn leaves_sandbox(call: &ToolCall, sandbox: &crate::sandbox::SandboxMode) -> bool {
+/// A Bash call that asks to run unconfined while it would be confined: the sandbox is on, or
+/// keel approved it only as read-only (the jail).
+fn leaves_sandbox(call: &ToolCall, sandbox: &crate::sandbox::SandboxMode, verdict: &Verdict) -> bool {
     call.name == "Bash"
         && call.input.get("dangerouslyDisableSandbox") == Some(&serde_json::Value::Bool(true))
-        && !matches!(sandbox, crate::sandbox::SandboxMode::Off)
+        && (!matches!(sandbox, crate::sandbox::SandboxMode::Off) || matches!(verdict, Verdict::AllowConfined(_)))
 }

@@ -38,8 +38,11 @@ pub struct SessionShared {
     pub mode: Mutex<crate::permissions::Mode>,
     /// The session's task list (TodoWrite).
     pub todos: Mutex<Vec<Todo>>,
-    /// How shell commands are confined (set once at startup).
+    /// How shell commands a human or rule approved are confined (set once at startup).
     pub sandbox: crate::sandbox::SandboxMode,
+    /// The session's confinement state (read-only jail, credential scan); none in bare test
+    /// sessions, whose commands then run as `sandbox` says.
+    pub confiner: Option<Arc<crate::sandbox::Confiner>>,
     /// Working directories besides `cwd` (`--add-dir`, `permissions.additionalDirectories`).
     pub extra_dirs: Vec<PathBuf>,
     /// Files whose content Read-like tools must not show (set once at startup).
@@ -106,6 +109,7 @@ impl SessionShared {
             mode: Mutex::new(crate::permissions::Mode::Default),
             todos: Mutex::new(Vec::new()),
             sandbox: crate::sandbox::SandboxMode::Off,
+            confiner: None,
             extra_dirs: Vec::new(),
             read_guard: ReadGuard::default(),
             agents: None,
@@ -126,6 +130,7 @@ impl SessionShared {
     /// directories, permission mode) when a front end swaps sessions.
     pub fn inherit_from(&mut self, other: &SessionShared) {
         self.sandbox = other.sandbox.clone();
+        self.confiner = other.confiner.clone();
         self.extra_dirs = other.extra_dirs.clone();
         self.read_guard = other.read_guard.clone();
         self.agents = other.agents.clone();
@@ -162,6 +167,8 @@ pub struct ToolContext {
     pub shared: Arc<SessionShared>,
     pub cancel: CancellationToken,
     pub tool_use_id: String,
+    /// How the permission step approved this call (Bash confines the command accordingly).
+    pub confinement: crate::sandbox::Confinement,
 }
 
 impl ToolContext {
