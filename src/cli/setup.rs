@@ -78,6 +78,7 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     let permission_mode = permissions.mode;
     let mut warnings = permissions.warnings.clone();
     let sandbox_config = SandboxConfig::from_settings(&settings, cli.sandbox)?;
+    let output_cap = crate::sandbox::contain::output_cap(&settings)?;
 
     let (provider, script_model): (Arc<dyn Provider>, Option<String>) = match cli.provider {
         ProviderKind::Anthropic => {
@@ -146,6 +147,7 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
             move |p| rules.read_denied_by_rule(p),
         )));
         shared.sandbox = sandbox_mode;
+        shared.output_cap = output_cap;
         shared.extra_dirs = authorizer.working_dirs().iter().skip(1).cloned().collect();
     }
     let resumed = history.is_some();

@@ -48,7 +48,8 @@ pub fn unsafe_assignment(cmd: &SimpleCommand) -> Option<&str> {
 /// What keel can tell about a command.
 #[derive(Debug, Clone, Default)]
 pub struct Analysis {
-    /// It only observes: no writes, no programs run, no network.
+    /// The program only observes: no writes, no programs run, no network (its redirections
+    /// are judged apart, as writes).
     pub observes: bool,
     /// Files it reads (operands, option values, `<` redirections).
     pub reads: Vec<Word>,
@@ -60,13 +61,16 @@ fn program_name(w: &str) -> &str {
     w.rsplit('/').next().unwrap_or(w)
 }
 
+/// File commands with option tables (for acceptEdits), which change files.
+const FILE_COMMANDS: &[&str] = &["mkdir", "touch", "cp", "mv"];
+
 /// Programs that print their arguments or test them, and read no files.
 const FREE_TEXT: &[&str] = &["echo", "printf", "true", "false", "test", "[", "type"];
 
 pub fn analyze(cmd: &SimpleCommand, strict: bool) -> Analysis {
     let mut a = analyze_program(cmd, strict);
     a.reads.extend(cmd.reads.iter().cloned());
-    if !cmd.writes.is_empty() || unsafe_assignment(cmd).is_some() {
+    if unsafe_assignment(cmd).is_some() {
         a.observes = false;
     }
     if cmd.wrappers.iter().any(|w| w == "xargs") {
@@ -102,6 +106,9 @@ fn analyze_program(cmd: &SimpleCommand, strict: bool) -> Analysis {
         }
         "find" => return find(args, strict),
         _ => {}
+    }
+    if FILE_COMMANDS.contains(&name) {
+        return Analysis::default();
     }
     let table_name = match name {
         "egrep" | "fgrep" => "grep",

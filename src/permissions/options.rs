@@ -171,12 +171,13 @@ pub fn parse(args: &[Word], table: &Table, stop_at_operand: bool) -> Parsed {
             }
             continue;
         }
-        if w.dynamic {
-            // `-$X`: the shell decides what option this is.
-            p.unknown.push(t.to_string());
-            p.unsafe_opts.push(t.to_string());
-            continue;
-        }
+        // Where the shell expands the word, only the part before the first expansion is
+        // known; an option name reaching into it could be anything.
+        let literal = if w.dynamic {
+            t.find(['$', '*', '?', '[', '{', '~', '`']).unwrap_or(t.len())
+        } else {
+            t.len()
+        };
         if t == "--" {
             options_done = true;
             continue;
@@ -186,6 +187,11 @@ pub fn parse(args: &[Word], table: &Table, stop_at_operand: bool) -> Parsed {
                 Some((n, v)) => (n, Some(v)),
                 None => (long, None),
             };
+            if 2 + name.len() > literal {
+                p.unknown.push(t.to_string());
+                p.unsafe_opts.push(t.to_string());
+                continue;
+            }
             match table.long(name) {
                 Ok(opt) => {
                     let value = match (opt.takes, attached) {
@@ -218,6 +224,11 @@ pub fn parse(args: &[Word], table: &Table, stop_at_operand: bool) -> Parsed {
         let mut chars = cluster.char_indices();
         let mut unknown_seen = false;
         while let Some((at, c)) = chars.next() {
+            if 1 + at >= literal {
+                p.unknown.push(t.to_string());
+                p.unsafe_opts.push(t.to_string());
+                break;
+            }
             let Some(opt) = table.short(c) else {
                 // An unknown letter may take the rest as its value; still look for unsafe
                 // letters after it, as the program might read them as options.

@@ -3,7 +3,6 @@
 //! Runs before any async runtime or thread exists, so restricting the process is safe. Every
 //! step either succeeds or the command does not run (exit status 125 and a message).
 
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -12,6 +11,7 @@ use landlock::{
     RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
+use super::contain;
 use super::fs_rules::{self, FS_ABI};
 use super::lockdown::{self, SocketRule};
 use super::policy::{Kind, Policy};
@@ -37,19 +37,38 @@ fn run(args: &[String]) -> ExitCode {
         println!("{}", serde_json::to_string(&caps).unwrap_or_else(|_| "{}".into()));
         return ExitCode::SUCCESS;
     }
-    let (policy, at) = match Policy::from_args(args) {
-        Ok(p) => p,
-        Err(e) => return fail(&e),
+    let mut args = args;
+    let mut cap = None;
+    if args.first().map(String::as_str) == Some("--cap") {
+        match args.get(1).and_then(|v| v.parse::<u64>().ok()) {
+            Some(c) => cap = Some(c),
+            None => return fail("--cap needs a number of bytes"),
+        }
+        args = &args[2..];
+    }
+    let (policy, at) = if args.get(..2) == Some(&["--kind".to_string(), "none".to_string()]) {
+        match args.iter().position(|a| a == "--") {
+            Some(i) => (None, i + 1),
+            None => return fail("no command to run"),
+        }
+    } else {
+        match Policy::from_args(args) {
+            Ok((p, at)) => (Some(p), at),
+            Err(e) => return fail(&e),
+        }
     };
     let Some((program, program_args)) = args[at..].split_first() else {
         return fail("no command to run");
     };
-    if let Err(e) = confine(&policy) {
+    if let Some(policy) = &policy
+        && let Err(e) = confine(policy)
+    {
         return fail(&e);
     }
-    let err = std::process::Command::new(program).args(program_args).exec();
-    eprintln!("keel sandbox: cannot run {program}: {err}");
-    ExitCode::from(127)
+    match cap {
+        Some(cap) => contain::run(program, program_args, cap),
+        None => contain::exec(program, program_args),
+    }
 }
 
 fn fail(msg: &str) -> ExitCode {

@@ -14,6 +14,7 @@
 //! nothing unsafe happens between fork and exec in the multi-threaded agent.
 
 pub mod confiner;
+pub mod contain;
 pub mod fs_rules;
 pub mod helper;
 pub mod lockdown;
@@ -211,11 +212,16 @@ pub fn probe() -> Capabilities {
     }
 }
 
-/// The program and arguments that run `argv` confined by `policy`.
-pub fn wrap(policy: &Policy, argv: &[String]) -> std::io::Result<(PathBuf, Vec<String>)> {
+/// The program and arguments that run `argv` under keel's helper: confined by `policy` (if
+/// any), contained (the helper is a child subreaper and kills what the command leaves
+/// behind), with its output capped at `cap` bytes.
+pub fn wrap(policy: Option<&Policy>, cap: u64, argv: &[String]) -> std::io::Result<(PathBuf, Vec<String>)> {
     let exe = std::env::current_exe()?;
-    let mut args = vec![HELPER_ARG.to_string()];
-    args.extend(policy.to_args());
+    let mut args = vec![HELPER_ARG.to_string(), "--cap".into(), cap.to_string()];
+    match policy {
+        Some(p) => args.extend(p.to_args()),
+        None => args.extend(["--kind".to_string(), "none".to_string()]),
+    }
     args.push("--".into());
     args.extend(argv.iter().cloned());
     Ok((exe, args))

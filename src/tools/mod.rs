@@ -43,6 +43,8 @@ pub struct SessionShared {
     /// The session's confinement state (read-only jail, credential scan); none in bare test
     /// sessions, whose commands then run as `sandbox` says.
     pub confiner: Option<Arc<crate::sandbox::Confiner>>,
+    /// Most bytes one shell command's output file keeps (head and tail; `shellOutputMaxBytes`).
+    pub output_cap: u64,
     /// Working directories besides `cwd` (`--add-dir`, `permissions.additionalDirectories`).
     pub extra_dirs: Vec<PathBuf>,
     /// Files whose content Read-like tools must not show (set once at startup).
@@ -110,6 +112,7 @@ impl SessionShared {
             todos: Mutex::new(Vec::new()),
             sandbox: crate::sandbox::SandboxMode::Off,
             confiner: None,
+            output_cap: crate::sandbox::contain::DEFAULT_OUTPUT_CAP,
             extra_dirs: Vec::new(),
             read_guard: ReadGuard::default(),
             agents: None,
@@ -131,6 +134,7 @@ impl SessionShared {
     pub fn inherit_from(&mut self, other: &SessionShared) {
         self.sandbox = other.sandbox.clone();
         self.confiner = other.confiner.clone();
+        self.output_cap = other.output_cap;
         self.extra_dirs = other.extra_dirs.clone();
         self.read_guard = other.read_guard.clone();
         self.agents = other.agents.clone();

@@ -4,12 +4,14 @@ mod support;
 
 mod bash;
 mod compaction;
+mod containment;
 mod demo;
 mod edit_guards;
 mod engine_loop;
 mod headless;
 mod hooks;
 mod hooks_integration;
+mod jail;
 mod permissions;
 mod provider;
 mod sandbox;

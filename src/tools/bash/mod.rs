@@ -101,6 +101,7 @@ impl Tool for BashTool {
             } else {
                 ctx.confinement
             },
+            output_cap: ctx.shared.output_cap,
             sandbox: &sandbox,
             confiner: ctx.shared.confiner.as_deref(),
         };

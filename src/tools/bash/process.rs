@@ -39,7 +39,11 @@ impl Drop for ProcessGroup {
     }
 }
 
+/// Kills a command's whole tree: first every descendant of its leader (keel's helper, a
+/// child subreaper, so processes that left the group with `setsid` are still below it), then
+/// the group.
 pub fn kill_group(pgid: Pid) {
+    crate::sandbox::contain::kill_descendants(pgid.as_raw(), false);
     // ESRCH (no such group) means everything is already gone.
     let _ = killpg(pgid, Signal::SIGKILL);
 }

@@ -40,6 +40,8 @@ fn first_existing(candidates: &[&'static str]) -> Option<&'static str> {
 #[derive(Clone, Copy)]
 pub struct Confine<'a> {
     pub how: Confinement,
+    /// Most bytes of output kept on disk (head and tail).
+    pub output_cap: u64,
     pub sandbox: &'a SandboxMode,
     pub confiner: Option<&'a Confiner>,
 }
@@ -78,9 +80,12 @@ impl Confine<'_> {
 /// Where `setsid(1)` is missing the child gets its own process group instead (terminal still
 /// attached).
 ///
-/// A confined command (see [`crate::sandbox`]) runs through keel's helper (`keel
-/// __sandbox-exec`), which confines itself and then execs the shell; the returned policy says
-/// how. The working-directory report is the one file outside the policy the shell may write.
+/// Every command runs under keel's helper (`keel __sandbox-exec`): it confines itself when
+/// the command is confined (see [`crate::sandbox`]; the returned policy says how), starts the
+/// shell as its child, passes its output into `output` with a size cap, and — being a child
+/// subreaper — kills whatever the shell leaves behind when it ends, `setsid` and
+/// double-forked processes included. The working-directory report is the one file outside
+/// the policy the shell may write.
 pub fn shell_command(
     command: &str,
     cwd: &Path,
@@ -97,18 +102,15 @@ pub fn shell_command(
         cwd_report.display().to_string(),
     ];
     let policy = confine.policy(cwd_report)?;
-    let (program, args): (String, Vec<String>) = match &policy {
-        None => (shell_argv[0].clone(), shell_argv[1..].to_vec()),
-        Some(policy) => {
-            // Landlock grants rights on existing files only.
-            File::create(cwd_report)?;
-            if let Some(tmp) = &policy.tmp_dir {
-                std::fs::create_dir_all(tmp)?;
-            }
-            let (exe, args) = crate::sandbox::wrap(policy, &shell_argv)?;
-            (exe.display().to_string(), args)
+    if let Some(policy) = &policy {
+        // Landlock grants rights on existing files only.
+        File::create(cwd_report)?;
+        if let Some(tmp) = &policy.tmp_dir {
+            std::fs::create_dir_all(tmp)?;
         }
-    };
+    }
+    let (exe, args) = crate::sandbox::wrap(policy.as_ref(), confine.output_cap, &shell_argv)?;
+    let program = exe.display().to_string();
     let mut cmd = match setsid_program() {
         Some(setsid) => {
             let mut c = tokio::process::Command::new(setsid);
@@ -121,14 +123,14 @@ pub fn shell_command(
             c
         }
     };
-    if let Some(policy) = &policy {
-        if let Some(tmp) = &policy.tmp_dir {
-            cmd.env("TMPDIR", tmp);
-        }
-        if policy.kind != Kind::Sandbox {
-            for name in crate::sandbox::confiner::secret_env_names() {
-                cmd.env_remove(name);
-            }
+    if let Some(tmp) = policy.as_ref().and_then(|p| p.tmp_dir.as_ref()) {
+        cmd.env("TMPDIR", tmp);
+    }
+    // A command keel approved on its own does not get keel's secrets (its API key among them),
+    // jail or not.
+    if confine.how != Confinement::Approved || policy.as_ref().is_some_and(|p| p.kind != Kind::Sandbox) {
+        for name in crate::sandbox::confiner::secret_env_names() {
+            cmd.env_remove(name);
         }
     }
     cmd.args(&args)
