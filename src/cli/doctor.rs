@@ -66,10 +66,7 @@ pub fn run() -> ExitCode {
              known options run without asking (anything else asks)"
         );
     }
-    println!(
-        "  {}   seccomp filters",
-        if caps.seccomp { "ok" } else { "NO" }
-    );
+    println!("  {}   seccomp filters", if caps.seccomp { "ok" } else { "NO" });
 
     println!("\nSandbox (Linux: Landlock + network namespace)");
     match caps.landlock_abi {

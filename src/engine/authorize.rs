@@ -36,8 +36,8 @@ impl Pipeline<'_> {
                 if leaves_sandbox(call, &self.shared.sandbox, &v) =>
             {
                 Verdict::Ask {
-                hard: true,
-                info: AskInfo {
+                    hard: true,
+                    info: AskInfo {
                         reason: "the command asks to run outside the OS sandbox (dangerouslyDisableSandbox)".into(),
                         ..AskInfo::default()
                     },

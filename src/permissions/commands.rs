@@ -119,7 +119,7 @@ fn analyze_program(cmd: &SimpleCommand, strict: bool) -> Analysis {
     };
     let p = options::parse(args, table, false);
     let mut a = Analysis {
-        observes: p.unsafe_opts.is_empty() && !(strict && !p.unknown.is_empty()),
+        observes: p.unsafe_opts.is_empty() && (!strict || p.unknown.is_empty()),
         reads: p.read_values().cloned().collect(),
         reads_unknown: false,
     };
@@ -279,7 +279,7 @@ fn git_table() -> Option<&'static Table> {
 fn sub_options_ok(rest: &[Word], strict: bool) -> bool {
     let Some(t) = git_table() else { return false };
     let p: Parsed = options::parse(rest, t, false);
-    p.unsafe_opts.is_empty() && !(strict && !p.unknown.is_empty())
+    p.unsafe_opts.is_empty() && (!strict || p.unknown.is_empty())
 }
 
 /// The paths a simple file command (`mkdir`, `touch`, `cp`, `mv`) creates, changes or reads,
@@ -317,7 +317,10 @@ pub fn hidden_program(cmd: &SimpleCommand) -> Option<String> {
     }
     let name = program_name(cmd.program());
     let args: Vec<&str> = cmd.args().iter().map(|w| w.text.as_str()).collect();
-    let has = |flags: &[&str]| args.iter().any(|a| flags.iter().any(|f| a == f || (f.len() == 2 && a.starts_with(f))));
+    let has = |flags: &[&str]| {
+        args.iter()
+            .any(|a| flags.iter().any(|f| a == f || (f.len() == 2 && a.starts_with(f))))
+    };
     let inline = match name {
         "find" => args.iter().any(|a| FIND_UNSAFE[..5].contains(a)),
         n if n.starts_with("python") => has(&["-c"]),

@@ -125,11 +125,26 @@ pub const SPECS: &[(&str, &str)] = &[
          --stream --stream-errors --seq -f|--from-file=< --arg= --argjson= --slurpfile= --rawfile= --args --jsonargs \
          -R|--raw-input --raw-output0 -L= -h|--help -V|--version --build-configuration",
     ),
-    ("md5sum", "-b|--binary -c|--check! --tag -t|--text -z|--zero --ignore-missing --quiet --status --strict -w|--warn --help --version"),
-    ("sha1sum", "-b|--binary -c|--check! --tag -t|--text -z|--zero --ignore-missing --quiet --status --strict -w|--warn --help --version"),
-    ("sha256sum", "-b|--binary -c|--check! --tag -t|--text -z|--zero --ignore-missing --quiet --status --strict -w|--warn --help --version"),
-    ("sha512sum", "-b|--binary -c|--check! --tag -t|--text -z|--zero --ignore-missing --quiet --status --strict -w|--warn --help --version"),
-    ("cmp", "-b|--print-bytes -i|--ignore-initial= -l|--verbose -n|--bytes= -s|--quiet --silent --help -v|--version"),
+    (
+        "md5sum",
+        "-b|--binary -c|--check! --tag -t|--text -z|--zero --ignore-missing --quiet --status --strict -w|--warn --help --version",
+    ),
+    (
+        "sha1sum",
+        "-b|--binary -c|--check! --tag -t|--text -z|--zero --ignore-missing --quiet --status --strict -w|--warn --help --version",
+    ),
+    (
+        "sha256sum",
+        "-b|--binary -c|--check! --tag -t|--text -z|--zero --ignore-missing --quiet --status --strict -w|--warn --help --version",
+    ),
+    (
+        "sha512sum",
+        "-b|--binary -c|--check! --tag -t|--text -z|--zero --ignore-missing --quiet --status --strict -w|--warn --help --version",
+    ),
+    (
+        "cmp",
+        "-b|--print-bytes -i|--ignore-initial= -l|--verbose -n|--bytes= -s|--quiet --silent --help -v|--version",
+    ),
     (
         "tree",
         "-a -d -l -f -x -L= -R -P= -I= --gitignore --gitfile=< --ignore-case --matchdirs --metafirst --prune \
@@ -150,15 +165,33 @@ pub const SPECS: &[(&str, &str)] = &[
         "-d|--date= --debug -f|--file=< -I|--iso-8601? --resolution -R|--rfc-email --rfc-3339= -r|--reference=< \
          -s|--set=! -u|--utc --universal --help --version",
     ),
-    ("readlink", "-f|--canonicalize -e|--canonicalize-existing -m|--canonicalize-missing -n|--no-newline -q|--quiet -s|--silent -v|--verbose -z|--zero --help --version"),
-    ("realpath", "-e|--canonicalize-existing -m|--canonicalize-missing -L|--logical -P|--physical -q|--quiet --relative-to= --relative-base= -s|--strip --no-symlinks -z|--zero --help --version"),
+    (
+        "readlink",
+        "-f|--canonicalize -e|--canonicalize-existing -m|--canonicalize-missing -n|--no-newline -q|--quiet -s|--silent -v|--verbose -z|--zero --help --version",
+    ),
+    (
+        "realpath",
+        "-e|--canonicalize-existing -m|--canonicalize-missing -L|--logical -P|--physical -q|--quiet --relative-to= --relative-base= -s|--strip --no-symlinks -z|--zero --help --version",
+    ),
     ("basename", "-a|--multiple -s|--suffix= -z|--zero --help --version"),
     ("dirname", "-z|--zero --help --version"),
-    ("uname", "-a|--all -s|--kernel-name -n|--nodename -r|--kernel-release -v|--kernel-version -m|--machine -p|--processor -i|--hardware-platform -o|--operating-system --help --version"),
-    ("id", "-a -Z|--context -g|--group -G|--groups -n|--name -r|--real -u|--user -z|--zero --help --version"),
+    (
+        "uname",
+        "-a|--all -s|--kernel-name -n|--nodename -r|--kernel-release -v|--kernel-version -m|--machine -p|--processor -i|--hardware-platform -o|--operating-system --help --version",
+    ),
+    (
+        "id",
+        "-a -Z|--context -g|--group -G|--groups -n|--name -r|--real -u|--user -z|--zero --help --version",
+    ),
     ("whoami", "--help --version"),
-    ("which", "-a --all -s --skip-alias --skip-dot --skip-tilde --show-dot --show-tilde --tty-only --read-alias --read-functions"),
-    ("hostname", "-a|--alias -A|--all-fqdns -d|--domain -f|--fqdn|--long -i|--ip-address -I|--all-ip-addresses -s|--short -y|--yp|--nis -h|--help -V|--version"),
+    (
+        "which",
+        "-a --all -s --skip-alias --skip-dot --skip-tilde --show-dot --show-tilde --tty-only --read-alias --read-functions",
+    ),
+    (
+        "hostname",
+        "-a|--alias -A|--all-fqdns -d|--domain -f|--fqdn|--long -i|--ip-address -I|--all-ip-addresses -s|--short -y|--yp|--nis -h|--help -V|--version",
+    ),
     ("pwd", "-L -P --help --version"),
     ("cd", "-L -P -e -@"),
     ("find", "-H -L -P -D= -O?"),

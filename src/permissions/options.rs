@@ -221,9 +221,8 @@ pub fn parse(args: &[Word], table: &Table, stop_at_operand: bool) -> Parsed {
         if table.numeric && cluster.chars().all(|c| c.is_ascii_digit()) {
             continue;
         }
-        let mut chars = cluster.char_indices();
         let mut unknown_seen = false;
-        while let Some((at, c)) = chars.next() {
+        for (at, c) in cluster.char_indices() {
             if 1 + at >= literal {
                 p.unknown.push(t.to_string());
                 p.unsafe_opts.push(t.to_string());
@@ -311,7 +310,10 @@ mod tests {
         assert_eq!(p.unsafe_opts.len(), 2, "{p:?}");
         let p = parse(&words("-k 2 --check=quiet a -- -o"), &t, false);
         assert!(p.unsafe_opts.is_empty() && p.unknown.is_empty(), "{p:?}");
-        assert_eq!(p.operands.iter().map(|w| w.text.as_str()).collect::<Vec<_>>(), vec!["a", "-o"]);
+        assert_eq!(
+            p.operands.iter().map(|w| w.text.as_str()).collect::<Vec<_>>(),
+            vec!["a", "-o"]
+        );
         // An unknown letter before an unsafe one still counts the unsafe one.
         let p = parse(&words("-Xo f"), &t, false);
         assert_eq!(p.unknown, vec!["-X"]);

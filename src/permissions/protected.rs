@@ -178,7 +178,13 @@ pub const HOME_CREDENTIALS: &[&str] = &[
 ];
 
 /// System files that hold password hashes or host keys (readable by root without privileges).
-pub const SYSTEM_CREDENTIALS: &[&str] = &["/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/ssh"];
+pub const SYSTEM_CREDENTIALS: &[&str] = &[
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/etc/shadow-",
+    "/etc/gshadow-",
+    "/etc/ssh",
+];
 
 /// Whether a file name marks a credential file wherever it lies (`.env*`, keys).
 pub fn is_credential_name(name: &str) -> bool {
@@ -219,9 +225,7 @@ pub fn config_reason(path: &Path, home: Option<&Path>) -> Option<String> {
     }
     if let Some(h) = home
         && let Ok(rel) = path.strip_prefix(h)
-        && crate::sandbox::policy::HOME_CONFIG
-            .iter()
-            .any(|c| rel.starts_with(c))
+        && crate::sandbox::policy::HOME_CONFIG.iter().any(|c| rel.starts_with(c))
     {
         return Some(format!(
             "{} configures your shell, git or ssh, which run it later",

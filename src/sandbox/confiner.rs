@@ -135,7 +135,16 @@ impl Confiner {
 /// secret (keel's own API key among them).
 pub fn secret_env_names() -> Vec<OsString> {
     const MARKS: &[&str] = &[
-        "KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE", "PRIVATE", "SESSION",
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "AUTH",
+        "COOKIE",
+        "PRIVATE",
+        "SESSION",
     ];
     std::env::vars_os()
         .map(|(k, _)| k)

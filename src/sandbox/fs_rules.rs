@@ -54,7 +54,13 @@ pub fn grants(policy: &Policy) -> Vec<Grant> {
     let mut hidden: Vec<PathBuf> = policy.hidden.clone();
     hidden.push(PathBuf::from("/dev"));
     let hidden = normalize(&hidden);
-    for (path, access) in except(Path::new("/"), &hidden, &BTreeSet::new(), read_rights(), AccessFs::ReadDir.into()) {
+    for (path, access) in except(
+        Path::new("/"),
+        &hidden,
+        &BTreeSet::new(),
+        read_rights(),
+        AccessFs::ReadDir.into(),
+    ) {
         out.push(Grant { path, access });
     }
     let mut devices: Vec<&str> = SAFE_DEVICES.to_vec();
@@ -92,7 +98,13 @@ pub fn grants(policy: &Policy) -> Vec<Grant> {
         }
         // Partial directories keep every right but creating entries; their other entries
         // (protected ones are read-only mounts and get nothing) keep all rights.
-        for (path, access) in except(root, &inner, &protected, write_rights(), write_rights() & !make_rights()) {
+        for (path, access) in except(
+            root,
+            &inner,
+            &protected,
+            write_rights(),
+            write_rights() & !make_rights(),
+        ) {
             out.push(Grant { path, access });
         }
     }
@@ -109,7 +121,10 @@ fn except(
     full: BitFlags<AccessFs>,
     partial: BitFlags<AccessFs>,
 ) -> Vec<(PathBuf, BitFlags<AccessFs>)> {
-    let kept_out: Vec<&PathBuf> = kept_out.iter().filter(|k| k.starts_with(root) && k.as_path() != root).collect();
+    let kept_out: Vec<&PathBuf> = kept_out
+        .iter()
+        .filter(|k| k.starts_with(root) && k.as_path() != root)
+        .collect();
     if kept_out.is_empty() {
         return vec![(root.to_path_buf(), full)];
     }
@@ -188,7 +203,11 @@ mod tests {
         p.hidden.push(base.join("home/.ssh"));
         let g = grants(&p);
         assert_eq!(rights_of(&g, &base.join("home/.ssh")), None);
-        assert_eq!(rights_of(&g, &base.join("home/link")), None, "links are judged at their target");
+        assert_eq!(
+            rights_of(&g, &base.join("home/link")),
+            None,
+            "links are judged at their target"
+        );
         assert_eq!(rights_of(&g, &base.join("home")), Some(AccessFs::ReadDir.into()));
         assert_eq!(rights_of(&g, &base.join("home/src")), Some(read_rights()));
         assert_eq!(rights_of(&g, &base.join("home/notes")), Some(read_rights()));
@@ -212,7 +231,9 @@ mod tests {
         assert!(!top.contains(AccessFs::MakeDir) && top.contains(AccessFs::RemoveFile));
         assert!(rights_of(&g, &w.join("src")).unwrap().contains(AccessFs::MakeDir));
         assert!(
-            !rights_of(&g, &w.join(".git")).unwrap_or(BitFlags::EMPTY).contains(AccessFs::WriteFile),
+            !rights_of(&g, &w.join(".git"))
+                .unwrap_or(BitFlags::EMPTY)
+                .contains(AccessFs::WriteFile),
             "protected paths are read-only mounts and get no write rule"
         );
         // Without reserved names the whole directory is writable.

@@ -81,9 +81,9 @@ pub fn confine(policy: &Policy) -> Result<(), String> {
     let root = nix::unistd::geteuid().is_root();
     let mounts = !policy.protected.is_empty();
     let want_netns = policy.kind == Kind::Sandbox && !policy.allow_network;
-    // As root the jail and the workspace confinement get their own user namespace, so no
-    // capability they might still hold reaches anything outside it.
-    let user = root && policy.kind != Kind::Sandbox;
+    // As root the jail gets its own user namespace, so no capability reaches anything outside
+    // it even before all are dropped. (Commands that write keep root's view of file owners.)
+    let user = root && policy.kind == Kind::Jail;
     let mut in_netns = false;
     match lockdown::enter_namespaces(user, mounts, want_netns) {
         Ok(()) => in_netns = want_netns,
@@ -217,7 +217,11 @@ fn restrict_files(policy: &Policy) -> Result<(), String> {
     for g in fs_rules::grants(policy) {
         let Ok(fd) = PathFd::new(&g.path) else { continue };
         let is_dir = std::fs::metadata(&g.path).is_ok_and(|m| m.is_dir());
-        let access = if is_dir { g.access } else { g.access & AccessFs::from_file(FS_ABI) };
+        let access = if is_dir {
+            g.access
+        } else {
+            g.access & AccessFs::from_file(FS_ABI)
+        };
         if access.is_empty() {
             continue;
         }

@@ -9,8 +9,8 @@ use seccompiler::{
 };
 
 /// Enters new namespaces. A user namespace comes first whenever one is needed for the others
-/// (not root) or asked for (`user`); as root it maps every id onto itself, so file ownership
-/// and permissions are unchanged while no capability reaches outside the namespace.
+/// (not root) or asked for (`user`): then no capability the process holds reaches anything
+/// outside the namespace.
 pub fn enter_namespaces(user: bool, mount: bool, network: bool) -> Result<(), String> {
     use nix::sched::{CloneFlags, unshare};
     let mut flags = CloneFlags::empty();
@@ -29,35 +29,13 @@ pub fn enter_namespaces(user: bool, mount: bool, network: bool) -> Result<(), St
     }
     let uid = nix::unistd::geteuid();
     let gid = nix::unistd::getegid();
-    // Read before unsharing: afterwards /proc/self shows the new, still empty maps.
-    let (uid_map, gid_map) = if root {
-        (identity_map("uid_map")?, identity_map("gid_map")?)
-    } else {
-        (format!("{uid} {uid} 1"), format!("{gid} {gid} 1"))
-    };
     unshare(CloneFlags::CLONE_NEWUSER | flags).map_err(|e| format!("unshare: {e}"))?;
-    if !root {
-        let _ = std::fs::write("/proc/self/setgroups", "deny");
-    }
-    std::fs::write("/proc/self/uid_map", uid_map).map_err(|e| format!("uid_map: {e}"))?;
-    std::fs::write("/proc/self/gid_map", gid_map).map_err(|e| format!("gid_map: {e}"))?;
+    // Inside the new namespace only our own ids can be mapped (onto themselves), so files
+    // keep their owners as far as this process is concerned.
+    let _ = std::fs::write("/proc/self/setgroups", "deny");
+    std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1")).map_err(|e| format!("uid_map: {e}"))?;
+    std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1")).map_err(|e| format!("gid_map: {e}"))?;
     Ok(())
-}
-
-/// Every id range this process can use, mapped onto itself.
-fn identity_map(file: &str) -> Result<String, String> {
-    let text = std::fs::read_to_string(format!("/proc/self/{file}")).map_err(|e| format!("{file}: {e}"))?;
-    let lines: Vec<String> = text
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() == 3).then(|| format!("{} {} {}", f[0], f[0], f[2]))
-        })
-        .collect();
-    if lines.is_empty() {
-        return Err(format!("{file} is empty"));
-    }
-    Ok(lines.join("\n"))
 }
 
 /// Capabilities a write-sandboxed command run by root keeps: those of ordinary file work.
@@ -253,8 +231,13 @@ fn build(sockets: SocketRule, arch: seccompiler::TargetArch) -> Result<BpfProgra
     for bit in (0..64).map(|b| 1u64 << b).filter(|b| NS_FLAGS & b != 0) {
         clone_rules.push(
             SeccompRule::new(vec![
-                SeccompCondition::new(clone_flags_arg, SeccompCmpArgLen::Qword, SeccompCmpOp::MaskedEq(bit), bit)
-                    .map_err(err)?,
+                SeccompCondition::new(
+                    clone_flags_arg,
+                    SeccompCmpArgLen::Qword,
+                    SeccompCmpOp::MaskedEq(bit),
+                    bit,
+                )
+                .map_err(err)?,
             ])
             .map_err(err)?,
         );
@@ -265,7 +248,7 @@ fn build(sockets: SocketRule, arch: seccompiler::TargetArch) -> Result<BpfProgra
     for req in [libc::TIOCSTI, libc::TIOCLINUX] {
         ioctl_rules.push(
             SeccompRule::new(vec![
-                SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, req as u64).map_err(err)?,
+                SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, req).map_err(err)?,
             ])
             .map_err(err)?,
         );
@@ -289,9 +272,14 @@ fn build(sockets: SocketRule, arch: seccompiler::TargetArch) -> Result<BpfProgra
         }
         SocketRule::Any => {}
     }
-    SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)
-        .and_then(TryInto::try_into)
-        .map_err(err)
+    SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .and_then(TryInto::try_into)
+    .map_err(err)
 }
 
 #[cfg(test)]

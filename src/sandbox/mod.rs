@@ -108,11 +108,7 @@ pub enum SandboxMode {
 
 impl SandboxMode {
     /// Decides the mode at startup; the second value is a warning to show once.
-    pub fn decide(
-        config: &SandboxConfig,
-        working_dirs: &[PathBuf],
-        tmp_dir: &Path,
-    ) -> (SandboxMode, Option<String>) {
+    pub fn decide(config: &SandboxConfig, working_dirs: &[PathBuf], tmp_dir: &Path) -> (SandboxMode, Option<String>) {
         if !config.enabled {
             return (SandboxMode::Off, None);
         }

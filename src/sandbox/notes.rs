@@ -26,8 +26,7 @@ pub fn explain_failure(output: &str, policy: &Policy) -> Option<String> {
     let fs_hit = output
         .lines()
         .any(|l| !is_net_line(l) && FS.iter().any(|s| l.contains(s)));
-    if policy.kind == Kind::Jail {
-        // Any failure may come from the jail; say what it forbids and how to get more.
+    if policy.kind == Kind::Jail && (fs_hit || net_hit) {
         return Some(
             "[keel] This command was approved automatically as read-only, so it ran in keel's read-only jail: \
              it cannot write files (only $TMPDIR and /dev/null), use the network or unix sockets, read \
@@ -109,8 +108,15 @@ mod tests {
     }
 
     #[test]
-    fn the_jail_always_explains_itself() {
-        let n = explain_failure("anything", &policy(Kind::Jail)).unwrap();
-        assert!(n.contains("read-only") && n.contains("dangerouslyDisableSandbox"), "{n}");
+    fn the_jail_explains_itself_when_it_blocked_something() {
+        let n = explain_failure("grep: ./.env: Permission denied", &policy(Kind::Jail)).unwrap();
+        assert!(
+            n.contains("read-only") && n.contains("dangerouslyDisableSandbox"),
+            "{n}"
+        );
+        assert!(
+            explain_failure("", &policy(Kind::Jail)).is_none(),
+            "grep finding nothing is no jail matter"
+        );
     }
 }

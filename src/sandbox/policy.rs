@@ -93,9 +93,7 @@ pub fn config_paths(working_dirs: &[PathBuf], home: Option<&Path>) -> (Vec<PathB
     candidates.sort();
     candidates.dedup();
     // `symlink_metadata`: a dangling link still occupies the name, and is protected as it is.
-    candidates
-        .into_iter()
-        .partition(|p| p.symlink_metadata().is_ok())
+    candidates.into_iter().partition(|p| p.symlink_metadata().is_ok())
 }
 
 impl Policy {

@@ -78,7 +78,9 @@ pub fn scan(dirs: &[PathBuf], denied: &dyn Fn(&Path) -> bool) -> Scan {
             } else if kind.is_symlink() {
                 if let Ok(target) = path.canonicalize()
                     && target.is_file()
-                    && (target.file_name().is_some_and(|n| is_credential_name(&n.to_string_lossy()))
+                    && (target
+                        .file_name()
+                        .is_some_and(|n| is_credential_name(&n.to_string_lossy()))
                         || denied(&target))
                 {
                     out.found.push(target);
@@ -129,7 +131,14 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         let secret_elsewhere = outside.path().canonicalize().unwrap().join("prod.pem");
         std::fs::write(&secret_elsewhere, "k").unwrap();
-        for f in [".env", "app/.env.local", "app/certs/server.key", "node_modules/x/.env", "src/main.rs", "deny/me.txt"] {
+        for f in [
+            ".env",
+            "app/.env.local",
+            "app/certs/server.key",
+            "node_modules/x/.env",
+            "src/main.rs",
+            "deny/me.txt",
+        ] {
             let p = w.join(f);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(&p, "x").unwrap();

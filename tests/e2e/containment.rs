@@ -75,7 +75,10 @@ async fn output_is_capped_with_head_tail_and_a_note() {
     let (text, is_error) = last.tool_result_text("flood");
     assert!(!is_error, "{}", &text[..text.len().min(500)]);
     // The result (or the file it was spilled to) has both ends and says what was dropped.
-    let full = match text.lines().find_map(|l| l.split_whitespace().find(|w| w.ends_with(".txt") && w.starts_with('/'))) {
+    let full = match text
+        .lines()
+        .find_map(|l| l.split_whitespace().find(|w| w.ends_with(".txt") && w.starts_with('/')))
+    {
         Some(path) => std::fs::read_to_string(path.trim_end_matches(['.', ','])).unwrap_or(text.clone()),
         None => text.clone(),
     };

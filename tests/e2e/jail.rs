@@ -99,7 +99,10 @@ async fn disguised_writes_and_code_are_not_approved_as_read_only() {
             bash("glued", "sort -o$HOME/.bashrc a.txt"),
             bash("abbrev", "sort --outp=$HOME/.keel/settings.json a.txt"),
             bash("prog", "sort --compress-prog=sh a.txt"),
-            bash("grep", &format!("git grep --open-files='touch {}' alpha", pager.display())),
+            bash(
+                "grep",
+                &format!("git grep --open-files='touch {}' alpha", pager.display()),
+            ),
             bash("reflog", "git reflog expire --expire=now --all"),
         ];
         let (_, last) = session(&env, mode, &[], steps).await;
@@ -109,7 +112,10 @@ async fn disguised_writes_and_code_are_not_approved_as_read_only() {
         }
         assert!(!marker.exists() && !pager.exists(), "{mode}: planted code ran");
         assert!(!env.home.join(".bashrc").exists(), "{mode}: wrote ~/.bashrc");
-        assert!(!env.home.join(".keel/settings.json").exists(), "{mode}: wrote keel settings");
+        assert!(
+            !env.home.join(".keel/settings.json").exists(),
+            "{mode}: wrote keel settings"
+        );
     }
 }
 
@@ -132,16 +138,24 @@ async fn credentials_stay_out_of_tool_results() {
         bash("files0", "sort --files0-from=- < list"),
         bash("noindex", "git diff --no-index ~/.aws/credentials a.txt"),
         bash("link", "grep -R SECRETKEY keys/ ."),
+        bash("linkr", "grep -R SECRETKEY ."),
         bash("dotenv", "grep -r SECRETKEY ."),
         bash("apikey", "echo key=$ANTHROPIC_API_KEY"),
     ];
     let (_, last) = session(&env, "default", &[], steps).await;
-    for id in ["xargs", "cdp", "cdpath", "diff", "files0", "noindex", "link", "dotenv", "apikey"] {
+    for id in [
+        "xargs", "cdp", "cdpath", "diff", "files0", "noindex", "link", "linkr", "dotenv", "apikey",
+    ] {
         let (text, _) = last.tool_result_text(id);
-        assert!(!text.contains("SECRETKEY"), "{id} leaked a secret: {text}");
+        for secret in ["SECRETKEY-SSH", "SECRETKEY-AWS", "SECRETKEY-DOTENV"] {
+            assert!(!text.contains(secret), "{id} leaked a secret: {text}");
+        }
     }
     let (text, _) = last.tool_result_text("apikey");
-    assert!(!text.contains("test-key"), "keel's API key reached a jailed command: {text}");
+    assert!(
+        !text.contains("test-key"),
+        "keel's API key reached a jailed command: {text}"
+    );
     if jail_available() {
         // The recursive grep ran (approved as read-only) and met the jail.
         let (text, is_error) = last.tool_result_text("dotenv");
@@ -179,7 +193,10 @@ async fn accept_edits_file_commands_stay_in_the_workspace() {
     assert!(!cfg.contains("fsmonitor"), "{cfg}");
     let (text, is_error) = last.tool_result_text("ok");
     assert!(!is_error, "ordinary acceptEdits work still runs: {text}");
-    assert_eq!(std::fs::read_to_string(env.path("made/inner/b.txt")).unwrap(), "alpha\nbeta\n");
+    assert_eq!(
+        std::fs::read_to_string(env.path("made/inner/b.txt")).unwrap(),
+        "alpha\nbeta\n"
+    );
 }
 
 /// With a Bash deny rule, a command whose program keel cannot see asks — so headless bypass
@@ -268,13 +285,22 @@ attempt("tmp", lambda: open(os.environ["TMPDIR"] + "/scratch", "w").write("x"))
     let (text, _) = last.tool_result_text("st");
     assert!(text.contains("write-blocked"), "the planted code did not run: {text}");
     for what in ["write", "unix", "tcp", "signal", "mknod"] {
-        assert!(!text.contains(&format!("{what}-SUCCEEDED")), "{what} got through: {text}");
+        assert!(
+            !text.contains(&format!("{what}-SUCCEEDED")),
+            "{what} got through: {text}"
+        );
     }
-    assert!(text.contains("tmp-SUCCEEDED"), "the private temp dir stays writable: {text}");
+    assert!(
+        text.contains("tmp-SUCCEEDED"),
+        "the private temp dir stays writable: {text}"
+    );
     assert!(!marker.exists());
     assert!(listener.accept().is_err(), "the unix listener received a connection");
     assert!(tcp.accept().is_err(), "the TCP listener received a connection");
-    assert!(victim.try_wait().unwrap().is_none(), "a process outside the jail was killed");
+    assert!(
+        victim.try_wait().unwrap().is_none(),
+        "a process outside the jail was killed"
+    );
     let _ = victim.kill();
     let _ = victim.wait();
 }
@@ -301,13 +327,20 @@ async fn ordinary_reading_work_runs_unasked() {
         ),
     ];
     let (_, last) = session(&env, "default", &[], steps).await;
+    let have_rg = Command::new("rg").arg("--version").output().is_ok();
+    if !have_rg {
+        eprintln!("rg is not installed here: its step is not checked");
+    }
     for id in ["status", "log", "diff", "rg", "ls", "cat", "pipe"] {
+        if id == "rg" && !have_rg {
+            continue;
+        }
         let (text, is_error) = last.tool_result_text(id);
         assert!(!is_error, "{id}: {text}");
     }
     assert!(last.tool_result_text("status").0.contains("a.txt"));
     assert!(last.tool_result_text("log").0.contains("init"));
-    assert!(last.tool_result_text("rg").0.contains("gamma"));
+    assert!(!have_rg || last.tool_result_text("rg").0.contains("gamma"));
     let (text, is_error) = last.tool_result_text("escape");
     assert!(is_error && denied(&text), "{text}");
 }

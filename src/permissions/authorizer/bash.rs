@@ -7,10 +7,10 @@ use serde_json::Value;
 
 use super::{Ctx, Verdict, plan_mode_message};
 use crate::permissions::Mode;
-use crate::permissions::{commands, protected};
-use crate::sandbox::Confinement;
 use crate::permissions::rules::{Behavior, Rule, Spec};
 use crate::permissions::shell::{self, Resolved, SimpleCommand};
+use crate::permissions::{commands, protected};
+use crate::sandbox::Confinement;
 
 impl Ctx<'_> {
     pub(super) fn bash(&self, command: &str, shell_cwd: &Path, workspace: &Path, input: &Value) -> Verdict {
@@ -26,7 +26,10 @@ impl Ctx<'_> {
         };
         // Without the read-only jail, only the allow-list of programs and options runs unasked.
         let strict = !self.jail;
-        let deny_rules = self.rules.iter().any(|r| r.behavior == Behavior::Deny && r.names_tool("Bash"));
+        let deny_rules = self
+            .rules
+            .iter()
+            .any(|r| r.behavior == Behavior::Deny && r.names_tool("Bash"));
         let mut hard_reasons = Vec::new();
         let mut unapproved: Vec<&SimpleCommand> = Vec::new();
         let mut soft_reasons = Vec::new();
@@ -107,7 +110,9 @@ impl Ctx<'_> {
             let env_change = commands::unsafe_assignment(part);
             let explicitly_allowed = env_change.is_none()
                 && self
-                    .find(Behavior::Allow, "Bash", |r| !r.is_whole_tool() && r.matches_command(&text))
+                    .find(Behavior::Allow, "Bash", |r| {
+                        !r.is_whole_tool() && r.matches_command(&text)
+                    })
                     .is_some();
             if let Some(why) = protected::destructive(part, cwd.as_deref(), workspace, self.home)
                 .or_else(|| protected::config_command(part))
@@ -219,7 +224,10 @@ impl Ctx<'_> {
             "Bash",
             |r| matches!(&r.spec, Spec::Exact(e) if e == raw),
         );
-        let deny_rules = self.rules.iter().any(|r| r.behavior == Behavior::Deny && r.names_tool("Bash"));
+        let deny_rules = self
+            .rules
+            .iter()
+            .any(|r| r.behavior == Behavior::Deny && r.names_tool("Bash"));
         if deny_rules && exact.is_none() {
             return self.hard_ask(format!(
                 "the command cannot be checked part by part ({why}), so the Bash deny rules cannot be checked against it"

@@ -433,7 +433,10 @@ fn with_a_deny_rule_programs_keel_cannot_see_ask_even_in_bypass() {
         "python3 -c 'import os; os.remove(\"x\")'",
     ] {
         let v = bash(&a, cmd, Mode::BypassPermissions);
-        assert!(matches!(v, Verdict::Ask { hard: true, .. } | Verdict::Deny(_)), "{cmd}: {v:?}");
+        assert!(
+            matches!(v, Verdict::Ask { hard: true, .. } | Verdict::Deny(_)),
+            "{cmd}: {v:?}"
+        );
     }
     assert!(is_deny(&bash(&a, "setsid rm -f x", Mode::BypassPermissions)));
     // Without deny rules bypass runs them.
@@ -461,7 +464,12 @@ fn disguised_credential_reads_and_escapes_are_not_approved() {
     ] {
         assert!(is_ask(&bash(&a, cmd, Mode::Default)), "{cmd}");
     }
-    for cmd in ["cp -t$HOME a", "cp --target-directory=/srv a", "echo /srv/x | xargs touch", "cp x/config .git"] {
+    for cmd in [
+        "cp -t$HOME a",
+        "cp --target-directory=/srv a",
+        "echo /srv/x | xargs touch",
+        "cp x/config .git",
+    ] {
         assert!(is_ask(&bash(&a, cmd, Mode::AcceptEdits)), "{cmd}");
     }
 }

@@ -111,7 +111,10 @@ fn the_allow_list_asks_about_what_only_the_jail_can_contain() {
         "git log --some-new-option",
         "xargs cat",
     ] {
-        assert!(!observes(s, true) || analyze(&first(s), true).reads_unknown, "allow-list: {s}");
+        assert!(
+            !observes(s, true) || analyze(&first(s), true).reads_unknown,
+            "allow-list: {s}"
+        );
     }
     assert!(observes("ls --frobnicate", false));
     assert!(observes("grep -R secret .", false));
@@ -147,9 +150,15 @@ fn file_commands_name_every_path_they_touch() {
         paths("cp --target-directory=/srv a"),
         Some(vec!["a".to_string(), "/srv".to_string()])
     );
-    assert_eq!(paths("mv --targ=/srv a"), Some(vec!["a".to_string(), "/srv".to_string()]));
+    assert_eq!(
+        paths("mv --targ=/srv a"),
+        Some(vec!["a".to_string(), "/srv".to_string()])
+    );
     assert_eq!(paths("cp -rt /srv a"), Some(vec!["a".to_string(), "/srv".to_string()]));
-    assert_eq!(paths("touch -r /etc/x y"), Some(vec!["y".to_string(), "/etc/x".to_string()]));
+    assert_eq!(
+        paths("touch -r /etc/x y"),
+        Some(vec!["y".to_string(), "/etc/x".to_string()])
+    );
     assert_eq!(paths("touch -t 202001010000 y"), Some(vec!["y".to_string()]));
     assert_eq!(paths("cp --frobnicate a b"), None);
     assert_eq!(paths("xargs touch"), None);
@@ -171,7 +180,13 @@ fn programs_keel_cannot_see_are_named() {
     ] {
         assert!(hidden_program(&first(s)).is_some(), "{s}");
     }
-    for s in ["rm x", "setsid rm x", "python3 script.py", "find . -name x", "git status"] {
+    for s in [
+        "rm x",
+        "setsid rm x",
+        "python3 script.py",
+        "find . -name x",
+        "git status",
+    ] {
         assert!(hidden_program(&first(s)).is_none(), "{s}");
     }
     // setsid is looked through, so deny rules see the program it starts.
