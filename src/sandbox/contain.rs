@@ -122,6 +122,9 @@ pub fn run(program: &str, args: &[String], cap: u64) -> ExitCode {
         }
     };
     let shell = child.id() as libc::pid_t;
+    // Readable when the shell exits, so one poll waits for output and for the end alike.
+    // SAFETY: pidfd_open on our own child's pid; a negative result means no pidfd support.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, shell, 0) } as libc::c_int;
     let stdout = std::io::stdout().lock();
     let mut out = CappedWriter::new(stdout, cap);
     let mut reader = reader;
@@ -129,35 +132,69 @@ pub fn run(program: &str, args: &[String], cap: u64) -> ExitCode {
     let mut buf = vec![0u8; 64 * 1024];
     let mut open = true;
     while open || status.is_none() {
-        if open {
-            let mut fds = [libc::pollfd {
+        if !open {
+            // Output is done; wait for the shell itself.
+            let mut st = 0;
+            loop {
+                // SAFETY: waitpid on our child with a valid status pointer.
+                let r = unsafe { libc::waitpid(shell, &mut st, 0) };
+                let interrupted = r < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR);
+                if !interrupted {
+                    break;
+                }
+            }
+            status = Some(st);
+            break;
+        }
+        let mut fds = [
+            libc::pollfd {
                 fd: reader.as_fd().as_raw_fd(),
                 events: libc::POLLIN,
                 revents: 0,
-            }];
-            // SAFETY: one valid pollfd for the duration of the call.
-            let ready = unsafe { libc::poll(fds.as_mut_ptr(), 1, 50) };
-            if ready > 0 {
-                match reader.read(&mut buf) {
-                    Ok(0) => open = false,
-                    Ok(n) => out.push(&buf[..n]),
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(_) => open = false,
-                }
+            },
+            libc::pollfd {
+                fd: if status.is_none() { pidfd } else { -1 },
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        let timeout = if pidfd >= 0 { -1 } else { 50 };
+        // SAFETY: two valid pollfds for the duration of the call (a negative fd is ignored).
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout) };
+        if ready > 0 && fds[0].revents != 0 {
+            match reader.read(&mut buf) {
+                Ok(0) => open = false,
+                Ok(n) => out.push(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => open = false,
             }
-        } else {
-            std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        reap(shell, &mut status);
-        if status.is_some() && open {
-            // The shell is gone: what it left behind goes with it, which also closes the pipe.
-            kill_descendants(std::process::id() as libc::pid_t, true);
+        if status.is_none() && (pidfd < 0 || fds[1].revents != 0) {
+            reap(shell, &mut status);
+            if status.is_some() && open {
+                // The shell is gone: what it left behind goes with it, which also closes the
+                // pipe.
+                kill_leftovers();
+            }
         }
     }
-    kill_descendants(std::process::id() as libc::pid_t, true);
-    while reap_any() {}
+    kill_leftovers();
     out.finish();
     exit_like(status.unwrap_or(1))
+}
+
+/// Kills and reaps whatever is left below this process. Being a subreaper, it has no
+/// descendants at all once it has no children, which one `waitpid` tells without reading
+/// `/proc`.
+fn kill_leftovers() {
+    while reap_any() {}
+    let mut st = 0;
+    // SAFETY: waitpid with a valid status pointer; ECHILD means no children remain.
+    let none = unsafe { libc::waitpid(-1, &mut st, libc::WNOHANG) } < 0;
+    if !none {
+        kill_descendants(std::process::id() as libc::pid_t, true);
+        while reap_any() {}
+    }
 }
 
 /// Reaps every exited child; records the shell's status.

@@ -139,14 +139,14 @@ unsafe fn capset(header: &CapHeader, data: &[CapData; 2]) -> Result<(), String> 
 
 /// Whether this process holds capability `cap` in its effective set.
 fn capable(cap: u32) -> bool {
-    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
-        return false;
+    let header = CapHeader {
+        version: 0x2008_0522,
+        pid: 0,
     };
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("CapEff:"))
-        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        .is_some_and(|eff| eff & (1u64 << cap) != 0)
+    let mut data = [CapData::default(); 2];
+    // SAFETY: capget with a v3 header and room for two data structs.
+    let r = unsafe { libc::syscall(libc::SYS_capget, &header as *const CapHeader, data.as_mut_ptr()) };
+    r == 0 && data[(cap / 32) as usize].effective & (1 << (cap % 32)) != 0
 }
 
 /// What the seccomp filter refuses.
