@@ -16,6 +16,7 @@ Usage: scripts/jail_bench.py [path/to/keel] (default: target/release/keel)
 
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -27,13 +28,16 @@ KEEL = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, 
 
 
 def timed(cmd, runs, **kw):
+    """Median wall time and mean CPU time (user + system of the child processes), in ms."""
     samples = []
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     for _ in range(runs):
         t = time.perf_counter()
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
         samples.append((time.perf_counter() - t) * 1000)
-    samples.sort()
-    return statistics.median(samples), samples[int(len(samples) * 0.9)]
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = ((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) * 1000 / runs
+    return statistics.median(samples), cpu
 
 
 def helper_alone(work, tmp, runs=300):
@@ -50,12 +54,14 @@ def helper_alone(work, tmp, runs=300):
         ("helper, read-only jail", ["setsid"] + jail + ["--"] + shell),
     ]
     # Interleave the variants so machine load hits them alike.
-    results = {name: [] for name, _ in rows}
+    wall = {name: [] for name, _ in rows}
+    cpu = {name: [] for name, _ in rows}
     for _ in range(5):
         for name, cmd in rows:
-            med, _ = timed(cmd, runs // 5, cwd=work)
-            results[name].append(med)
-    return [(name, statistics.median(v)) for name, v in results.items()]
+            med, c = timed(cmd, runs // 5, cwd=work)
+            wall[name].append(med)
+            cpu[name].append(c)
+    return [(name, statistics.median(wall[name]), statistics.median(cpu[name])) for name, _ in rows]
 
 
 def session(work, home, calls, extra):
@@ -92,11 +98,12 @@ def main():
         subprocess.run(["git", "add", "."], cwd=work, check=True)
         subprocess.run(["git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "init"], cwd=work, check=True)
 
-        print("Helper alone (median ms per command, `bash -c true`):")
+        print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        print("Helper alone (per command, `bash -c true`): median wall ms, CPU ms (user + system)")
         rows = helper_alone(work, tmp)
-        base = rows[0][1]
-        for name, ms in rows:
-            print(f"  {name:32} {ms:6.2f}   (+{ms - base:5.2f})")
+        base_wall, base_cpu = rows[0][1], rows[0][2]
+        for name, ms, cpu in rows:
+            print(f"  {name:32} wall {ms:6.2f} (+{ms - base_wall:5.2f})   cpu {cpu:5.2f} (+{cpu - base_cpu:5.2f})")
 
         calls = 40
         print(f"\nEnd to end: {calls} x `git status --short` in one session (median of 5 sessions):")
