@@ -94,30 +94,41 @@ impl Confiner {
         hidden
     }
 
+    /// Jailed commands get a temp dir of their own, apart from the one commands that may
+    /// write use: nothing a jailed command leaves there (a link planted under a name another
+    /// command will write to) reaches a command with more rights.
+    fn jail_tmp(&self) -> PathBuf {
+        let mut name = self.tmp_dir.file_name().unwrap_or_default().to_os_string();
+        name.push("-jail");
+        self.tmp_dir.with_file_name(name)
+    }
+
     fn jail(&self, report: &Path) -> Policy {
+        let tmp = self.jail_tmp();
         Policy {
             kind: Kind::Jail,
-            writable: vec![self.tmp_dir.clone(), report.to_path_buf()],
+            writable: vec![tmp.clone(), report.to_path_buf()],
             protected: Vec::new(),
             reserved: Vec::new(),
             hidden: self.hidden(true),
             allow_network: false,
-            tmp_dir: Some(self.tmp_dir.clone()),
+            tmp_dir: Some(tmp),
         }
     }
 
     fn workspace(&self, report: &Path) -> Policy {
         let (protected, _) = config_paths(&self.working_dirs, self.home.as_deref());
+        let tmp = self.jail_tmp();
         let mut writable = self.working_dirs.clone();
-        writable.extend([self.tmp_dir.clone(), report.to_path_buf()]);
+        writable.extend([tmp.clone(), report.to_path_buf()]);
         Policy {
             kind: Kind::Workspace,
             writable,
             protected,
             reserved: Vec::new(),
-            hidden: self.hidden(false),
+            hidden: self.hidden(true),
             allow_network: false,
-            tmp_dir: Some(self.tmp_dir.clone()),
+            tmp_dir: Some(tmp),
         }
     }
 
