@@ -331,3 +331,66 @@ mod tests {
         assert_eq!(small, b"all of it");
     }
 }
+
+/// The cgroup (v2) directory a command's helper with pid `pid` creates for itself, when the
+/// hierarchy is there and writable: `<this process's cgroup>/keel-<pid>`. keel and its helpers
+/// share the same parent cgroup.
+pub fn cgroup_dir(pid: libc::pid_t) -> Option<std::path::PathBuf> {
+    use std::sync::OnceLock;
+    static BASE: OnceLock<Option<std::path::PathBuf>> = OnceLock::new();
+    let base = BASE.get_or_init(|| {
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+        // Fields: ... mount point (5th) ... " - " fstype ...
+        let mount = mountinfo.lines().find_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            (right.split_whitespace().next()? == "cgroup2")
+                .then(|| left.split_whitespace().nth(4).map(str::to_string))?
+        })?;
+        let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+        let rel = own.lines().find_map(|l| l.strip_prefix("0::"))?;
+        Some(std::path::Path::new(&mount).join(rel.trim_start_matches('/')))
+    });
+    base.as_ref().map(|b| b.join(format!("keel-{pid}")))
+}
+
+/// Moves this process (the helper, before it confines itself) into a cgroup of its own, so
+/// keel can kill every process of the command even if the helper itself is gone. Best effort:
+/// without a writable cgroup v2 hierarchy the subreaper alone contains the command.
+pub fn join_cgroup() {
+    let pid = std::process::id() as libc::pid_t;
+    let Some(dir) = cgroup_dir(pid) else { return };
+    if std::fs::create_dir(&dir).is_err() {
+        return;
+    }
+    if std::fs::write(dir.join("cgroup.procs"), pid.to_string()).is_err() {
+        let _ = std::fs::remove_dir(&dir);
+    }
+}
+
+/// Kills whatever is left in the cgroup of the command whose helper had pid `pid`, and
+/// removes the cgroup (from keel, after the command ended or was stopped).
+pub fn remove_cgroup(pid: libc::pid_t) {
+    let Some(dir) = cgroup_dir(pid) else { return };
+    if !dir.exists() {
+        return;
+    }
+    // cgroup.kill takes nested cgroups too (a keel run inside the command).
+    let _ = std::fs::write(dir.join("cgroup.kill"), "1");
+    for _ in 0..50 {
+        if remove_cgroup_tree(&dir).is_ok() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    crate::debug::log(format!("could not remove the cgroup {}", dir.display()));
+}
+
+/// Removes a cgroup directory and the cgroups below it (their files go with them).
+fn remove_cgroup_tree(dir: &std::path::Path) -> std::io::Result<()> {
+    for e in std::fs::read_dir(dir)?.flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            remove_cgroup_tree(&e.path())?;
+        }
+    }
+    std::fs::remove_dir(dir)
+}

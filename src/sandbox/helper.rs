@@ -60,6 +60,10 @@ fn run(args: &[String]) -> ExitCode {
     let Some((program, program_args)) = args[at..].split_first() else {
         return fail("no command to run");
     };
+    if cap.is_some() {
+        // Before confinement: the jail cannot write to the cgroup hierarchy.
+        contain::join_cgroup();
+    }
     if let Some(policy) = &policy
         && let Err(e) = confine(policy)
     {

@@ -114,3 +114,56 @@ fn the_output_cap_setting_is_checked() {
     assert_ne!(out.status.code(), Some(0));
     assert!(err.contains("shellOutputMaxBytes"), "{err}");
 }
+
+/// Where the cgroup v2 hierarchy is writable, each command also gets a cgroup of its own, so
+/// keel kills what it left even when the helper itself was killed first (its orphans then
+/// leave the helper's tree).
+#[tokio::test]
+async fn the_cgroup_catches_orphans_of_a_killed_helper() {
+    let mut helper = std::process::Command::new(env!("CARGO_BIN_EXE_keel"))
+        .args([
+            "__sandbox-exec",
+            "--cap",
+            "1048576",
+            "--kind",
+            "none",
+            "--",
+            "bash",
+            "-c",
+        ])
+        .arg("setsid sleep 4251 & sleep 4252")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = helper.id() as i32;
+    let dir = keel::sandbox::contain::cgroup_dir(pid);
+    let mut waited = 0;
+    while waited < 50 && (processes_with("sleep 4251").is_empty() || processes_with("sleep 4252").is_empty()) {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        waited += 1;
+    }
+    if !dir.as_ref().is_some_and(|d| d.exists()) {
+        let _ = helper.kill();
+        let _ = helper.wait();
+        keel::sandbox::contain::kill_descendants(pid, false);
+        for n in ["sleep 4251", "sleep 4252"] {
+            for p in processes_with(n) {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), nix::sys::signal::Signal::SIGKILL);
+            }
+        }
+        eprintln!("skipped: no writable cgroup v2 hierarchy here (the subreaper alone contains commands)");
+        return;
+    }
+    helper.kill().unwrap();
+    helper.wait().unwrap();
+    assert!(
+        !processes_with("sleep 4251").is_empty(),
+        "the orphan should still run before the cgroup is killed"
+    );
+    keel::sandbox::contain::remove_cgroup(pid);
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    for n in ["sleep 4251", "sleep 4252"] {
+        assert!(processes_with(n).is_empty(), "`{n}` survived");
+    }
+    assert!(!dir.unwrap().exists(), "the cgroup was removed");
+}
