@@ -304,34 +304,6 @@ pub fn exec(program: &str, args: &[String]) -> ExitCode {
     ExitCode::from(127)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn capped_output_keeps_head_and_tail_with_a_note() {
-        let mut buf = Vec::new();
-        {
-            let mut w = CappedWriter::new(&mut buf, 4 * 1024 * 1024);
-            w.push(b"HEAD\n");
-            for _ in 0..10_000 {
-                w.push(&[b'x'; 1024]);
-            }
-            w.push(b"\nTAIL\n");
-            w.finish();
-        }
-        let text = String::from_utf8_lossy(&buf);
-        assert!(text.starts_with("HEAD\n") && text.ends_with("\nTAIL\n"));
-        assert!(text.contains("bytes of output were dropped"));
-        assert!(buf.len() <= 4 * 1024 * 1024 + 400, "{}", buf.len());
-        let mut small = Vec::new();
-        let mut w = CappedWriter::new(&mut small, 4 * 1024 * 1024);
-        w.push(b"all of it");
-        w.finish();
-        assert_eq!(small, b"all of it");
-    }
-}
-
 /// The cgroup (v2) directory a command's helper with pid `pid` creates for itself, when the
 /// hierarchy is there and writable: `<this process's cgroup>/keel-<pid>`. keel and its helpers
 /// share the same parent cgroup.
@@ -393,4 +365,32 @@ fn remove_cgroup_tree(dir: &std::path::Path) -> std::io::Result<()> {
         }
     }
     std::fs::remove_dir(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capped_output_keeps_head_and_tail_with_a_note() {
+        let mut buf = Vec::new();
+        {
+            let mut w = CappedWriter::new(&mut buf, 4 * 1024 * 1024);
+            w.push(b"HEAD\n");
+            for _ in 0..10_000 {
+                w.push(&[b'x'; 1024]);
+            }
+            w.push(b"\nTAIL\n");
+            w.finish();
+        }
+        let text = String::from_utf8_lossy(&buf);
+        assert!(text.starts_with("HEAD\n") && text.ends_with("\nTAIL\n"));
+        assert!(text.contains("bytes of output were dropped"));
+        assert!(buf.len() <= 4 * 1024 * 1024 + 400, "{}", buf.len());
+        let mut small = Vec::new();
+        let mut w = CappedWriter::new(&mut small, 4 * 1024 * 1024);
+        w.push(b"all of it");
+        w.finish();
+        assert_eq!(small, b"all of it");
+    }
 }
