@@ -47,6 +47,22 @@ impl Confiner {
         }
     }
 
+    /// The same state for commands working in `to` instead of `from` (a sub-agent's git
+    /// worktree): `to` takes `from`'s place among the working directories.
+    pub fn rebased(&self, from: &Path, to: &Path) -> Confiner {
+        Confiner {
+            working_dirs: self
+                .working_dirs
+                .iter()
+                .map(|d| if d == from { to.to_path_buf() } else { d.clone() })
+                .collect(),
+            home: self.home.clone(),
+            tmp_dir: self.tmp_dir.clone(),
+            cache: Mutex::new(ScanCache::default()),
+            denied: self.denied.clone(),
+        }
+    }
+
     /// Whether the kernel provides the read-only jail (else keel falls back to asking for
     /// everything its allow-list of programs and options does not cover).
     pub fn jail_available(&self) -> bool {

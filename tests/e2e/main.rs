@@ -2,6 +2,7 @@
 
 mod support;
 
+mod agents;
 mod bash;
 mod compaction;
 mod containment;
@@ -13,7 +14,9 @@ mod hooks;
 mod hooks_integration;
 mod jail;
 mod permissions;
+mod plugins;
 mod provider;
 mod sandbox;
+mod skills;
 mod subagents;
 mod tui;
