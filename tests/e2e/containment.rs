@@ -138,7 +138,7 @@ async fn the_cgroup_catches_orphans_of_a_killed_helper() {
     let pid = helper.id() as i32;
     let dir = keel::sandbox::contain::cgroup_dir(pid);
     let mut waited = 0;
-    while waited < 50 && (processes_with("sleep 4251").is_empty() || processes_with("sleep 4252").is_empty()) {
+    while waited < 500 && (processes_with("sleep 4251").is_empty() || processes_with("sleep 4252").is_empty()) {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         waited += 1;
     }
