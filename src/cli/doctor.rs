@@ -78,6 +78,10 @@ pub fn run() -> ExitCode {
         if caps.filesystem { "ok" } else { "NO" }
     );
     println!(
+        "  {}   configuration (.git, .keel, .claude, .mcp.json) kept read-only by a mount namespace",
+        if caps.mount_namespace { "ok" } else { "NO" }
+    );
+    println!(
         "  {}   network off (namespace: {}, Landlock TCP rules: {})",
         if caps.network() { "ok" } else { "NO" },
         yes_no(caps.network_namespace),

@@ -133,7 +133,13 @@ impl Confiner {
     }
 
     fn workspace(&self, report: &Path) -> Policy {
-        let (protected, _) = config_paths(&self.working_dirs, self.home.as_deref());
+        // Without a mount namespace the configuration cannot be bound read-only; the check
+        // already refused every path of these commands that names it.
+        let protected = if capabilities().mount_namespace {
+            config_paths(&self.working_dirs, self.home.as_deref()).0
+        } else {
+            Vec::new()
+        };
         let tmp = self.jail_tmp();
         let mut writable = self.working_dirs.clone();
         writable.extend([tmp.clone(), report.to_path_buf()]);

@@ -274,6 +274,11 @@ fn probe_here() -> Capabilities {
         caps.problems
             .push("cannot create a network namespace (user namespaces may be disabled)".into());
     }
+    caps.mount_namespace = in_child(|| lockdown::enter_namespaces(false, true, false).is_ok());
+    if !caps.mount_namespace {
+        caps.problems
+            .push("cannot create a mount namespace (user namespaces may be disabled)".into());
+    }
     caps.network_landlock_tcp = caps.landlock_abi.is_some_and(|a| a >= 4);
     caps.seccomp = in_child(|| lockdown::apply_seccomp(SocketRule::NoUnix).is_ok());
     if !caps.seccomp {

@@ -147,6 +147,8 @@ pub struct Capabilities {
     pub filesystem: bool,
     /// Network isolation by a fresh network namespace.
     pub network_namespace: bool,
+    /// A private mount namespace, for read-only binds of configuration.
+    pub mount_namespace: bool,
     /// Network isolation of TCP by Landlock (ABI 4+).
     pub network_landlock_tcp: bool,
     pub seccomp: bool,
@@ -161,9 +163,11 @@ impl Capabilities {
         self.network_namespace || self.seccomp
     }
 
-    /// Whether a write-sandbox policy can be enforced in full.
+    /// Whether a write-sandbox policy can be enforced in full (configuration that runs code
+    /// later is kept read-only by mounts, so without a mount namespace the sandbox is not
+    /// enforceable).
     pub fn can_enforce(&self, policy: &Policy) -> bool {
-        self.filesystem && self.seccomp && (policy.allow_network || self.network())
+        self.filesystem && self.seccomp && self.mount_namespace && (policy.allow_network || self.network())
     }
 }
 
