@@ -189,6 +189,7 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
         interactive: !cli.print,
         context_window,
         compact,
+        max_budget_usd: None,
     };
     let hook_config = HookConfig::from_settings(&settings)?;
     warnings.extend(hook_config.warnings.iter().cloned());

@@ -397,6 +397,7 @@ impl Engine {
             duration_api_ms: 0,
             interrupted: result == Err(CompactError::Cancelled),
             api_error_status: None,
+            ..TurnOutcome::default()
         };
         self.events.emit(EngineEvent::TurnFinished(outcome.clone()));
         outcome

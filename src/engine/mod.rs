@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 
 pub use compaction::{CompactError, CompactReport};
 pub use crate::events;
-pub use crate::events::{EngineEvent, EventSink, NoticeLevel, ResultSubtype, TurnOutcome};
+pub use crate::events::{EngineEvent, EventSink, NoticeLevel, ResultSubtype, TerminalReason, TurnOutcome};
 pub use session::Session;
 
 pub use crate::compact::CompactSettings;
@@ -34,7 +34,7 @@ use crate::permissions::Authorizer;
 use crate::provider::{Provider, SystemBlock};
 use crate::tools::registry::ToolRegistry;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct EngineConfig {
     pub model: String,
     pub max_tokens: u32,
@@ -47,6 +47,8 @@ pub struct EngineConfig {
     /// or the `contextWindow` setting.
     pub context_window: Option<u64>,
     pub compact: CompactSettings,
+    /// Spending limit of the session in USD (`--max-budget-usd`): a turn stops once it is reached.
+    pub max_budget_usd: Option<f64>,
 }
 
 pub struct Engine {
@@ -65,6 +67,9 @@ pub struct Engine {
     pending_context: Vec<String>,
     /// Set when this engine runs a sub-agent (its Stop hooks fire as SubagentStop).
     pub subagent: Option<subagent::SubagentInfo>,
+    /// Where the StructuredOutput tool leaves the final answer, when one is required
+    /// (`--json-schema`): a turn then ends only with a valid one.
+    pub structured: Option<crate::tools::structured::StructuredSlot>,
 }
 
 impl Engine {
@@ -98,6 +103,7 @@ impl Engine {
                 events,
                 pending_context: Vec::new(),
                 subagent: None,
+                structured: None,
             },
             rx,
         )

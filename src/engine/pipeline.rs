@@ -164,9 +164,24 @@ impl Pipeline<'_> {
             ..call.clone()
         };
         let read_only = registered.tool.is_read_only(&effective.input);
-        if let Err(refusal) = self.authorize(&effective, read_only, pre.decision, cancel).await {
-            return self.refused(call, refusal);
-        }
+        let effective = match self.authorize(&effective, read_only, pre.decision, cancel).await {
+            Err(refusal) => return self.refused(call, refusal),
+            Ok(None) => effective,
+            Ok(Some(updated)) => {
+                if let Err(problems) = registered.validate(&updated) {
+                    return Done::plain(ToolOutput::error(format!(
+                        "The approver rewrote the input of this {} call into one that does not match the tool's \
+                         schema, so it was not run:\n- {}",
+                        call.name,
+                        problems.join("\n- ")
+                    )));
+                }
+                ToolCall {
+                    input: updated,
+                    ..effective
+                }
+            }
+        };
 
         let ctx = ToolContext {
             shared: self.shared.clone(),
@@ -212,6 +227,7 @@ impl Pipeline<'_> {
                 tool_name: call.name.clone(),
                 tool_use_id: call.id.clone(),
                 tool_input: call.input.clone(),
+                message: refusal.output.content.as_text(),
             });
         }
         Done {

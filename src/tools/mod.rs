@@ -13,6 +13,7 @@ pub mod paths;
 pub mod plan;
 pub mod read;
 pub mod registry;
+pub mod structured;
 pub mod todo;
 pub mod write;
 
