@@ -171,6 +171,13 @@ impl Hooks {
         let mut env = self.env.clone();
         if event == Event::SessionStart {
             env.env_file = self.env_file.read().unwrap_or_else(|p| p.into_inner()).clone();
+            // Hooks append to it (`>>`): the file must be there to receive them.
+            if let Some(f) = &env.env_file
+                && let Some(dir) = f.parent()
+            {
+                let _ = std::fs::create_dir_all(dir);
+                let _ = std::fs::OpenOptions::new().create(true).append(true).open(f);
+            }
         }
         let hook_name = match target {
             Some(t) if !t.is_empty() => format!("{}:{t}", event.as_str()),

@@ -133,6 +133,12 @@ impl SessionShared {
         self.set_mode(other.mode());
     }
 
+    /// Where SessionStart hooks write `export` lines (`CLAUDE_ENV_FILE`); every shell command
+    /// of the session reads it first.
+    pub fn hook_env_file(&self) -> PathBuf {
+        self.session_dir.join("hook-env.sh")
+    }
+
     /// Ends the session's processes: every background shell is killed.
     pub fn end(&self) {
         self.shells.kill_all();

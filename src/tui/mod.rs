@@ -103,6 +103,10 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
     };
     let worker = tokio::spawn(worker::run(engine, job_rx, reply_tx, config));
 
+    // `keel --resume` without an id: pick the session to resume.
+    if cli.resume.as_deref() == Some("") {
+        app.submit_text("/resume");
+    }
     if let Some(prompt) = cli.prompt.as_deref().filter(|p| !p.trim().is_empty()) {
         app.submit_text(prompt);
     }

@@ -37,6 +37,7 @@ pub async fn run_foreground(
     name: &str,
     timeout: Duration,
     cancel: &CancellationToken,
+    env_file: Option<&Path>,
     sandbox: &SandboxMode,
 ) -> Result<Finished, ToolError> {
     let io = |what: &str, e| ToolError::io(format!("{what} {}", out_dir.display()), e);
@@ -44,7 +45,7 @@ pub async fn run_foreground(
     let log = out_dir.join(format!("{name}.log"));
     let cwd_file = out_dir.join(format!("{name}.cwd"));
     let file = std::fs::File::create(&log).map_err(|e| io("cannot create an output file in", e))?;
-    let mut child = shell_command(command, cwd, &file, &cwd_file, sandbox)
+    let mut child = shell_command(command, cwd, &file, &cwd_file, env_file, sandbox)
         .and_then(|mut c| c.spawn())
         .map_err(|e| ToolError::io(format!("cannot start the shell in {}", cwd.display()), e))?;
     drop(file);
