@@ -96,16 +96,24 @@ pub fn tool_result_line(block: &ContentBlock, structured: Option<&Value>, sessio
         "uuid": uuid(),
         "timestamp": timestamp(),
     });
-    let result = match block {
-        ContentBlock::ToolResult {
+    let result = match (block, structured) {
+        (_, Some(Value::String(s))) => Some(Value::String(s.clone())),
+        (ContentBlock::ToolResult {
             content, is_error: true, ..
-        } => Some(Value::String(format!("Error: {}", content.as_text()))),
-        _ => structured.cloned(),
+        }, _) => Some(Value::String(format!("Error: {}", without_error_tags(&content.as_text())))),
+        (_, s) => s.cloned(),
     };
     if let (Some(s), Value::Object(m)) = (result, &mut line) {
         m.insert("tool_use_result".into(), s);
     }
     line
+}
+
+/// An error text without the `<tool_use_error>` wrapper the model sees.
+pub fn without_error_tags(text: &str) -> &str {
+    text.strip_prefix("<tool_use_error>")
+        .and_then(|t| t.strip_suffix("</tool_use_error>"))
+        .unwrap_or(text)
 }
 
 /// A user message echoed back (`--replay-user-messages`).

@@ -127,7 +127,7 @@ impl Printer {
             } if stream => {
                 self.line(&output::system_line(
                     "permission_denied",
-                    json!({"tool_name": tool_name, "tool_use_id": tool_use_id, "message": message}),
+                    json!({"tool_name": tool_name, "tool_use_id": tool_use_id, "message": output::without_error_tags(&message)}),
                     &self.session_id,
                 ));
             }

@@ -108,16 +108,16 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
                     out.line(&output::session_state_line("running", &session_id));
                 }
                 out.line(&init_line(&engine));
+                let before = (engine.session.totals.usage, engine.session.denials.len());
                 engine.run_turn(content, cancel).await;
                 *shared.current.lock().unwrap_or_else(|p| p.into_inner()) = None;
                 // The printer reports the turn once every line before it is out.
                 let Some(outcome) = finished_rx.recv().await else { break };
-                out.line(&output::result_object(
-                    &outcome,
-                    &session_id,
-                    &engine.session.totals,
-                    &engine.session.denials,
-                ));
+                // Usage and denials of this turn; cost and per-model usage of the session.
+                let mut totals = engine.session.totals.clone();
+                totals.usage = usage_since(&before.0, &totals.usage);
+                let denials = engine.session.denials.get(before.1..).unwrap_or(&[]);
+                out.line(&output::result_object(&outcome, &session_id, &totals, denials));
                 if state_events {
                     out.line(&output::session_state_line("idle", &session_id));
                 }
@@ -146,6 +146,17 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
     match last {
         Some(o) if o.is_error && !o.interrupted => ExitCode::from(1),
         _ => ExitCode::SUCCESS,
+    }
+}
+
+fn usage_since(before: &crate::message::Usage, now: &crate::message::Usage) -> crate::message::Usage {
+    crate::message::Usage {
+        input_tokens: now.input_tokens.saturating_sub(before.input_tokens),
+        output_tokens: now.output_tokens.saturating_sub(before.output_tokens),
+        cache_creation_input_tokens: now
+            .cache_creation_input_tokens
+            .saturating_sub(before.cache_creation_input_tokens),
+        cache_read_input_tokens: now.cache_read_input_tokens.saturating_sub(before.cache_read_input_tokens),
     }
 }
 

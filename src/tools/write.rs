@@ -81,7 +81,14 @@ fn write_file(path: &Path, content: &str, shared: &SessionShared) -> Result<Tool
             path.display(),
             content.lines().count()
         ))
-        .with_structured(json!({"type": "create", "filePath": path.display().to_string(), "content": content})));
+        .with_structured(json!({
+            "type": "create",
+            "filePath": path.display().to_string(),
+            "content": content,
+            "structuredPatch": [],
+            "originalFile": null,
+            "userModified": false,
+        })));
     };
     guard::check(&shared.files(), path, &old_bytes, Intent::Overwrite)?;
 
@@ -120,6 +127,9 @@ fn write_file(path: &Path, content: &str, shared: &SessionShared) -> Result<Tool
         "type": "update",
         "filePath": path.display().to_string(),
         "content": content,
+        "structuredPatch": super::edit::patch::structured_patch(&old_text, &new_text),
+        "originalFile": old_text,
+        "userModified": false,
     })))
 }
 

@@ -8,6 +8,7 @@
 
 pub mod apply;
 pub mod guard;
+pub mod patch;
 pub mod text;
 
 use std::path::{Path, PathBuf};
@@ -124,7 +125,7 @@ fn edit_file(path: &Path, input: &Input, shared: &SessionShared) -> Result<ToolO
             changed: 0..input.new_string.len(),
             replacements: 1,
         };
-        return write_change(path, change, view.kind, shared, input);
+        return write_change(path, body, change, view.kind, shared, input);
     }
     let applied = apply::apply(body, &input.old_string, &input.new_string, input.replace_all)
         .map_err(|e| anchor_error(e, path, &input.old_string, view.kind))?;
@@ -134,7 +135,7 @@ fn edit_file(path: &Path, input: &Input, shared: &SessionShared) -> Result<ToolO
         changed: applied.first,
         replacements: applied.replacements,
     };
-    write_change(path, change, view.kind, shared, input)
+    write_change(path, body, change, view.kind, shared, input)
 }
 
 /// The new content of an edited file (without its BOM) and where it changed.
@@ -147,6 +148,7 @@ struct Change {
 
 fn write_change(
     path: &Path,
+    original: &str,
     change: Change,
     kind: ViewKind,
     shared: &SessionShared,
@@ -179,6 +181,8 @@ fn write_change(
         "filePath": path.display().to_string(),
         "oldString": input.old_string,
         "newString": input.new_string,
+        "originalFile": original,
+        "structuredPatch": patch::structured_patch(original, &change.body),
         "replaceAll": input.replace_all,
         "replacements": replacements,
         "userModified": false,
@@ -198,7 +202,14 @@ fn create_file(path: &Path, content: &str, shared: &SessionShared) -> Result<Too
         path.display(),
         content.lines().count()
     ))
-    .with_structured(json!({"type": "create", "filePath": path.display().to_string()})))
+    .with_structured(json!({
+        "type": "create",
+        "filePath": path.display().to_string(),
+        "content": content,
+        "structuredPatch": [],
+        "originalFile": null,
+        "userModified": false,
+    })))
 }
 
 /// Where the bytes go: the file a symbolic link points to, so the link itself survives.
