@@ -13,5 +13,6 @@ mod hooks_integration;
 mod permissions;
 mod provider;
 mod sandbox;
+mod sdk_client;
 mod subagents;
 mod tui;

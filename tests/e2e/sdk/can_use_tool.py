@@ -1,0 +1,31 @@
+"""can_use_tool: allow, deny with a message, allow with a rewritten input."""
+import anyio
+from claude_agent_sdk import ClaudeSDKClient, PermissionResultAllow, PermissionResultDeny
+
+from common import message, options, report, plain
+
+
+async def decide(tool_name, tool_input, context):
+    report(
+        "asked",
+        tool_name=tool_name,
+        input=tool_input,
+        tool_use_id=context.tool_use_id,
+        suggestions=plain(context.suggestions),
+    )
+    if tool_name == "Write":
+        return PermissionResultDeny(message="Writing files is not allowed today.")
+    if "original.txt" in tool_input.get("command", ""):
+        return PermissionResultAllow(updated_input={**tool_input, "command": "touch rewritten.txt"})
+    return PermissionResultAllow()
+
+
+async def main():
+    # can_use_tool needs streaming input: the client form.
+    async with ClaudeSDKClient(options(can_use_tool=decide)) as client:
+        await client.query("Do the three things")
+        async for m in client.receive_response():
+            message(m)
+
+
+anyio.run(main)
