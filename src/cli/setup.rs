@@ -234,6 +234,7 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
         context_window,
         compact,
         max_budget_usd: cli.programs.max_budget_usd,
+        reasoning: reasoning(cli, info.max_output)?,
     };
     let hook_config = HookConfig::from_settings(&settings)?;
     warnings.extend(hook_config.warnings.iter().cloned());
@@ -253,6 +254,45 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
         warnings,
         resumed,
     })
+}
+
+/// `--max-thinking-tokens`, `--thinking` and `--effort` as request parameters.
+fn reasoning(cli: &Cli, max_tokens: u32) -> Result<crate::provider::Reasoning, SetupError> {
+    use crate::provider::Thinking;
+    let p = &cli.programs;
+    let budget = |n: u32| -> Result<Thinking, SetupError> {
+        if n == 0 {
+            return Ok(Thinking::Disabled);
+        }
+        if n < 1024 || n >= max_tokens {
+            return Err(SetupError::Invalid(format!(
+                "--max-thinking-tokens must be 0 (off) or from 1024 to below the model's output limit of {max_tokens}, got {n}"
+            )));
+        }
+        Ok(Thinking::Enabled { budget_tokens: n })
+    };
+    let thinking = match (p.thinking.as_deref(), p.max_thinking_tokens) {
+        (None, None) => None,
+        (None, Some(n)) | (Some("enabled"), Some(n)) => Some(budget(n)?),
+        (Some("enabled"), None) => Some(budget((max_tokens / 2).min(16_000))?),
+        (Some("adaptive"), _) => Some(Thinking::Adaptive),
+        (Some("disabled"), _) => Some(Thinking::Disabled),
+        (Some(other), _) => {
+            return Err(SetupError::Invalid(format!(
+                "--thinking must be enabled, adaptive or disabled, got `{other}`"
+            )));
+        }
+    };
+    let effort = match p.effort.as_deref() {
+        None => None,
+        Some(e @ ("low" | "medium" | "high" | "xhigh" | "max")) => Some(e.to_string()),
+        Some(other) => {
+            return Err(SetupError::Invalid(format!(
+                "--effort must be low, medium, high, xhigh or max, got `{other}`"
+            )));
+        }
+    };
+    Ok(crate::provider::Reasoning { thinking, effort })
 }
 
 /// `--setting-sources user,project,local`: which settings files count.

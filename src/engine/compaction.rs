@@ -81,13 +81,15 @@ impl Engine {
             }
         }
         self.compactor.counter.sent(view.generation, view.messages.len());
-        Some(assemble::request(
+        let mut request = assemble::request(
             &self.config.model,
             self.compactor.request_max_tokens(self.config.max_tokens),
             &self.config.system,
             self.registry.tool_set(),
             view.messages,
-        ))
+        );
+        request.reasoning = self.config.reasoning.clone();
+        Some(request)
     }
 
     /// Notes what a round of tool calls did: each outcome goes to keel's tool record; paths the

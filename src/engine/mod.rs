@@ -49,6 +49,8 @@ pub struct EngineConfig {
     pub compact: CompactSettings,
     /// Spending limit of the session in USD (`--max-budget-usd`): a turn stops once it is reached.
     pub max_budget_usd: Option<f64>,
+    /// Extended thinking and effort for the turn's requests.
+    pub reasoning: crate::provider::Reasoning,
 }
 
 pub struct Engine {
