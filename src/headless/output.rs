@@ -147,6 +147,38 @@ pub fn session_state_line(state: &str, session_id: &str) -> Value {
     )
 }
 
+/// `system/hook_started` (`--include-hook-events`).
+pub fn hook_started_line(hook_id: &str, hook_name: &str, event: &str, session_id: &str) -> Value {
+    system_line(
+        "hook_started",
+        json!({"hook_id": hook_id, "hook_name": hook_name, "hook_event": event}),
+        session_id,
+    )
+}
+
+/// `system/permission_denied`: one per denied call, with what the model was told.
+pub fn permission_denied_line(tool_name: &str, tool_use_id: &str, message: &str, session_id: &str) -> Value {
+    system_line(
+        "permission_denied",
+        json!({"tool_name": tool_name, "tool_use_id": tool_use_id, "message": without_error_tags(message)}),
+        session_id,
+    )
+}
+
+/// `system/compact_boundary`: the conversation was compacted.
+pub fn compact_boundary_line(trigger: &str, pre_tokens: u64, session_id: &str) -> Value {
+    system_line(
+        "compact_boundary",
+        json!({"compact_metadata": {"trigger": trigger, "pre_tokens": pre_tokens}}),
+        session_id,
+    )
+}
+
+/// `system/notice`: keel's warnings and information.
+pub fn notice_line(level: &str, message: &str, session_id: &str) -> Value {
+    system_line("notice", json!({"level": level, "message": message}), session_id)
+}
+
 /// `system/hook_response` (`--include-hook-events`).
 pub fn hook_response_line(run: &crate::hooks::HookRun, session_id: &str) -> Value {
     let mut output = run.stdout.clone();
@@ -302,3 +334,7 @@ pub fn startup_error_object(message: &str, session_id: Option<&str>) -> Value {
 fn round6(x: f64) -> f64 {
     (x * 1e6).round() / 1e6
 }
+
+#[cfg(test)]
+#[path = "output_tests.rs"]
+mod tests;

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio_util::sync::CancellationToken;
 
@@ -125,9 +125,10 @@ impl Printer {
                 message,
                 ..
             } if stream => {
-                self.line(&output::system_line(
-                    "permission_denied",
-                    json!({"tool_name": tool_name, "tool_use_id": tool_use_id, "message": output::without_error_tags(&message)}),
+                self.line(&output::permission_denied_line(
+                    &tool_name,
+                    &tool_use_id,
+                    &message,
                     &self.session_id,
                 ));
             }
@@ -155,11 +156,7 @@ impl Printer {
                 hook_name,
                 event,
             } if stream && self.include_hook_events => {
-                self.line(&output::system_line(
-                    "hook_started",
-                    json!({"hook_id": hook_id, "hook_name": hook_name, "hook_event": event}),
-                    &self.session_id,
-                ));
+                self.line(&output::hook_started_line(&hook_id, &hook_name, &event, &self.session_id));
             }
             EngineEvent::HookRun(run) => {
                 if stream && self.include_hook_events {
@@ -202,11 +199,7 @@ impl Printer {
                 post_tokens,
             } => {
                 if stream {
-                    self.line(&output::system_line(
-                        "compact_boundary",
-                        json!({"compact_metadata": {"trigger": trigger.as_str(), "pre_tokens": pre_tokens}}),
-                        &self.session_id,
-                    ));
+                    self.line(&output::compact_boundary_line(trigger.as_str(), pre_tokens, &self.session_id));
                 }
                 if self.verbose {
                     eprintln!(
@@ -217,11 +210,8 @@ impl Printer {
             }
             EngineEvent::Notice { level, message } => {
                 if stream {
-                    self.line(&output::system_line(
-                        "notice",
-                        json!({"level": format!("{level:?}").to_lowercase(), "message": message}),
-                        &self.session_id,
-                    ));
+                    let level_name = format!("{level:?}").to_lowercase();
+                    self.line(&output::notice_line(&level_name, &message, &self.session_id));
                 }
                 if level != NoticeLevel::Info || self.verbose {
                     eprintln!("keel: {message}");
