@@ -65,7 +65,9 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     let mut settings = Settings::load(user_home.as_deref(), &home, &cwd, cli.settings.as_deref())?;
     if let Some(list) = &cli.programs.setting_sources {
         let scopes = setting_sources(list)?;
-        settings.layers.retain(|l| l.scope == Scope::Cli || scopes.contains(&l.scope));
+        settings
+            .layers
+            .retain(|l| l.scope == Scope::Cli || scopes.contains(&l.scope));
     }
     let permissions = permission_config::build(
         &settings,

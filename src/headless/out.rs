@@ -29,7 +29,10 @@ impl Out {
             return;
         }
         let mut out = std::io::stdout().lock();
-        let ok = out.write_all(s.as_bytes()).and_then(|_| out.write_all(b"\n")).and_then(|_| out.flush());
+        let ok = out
+            .write_all(s.as_bytes())
+            .and_then(|_| out.write_all(b"\n"))
+            .and_then(|_| out.flush());
         if ok.is_err() {
             self.closed.store(true, Ordering::SeqCst);
             self.gone.cancel();

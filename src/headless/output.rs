@@ -98,9 +98,17 @@ pub fn tool_result_line(block: &ContentBlock, structured: Option<&Value>, sessio
     });
     let result = match (block, structured) {
         (_, Some(Value::String(s))) => Some(Value::String(s.clone())),
-        (ContentBlock::ToolResult {
-            content, is_error: true, ..
-        }, _) => Some(Value::String(format!("Error: {}", without_error_tags(&content.as_text())))),
+        (
+            ContentBlock::ToolResult {
+                content,
+                is_error: true,
+                ..
+            },
+            _,
+        ) => Some(Value::String(format!(
+            "Error: {}",
+            without_error_tags(&content.as_text())
+        ))),
         (_, s) => s.cloned(),
     };
     if let (Some(s), Value::Object(m)) = (result, &mut line) {

@@ -18,7 +18,10 @@ fn golden(mut v: Value) -> String {
         }
         if let Some(t) = m.get_mut("timestamp") {
             let s = t.as_str().unwrap();
-            assert!(chrono::DateTime::parse_from_rfc3339(s).is_ok() && s.ends_with('Z'), "timestamp {s}");
+            assert!(
+                chrono::DateTime::parse_from_rfc3339(s).is_ok() && s.ends_with('Z'),
+                "timestamp {s}"
+            );
             *t = "<ts>".into();
         }
     }

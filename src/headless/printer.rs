@@ -156,7 +156,12 @@ impl Printer {
                 hook_name,
                 event,
             } if stream && self.include_hook_events => {
-                self.line(&output::hook_started_line(&hook_id, &hook_name, &event, &self.session_id));
+                self.line(&output::hook_started_line(
+                    &hook_id,
+                    &hook_name,
+                    &event,
+                    &self.session_id,
+                ));
             }
             EngineEvent::HookRun(run) => {
                 if stream && self.include_hook_events {
@@ -199,7 +204,11 @@ impl Printer {
                 post_tokens,
             } => {
                 if stream {
-                    self.line(&output::compact_boundary_line(trigger.as_str(), pre_tokens, &self.session_id));
+                    self.line(&output::compact_boundary_line(
+                        trigger.as_str(),
+                        pre_tokens,
+                        &self.session_id,
+                    ));
                 }
                 if self.verbose {
                     eprintln!(

@@ -156,7 +156,9 @@ fn usage_since(before: &crate::message::Usage, now: &crate::message::Usage) -> c
         cache_creation_input_tokens: now
             .cache_creation_input_tokens
             .saturating_sub(before.cache_creation_input_tokens),
-        cache_read_input_tokens: now.cache_read_input_tokens.saturating_sub(before.cache_read_input_tokens),
+        cache_read_input_tokens: now
+            .cache_read_input_tokens
+            .saturating_sub(before.cache_read_input_tokens),
     }
 }
 

@@ -69,7 +69,10 @@ pub fn suggestions(info: &AskInfo) -> Vec<Value> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Update {
     /// Allow rules for the rest of the session (`session`) or also saved (`localSettings`).
-    AllowRules { rules: Vec<String>, save: bool },
+    AllowRules {
+        rules: Vec<String>,
+        save: bool,
+    },
     SetMode(Mode),
 }
 

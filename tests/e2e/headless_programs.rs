@@ -18,10 +18,17 @@ async fn session_start_hooks_set_the_environment_of_later_commands() {
         "env.sh",
         r#"cat >/dev/null; echo 'export FROM_HOOK=claude' >> "$CLAUDE_ENV_FILE"; echo 'export ALSO=keel' >> "$KEEL_ENV_FILE""#,
     );
-    settings(&env, json!({"SessionStart": [{"hooks": [{"type": "command", "command": hook}]}]}));
+    settings(
+        &env,
+        json!({"SessionStart": [{"hooks": [{"type": "command", "command": hook}]}]}),
+    );
     let server = ModelServer::start().await;
     server
-        .push(calls(vec![tool("b1", "Bash", json!({"command": "echo \"$FROM_HOOK-$ALSO\""}))]))
+        .push(calls(vec![tool(
+            "b1",
+            "Bash",
+            json!({"command": "echo \"$FROM_HOOK-$ALSO\""}),
+        )]))
         .push(calls(vec![tool(
             "b2",
             "Bash",
@@ -56,7 +63,10 @@ async fn transcript_lines_carry_session_parent_cwd_model_and_usage() {
     assert_eq!(convo.len(), 4);
     assert_eq!(convo[0]["parentUuid"], Value::Null);
     for pair in convo.windows(2) {
-        assert_eq!(pair[1]["parentUuid"], pair[0]["uuid"], "each line follows the previous one");
+        assert_eq!(
+            pair[1]["parentUuid"], pair[0]["uuid"],
+            "each line follows the previous one"
+        );
     }
     let session = convo[0]["sessionId"].as_str().unwrap();
     assert_eq!(session.len(), 36);
@@ -74,7 +84,11 @@ async fn transcript_lines_carry_session_parent_cwd_model_and_usage() {
 #[tokio::test]
 async fn hook_payloads_name_the_prompt() {
     let env = Env::new();
-    let hook = script(&env, "p.sh", r#"cat >> "$CLAUDE_PROJECT_DIR/payloads.jsonl"; echo >> "$CLAUDE_PROJECT_DIR/payloads.jsonl""#);
+    let hook = script(
+        &env,
+        "p.sh",
+        r#"cat >> "$CLAUDE_PROJECT_DIR/payloads.jsonl"; echo >> "$CLAUDE_PROJECT_DIR/payloads.jsonl""#,
+    );
     settings(
         &env,
         json!({"UserPromptSubmit": [{"hooks": [{"type": "command", "command": hook}]}],
@@ -104,7 +118,15 @@ async fn a_startup_error_still_prints_a_json_result() {
     for format in ["json", "stream-json"] {
         let out = env
             .keel_offline()
-            .args(["-p", "x", "--verbose", "--output-format", format, "--permission-mode", "sideways"])
+            .args([
+                "-p",
+                "x",
+                "--verbose",
+                "--output-format",
+                format,
+                "--permission-mode",
+                "sideways",
+            ])
             .run()
             .await;
         assert_eq!(out.code, 1);
@@ -162,7 +184,11 @@ async fn denials_in_headless_default_mode_are_counted_on_stderr() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let notes: Vec<&str> = out.stderr.lines().filter(|l| l.contains("denied")).collect();
     assert_eq!(notes.len(), 1, "{}", out.stderr);
-    assert!(notes[0].contains("2 tool calls were denied (Bash, Write)"), "{}", notes[0]);
+    assert!(
+        notes[0].contains("2 tool calls were denied (Bash, Write)"),
+        "{}",
+        notes[0]
+    );
     assert!(notes[0].contains("--allowedTools"), "{}", notes[0]);
     // Nothing to say when nothing was denied.
     let server = ModelServer::start().await;
@@ -195,7 +221,10 @@ async fn system_prompt_flags_and_files() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let reqs = server.requests();
     let empty = reqs[0].body["system"].as_array().unwrap();
-    assert!(empty.iter().all(|b| !b["text"].as_str().unwrap().trim().is_empty()), "{empty:?}");
+    assert!(
+        empty.iter().all(|b| !b["text"].as_str().unwrap().trim().is_empty()),
+        "{empty:?}"
+    );
     assert!(!reqs[0].body["system"].to_string().contains("You are keel"));
     let system = reqs[1].body["system"].as_array().unwrap();
     assert_eq!(system[0]["text"], "You are the release checker.");
@@ -223,7 +252,11 @@ async fn setting_sources_choose_which_files_count() {
         async move {
             let server = ModelServer::start().await;
             server
-                .push(calls(vec![tool("w1", "Write", json!({"file_path": "a.txt", "content": "a"}))]))
+                .push(calls(vec![tool(
+                    "w1",
+                    "Write",
+                    json!({"file_path": "a.txt", "content": "a"}),
+                )]))
                 .push(answer("ok"));
             let mut k = env.keel(&server);
             k.args(["-p", "x", "--output-format", "json"]);
@@ -237,7 +270,11 @@ async fn setting_sources_choose_which_files_count() {
     };
     assert_eq!(run(None).await, 0, "the user's allow rule counts by default");
     std::fs::remove_file(env.path("a.txt")).unwrap();
-    assert_eq!(run(Some("project,local")).await, 1, "without user settings the Write is denied");
+    assert_eq!(
+        run(Some("project,local")).await,
+        1,
+        "without user settings the Write is denied"
+    );
     let bad = env
         .keel_offline()
         .args(["-p", "x", "--setting-sources", "user,team"])
@@ -262,16 +299,32 @@ async fn fork_session_continues_under_a_new_id_and_leaves_the_original() {
     let before = std::fs::read_to_string(&original).unwrap();
     let fork = env
         .keel(&server)
-        .args(["-p", "and now?", "--output-format", "json", "--resume", &id, "--fork-session"])
+        .args([
+            "-p",
+            "and now?",
+            "--output-format",
+            "json",
+            "--resume",
+            &id,
+            "--fork-session",
+        ])
         .run()
         .await;
     assert_eq!(fork.code, 0, "{}", fork.stderr);
     let new_id = fork.json()["session_id"].as_str().unwrap().to_string();
     assert_ne!(new_id, id);
-    assert_eq!(std::fs::read_to_string(&original).unwrap(), before, "the original is untouched");
+    assert_eq!(
+        std::fs::read_to_string(&original).unwrap(),
+        before,
+        "the original is untouched"
+    );
     assert_eq!(env.transcripts().len(), 2);
     // The forked turn saw the earlier conversation.
-    assert!(server.requests()[1].body["messages"].to_string().contains("remember 42"));
+    assert!(
+        server.requests()[1].body["messages"]
+            .to_string()
+            .contains("remember 42")
+    );
 }
 
 #[tokio::test]
@@ -304,10 +357,17 @@ async fn thinking_and_effort_reach_the_request() {
         .run()
         .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let out = env.keel(&server).args(["-p", "x", "--thinking", "adaptive"]).run().await;
+    let out = env
+        .keel(&server)
+        .args(["-p", "x", "--thinking", "adaptive"])
+        .run()
+        .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let reqs = server.requests();
-    assert_eq!(reqs[0].body["thinking"], json!({"type": "enabled", "budget_tokens": 2048}));
+    assert_eq!(
+        reqs[0].body["thinking"],
+        json!({"type": "enabled", "budget_tokens": 2048})
+    );
     assert_eq!(reqs[0].body["output_config"], json!({"effort": "high"}));
     assert_eq!(reqs[1].body["thinking"], json!({"type": "adaptive"}));
     assert!(reqs[1].body.get("output_config").is_none());
@@ -322,7 +382,10 @@ async fn flags_keel_cannot_honour_fail_with_one_line_naming_them() {
     for (args, flag) in [
         (vec!["--betas", "x"], "--betas"),
         (vec!["--session-mirror"], "--session-mirror"),
-        (vec!["--permission-prompt-tool", "mcp__auth__check"], "--permission-prompt-tool"),
+        (
+            vec!["--permission-prompt-tool", "mcp__auth__check"],
+            "--permission-prompt-tool",
+        ),
         (vec!["--resume"], "--resume"),
     ] {
         let out = env.keel_offline().args(["-p", "x"]).args(&args).run().await;

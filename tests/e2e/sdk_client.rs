@@ -79,11 +79,7 @@ async fn a_client_session_keeps_the_conversation_across_prompts() {
     assert_eq!(res[1]["result"], "Your name is Ada.");
     assert_eq!(res[0]["session_id"], res[1]["session_id"]);
     let second = &server.requests()[1];
-    let texts: Vec<String> = second
-        .messages()
-        .iter()
-        .map(|m| m["content"].to_string())
-        .collect();
+    let texts: Vec<String> = second.messages().iter().map(|m| m["content"].to_string()).collect();
     assert!(texts[0].contains("My name is Ada."), "{texts:?}");
     assert!(texts[1].contains("Hello Ada."), "{texts:?}");
     assert!(texts[2].contains("What is my name?"), "{texts:?}");
@@ -162,7 +158,10 @@ async fn allowed_tools_let_only_the_allowed_command_run() {
     let Some(r) = sdk::run(&env, &server, "allowed_tools").await else {
         return;
     };
-    assert!(env.path("made.txt").exists(), "the allowed touch ran and the rm did not");
+    assert!(
+        env.path("made.txt").exists(),
+        "the allowed touch ran and the rm did not"
+    );
     let (_, touch_error, _) = tool_result(&r, "b1");
     let (_, rm_error, _) = tool_result(&r, "b2");
     assert!(!touch_error && rm_error);
@@ -180,7 +179,11 @@ async fn can_use_tool_allows_denies_and_rewrites_inputs() {
             "Write",
             json!({"file_path": "denied.txt", "content": "x"}),
         )]))
-        .push(calls(vec![tool("b2", "Bash", json!({"command": "touch original.txt"}))]))
+        .push(calls(vec![tool(
+            "b2",
+            "Bash",
+            json!({"command": "touch original.txt"}),
+        )]))
         .push(answer("done"));
     let Some(r) = sdk::run(&env, &server, "can_use_tool").await else {
         return;
@@ -199,7 +202,10 @@ async fn can_use_tool_allows_denies_and_rewrites_inputs() {
     assert!(env.path("allowed.txt").exists());
     assert!(!env.path("denied.txt").exists());
     let (text, is_error, _) = tool_result(&r, "w1");
-    assert!(is_error && text.contains("Writing files is not allowed today."), "{text}");
+    assert!(
+        is_error && text.contains("Writing files is not allowed today."),
+        "{text}"
+    );
     assert!(env.path("rewritten.txt").exists(), "the rewritten input ran");
     assert!(!env.path("original.txt").exists(), "the original input did not");
     // The model was told what the callback said.
@@ -256,7 +262,10 @@ async fn interrupt_stops_the_running_command_and_the_session_goes_on() {
     let Some(r) = sdk::run(&env, &server, "interrupt").await else {
         return;
     };
-    assert!(started.elapsed() < std::time::Duration::from_secs(25), "the sleep was not cut short");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(25),
+        "the sleep was not cut short"
+    );
     r.get("interrupted");
     let res = results(&r);
     assert_eq!(res.len(), 2);
@@ -275,9 +284,17 @@ async fn set_permission_mode_applies_to_the_next_turn() {
     let env = Env::new();
     let server = ModelServer::start().await;
     server
-        .push(calls(vec![tool("w1", "Write", json!({"file_path": "a.txt", "content": "a"}))]))
+        .push(calls(vec![tool(
+            "w1",
+            "Write",
+            json!({"file_path": "a.txt", "content": "a"}),
+        )]))
         .push(answer("not allowed"))
-        .push(calls(vec![tool("w2", "Write", json!({"file_path": "b.txt", "content": "b"}))]))
+        .push(calls(vec![tool(
+            "w2",
+            "Write",
+            json!({"file_path": "b.txt", "content": "b"}),
+        )]))
         .push(answer("created"));
     let Some(r) = sdk::run(&env, &server, "set_permission_mode").await else {
         return;
@@ -307,7 +324,12 @@ async fn max_turns_ends_the_run_with_its_own_result() {
     let Some(r) = sdk::run(&env, &server, "max_turns").await else {
         return;
     };
-    assert!(r.get("raised")["error"].as_str().unwrap().contains("limit of 1 model turns"));
+    assert!(
+        r.get("raised")["error"]
+            .as_str()
+            .unwrap()
+            .contains("limit of 1 model turns")
+    );
     let res = results(&r);
     assert_eq!(res[0]["subtype"], "error_max_turns");
     assert_eq!(res[0]["is_error"], true);
@@ -354,7 +376,11 @@ async fn json_schema_output_arrives_validated_as_structured_output() {
     assert_eq!(reqs.len(), 3, "the turn ends with the valid answer");
     assert!(reqs[0].tool_names().contains(&"StructuredOutput".to_string()));
     // The plain answer was sent back with a reminder; the invalid one with the schema error.
-    assert!(reqs[1].messages().last().unwrap()["content"].to_string().contains("StructuredOutput"));
+    assert!(
+        reqs[1].messages().last().unwrap()["content"]
+            .to_string()
+            .contains("StructuredOutput")
+    );
     let (err, is_error) = reqs[2].tool_result_text("s1");
     assert!(is_error && err.contains("files"), "{err}");
 }

@@ -79,7 +79,10 @@ async fn content_blocks_and_replayed_messages() {
         .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let lines = out.lines();
-    let replay = lines.iter().find(|l| l["isReplay"] == true).expect("a replayed message");
+    let replay = lines
+        .iter()
+        .find(|l| l["isReplay"] == true)
+        .expect("a replayed message");
     assert_eq!(replay["message"]["content"][0]["text"], "look at this");
     let reqs = server.requests();
     let sent = &reqs[0].messages()[0]["content"];
@@ -111,7 +114,10 @@ async fn unknown_and_malformed_requests_get_error_answers_and_bad_lines_are_repo
     assert_eq!(response_to(&lines, "r2")["response"]["subtype"], "error");
     let r3 = &response_to(&lines, "r3")["response"];
     assert!(r3["error"].as_str().unwrap().contains("sideways"), "{r3}");
-    assert_eq!(response_to(&lines, "r4")["response"]["response"], json!({"mcpServers": []}));
+    assert_eq!(
+        response_to(&lines, "r4")["response"]["response"],
+        json!({"mcpServers": []})
+    );
     assert!(out.stderr.contains("not JSON"), "{}", out.stderr);
     assert_eq!(lines_of(&lines, "result", None)[0]["result"], "still here");
 }
@@ -121,7 +127,11 @@ async fn initialize_answers_and_set_permission_mode_reports_the_mode() {
     let env = Env::new();
     let server = ModelServer::start().await;
     server
-        .push(calls(vec![tool("w1", "Write", json!({"file_path": "a.txt", "content": "a"}))]))
+        .push(calls(vec![tool(
+            "w1",
+            "Write",
+            json!({"file_path": "a.txt", "content": "a"}),
+        )]))
         .push(answer("written"));
     let input = [
         request("i1", json!({"subtype": "initialize", "hooks": null})),
@@ -135,8 +145,17 @@ async fn initialize_answers_and_set_permission_mode_reports_the_mode() {
     let lines = out.lines();
     let init = &response_to(&lines, "i1")["response"]["response"];
     assert_eq!(init["claude_code_version"], env!("CARGO_PKG_VERSION"));
-    assert!(init["agents"].as_array().unwrap().iter().any(|a| a["name"] == "Explore"));
-    assert_eq!(response_to(&lines, "m1")["response"]["response"], json!({"mode": "acceptEdits"}));
+    assert!(
+        init["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["name"] == "Explore")
+    );
+    assert_eq!(
+        response_to(&lines, "m1")["response"]["response"],
+        json!({"mode": "acceptEdits"})
+    );
     let status = lines_of(&lines, "system", Some("status"));
     assert_eq!(status[0]["permissionMode"], "acceptEdits");
     assert!(env.path("a.txt").exists(), "acceptEdits let the Write run");
@@ -146,10 +165,7 @@ async fn initialize_answers_and_set_permission_mode_reports_the_mode() {
 async fn initialize_refuses_what_keel_cannot_honour_instead_of_ignoring_it() {
     let env = Env::new();
     let server = ModelServer::start().await;
-    let input = request(
-        "i1",
-        json!({"subtype": "initialize", "sdkMcpServers": ["calc"]}),
-    ) + "\n";
+    let input = request("i1", json!({"subtype": "initialize", "sdkMcpServers": ["calc"]})) + "\n";
     let out = env.keel(&server).args(STREAM).stdin(&input).run().await;
     let lines = out.lines();
     let r = &response_to(&lines, "i1")["response"];
@@ -162,7 +178,11 @@ async fn a_question_nobody_answers_is_denied_when_stdin_closes() {
     let env = Env::new();
     let server = ModelServer::start().await;
     server
-        .push(calls(vec![tool("w1", "Write", json!({"file_path": "a.txt", "content": "a"}))]))
+        .push(calls(vec![tool(
+            "w1",
+            "Write",
+            json!({"file_path": "a.txt", "content": "a"}),
+        )]))
         .push(answer("could not write"));
     let out = env
         .keel(&server)
@@ -206,7 +226,11 @@ async fn hook_events_appear_only_when_asked_for() {
         }
     };
     let quiet = run(&[]).await;
-    assert!(quiet.iter().all(|l| !l["subtype"].as_str().unwrap_or("").starts_with("hook_")));
+    assert!(
+        quiet
+            .iter()
+            .all(|l| !l["subtype"].as_str().unwrap_or("").starts_with("hook_"))
+    );
     let lines = run(&["--include-hook-events"]).await;
     let started = lines_of(&lines, "system", Some("hook_started"));
     let response = lines_of(&lines, "system", Some("hook_response"));
@@ -231,5 +255,10 @@ async fn stream_json_input_needs_stream_json_output() {
         .run()
         .await;
     assert_eq!(out.code, 1);
-    assert!(out.stderr.contains("--input-format stream-json needs --output-format stream-json"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("--input-format stream-json needs --output-format stream-json"),
+        "{}",
+        out.stderr
+    );
 }

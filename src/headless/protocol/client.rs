@@ -45,7 +45,9 @@ impl ClientLink {
         }
         let guard = Unanswered { link: self, id: &id };
         self.out.line(&codec::control_request(&id, request));
-        let r = rx.await.unwrap_or_else(|_| Err("the client closed its input before answering".into()));
+        let r = rx
+            .await
+            .unwrap_or_else(|_| Err("the client closed its input before answering".into()));
         std::mem::forget(guard);
         r
     }
@@ -114,6 +116,7 @@ impl Drop for Unanswered<'_> {
 #[async_trait]
 impl HookCallbacks for ClientLink {
     async fn call(&self, callback_id: &str, payload: Value, tool_use_id: Option<String>) -> Result<Value, String> {
-        self.request(codec::hook_callback(callback_id, payload, tool_use_id)).await
+        self.request(codec::hook_callback(callback_id, payload, tool_use_id))
+            .await
     }
 }

@@ -16,12 +16,23 @@ use crate::permissions::{PermissionPrompt, PermissionReply, updates};
 #[derive(Debug, Clone, PartialEq)]
 pub enum Inbound {
     /// A user message: one turn.
-    User { content: Vec<ContentBlock>, raw: Value },
-    Request { id: String, request: ClientRequest },
+    User {
+        content: Vec<ContentBlock>,
+        raw: Value,
+    },
+    Request {
+        id: String,
+        request: ClientRequest,
+    },
     /// The answer to a request keel sent; `Err` carries the client's error text.
-    Response { id: String, result: Result<Value, String> },
+    Response {
+        id: String,
+        result: Result<Value, String>,
+    },
     /// The client gives up on a request it sent (keel answers nothing more for it).
-    Cancel { id: String },
+    Cancel {
+        id: String,
+    },
     /// `keep_alive` and other lines that need no action.
     Nothing,
 }
@@ -89,15 +100,22 @@ pub fn decode(line: &str) -> Result<Inbound, DecodeError> {
     match kind {
         "user" => decode_user(v),
         "control_request" => {
-            let id = string_field(&v, "request_id").ok_or_else(|| DecodeError::new("control_request needs `request_id`"))?;
-            decode_request(&v["request"]).map(|request| Inbound::Request { id: id.clone(), request }).map_err(|message| DecodeError {
-                message,
-                request_id: Some(id),
-            })
+            let id =
+                string_field(&v, "request_id").ok_or_else(|| DecodeError::new("control_request needs `request_id`"))?;
+            decode_request(&v["request"])
+                .map(|request| Inbound::Request {
+                    id: id.clone(),
+                    request,
+                })
+                .map_err(|message| DecodeError {
+                    message,
+                    request_id: Some(id),
+                })
         }
         "control_response" => {
             let r = &v["response"];
-            let id = string_field(r, "request_id").ok_or_else(|| DecodeError::new("control_response needs `response.request_id`"))?;
+            let id = string_field(r, "request_id")
+                .ok_or_else(|| DecodeError::new("control_response needs `response.request_id`"))?;
             let result = match r.get("subtype").and_then(Value::as_str) {
                 Some("success") => Ok(r.get("response").cloned().unwrap_or(Value::Null)),
                 Some("error") => Err(r
@@ -129,11 +147,15 @@ fn string_field(v: &Value, key: &str) -> Option<String> {
 }
 
 fn decode_user(v: Value) -> Result<Inbound, DecodeError> {
-    let message = v.get("message").ok_or_else(|| DecodeError::new("a user message needs `message`"))?;
+    let message = v
+        .get("message")
+        .ok_or_else(|| DecodeError::new("a user message needs `message`"))?;
     if let Some(role) = message.get("role").and_then(Value::as_str)
         && role != "user"
     {
-        return Err(DecodeError::new(format!("a user message must have role `user`, got `{role}`")));
+        return Err(DecodeError::new(format!(
+            "a user message must have role `user`, got `{role}`"
+        )));
     }
     let content = match message.get("content") {
         Some(Value::String(s)) => vec![ContentBlock::text(s.clone())],
@@ -145,7 +167,11 @@ fn decode_user(v: Value) -> Result<Inbound, DecodeError> {
                     .map_err(|e| DecodeError::new(format!("content block {i} of the user message: {e}")))
             })
             .collect::<Result<Vec<_>, _>>()?,
-        _ => return Err(DecodeError::new("`message.content` must be a string or an array of content blocks")),
+        _ => {
+            return Err(DecodeError::new(
+                "`message.content` must be a string or an array of content blocks",
+            ));
+        }
     };
     if content.is_empty() {
         return Err(DecodeError::new("the user message has no content"));

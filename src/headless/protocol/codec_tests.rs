@@ -6,8 +6,9 @@ use crate::permissions::{Mode, PermissionReply};
 
 #[test]
 fn user_messages_take_text_or_blocks() {
-    let text = decode(r#"{"type":"user","message":{"role":"user","content":"hi"},"parent_tool_use_id":null,"session_id":""}"#)
-        .unwrap();
+    let text =
+        decode(r#"{"type":"user","message":{"role":"user","content":"hi"},"parent_tool_use_id":null,"session_id":""}"#)
+            .unwrap();
     assert!(matches!(&text, Inbound::User { content, .. } if content == &vec![ContentBlock::text("hi")]));
     let blocks = decode(
         r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"a"},
@@ -27,11 +28,20 @@ fn bad_user_messages_say_what_is_wrong() {
         ("not json", "not JSON"),
         (r#"{"message":{}}"#, "`type`"),
         (r#"{"type":"user"}"#, "needs `message`"),
-        (r#"{"type":"user","message":{"role":"assistant","content":"x"}}"#, "role `user`"),
+        (
+            r#"{"type":"user","message":{"role":"assistant","content":"x"}}"#,
+            "role `user`",
+        ),
         (r#"{"type":"user","message":{"content":42}}"#, "string or an array"),
         (r#"{"type":"user","message":{"content":[]}}"#, "no content"),
-        (r#"{"type":"user","message":{"content":[{"type":"video"}]}}"#, "content block 0"),
-        (r#"{"type":"assistant","message":{}}"#, "unknown message type `assistant`"),
+        (
+            r#"{"type":"user","message":{"content":[{"type":"video"}]}}"#,
+            "content block 0",
+        ),
+        (
+            r#"{"type":"assistant","message":{}}"#,
+            "unknown message type `assistant`",
+        ),
     ] {
         let e = decode(line).unwrap_err();
         assert!(e.message.contains(expect), "{line}: {}", e.message);
@@ -77,7 +87,9 @@ fn initialize_with_hooks_agents_and_prompt_options() {
     assert_eq!(init.append_system_prompt.as_deref(), Some("Say done."));
     assert_eq!(init.json_schema, Some(json!({"type": "object"})));
     // The SDK's plain form.
-    let plain = decode(r#"{"type":"control_request","request_id":"r","request":{"subtype":"initialize","hooks":null}}"#).unwrap();
+    let plain =
+        decode(r#"{"type":"control_request","request_id":"r","request":{"subtype":"initialize","hooks":null}}"#)
+            .unwrap();
     assert_eq!(
         plain,
         Inbound::Request {
@@ -100,7 +112,9 @@ fn a_malformed_request_keeps_its_id_for_the_error_response() {
 
 #[test]
 fn the_other_requests() {
-    let req = |body: &str| match decode(&format!(r#"{{"type":"control_request","request_id":"x","request":{body}}}"#)) {
+    let req = |body: &str| match decode(&format!(
+        r#"{{"type":"control_request","request_id":"x","request":{body}}}"#
+    )) {
         Ok(Inbound::Request { request, .. }) => request,
         other => panic!("{other:?}"),
     };
@@ -113,8 +127,14 @@ fn the_other_requests() {
         req(r#"{"subtype":"set_model","model":"haiku"}"#),
         ClientRequest::SetModel(Some("haiku".into()))
     );
-    assert_eq!(req(r#"{"subtype":"set_model","model":null}"#), ClientRequest::SetModel(None));
-    assert_eq!(req(r#"{"subtype":"set_model","model":"default"}"#), ClientRequest::SetModel(None));
+    assert_eq!(
+        req(r#"{"subtype":"set_model","model":null}"#),
+        ClientRequest::SetModel(None)
+    );
+    assert_eq!(
+        req(r#"{"subtype":"set_model","model":"default"}"#),
+        ClientRequest::SetModel(None)
+    );
     assert_eq!(req(r#"{"subtype":"mcp_status"}"#), ClientRequest::McpStatus);
     assert_eq!(
         req(r#"{"subtype":"rewind_files","user_message_id":"u"}"#),
@@ -133,7 +153,8 @@ fn responses_and_cancels() {
         }
     );
     assert_eq!(
-        decode(r#"{"type":"control_response","response":{"subtype":"error","request_id":"k2","error":"boom"}}"#).unwrap(),
+        decode(r#"{"type":"control_response","response":{"subtype":"error","request_id":"k2","error":"boom"}}"#)
+            .unwrap(),
         Inbound::Response {
             id: "k2".into(),
             result: Err("boom".into())
@@ -211,7 +232,11 @@ fn permission_answers() {
             interrupt: true
         }
     );
-    for bad in [Ok(json!({})), Ok(json!({"behavior": "maybe"})), Err("callback raised".to_string())] {
+    for bad in [
+        Ok(json!({})),
+        Ok(json!({"behavior": "maybe"})),
+        Err("callback raised".to_string()),
+    ] {
         assert!(
             matches!(permission_reply(bad.clone()).0, PermissionReply::Reject { ref message, interrupt: false } if !message.is_empty()),
             "{bad:?}"

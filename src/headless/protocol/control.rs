@@ -22,7 +22,11 @@ pub const SLASH_COMMANDS: &[&str] = &["compact"];
 
 /// Applies `initialize`; returns the answer, or why the request cannot be honoured. Nothing is
 /// applied when it fails.
-pub fn initialize(engine: &mut Engine, init: &Initialize, link: &Arc<ClientLink>) -> Result<(Value, Vec<String>), String> {
+pub fn initialize(
+    engine: &mut Engine,
+    init: &Initialize,
+    link: &Arc<ClientLink>,
+) -> Result<(Value, Vec<String>), String> {
     if init.agents.as_ref().is_some_and(|a| !a.is_empty()) {
         return Err("keel cannot take agent definitions from `initialize` yet (`agents`)".into());
     }
@@ -97,7 +101,8 @@ pub fn require_structured_output(engine: &mut Engine, schema: Value) -> Result<(
         .map(|t| t.tool.clone())
         .collect();
     tools.push(Arc::new(StructuredOutputTool::new(schema, slot.clone())));
-    let registry = ToolRegistry::new(tools).map_err(|e| format!("the JSON schema for the answer is not usable: {e}"))?;
+    let registry =
+        ToolRegistry::new(tools).map_err(|e| format!("the JSON schema for the answer is not usable: {e}"))?;
     engine.registry = Arc::new(registry);
     engine.structured = Some(slot);
     // Recounts the fixed part of every request (the tool list grew).

@@ -11,8 +11,16 @@ use serde_json::Value;
 
 use super::{Env, ModelServer, RUN_TIMEOUT};
 
+/// The pinned SDK (`claude-agent-sdk==X`); `.ci/run` installs the same file.
+const REQUIREMENT: &str = include_str!("../sdk/requirements.txt");
+
 /// The SDK release the tests speak to.
-pub const SDK_VERSION: &str = "0.2.189";
+fn sdk_version() -> &'static str {
+    REQUIREMENT
+        .trim()
+        .strip_prefix("claude-agent-sdk==")
+        .expect("tests/e2e/sdk/requirements.txt pins claude-agent-sdk==VERSION")
+}
 
 static INSTALL: Mutex<Option<Result<PathBuf, String>>> = Mutex::new(None);
 
@@ -22,7 +30,7 @@ pub fn venv_dir() -> PathBuf {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/keel-tests")))
         .unwrap_or_else(|| std::env::temp_dir().join("keel-tests"));
-    base.join(format!("claude-agent-sdk-{SDK_VERSION}"))
+    base.join(format!("claude-agent-sdk-{}", sdk_version()))
 }
 
 fn python3() -> Option<PathBuf> {
@@ -45,7 +53,7 @@ pub fn python() -> Option<PathBuf> {
     }
     match slot.as_ref().expect("set above") {
         Ok(p) => Some(p.clone()),
-        Err(e) => panic!("cannot install claude-agent-sdk {SDK_VERSION}: {e}"),
+        Err(e) => panic!("cannot install {}: {e}", REQUIREMENT.trim()),
     }
 }
 
@@ -71,9 +79,9 @@ fn install(system: &Path) -> Result<PathBuf, String> {
         "install",
         "--quiet",
         "--disable-pip-version-check",
-        &format!("claude-agent-sdk=={SDK_VERSION}"),
+        REQUIREMENT.trim(),
     ]))?;
-    std::fs::write(&ready, SDK_VERSION).map_err(|e| e.to_string())?;
+    std::fs::write(&ready, sdk_version()).map_err(|e| e.to_string())?;
     Ok(python)
 }
 
@@ -89,7 +97,12 @@ impl Report {
     /// The single object with `"kind": kind`.
     pub fn get(&self, kind: &str) -> &Value {
         let found: Vec<&Value> = self.lines.iter().filter(|l| l["kind"] == kind).collect();
-        assert_eq!(found.len(), 1, "expected one `{kind}` report, got {found:?}\nstderr:\n{}", self.stderr);
+        assert_eq!(
+            found.len(),
+            1,
+            "expected one `{kind}` report, got {found:?}\nstderr:\n{}",
+            self.stderr
+        );
         found[0]
     }
 
