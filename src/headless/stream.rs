@@ -29,7 +29,7 @@ use crate::tools::SessionShared;
 /// Work for the turn loop, in the order the client sent it.
 enum Command {
     Turn(Vec<ContentBlock>),
-    Initialize { id: String, init: Initialize },
+    Initialize { id: String, init: Box<Initialize> },
     SetModel(Option<String>),
 }
 

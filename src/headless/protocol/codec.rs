@@ -39,7 +39,7 @@ pub enum Inbound {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ClientRequest {
-    Initialize(Initialize),
+    Initialize(Box<Initialize>),
     Interrupt,
     SetPermissionMode(String),
     /// `None` returns to the session's default model.
@@ -185,7 +185,7 @@ fn decode_request(r: &Value) -> Result<ClientRequest, String> {
         .and_then(Value::as_str)
         .ok_or("a control request needs `request.subtype`")?;
     Ok(match subtype {
-        "initialize" => ClientRequest::Initialize(decode_initialize(r)?),
+        "initialize" => ClientRequest::Initialize(Box::new(decode_initialize(r)?)),
         "interrupt" => ClientRequest::Interrupt,
         "set_permission_mode" => ClientRequest::SetPermissionMode(
             string_field(r, "mode").ok_or("set_permission_mode needs a string `mode`")?,

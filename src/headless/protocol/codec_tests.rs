@@ -94,7 +94,7 @@ fn initialize_with_hooks_agents_and_prompt_options() {
         plain,
         Inbound::Request {
             id: "r".into(),
-            request: ClientRequest::Initialize(Initialize::default())
+            request: ClientRequest::Initialize(Box::default())
         }
     );
 }

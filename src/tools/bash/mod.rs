@@ -133,8 +133,10 @@ impl Tool for BashTool {
             &file_name(&ctx.tool_use_id),
             timeout,
             &ctx.cancel,
-            Some(&ctx.shared.hook_env_file()),
-            &sandbox,
+            run::ShellEnv {
+                env_file: Some(&ctx.shared.hook_env_file()),
+                sandbox: &sandbox,
+            },
         )
         .await?;
         if let Some(dir) = &finished.final_cwd {
