@@ -314,7 +314,7 @@ fn setting_sources(list: &str) -> Result<Vec<Scope>, SetupError> {
 }
 
 /// The system prompt replacement and addition, from the flags or the files they name.
-fn system_prompt_texts(cli: &Cli) -> Result<(Option<String>, Option<String>), SetupError> {
+pub fn system_prompt_texts(cli: &Cli) -> Result<(Option<String>, Option<String>), SetupError> {
     let read = |flag: &str, path: &std::path::Path| {
         std::fs::read_to_string(path)
             .map_err(|e| SetupError::Invalid(format!("{flag}: cannot read {}: {e}", path.display())))

@@ -262,3 +262,51 @@ async fn stream_json_input_needs_stream_json_output() {
         out.stderr
     );
 }
+
+#[tokio::test]
+async fn initialize_sets_prompt_options_and_a_schema_and_state_events_frame_each_turn() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    server.push(calls(vec![tool(
+        "s1",
+        "StructuredOutput",
+        json!({"ok": true}),
+    )]));
+    let input = [
+        request(
+            "i1",
+            json!({"subtype": "initialize", "appendSystemPrompt": "Answer tersely.",
+                   "jsonSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}}),
+        ),
+        user("check"),
+    ]
+    .join("\n")
+        + "\n";
+    let out = env
+        .keel(&server)
+        .args(STREAM)
+        .env("CLAUDE_CODE_SDK_READS_SESSION_STATE", "1")
+        .stdin(&input)
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines = out.lines();
+    assert_eq!(response_to(&lines, "i1")["response"]["subtype"], "success");
+    let req = &server.requests()[0];
+    assert_eq!(req.body["system"].as_array().unwrap().last().unwrap()["text"], "Answer tersely.");
+    assert!(req.tool_names().contains(&"StructuredOutput".to_string()));
+    let result = lines_of(&lines, "result", None)[0];
+    assert_eq!(result["structured_output"], json!({"ok": true}));
+    // running … result … idle, marked for the SDK host only.
+    let states: Vec<(usize, &str)> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l["subtype"] == "session_state_changed")
+        .map(|(i, l)| (i, l["state"].as_str().unwrap()))
+        .collect();
+    let result_at = lines.iter().position(|l| l["type"] == "result").unwrap();
+    assert_eq!(states.len(), 2, "{states:?}");
+    assert!(states[0].1 == "running" && states[0].0 < result_at);
+    assert!(states[1].1 == "idle" && states[1].0 > result_at);
+    assert!(lines.iter().filter(|l| l["subtype"] == "session_state_changed").all(|l| l["sdk_host_only"] == true));
+}
