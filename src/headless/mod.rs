@@ -91,6 +91,11 @@ fn check_flags(cli: &Cli) -> Result<(), HeadlessError> {
             "--output-format stream-json with --print needs --verbose".into(),
         ));
     }
+    if stream_in && cli.prompt.is_some() {
+        return Err(HeadlessError::Usage(
+            "with --input-format stream-json the prompts come as user messages on stdin, not as an argument".into(),
+        ));
+    }
     if stream_in && cli.output_format != OutputFormat::StreamJson {
         return Err(HeadlessError::Usage(
             "--input-format stream-json needs --output-format stream-json".into(),

@@ -267,11 +267,7 @@ async fn stream_json_input_needs_stream_json_output() {
 async fn initialize_sets_prompt_options_and_a_schema_and_state_events_frame_each_turn() {
     let env = Env::new();
     let server = ModelServer::start().await;
-    server.push(calls(vec![tool(
-        "s1",
-        "StructuredOutput",
-        json!({"ok": true}),
-    )]));
+    server.push(calls(vec![tool("s1", "StructuredOutput", json!({"ok": true}))]));
     let input = [
         request(
             "i1",
@@ -293,7 +289,10 @@ async fn initialize_sets_prompt_options_and_a_schema_and_state_events_frame_each
     let lines = out.lines();
     assert_eq!(response_to(&lines, "i1")["response"]["subtype"], "success");
     let req = &server.requests()[0];
-    assert_eq!(req.body["system"].as_array().unwrap().last().unwrap()["text"], "Answer tersely.");
+    assert_eq!(
+        req.body["system"].as_array().unwrap().last().unwrap()["text"],
+        "Answer tersely."
+    );
     assert!(req.tool_names().contains(&"StructuredOutput".to_string()));
     let result = lines_of(&lines, "result", None)[0];
     assert_eq!(result["structured_output"], json!({"ok": true}));
@@ -308,5 +307,10 @@ async fn initialize_sets_prompt_options_and_a_schema_and_state_events_frame_each
     assert_eq!(states.len(), 2, "{states:?}");
     assert!(states[0].1 == "running" && states[0].0 < result_at);
     assert!(states[1].1 == "idle" && states[1].0 > result_at);
-    assert!(lines.iter().filter(|l| l["subtype"] == "session_state_changed").all(|l| l["sdk_host_only"] == true));
+    assert!(
+        lines
+            .iter()
+            .filter(|l| l["subtype"] == "session_state_changed")
+            .all(|l| l["sdk_host_only"] == true)
+    );
 }
