@@ -176,6 +176,23 @@ impl Pipeline<'_> {
                         problems.join("\n- ")
                     )));
                 }
+                // Deny rules hold whoever approves: the rewritten input is checked against them.
+                let verdict = self.authorizer.check(
+                    &call.name,
+                    &updated,
+                    registered.tool.is_read_only(&updated),
+                    self.shared.mode(),
+                    &self.shared.cwd,
+                    Some(crate::permissions::HookDecision::Allow),
+                );
+                if let crate::permissions::Verdict::Deny(reason) = verdict {
+                    let output = ToolOutput::error(format!(
+                        "Permission denied: {reason}. The approver rewrote this {} call into one a deny rule \
+                         forbids, so it was not run.",
+                        call.name
+                    ));
+                    return self.refused(call, Refusal { output, denied: true });
+                }
                 ToolCall {
                     input: updated,
                     ..effective

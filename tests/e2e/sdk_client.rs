@@ -184,12 +184,13 @@ async fn can_use_tool_allows_denies_and_rewrites_inputs() {
             "Bash",
             json!({"command": "touch original.txt"}),
         )]))
+        .push(calls(vec![tool("b3", "Bash", json!({"command": "touch tidy.txt"}))]))
         .push(answer("done"));
     let Some(r) = sdk::run(&env, &server, "can_use_tool").await else {
         return;
     };
     let asked: Vec<&Value> = r.lines.iter().filter(|l| l["kind"] == "asked").collect();
-    assert_eq!(asked.len(), 3, "{asked:?}");
+    assert_eq!(asked.len(), 4, "{asked:?}");
     assert_eq!(asked[0]["tool_name"], "Bash");
     assert_eq!(asked[0]["tool_use_id"], "b1");
     assert_eq!(asked[0]["input"]["command"], "touch allowed.txt");
@@ -211,6 +212,10 @@ async fn can_use_tool_allows_denies_and_rewrites_inputs() {
     // The model was told what the callback said.
     let (sent, _) = server.requests()[2].tool_result_text("w1");
     assert!(sent.contains("Writing files is not allowed today."), "{sent}");
+    // An approval that rewrites the call into a denied one does not get past the deny rule.
+    assert!(env.path("allowed.txt").exists(), "the rewritten rm was refused");
+    let (text, is_error, _) = tool_result(&r, "b3");
+    assert!(is_error && text.contains("deny rule"), "{text}");
 }
 
 #[tokio::test]
