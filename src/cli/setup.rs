@@ -69,7 +69,7 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
             .layers
             .retain(|l| l.scope == Scope::Cli || scopes.contains(&l.scope));
     }
-    let permissions = permission_config::build(
+    let mut permissions = permission_config::build(
         &settings,
         &CliPermissions {
             allowed_tools: cli.allowed_tools.clone(),
@@ -83,6 +83,16 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     )?;
     let permission_mode = permissions.mode;
     let mut warnings = permissions.warnings.clone();
+    let extensions = super::extensions::load(
+        cli,
+        &mut settings,
+        &cwd,
+        user_home.as_deref(),
+        &home,
+        &permissions.authorizer.working_dirs()[1..],
+    )?;
+    extensions.grant_memory(&mut permissions.authorizer)?;
+    warnings.extend(extensions.warnings.iter().cloned());
     let sandbox_config = SandboxConfig::from_settings(&settings, cli.sandbox)?;
 
     let (provider, script_model): (Arc<dyn Provider>, Option<String>) = match cli.provider {
@@ -185,7 +195,7 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
                 .map_err(|e| SetupError::Invalid(format!("--json-schema is not valid JSON: {e}")))?,
         ),
     };
-    let mut registry = ToolRegistry::new(builtin_tools())?;
+    let mut registry = extensions.add_tools(ToolRegistry::new(builtin_tools())?)?;
     if let Some(list) = &cli.tools {
         let wanted: Vec<&str> = list
             .split([',', ' '])
@@ -210,7 +220,7 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     let (context_window, compact) = context_settings(&settings)?;
     let home_dir = dirs::home_dir();
     let (replace, append) = system_prompt_texts(cli)?;
-    let project = ProjectContext::gather(&Gather {
+    let mut project = ProjectContext::gather(&Gather {
         cwd: &cwd,
         model: &model,
         home: home_dir.as_deref(),
@@ -227,6 +237,7 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
             "--max-budget-usd must be a positive amount of US dollars, got {b}"
         )));
     }
+    extensions.decorate(&mut project, &registry, context_window.unwrap_or(info.context_window));
     let config = EngineConfig {
         system: project.system_blocks(),
         model,
@@ -244,7 +255,7 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     hooks.set_env_file(session.shared.hook_env_file());
     let (mut engine, events) = Engine::new(config, provider, registry, authorizer, Arc::new(hooks), session);
     engine.set_project(project);
-    engine.install_subagents()?;
+    extensions.install(&mut engine)?;
     if let Some(schema) = structured_schema {
         crate::headless::protocol::control::require_structured_output(&mut engine, schema)
             .map_err(|e| SetupError::Invalid(format!("--json-schema: {e}")))?;

@@ -7,9 +7,11 @@
 
 mod authorize;
 mod compaction;
+pub mod harness;
 mod lifecycle;
 pub mod pipeline;
 pub mod session;
+pub mod skills;
 pub mod subagent;
 mod tool_hooks;
 mod turn;
@@ -72,6 +74,10 @@ pub struct Engine {
     /// Where the StructuredOutput tool leaves the final answer, when one is required
     /// (`--json-schema`): a turn then ends only with a valid one.
     pub structured: Option<crate::tools::structured::StructuredSlot>,
+    /// Skills, sub-agent types, plugins and spawn budgets of the session.
+    pub harness: harness::Harness,
+    /// This engine's runner of sub-agents, when installed.
+    subagents: Option<Arc<subagent::SubagentRunner>>,
 }
 
 impl Engine {
@@ -106,13 +112,17 @@ impl Engine {
                 pending_context: Vec::new(),
                 subagent: None,
                 structured: None,
+                harness: harness::Harness::default(),
+                subagents: None,
             },
             rx,
         )
     }
 
-    /// Installs the project layer and the system prompt built from it.
-    pub fn set_project(&mut self, project: ProjectContext) {
+    /// Installs the project layer and the system prompt built from it (keeping the listings
+    /// and memory keel added to the previous one).
+    pub fn set_project(&mut self, mut project: ProjectContext) {
+        project.adopt_sections(&self.project);
         self.config.system = project.system_blocks();
         self.project = project;
         self.compactor

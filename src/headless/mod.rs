@@ -4,6 +4,7 @@ pub mod out;
 pub mod output;
 pub mod printer;
 pub mod protocol;
+pub mod slash;
 pub mod stream;
 
 use std::io::{IsTerminal, Read};
@@ -15,7 +16,6 @@ use tokio_util::sync::CancellationToken;
 use crate::cli::args::{Cli, InputFormat, OutputFormat};
 use crate::cli::setup::{self, SetupError};
 use crate::engine::{EngineEvent, NoticeLevel, ResultSubtype, TurnOutcome};
-use crate::message::ContentBlock;
 use out::Out;
 use printer::Printer;
 
@@ -163,6 +163,7 @@ async fn run_inner(cli: &Cli, out: Arc<Out>) -> Result<ExitCode, HeadlessError> 
     printer.include_hook_events = cli.programs.include_hook_events;
     if cli.output_format == OutputFormat::StreamJson {
         let cwd = engine.session.shared.cwd.display().to_string();
+        let inventory = engine.inventory();
         out.line(&output::init_line(&output::InitInfo {
             session_id: &session_id,
             cwd: &cwd,
@@ -170,8 +171,10 @@ async fn run_inner(cli: &Cli, out: Arc<Out>) -> Result<ExitCode, HeadlessError> 
             model: &engine.config.model,
             permission_mode: prepared.permission_mode.as_str(),
             api_key_source: api_key_source(cli),
-            agents: crate::tools::agent::AGENT_TYPES.to_vec(),
-            slash_commands: protocol::control::SLASH_COMMANDS.to_vec(),
+            agents: inventory.agents.iter().map(String::as_str).collect(),
+            slash_commands: inventory.slash_commands.iter().map(String::as_str).collect(),
+            skills: inventory.skills.iter().map(String::as_str).collect(),
+            plugins: inventory.plugins.clone(),
         }));
     }
 
@@ -186,9 +189,11 @@ async fn run_inner(cli: &Cli, out: Arc<Out>) -> Result<ExitCode, HeadlessError> 
     engine
         .session_start(if prepared.resumed { "resume" } else { "startup" })
         .await;
-    let outcome = match compact_command(&prompt) {
-        Some(instructions) => engine.compact_turn(instructions, &cancel).await,
-        None => engine.run_turn(vec![ContentBlock::text(prompt)], cancel.clone()).await,
+    let outcome = match slash::plan(&mut engine, &prompt, &cancel).await {
+        slash::Plan::Turn(content) => engine.run_turn(content, cancel.clone()).await,
+        slash::Plan::Compact(instructions) => engine.compact_turn(instructions.as_deref(), &cancel).await,
+        slash::Plan::Answer(text) => slash::finish(&engine, text, false),
+        slash::Plan::Fail(message) => slash::finish(&engine, message, true),
     };
     // The session ends with the turn: nothing it started in the background may outlive it.
     engine.session.shared.end();
@@ -264,16 +269,6 @@ fn denial_note(denials: &[crate::engine::session::Denial], mode: crate::permissi
     ))
 }
 
-/// `/compact [instructions]`: compact the (continued) session instead of running a turn.
-fn compact_command(prompt: &str) -> Option<Option<&str>> {
-    let rest = prompt.trim().strip_prefix("/compact")?;
-    if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
-        return None;
-    }
-    let rest = rest.trim();
-    Some((!rest.is_empty()).then_some(rest))
-}
-
 fn text_error(outcome: &TurnOutcome, max_turns: Option<u32>) -> String {
     match (outcome.subtype, max_turns) {
         (ResultSubtype::ErrorMaxTurns, Some(n)) => format!("Reached max turns ({n})"),
@@ -323,20 +318,4 @@ fn watch_signals(cancel: CancellationToken) -> SignalWatch {
         cancel.cancel();
     });
     SignalWatch(which)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::compact_command;
-
-    #[test]
-    fn compact_command_takes_optional_instructions() {
-        assert_eq!(compact_command("/compact"), Some(None));
-        assert_eq!(
-            compact_command("  /compact  keep the parser notes "),
-            Some(Some("keep the parser notes"))
-        );
-        assert_eq!(compact_command("/compaction please"), None);
-        assert_eq!(compact_command("please /compact"), None);
-    }
 }

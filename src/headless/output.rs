@@ -26,6 +26,9 @@ pub struct InitInfo<'a> {
     /// Sub-agent types the Agent tool offers.
     pub agents: Vec<&'a str>,
     pub slash_commands: Vec<&'a str>,
+    pub skills: Vec<&'a str>,
+    /// `{"name", "path"}` per plugin.
+    pub plugins: Vec<Value>,
 }
 
 pub fn init_line(i: &InitInfo<'_>) -> Value {
@@ -45,8 +48,8 @@ pub fn init_line(i: &InitInfo<'_>) -> Value {
         "keel_version": env!("CARGO_PKG_VERSION"),
         "output_style": "default",
         "agents": i.agents,
-        "skills": [],
-        "plugins": [],
+        "skills": i.skills,
+        "plugins": i.plugins,
         "uuid": uuid(),
     })
 }

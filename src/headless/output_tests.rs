@@ -43,6 +43,8 @@ fn system_init() {
         api_key_source: "ANTHROPIC_API_KEY",
         agents: vec!["general-purpose"],
         slash_commands: vec!["compact"],
+        skills: vec!["release"],
+        plugins: vec![json!({"name": "tools", "path": "/p/tools"})],
     });
     let v = env!("CARGO_PKG_VERSION");
     expect(
@@ -50,8 +52,8 @@ fn system_init() {
         json!({"type":"system","subtype":"init","cwd":"/w","session_id":"s1","tools":["Read","Bash"],
                "mcp_servers":[],"model":"claude-sonnet-4-5","permissionMode":"default",
                "slash_commands":["compact"],"apiKeySource":"ANTHROPIC_API_KEY","claude_code_version":v,
-               "keel_version":v,"output_style":"default","agents":["general-purpose"],"skills":[],
-               "plugins":[],"uuid":"<uuid>"}),
+               "keel_version":v,"output_style":"default","agents":["general-purpose"],"skills":["release"],
+               "plugins":[{"name":"tools","path":"/p/tools"}],"uuid":"<uuid>"}),
     );
 }
 

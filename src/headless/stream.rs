@@ -19,6 +19,7 @@ use super::printer::Printer;
 use super::protocol::client::ClientLink;
 use super::protocol::codec::{self, ClientRequest, Inbound, Initialize};
 use super::protocol::control;
+use super::slash;
 use crate::cli::args::{Cli, OutputFormat};
 use crate::cli::setup::Prepared;
 use crate::engine::{Engine, EngineEvent, NoticeLevel, TurnOutcome};
@@ -109,7 +110,23 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
                 }
                 out.line(&init_line(&engine));
                 let before = (engine.session.totals.usage, engine.session.denials.len());
-                engine.run_turn(content, cancel).await;
+                // A plain text message may be a slash command, as with -p.
+                match content.as_slice() {
+                    [ContentBlock::Text { text, .. }] => {
+                        let text = text.clone();
+                        match slash::plan(&mut engine, &text, &cancel).await {
+                            slash::Plan::Turn(content) => engine.run_turn(content, cancel).await,
+                            slash::Plan::Compact(instructions) => {
+                                engine.compact_turn(instructions.as_deref(), &cancel).await
+                            }
+                            slash::Plan::Answer(text) => slash::finish(&engine, text, false),
+                            slash::Plan::Fail(message) => slash::finish(&engine, message, true),
+                        };
+                    }
+                    _ => {
+                        engine.run_turn(content, cancel).await;
+                    }
+                }
                 *shared.current.lock().unwrap_or_else(|p| p.into_inner()) = None;
                 // The printer reports the turn once every line before it is out.
                 let Some(outcome) = finished_rx.recv().await else { break };
@@ -165,6 +182,7 @@ fn usage_since(before: &crate::message::Usage, now: &crate::message::Usage) -> c
 /// The `system/init` line that opens each turn.
 fn init_line(engine: &Engine) -> Value {
     let cwd = engine.session.shared.cwd.display().to_string();
+    let inventory = engine.inventory();
     output::init_line(&output::InitInfo {
         session_id: &engine.session.id,
         cwd: &cwd,
@@ -172,8 +190,10 @@ fn init_line(engine: &Engine) -> Value {
         model: &engine.config.model,
         permission_mode: engine.session.shared.mode().as_str(),
         api_key_source: control::api_key_source(),
-        agents: crate::tools::agent::AGENT_TYPES.to_vec(),
-        slash_commands: control::SLASH_COMMANDS.to_vec(),
+        agents: inventory.agents.iter().map(String::as_str).collect(),
+        slash_commands: inventory.slash_commands.iter().map(String::as_str).collect(),
+        skills: inventory.skills.iter().map(String::as_str).collect(),
+        plugins: inventory.plugins.clone(),
     })
 }
 

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod agents;
 mod bash;
 mod compaction;
 mod demo;
@@ -12,9 +13,11 @@ mod headless_programs;
 mod hooks;
 mod hooks_integration;
 mod permissions;
+mod plugins;
 mod provider;
 mod sandbox;
 mod sdk_client;
+mod skills;
 mod stream_json;
 mod subagents;
 mod tui;

@@ -389,3 +389,43 @@ async fn json_schema_output_arrives_validated_as_structured_output() {
     let (err, is_error) = reqs[2].tool_result_text("s1");
     assert!(is_error && err.contains("files"), "{err}");
 }
+
+#[tokio::test]
+async fn programmatic_agents_become_sub_agent_types() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool(
+            "a1",
+            "Agent",
+            json!({"description": "review", "prompt": "Review the change.", "subagent_type": "reviewer"}),
+        )]))
+        .push(answer("No problems found."))
+        .push(answer("The reviewer found no problems."));
+    let Some(r) = sdk::run(&env, &server, "agents").await else {
+        return;
+    };
+    let inits: Vec<&Value> = of_type(&r, "SystemMessage")
+        .into_iter()
+        .filter(|m| m["subtype"] == "init")
+        .collect();
+    assert!(
+        inits[0]["data"]["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "reviewer"),
+        "{inits:?}"
+    );
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 3);
+    // The sub-agent ran with the definition's prompt and tools.
+    let child = &reqs[1];
+    assert!(child.body["system"].to_string().contains("You are the code reviewer."));
+    let mut tools = child.tool_names();
+    tools.sort();
+    assert_eq!(tools, vec!["Grep", "Read"]);
+    let (report, is_error) = reqs[2].tool_result_text("a1");
+    assert!(!is_error && report.contains("No problems found."), "{report}");
+    assert_eq!(results(&r)[0]["result"], "The reviewer found no problems.");
+}

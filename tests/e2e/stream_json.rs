@@ -314,3 +314,28 @@ async fn initialize_sets_prompt_options_and_a_schema_and_state_events_frame_each
             .all(|l| l["sdk_host_only"] == true)
     );
 }
+
+#[tokio::test]
+async fn slash_commands_run_in_stream_input_as_with_print() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    let input = [user("/cost"), user("/no-such-command")].join("\n") + "\n";
+    let out = env.keel(&server).args(STREAM).stdin(&input).run().await;
+    let lines = out.lines();
+    let results = lines_of(&lines, "result", None);
+    assert_eq!(results.len(), 2, "{lines:#?}");
+    assert_eq!(results[0]["is_error"], false);
+    assert!(
+        results[0]["result"].as_str().unwrap().contains("Total cost"),
+        "{}",
+        results[0]
+    );
+    assert_eq!(results[1]["is_error"], true);
+    assert!(
+        results[1]["errors"][0].as_str().unwrap().contains("no-such-command"),
+        "{}",
+        results[1]
+    );
+    assert!(server.requests().is_empty(), "no model request for commands");
+    assert_eq!(out.code, 1, "the last turn failed");
+}

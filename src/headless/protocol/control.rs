@@ -17,9 +17,6 @@ use crate::tools::Tool;
 use crate::tools::registry::ToolRegistry;
 use crate::tools::structured::{StructuredOutputTool, StructuredSlot};
 
-/// Headless slash commands keel runs itself.
-pub const SLASH_COMMANDS: &[&str] = &["compact"];
-
 /// Applies `initialize`; returns the answer, or why the request cannot be honoured. Nothing is
 /// applied when it fails.
 pub fn initialize(
@@ -27,16 +24,17 @@ pub fn initialize(
     init: &Initialize,
     link: &Arc<ClientLink>,
 ) -> Result<(Value, Vec<String>), String> {
-    if init.agents.as_ref().is_some_and(|a| !a.is_empty()) {
-        return Err("keel cannot take agent definitions from `initialize` yet (`agents`)".into());
-    }
     if !init.sdk_mcp_servers.is_empty() {
         return Err(format!(
             "keel cannot host in-process SDK MCP servers yet (`sdkMcpServers`: {})",
             init.sdk_mcp_servers.join(", ")
         ));
     }
-    let (hooks, warnings) = hook_config(init)?;
+    let (hooks, mut warnings) = hook_config(init)?;
+    if let Some(agents) = init.agents.as_ref().filter(|a| !a.is_empty()) {
+        let json = Value::Object(agents.clone()).to_string();
+        warnings.extend(engine.register_agents(&json).map_err(|e| format!("agents: {e}"))?);
+    }
     if let Some(schema) = &init.json_schema {
         require_structured_output(engine, schema.clone())?;
     }
@@ -120,18 +118,29 @@ pub fn set_model(engine: &mut Engine, model: Option<&str>, default: &str) -> Str
 
 /// What `initialize` answers: what this keel offers.
 fn answer(engine: &Engine) -> Value {
-    let agents: Vec<Value> = crate::tools::agent::AGENT_TYPES
+    let inventory = engine.inventory();
+    let agents: Vec<Value> = inventory
+        .agents
         .iter()
-        .map(|a| json!({"name": a, "description": agent_description(a)}))
+        .map(|name| {
+            let description = engine
+                .harness
+                .agents
+                .get(name)
+                .map(|d| d.description.clone())
+                .unwrap_or_default();
+            json!({"name": name, "description": description})
+        })
         .collect();
     let models: Vec<Value> = ["sonnet", "opus", "haiku"]
         .iter()
         .map(|alias| json!({"value": alias, "resolvedModel": models::resolve_alias(alias), "displayName": alias}))
         .collect();
     json!({
-        "commands": SLASH_COMMANDS
+        "commands": inventory
+            .slash_commands
             .iter()
-            .map(|c| json!({"name": c, "description": "Compact the conversation", "argumentHint": "[instructions]", "builtin": true}))
+            .map(|c| json!({"name": c}))
             .collect::<Vec<_>>(),
         "agents": agents,
         "output_style": "default",
@@ -144,13 +153,6 @@ fn answer(engine: &Engine) -> Value {
         "current_permission_mode": engine.session.shared.mode().as_str(),
         "model": engine.config.model,
     })
-}
-
-fn agent_description(name: &str) -> &'static str {
-    match name {
-        "Explore" => "Read-only search of the codebase (Read, Glob, Grep)",
-        _ => "All tools but Agent; for multi-step tasks",
-    }
 }
 
 /// Where the API key comes from, in the reference's words.
