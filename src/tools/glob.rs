@@ -62,6 +62,11 @@ impl Tool for GlobTool {
     }
 }
 
+/// The directory a Glob call walks (what the permission check decides on).
+pub fn walk_root(base: &Path, pattern: &str) -> PathBuf {
+    paths::normalize(&split_pattern(base, pattern).0)
+}
+
 /// Splits an absolute pattern into the directory to walk and the remaining pattern.
 fn split_pattern(base: &Path, pattern: &str) -> (PathBuf, String) {
     let full = if Path::new(pattern).is_absolute() {
