@@ -172,7 +172,7 @@ fn glob(base: &Path, pattern: &str, cancel: &tokio_util::sync::CancellationToken
     let names: Vec<String> = found
         .into_iter()
         .take(MAX_RESULTS)
-        .map(|(p, _)| p.display().to_string())
+        .map(|(p, _)| shown_name(&p))
         .collect();
     let mut text = names.join("\n");
     if truncated {
@@ -182,6 +182,19 @@ fn glob(base: &Path, pattern: &str, cancel: &tokio_util::sync::CancellationToken
     }
     text.push_str(&unreadable_note);
     Ok(ToolOutput::text(text).with_structured(json!({"filenames": names, "numFiles": total, "truncated": truncated})))
+}
+
+/// A path as listed; a name that is not UTF-8 cannot be passed back to a file tool, so it is
+/// marked, with the exact bytes as Bash can take them.
+fn shown_name(p: &Path) -> String {
+    if p.to_str().is_some() {
+        return p.display().to_string();
+    }
+    format!(
+        "{} [name is not valid UTF-8: file tools cannot open it; in Bash it is {}]",
+        p.display(),
+        paths::bash_quote(p)
+    )
 }
 
 #[cfg(test)]
