@@ -61,6 +61,7 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     if cli.debug {
         crate::debug::enable();
     }
+    crate::fsutil::stale::start(&home);
     let user_home = dirs::home_dir();
     let settings = Settings::load(user_home.as_deref(), &home, &cwd, cli.settings.as_deref())?;
     let permissions = permission_config::build(

@@ -27,6 +27,17 @@ pub fn temp_name() -> String {
     format!("{TEMP_PREFIX}{}-{:016x}", std::process::id(), fastrand::u64(..))
 }
 
+/// At startup: removes what dead keel processes left, then journals this process's files.
+pub fn start(keel_home: &Path) {
+    let removed = sweep(keel_home);
+    if removed > 0 {
+        crate::debug::log(format!(
+            "removed {removed} temporary file(s) left by a keel that was killed while writing"
+        ));
+    }
+    install(keel_home);
+}
+
 /// Starts journaling this process's temporary files under `keel_home` (once per process).
 pub fn install(keel_home: &Path) {
     let Some(start) = start_time(std::process::id()) else {
