@@ -14,4 +14,5 @@ mod permissions;
 mod provider;
 mod sandbox;
 mod subagents;
+mod trust;
 mod tui;

@@ -48,6 +48,16 @@ impl Env {
         self.work.join(rel)
     }
 
+    /// Records that the user trusts the work directory (as answering keel's question does), so
+    /// interactive runs take its project settings without asking.
+    pub fn trust_work(&self) {
+        let file = self.home.join(".keel/trusted-folders.json");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let record =
+            serde_json::json!({"folders": {self.work.to_str().unwrap(): {"trustedAt": "2025-01-01T00:00:00Z"}}});
+        std::fs::write(file, record.to_string()).unwrap();
+    }
+
     /// keel pointed at `server`, in the work directory, with a private home.
     pub fn keel(&self, server: &ModelServer) -> Keel {
         let mut k = self.keel_offline();
