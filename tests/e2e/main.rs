@@ -7,6 +7,7 @@ mod compaction;
 mod demo;
 mod edit_guards;
 mod engine_loop;
+mod file_safety;
 mod headless;
 mod hooks;
 mod hooks_integration;
