@@ -282,6 +282,37 @@ pub fn read_capped(file: &mut File, cap: u64) -> std::io::Result<Result<Vec<u8>,
     Ok(Ok(bytes))
 }
 
+/// Why keel could not read one of the repository's files for itself (instruction files,
+/// custom commands, files shown again after compaction).
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0}, not a regular file")]
+    NotRegular(&'static str),
+    #[error("larger than {} KB", .0 / 1024)]
+    TooLarge(u64),
+}
+
+/// Reads a file keel loads by itself (links followed as usual): never a FIFO, socket or
+/// device (opened without blocking, refused), never more than `cap` bytes.
+pub fn read_file_capped(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(ReadError::NotRegular(kind_of(&meta)));
+    }
+    clear_nonblock(&file);
+    match read_capped(&mut file, cap)? {
+        Ok(bytes) => Ok(bytes),
+        Err(_) => Err(ReadError::TooLarge(cap)),
+    }
+}
+
 /// The path of an open descriptor as the kernel knows it (after every link).
 pub fn path_of(fd: BorrowedFd<'_>) -> Option<PathBuf> {
     std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()
@@ -406,6 +437,25 @@ mod tests {
         symlink(&outside, ws.join("out")).unwrap();
         assert!(directory(&ws.join("out/made"), &roots, true).is_err());
         assert!(!outside.join("made").exists());
+    }
+
+    #[test]
+    fn keels_own_reads_refuse_special_files() {
+        let (_t, ws, _) = setup();
+        nix::unistd::mkfifo(&ws.join("pipe"), Mode::from_bits_truncate(0o644)).unwrap();
+        assert!(matches!(
+            read_file_capped(&ws.join("pipe"), 10),
+            Err(ReadError::NotRegular(_))
+        ));
+        assert!(matches!(
+            read_file_capped(Path::new("/dev/zero"), 10),
+            Err(ReadError::NotRegular(_))
+        ));
+        assert!(matches!(
+            read_file_capped(&ws.join("sub/a.txt"), 3),
+            Err(ReadError::TooLarge(3))
+        ));
+        assert_eq!(read_file_capped(&ws.join("sub/a.txt"), 100).unwrap(), b"inside\n");
     }
 
     #[test]

@@ -495,3 +495,17 @@ async fn mentions_of_special_files_are_refused_and_the_session_stays_responsive(
     t.press(&["C-d"]);
     assert_eq!(t.wait_exit().await, 0);
 }
+
+/// Instruction files are keel's own reads of repository files: a FIFO or a link to a device
+/// among them must not stall or flood the start.
+#[tokio::test]
+async fn instruction_files_that_are_special_files_do_not_stall_the_start() {
+    let env = Env::new();
+    nix::unistd::mkfifo(&env.path("CLAUDE.md"), nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+    symlink("/dev/zero", env.path("AGENTS.md")).unwrap();
+    let server = ModelServer::start().await;
+    server.push(sse::answer("started"));
+    let out = env.keel(&server).args(["-p", "hi"]).run().await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("started"), "{}", out.stdout);
+}

@@ -111,13 +111,9 @@ fn collect(root: &Path, dir: &Path, depth: usize, out: &mut Vec<(String, PathBuf
 }
 
 fn read_command(name: &str, path: &Path, source: &'static str) -> Result<CustomCommand, String> {
-    let size = std::fs::metadata(path)
-        .map(|m| m.len())
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    if size > MAX_FILE {
-        return Err(format!("{}: larger than 256 KB; not loaded", path.display()));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bytes = crate::fsutil::open::read_file_capped(path, MAX_FILE)
+        .map_err(|e| format!("{}: {e}; not loaded", path.display()))?;
+    let text = String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text; not loaded", path.display()))?;
     let (front, body) = split_front_matter(&text);
     let field = |key: &str| front.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
     let description = field("description").filter(|d| !d.is_empty()).unwrap_or_else(|| {
