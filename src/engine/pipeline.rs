@@ -347,7 +347,7 @@ mod tests {
                     "test".into(),
                     crate::transcript::SharedTranscript::new(transcript),
                 ),
-                sink: EventSink(tx),
+                sink: EventSink::new(tx),
                 shared,
                 _dir: dir,
             }
