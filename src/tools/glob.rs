@@ -119,12 +119,10 @@ fn glob(base: &Path, pattern: &str, cancel: &tokio_util::sync::CancellationToken
     };
     let mut found: Vec<(PathBuf, SystemTime)> = Vec::new();
     let mut unreadable = 0usize;
+    let mut skipped_note = None;
     if root.is_dir() {
-        let walker = ignore::WalkBuilder::new(&root)
-            .hidden(false)
-            .require_git(false)
-            .filter_entry(|e| e.file_name() != ".git")
-            .build();
+        let walk = super::walk::safe_walk(&root, |e| e.file_name() != ".git").map_err(ToolError::invalid)?;
+        let walker = walk.builder.build();
         for entry in walker {
             if cancel.is_cancelled() {
                 return Err(ToolError::Cancelled);
@@ -149,9 +147,10 @@ fn glob(base: &Path, pattern: &str, cancel: &tokio_util::sync::CancellationToken
                 found.push((entry.into_path(), mtime));
             }
         }
+        skipped_note = walk.note();
     }
     // Directories that could not be listed are said, so "no files" is never a hidden error.
-    let unreadable_note = if unreadable > 0 {
+    let mut unreadable_note = if unreadable > 0 {
         format!(
             "\n[{unreadable} director{} could not be read (permissions or I/O errors); the list may be incomplete]",
             if unreadable == 1 { "y" } else { "ies" }
@@ -159,6 +158,10 @@ fn glob(base: &Path, pattern: &str, cancel: &tokio_util::sync::CancellationToken
     } else {
         String::new()
     };
+    if let Some(note) = skipped_note {
+        unreadable_note.push('\n');
+        unreadable_note.push_str(&note);
+    }
     if found.is_empty() {
         return Ok(ToolOutput::text(format!(
             "No files found matching `{pattern}` in {}{unreadable_note}",

@@ -14,6 +14,7 @@ pub mod plan;
 pub mod read;
 pub mod registry;
 pub mod todo;
+pub mod walk;
 pub mod write;
 
 use std::path::PathBuf;

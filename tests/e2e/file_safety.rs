@@ -509,3 +509,38 @@ async fn instruction_files_that_are_special_files_do_not_stall_the_start() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.contains("started"), "{}", out.stdout);
 }
+
+/// Ignore files are read by the walk itself: one that is a FIFO (or a link to `/dev/zero`)
+/// would stall Glob and Grep or exhaust memory. (FIFOs here: a regression blocks, it does not
+/// eat the machine's memory.)
+#[tokio::test]
+async fn hostile_ignore_files_do_not_stall_glob_or_grep() {
+    let env = Env::new();
+    let mode = nix::sys::stat::Mode::from_bits_truncate(0o644);
+    env.write("src/main.rs", "fn main() {}\n");
+    env.write("vendor/lib.rs", "fn lib() {}\n");
+    nix::unistd::mkfifo(&env.path("vendor/.gitignore"), mode).unwrap();
+    env.write("locked/x.rs", "fn x() {}\n");
+    nix::unistd::mkfifo(&env.path("locked/.gitignore"), mode).unwrap();
+    let (out, last) = run_steps(
+        &env,
+        vec![vec![
+            tool("g1", "Glob", json!({"pattern": "**/*.rs"})),
+            tool("s1", "Grep", json!({"pattern": "fn "})),
+            tool("g2", "Glob", json!({"pattern": "*.rs", "path": env.path("locked")})),
+        ]],
+    )
+    .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (text, err) = last.tool_result_text("g1");
+    assert!(
+        !err && text.contains("src/main.rs") && !text.contains("lib.rs"),
+        "{text}"
+    );
+    assert!(text.contains("2 directories not searched"), "{text}");
+    let (text, err) = last.tool_result_text("s1");
+    assert!(!err && text.contains("src/main.rs"), "{text}");
+    assert!(text.contains("2 directories not searched"), "{text}");
+    let (text, err) = last.tool_result_text("g2");
+    assert!(err && text.contains("FIFO"), "{text}");
+}

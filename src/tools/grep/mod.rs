@@ -199,6 +199,14 @@ impl Tool for GrepTool {
                     plural(outcome.withheld)
                 ));
             }
+            if outcome.skipped_dirs > 0 {
+                t.push_str(&format!(
+                    "\n[{} director{} not searched: an ignore file there (.gitignore, .ignore) is not a regular \
+                     file or is too large; list them with Bash `ls -la`]",
+                    outcome.skipped_dirs,
+                    if outcome.skipped_dirs == 1 { "y" } else { "ies" }
+                ));
+            }
             if outcome.unreadable > 0 {
                 t.push_str(&format!(
                     "\n[{} file{} or director{} could not be read (permissions or I/O errors); the result may be incomplete]",

@@ -108,6 +108,8 @@ pub struct Outcome {
     pub withheld: usize,
     /// Directory entries or files that could not be read (permissions, I/O errors).
     pub unreadable: usize,
+    /// Directories not entered because an ignore file there is unsafe to read.
+    pub skipped_dirs: usize,
 }
 
 pub fn search(q: &Query, cancel: &CancellationToken) -> Result<Outcome, SearchError> {
@@ -117,10 +119,12 @@ pub fn search(q: &Query, cancel: &CancellationToken) -> Result<Outcome, SearchEr
     let matcher = build_matcher(q)?;
     let root = Root::new(q)?;
     let timed_out = AtomicBool::new(false);
-    let mut walk = ignore::WalkBuilder::new(&q.root);
-    walk.hidden(false)
-        .require_git(false)
-        .filter_entry(|e| !(e.file_type().is_some_and(|t| t.is_dir()) && VCS_DIRS.iter().any(|d| e.file_name() == *d)));
+    let safe = crate::tools::walk::safe_walk(&q.root, |e| {
+        !(e.file_type().is_some_and(|t| t.is_dir()) && VCS_DIRS.iter().any(|d| e.file_name() == *d))
+    })
+    .map_err(SearchError::Filter)?;
+    let skipped_dirs = safe.skipped.clone();
+    let mut walk = safe.builder;
     if !q.globs.is_empty() {
         let mut ob = ignore::overrides::OverrideBuilder::new(&q.root);
         for g in &q.globs {
@@ -222,6 +226,7 @@ pub fn search(q: &Query, cancel: &CancellationToken) -> Result<Outcome, SearchEr
         hits: results.into_inner().unwrap_or_else(|p| p.into_inner()),
         withheld: withheld.into_inner(),
         unreadable: unreadable.into_inner(),
+        skipped_dirs: skipped_dirs.load(Ordering::Relaxed),
     })
 }
 
