@@ -1,5 +1,5 @@
 //! Workspace trust: a cloned repository's own settings must not run commands on the user's
-//! behalf (hooks, MCP servers, a status line, credential helpers) or widen what keel may do
+//! behalf (hooks, plugins, MCP servers, a status line, credential helpers) or widen what keel may do
 //! (allow rules, a permissive default mode, extra directories, sandbox exceptions) before the
 //! user has said they trust the folder.
 //!
@@ -50,6 +50,7 @@ const COMMAND_KEYS: &[(&str, &str)] = &[
     ("enableAllProjectMcpServers", "MCP servers"),
     ("enabledMcpjsonServers", "MCP servers"),
     ("env", "environment variables for commands"),
+    ("plugins", "plugins (their hooks, skills and agents)"),
 ];
 
 /// Nested keys that widen what runs without asking.

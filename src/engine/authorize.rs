@@ -29,9 +29,16 @@ impl Pipeline<'_> {
         cancel: &CancellationToken,
     ) -> Result<Option<PathBuf>, Refusal> {
         let mode = self.shared.mode();
-        let decision = self
-            .authorizer
-            .decide(&call.name, &call.input, read_only, mode, &self.shared.cwd, hook);
+        let grants = self.shared.skills.grants();
+        let decision = self.authorizer.decide(
+            &call.name,
+            &call.input,
+            read_only,
+            mode,
+            &self.shared.cwd,
+            hook,
+            &grants,
+        );
         // The tool opens exactly the path this decision was made for.
         let resolved = decision.resolved;
         let verdict = decision.verdict;
@@ -45,11 +52,20 @@ impl Pipeline<'_> {
             },
             v => v,
         };
-        let info = match verdict {
+        let mut info = match verdict {
             Verdict::Allow => return Ok(resolved),
             Verdict::Deny(reason) => return Err(denied(call, &format!("Permission denied: {reason}."))),
             Verdict::Ask { info, .. } => info,
         };
+        // Whoever decides on loading a skill sees what it would grant.
+        if call.name == "Skill"
+            && let Some(runner) = &self.shared.skill_runner
+        {
+            let grants = runner.grants(call.input.get("skill").and_then(|v| v.as_str()).unwrap_or(""));
+            if !grants.is_empty() {
+                info.reason.push_str(&format!(": {}", grants.join(", ")));
+            }
+        }
         if self.hooks.has(Event::PermissionRequest) {
             let mut f = self.tool_fields(call, &call.input);
             f.insert("permission_suggestions".into(), json!(info.rules_to_save));

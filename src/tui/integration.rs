@@ -129,6 +129,14 @@ pub fn context(engine: &Engine) -> Result<ContextReport, IntegrationError> {
             tokens: instructions,
         },
         ContextCategory {
+            name: "skills and sub-agent types".into(),
+            tokens: p.listings.iter().map(|l| tokens::text(l)).sum(),
+        },
+        ContextCategory {
+            name: "project memory".into(),
+            tokens: p.memory.as_ref().map(|m| tokens::text(&m.render())).unwrap_or(0),
+        },
+        ContextCategory {
             name: "messages (stored; the request view may be smaller)".into(),
             tokens: messages,
         },
@@ -207,6 +215,7 @@ pub fn mention_check(authorizer: &Authorizer, shared: &SessionShared, path: &Pat
         shared.mode(),
         &shared.cwd,
         None,
+        &[],
     );
     match decision.verdict {
         Verdict::Deny(reason) => Err(reason),
