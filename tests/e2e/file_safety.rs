@@ -544,3 +544,27 @@ async fn hostile_ignore_files_do_not_stall_glob_or_grep() {
     let (text, err) = last.tool_result_text("g2");
     assert!(err && text.contains("FIFO"), "{text}");
 }
+
+/// Settings, skills and agent definitions are repository files keel reads itself: special
+/// files among them give a clear error or are skipped, never a hang.
+#[tokio::test]
+async fn special_files_among_settings_skills_and_agents_never_hang_the_start() {
+    let mode = nix::sys::stat::Mode::from_bits_truncate(0o644);
+    let env = Env::new();
+    std::fs::create_dir_all(env.path(".claude/skills/x")).unwrap();
+    std::fs::create_dir_all(env.path(".claude/agents")).unwrap();
+    nix::unistd::mkfifo(&env.path(".claude/skills/x/SKILL.md"), mode).unwrap();
+    symlink("/dev/zero", env.path(".claude/agents/helper.md")).unwrap();
+    let server = ModelServer::start().await;
+    server.push(sse::answer("started"));
+    let out = env.keel(&server).args(["-p", "hi"]).run().await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("started"), "{}", out.stdout);
+
+    let env = Env::new();
+    std::fs::create_dir_all(env.path(".claude")).unwrap();
+    nix::unistd::mkfifo(&env.path(".claude/settings.json"), mode).unwrap();
+    let out = env.keel_offline().args(["-p", "hi"]).run().await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("FIFO"), "{}", out.stderr);
+}
