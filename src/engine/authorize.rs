@@ -1,5 +1,7 @@
 //! The pipeline's authorization step: permission rules and modes, and asking a human.
 
+use std::path::PathBuf;
+
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -11,6 +13,22 @@ use crate::hooks::{Event, Permission, fields};
 use crate::permissions::updates::{self, Update};
 use crate::permissions::{AskInfo, HookDecision, Mode, PermissionPrompt, PermissionReply, Verdict};
 use crate::tools::ToolOutput;
+
+/// A call allowed to run: where its path resolved (file tools), and the input an approving
+/// program rewrote it into, if it did (checked again by the pipeline).
+pub struct Approved {
+    pub resolved: Option<PathBuf>,
+    pub updated_input: Option<serde_json::Value>,
+}
+
+impl Approved {
+    fn plain(resolved: Option<PathBuf>) -> Self {
+        Approved {
+            resolved,
+            updated_input: None,
+        }
+    }
+}
 
 /// Why a call did not run; `denied` marks permission denials (for `permission_denials`).
 pub struct Refusal {
@@ -27,10 +45,10 @@ impl Pipeline<'_> {
         read_only: bool,
         hook: Option<HookDecision>,
         cancel: &CancellationToken,
-    ) -> Result<Option<serde_json::Value>, Refusal> {
+    ) -> Result<Approved, Refusal> {
         let mode = self.shared.mode();
         let grants = self.shared.skills.grants();
-        let verdict = self.authorizer.check_with_grants(
+        let decision = self.authorizer.decide(
             &call.name,
             &call.input,
             read_only,
@@ -39,6 +57,9 @@ impl Pipeline<'_> {
             hook,
             &grants,
         );
+        // The tool opens exactly the path this decision was made for.
+        let resolved = decision.resolved;
+        let verdict = decision.verdict;
         let verdict = match verdict {
             Verdict::Allow | Verdict::Ask { .. } if leaves_sandbox(call, &self.shared.sandbox) => Verdict::Ask {
                 hard: true,
@@ -50,7 +71,7 @@ impl Pipeline<'_> {
             v => v,
         };
         let mut info = match verdict {
-            Verdict::Allow => return Ok(None),
+            Verdict::Allow => return Ok(Approved::plain(resolved)),
             Verdict::Deny(reason) => return Err(denied(call, &format!("Permission denied: {reason}."))),
             Verdict::Ask { info, .. } => info,
         };
@@ -73,7 +94,10 @@ impl Pipeline<'_> {
             match agg.permission {
                 Some(Permission::Allow) => {
                     self.after_approval(call, false);
-                    return Ok(agg.updated_input);
+                    return Ok(Approved {
+                        resolved,
+                        updated_input: agg.updated_input,
+                    });
                 }
                 Some(Permission::Deny) => {
                     let why = agg.permission_reasons.join("; ");
@@ -102,12 +126,15 @@ impl Pipeline<'_> {
             }),
             Some(PermissionReply::AllowOnce) => {
                 self.after_approval(call, false);
-                Ok(None)
+                Ok(Approved::plain(resolved))
             }
             Some(PermissionReply::Allow { updated_input, updates }) => {
                 self.apply_updates(updates);
                 self.after_approval(call, false);
-                Ok(updated_input)
+                Ok(Approved {
+                    resolved,
+                    updated_input,
+                })
             }
             Some(PermissionReply::Reject { message, interrupt }) => {
                 if interrupt {
@@ -125,7 +152,7 @@ impl Pipeline<'_> {
                     self.events.notice(NoticeLevel::Warning, warning);
                 }
                 self.after_approval(call, true);
-                Ok(None)
+                Ok(Approved::plain(resolved))
             }
             Some(PermissionReply::Deny { feedback }) => {
                 let mut msg = format!("The user declined this {} call; it was not run.", call.name);
