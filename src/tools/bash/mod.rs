@@ -95,7 +95,9 @@ impl Tool for BashTool {
             (SandboxMode::Enforced(_) | SandboxMode::Refuse(_), true) => SandboxMode::Off,
             (mode, _) => mode.clone(),
         };
+        let env_file = ctx.shared.hook_env_file();
         let confine = Confine {
+            env_file: Some(&env_file),
             how: if input.disable_sandbox {
                 Confinement::Approved
             } else {

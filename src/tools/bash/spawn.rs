@@ -13,8 +13,12 @@ use crate::sandbox::{Confinement, Confiner, Kind, Policy, SandboxMode};
 /// Runs the command with `eval` so `cd`, heredocs and `exit` behave as typed, then reports the
 /// final working directory (for `cd` to persist) and passes the command's status through. The
 /// command travels as an argument, never spliced into the script, so no quoting can break it.
-/// `CDPATH` is unset so `cd` goes where the permission check resolved it.
-const WRAPPER: &str = r#"__keel_cmd=$1; __keel_cwd_file=$2; shift 2
+///
+/// The environment SessionStart hooks exported (`CLAUDE_ENV_FILE`) is read first, when there is
+/// one, so what they set reaches every command. `CDPATH` is unset after it, so `cd` goes where
+/// the permission check resolved it.
+const WRAPPER: &str = r#"__keel_cmd=$1; __keel_cwd_file=$2; __keel_env_file=$3; shift 3
+if [ -n "$__keel_env_file" ] && [ -s "$__keel_env_file" ]; then . "$__keel_env_file"; fi
 unset CDPATH
 eval "$__keel_cmd"
 __keel_status=$?
@@ -40,6 +44,8 @@ fn first_existing(candidates: &[&'static str]) -> Option<&'static str> {
 #[derive(Clone, Copy)]
 pub struct Confine<'a> {
     pub how: Confinement,
+    /// The hook environment file (`CLAUDE_ENV_FILE`) the shell reads first.
+    pub env_file: Option<&'a Path>,
     /// Most bytes of output kept on disk (head and tail).
     pub output_cap: u64,
     pub sandbox: &'a SandboxMode,
@@ -71,7 +77,8 @@ impl Confine<'_> {
 /// - leads a new session and process group, so the whole tree can be killed with one signal
 ///   to the group whose id is the child's pid, and no terminal is attached (a program asking
 ///   for a password fails instead of stopping the command);
-/// - writes its final working directory to `cwd_report`.
+/// - writes its final working directory to `cwd_report`;
+/// - first reads the hook environment file `env_file`, when given and not empty.
 ///
 /// The new session comes from exec'ing through `setsid(1)` rather than a `pre_exec` hook: without
 /// a hook the standard library spawns with `posix_spawn` (vfork-like), where a hook forces a full
@@ -100,6 +107,7 @@ pub fn shell_command(
         "bash".into(),
         command.into(),
         cwd_report.display().to_string(),
+        confine.env_file.map(|p| p.display().to_string()).unwrap_or_default(),
     ];
     let policy = confine.policy(cwd_report)?;
     if let Some(policy) = &policy {
