@@ -4,16 +4,20 @@
 //! tool pipeline's authorization step; this module also defines how the engine asks a human.
 
 pub mod authorizer;
+pub mod commands;
 pub mod config;
 pub mod preview;
+pub mod option_tables;
+pub mod options;
 pub mod protected;
 pub mod rules;
 pub mod shell;
+pub mod updates;
 
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-pub use authorizer::{AskInfo, Authorizer, HookDecision, Verdict};
+pub use authorizer::{AskInfo, Authorizer, Decision, HookDecision, Verdict};
 
 /// The reference's permission modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -73,6 +77,10 @@ pub struct PermissionPrompt {
     pub suggested_rule: Option<String>,
     /// What the call would do, for a dialog to show as given (whole command, file, diff).
     pub preview: preview::Preview,
+    /// Why keel asks (which rule or protection), for programs that answer (SDK `can_use_tool`).
+    pub reason: String,
+    /// What "always allow" would do, as update objects (`permission_suggestions`).
+    pub suggestions: Vec<Value>,
     pub reply: oneshot::Sender<PermissionReply>,
 }
 
@@ -84,6 +92,17 @@ pub enum PermissionReply {
     AllowAlways,
     Deny {
         feedback: Option<String>,
+    },
+    /// A program's approval (SDK `can_use_tool`): the call runs with `updated_input` when given
+    /// (validated again), and the updates are applied first.
+    Allow {
+        updated_input: Option<Value>,
+        updates: Vec<updates::Update>,
+    },
+    /// A program's refusal: `message` is what the model is told; `interrupt` ends the turn.
+    Reject {
+        message: String,
+        interrupt: bool,
     },
 }
 

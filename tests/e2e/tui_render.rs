@@ -7,12 +7,14 @@ use crate::support::sse::{answer, calls, tool};
 use crate::support::tmux::Tmux;
 use crate::support::{Env, ModelServer};
 
-/// Lets the model's Bash calls run without a dialog.
+/// Lets the model's Bash calls run without a dialog (the folder is trusted, so the project's
+/// allow rule applies without the trust question).
 fn allow_bash(env: &Env) {
     env.write(
         ".claude/settings.json",
         &json!({"permissions": {"allow": ["Bash"]}}).to_string(),
     );
+    env.trust_work();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -53,6 +53,7 @@ fn finished(interrupted: bool, error: Option<&str>) -> EngineEvent {
         duration_api_ms: 8,
         interrupted,
         api_error_status: None,
+        ..Default::default()
     })
 }
 
@@ -172,6 +173,7 @@ fn tool_cells_in_every_state() {
                 tool_name: "Bash".into(),
                 tool_use_id: "t4".into(),
                 tool_input: json!({"command": "rm -rf build"}),
+                message: "denied".into(),
             },
             tool_started("t5", "Bash", json!({"command": "pytest -q"})),
         ],
@@ -313,6 +315,8 @@ fn prompt(
                 reason: "no allow rule matches it".into(),
                 body,
             },
+            reason: String::new(),
+            suggestions: Vec::new(),
             reply: tx,
         },
         rx,
