@@ -157,7 +157,12 @@ impl Pipeline<'_> {
                 })
             }
             Some(PermissionReply::Reject { message, interrupt }) => {
-                self.record_decision(call, "program", "deny", json!({"message": message, "interrupt": interrupt}));
+                self.record_decision(
+                    call,
+                    "program",
+                    "deny",
+                    json!({"message": message, "interrupt": interrupt}),
+                );
                 if interrupt {
                     cancel.cancel();
                 }

@@ -6,9 +6,9 @@
 pub mod authorizer;
 pub mod commands;
 pub mod config;
-pub mod preview;
 pub mod option_tables;
 pub mod options;
+pub mod preview;
 pub mod protected;
 pub mod rules;
 pub mod shell;

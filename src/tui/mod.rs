@@ -155,6 +155,7 @@ async fn event_loop(
     let mut sigint = signal(SignalKind::interrupt())?;
     let (files_tx, mut files_rx) = mpsc::unbounded_channel::<Arc<Vec<String>>>();
     let mut last_draw: Option<Instant> = None;
+    let mut next_live_poll = Instant::now();
     let mut events_open = true;
     // A key or paste arrived: its effect is drawn without waiting for the frame interval.
     let mut input_pending = false;
@@ -262,7 +263,23 @@ async fn event_loop(
             _ = sigterm.recv() => return Ok(ExitReason::Signal(15)),
             _ = sighup.recv() => return Ok(ExitReason::Signal(1)),
             _ = sigint.recv() => return Ok(ExitReason::Signal(2)),
-            _ = sleep => app.tick(Instant::now()),
+            _ = sleep => {
+                let now = Instant::now();
+                app.tick(now);
+                if now >= next_live_poll {
+                    next_live_poll = now + app::LIVE_POLL;
+                    poll_live_output(app, now);
+                }
+            }
+        }
+    }
+}
+
+/// Reads what running commands wrote since the last poll (small reads, bounded per poll).
+fn poll_live_output(app: &mut App, now: Instant) {
+    for src in app.live_sources() {
+        if let Ok((text, offset)) = crate::tools::bash::output::read_new(&src.path, src.offset, app::LIVE_READ_MAX) {
+            app.on_live_output(&src.id, &text, offset, now);
         }
     }
 }

@@ -94,3 +94,50 @@ async fn a_table_wider_than_the_terminal_wraps_inside_its_cells() {
     t.press(&["C-d"]);
     assert_eq!(t.wait_exit().await, 0);
 }
+
+/// A command that runs for a while shows its latest output lines and a line count in its cell
+/// while it runs; its result replaces them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_running_command_shows_live_output_and_a_line_count() {
+    let env = Env::new();
+    allow_bash(&env);
+    let server = ModelServer::start().await;
+    let script = "for i in $(seq 1 25); do echo step-$i; sleep 0.2; done";
+    server
+        .push(calls(vec![tool("b1", "Bash", json!({"command": script}))]))
+        .push(answer("All steps ran."));
+    let t = Tmux::start(&env, &server, &[], 100, 30);
+    t.wait_for_text("Ask keel").await;
+    t.type_text("run the steps");
+    t.press(&["Enter"]);
+    // A loop is asked about even with the allow rule.
+    t.wait_for_text("Enter to choose").await;
+    t.press(&["1"]);
+    let s = t
+        .wait_for("live output with a count", |s| {
+            s.contains("lines so far") && s.contains("step-")
+        })
+        .await;
+    assert!(s.contains("running…"), "{s}");
+    assert!(!s.contains("All steps ran."), "{s}");
+    // The count grows while it runs.
+    let count = |s: &str| -> usize {
+        s.lines()
+            .find_map(|l| {
+                l.trim()
+                    .split(" line")
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .filter(|_| l.contains("so far"))
+            })
+            .unwrap_or(0)
+    };
+    let first = count(&s);
+    let later = t.wait_for("more lines", |s| count(s) > first + 2).await;
+    assert!(count(&later) > first, "{later}");
+    let s = t.wait_for_text("All steps ran.").await;
+    assert!(!s.contains("lines so far"), "{s}");
+    assert!(s.contains("step-1"), "{s}");
+    t.press(&["C-d"]);
+    assert_eq!(t.wait_exit().await, 0);
+}

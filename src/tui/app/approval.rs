@@ -176,6 +176,7 @@ impl App {
                 } else {
                     ToolStatus::Running
                 };
+                t.run_started = Some(now);
             }
             if choice != Choice::Deny
                 && let crate::permissions::preview::Body::Diff { .. } = &a.prompt.preview.body

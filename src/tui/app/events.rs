@@ -142,10 +142,12 @@ impl App {
                     Some(t) => {
                         t.set_input(input, &self.cwd);
                         t.status = ToolStatus::Running;
+                        t.run_started = Some(std::time::Instant::now());
                     }
                     None => {
                         let mut cell = ToolCell::new(&id, &name, input, &self.cwd);
                         cell.status = ToolStatus::Running;
+                        cell.run_started = Some(std::time::Instant::now());
                         self.transcript.push(CellKind::Tool(cell));
                     }
                 }
@@ -166,6 +168,7 @@ impl App {
                 if let Some(t) = self.transcript.tool_mut(&id) {
                     t.output = content.as_text();
                     t.structured = structured;
+                    t.live = None;
                     // The time the call waited for the user's answer is not the tool's.
                     t.duration_ms = Some(duration_ms.saturating_sub(t.wait_ms));
                     t.status = match (is_error, cancelled, t.status) {

@@ -8,6 +8,7 @@ mod approval;
 mod events;
 mod harness;
 mod keys;
+mod live;
 mod replies;
 
 use std::collections::VecDeque;
@@ -20,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 pub use approval::{Approval, GRACE};
 #[cfg(test)]
 pub(crate) use events::stable_split;
+pub use live::{LIVE_AFTER_MS, LIVE_POLL, LIVE_READ_MAX, LiveSource};
 pub use replies::context_grid;
 
 use super::commands::{self, Command, CommandInfo};

@@ -642,3 +642,29 @@ fn resume_opens_a_picker_of_earlier_sessions() {
     a.submit_text("/resume no-such-id");
     assert!(jobs(&mut a).is_empty());
 }
+
+#[test]
+fn running_commands_show_their_live_output() {
+    let mut a = app();
+    a.submit_text("run");
+    a.on_engine_event(EngineEvent::ToolStarted {
+        id: "b1".into(),
+        name: "Bash".into(),
+        input: json!({"command": "make"}),
+    });
+    let sources = a.live_sources();
+    assert_eq!(sources.len(), 1);
+    assert!(
+        sources[0].path.ends_with("shell-output/b1.log"),
+        "{:?}",
+        sources[0].path
+    );
+    let later = Instant::now() + Duration::from_millis(1500);
+    a.on_live_output("b1", "compiling a\ncompiling b\n", 24, later);
+    assert_eq!(a.live_sources()[0].offset, 24);
+    let screen = super::text(&mut a, 80, 20);
+    assert!(
+        screen.contains("└ compiling a") && screen.contains("2 lines so far · 1.5 s"),
+        "{screen}"
+    );
+}

@@ -49,6 +49,10 @@ pub struct ToolCell {
     pub wait_ms: u64,
     /// The diff the user approved (file line numbers), shown instead of the edit's strings.
     pub approved_preview: Option<crate::permissions::preview::Body>,
+    /// A command's output while it runs.
+    pub live: Option<super::live::LiveOutput>,
+    /// When the call started running (after any approval), for the live elapsed time.
+    pub run_started: Option<std::time::Instant>,
 }
 
 impl ToolCell {
@@ -66,6 +70,8 @@ impl ToolCell {
             approval: None,
             wait_ms: 0,
             approved_preview: None,
+            live: None,
+            run_started: None,
         };
         cell.set_input(input, cwd);
         cell
@@ -287,6 +293,15 @@ fn tool(t: &ToolCell, width: usize, expanded: bool) -> Vec<Line<'static>> {
     let first = [Span::styled("  └ ", theme::dim())];
     let rest = [Span::raw("    ")];
     let body_width = width;
+    if t.status == ToolStatus::Running
+        && let Some(live) = t
+            .live
+            .as_ref()
+            .filter(|l| l.elapsed_ms >= crate::tui::app::LIVE_AFTER_MS)
+    {
+        lines.extend(live.render(width));
+        return lines;
+    }
     if matches!(
         t.status,
         ToolStatus::Streaming | ToolStatus::Running | ToolStatus::Waiting

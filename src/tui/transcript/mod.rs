@@ -6,6 +6,7 @@
 
 pub mod cells;
 pub mod history;
+pub mod live;
 
 use std::collections::HashMap;
 
