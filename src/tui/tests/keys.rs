@@ -668,3 +668,36 @@ fn running_commands_show_their_live_output() {
         "{screen}"
     );
 }
+
+#[test]
+fn todo_write_is_drawn_as_a_checklist() {
+    let mut a = app();
+    a.submit_text("plan");
+    let input = json!({"todos": [
+        {"content": "Read the code", "status": "completed", "activeForm": "Reading the code"},
+        {"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing the bug"}
+    ]});
+    a.on_engine_event(EngineEvent::ToolStarted {
+        id: "t1".into(),
+        name: "TodoWrite".into(),
+        input,
+    });
+    a.on_engine_event(EngineEvent::ToolFinished {
+        id: "t1".into(),
+        name: "TodoWrite".into(),
+        content: crate::message::ToolResultContent::Text("Task list updated: 2 items".into()),
+        is_error: false,
+        structured: json!({}),
+        duration_ms: 1,
+    });
+    let screen = super::text(&mut a, 80, 20);
+    assert!(screen.contains("✓ TodoWrite(2 items, 1 done)"), "{screen}");
+    assert!(
+        screen.contains("└ ✓ Read the code") && screen.contains("▶ Fixing the bug"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("\"todos\"") && !screen.contains("Task list updated"),
+        "{screen}"
+    );
+}

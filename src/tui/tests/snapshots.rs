@@ -560,3 +560,37 @@ fn permissions_and_hooks_reports() {
     }])));
     assert_snapshot!("permissions_and_hooks", screen(&mut a, W, 24, Instant::now()));
 }
+
+#[test]
+fn live_output_checklists_tracebacks_and_narrow_tables() {
+    let mut a = app();
+    a.submit_text("work");
+    let todos = json!({"todos": [
+        {"content": "Read the code", "status": "completed", "activeForm": "Reading the code"},
+        {"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing the bug"},
+        {"content": "Run the tests", "status": "pending", "activeForm": "Running the tests"}
+    ]});
+    let traceback = "Traceback (most recent call last):\n  File \"/srv/app/billing/orders.py\", line 12, in <module>\n    main()\nValueError: negative total\n\nExit code 1";
+    events(
+        &mut a,
+        vec![
+            tool_started("t1", "TodoWrite", todos),
+            tool_finished("t1", "TodoWrite", "Task list updated.", false, Value::Null, 1),
+            tool_started("b1", "Bash", json!({"command": "python orders.py"})),
+            tool_finished("b1", "Bash", traceback, true, Value::Null, 40),
+            EngineEvent::TextDelta(
+                "| step | detail |\n|---|---|\n| parse | reads the configuration file and validates every key |\n"
+                    .into(),
+            ),
+            tool_started("b2", "Bash", json!({"command": "cargo build"})),
+        ],
+    );
+    a.on_live_output(
+        "b2",
+        "   Compiling serde v1.0\n   Compiling tokio v1.4\n   Compiling keel v0.1\n",
+        80,
+        Instant::now() + Duration::from_millis(12_500),
+    );
+    let now = a.busy.as_ref().unwrap().since;
+    assert_snapshot!("new_cells", screen(&mut a, 56, 34, now));
+}

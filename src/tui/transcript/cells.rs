@@ -78,7 +78,18 @@ impl ToolCell {
     }
 
     pub fn set_input(&mut self, input: Value, cwd: &Path) {
-        let summary = crate::tools::summarize_input(&input);
+        let summary = match input.get("todos").and_then(Value::as_array) {
+            // A task list is drawn as a checklist; its JSON would only repeat it.
+            Some(items) if self.name == "TodoWrite" => {
+                let done = items.iter().filter(|i| i["status"] == "completed").count();
+                format!(
+                    "{} item{}, {done} done",
+                    items.len(),
+                    if items.len() == 1 { "" } else { "s" }
+                )
+            }
+            _ => crate::tools::summarize_input(&input),
+        };
         let prefix = format!("{}/", cwd.display());
         self.summary = summary.strip_prefix(&prefix).map(str::to_string).unwrap_or(summary);
         self.input = input;
@@ -306,6 +317,13 @@ fn tool(t: &ToolCell, width: usize, expanded: bool) -> Vec<Line<'static>> {
         t.status,
         ToolStatus::Streaming | ToolStatus::Running | ToolStatus::Waiting
     ) {
+        return lines;
+    }
+    if t.status == ToolStatus::Ok
+        && t.name == "TodoWrite"
+        && let Some(list) = super::todos::checklist(&t.input, width)
+    {
+        lines.extend(list);
         return lines;
     }
     if t.status == ToolStatus::Ok

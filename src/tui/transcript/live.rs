@@ -64,7 +64,7 @@ impl LiveOutput {
         }
         let count = self.lines + usize::from(!self.partial.is_empty());
         let mut status = format!(
-            "    {} line{} so far · {}",
+            "{} line{} so far · {}",
             count,
             if count == 1 { "" } else { "s" },
             super::cells::format_duration(self.elapsed_ms)
@@ -72,7 +72,7 @@ impl LiveOutput {
         if self.elapsed_ms >= HINT_AFTER_MS {
             status.push_str(" · Esc stops it; servers and watchers can run in the background (ask keel)");
         }
-        out.extend(wrap::wrap_text(&status, theme::dim(), width, &[], &[Span::raw("    ")]));
+        out.extend(wrap::wrap_text(&status, theme::dim(), width, &rest, &rest));
         out
     }
 }
