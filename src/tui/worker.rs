@@ -70,13 +70,18 @@ pub enum Reply {
     TurnDone,
     ShellDone(ShellResult),
     Session(NewSession),
-    ModelSet { model: String },
+    ModelSet {
+        model: String,
+    },
     Compacted(Result<CompactReport, String>),
     Context(Result<ContextReport, String>),
     Permissions(Result<PermissionsReport, String>),
     Hooks(Result<Vec<HookEntry>, String>),
     Notice(NoticeLevel, String),
     Failed(String),
+    /// The engine's token and cost totals, sent before each job's reply (they include
+    /// compaction requests and sub-agents, which send no `Assistant` event).
+    Totals(crate::engine::session::Totals),
 }
 
 /// What the worker needs to build new sessions and system prompts.
@@ -100,6 +105,7 @@ pub async fn run(
         .await;
     while let Some(job) = jobs.recv().await {
         let reply = handle(&mut engine, job, &config).await;
+        let _ = replies.send(Reply::Totals(engine.session.totals.clone()));
         if replies.send(reply).is_err() {
             break;
         }

@@ -35,6 +35,7 @@ impl App {
         self.dirty = true;
         match event {
             EngineEvent::RequestStarted { .. } => {
+                self.request_cut();
                 self.streaming = None;
                 self.text_streamed = false;
                 self.request_text_cells.clear();
@@ -43,6 +44,7 @@ impl App {
                 self.set_activity(Activity::Thinking);
             }
             EngineEvent::TextDelta(text) => {
+                self.on_streamed_chars(text.len());
                 self.end_thinking();
                 let i = match self.streaming {
                     Some(i) => i,
@@ -80,6 +82,7 @@ impl App {
                 self.set_activity(Activity::Responding);
             }
             EngineEvent::ThinkingDelta(text) => {
+                self.on_streamed_chars(text.len());
                 let i = match self.thinking {
                     Some(i) => i,
                     None => {
@@ -105,7 +108,8 @@ impl App {
                 self.request_tools.push(id);
                 self.set_activity(Activity::Responding);
             }
-            EngineEvent::RawStream(_) | EngineEvent::ToolResults(_) => {}
+            EngineEvent::RawStream(v) => self.on_raw_stream(&v),
+            EngineEvent::ToolResults(_) => {}
             EngineEvent::Retry {
                 attempt,
                 max_retries,
@@ -116,6 +120,7 @@ impl App {
             EngineEvent::Assistant {
                 message, model, usage, ..
             } => {
+                self.request_answered();
                 self.status.totals.record(&model, &usage);
                 self.status.context_tokens = usage.context_tokens() + usage.output_tokens;
                 self.end_thinking();
@@ -204,14 +209,19 @@ impl App {
                 trigger,
                 pre_tokens,
                 post_tokens,
-            } => self.notice(
-                NoticeLevel::Info,
-                format!(
-                    "Context compacted ({}): about {pre_tokens} → {post_tokens} tokens. Failed checks, \
-                     changed files and your requests were carried over verbatim.",
-                    trigger.as_str()
-                ),
-            ),
+            } => {
+                // The gauge follows at once; the next request refines it.
+                self.status.context_tokens = post_tokens;
+                self.notice(
+                    NoticeLevel::Info,
+                    format!(
+                        "Context compacted ({}): about {pre_tokens} → {post_tokens} tokens. Failed checks, \
+                         changed files and your requests were carried over verbatim.",
+                        trigger.as_str()
+                    ),
+                );
+                self.compact_notice = Some(self.transcript.len() - 1);
+            }
             EngineEvent::HookStarted { .. } => {}
             // Failures already arrive as warnings; a block or a decision is worth a line.
             EngineEvent::HookRun(run) => {
@@ -251,6 +261,7 @@ impl App {
 
     /// A retried request voids what streamed since it started.
     fn on_retry(&mut self, attempt: u32, max: u32, delay_ms: u64, status: Option<u16>, error: &str) {
+        self.request_cut();
         self.text_streamed = false;
         for i in std::mem::take(&mut self.request_text_cells) {
             if let Some(CellKind::Assistant { text, .. }) = self.transcript.get_mut(i) {
@@ -289,6 +300,7 @@ impl App {
     }
 
     fn on_turn_finished(&mut self, outcome: &TurnOutcome) {
+        self.request_cut();
         self.status.totals.api_ms += outcome.duration_api_ms;
         self.end_streaming();
         self.end_thinking();

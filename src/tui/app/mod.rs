@@ -10,6 +10,7 @@ mod harness;
 mod keys;
 mod live;
 mod replies;
+mod usage;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -97,6 +98,10 @@ pub struct Status {
     pub context_tokens: u64,
     pub session_id: String,
     pub started: Instant,
+    /// The request streaming now.
+    pub in_flight: Option<usage::InFlight>,
+    /// Requests that ended without an answer (their figures are estimates).
+    pub cut: Totals,
 }
 
 pub struct AppInit {
@@ -145,6 +150,8 @@ pub struct App {
     /// Tool cells created while the current request streamed (voided by a retry).
     request_tools: Vec<String>,
     retry_cell: Option<usize>,
+    /// The notice of the last compaction, which `/compact`'s report completes.
+    compact_notice: Option<usize>,
     pub cwd: PathBuf,
     pub project_dir: PathBuf,
     /// Ask the runtime to repaint everything (Ctrl+L).
@@ -166,6 +173,8 @@ impl App {
                 context_tokens: 0,
                 session_id: init.session_id,
                 started: Instant::now(),
+                in_flight: None,
+                cut: Totals::default(),
             },
             shared: init.shared,
             bypass_available: init.bypass_available,
@@ -190,6 +199,7 @@ impl App {
             thinking: None,
             request_tools: Vec::new(),
             retry_cell: None,
+            compact_notice: None,
             cwd: init.cwd,
             project_dir: init.project_dir,
             full_redraw: false,
@@ -377,6 +387,7 @@ impl App {
         self.thinking = None;
         self.request_tools.clear();
         self.retry_cell = None;
+        self.compact_notice = None;
         self.dirty = true;
     }
 
@@ -516,13 +527,21 @@ impl App {
     }
 
     fn cost_report(&self) -> String {
-        let t = &self.status.totals;
+        let totals = self.shown_totals();
+        let t = &totals;
+        let requests = match self.status.cut.requests {
+            0 => t.requests.to_string(),
+            n => format!(
+                "{} ({n} cut off by an interruption or a retry; their tokens are estimated from what streamed)",
+                t.requests
+            ),
+        };
         let mut s = format!(
             "- Total cost: ${:.4}\n- API time: {}\n- Session time: {}\n- Requests: {}\n- Tokens: {} input, {} output, {} cache write, {} cache read\n",
             t.cost_usd,
             super::transcript::cells::format_duration(t.api_ms),
             super::transcript::cells::format_duration(self.status.started.elapsed().as_millis() as u64),
-            t.requests,
+            requests,
             t.usage.input_tokens,
             t.usage.output_tokens,
             t.usage.cache_creation_input_tokens,

@@ -15,6 +15,12 @@ use crate::tui::worker::Reply;
 impl App {
     pub fn on_reply(&mut self, reply: Reply) {
         match reply {
+            // Not a job's end: the figures that come before it.
+            Reply::Totals(t) => {
+                self.status.totals = t;
+                self.dirty = true;
+                return;
+            }
             Reply::TurnDone => {}
             Reply::ShellDone(r) => {
                 let i = (0..self.transcript.len())
@@ -46,6 +52,8 @@ impl App {
                 self.shared = s.shared;
                 self.status.session_id = s.id.clone();
                 self.status.totals = Totals::default();
+                self.status.cut = Totals::default();
+                self.status.in_flight = None;
                 self.status.context_tokens = 0;
                 history::fill(&mut self.transcript, &s.history, &self.cwd);
                 for w in s.warnings {
@@ -64,16 +72,25 @@ impl App {
                 self.status.model = model;
             }
             Reply::Compacted(r) => match r {
-                Ok(report) => {
-                    let sizes = match (report.tokens_before, report.tokens_after) {
-                        (Some(b), Some(a)) => format!(" ({b} → {a} tokens)"),
-                        _ => String::new(),
-                    };
-                    self.notice(
-                        NoticeLevel::Info,
-                        format!("Conversation compacted{sizes}. {}", report.note),
-                    );
-                }
+                // One notice: the engine's (with the sizes) gets the rest of the report.
+                Ok(report) => match self.compact_notice.take() {
+                    Some(i) => {
+                        if let Some(CellKind::Notice { text, .. }) = self.transcript.get_mut(i) {
+                            text.push(' ');
+                            text.push_str(&report.note);
+                        }
+                    }
+                    None => {
+                        let sizes = match (report.tokens_before, report.tokens_after) {
+                            (Some(b), Some(a)) => format!(" ({b} → {a} tokens)"),
+                            _ => String::new(),
+                        };
+                        self.notice(
+                            NoticeLevel::Info,
+                            format!("Conversation compacted{sizes}. {}", report.note),
+                        );
+                    }
+                },
                 Err(e) => self.notice(NoticeLevel::Error, format!("/compact: {e}")),
             },
             Reply::Context(r) => self.show_context(r),

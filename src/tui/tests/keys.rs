@@ -701,3 +701,35 @@ fn todo_write_is_drawn_as_a_checklist() {
         "{screen}"
     );
 }
+
+#[test]
+fn compact_gives_one_notice_and_moves_the_gauge() {
+    let mut a = app();
+    a.status.context_tokens = 150_000;
+    assert_eq!(a.context_percent(), Some(75));
+    a.submit_text("/compact");
+    assert!(matches!(&jobs(&mut a)[..], [Job::Compact { .. }]));
+    a.on_engine_event(EngineEvent::Compacted {
+        trigger: crate::compact::autocompact::Trigger::Manual,
+        pre_tokens: 150_000,
+        post_tokens: 12_000,
+    });
+    a.on_reply(Reply::Totals(Default::default()));
+    a.on_reply(Reply::Compacted(Ok(crate::tui::integration::CompactReport {
+        tokens_before: Some(150_000),
+        tokens_after: Some(12_000),
+        note: "The conversation now starts from a hand-off.".into(),
+    })));
+    assert_eq!(a.context_percent(), Some(6));
+    let notices: Vec<String> = a
+        .transcript
+        .cells()
+        .filter_map(|c| match c {
+            CellKind::Notice { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert!(notices[0].contains("150000 → 12000") && notices[0].contains("starts from a hand-off"));
+    assert!(a.busy.is_none());
+}

@@ -72,6 +72,16 @@ fn start(script: &str) -> Harness {
     }
 }
 
+impl Harness {
+    /// The next reply that ends a job (the totals sent before each are checked and skipped).
+    async fn reply(&mut self) -> Reply {
+        match self.replies.recv().await.unwrap() {
+            Reply::Totals(_) => self.replies.recv().await.unwrap(),
+            other => panic!("the engine's totals come before each reply, got {other:?}"),
+        }
+    }
+}
+
 fn drain(events: &mut mpsc::UnboundedReceiver<EngineEvent>) -> Vec<EngineEvent> {
     let mut out = Vec::new();
     while let Ok(e) = events.try_recv() {
@@ -89,7 +99,7 @@ async fn turns_attach_mentions_and_shell_output_joins_the_next_prompt() {
             cancel: CancellationToken::new(),
         })
         .unwrap();
-    match h.replies.recv().await.unwrap() {
+    match h.reply().await {
         Reply::ShellDone(r) => assert_eq!(r.output, "from-the-shell\n"),
         other => panic!("{other:?}"),
     }
@@ -99,7 +109,7 @@ async fn turns_attach_mentions_and_shell_output_joins_the_next_prompt() {
             cancel: CancellationToken::new(),
         })
         .unwrap();
-    assert!(matches!(h.replies.recv().await.unwrap(), Reply::TurnDone));
+    assert!(matches!(h.reply().await, Reply::TurnDone));
     let evs = drain(&mut h.events);
     assert!(
         evs.iter()
@@ -134,11 +144,11 @@ async fn clear_starts_a_new_session_and_keeps_the_mode() {
             cancel: CancellationToken::new(),
         })
         .unwrap();
-    h.replies.recv().await.unwrap();
+    h.reply().await;
     h.jobs.send(Job::SetModel { model: "opus".into() }).unwrap();
-    assert!(matches!(h.replies.recv().await.unwrap(), Reply::ModelSet { model } if model == "claude-opus-4-5"));
+    assert!(matches!(h.reply().await, Reply::ModelSet { model } if model == "claude-opus-4-5"));
     h.jobs.send(Job::Clear).unwrap();
-    let s = match h.replies.recv().await.unwrap() {
+    let s = match h.reply().await {
         Reply::Session(s) => s,
         other => panic!("{other:?}"),
     };
@@ -151,7 +161,7 @@ async fn clear_starts_a_new_session_and_keeps_the_mode() {
             path: h.cwd.join(".home/projects/p/first.jsonl"),
         })
         .unwrap();
-    match h.replies.recv().await.unwrap() {
+    match h.reply().await {
         Reply::Session(r) => {
             assert_eq!(r.id, "first");
             assert_eq!(r.history.len(), 2);
@@ -165,9 +175,9 @@ async fn clear_starts_a_new_session_and_keeps_the_mode() {
 async fn permission_and_hook_commands_report_the_engine_state() {
     let mut h = start(r#"{"turns": [{"text": "x"}]}"#);
     h.jobs.send(Job::Hooks).unwrap();
-    assert!(matches!(h.replies.recv().await.unwrap(), Reply::Hooks(Ok(v)) if v.is_empty()));
+    assert!(matches!(h.reply().await, Reply::Hooks(Ok(v)) if v.is_empty()));
     h.jobs.send(Job::Permissions).unwrap();
-    match h.replies.recv().await.unwrap() {
+    match h.reply().await {
         Reply::Permissions(Ok(r)) => {
             assert!(r.rule_sets.is_empty());
             assert!(r.additional_directories.is_empty());
