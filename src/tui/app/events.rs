@@ -249,6 +249,7 @@ impl App {
         {
             *streaming = false;
         }
+        self.release_deferred();
     }
 
     fn end_thinking(&mut self) {

@@ -150,6 +150,10 @@ pub struct App {
     /// Tool cells created while the current request streamed (voided by a retry).
     request_tools: Vec<String>,
     retry_cell: Option<usize>,
+    /// Output of commands typed while an answer streams, shown when its block ends.
+    deferred: Vec<CellKind>,
+    /// A command's output is being placed (it may have to wait for the answer).
+    holding: bool,
     /// The notice of the last compaction, which `/compact`'s report completes.
     compact_notice: Option<usize>,
     pub cwd: PathBuf,
@@ -199,6 +203,8 @@ impl App {
             thinking: None,
             request_tools: Vec::new(),
             retry_cell: None,
+            deferred: Vec::new(),
+            holding: false,
             compact_notice: None,
             cwd: init.cwd,
             project_dir: init.project_dir,
@@ -215,19 +221,35 @@ impl App {
     }
 
     pub fn notice(&mut self, level: NoticeLevel, text: impl Into<String>) {
-        self.transcript.push(CellKind::Notice {
+        self.place(CellKind::Notice {
             level,
             text: text.into(),
         });
-        self.dirty = true;
     }
 
     fn info(&mut self, title: &str, markdown: String) {
-        self.transcript.push(CellKind::Info {
+        self.place(CellKind::Info {
             title: title.to_string(),
             markdown,
         });
+    }
+
+    /// Adds a cell; what a command prints while an answer streams waits for the answer's
+    /// block to end, so it never lands inside it.
+    fn place(&mut self, cell: CellKind) {
+        if self.holding && self.streaming.is_some() {
+            self.deferred.push(cell);
+        } else {
+            self.transcript.push(cell);
+        }
         self.dirty = true;
+    }
+
+    /// Shows what commands printed while an answer streamed.
+    fn release_deferred(&mut self) {
+        for cell in std::mem::take(&mut self.deferred) {
+            self.transcript.push(cell);
+        }
     }
 
     /// When the app next needs to wake up by itself (spinner, Ctrl+C confirmation timeout,
@@ -325,12 +347,22 @@ impl App {
         self.dirty = true;
         let text = sub.text.trim();
         if commands::is_command(text) {
+            self.holding = true;
             match commands::parse(text, &self.harness.skills) {
-                Some(Ok(cmd)) if !cmd.needs_engine() => return self.run_local(cmd),
-                Some(Err(e)) => return self.notice(NoticeLevel::Error, e),
-                _ => {}
+                Some(Ok(cmd)) if !cmd.needs_engine() => self.run_local(cmd),
+                Some(Err(e)) => self.notice(NoticeLevel::Error, e),
+                _ => {
+                    self.holding = false;
+                    return self.dispatch_to_engine(sub);
+                }
             }
+            self.holding = false;
+            return;
         }
+        self.dispatch_to_engine(sub);
+    }
+
+    fn dispatch_to_engine(&mut self, sub: Submission) {
         if self.busy.is_some() {
             self.queue.push_back(Queued { submission: sub });
             return;
@@ -483,6 +515,7 @@ impl App {
 
     /// The job finished: idle, then start the next queued item.
     fn job_finished(&mut self) {
+        self.release_deferred();
         self.busy = None;
         self.streaming = None;
         self.thinking = None;

@@ -733,3 +733,51 @@ fn compact_gives_one_notice_and_moves_the_gauge() {
     assert!(notices[0].contains("150000 → 12000") && notices[0].contains("starts from a hand-off"));
     assert!(a.busy.is_none());
 }
+
+#[test]
+fn a_command_typed_during_a_stream_prints_after_the_answer_block() {
+    let mut a = app();
+    a.submit_text("explain");
+    a.on_engine_event(EngineEvent::RequestStarted { request: 1 });
+    a.on_engine_event(EngineEvent::TextDelta("The first half ".into()));
+    typed(&mut a, "/cost");
+    key(&mut a, KeyCode::Enter);
+    typed(&mut a, "/nosuchcommand");
+    key(&mut a, KeyCode::Enter);
+    a.on_engine_event(EngineEvent::TextDelta("and the second half.".into()));
+    let kinds = |a: &App| -> Vec<String> {
+        a.transcript
+            .cells()
+            .map(|c| match c {
+                CellKind::User { .. } => "user".to_string(),
+                CellKind::Assistant { text, .. } => format!("answer:{text}"),
+                CellKind::Info { title, .. } => format!("info:{title}"),
+                CellKind::Notice { .. } => "notice".to_string(),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    };
+    assert_eq!(kinds(&a), vec!["user", "answer:The first half and the second half."]);
+    a.on_engine_event(EngineEvent::Assistant {
+        id: "m".into(),
+        model: "claude-sonnet-4-5".into(),
+        message: crate::message::Message::assistant(vec![crate::message::ContentBlock::text(
+            "The first half and the second half.",
+        )]),
+        stop_reason: "end_turn".into(),
+        usage: Default::default(),
+    });
+    assert_eq!(
+        kinds(&a),
+        vec![
+            "user",
+            "answer:The first half and the second half.",
+            "info:Cost",
+            "notice"
+        ]
+    );
+    // When nothing streams, a command prints at once.
+    typed(&mut a, "/help");
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(kinds(&a).last().unwrap(), "info:Help");
+}
