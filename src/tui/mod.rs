@@ -88,7 +88,12 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
         harness: engine.harness.clone(),
         project_dir: project_dir.clone(),
     });
-    transcript::history::fill(&mut app.transcript, engine.session.history(), &cwd);
+    // A compacted session shows its earlier conversation too (the engine goes on from the
+    // hand-off).
+    match transcript::resumed::conversation(&engine.session.transcript.path()) {
+        Some(all) => transcript::history::fill(&mut app.transcript, &all, &cwd),
+        None => transcript::history::fill(&mut app.transcript, engine.session.history(), &cwd),
+    }
     for w in &prepared.warnings {
         app.notice(NoticeLevel::Warning, w.clone());
     }

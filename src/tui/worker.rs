@@ -231,7 +231,9 @@ fn replace_session(engine: &mut Engine, mut session: Session, warnings: Vec<Stri
     NewSession {
         id: engine.session.id.clone(),
         shared: engine.session.shared.clone(),
-        history: engine.session.history().to_vec(),
+        // What the screen shows: the whole conversation of a compacted session.
+        history: super::transcript::resumed::conversation(&engine.session.transcript.path())
+            .unwrap_or_else(|| engine.session.history().to_vec()),
         warnings,
     }
 }

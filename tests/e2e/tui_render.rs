@@ -141,3 +141,41 @@ async fn a_long_running_command_shows_live_output_and_a_line_count() {
     t.press(&["C-d"]);
     assert_eq!(t.wait_exit().await, 0);
 }
+
+/// A session compacted in an earlier run, resumed in the TUI: the earlier conversation is on
+/// screen, the hand-off is a folded marker (Ctrl+O shows it), never a prompt of the user's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_compacted_session_shows_the_earlier_conversation_and_folds_the_handoff() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    server.push(answer("The parser rejects dates before 1970."));
+    let out = env
+        .keel(&server)
+        .args(["-p", "why do the date tests fail?"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    server.push(answer(
+        "## Decisions\nNone.\n## Open verification items\nNone.\n## Current work\nDates.\n## Next step\nFix the parser.",
+    ));
+    let out = env.keel(&server).args(["-p", "/compact", "-c"]).run().await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+
+    let t = Tmux::start(&env, &server, &["--continue"], 100, 30);
+    let s = t.wait_for_text("Conversation compacted").await;
+    assert!(s.contains("› why do the date tests fail?"), "{s}");
+    assert!(s.contains("The parser rejects dates before 1970."), "{s}");
+    assert!(s.contains("(Ctrl+O to show it)"), "{s}");
+    assert!(!s.contains("This session continues"), "the hand-off is folded:\n{s}");
+    assert!(
+        !s.lines().any(|l| l.starts_with("› This session")),
+        "the hand-off is not shown as typed by the user:\n{s}"
+    );
+    assert!(!s.contains("Fix the parser."), "{s}");
+    t.press(&["C-o"]);
+    // Expanded: the hand-off's summary (its end, at the bottom of the screen).
+    let s = t.wait_for_text("Fix the parser.").await;
+    assert!(!s.lines().any(|l| l.starts_with("› This session")), "{s}");
+    t.press(&["C-d"]);
+    assert_eq!(t.wait_exit().await, 0);
+}

@@ -157,6 +157,11 @@ pub enum CellKind {
         title: String,
         markdown: String,
     },
+    /// Where the conversation was compacted: keel's hand-off document (not something the
+    /// user typed), folded until Ctrl+O.
+    Handoff {
+        text: String,
+    },
     /// Pre-drawn lines (e.g. the /context grid), clipped to the width.
     Lines {
         title: String,
@@ -203,6 +208,24 @@ impl CellKind {
                 let mut body = markdown::render(md, width - 2);
                 indent(&mut body, "  ");
                 lines.extend(body);
+                lines
+            }
+            CellKind::Handoff { text } => {
+                let style = theme::dim().add_modifier(Modifier::ITALIC);
+                let mut lines = vec![Line::from(vec![
+                    Span::styled("✻ ", theme::accent()),
+                    Span::styled(
+                        "Conversation compacted: what is above was summarised into a hand-off",
+                        style,
+                    ),
+                ])];
+                if expand_all {
+                    let mut body = markdown::render(text, width - 4);
+                    indent(&mut body, "    ");
+                    lines.extend(body);
+                } else {
+                    lines[0].spans.push(Span::styled(" (Ctrl+O to show it)", theme::dim()));
+                }
                 lines
             }
             CellKind::Lines { title, lines } => {

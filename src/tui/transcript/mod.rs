@@ -7,6 +7,7 @@
 pub mod cells;
 pub mod history;
 pub mod live;
+pub mod resumed;
 pub mod todos;
 
 use std::collections::HashMap;
