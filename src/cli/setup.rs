@@ -140,14 +140,17 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
         shared.extra_dirs = authorizer.working_dirs().iter().skip(1).cloned().collect();
     }
     let resumed = history.is_some();
-    if let Some((h, todos)) = history {
+    let mut loss = None;
+    if let Some((h, todos, unsaved)) = history {
         session.set_history(h);
         session.restore_todos(todos);
+        loss = unsaved;
     } else {
         session.write_meta(&model);
     }
     if resumed {
         session.log_event("resumed", serde_json::json!({"model": model}));
+        session.log_loss(loss.as_ref());
     }
 
     let mut registry = ToolRegistry::new(builtin_tools())?;
@@ -306,7 +309,11 @@ fn permission_mode(cli: &Cli) -> Result<Option<Mode>, SetupError> {
 type Resolved = (
     String,
     PathBuf,
-    Option<(Vec<crate::message::Message>, Vec<crate::tools::Todo>)>,
+    Option<(
+        Vec<crate::message::Message>,
+        Vec<crate::tools::Todo>,
+        Option<transcript::UnsavedRecord>,
+    )>,
     Vec<String>,
 );
 
@@ -339,26 +346,6 @@ fn resolve_session(cli: &Cli, home: &std::path::Path, project_dir: &std::path::P
         .and_then(|s| s.to_str())
         .map(str::to_string)
         .ok_or_else(|| SetupError::Invalid(format!("odd transcript file name {}", path.display())))?;
-    let mut warnings = Vec::new();
-    if !loaded.bad_lines.is_empty() {
-        warnings.push(format!(
-            "transcript {}: skipped {} unreadable line(s) ({})",
-            path.display(),
-            loaded.bad_lines.len(),
-            loaded
-                .bad_lines
-                .iter()
-                .map(|n| n.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    if loaded.repaired_calls > 0 {
-        warnings.push(format!(
-            "transcript {}: {} tool call(s) had no result (the session ended mid-turn); they are marked interrupted",
-            path.display(),
-            loaded.repaired_calls
-        ));
-    }
-    Ok((id, path, Some((loaded.history, loaded.todos)), warnings))
+    let warnings = loaded.warnings(&path);
+    Ok((id, path, Some((loaded.history, loaded.todos, loaded.unsaved)), warnings))
 }

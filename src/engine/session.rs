@@ -155,9 +155,24 @@ impl Session {
         self.note_transcript(r);
     }
 
+    /// Records in the resumed transcript what the previous run could not save, so the loss
+    /// stays on file after its record beside the transcript is reset.
+    pub fn log_loss(&mut self, unsaved: Option<&crate::transcript::UnsavedRecord>) {
+        if let Some(u) = unsaved {
+            self.log_event(
+                crate::transcript::LOSS_EVENT,
+                serde_json::json!({"lines": u.lines, "messages": u.messages, "error": u.error, "since": u.since}),
+            );
+        }
+    }
+
+    /// A failed write is reported once per distinct error (a full disk fails every line).
     fn note_transcript(&mut self, r: Result<(), TranscriptError>) {
         if let Err(e) = r {
-            self.transcript_errors.push(e.to_string());
+            let e = e.to_string();
+            if !self.transcript_errors.contains(&e) {
+                self.transcript_errors.push(e);
+            }
         }
     }
 

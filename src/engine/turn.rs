@@ -53,8 +53,12 @@ impl Engine {
             duration_api_ms: stats.api_ms,
             ..outcome
         };
-        for err in std::mem::take(&mut self.session.transcript_errors) {
-            self.events.notice(NoticeLevel::Warning, err);
+        let write_errors = std::mem::take(&mut self.session.transcript_errors);
+        match self.session.transcript.health() {
+            Some(unsaved) if !write_errors.is_empty() => self.events.notice(NoticeLevel::Warning, unsaved),
+            _ => write_errors
+                .into_iter()
+                .for_each(|e| self.events.notice(NoticeLevel::Warning, e)),
         }
         self.session.log_event(
             "turn_finished",

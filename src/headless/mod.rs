@@ -78,6 +78,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
     for w in &prepared.warnings {
         eprintln!("keel: warning: {w}");
     }
+    let mut warnings = prepared.warnings.clone();
     let mut engine = prepared.engine;
     let session_id = engine.session.id.clone();
     let printer = Printer {
@@ -132,7 +133,19 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
             }
         }
     }
-    let result = output::result_object(&outcome, &session_id, &engine.session.totals, &engine.session.denials);
+    // Lines the transcript still holds back (a full disk) get a last try; what stays unsaved
+    // is part of the result, so a script sees that `--continue` will lack it.
+    let _ = engine.session.transcript.retry_pending();
+    if let Some(unsaved) = engine.session.transcript.health() {
+        if cli.output_format == OutputFormat::Text {
+            eprintln!("keel: warning: {unsaved}");
+        }
+        warnings.push(unsaved);
+    }
+    let result = output::with_warnings(
+        output::result_object(&outcome, &session_id, &engine.session.totals, &engine.session.denials),
+        &warnings,
+    );
     match cli.output_format {
         OutputFormat::Text => {
             if outcome.is_error {
