@@ -39,11 +39,17 @@ pub async fn run_foreground(
     cancel: &CancellationToken,
     sandbox: &SandboxMode,
 ) -> Result<Finished, ToolError> {
-    let io = |what: &str, e| ToolError::io(format!("{what} {}", out_dir.display()), e);
-    std::fs::create_dir_all(out_dir).map_err(|e| io("cannot create the output directory", e))?;
+    let io = |e: std::io::Error| {
+        ToolError::invalid(format!(
+            "keel could not create the file that captures the command's output in {} ({e}), so the command \
+             was NOT run. This is a problem with keel's own storage (KEEL_HOME), not with the command.",
+            out_dir.display()
+        ))
+    };
+    std::fs::create_dir_all(out_dir).map_err(io)?;
     let log = out_dir.join(format!("{name}.log"));
     let cwd_file = out_dir.join(format!("{name}.cwd"));
-    let file = std::fs::File::create(&log).map_err(|e| io("cannot create an output file in", e))?;
+    let file = std::fs::File::create(&log).map_err(io)?;
     let mut child = shell_command(command, cwd, &file, &cwd_file, sandbox)
         .and_then(|mut c| c.spawn())
         .map_err(|e| ToolError::io(format!("cannot start the shell in {}", cwd.display()), e))?;
@@ -82,5 +88,25 @@ pub async fn run_foreground(
         ending,
         output,
         final_cwd,
+    })
+}
+
+/// Free bytes below which the file system holding the output counts as full.
+const FULL_BELOW: u64 = 64 * 1024;
+
+/// A note for the model when the file system that holds the command's captured output is full:
+/// the capture, not necessarily the command, failed (missing output, "No space left on device",
+/// a nonzero exit from a failed write).
+pub fn capture_note(out_dir: &Path) -> Option<String> {
+    let stat = nix::sys::statvfs::statvfs(out_dir).ok()?;
+    let free = u64::from(stat.blocks_available()).saturating_mul(u64::from(stat.fragment_size()));
+    (free < FULL_BELOW).then(|| {
+        format!(
+            "Note: keel's own capture of this command's output failed: the file system holding keel's session data \
+             ({}) is full ({free} bytes free). The output above may be incomplete, and a \"No space left on device\" \
+             or write error and the exit code may come from keel's capture, not from the command itself. Free \
+             space there (KEEL_HOME) before relying on this result.",
+            out_dir.display()
+        )
     })
 }

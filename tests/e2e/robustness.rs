@@ -1,0 +1,138 @@
+//! Faults keel must survive without losing or hiding anything: a full KEEL_HOME (a small tmpfs
+//! in a private mount namespace), signals while work is stuck, a closed terminal.
+
+use std::path::Path;
+use std::process::Stdio;
+
+use serde_json::{Value, json};
+
+use crate::support::sse::{answer, calls, tool};
+use crate::support::{Env, ModelServer, Out, finish};
+
+/// Whether this machine lets a test mount its own tmpfs (`unshare -rm`: a user and mount
+/// namespace); the full-disk tests skip with a note where it does not.
+fn private_mounts() -> bool {
+    let ok = std::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("SKIPPED: cannot mount a private tmpfs here (unshare -rm); the full-disk test needs one");
+    }
+    ok
+}
+
+/// Runs `script` (sh) in a private mount namespace with keel's environment; `$KEEL` is the
+/// binary and `$OUT` a directory outside the namespace's mounts.
+async fn in_namespace(env: &Env, server: &ModelServer, out: &Path, script: &str) -> Out {
+    let child = tokio::process::Command::new("unshare")
+        .args(["-rm", "sh", "-c", script])
+        .current_dir(&env.work)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &env.home)
+        .env("KEEL_HOME", env.home.join(".keel"))
+        .env("LANG", "C.UTF-8")
+        .env("ANTHROPIC_BASE_URL", server.url())
+        .env("ANTHROPIC_API_KEY", "test-key")
+        .env("KEEL", env!("CARGO_BIN_EXE_keel"))
+        .env("OUT", out)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn unshare");
+    finish(child).await
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+#[tokio::test]
+async fn a_full_keel_home_is_reported_in_the_result_and_at_resume() {
+    if !private_mounts() {
+        return;
+    }
+    let env = Env::new();
+    std::fs::create_dir_all(env.home.join(".keel")).unwrap();
+    let out_dir = tempfile::tempdir().unwrap();
+    let server = ModelServer::start().await;
+    server
+        // Fill KEEL_HOME to the last byte from inside the session.
+        .push(calls(vec![tool(
+            "fill",
+            "Bash",
+            json!({"command": "cat /dev/zero > \"$KEEL_HOME/fill\" 2>/dev/null; true"}),
+        )]))
+        .push(calls(vec![tool("echo", "Bash", json!({"command": "echo hello from the command"}))]))
+        // Larger than the slack in the transcript's last page, so its line cannot be written.
+        .push(answer(&format!("all done {}", "x".repeat(20_000))))
+        .push(answer("resumed fine"));
+    let script = r#"
+        set -e
+        mount -t tmpfs -o size=2m tmpfs "$KEEL_HOME"
+        "$KEEL" -p go --output-format json --permission-mode bypassPermissions >"$OUT/1.json" 2>"$OUT/1.err" || true
+        rm -f "$KEEL_HOME/fill"
+        "$KEEL" -c -p again --output-format json --permission-mode bypassPermissions >"$OUT/2.json" 2>"$OUT/2.err" || true
+        cp -r "$KEEL_HOME" "$OUT/home"
+    "#;
+    let out = in_namespace(&env, &server, out_dir.path(), script).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+
+    // The first run finished its task, but its result says the record is incomplete.
+    let first: Value = serde_json::from_str(&read(&out_dir.path().join("1.json"))).unwrap();
+    assert!(first["result"].as_str().unwrap().starts_with("all done"), "{first}");
+    let warnings = first["warnings"].to_string();
+    assert!(
+        warnings.contains("could not be written") && warnings.contains("No space left on device"),
+        "{first}\n{}",
+        read(&out_dir.path().join("1.err"))
+    );
+
+    // The command's output could not be captured: keel says its own capture failed.
+    let requests = server.requests();
+    let (echo, _) = requests[2].tool_result_text("echo");
+    assert!(echo.contains("keel's own capture of this command's output failed"), "{echo}");
+
+    // The resumed run says what was lost, and its request is valid: every call answered once,
+    // roles alternating.
+    let resumed_err = read(&out_dir.path().join("2.err"));
+    assert!(resumed_err.contains("could not save its last"), "{resumed_err}");
+    let second: Value = serde_json::from_str(&read(&out_dir.path().join("2.json"))).unwrap();
+    assert_eq!(second["result"], "resumed fine", "{second}\n{resumed_err}");
+    assert!(second["warnings"].to_string().contains("could not save its last"), "{second}");
+    let messages = requests[3].messages();
+    for pair in messages.windows(2) {
+        assert_ne!(pair[0]["role"], pair[1]["role"], "{messages:#?}");
+    }
+    let calls: Vec<&Value> = messages
+        .iter()
+        .flat_map(|m| m["content"].as_array().into_iter().flatten())
+        .filter(|b| b["type"] == "tool_use")
+        .collect();
+    for c in calls {
+        let answered = messages
+            .iter()
+            .flat_map(|m| m["content"].as_array().into_iter().flatten())
+            .filter(|b| b["type"] == "tool_result" && b["tool_use_id"] == c["id"])
+            .count();
+        assert_eq!(answered, 1, "{messages:#?}");
+    }
+    // Every line of the transcript is whole JSON: no fragment glued to a later line.
+    let project = std::fs::read_dir(out_dir.path().join("home/projects")).unwrap().next().unwrap().unwrap().path();
+    let transcript = std::fs::read_dir(&project)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .unwrap();
+    let text = read(&transcript);
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        serde_json::from_str::<Value>(line).unwrap_or_else(|e| panic!("broken line ({e}): {line}"));
+    }
+    assert!(text.contains("\"transcript_loss\""), "the loss is recorded in the transcript");
+}
