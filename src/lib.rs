@@ -16,6 +16,7 @@ pub mod message;
 pub mod permissions;
 pub mod provider;
 pub mod sandbox;
+pub mod shutdown;
 pub mod tools;
 pub mod transcript;
 pub mod tui;

@@ -21,13 +21,17 @@ pub fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(run()) {
+    let code = match runtime.block_on(run()) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("Error: {e}");
             ExitCode::from(1)
         }
-    }
+    };
+    // A blocking task that is still running (a read stuck on a device, a search of a cancelled
+    // call) must not keep keel from exiting: dropping the runtime would wait for it forever.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    code
 }
 
 /// Parses arguments and runs the chosen mode.

@@ -15,6 +15,14 @@ use crate::cli::setup::{self, SetupError};
 use crate::engine::{EngineEvent, NoticeLevel, ResultSubtype, TurnOutcome};
 use crate::message::ContentBlock;
 
+/// Like `eprintln!`, but a closed stderr (a hung-up terminal) is not a panic.
+macro_rules! err_line {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
+
 /// Largest prompt accepted on stdin.
 const MAX_STDIN: u64 = 10 * 1024 * 1024;
 
@@ -74,9 +82,14 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
         ));
     }
     let prompt = read_prompt(&cli)?;
+    // A second signal ends keel even where the first cannot be acted on (work stuck in a
+    // blocking call, stdout not being read).
+    if let Err(e) = crate::shutdown::install_forced_exit() {
+        err_line!("keel: warning: cannot install the signal handlers for a forced exit: {e}");
+    }
     let prepared = setup::prepare(&cli)?;
     for w in &prepared.warnings {
-        eprintln!("keel: warning: {w}");
+        err_line!("keel: warning: {w}");
     }
     let mut warnings = prepared.warnings.clone();
     let mut engine = prepared.engine;
@@ -129,7 +142,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
             if let EngineEvent::Notice { level, message } = ev
                 && level != NoticeLevel::Info
             {
-                eprintln!("keel: {message}");
+                err_line!("keel: {message}");
             }
         }
     }
@@ -138,7 +151,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
     let _ = engine.session.transcript.retry_pending();
     if let Some(unsaved) = engine.session.transcript.health() {
         if cli.output_format == OutputFormat::Text {
-            eprintln!("keel: warning: {unsaved}");
+            err_line!("keel: warning: {unsaved}");
         }
         warnings.push(unsaved);
     }
@@ -149,16 +162,17 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
     match cli.output_format {
         OutputFormat::Text => {
             if outcome.is_error {
-                eprintln!("Error: {}", text_error(&outcome, cli.max_turns));
+                err_line!("Error: {}", text_error(&outcome, cli.max_turns));
             } else {
                 let mut out = std::io::stdout().lock();
                 let _ = writeln!(out, "{}", outcome.result);
             }
         }
         OutputFormat::Json | OutputFormat::StreamJson => {
-            println!("{result}");
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{result}").and_then(|_| out.flush());
             if outcome.is_error && !outcome.interrupted {
-                eprintln!("Error: {}", text_error(&outcome, cli.max_turns));
+                err_line!("Error: {}", text_error(&outcome, cli.max_turns));
             }
         }
     }
@@ -254,18 +268,18 @@ impl Printer {
             EngineEvent::Assistant { message, .. } if self.verbose && !stream => {
                 let text = message.text();
                 if !text.trim().is_empty() && message.tool_uses().next().is_some() {
-                    eprintln!("{}", text.trim_end());
+                    err_line!("{}", text.trim_end());
                 }
             }
             EngineEvent::ToolStarted { name, input, .. } if self.verbose && !stream => {
-                eprintln!("→ {name}({})", crate::tools::summarize_input(&input));
+                err_line!("→ {name}({})", crate::tools::summarize_input(&input));
             }
             EngineEvent::ToolFinished { content, is_error, .. } if self.verbose && !stream => {
                 let text = content.as_text();
                 let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
                 let first: String = first.chars().take(100).collect();
                 let mark = if is_error { "✗" } else { "✓" };
-                eprintln!("  {mark} {first} ({} lines)", text.lines().count());
+                err_line!("  {mark} {first} ({} lines)", text.lines().count());
             }
             EngineEvent::HookRun(run) => {
                 if stream {
@@ -279,7 +293,7 @@ impl Printer {
                     ));
                 } else if self.verbose {
                     let decision = run.decision.map(|d| format!(", {d}")).unwrap_or_default();
-                    eprintln!(
+                    err_line!(
                         "  hook {} `{}`: {}{decision} ({} ms)",
                         run.event, run.handler, run.outcome, run.duration_ms
                     );
@@ -306,7 +320,7 @@ impl Printer {
                     ));
                 }
                 if self.verbose {
-                    eprintln!("keel: {error}; retrying in {delay_ms} ms (attempt {attempt} of {max_retries})");
+                    err_line!("keel: {error}; retrying in {delay_ms} ms (attempt {attempt} of {max_retries})");
                 }
             }
             EngineEvent::Compacted {
@@ -322,7 +336,7 @@ impl Printer {
                     ));
                 }
                 if self.verbose {
-                    eprintln!(
+                    err_line!(
                         "keel: compacted the conversation ({}): about {pre_tokens} tokens before, {post_tokens} after",
                         trigger.as_str()
                     );
@@ -337,7 +351,7 @@ impl Printer {
                     ));
                 }
                 if level != NoticeLevel::Info || self.verbose {
-                    eprintln!("keel: {message}");
+                    err_line!("keel: {message}");
                 }
             }
             _ => {}
@@ -345,7 +359,8 @@ impl Printer {
     }
 }
 
-/// Cancels the turn on SIGINT/SIGTERM and remembers which signal came.
+/// Cancels the turn on SIGINT, SIGTERM or SIGHUP (a closed terminal, a dropped ssh session)
+/// and remembers which signal came.
 struct SignalWatch(std::sync::Arc<std::sync::atomic::AtomicI32>);
 
 impl SignalWatch {
@@ -363,12 +378,17 @@ fn watch_signals(cancel: CancellationToken) -> SignalWatch {
     let which = std::sync::Arc::new(AtomicI32::new(0));
     let flag = which.clone();
     tokio::spawn(async move {
-        let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+        let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) else {
             return;
         };
         let sig = tokio::select! {
-            _ = int.recv() => 2,
-            _ = term.recv() => 15,
+            _ = int.recv() => libc::SIGINT,
+            _ = term.recv() => libc::SIGTERM,
+            _ = hup.recv() => libc::SIGHUP,
         };
         flag.store(sig, Ordering::SeqCst);
         cancel.cancel();

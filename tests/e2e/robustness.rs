@@ -136,3 +136,91 @@ async fn a_full_keel_home_is_reported_in_the_result_and_at_resume() {
     }
     assert!(text.contains("\"transcript_loss\""), "the loss is recorded in the transcript");
 }
+
+fn signal(child: &tokio::process::Child, sig: nix::sys::signal::Signal) {
+    let pid = child.id().expect("pid") as i32;
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig).unwrap();
+}
+
+#[tokio::test]
+async fn sighup_in_headless_mode_ends_like_sigterm() {
+    use crate::support::procs::{assert_gone, unique_sleep, wait_until_running};
+    let env = Env::new();
+    let marker = unique_sleep();
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool("long", "Bash", json!({"command": format!("sleep {marker}")}))]))
+        .push(answer("unreachable"));
+    let child = env
+        .keel(&server)
+        .args(["-p", "run it", "--output-format", "json", "--permission-mode", "bypassPermissions"])
+        .spawn();
+    wait_until_running(&marker).await;
+    signal(&child, nix::sys::signal::Signal::SIGHUP);
+    let out = finish(child).await;
+    assert_eq!(out.code, 128 + 1, "stderr: {}", out.stderr);
+    let result = out.json();
+    assert_eq!(result["type"], "result");
+    assert_eq!(result["is_error"], true);
+    assert_gone(&marker).await;
+    let transcript = crate::support::read_jsonl(&env.transcripts()[0]);
+    assert!(
+        transcript
+            .iter()
+            .any(|l| l["type"] == "user" && l["message"].to_string().contains("[Request interrupted by user]")),
+        "the interruption is recorded"
+    );
+}
+
+#[tokio::test]
+async fn a_second_signal_ends_keel_even_when_it_is_stuck() {
+    use crate::support::procs::{assert_gone, unique_sleep, wait_until_running};
+    let env = Env::new();
+    let marker = unique_sleep();
+    let server = ModelServer::start().await;
+    // A long answer streamed as partial messages fills the stdout pipe, which the test never
+    // reads: keel blocks in a write, where the first signal cannot be acted on. A background
+    // shell is running meanwhile; the forced exit must not leave it behind.
+    let words = "word ".repeat(60_000);
+    server
+        .push(calls(vec![tool(
+            "bg",
+            "Bash",
+            json!({"command": format!("sleep {marker}"), "run_in_background": true}),
+        )]))
+        .push(answer(&words))
+        .push(answer("unreachable"));
+    let mut child = env
+        .keel(&server)
+        .args([
+            "-p",
+            "talk",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-partial-messages",
+            "--permission-mode",
+            "bypassPermissions",
+        ])
+        .spawn();
+    let _unread_stdout = child.stdout.take();
+    wait_until_running(&marker).await;
+    // Wait until keel is stuck: the whole answer was requested but it cannot finish.
+    for _ in 0..500 {
+        if server.requests().len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    signal(&child, nix::sys::signal::Signal::SIGINT);
+    let first = tokio::time::timeout(std::time::Duration::from_secs(2), child.wait()).await;
+    assert!(first.is_err(), "keel was not stuck after all: {first:?}");
+    signal(&child, nix::sys::signal::Signal::SIGINT);
+    let status = tokio::time::timeout(std::time::Duration::from_secs(10), child.wait())
+        .await
+        .expect("a second signal ends keel")
+        .unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert_gone(&marker).await;
+}
