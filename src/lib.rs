@@ -2,6 +2,7 @@
 //!
 //! See docs/ARCHITECTURE.md for the map of the modules and how a prompt flows through them.
 
+pub mod checkpoint;
 pub mod cli;
 pub mod compact;
 pub mod config;

@@ -2,6 +2,7 @@
 
 pub mod args;
 pub mod doctor;
+pub mod rewind;
 pub mod setup;
 
 use std::process::ExitCode;
@@ -40,6 +41,7 @@ pub async fn run() -> anyhow::Result<ExitCode> {
     match cli.command {
         Some(args::Command::Doctor) => return Ok(doctor::run()),
         Some(args::Command::Hooks) => return list_hooks(),
+        Some(args::Command::Rewind(ref a)) => return rewind::run(a),
         Some(args::Command::Context) => {
             print!("{}", setup::context_report(&cli)?);
             return Ok(ExitCode::SUCCESS);

@@ -9,6 +9,7 @@ mod authorize;
 mod compaction;
 mod lifecycle;
 pub mod pipeline;
+pub mod rewind;
 pub mod session;
 pub mod subagent;
 mod tool_hooks;
@@ -18,9 +19,10 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
-pub use compaction::{CompactError, CompactReport};
 pub use crate::events;
 pub use crate::events::{EngineEvent, EventSink, NoticeLevel, ResultSubtype, TurnOutcome};
+pub use compaction::{CompactError, CompactReport};
+pub use rewind::RewindReport;
 pub use session::Session;
 
 pub use crate::compact::CompactSettings;

@@ -150,6 +150,21 @@ impl Session {
         self.history = Arc::new(history);
     }
 
+    /// Replaces the conversation after a rewind to before point `to`: the transcript gets a
+    /// `rewind_boundary` line and the kept messages, so a resumed session continues from here.
+    pub fn rewind_history(&mut self, history: Vec<Message>, to: u32) {
+        let r = self.transcript.write_line(serde_json::json!({
+            "type": crate::transcript::REWIND_BOUNDARY,
+            "toPoint": to,
+        }));
+        self.note_transcript(r);
+        for m in &history {
+            let r = self.transcript.message(m);
+            self.note_transcript(r);
+        }
+        self.history = Arc::new(history);
+    }
+
     pub fn log_event(&mut self, name: &str, data: Value) {
         let r = self.transcript.event(name, data);
         self.note_transcript(r);

@@ -43,6 +43,7 @@ impl Engine {
                 o
             }
             PromptVerdict::Accept => {
+                self.begin_prompt_point(&content);
                 self.session.push_user(content);
                 self.drive(&mut stats, &cancel).await
             }

@@ -295,7 +295,10 @@ impl Printer {
                     let decision = run.decision.map(|d| format!(", {d}")).unwrap_or_default();
                     err_line!(
                         "  hook {} `{}`: {}{decision} ({} ms)",
-                        run.event, run.handler, run.outcome, run.duration_ms
+                        run.event,
+                        run.handler,
+                        run.outcome,
+                        run.duration_ms
                     );
                 }
             }

@@ -73,13 +73,15 @@ fn write_file(path: &Path, content: &str, shared: &SessionShared) -> Result<Tool
         Err(e) => return Err(ToolError::io(format!("cannot access {}", path.display()), e)),
     };
     let Some(old_bytes) = existing else {
+        let undo_note = shared.checkpoint(path, None, content.as_bytes(), "Write");
         crate::fsutil::write_atomic(path, content.as_bytes())
             .map_err(|e| ToolError::io(format!("cannot create {}", path.display()), e))?;
         record(shared, path, path, content.as_bytes());
         return Ok(ToolOutput::text(format!(
-            "Created {} ({} lines).",
+            "Created {} ({} lines).{}",
             path.display(),
-            content.lines().count()
+            content.lines().count(),
+            undo_note.map(|n| format!("\n\n{n}")).unwrap_or_default()
         ))
         .with_structured(json!({"type": "create", "filePath": path.display().to_string(), "content": content})));
     };
@@ -102,6 +104,7 @@ fn write_file(path: &Path, content: &str, shared: &SessionShared) -> Result<Tool
     new_text.push_str(&body);
 
     let target = write_target(path);
+    let undo_note = shared.checkpoint(&target, Some(&old_bytes), new_text.as_bytes(), "Write");
     crate::fsutil::write_atomic(&target, new_text.as_bytes())
         .map_err(|e| ToolError::io(format!("cannot write {}", target.display()), e))?;
     record(shared, path, &target, new_text.as_bytes());
@@ -115,6 +118,9 @@ fn write_file(path: &Path, content: &str, shared: &SessionShared) -> Result<Tool
     );
     if !kept.is_empty() {
         msg.push_str(&format!(" Kept the file's {}.", kept.join(" and ")));
+    }
+    if let Some(n) = undo_note {
+        msg.push_str(&format!("\n\n{n}"));
     }
     Ok(ToolOutput::text(msg).with_structured(json!({
         "type": "update",

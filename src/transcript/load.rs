@@ -36,7 +36,13 @@ pub struct Loaded {
     pub unsaved: Option<UnsavedRecord>,
     /// The session's latest task list.
     pub todos: Vec<crate::tools::Todo>,
+    /// With [`load_until`]: whether the stop point was found.
+    pub reached: bool,
 }
+
+/// The line that starts the conversation afresh after a rewind (the messages after it are the
+/// rewound conversation).
+pub const REWIND_BOUNDARY: &str = "rewind_boundary";
 
 impl Loaded {
     /// What the user should be told about this resume: lost, unreadable or repaired content.
@@ -73,10 +79,16 @@ impl Loaded {
         }
         let mut fixes = Vec::new();
         if r.orphan_results > 0 {
-            fixes.push(format!("removed {} tool result(s) whose call was missing", r.orphan_results));
+            fixes.push(format!(
+                "removed {} tool result(s) whose call was missing",
+                r.orphan_results
+            ));
         }
         if r.merged > 0 {
-            fixes.push(format!("merged {} message(s) into the one before (same role)", r.merged));
+            fixes.push(format!(
+                "merged {} message(s) into the one before (same role)",
+                r.merged
+            ));
         }
         if r.empty > 0 {
             fixes.push(format!("removed {} empty message(s)", r.empty));
@@ -95,6 +107,12 @@ impl Loaded {
 }
 
 pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
+    load_until(path, None)
+}
+
+/// Like [`load`], but stops at the `checkpoint` event of point `stop` (the moment before that
+/// prompt or rewind), for rewinding the conversation.
+pub fn load_until(path: &Path, stop: Option<u32>) -> Result<Loaded, TranscriptError> {
     let file = File::open(path).map_err(|source| TranscriptError::Open {
         path: path.to_path_buf(),
         source,
@@ -117,8 +135,16 @@ pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
         last_complete = true;
         match v.get("type").and_then(Value::as_str) {
             Some("meta") => out.meta = serde_json::from_value(v).ok(),
-            // The conversation was compacted: what follows replaces everything before.
-            Some("compact_boundary") => out.history.clear(),
+            // The conversation was compacted or rewound: what follows replaces everything before.
+            Some("compact_boundary") | Some(REWIND_BOUNDARY) => out.history.clear(),
+            Some("event")
+                if stop.is_some()
+                    && v["event"] == crate::checkpoint::TRANSCRIPT_EVENT
+                    && v["data"]["point"].as_u64() == stop.map(u64::from) =>
+            {
+                out.reached = true;
+                break;
+            }
             Some("user") | Some("assistant") => match Message::deserialize(&v["message"]) {
                 Ok(m) => out.history.push(m),
                 Err(_) => out.bad_lines.push(i + 1),

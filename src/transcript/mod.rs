@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-pub use load::{Loaded, load};
+pub use load::{Loaded, REWIND_BOUNDARY, load, load_until};
 pub use repair::{Repairs, interrupted_result, repair};
 pub use unsaved::{Unsaved, UnsavedRecord};
 

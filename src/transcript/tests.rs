@@ -26,7 +26,8 @@ fn corrupt_lines_are_skipped_and_reported() {
     t.message(&Message::user_text("hello")).unwrap();
     drop(t);
     let mut f = OpenOptions::new().append(true).open(&p).unwrap();
-    f.write_all(b"{\"type\":\"assistant\",\"message\":{\"role\":\"assis").unwrap();
+    f.write_all(b"{\"type\":\"assistant\",\"message\":{\"role\":\"assis")
+        .unwrap();
     let loaded = load(&p).unwrap();
     assert_eq!(loaded.history.len(), 1);
     assert_eq!(loaded.bad_lines, vec![2]);
@@ -110,7 +111,10 @@ fn lines_a_full_disk_refused_are_retried_in_order_and_recorded_meanwhile() {
     assert!(t.message(&Message::assistant(vec![ContentBlock::text("two")])).is_err());
     assert!(t.event("x", json!({})).is_err());
     let health = t.health().expect("unsaved lines are reported");
-    assert!(health.contains("2 line(s), 1 of them conversation messages"), "{health}");
+    assert!(
+        health.contains("2 line(s), 1 of them conversation messages"),
+        "{health}"
+    );
     assert!(health.contains("No space left on device"), "{health}");
     // The record beside the transcript says so, for a resume after this process is gone.
     let rec = unsaved::read(&p).expect("a record of the loss");
@@ -119,12 +123,21 @@ fn lines_a_full_disk_refused_are_retried_in_order_and_recorded_meanwhile() {
     *disk.full.lock().unwrap() = false;
     t.message(&Message::user_text("three")).unwrap();
     assert_eq!(t.health(), None);
-    assert_eq!(unsaved::read(&p), None, "the record is cleared once everything is written");
+    assert_eq!(
+        unsaved::read(&p),
+        None,
+        "the record is cleared once everything is written"
+    );
     let written = String::from_utf8(disk.written.lock().unwrap().clone()).unwrap();
     let texts: Vec<String> = written
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .map(|v| v["message"]["content"][0]["text"].as_str().unwrap_or("event").to_string())
+        .map(|v| {
+            v["message"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or("event")
+                .to_string()
+        })
         .collect();
     assert_eq!(texts, vec!["one", "two", "event", "three"]);
 }
@@ -241,6 +254,10 @@ fn orphan_results_and_repeated_roles_are_repaired() {
     }
     assert_eq!(h[0].role, Role::User);
     // The one valid result stays, once, first in its message.
-    let results: Vec<&ContentBlock> = h.iter().flat_map(|m| &m.content).filter(|b| matches!(b, ContentBlock::ToolResult { .. })).collect();
+    let results: Vec<&ContentBlock> = h
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter(|b| matches!(b, ContentBlock::ToolResult { .. }))
+        .collect();
     assert_eq!(results, vec![&result("t2")]);
 }

@@ -12,6 +12,7 @@ mod hooks;
 mod hooks_integration;
 mod permissions;
 mod provider;
+mod rewind;
 mod robustness;
 mod sandbox;
 mod subagents;

@@ -68,7 +68,11 @@ async fn a_full_keel_home_is_reported_in_the_result_and_at_resume() {
             "Bash",
             json!({"command": "cat /dev/zero > \"$KEEL_HOME/fill\" 2>/dev/null; true"}),
         )]))
-        .push(calls(vec![tool("echo", "Bash", json!({"command": "echo hello from the command"}))]))
+        .push(calls(vec![tool(
+            "echo",
+            "Bash",
+            json!({"command": "echo hello from the command"}),
+        )]))
         // Larger than the slack in the transcript's last page, so its line cannot be written.
         .push(answer(&format!("all done {}", "x".repeat(20_000))))
         .push(answer("resumed fine"));
@@ -96,7 +100,10 @@ async fn a_full_keel_home_is_reported_in_the_result_and_at_resume() {
     // The command's output could not be captured: keel says its own capture failed.
     let requests = server.requests();
     let (echo, _) = requests[2].tool_result_text("echo");
-    assert!(echo.contains("keel's own capture of this command's output failed"), "{echo}");
+    assert!(
+        echo.contains("keel's own capture of this command's output failed"),
+        "{echo}"
+    );
 
     // The resumed run says what was lost, and its request is valid: every call answered once,
     // roles alternating.
@@ -104,7 +111,10 @@ async fn a_full_keel_home_is_reported_in_the_result_and_at_resume() {
     assert!(resumed_err.contains("could not save its last"), "{resumed_err}");
     let second: Value = serde_json::from_str(&read(&out_dir.path().join("2.json"))).unwrap();
     assert_eq!(second["result"], "resumed fine", "{second}\n{resumed_err}");
-    assert!(second["warnings"].to_string().contains("could not save its last"), "{second}");
+    assert!(
+        second["warnings"].to_string().contains("could not save its last"),
+        "{second}"
+    );
     let messages = requests[3].messages();
     for pair in messages.windows(2) {
         assert_ne!(pair[0]["role"], pair[1]["role"], "{messages:#?}");
@@ -123,7 +133,12 @@ async fn a_full_keel_home_is_reported_in_the_result_and_at_resume() {
         assert_eq!(answered, 1, "{messages:#?}");
     }
     // Every line of the transcript is whole JSON: no fragment glued to a later line.
-    let project = std::fs::read_dir(out_dir.path().join("home/projects")).unwrap().next().unwrap().unwrap().path();
+    let project = std::fs::read_dir(out_dir.path().join("home/projects"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     let transcript = std::fs::read_dir(&project)
         .unwrap()
         .flatten()
@@ -134,7 +149,10 @@ async fn a_full_keel_home_is_reported_in_the_result_and_at_resume() {
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         serde_json::from_str::<Value>(line).unwrap_or_else(|e| panic!("broken line ({e}): {line}"));
     }
-    assert!(text.contains("\"transcript_loss\""), "the loss is recorded in the transcript");
+    assert!(
+        text.contains("\"transcript_loss\""),
+        "the loss is recorded in the transcript"
+    );
 }
 
 fn signal(child: &tokio::process::Child, sig: nix::sys::signal::Signal) {
@@ -149,11 +167,22 @@ async fn sighup_in_headless_mode_ends_like_sigterm() {
     let marker = unique_sleep();
     let server = ModelServer::start().await;
     server
-        .push(calls(vec![tool("long", "Bash", json!({"command": format!("sleep {marker}")}))]))
+        .push(calls(vec![tool(
+            "long",
+            "Bash",
+            json!({"command": format!("sleep {marker}")}),
+        )]))
         .push(answer("unreachable"));
     let child = env
         .keel(&server)
-        .args(["-p", "run it", "--output-format", "json", "--permission-mode", "bypassPermissions"])
+        .args([
+            "-p",
+            "run it",
+            "--output-format",
+            "json",
+            "--permission-mode",
+            "bypassPermissions",
+        ])
         .spawn();
     wait_until_running(&marker).await;
     signal(&child, nix::sys::signal::Signal::SIGHUP);

@@ -99,7 +99,7 @@ const FULL_BELOW: u64 = 64 * 1024;
 /// a nonzero exit from a failed write).
 pub fn capture_note(out_dir: &Path) -> Option<String> {
     let stat = nix::sys::statvfs::statvfs(out_dir).ok()?;
-    let free = u64::from(stat.blocks_available()).saturating_mul(u64::from(stat.fragment_size()));
+    let free = stat.blocks_available().saturating_mul(stat.fragment_size());
     (free < FULL_BELOW).then(|| {
         format!(
             "Note: keel's own capture of this command's output failed: the file system holding keel's session data \

@@ -124,7 +124,7 @@ fn edit_file(path: &Path, input: &Input, shared: &SessionShared) -> Result<ToolO
             changed: 0..input.new_string.len(),
             replacements: 1,
         };
-        return write_change(path, change, view.kind, shared, input);
+        return write_change(path, change, view.kind, shared, input, &bytes);
     }
     let applied = apply::apply(body, &input.old_string, &input.new_string, input.replace_all)
         .map_err(|e| anchor_error(e, path, &input.old_string, view.kind))?;
@@ -134,7 +134,7 @@ fn edit_file(path: &Path, input: &Input, shared: &SessionShared) -> Result<ToolO
         changed: applied.first,
         replacements: applied.replacements,
     };
-    write_change(path, change, view.kind, shared, input)
+    write_change(path, change, view.kind, shared, input, &bytes)
 }
 
 /// The new content of an edited file (without its BOM) and where it changed.
@@ -151,6 +151,7 @@ fn write_change(
     kind: ViewKind,
     shared: &SessionShared,
     input: &Input,
+    old: &[u8],
 ) -> Result<ToolOutput, ToolError> {
     let mut new_text = String::with_capacity(change.body.len() + 3);
     if change.bom {
@@ -158,6 +159,7 @@ fn write_change(
     }
     new_text.push_str(&change.body);
     let target = write_target(path);
+    let undo_note = shared.checkpoint(&target, Some(old), new_text.as_bytes(), "Edit");
     crate::fsutil::write_atomic(&target, new_text.as_bytes())
         .map_err(|e| ToolError::io(format!("cannot write {}", target.display()), e))?;
     let mtime = std::fs::metadata(&target).ok().as_ref().and_then(file_mtime);
@@ -171,8 +173,9 @@ fn write_change(
         format!("replaced all {replacements} occurrences (the first is shown)")
     };
     let snippet = text::numbered_snippet(&change.body, change.changed);
+    let undo_note = undo_note.map(|n| format!("\n\n{n}")).unwrap_or_default();
     Ok(ToolOutput::text(format!(
-        "Edited {}: {what}. The lines around the change now read:\n{snippet}",
+        "Edited {}: {what}. The lines around the change now read:\n{snippet}{undo_note}",
         path.display()
     ))
     .with_structured(json!({
@@ -186,6 +189,7 @@ fn write_change(
 }
 
 fn create_file(path: &Path, content: &str, shared: &SessionShared) -> Result<ToolOutput, ToolError> {
+    let undo_note = shared.checkpoint(path, None, content.as_bytes(), "Edit");
     crate::fsutil::write_atomic(path, content.as_bytes())
         .map_err(|e| ToolError::io(format!("cannot create {}", path.display()), e))?;
     let mtime = std::fs::metadata(path).ok().as_ref().and_then(file_mtime);
@@ -194,9 +198,10 @@ fn create_file(path: &Path, content: &str, shared: &SessionShared) -> Result<Too
         FileView::new(content.as_bytes(), mtime, ViewKind::Complete),
     );
     Ok(ToolOutput::text(format!(
-        "Created {} ({} lines).",
+        "Created {} ({} lines).{}",
         path.display(),
-        content.lines().count()
+        content.lines().count(),
+        undo_note.map(|n| format!("\n\n{n}")).unwrap_or_default()
     ))
     .with_structured(json!({"type": "create", "filePath": path.display().to_string()})))
 }
