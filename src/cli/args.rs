@@ -98,9 +98,10 @@ pub struct Cli {
     #[arg(long)]
     pub sandbox: bool,
 
-    /// Diagnostics on stderr
-    #[arg(long)]
-    pub debug: bool,
+    /// Diagnostics: spans and events into the session's debug.log (headless: also on stderr).
+    /// FILTER: a level, keel module names or target=level, e.g. --debug=provider,hooks
+    #[arg(long, value_name = "FILTER", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub debug: Option<String>,
 
     /// Where model turns come from
     #[arg(long, value_enum, default_value_t = ProviderKind::Anthropic)]

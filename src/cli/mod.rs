@@ -8,6 +8,7 @@ pub mod setup;
 use std::process::ExitCode;
 
 use clap::Parser;
+use tracing::Instrument;
 
 /// Entry point used by `main`: starts the async runtime and runs the chosen mode; errors
 /// become one line on stderr and exit status 1.
@@ -48,10 +49,13 @@ pub async fn run() -> anyhow::Result<ExitCode> {
         }
         None => {}
     }
+    crate::debug::init(cli.debug.as_deref(), cli.print && cli.debug.is_some())?;
+    let mode = if cli.print { "headless" } else { "tui" };
+    let span = tracing::info_span!("session", mode);
     if cli.print {
-        return Ok(crate::headless::run(cli).await?);
+        return Ok(crate::headless::run(cli).instrument(span).await?);
     }
-    Ok(crate::tui::run(cli).await?)
+    Ok(crate::tui::run(cli).instrument(span).await?)
 }
 
 /// `keel hooks`: what is configured, by event and source file.

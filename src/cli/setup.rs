@@ -58,9 +58,6 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
         .map_err(|e| SetupError::Invalid(format!("cannot determine the working directory: {e}")))?;
     let home =
         paths::keel_home().ok_or_else(|| SetupError::Invalid("cannot find a home directory; set KEEL_HOME".into()))?;
-    if cli.debug {
-        crate::debug::enable();
-    }
     let user_home = dirs::home_dir();
     let settings = Settings::load(user_home.as_deref(), &home, &cwd, cli.settings.as_deref())?;
     let permissions = permission_config::build(
@@ -113,6 +110,9 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     let (session_id, transcript_path, history, resume_warnings) = resolve_session(cli, &home, &project_dir)?;
     warnings.extend(resume_warnings);
     let session_dir = project_dir.join(&session_id);
+    if let Some(log) = crate::debug::attach_session(&session_dir) {
+        tracing::info!(id = %session_id, log = %log.display(), resumed = history.is_some(), "session");
+    }
     let (sandbox_mode, sandbox_warning) = SandboxMode::decide(
         &sandbox_config,
         permissions.authorizer.working_dirs(),

@@ -25,6 +25,7 @@ struct TurnStats {
 
 impl Engine {
     /// Runs one user turn to its end and returns (and emits) its outcome.
+    #[tracing::instrument(name = "turn", level = "info", skip_all, fields(requests = tracing::field::Empty))]
     pub async fn run_turn(&mut self, content: Vec<ContentBlock>, cancel: CancellationToken) -> TurnOutcome {
         let mut stats = TurnStats {
             started: Instant::now(),
@@ -48,6 +49,8 @@ impl Engine {
                 self.drive(&mut stats, &cancel).await
             }
         };
+        tracing::Span::current().record("requests", stats.requests);
+        tracing::info!(subtype = outcome.subtype.as_str(), is_error = outcome.is_error, "turn finished");
         let outcome = TurnOutcome {
             num_turns: stats.requests,
             duration_ms: stats.started.elapsed().as_millis() as u64,

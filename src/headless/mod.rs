@@ -128,14 +128,14 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
     let leftover = printing.await.ok();
     engine.session_end("other").await;
     let s = engine.compactor.stats;
-    crate::debug::log(format!(
-        "compactor: {} views, {} rebuilds, {:.2} ms CPU ({:.2} ms rebuilding), {:.2} ms wall",
-        s.views,
-        s.rebuilds,
-        s.cpu.as_secs_f64() * 1000.0,
-        s.rebuild_cpu.as_secs_f64() * 1000.0,
-        s.time.as_secs_f64() * 1000.0
-    ));
+    tracing::debug!(
+        views = s.views,
+        rebuilds = s.rebuilds,
+        cpu_ms = s.cpu.as_secs_f64() * 1000.0,
+        rebuild_cpu_ms = s.rebuild_cpu.as_secs_f64() * 1000.0,
+        wall_ms = s.time.as_secs_f64() * 1000.0,
+        "compactor"
+    );
     // Problems of SessionEnd hooks still reach the user, after the result.
     if let Some((_, mut rx)) = leftover {
         while let Ok(ev) = rx.try_recv() {

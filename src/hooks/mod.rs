@@ -12,6 +12,7 @@ pub mod runner;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use tracing::Instrument;
 use serde_json::{Map, Value, json};
 
 pub use config::{Event, HookConfig, HookConfigError};
@@ -110,6 +111,8 @@ impl Hooks {
         if handlers.is_empty() {
             return agg;
         }
+        let span = tracing::debug_span!("hook", event = event.as_str(), handlers = handlers.len());
+        let _entered = span.enter();
         let payload = serde_json::to_vec(&self.payload(event, mode, fields)).unwrap_or_default();
         let (background, foreground): (Vec<_>, Vec<_>) = handlers.into_iter().partition(|h| h.is_async());
         for h in background {
@@ -131,11 +134,13 @@ impl Hooks {
             running.retain(|t| !t.is_finished());
             running.push(task);
         }
+        drop(_entered);
         let runs = futures_util::future::join_all(
             foreground
                 .iter()
                 .map(|h| runner::run(h, &payload, &self.env, self.default_timeout)),
         )
+        .instrument(span)
         .await;
         let transcript = self.session().1;
         for (h, r) in foreground.iter().zip(runs) {
@@ -161,6 +166,15 @@ fn record(
     i: &outcome::Interpreted,
     background: bool,
 ) {
+    tracing::debug!(
+        event = event.as_str(),
+        handler = label,
+        exit_code = r.exit_code,
+        duration_ms = r.duration_ms,
+        outcome = i.outcome,
+        background,
+        "hook ran"
+    );
     let run = HookRun {
         event: event.as_str().into(),
         handler: label.into(),

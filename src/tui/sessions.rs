@@ -101,6 +101,7 @@ pub fn fresh(place: &SessionPlace, model: &str) -> Result<Session, String> {
     let path = place.project_dir.join(format!("{id}.jsonl"));
     let transcript = transcript_for(place, &path)?;
     let mut session = Session::new(id.clone(), place.cwd.clone(), place.project_dir.join(&id), transcript);
+    crate::debug::attach_session(&session.shared.session_dir);
     session.write_meta(model);
     Ok(session)
 }
@@ -116,6 +117,7 @@ pub fn resume(place: &SessionPlace, path: &Path, model: &str) -> Result<(Session
     let warnings = loaded.warnings(path);
     let transcript = transcript_for(place, path)?;
     let mut session = Session::new(id.clone(), place.cwd.clone(), place.project_dir.join(&id), transcript);
+    crate::debug::attach_session(&session.shared.session_dir);
     session.set_history(loaded.history);
     session.log_event("resumed", serde_json::json!({"model": model}));
     session.log_loss(loaded.unsaved.as_ref());

@@ -253,3 +253,61 @@ async fn a_second_signal_ends_keel_even_when_it_is_stuck() {
     assert_eq!(status.code(), Some(130));
     assert_gone(&marker).await;
 }
+
+fn session_log(env: &Env) -> std::path::PathBuf {
+    let transcript = env.transcripts().pop().expect("a transcript");
+    transcript.with_extension("").join("debug.log")
+}
+
+#[tokio::test]
+async fn debug_traces_one_session_into_its_own_log_file() {
+    use crate::support::sse::api_error;
+    let env = Env::new();
+    env.write("a.txt", "x\n");
+    let server = ModelServer::start().await;
+    server
+        .push(api_error(529, "overloaded_error", "Overloaded"))
+        .push(calls(vec![tool("g1", "Glob", json!({"pattern": "*.txt"}))]))
+        .push(answer("done"));
+    let out = env.keel(&server).args(["-p", "go", "--debug"]).run().await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let log = read(&session_log(&env));
+    for needle in ["session{mode=\"headless\"}", "turn", "provider_request", "retrying", "HTTP 529", "tool{name=Glob", "tool finished", "close"] {
+        assert!(log.contains(needle), "`{needle}` missing from the debug log:\n{log}");
+    }
+    // Headless `--debug` also shows the lines on stderr.
+    assert!(out.stderr.contains("provider_request"), "{}", out.stderr);
+}
+
+#[tokio::test]
+async fn stderr_stays_quiet_without_debug_and_keel_log_writes_only_the_file() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    server.push(answer("one")).push(answer("two"));
+    let out = env.keel(&server).args(["-p", "go"]).run().await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stderr, "");
+    assert!(!session_log(&env).exists(), "no log file unless asked for");
+
+    let out = env
+        .keel(&server)
+        .args(["-p", "again", "-c"])
+        .env("KEEL_LOG", "provider")
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stderr, "", "KEEL_LOG writes the file, not stderr");
+    let log = read(&session_log(&env));
+    assert!(log.contains("provider_request"), "{log}");
+    assert!(!log.contains("tool{"), "the filter keeps other modules out:\n{log}");
+}
+
+#[tokio::test]
+async fn a_bad_debug_filter_is_a_clear_error() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    let out = env.keel(&server).args(["-p", "go", "--debug=keel=loud"]).run().await;
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("invalid debug filter `keel=loud`"), "{}", out.stderr);
+    assert!(server.requests().is_empty());
+}
