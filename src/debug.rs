@@ -97,13 +97,10 @@ pub fn parse_filter(filter: &str) -> Result<Targets, DebugError> {
             }
         })
         .collect();
-    directives
-        .join(",")
-        .parse::<Targets>()
-        .map_err(|e| DebugError::Filter {
-            filter: filter.to_string(),
-            reason: e.to_string(),
-        })
+    directives.join(",").parse::<Targets>().map_err(|e| DebugError::Filter {
+        filter: filter.to_string(),
+        reason: e.to_string(),
+    })
 }
 
 /// Installs the subscriber when diagnostics were asked for; `stderr` also copies the lines
@@ -150,12 +147,8 @@ pub fn attach_session(session_dir: &Path) -> Option<PathBuf> {
     if sink.path.as_deref() == Some(path.as_path()) {
         return Some(path);
     }
-    let opened = std::fs::create_dir_all(session_dir).and_then(|_| {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-    });
+    let opened = std::fs::create_dir_all(session_dir)
+        .and_then(|_| std::fs::OpenOptions::new().create(true).append(true).open(&path));
     let previous = std::mem::replace(&mut sink.target, Target::Gone);
     sink.target = match opened {
         Ok(mut f) => {
@@ -189,7 +182,13 @@ mod tests {
 
     #[test]
     fn filters_accept_levels_modules_and_directives() {
-        for ok in ["debug", "provider,hooks", "keel::provider=trace,keel=info", "keel=warn", "TRACE"] {
+        for ok in [
+            "debug",
+            "provider,hooks",
+            "keel::provider=trace,keel=info",
+            "keel=warn",
+            "TRACE",
+        ] {
             parse_filter(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
         }
         let err = parse_filter("keel=loud").unwrap_err().to_string();

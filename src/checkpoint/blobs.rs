@@ -21,14 +21,19 @@ impl Blobs {
         self.dir.join(hash)
     }
 
-    /// Stores `bytes` under `hash` unless it is there already. The copy is synced before
-    /// the caller goes on to overwrite the original.
-    pub fn put(&self, hash: &str, bytes: &[u8]) -> std::io::Result<()> {
+    /// Stores `bytes` under `hash` unless it is there already. With `durable` the copy is
+    /// synced to disk (a previous content, about to be overwritten); without, it is left to
+    /// the page cache (a new content, which is also being written to its file).
+    pub fn put(&self, hash: &str, bytes: &[u8], durable: bool) -> std::io::Result<()> {
         let path = self.path(hash);
         if path.is_file() {
             return Ok(());
         }
-        crate::fsutil::write_atomic(&path, bytes)
+        if durable {
+            crate::fsutil::write_atomic(&path, bytes)
+        } else {
+            crate::fsutil::write_atomic_copy(&path, bytes)
+        }
     }
 
     /// The content stored under `hash`, checked against it (a damaged copy is an error, never

@@ -172,9 +172,9 @@ impl Checkpoints {
             .log
             .as_mut()
             .ok_or_else(|| self.io(std::io::ErrorKind::NotFound.into()))?;
-        file.write_all(&bytes)
-            .and_then(|_| file.sync_data())
-            .map_err(|e| self.io(e))
+        // Not synced: the previous content itself is (in `snap`); a power loss can cost the undo
+        // record of the last change, never a user's file.
+        file.write_all(&bytes).map_err(|e| self.io(e))
     }
 
     fn current(&self, state: &mut State) -> u32 {
@@ -205,8 +205,9 @@ impl Checkpoints {
         })
     }
 
-    /// Snapshot of `bytes` for the log: stored (with `mode`) when small enough.
-    pub fn snap(&self, bytes: Option<&[u8]>, mode: u32) -> Result<Snap, CheckpointError> {
+    /// Snapshot of `bytes` for the log: stored (with `mode`) when small enough; `durable` for
+    /// content that is about to be overwritten.
+    pub fn snap(&self, bytes: Option<&[u8]>, mode: u32, durable: bool) -> Result<Snap, CheckpointError> {
         let Some(bytes) = bytes else {
             return Ok(Snap::Absent);
         };
@@ -215,7 +216,7 @@ impl Checkpoints {
         if size > self.max_bytes {
             return Ok(Snap::TooBig { hash, size });
         }
-        self.blobs().put(&hash, bytes).map_err(|e| self.io(e))?;
+        self.blobs().put(&hash, bytes, durable).map_err(|e| self.io(e))?;
         Ok(Snap::Stored { hash, size, mode })
     }
 
@@ -230,8 +231,8 @@ impl Checkpoints {
         mode: u32,
         by: &str,
     ) -> Result<Option<String>, CheckpointError> {
-        let before_snap = self.snap(before, mode)?;
-        let after_snap = self.snap(after, mode)?;
+        let before_snap = self.snap(before, mode, true)?;
+        let after_snap = self.snap(after, mode, false)?;
         let note = match &before_snap {
             Snap::TooBig { size, .. } => Some(format!(
                 "Note: {} was {} bytes, more than keel keeps for undo ({} bytes, KEEL_CHECKPOINT_MAX_BYTES), so \

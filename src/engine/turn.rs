@@ -50,7 +50,11 @@ impl Engine {
             }
         };
         tracing::Span::current().record("requests", stats.requests);
-        tracing::info!(subtype = outcome.subtype.as_str(), is_error = outcome.is_error, "turn finished");
+        tracing::info!(
+            subtype = outcome.subtype.as_str(),
+            is_error = outcome.is_error,
+            "turn finished"
+        );
         let outcome = TurnOutcome {
             num_turns: stats.requests,
             duration_ms: stats.started.elapsed().as_millis() as u64,

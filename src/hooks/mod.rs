@@ -12,8 +12,8 @@ pub mod runner;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tracing::Instrument;
 use serde_json::{Map, Value, json};
+use tracing::Instrument;
 
 pub use config::{Event, HookConfig, HookConfigError};
 pub use outcome::{Aggregate, Permission};

@@ -41,7 +41,7 @@ impl Unsaved {
             .write(true)
             .open(path_for(transcript))
             .ok()
-            .filter(|f| f.write_all_at(&[b' '; SIZE], 0).is_ok() && f.sync_data().is_ok());
+            .filter(|f| f.write_all_at(&[b' '; SIZE], 0).is_ok());
         Unsaved { file, since: None }
     }
 

@@ -272,7 +272,16 @@ async fn debug_traces_one_session_into_its_own_log_file() {
     let out = env.keel(&server).args(["-p", "go", "--debug"]).run().await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let log = read(&session_log(&env));
-    for needle in ["session{mode=\"headless\"}", "turn", "provider_request", "retrying", "HTTP 529", "tool{name=Glob", "tool finished", "close"] {
+    for needle in [
+        "session{mode=\"headless\"}",
+        "turn",
+        "provider_request",
+        "retrying",
+        "HTTP 529",
+        "tool{name=Glob",
+        "tool finished",
+        "close",
+    ] {
         assert!(log.contains(needle), "`{needle}` missing from the debug log:\n{log}");
     }
     // Headless `--debug` also shows the lines on stderr.
@@ -308,6 +317,10 @@ async fn a_bad_debug_filter_is_a_clear_error() {
     let server = ModelServer::start().await;
     let out = env.keel(&server).args(["-p", "go", "--debug=keel=loud"]).run().await;
     assert_eq!(out.code, 1);
-    assert!(out.stderr.contains("invalid debug filter `keel=loud`"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("invalid debug filter `keel=loud`"),
+        "{}",
+        out.stderr
+    );
     assert!(server.requests().is_empty());
 }

@@ -59,6 +59,11 @@ pub const BUILTINS: &[Builtin] = &[
         help: "continue an earlier session of this directory",
     },
     Builtin {
+        name: "rewind",
+        args: "[N [code|conversation]]",
+        help: "take back changes: list the points, or restore to before prompt N",
+    },
+    Builtin {
         name: "todos",
         args: "",
         help: "the session's task list",
@@ -81,6 +86,7 @@ pub enum Command {
     Permissions,
     Hooks,
     Resume(Option<String>),
+    Rewind(Option<String>),
     Todos,
     Exit,
     Custom { name: String, args: String },
@@ -98,6 +104,7 @@ impl Command {
                 | Command::Permissions
                 | Command::Hooks
                 | Command::Resume(_)
+                | Command::Rewind(_)
                 | Command::Custom { .. }
         )
     }
@@ -139,6 +146,7 @@ pub fn parse(input: &str, custom: &CustomCommands) -> Option<Result<Command, Str
         "model" => Ok(Command::Model(arg)),
         "permissions" | "allowed-tools" => no_args(Command::Permissions),
         "hooks" => no_args(Command::Hooks),
+        "rewind" => Ok(Command::Rewind(arg)),
         "resume" | "continue" => Ok(Command::Resume(arg)),
         "todos" => no_args(Command::Todos),
         "exit" | "quit" => no_args(Command::Exit),
