@@ -7,10 +7,12 @@
 
 mod authorize;
 mod compaction;
+pub mod harness;
 mod lifecycle;
 pub mod pipeline;
 pub mod rewind;
 pub mod session;
+pub mod skills;
 pub mod subagent;
 mod tool_hooks;
 mod turn;
@@ -67,6 +69,10 @@ pub struct Engine {
     pending_context: Vec<String>,
     /// Set when this engine runs a sub-agent (its Stop hooks fire as SubagentStop).
     pub subagent: Option<subagent::SubagentInfo>,
+    /// Skills, sub-agent types, plugins and spawn budgets of the session.
+    pub harness: harness::Harness,
+    /// This engine's runner of sub-agents, when installed.
+    subagents: Option<Arc<subagent::SubagentRunner>>,
 }
 
 impl Engine {
@@ -100,13 +106,17 @@ impl Engine {
                 events,
                 pending_context: Vec::new(),
                 subagent: None,
+                harness: harness::Harness::default(),
+                subagents: None,
             },
             rx,
         )
     }
 
-    /// Installs the project layer and the system prompt built from it.
-    pub fn set_project(&mut self, project: ProjectContext) {
+    /// Installs the project layer and the system prompt built from it (keeping the listings
+    /// and memory keel added to the previous one).
+    pub fn set_project(&mut self, mut project: ProjectContext) {
+        project.adopt_sections(&self.project);
         self.config.system = project.system_blocks();
         self.project = project;
         self.compactor

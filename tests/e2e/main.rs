@@ -2,6 +2,7 @@
 
 mod support;
 
+mod agents;
 mod bash;
 mod compaction;
 mod demo;
@@ -11,9 +12,11 @@ mod headless;
 mod hooks;
 mod hooks_integration;
 mod permissions;
+mod plugins;
 mod provider;
 mod rewind;
 mod robustness;
 mod sandbox;
+mod skills;
 mod subagents;
 mod tui;
