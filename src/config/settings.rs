@@ -272,7 +272,7 @@ fn warn_unknown(layer: &Layer) {
     if let Value::Object(map) = &layer.value {
         for key in map.keys() {
             if !KNOWN_KEYS.contains(&key.as_str()) {
-                tracing::debug!(layer = %layer.label(), key = %key, "ignoring an unknown setting");
+                tracing::debug!("{}: ignoring unknown setting `{key}`", layer.label());
             }
         }
     }
