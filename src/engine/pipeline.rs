@@ -142,6 +142,10 @@ impl Pipeline<'_> {
             duration_ms = record.duration_ms,
             "tool finished"
         );
+        if record.output.is_error {
+            // Only formatted when tracing is on: field values are evaluated lazily.
+            tracing::debug!(error = %record.output.content.as_text(), "tool error");
+        }
         self.events.emit(EngineEvent::ToolFinished {
             id: record.call.id.clone(),
             name: record.call.name.clone(),

@@ -59,6 +59,9 @@ impl Engine {
             is_error = outcome.is_error,
             "turn finished"
         );
+        if outcome.is_error {
+            tracing::warn!(error = %outcome.result, "turn failed");
+        }
         let outcome = TurnOutcome {
             num_turns: stats.requests,
             duration_ms: stats.started.elapsed().as_millis() as u64,
