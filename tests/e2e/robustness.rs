@@ -97,6 +97,10 @@ async fn a_full_keel_home_is_reported_in_the_result_and_at_resume() {
         read(&out_dir.path().join("1.err"))
     );
 
+    // The same warning is the notice a front end shows (the terminal UI renders it as a cell).
+    let first_err = read(&out_dir.path().join("1.err"));
+    assert!(first_err.contains("is incomplete"), "{first_err}");
+
     // The command's output could not be captured: keel says its own capture failed.
     let requests = server.requests();
     let (echo, _) = requests[2].tool_result_text("echo");
