@@ -24,17 +24,17 @@ pub fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let code = match runtime.block_on(run()) {
+    let result = runtime.block_on(run());
+    // A blocking task still running (a search past its budget, a read a cancelled call left
+    // behind) must not hold the exit: the answer is already out.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("Error: {e}");
             ExitCode::from(1)
         }
-    };
-    // A blocking task that is still running (a read stuck on a device, a search of a cancelled
-    // call) must not keep keel from exiting: dropping the runtime would wait for it forever.
-    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
-    code
+    }
 }
 
 /// Parses arguments and runs the chosen mode.
