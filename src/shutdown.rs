@@ -7,7 +7,7 @@
 //! ends the process from the signal handler itself: every registered process group is killed
 //! and the process exits at once, without waiting for any thread.
 
-use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 
 /// Slots for live process groups (a free slot holds 0). More concurrent groups than this are
 /// still killed by their owners; only the forced exit would miss them.
@@ -59,16 +59,26 @@ pub fn kill_registered_groups() {
 
 static SIGNALS_SEEN: AtomicUsize = AtomicUsize::new(0);
 
-/// Installs the forced exit: on the second of SIGINT, SIGTERM or SIGHUP (any mix), kill every
-/// registered process group and exit with 128 + the signal number at once. The first signal is
-/// left to the runtime's handlers.
+/// Whether something handles the first signal gracefully (the headless run's watcher). Until it
+/// does (during setup), the first signal already ends the process, as the default action would.
+static GRACEFUL: AtomicBool = AtomicBool::new(false);
+
+/// Says that the first signal from now on is handled by cancelling the turn.
+pub fn set_graceful(on: bool) {
+    GRACEFUL.store(on, Ordering::SeqCst);
+}
+
+/// Installs the forced exit: on the second of SIGINT, SIGTERM or SIGHUP (any mix), or on the
+/// first while no graceful handler is set, kill every registered process group and exit with
+/// 128 + the signal number at once.
 pub fn install_forced_exit() -> std::io::Result<()> {
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: the action only touches atomics and calls kill(2) and _exit(2), which are
         // async-signal-safe.
         unsafe {
             signal_hook_registry::register(sig, move || {
-                if SIGNALS_SEEN.fetch_add(1, Ordering::SeqCst) >= 1 {
+                let seen = SIGNALS_SEEN.fetch_add(1, Ordering::SeqCst);
+                if seen >= 1 || !GRACEFUL.load(Ordering::SeqCst) {
                     kill_registered_groups();
                     libc::_exit(128 + sig);
                 }

@@ -387,6 +387,7 @@ fn watch_signals(cancel: CancellationToken) -> SignalWatch {
         ) else {
             return;
         };
+        crate::shutdown::set_graceful(true);
         let sig = tokio::select! {
             _ = int.recv() => libc::SIGINT,
             _ = term.recv() => libc::SIGTERM,
