@@ -159,6 +159,7 @@ impl AnthropicProvider {
         tx: &Tx,
     ) -> Result<ModelResponse, ProviderError> {
         let body = wire_body(&request)?;
+        tracing::debug!(bytes = body.len(), messages = request.messages.len(), "request body");
         // Release our handle on the history at once so the engine can append without a copy.
         drop(request);
         let headers = self.headers()?;
