@@ -24,8 +24,19 @@ pub fn run(args: &RewindArgs) -> anyhow::Result<ExitCode> {
         .to_string();
     let session_dir = path.with_extension("");
     let loaded = transcript::load(&path)?;
-    let mut session = Session::new(id.clone(), cwd, session_dir, Transcript::create(&path)?);
+    // Only a real rewind appends to the transcript; listing leaves it (and its record of
+    // unsaved lines, which the next resume reports) alone.
+    let writes = args.to.is_some() && !args.dry_run;
+    let transcript = if writes {
+        Transcript::create(&path)?
+    } else {
+        Transcript::disabled(path.clone())
+    };
+    let mut session = Session::new(id.clone(), cwd, session_dir, transcript);
     session.set_history(loaded.history);
+    if writes {
+        session.log_loss(loaded.unsaved.as_ref());
+    }
     let store = session.shared.checkpoints.clone();
 
     let Some(to) = args.to else {
