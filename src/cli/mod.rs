@@ -51,9 +51,10 @@ pub async fn run() -> anyhow::Result<ExitCode> {
         None => {}
     }
     crate::debug::init(cli.debug.as_deref(), cli.print && cli.debug.is_some())?;
-    let mode = if cli.print { "headless" } else { "tui" };
+    let headless = cli.print || cli.programs.input_format == args::InputFormat::StreamJson;
+    let mode = if headless { "headless" } else { "tui" };
     let span = tracing::info_span!("session", mode);
-    if cli.print {
+    if headless {
         return Ok(crate::headless::run(cli).instrument(span).await?);
     }
     Ok(crate::tui::run(cli).instrument(span).await?)

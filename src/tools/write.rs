@@ -71,7 +71,14 @@ fn write_file(path: &Path, real: &Path, content: &str, shared: &SessionShared) -
             content.lines().count(),
             undo_note.map(|n| format!("\n\n{n}")).unwrap_or_default()
         ))
-        .with_structured(json!({"type": "create", "filePath": path.display().to_string(), "content": content})));
+        .with_structured(json!({
+            "type": "create",
+            "filePath": path.display().to_string(),
+            "content": content,
+            "structuredPatch": [],
+            "originalFile": null,
+            "userModified": false,
+        })));
     };
     let old_bytes = &existing.bytes;
     guard::check(&shared.files(), path, old_bytes, Intent::Overwrite)?;
@@ -113,6 +120,9 @@ fn write_file(path: &Path, real: &Path, content: &str, shared: &SessionShared) -
         "type": "update",
         "filePath": path.display().to_string(),
         "content": content,
+        "structuredPatch": super::edit::patch::structured_patch(&old_text, &new_text),
+        "originalFile": old_text,
+        "userModified": false,
     })))
 }
 

@@ -48,6 +48,7 @@ fn start_in_mode(script: &str, mode: crate::permissions::Mode) -> Harness {
         interactive: true,
         context_window: None,
         compact: Default::default(),
+        ..Default::default()
     };
     let (engine, events) = crate::engine::Engine::basic(config, provider, registry, session);
     let (jobs, job_rx) = mpsc::unbounded_channel();
