@@ -18,6 +18,8 @@ mod jail;
 mod permissions;
 mod plugins;
 mod provider;
+mod rewind;
+mod robustness;
 mod sandbox;
 mod sdk_client;
 mod skills;
