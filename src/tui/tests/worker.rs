@@ -201,7 +201,7 @@ async fn rewind_lists_points_and_restores_files_and_conversation() {
         crate::permissions::Mode::BypassPermissions,
     );
     h.jobs.send(Job::Rewind { arg: None }).unwrap();
-    match h.replies.recv().await.unwrap() {
+    match h.reply().await {
         Reply::Rewound(Ok(r)) => assert!(r.text.contains("Nothing to rewind yet"), "{}", r.text),
         other => panic!("{other:?}"),
     }
@@ -212,12 +212,12 @@ async fn rewind_lists_points_and_restores_files_and_conversation() {
                 cancel: CancellationToken::new(),
             })
             .unwrap();
-        assert!(matches!(h.replies.recv().await.unwrap(), Reply::TurnDone));
+        assert!(matches!(h.reply().await, Reply::TurnDone));
     }
     drain(&mut h.events);
     assert!(h.cwd.join("made.txt").is_file(), "the second prompt wrote the file");
     h.jobs.send(Job::Rewind { arg: None }).unwrap();
-    match h.replies.recv().await.unwrap() {
+    match h.reply().await {
         Reply::Rewound(Ok(r)) => {
             assert!(
                 r.text.contains("1  prompt  1 file(s) changed since  first"),
@@ -233,7 +233,7 @@ async fn rewind_lists_points_and_restores_files_and_conversation() {
         other => panic!("{other:?}"),
     }
     h.jobs.send(Job::Rewind { arg: Some("2".into()) }).unwrap();
-    match h.replies.recv().await.unwrap() {
+    match h.reply().await {
         Reply::Rewound(Ok(r)) => {
             assert!(r.text.contains("1 file(s) restored"), "{}", r.text);
             let history = r.history.expect("the conversation was rewound");
@@ -247,7 +247,7 @@ async fn rewind_lists_points_and_restores_files_and_conversation() {
             arg: Some("9 code".into()),
         })
         .unwrap();
-    match h.replies.recv().await.unwrap() {
+    match h.reply().await {
         Reply::Rewound(Err(e)) => assert!(e.contains("no point 9"), "{e}"),
         other => panic!("{other:?}"),
     }
