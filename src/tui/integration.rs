@@ -230,6 +230,11 @@ pub fn mention_check(authorizer: &Authorizer, shared: &SessionShared, path: &Pat
 pub struct Rewound {
     pub text: String,
     pub history: Option<Vec<crate::message::Message>>,
+    /// The points there are (when none was named), for the picker.
+    pub points: Option<Vec<crate::checkpoint::Point>>,
+    /// The prompt of the point rewound to, when the conversation went back before it (the
+    /// editor offers it again).
+    pub prompt: Option<String>,
 }
 
 /// `/rewind`: without an argument, the points; with `N [code|conversation]`, a rewind to before
@@ -253,7 +258,12 @@ pub fn rewind(engine: &mut Engine, arg: Option<&str>) -> Result<Rewound, Integra
                 p.point, p.files_changed, p.text
             ));
         }
-        return Ok(Rewound { text, history: None });
+        return Ok(Rewound {
+            text,
+            history: None,
+            points: Some(engine.rewind_points()),
+            prompt: None,
+        });
     };
     let mut words = arg.split_whitespace();
     let n: u32 = words
@@ -286,5 +296,7 @@ pub fn rewind(engine: &mut Engine, arg: Option<&str>) -> Result<Rewound, Integra
     Ok(Rewound {
         text,
         history: report.messages.map(|_| engine.session.history().to_vec()),
+        points: None,
+        prompt: report.prompt.filter(|_| restore.conversation()),
     })
 }

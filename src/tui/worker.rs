@@ -41,6 +41,11 @@ pub enum Job {
         note: String,
     },
     Clear,
+    /// The sessions `/resume` offers (the transcripts are read here, off the UI thread).
+    ListSessions {
+        project_dir: PathBuf,
+        exclude: String,
+    },
     Resume {
         path: PathBuf,
     },
@@ -73,6 +78,7 @@ pub struct NewSession {
 pub enum Reply {
     TurnDone,
     ShellDone(ShellResult),
+    Sessions(Vec<sessions::SessionSummary>),
     Session(NewSession),
     ModelSet {
         model: String,
@@ -162,6 +168,7 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
             }
             Err(e) => Reply::Failed(format!("cannot start a new session: {e}")),
         },
+        Job::ListSessions { project_dir, exclude } => Reply::Sessions(sessions::list(&project_dir, &exclude)),
         Job::Resume { path } => match sessions::resume(&config.place, &path, &engine.config.model) {
             Ok((session, warnings)) => {
                 engine.session_end("resume").await;

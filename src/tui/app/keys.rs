@@ -7,6 +7,8 @@ use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, Mou
 use super::{App, ExitReason};
 use crate::tui::transcript::CellKind;
 
+/// Longest gap between the two presses of Esc Esc.
+const DOUBLE_ESC: std::time::Duration = std::time::Duration::from_millis(800);
 /// Lines one wheel step scrolls.
 const WHEEL_LINES: usize = 3;
 
@@ -38,8 +40,8 @@ impl App {
         if self.approval_paste(text, now) {
             return;
         }
-        if self.picker.is_some() {
-            return;
+        if let Some(p) = self.picker.as_mut() {
+            return p.type_text(text);
         }
         self.editor.paste(text);
         self.exit_armed = None;
@@ -124,6 +126,17 @@ impl App {
                     self.dismiss_completion();
                 } else if self.busy.is_some() {
                     self.interrupt();
+                } else if self.editor.is_empty() {
+                    // Esc Esc on an empty prompt: go back to an earlier point.
+                    match self.last_esc.take() {
+                        Some(t) if now.saturating_duration_since(t) <= DOUBLE_ESC => {
+                            self.dispatch(crate::tui::input::editor::Submission {
+                                shown: "/rewind".into(),
+                                text: "/rewind".into(),
+                            })
+                        }
+                        _ => self.last_esc = Some(now),
+                    }
                 }
                 return;
             }
@@ -225,20 +238,6 @@ impl App {
         match self.exit_armed {
             Some(t) if now.duration_since(t) < super::EXIT_CONFIRM => self.exit = Some(ExitReason::User),
             _ => self.exit_armed = Some(now),
-        }
-    }
-
-    fn picker_key(&mut self, key: KeyEvent) {
-        let Some(p) = self.picker.as_mut() else {
-            return;
-        };
-        match key.code {
-            KeyCode::Up => p.selected = p.selected.saturating_sub(1),
-            KeyCode::Down => p.selected = (p.selected + 1).min(p.sessions.len().saturating_sub(1)),
-            KeyCode::Enter => self.picker_choose(),
-            KeyCode::Esc => self.picker = None,
-            KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => self.picker = None,
-            _ => {}
         }
     }
 }

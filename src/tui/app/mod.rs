@@ -9,6 +9,7 @@ mod events;
 mod harness;
 mod keys;
 mod live;
+mod picker;
 mod replies;
 mod usage;
 
@@ -23,12 +24,12 @@ pub use approval::{Approval, GRACE};
 #[cfg(test)]
 pub(crate) use events::stable_split;
 pub use live::{LIVE_AFTER_MS, LIVE_POLL, LIVE_READ_MAX, LiveSource};
+pub use picker::{PickItem, Picker, PickerKind};
 pub use replies::context_grid;
 
 use super::commands::{self, Command, CommandInfo};
 use super::input::completion::{self, Completion, Query};
 use super::input::editor::{Editor, Submission};
-use super::sessions::SessionSummary;
 use super::transcript::{CellKind, ShellCell, Transcript};
 use super::worker::Job;
 use crate::config::models;
@@ -81,13 +82,6 @@ pub struct Queued {
     pub submission: Submission,
 }
 
-/// The session picker of `/resume`.
-#[derive(Debug)]
-pub struct Picker {
-    pub sessions: Vec<SessionSummary>,
-    pub selected: usize,
-}
-
 /// Facts the status line shows.
 #[derive(Debug, Clone)]
 pub struct Status {
@@ -133,6 +127,8 @@ pub struct App {
     pub picker: Option<Picker>,
     pub show_todos: bool,
     pub exit_armed: Option<Instant>,
+    /// A first Esc on an empty, idle prompt (a second one soon after opens `/rewind`).
+    last_esc: Option<Instant>,
     pub exit: Option<ExitReason>,
     effects: Vec<Effect>,
     pub dirty: bool,
@@ -190,6 +186,7 @@ impl App {
             picker: None,
             show_todos: false,
             exit_armed: None,
+            last_esc: None,
             exit: None,
             effects: Vec::new(),
             dirty: true,
@@ -453,15 +450,24 @@ impl App {
                 self.info("Todos", text);
             }
             Command::Model(None) => {
-                let info = models::info(&self.status.model);
-                self.info(
-                    "Model",
-                    format!(
-                        "Current model: `{}` (context window {} tokens).\n\n\
-                         Switch with `/model NAME`: an id, or one of `sonnet`, `opus`, `haiku`.",
-                        self.status.model, info.context_window
-                    ),
-                );
+                let names = self.model_choices();
+                let items = names
+                    .iter()
+                    .map(|m| {
+                        let info = models::info(m);
+                        let current = if *m == self.status.model { "current · " } else { "" };
+                        PickItem {
+                            label: m.clone(),
+                            detail: format!("{current}{}k context", info.context_window / 1000),
+                        }
+                    })
+                    .collect();
+                self.open_picker(Picker::new(
+                    " Model ",
+                    items,
+                    PickerKind::Model(names),
+                    "Enter to switch · type to filter, or a model id · Esc to cancel",
+                ));
             }
             Command::Exit => self.exit = Some(ExitReason::User),
             other => self.notice(NoticeLevel::Error, format!("{other:?} needs the engine")),
@@ -490,15 +496,10 @@ impl App {
                 }
                 Job::Resume { path }
             }
-            Command::Resume(None) => {
-                let sessions = super::sessions::list(&self.project_dir, &self.status.session_id);
-                if sessions.is_empty() {
-                    return self.notice(NoticeLevel::Info, "No earlier sessions in this directory.");
-                }
-                self.picker = Some(Picker { sessions, selected: 0 });
-                self.dirty = true;
-                return;
-            }
+            Command::Resume(None) => Job::ListSessions {
+                project_dir: self.project_dir.clone(),
+                exclude: self.status.session_id.clone(),
+            },
             Command::Skill { name, args } => {
                 self.transcript.push(CellKind::User {
                     text: sub.shown.clone(),
@@ -548,16 +549,16 @@ impl App {
         self.dirty = true;
     }
 
-    pub fn picker_choose(&mut self) {
-        let Some(p) = self.picker.take() else {
-            return;
-        };
-        if let Some(s) = p.sessions.get(p.selected) {
-            let cancel = CancellationToken::new();
-            self.begin(Activity::Command("/resume".into()), cancel);
-            self.effects.push(Effect::Job(Job::Resume { path: s.path.clone() }));
+    /// The models `/model` offers: the current one first, then the known families.
+    fn model_choices(&self) -> Vec<String> {
+        let mut out = vec![self.status.model.clone()];
+        for alias in ["sonnet", "opus", "haiku"] {
+            let m = models::resolve_alias(alias);
+            if !out.contains(&m) {
+                out.push(m);
+            }
         }
-        self.dirty = true;
+        out
     }
 
     fn cost_report(&self) -> String {

@@ -3,7 +3,7 @@
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use super::App;
+use super::{App, Picker, PickerKind, picker};
 use crate::config::models;
 use crate::engine::NoticeLevel;
 use crate::engine::session::Totals;
@@ -96,12 +96,42 @@ impl App {
             Reply::Context(r) => self.show_context(r),
             Reply::Permissions(r) => self.show_permissions(r),
             Reply::Hooks(r) => self.show_hooks(r),
-            Reply::Rewound(Ok(r)) => {
-                if let Some(h) = &r.history {
-                    self.transcript.clear();
-                    history::fill(&mut self.transcript, h, &self.cwd);
+            Reply::Rewound(Ok(r)) => match r.points {
+                Some(points) if !points.is_empty() => {
+                    let order: Vec<u32> = points.iter().rev().map(|p| p.point).collect();
+                    self.open_picker(Picker::new(
+                        " Rewind to before a prompt ",
+                        picker::point_items(&points),
+                        PickerKind::RewindPoint(order),
+                        "Enter to choose · type to filter · Esc to cancel",
+                    ));
                 }
-                self.notice(NoticeLevel::Info, r.text);
+                _ => {
+                    if let Some(h) = &r.history {
+                        self.transcript.clear();
+                        history::fill(&mut self.transcript, h, &self.cwd);
+                    }
+                    self.notice(NoticeLevel::Info, r.text);
+                    // The prompt rewound past comes back to be edited and sent again.
+                    if let Some(p) = r.prompt
+                        && self.editor.is_empty()
+                    {
+                        self.editor.set_text(&p);
+                    }
+                }
+            },
+            Reply::Sessions(sessions) => {
+                if sessions.is_empty() {
+                    self.notice(NoticeLevel::Info, "No earlier sessions in this directory.");
+                } else {
+                    let paths = sessions.iter().map(|s| s.path.clone()).collect();
+                    self.open_picker(Picker::new(
+                        " Resume a session ",
+                        picker::session_items(&sessions),
+                        PickerKind::Resume(paths),
+                        "Enter to resume · type to search · Esc to cancel",
+                    ));
+                }
             }
             Reply::Rewound(Err(e)) => self.notice(NoticeLevel::Error, format!("/rewind: {e}")),
             Reply::Notice(level, text) => self.notice(level, text),
