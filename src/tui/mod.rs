@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod commands;
+pub mod external;
 pub mod input;
 pub mod integration;
 pub mod present;
@@ -94,6 +95,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
         Some(all) => transcript::history::fill(&mut app.transcript, &all, &cwd),
         None => transcript::history::fill(&mut app.transcript, engine.session.history(), &cwd),
     }
+    app.editor.set_history(input::history::load(&project_dir));
     for w in &prepared.warnings {
         app.notice(NoticeLevel::Warning, w.clone());
     }
@@ -179,7 +181,7 @@ async fn event_loop(
                     // The editor owns the terminal until it exits; keys are not read meanwhile.
                     drop(keys);
                     tui.suspend();
-                    let outcome = edit(&path).await;
+                    let outcome = external::edit_file(&path).await;
                     tui.resume()?;
                     keys = EventStream::new();
                     app.full_redraw = true;
@@ -189,6 +191,26 @@ async fn event_loop(
                             format!("Edited {}; the next session loads it.", path.display()),
                         ),
                         Err(e) => app.notice(NoticeLevel::Error, e),
+                    }
+                }
+                Effect::EditPrompt(text) => {
+                    drop(keys);
+                    tui.suspend();
+                    let outcome = external::edit_prompt(&text).await;
+                    tui.resume()?;
+                    keys = EventStream::new();
+                    app.full_redraw = true;
+                    match outcome {
+                        Ok(edited) => app.set_prompt(&edited),
+                        Err(e) => app.notice(NoticeLevel::Error, e),
+                    }
+                }
+                Effect::RememberPrompt(text) => {
+                    if let Err(e) = input::history::append(&app.project_dir, &text) {
+                        app.notice(
+                            NoticeLevel::Warning,
+                            format!("the prompt was not added to the history file: {e}"),
+                        );
                     }
                 }
                 Effect::IndexFiles => {
@@ -286,36 +308,5 @@ fn poll_live_output(app: &mut App, now: Instant) {
         if let Ok((text, offset)) = crate::tools::bash::output::read_new(&src.path, src.offset, app::LIVE_READ_MAX) {
             app.on_live_output(&src.id, &text, offset, now);
         }
-    }
-}
-
-/// Opens `path` in `$VISUAL`, `$EDITOR` or `vi` (creating the file and its folder first) and
-/// waits for the editor to exit.
-async fn edit(path: &std::path::Path) -> Result<(), String> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    if !path.exists() {
-        crate::fsutil::write_atomic(path, b"# Memory\n\n")
-            .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-    }
-    let editor = std::env::var("VISUAL")
-        .or_else(|_| std::env::var("EDITOR"))
-        .ok()
-        .filter(|e| !e.trim().is_empty())
-        .unwrap_or_else(|| "vi".into());
-    let mut words = editor.split_whitespace().map(str::to_string);
-    let program = words.next().unwrap_or_else(|| "vi".into());
-    let args: Vec<String> = words.collect();
-    let file = path.to_path_buf();
-    let status =
-        tokio::task::spawn_blocking(move || std::process::Command::new(&program).args(&args).arg(&file).status())
-            .await
-            .map_err(|e| format!("the editor did not run: {e}"))?
-            .map_err(|e| format!("cannot start the editor `{editor}`: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("the editor `{editor}` exited with {status}"))
     }
 }

@@ -47,7 +47,12 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) -> Option<Position> 
     // Input rows first: the prompt area decides how much the transcript gets.
     let shell_mode = app.editor.text().starts_with('!');
     let text_width = area.width.saturating_sub(4) as usize;
-    let (rows, cursor) = app.editor.layout(text_width, Style::new());
+    // Ctrl+R shows the search and its match in the prompt box.
+    let searching = app.search_preview().map(|(q, t)| (q.to_string(), t.to_string()));
+    let (rows, cursor) = match &searching {
+        Some((query, text)) => search_rows(query, text, text_width),
+        None => app.editor.layout(text_width, Style::new()),
+    };
     let input_rows = rows.len().clamp(1, MAX_INPUT_ROWS);
     let first_row = cursor.0.saturating_sub(input_rows - 1);
 
@@ -135,7 +140,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) -> Option<Position> 
     } else {
         Span::styled("› ", theme::accent().add_modifier(Modifier::BOLD))
     };
-    let shown: Vec<Line> = if app.editor.is_empty() {
+    let shown: Vec<Line> = if app.editor.is_empty() && searching.is_none() {
         vec![Line::from(vec![
             prefix,
             Span::styled("Ask keel · / commands · @ files · ! shell", theme::dim()),
@@ -175,6 +180,24 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) -> Option<Position> 
         frame.set_cursor_position(p);
     }
     cursor_pos
+}
+
+/// The prompt box while searching the history: the query on the first row (the cursor is
+/// there), the matching prompt below it.
+fn search_rows(query: &str, text: &str, width: usize) -> (Vec<Line<'static>>, (usize, usize)) {
+    let label = "search history: ";
+    let mut rows = vec![Line::from(vec![
+        Span::styled(label, theme::dim()),
+        Span::styled(query.to_string(), theme::accent().add_modifier(Modifier::BOLD)),
+    ])];
+    let cursor = (
+        0,
+        (label.len() + unicode_width::UnicodeWidthStr::width(query)).min(width),
+    );
+    let mut e = super::input::editor::Editor::default();
+    e.set_text(text);
+    rows.extend(e.layout(width, theme::dim()).0);
+    (rows, cursor)
 }
 
 fn draw_todos(frame: &mut Frame, area: Rect, todos: &[crate::tools::Todo]) {

@@ -77,6 +77,9 @@ impl App {
         if self.picker.is_some() {
             return self.picker_key(key);
         }
+        if self.search.is_some() && self.search_key(key) {
+            return;
+        }
         if !(ctrl && key.code == KeyCode::Char('c')) {
             self.exit_armed = None;
         }
@@ -102,6 +105,12 @@ impl App {
             }
             KeyCode::Char('l') if ctrl => {
                 self.full_redraw = true;
+                return;
+            }
+            KeyCode::Char('r') if ctrl => return self.start_search(),
+            KeyCode::Char('g') if ctrl => {
+                self.effects
+                    .push(super::Effect::EditPrompt(self.editor.text().to_string()));
                 return;
             }
             KeyCode::BackTab => return self.cycle_mode(),
@@ -179,7 +188,12 @@ impl App {
                 }
             }
             KeyCode::Up => {
-                if !self.editor.up() {
+                if self.editor.is_empty() && !self.queue.is_empty() {
+                    // The last queued prompt comes back to be edited (Enter queues it again).
+                    if let Some(q) = self.queue.pop_back() {
+                        self.editor.set_text(&q.submission.text);
+                    }
+                } else if !self.editor.up() {
                     self.editor.history_prev();
                 }
             }

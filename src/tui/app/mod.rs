@@ -11,6 +11,7 @@ mod keys;
 mod live;
 mod picker;
 mod replies;
+mod search;
 mod usage;
 
 use std::collections::VecDeque;
@@ -26,6 +27,7 @@ pub(crate) use events::stable_split;
 pub use live::{LIVE_AFTER_MS, LIVE_POLL, LIVE_READ_MAX, LiveSource};
 pub use picker::{PickItem, Picker, PickerKind};
 pub use replies::context_grid;
+pub use search::HistorySearch;
 
 use super::commands::{self, Command, CommandInfo};
 use super::input::completion::{self, Completion, Query};
@@ -50,6 +52,10 @@ pub enum Effect {
     IndexFiles,
     /// Open this file in the user's editor (the TUI steps aside meanwhile).
     Edit(PathBuf),
+    /// Edit the prompt's text in the user's editor (Ctrl+G); the result replaces the prompt.
+    EditPrompt(String),
+    /// Append a submitted prompt to this project's history file.
+    RememberPrompt(String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,6 +119,8 @@ pub struct App {
     pub transcript: Transcript,
     pub editor: Editor,
     pub completion: Option<Completion>,
+    /// Ctrl+R: searching the prompt history.
+    pub search: Option<HistorySearch>,
     /// Esc closed the menu; it stays closed until the text changes.
     completion_dismissed_for: Option<String>,
     pub status: Status,
@@ -165,6 +173,7 @@ impl App {
             transcript: Transcript::default(),
             editor: Editor::default(),
             completion: None,
+            search: None,
             completion_dismissed_for: None,
             status: Status {
                 context_window: models::info(&init.model).context_window,
@@ -329,9 +338,16 @@ impl App {
             return;
         }
         let sub = self.editor.submit();
+        self.effects.push(Effect::RememberPrompt(sub.text.clone()));
         self.completion = None;
         self.transcript.scroll_to_bottom();
         self.dispatch(sub);
+    }
+
+    /// Replaces the prompt's text (it came back from the user's editor).
+    pub fn set_prompt(&mut self, text: &str) {
+        self.editor.set_text(text);
+        self.refresh_completion();
     }
 
     /// Submits text as if typed (the prompt given on the command line).

@@ -41,6 +41,16 @@ impl Editor {
         self.text.is_empty()
     }
 
+    /// Prompts of earlier sessions, oldest first.
+    pub fn set_history(&mut self, history: Vec<String>) {
+        self.history = history;
+        self.browsing = None;
+    }
+
+    pub fn history(&self) -> &[String] {
+        &self.history
+    }
+
     pub fn set_text(&mut self, text: &str) {
         self.text = text.to_string();
         self.cursor = self.text.len();
@@ -244,8 +254,9 @@ impl Editor {
         for (label, content) in &self.pastes {
             text = text.replacen(label.as_str(), content, 1);
         }
-        if !shown.trim().is_empty() && self.history.last() != Some(&shown) {
-            self.history.push(shown.clone());
+        // History keeps what was sent (a paste's placeholder would mean nothing later).
+        if !text.trim().is_empty() && self.history.last() != Some(&text) {
+            self.history.push(text.clone());
         }
         self.clear();
         Submission { shown, text }
@@ -265,7 +276,10 @@ impl Editor {
                 let (abs_start, abs_end) = (line_start + start, line_start + end);
                 let last = k + 1 == ranges.len();
                 // The cursor belongs to the row it is in; at a soft break, to the next row.
-                if cursor.is_none() && self.cursor >= abs_start && (self.cursor < abs_end || (last && self.cursor == abs_end)) {
+                if cursor.is_none()
+                    && self.cursor >= abs_start
+                    && (self.cursor < abs_end || (last && self.cursor == abs_end))
+                {
                     let col = self.text[abs_start..self.cursor].width();
                     cursor = Some((rows.len(), col));
                 }

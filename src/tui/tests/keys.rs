@@ -33,7 +33,7 @@ fn jobs(app: &mut App) -> Vec<Job> {
         .into_iter()
         .filter_map(|e| match e {
             Effect::Job(j) => Some(j),
-            Effect::IndexFiles | Effect::Edit(_) => None,
+            _ => None,
         })
         .collect()
 }
@@ -860,4 +860,61 @@ fn a_command_typed_during_a_stream_prints_after_the_answer_block() {
     typed(&mut a, "/help");
     key(&mut a, KeyCode::Enter);
     assert_eq!(kinds(&a).last().unwrap(), "info:Help");
+}
+
+#[test]
+fn ctrl_r_searches_the_history_and_up_recalls_queued_prompts() {
+    let mut a = app();
+    a.editor.set_history(vec![
+        "cargo build".into(),
+        "git status".into(),
+        "cargo test --all".into(),
+    ]);
+    typed(&mut a, "draft");
+    ctrl(&mut a, 'r');
+    typed(&mut a, "cargo");
+    assert_eq!(a.search_preview(), Some(("cargo", "cargo test --all")));
+    let screen = super::text(&mut a, 60, 16);
+    assert!(
+        screen.contains("search history: cargo") && screen.contains("cargo test --all"),
+        "{screen}"
+    );
+    ctrl(&mut a, 'r');
+    assert_eq!(a.search_preview(), Some(("cargo", "cargo build")));
+    // Esc gives the draft back; Enter takes the match into the prompt (it is not sent).
+    key(&mut a, KeyCode::Esc);
+    assert_eq!(a.editor.text(), "draft");
+    ctrl(&mut a, 'r');
+    typed(&mut a, "stat");
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.editor.text(), "git status");
+    assert!(jobs(&mut a).is_empty());
+    // Submitted prompts go to the history file.
+    key(&mut a, KeyCode::Enter);
+    let effects = a.take_effects();
+    assert!(
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::RememberPrompt(t) if t == "git status")),
+        "{effects:?}"
+    );
+    // Up on an empty prompt takes back the last queued prompt.
+    a.submit_text("second");
+    a.submit_text("third");
+    assert_eq!(a.queue.len(), 2);
+    key(&mut a, KeyCode::Up);
+    assert_eq!(a.editor.text(), "third");
+    assert_eq!(a.queue.len(), 1);
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.queue.len(), 2);
+    // Ctrl+G hands the prompt to the editor.
+    typed(&mut a, "long prompt");
+    ctrl(&mut a, 'g');
+    assert!(
+        a.take_effects()
+            .iter()
+            .any(|e| matches!(e, Effect::EditPrompt(t) if t == "long prompt"))
+    );
+    a.set_prompt("edited\nin vi");
+    assert_eq!(a.editor.text(), "edited\nin vi");
 }
