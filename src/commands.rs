@@ -54,6 +54,12 @@ pub const BUILTINS: &[Builtin] = &[
     b("skills", "", "skills and custom commands available here", false),
     b("agents", "", "sub-agent types available here", false),
     b("memory", "", "open the project's memory file in $EDITOR", false),
+    b(
+        "init",
+        "",
+        "write AGENTS.md (or improve CLAUDE.md) from a study of the repository",
+        false,
+    ),
     b("exit", "", "leave keel", false),
 ];
 

@@ -29,6 +29,10 @@ pub enum Job {
         command: String,
         cancel: CancellationToken,
     },
+    /// `/init`: a turn asking the model to write the repository's instructions file.
+    Init {
+        cancel: CancellationToken,
+    },
     /// `/name args`: a skill or custom command, expanded here (its shell snippets run through
     /// the permission check), then a turn.
     Slash {
@@ -139,6 +143,11 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
                 engine.events().notice(NoticeLevel::Warning, note);
             }
             engine.run_turn(resolved.blocks, cancel).await;
+            Reply::TurnDone
+        }
+        Job::Init { cancel } => {
+            let text = super::commands::init::prompt(&engine.session.shared.cwd);
+            engine.run_turn(vec![ContentBlock::text(text)], cancel).await;
             Reply::TurnDone
         }
         Job::Slash { name, args, cancel } => match engine.expand_slash_skill(&name, &args, &cancel).await {

@@ -212,3 +212,36 @@ async fn a_62_line_edit_shows_the_files_diff_and_scrolls_to_its_end() {
     t.press(&["C-d"]);
     assert_eq!(t.wait_exit().await, 0);
 }
+
+/// `/init` asks the model to study the repository and write AGENTS.md; the file goes through
+/// the approval dialog like any Write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn init_has_the_model_write_agents_md_through_an_approval() {
+    let env = Env::new();
+    env.write("Makefile", "test:\n\tcargo test\n");
+    let server = ModelServer::start().await;
+    let guide = "# Agent guide\n\n- Test: `make test`\n";
+    server
+        .push(calls(vec![tool(
+            "w1",
+            "Write",
+            json!({"file_path": env.path("AGENTS.md"), "content": guide}),
+        )]))
+        .push(answer("AGENTS.md covers the test command."));
+    let t = Tmux::start(&env, &server, &[], W, H);
+    t.wait_for_text("Ask keel").await;
+    t.type_text("/init");
+    t.press(&["Enter"]);
+    let s = t.wait_for_text(ARMED).await;
+    assert!(s.contains("Write AGENTS.md · new file · 3 lines"), "{s}");
+    let first = server.requests()[0].messages().last().unwrap().to_string();
+    assert!(
+        first.contains("There is no AGENTS.md yet") && first.contains("never invented"),
+        "{first}"
+    );
+    t.press(&["1"]);
+    t.wait_for_text("AGENTS.md covers the test command.").await;
+    assert_eq!(std::fs::read_to_string(env.path("AGENTS.md")).unwrap(), guide);
+    t.press(&["C-d"]);
+    assert_eq!(t.wait_exit().await, 0);
+}

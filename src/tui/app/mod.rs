@@ -516,6 +516,14 @@ impl App {
                 project_dir: self.project_dir.clone(),
                 exclude: self.status.session_id.clone(),
             },
+            Command::Init => {
+                self.transcript.push(CellKind::User {
+                    text: sub.shown.clone(),
+                });
+                self.begin(Activity::Thinking, cancel.clone());
+                self.effects.push(Effect::Job(Job::Init { cancel }));
+                return;
+            }
             Command::Skill { name, args } => {
                 self.transcript.push(CellKind::User {
                     text: sub.shown.clone(),

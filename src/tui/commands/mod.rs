@@ -4,6 +4,8 @@
 use crate::commands::{self as shared, Slash};
 use crate::skills::Catalog;
 
+pub mod init;
+
 pub use crate::commands::{BUILTINS, CommandInfo, all, is_command};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +26,8 @@ pub enum Command {
     Agents,
     Memory,
     Exit,
+    /// `/init`: the model writes the repository's instructions file.
+    Init,
     /// A skill or custom command: `/name args`.
     Skill {
         name: String,
@@ -44,6 +48,7 @@ impl Command {
                 | Command::Hooks
                 | Command::Resume(_)
                 | Command::Rewind(_)
+                | Command::Init
                 | Command::Skill { .. }
         )
     }
@@ -84,6 +89,7 @@ pub fn parse(input: &str, skills: &Catalog) -> Option<Result<Command, String>> {
         "agents" => no_args(Command::Agents),
         "memory" => no_args(Command::Memory),
         "exit" => no_args(Command::Exit),
+        "init" => no_args(Command::Init),
         other => Err(format!("/{other} is not available here")),
     })
 }
