@@ -257,7 +257,7 @@ pub fn context_report(cli: &Cli) -> Result<String, SetupError> {
         threshold: window.threshold(compact.threshold_pct),
         auto: compact.auto,
         project: &project,
-        tools: registry.definitions(),
+        tools: registry.tool_set().as_slice(),
     }))
 }
 

@@ -82,6 +82,8 @@ pub struct Engine {
     pending_context: Vec<String>,
     /// Set when this engine runs a sub-agent (its Stop hooks fire as SubagentStop).
     pub subagent: Option<subagent::SubagentInfo>,
+    /// The registry generation the compactor's fixed token count was computed for.
+    tools_generation: u64,
 }
 
 impl Engine {
@@ -100,7 +102,8 @@ impl Engine {
             config.max_tokens,
         );
         let mut compactor = Compactor::new(window, config.compact);
-        compactor.set_fixed_tokens(tokens::system(&config.system) + tokens::tool_set(registry.tool_set()));
+        let tools_generation = registry.generation();
+        compactor.set_fixed_tokens(tokens::system(&config.system) + tokens::tool_set(&registry.tool_set()));
         let project = ProjectContext::bare(&session.shared.cwd, "");
         (
             Engine {
@@ -115,6 +118,7 @@ impl Engine {
                 events: EventSink(tx),
                 pending_context: Vec::new(),
                 subagent: None,
+                tools_generation,
             },
             rx,
         )
@@ -125,7 +129,7 @@ impl Engine {
         self.config.system = project.system_blocks();
         self.project = project;
         self.compactor
-            .set_fixed_tokens(tokens::system(&self.config.system) + tokens::tool_set(self.registry.tool_set()));
+            .set_fixed_tokens(tokens::system(&self.config.system) + tokens::tool_set(&self.registry.tool_set()));
     }
 
     /// An engine without permission rules (only the session's directory counts as a working

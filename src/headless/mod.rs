@@ -92,6 +92,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
             session_id: &session_id,
             cwd: &cwd,
             tools: engine.registry.names(),
+            mcp_servers: Vec::new(),
             model: &engine.config.model,
             permission_mode: prepared.permission_mode.as_str(),
             api_key_source: api_key_source(&cli),

@@ -14,7 +14,9 @@ fn uuid() -> String {
 pub struct InitInfo<'a> {
     pub session_id: &'a str,
     pub cwd: &'a str,
-    pub tools: Vec<&'a str>,
+    pub tools: Vec<String>,
+    /// `[{"name", "status"}]` per MCP server.
+    pub mcp_servers: Vec<Value>,
     pub model: &'a str,
     pub permission_mode: &'a str,
     pub api_key_source: &'a str,
@@ -27,7 +29,7 @@ pub fn init_line(i: &InitInfo<'_>) -> Value {
         "cwd": i.cwd,
         "session_id": i.session_id,
         "tools": i.tools,
-        "mcp_servers": [],
+        "mcp_servers": i.mcp_servers,
         "model": i.model,
         "permissionMode": i.permission_mode,
         "slash_commands": [],

@@ -235,8 +235,8 @@ impl ToolError {
 #[async_trait]
 pub trait Tool: Send + Sync {
     /// The exact name the model calls (same string as in permission rules and hook matchers).
-    fn name(&self) -> &'static str;
-    fn description(&self) -> &'static str;
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
     fn input_schema(&self) -> Value;
     /// Whether this call only observes. Read-only calls of one message run concurrently.
     fn is_read_only(&self, _input: &Value) -> bool {
@@ -250,6 +250,11 @@ pub trait Tool: Send + Sync {
     /// was stopped (Bash kills its process group). The pipeline waits for such a tool instead of
     /// dropping its future on cancellation.
     fn handles_cancellation(&self) -> bool {
+        false
+    }
+    /// Whether the registry appends the names of deferred tools to this tool's description
+    /// (the tool that loads them: ToolSearch).
+    fn lists_deferred(&self) -> bool {
         false
     }
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;

@@ -117,7 +117,7 @@ pub fn context(engine: &Engine) -> Result<ContextReport, IntegrationError> {
         },
         ContextCategory {
             name: "tool definitions".into(),
-            tokens: tokens::tool_set(engine.registry.tool_set()),
+            tokens: tokens::tool_set(&engine.registry.tool_set()),
         },
         ContextCategory {
             name: "environment and git".into(),
