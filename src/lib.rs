@@ -11,6 +11,7 @@ pub mod engine;
 pub mod fsutil;
 pub mod headless;
 pub mod hooks;
+pub mod mcp;
 pub mod message;
 pub mod permissions;
 pub mod provider;

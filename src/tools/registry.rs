@@ -143,6 +143,11 @@ impl ToolRegistry {
             .collect()
     }
 
+    /// Whether a tool was registered as deferred (activated since or not).
+    pub fn is_deferred(&self, name: &str) -> bool {
+        self.read().deferred.iter().any(|n| n == name)
+    }
+
     /// Whether a tool is offered to the model now.
     pub fn is_offered(&self, name: &str) -> bool {
         self.read().offered.iter().any(|n| n == name)
