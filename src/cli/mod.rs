@@ -2,6 +2,7 @@
 
 pub mod args;
 pub mod doctor;
+pub mod mcp;
 pub mod setup;
 
 use std::process::ExitCode;
@@ -36,6 +37,7 @@ pub async fn run() -> anyhow::Result<ExitCode> {
     match cli.command {
         Some(args::Command::Doctor) => return Ok(doctor::run()),
         Some(args::Command::Hooks) => return list_hooks(),
+        Some(args::Command::Mcp(command)) => return Ok(mcp::run(command)),
         Some(args::Command::Context) => {
             print!("{}", setup::context_report(&cli)?);
             return Ok(ExitCode::SUCCESS);

@@ -50,6 +50,10 @@ pub struct Prepared {
     pub resumed: bool,
     /// Things to tell the user once at startup (unreadable transcript lines, sandbox limits).
     pub warnings: Vec<String>,
+    /// The session's MCP servers (planned, not started: front ends start them).
+    pub mcp: Arc<crate::mcp::McpHub>,
+    /// Project MCP servers waiting for the user's approval (interactive mode only).
+    pub mcp_pending: Vec<crate::mcp::setup::PendingApproval>,
 }
 
 pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
@@ -193,7 +197,27 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     let hook_config = HookConfig::from_settings(&settings)?;
     warnings.extend(hook_config.warnings.iter().cloned());
     let hooks = Hooks::new(hook_config, cwd.clone(), session.id.clone(), session.transcript.clone());
+    let window = tokens::Window::new(info.context_window, context_window, info.max_output);
+    let denies = authorizer.clone();
+    let mcp = crate::mcp::setup::build(&crate::mcp::setup::McpInputs {
+        cli_configs: &cli.mcp_config,
+        strict: cli.strict_mcp_config,
+        settings: &settings,
+        cwd: &cwd,
+        home: user_home.as_deref(),
+        keel_home: &home,
+        session_dir: &session.shared.session_dir,
+        context_window: window.total,
+        interactive: !cli.print,
+        hidden: Arc::new(move |name| denies.denies_whole_tool(name)),
+    })
+    .map_err(SetupError::Invalid)?;
+    warnings.extend(mcp.notices);
+    mcp.hub.attach(&registry);
     let (mut engine, events) = Engine::new(config, provider, registry, authorizer, Arc::new(hooks), session);
+    if let Some(shared) = Arc::get_mut(&mut engine.session.shared) {
+        shared.mcp = Some(mcp.hub.clone());
+    }
     engine.set_project(project);
     engine.install_subagents()?;
     Ok(Prepared {
@@ -202,6 +226,8 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
         permission_mode,
         warnings,
         resumed,
+        mcp: mcp.hub,
+        mcp_pending: mcp.pending,
     })
 }
 

@@ -51,9 +51,13 @@ pub fn read_prompt(cli: &Cli) -> Result<String, HeadlessError> {
     }
     if prompt.trim().is_empty() {
         let mut msg = String::from("no prompt: give one as an argument (keel -p \"...\") or on stdin");
-        if !cli.allowed_tools.is_empty() || !cli.disallowed_tools.is_empty() || !cli.add_dir.is_empty() {
+        if !cli.allowed_tools.is_empty()
+            || !cli.disallowed_tools.is_empty()
+            || !cli.add_dir.is_empty()
+            || !cli.mcp_config.is_empty()
+        {
             msg.push_str(
-                "; note that --allowedTools, --disallowedTools and --add-dir take every following word, so put \
+                "; note that --allowedTools, --disallowedTools, --add-dir and --mcp-config take every following word, so put \
                  the prompt before them or end their list with --",
             );
         }
@@ -78,6 +82,10 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
     for w in &prepared.warnings {
         eprintln!("keel: warning: {w}");
     }
+    let mcp = prepared.mcp.clone();
+    let prompt = crate::mcp::startup::headless(&mcp, prompt)
+        .await
+        .map_err(HeadlessError::Usage)?;
     let mut engine = prepared.engine;
     let session_id = engine.session.id.clone();
     let printer = Printer {
@@ -92,7 +100,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
             session_id: &session_id,
             cwd: &cwd,
             tools: engine.registry.names(),
-            mcp_servers: Vec::new(),
+            mcp_servers: mcp.init_json(),
             model: &engine.config.model,
             permission_mode: prepared.permission_mode.as_str(),
             api_key_source: api_key_source(&cli),
@@ -111,6 +119,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
     };
     // The session ends with the turn: nothing it started in the background may outlive it.
     engine.session.shared.end();
+    mcp.shutdown().await;
     // The drain task ends at TurnFinished; a panic in it only loses progress lines.
     let leftover = printing.await.ok();
     engine.session_end("other").await;

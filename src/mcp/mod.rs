@@ -10,7 +10,9 @@
 
 pub mod config;
 pub mod manage;
+pub mod mentions;
 pub mod names;
+pub mod report;
 pub mod resources;
 pub mod result;
 pub mod search;
@@ -18,6 +20,7 @@ pub mod server;
 pub mod setup;
 pub mod sources;
 pub mod sse;
+pub mod startup;
 pub mod tool;
 pub mod transport;
 
@@ -62,6 +65,17 @@ pub struct McpHub {
     mcp_tokens: Mutex<u64>,
     search_registered: AtomicBool,
     resources_registered: AtomicBool,
+}
+
+impl std::fmt::Debug for McpHub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpHub")
+            .field(
+                "servers",
+                &self.servers().iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
 }
 
 /// A configured server as the hub receives it.

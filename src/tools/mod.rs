@@ -52,6 +52,8 @@ pub struct SessionShared {
     pub shell_cwd: Mutex<PathBuf>,
     /// Background shells; all of them are killed when the session ends (and on drop).
     pub shells: bash::background::BackgroundShells,
+    /// The session's MCP servers (shared with sub-agents and sessions swapped in by /clear).
+    pub mcp: Option<Arc<crate::mcp::McpHub>>,
 }
 
 /// Decides which files Grep and Glob leave out (credential files, Read deny rules), so a search
@@ -112,6 +114,7 @@ impl SessionShared {
             subagent_tally: Mutex::new(agent::SubagentTally::default()),
             shell_cwd: Mutex::new(cwd.clone()),
             shells: bash::background::BackgroundShells::default(),
+            mcp: None,
             cwd,
         }
     }
@@ -129,6 +132,7 @@ impl SessionShared {
         self.extra_dirs = other.extra_dirs.clone();
         self.read_guard = other.read_guard.clone();
         self.agents = other.agents.clone();
+        self.mcp = other.mcp.clone();
         self.set_mode(other.mode());
     }
 

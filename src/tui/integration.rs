@@ -177,6 +177,14 @@ pub fn permissions(engine: &Engine) -> Result<PermissionsReport, IntegrationErro
     })
 }
 
+/// `/mcp`: each server's status, transport, tools and problems, as markdown.
+pub fn mcp(engine: &Engine) -> String {
+    match &engine.session.shared.mcp {
+        Some(hub) if !hub.is_empty() => crate::mcp::report::markdown(&hub.statuses()),
+        _ => crate::mcp::report::markdown(&[]),
+    }
+}
+
 /// `/hooks`: the configured hooks.
 pub fn hooks(engine: &Engine) -> Result<Vec<HookEntry>, IntegrationError> {
     let mut out = Vec::new();

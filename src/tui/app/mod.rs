@@ -417,6 +417,11 @@ impl App {
             Command::Model(Some(m)) => Job::SetModel { model: m },
             Command::Permissions => Job::Permissions,
             Command::Hooks => Job::Hooks,
+            Command::Mcp => Job::Mcp,
+            Command::McpPrompt(line) => Job::McpPrompt {
+                line,
+                cancel: cancel.clone(),
+            },
             Command::Resume(Some(id)) => {
                 let path = self.project_dir.join(format!("{id}.jsonl"));
                 if !path.is_file() {

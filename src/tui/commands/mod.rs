@@ -54,6 +54,11 @@ pub const BUILTINS: &[Builtin] = &[
         help: "configured hooks by event",
     },
     Builtin {
+        name: "mcp",
+        args: "",
+        help: "MCP servers, their status and tools",
+    },
+    Builtin {
         name: "resume",
         args: "[session-id]",
         help: "continue an earlier session of this directory",
@@ -80,10 +85,16 @@ pub enum Command {
     Model(Option<String>),
     Permissions,
     Hooks,
+    Mcp,
+    /// `/mcp__server__prompt args`: an MCP prompt, expanded by its server into the message.
+    McpPrompt(String),
     Resume(Option<String>),
     Todos,
     Exit,
-    Custom { name: String, args: String },
+    Custom {
+        name: String,
+        args: String,
+    },
 }
 
 impl Command {
@@ -97,6 +108,8 @@ impl Command {
                 | Command::Model(Some(_))
                 | Command::Permissions
                 | Command::Hooks
+                | Command::Mcp
+                | Command::McpPrompt(_)
                 | Command::Resume(_)
                 | Command::Custom { .. }
         )
@@ -139,6 +152,8 @@ pub fn parse(input: &str, custom: &CustomCommands) -> Option<Result<Command, Str
         "model" => Ok(Command::Model(arg)),
         "permissions" | "allowed-tools" => no_args(Command::Permissions),
         "hooks" => no_args(Command::Hooks),
+        "mcp" => no_args(Command::Mcp),
+        other if other.starts_with("mcp__") => Ok(Command::McpPrompt(input.trim().to_string())),
         "resume" | "continue" => Ok(Command::Resume(arg)),
         "todos" => no_args(Command::Todos),
         "exit" | "quit" => no_args(Command::Exit),
