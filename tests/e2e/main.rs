@@ -10,6 +10,7 @@ mod engine_loop;
 mod headless;
 mod hooks;
 mod hooks_integration;
+mod mcp;
 mod permissions;
 mod provider;
 mod sandbox;

@@ -59,13 +59,21 @@ def tools():
          "inputSchema": {"type": "object", "properties": {}}},
     ]
     for i in range(ARGS.fillers):
+        # About a kilobyte each, like the tools of real servers.
         out.append({
             "name": f"filler_{i:03d}",
-            "description": f"Filler tool number {i} that looks up record {i} in the inventory database "
-                           f"and returns its fields; useful for inventory reports and stock questions.",
+            "description": f"Filler tool number {i}: looks up record {i} in the inventory database and returns "
+                           f"its fields. Use it for inventory reports, stock questions and audits of warehouse "
+                           f"{i % 7}. Records are identified by their id; fields default to all. The answer lists "
+                           f"each field on its own line as `name: value`, in the order the fields were asked for.",
             "inputSchema": {"type": "object", "properties": {
                 "record": {"type": "string", "description": "The record id to look up in the inventory"},
-                "fields": {"type": "array", "items": {"type": "string"}, "description": "Fields to return"},
+                "fields": {"type": "array", "items": {"type": "string"},
+                           "description": "Fields to return; all fields when left out"},
+                "warehouse": {"type": "integer", "description": "Only look in this warehouse (0-6)"},
+                "include_history": {"type": "boolean", "description": "Also list the record's past changes"},
+                "format": {"type": "string", "enum": ["lines", "json", "table"],
+                           "description": "How to lay out the answer"},
             }, "required": ["record"]},
         })
     return out
@@ -174,6 +182,7 @@ def run_stdio():
 class State:
     lock = threading.Lock()
     sessions = {}  # session id -> queue of (event id, data) for the GET stream
+    resumable = {}  # priming event id -> the data owed to a GET that resumes after it
     counter = 0
 
     @classmethod
@@ -236,6 +245,17 @@ class Handler(BaseHTTPRequestHandler):
             self.send_response(405 if sid is None else 404)
             self.send_header("Content-Length", "0")
             self.end_headers()
+            return
+        last = self.headers.get("Last-Event-ID")
+        if last is not None:
+            owed = State.resumable.pop(last, None)
+            if owed is None:
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            self.sse_headers()
+            self.event(owed, event_id=State.next_id())
             return
         self.stream(State.sessions[sid])
 
@@ -307,8 +327,9 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Mcp-Session-Id", sid)
             self.end_headers()
-            self.event("", event_id=State.next_id())
-            State.sessions[sid].put((State.next_id(), json.dumps(resp)))
+            priming = State.next_id()
+            State.resumable[priming] = json.dumps(resp)
+            self.event("", event_id=priming)
             self.close_connection = True
             return
         if msg.get("method") == "tools/call":
