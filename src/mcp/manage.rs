@@ -136,7 +136,7 @@ fn defined_in(src: &Sources<'_>, scope: Scope, name: &str) -> bool {
     let Some(obj) = doc.as_object_mut() else {
         return false;
     };
-    let has = match scope {
+    match scope {
         Scope::Local => obj
             .get("projects")
             .and_then(|p| p.get(sources::project_key(src.cwd)))
@@ -144,8 +144,7 @@ fn defined_in(src: &Sources<'_>, scope: Scope, name: &str) -> bool {
             .and_then(|m| m.get(name))
             .is_some(),
         _ => obj.get("mcpServers").and_then(|m| m.get(name)).is_some(),
-    };
-    has
+    }
 }
 
 /// Every configured server with its scope, source, target and whether it may start.

@@ -133,9 +133,11 @@ impl McpHub {
             source,
             reach,
             initial,
-            self.options.project_dir.clone(),
-            log,
-            self.options.timeouts,
+            server::Placement {
+                project_dir: self.options.project_dir.clone(),
+                log,
+                timeouts: self.options.timeouts,
+            },
         )
     }
 

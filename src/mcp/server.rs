@@ -140,6 +140,15 @@ struct Slot {
     ever_connected: bool,
 }
 
+/// Where a server runs and how long keel waits for it.
+pub struct Placement {
+    /// The project directory (stdio servers' working directory and `CLAUDE_PROJECT_DIR`).
+    pub project_dir: PathBuf,
+    /// Where a stdio server's stderr is appended.
+    pub log: PathBuf,
+    pub timeouts: Timeouts,
+}
+
 pub struct Server {
     pub name: String,
     pub scope: Scope,
@@ -189,18 +198,16 @@ impl Server {
         source: String,
         reach: Reach,
         initial: (State, Option<String>),
-        project_dir: PathBuf,
-        log: PathBuf,
-        timeouts: Timeouts,
+        place: Placement,
     ) -> Server {
         Server {
             name,
             scope,
             source,
             reach,
-            project_dir,
-            log,
-            timeouts,
+            project_dir: place.project_dir,
+            log: place.log,
+            timeouts: place.timeouts,
             slot: Mutex::new(Slot {
                 live: None,
                 restarts: 0,

@@ -120,21 +120,19 @@ impl Transport<RoleClient> for SseTransport {
         }
     }
 
-    fn receive(&mut self) -> impl Future<Output = Option<ServerJsonRpcMessage>> + Send {
-        async move {
-            loop {
-                match self.events.next().await? {
-                    Ok(ev) if ev.event == "message" || ev.event.is_empty() => {
-                        match serde_json::from_str::<ServerJsonRpcMessage>(&ev.data) {
-                            Ok(m) => return Some(m),
-                            Err(e) => crate::debug::log(format!("mcp sse: ignoring a malformed message: {e}")),
-                        }
+    async fn receive(&mut self) -> Option<ServerJsonRpcMessage> {
+        loop {
+            match self.events.next().await? {
+                Ok(ev) if ev.event == "message" || ev.event.is_empty() => {
+                    match serde_json::from_str::<ServerJsonRpcMessage>(&ev.data) {
+                        Ok(m) => return Some(m),
+                        Err(e) => crate::debug::log(format!("mcp sse: ignoring a malformed message: {e}")),
                     }
-                    Ok(_) => continue,
-                    Err(e) => {
-                        crate::debug::log(format!("mcp sse: the event stream broke: {e}"));
-                        return None;
-                    }
+                }
+                Ok(_) => continue,
+                Err(e) => {
+                    crate::debug::log(format!("mcp sse: the event stream broke: {e}"));
+                    return None;
                 }
             }
         }
