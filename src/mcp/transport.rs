@@ -9,7 +9,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rmcp::model::{
-    ClientCapabilities, ClientJsonRpcMessage, Implementation, InitializeRequestParams, ServerJsonRpcMessage,
+    ClientCapabilities, ClientJsonRpcMessage, Implementation, InitializeRequestParams, ProtocolVersion,
+    ServerJsonRpcMessage,
 };
 use rmcp::service::{NotificationContext, RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -34,10 +35,13 @@ pub struct KeelClient {
 
 impl ClientHandler for KeelClient {
     fn get_info(&self) -> InitializeRequestParams {
+        // The newest revision that still has the `initialize` handshake, as deployed servers
+        // know it; a server that speaks an older one answers with it and that is used.
         InitializeRequestParams::new(
             ClientCapabilities::default(),
             Implementation::new("keel", env!("CARGO_PKG_VERSION")),
         )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 
     fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) -> impl Future<Output = ()> + Send + '_ {
