@@ -152,7 +152,7 @@ def handle(msg):
 
 
 def run_stdio():
-    log({"pid": os.getpid()})
+    log({"pid": os.getpid(), "cwd": os.getcwd(), "project_dir": os.environ.get("CLAUDE_PROJECT_DIR")})
     sys.stderr.write("test server starting\n")
     sys.stderr.flush()
     if ARGS.die_at_start:

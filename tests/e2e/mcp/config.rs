@@ -1,0 +1,213 @@
+//! MCP configuration: sources, approval of project servers, `keel mcp`.
+
+use super::{SERVER, config, init_line, log_path, python, stdio};
+use crate::support::sse::answer;
+use crate::support::{Env, ModelServer};
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn a_cloned_repository_cannot_start_its_servers_headless() {
+    if !python() {
+        return;
+    }
+    let env = Env::new();
+    let log = log_path(&env, "repo");
+    env.write(".mcp.json", &config(json!({"repo": stdio(&log, &[])})));
+    // The repository tries to approve itself.
+    env.write(
+        ".claude/settings.json",
+        &json!({"enableAllProjectMcpServers": true, "enabledMcpjsonServers": ["repo"]}).to_string(),
+    );
+    env.write(
+        ".claude/settings.local.json",
+        &json!({"enableAllProjectMcpServers": true}).to_string(),
+    );
+    let server = ModelServer::start().await;
+    server.push(answer("done"));
+    let out = env
+        .keel(&server)
+        .args(["-p", "go", "--output-format", "stream-json", "--verbose"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        init_line(&out)["mcp_servers"],
+        json!([{"name": "repo", "status": "disabled"}])
+    );
+    let notices: Vec<&str> = out.stderr.lines().filter(|l| l.contains("`repo`")).collect();
+    assert_eq!(notices.len(), 1, "one line: {}", out.stderr);
+    assert!(notices[0].contains("not started"), "{}", notices[0]);
+    assert!(!log.exists(), "the program never ran");
+
+    // The user's own settings approve it.
+    std::fs::create_dir_all(env.home.join(".keel")).unwrap();
+    std::fs::write(
+        env.home.join(".keel/settings.json"),
+        json!({"enabledMcpjsonServers": ["repo"]}).to_string(),
+    )
+    .unwrap();
+    let server = ModelServer::start().await;
+    server.push(answer("done"));
+    let out = env
+        .keel(&server)
+        .args(["-p", "go", "--output-format", "stream-json", "--verbose"])
+        .run()
+        .await;
+    assert_eq!(
+        init_line(&out)["mcp_servers"],
+        json!([{"name": "repo", "status": "connected"}])
+    );
+    assert!(log.exists());
+}
+
+#[tokio::test]
+async fn strict_config_ignores_other_sources_and_variables_expand() {
+    if !python() {
+        return;
+    }
+    let env = Env::new();
+    let user_log = log_path(&env, "user");
+    std::fs::write(
+        env.home.join(".claude.json"),
+        config(json!({"fromuser": stdio(&user_log, &[])})),
+    )
+    .unwrap();
+    let server = ModelServer::start().await;
+    server.push(answer("done"));
+    let cfg = config(json!({"t": {"command": "${PY:-python3}", "args": [SERVER, "--log", "${MCP_LOG}"]}}));
+    let log = log_path(&env, "t");
+    let out = env
+        .keel(&server)
+        .env("MCP_LOG", &log)
+        .args([
+            "-p",
+            "go",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--strict-mcp-config",
+            "--mcp-config",
+            &cfg,
+        ])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        init_line(&out)["mcp_servers"],
+        json!([{"name": "t", "status": "connected"}])
+    );
+    assert!(log.exists(), "${{MCP_LOG}} expanded");
+    assert!(!user_log.exists());
+
+    // Without --strict-mcp-config the reference's user file counts too.
+    let server = ModelServer::start().await;
+    server.push(answer("done"));
+    let out = env
+        .keel(&server)
+        .env("MCP_LOG", &log)
+        .args([
+            "-p",
+            "go",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--mcp-config",
+            &cfg,
+        ])
+        .run()
+        .await;
+    let names: Vec<Value> = init_line(&out)["mcp_servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].clone())
+        .collect();
+    assert_eq!(names, vec![json!("fromuser"), json!("t")]);
+}
+
+#[tokio::test]
+async fn a_bad_mcp_config_is_an_error_before_anything_runs() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    server.push(answer("done"));
+    let out = env
+        .keel(&server)
+        .args([
+            "-p",
+            "go",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--mcp-config",
+        ])
+        .arg(r#"{"mcpServers": {"r": {"url": "https://example.invalid"}}}"#)
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "a bad entry fails that server only: {}", out.stderr);
+    assert_eq!(
+        init_line(&out)["mcp_servers"],
+        json!([{"name": "r", "status": "failed"}])
+    );
+    assert!(out.stderr.contains("has a `url` but no `type`"), "{}", out.stderr);
+    let out = env
+        .keel(&server)
+        .args(["-p", "go", "--mcp-config", "/no/such/mcp.json"])
+        .run()
+        .await;
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("/no/such/mcp.json"), "{}", out.stderr);
+}
+
+#[tokio::test]
+async fn keel_mcp_add_list_get_remove() {
+    let env = Env::new();
+    let run = |args: &[&str]| {
+        let mut k = env.keel_offline();
+        k.arg("mcp").args(args);
+        k
+    };
+    let out = run(&["add", "fs", "--", "node", "server.js", "--root", "/tmp"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = run(&[
+        "add",
+        "-s",
+        "project",
+        "-t",
+        "http",
+        "-H",
+        "Authorization: Bearer ${T}",
+        "remote",
+        "https://mcp.example.test/mcp",
+    ])
+    .run()
+    .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let project: Value = serde_json::from_str(&std::fs::read_to_string(env.path(".mcp.json")).unwrap()).unwrap();
+    assert_eq!(project["mcpServers"]["remote"]["type"], "http");
+    let out = run(&["list"]).run().await;
+    assert!(
+        out.stdout
+            .contains("fs: node server.js --root /tmp (stdio) — local scope"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("remote: https://mcp.example.test/mcp (http) — project scope, approved"),
+        "{}",
+        out.stdout
+    );
+    let out = run(&["get", "fs"]).run().await;
+    assert!(out.stdout.contains("command: node"), "{}", out.stdout);
+    let out = run(&["add-json", "fs", r#"{"command": "x"}"#]).run().await;
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("already exists"), "{}", out.stderr);
+    let out = run(&["remove", "fs"]).run().await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = run(&["get", "fs"]).run().await;
+    assert_eq!(out.code, 1);
+    let out = run(&["add", "-t", "ws", "bad", "ws://x"]).run().await;
+    assert_eq!(out.code, 1);
+}
