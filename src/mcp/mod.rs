@@ -381,3 +381,6 @@ pub struct PromptCommand {
     pub description: String,
     pub arguments: Vec<String>,
 }
+
+#[cfg(test)]
+mod tests;
