@@ -155,6 +155,8 @@ def run_stdio():
     log({"pid": os.getpid(), "cwd": os.getcwd(), "project_dir": os.environ.get("CLAUDE_PROJECT_DIR")})
     sys.stderr.write("test server starting\n")
     sys.stderr.flush()
+    if ARGS.start_delay:
+        time.sleep(ARGS.start_delay)
     if ARGS.die_at_start:
         sys.stderr.write("cannot start: missing configuration\n")
         sys.exit(2)
@@ -369,6 +371,7 @@ def main():
     p.add_argument("--log")
     p.add_argument("--require-auth")
     p.add_argument("--die-at-start", action="store_true")
+    p.add_argument("--start-delay", type=float, default=0.0, help="seconds to wait before serving (start-up cost)")
     ARGS = p.parse_args()
     if ARGS.http or ARGS.sse:
         run_http()
