@@ -2,7 +2,7 @@
 
 use super::{SERVER, config, init_line, log_path, python, stdio};
 use crate::support::sse::answer;
-use crate::support::{Env, ModelServer};
+use crate::support::{Env, ModelServer, read_jsonl};
 use serde_json::{Value, json};
 
 #[tokio::test]
@@ -210,4 +210,41 @@ async fn keel_mcp_add_list_get_remove() {
     assert_eq!(out.code, 1);
     let out = run(&["add", "-t", "ws", "bad", "ws://x"]).run().await;
     assert_eq!(out.code, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tui_asks_once_per_project_and_mcp_shows_the_servers() {
+    if !python() {
+        return;
+    }
+    let env = Env::new();
+    let log = log_path(&env, "repo");
+    env.write(".mcp.json", &config(json!({"repo": stdio(&log, &[])})));
+    let server = ModelServer::start().await;
+    let t = crate::support::tmux::Tmux::start(&env, &server, &[], 110, 30);
+    t.wait_for_text("Allow MCP server `repo`").await;
+    assert!(!log.exists(), "nothing runs before the answer");
+    t.type_text("y");
+    t.press(&["Enter"]);
+    t.wait_for_text("Ask keel").await;
+    t.type_text("/mcp");
+    t.press(&["Enter"]);
+    let s = t.wait_for_text("mcp__repo__echo").await;
+    assert!(s.contains("connected"), "{s}");
+    t.press(&["C-d"]);
+    t.wait_exit().await;
+    let pid = read_jsonl(&log)
+        .into_iter()
+        .find_map(|v| v["pid"].as_i64())
+        .expect("the approved server ran");
+
+    // The answer is remembered: the next start asks nothing and runs the server.
+    let t = crate::support::tmux::Tmux::start(&env, &server, &[], 110, 30);
+    t.wait_for_text("Ask keel").await;
+    assert!(!t.screen().contains("Allow MCP server"), "{}", t.screen());
+    t.press(&["C-d"]);
+    t.wait_exit().await;
+    let starts: Vec<i64> = read_jsonl(&log).into_iter().filter_map(|v| v["pid"].as_i64()).collect();
+    assert_eq!(starts.len(), 2, "started again without asking: {starts:?}");
+    assert_ne!(starts[1], pid);
 }
