@@ -8,6 +8,7 @@ pub mod config;
 pub mod context;
 pub mod debug;
 pub mod engine;
+pub mod events;
 pub mod fsutil;
 pub mod headless;
 pub mod hooks;

@@ -7,7 +7,6 @@
 
 mod authorize;
 mod compaction;
-pub mod events;
 mod lifecycle;
 pub mod pipeline;
 pub mod session;
@@ -20,7 +19,8 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 pub use compaction::{CompactError, CompactReport};
-pub use events::{EngineEvent, NoticeLevel, ResultSubtype, TurnOutcome};
+pub use crate::events;
+pub use crate::events::{EngineEvent, EventSink, NoticeLevel, ResultSubtype, TurnOutcome};
 pub use session::Session;
 
 pub use crate::compact::CompactSettings;
@@ -47,23 +47,6 @@ pub struct EngineConfig {
     /// or the `contextWindow` setting.
     pub context_window: Option<u64>,
     pub compact: CompactSettings,
-}
-
-/// Sends engine events to whoever consumes them; a consumer that went away is not an error.
-#[derive(Clone)]
-pub struct EventSink(mpsc::UnboundedSender<EngineEvent>);
-
-impl EventSink {
-    pub fn emit(&self, event: EngineEvent) {
-        let _ = self.0.send(event);
-    }
-
-    pub fn notice(&self, level: NoticeLevel, message: impl Into<String>) {
-        self.emit(EngineEvent::Notice {
-            level,
-            message: message.into(),
-        });
-    }
 }
 
 pub struct Engine {
@@ -95,7 +78,7 @@ impl Engine {
         hooks: Arc<Hooks>,
         session: Session,
     ) -> (Engine, mpsc::UnboundedReceiver<EngineEvent>) {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (events, rx) = EventSink::channel();
         let window = Window::new(
             models::info(&config.model).context_window,
             config.context_window,
@@ -115,7 +98,7 @@ impl Engine {
                 session,
                 project,
                 compactor,
-                events: EventSink(tx),
+                events,
                 pending_context: Vec::new(),
                 subagent: None,
                 tools_generation,

@@ -345,7 +345,7 @@ mod tests {
                     "test".into(),
                     crate::transcript::SharedTranscript::new(transcript),
                 ),
-                sink: EventSink(tx),
+                sink: EventSink::new(tx),
                 shared,
                 _dir: dir,
             }
