@@ -18,9 +18,9 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
-pub use compaction::{CompactError, CompactReport};
 pub use crate::events;
 pub use crate::events::{EngineEvent, EventSink, NoticeLevel, ResultSubtype, TurnOutcome};
+pub use compaction::{CompactError, CompactReport};
 pub use session::Session;
 
 pub use crate::compact::CompactSettings;
