@@ -7,6 +7,9 @@ use super::McpHub;
 use super::result;
 use crate::message::ContentBlock;
 
+/// Most characters of one mentioned resource attached to a prompt.
+pub const MAX_ATTACH_CHARS: usize = 256 * 1024;
+
 #[derive(Debug, Default)]
 pub struct Attached {
     pub blocks: Vec<ContentBlock>,
@@ -47,7 +50,18 @@ pub async fn resolve(hub: &McpHub, text: &str, cancel: &CancellationToken) -> At
         };
         match s.read_resource(uri, cancel).await {
             Ok(v) => {
-                let body = result::read_resource_output(&v).content.as_text();
+                let mut body = result::read_resource_output(&v).content.as_text();
+                if body.len() > MAX_ATTACH_CHARS {
+                    let cut = (0..=MAX_ATTACH_CHARS)
+                        .rev()
+                        .find(|i| body.is_char_boundary(*i))
+                        .unwrap_or(0);
+                    body.truncate(cut);
+                    out.notes.push(format!(
+                        "@{token}: the resource is longer than {} KB; only its beginning is attached (ReadMcpResource gives the model all of it)",
+                        MAX_ATTACH_CHARS / 1024
+                    ));
+                }
                 out.blocks.push(ContentBlock::text(format!(
                     "The user attached the resource {uri} of MCP server `{server}`:\n{body}"
                 )));

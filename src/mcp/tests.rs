@@ -22,7 +22,7 @@ fn serve(mut peer: ChannelPeer, tools: usize) {
             let result = match msg["method"].as_str().unwrap_or("") {
                 "initialize" => json!({
                     "protocolVersion": "2025-06-18",
-                    "capabilities": {"tools": {}},
+                    "capabilities": {"tools": {}, "resources": {}},
                     "serverInfo": {"name": "calc", "version": "0.1"}
                 }),
                 "tools/list" => json!({"tools": (0..tools).map(|i| json!({
@@ -35,6 +35,12 @@ fn serve(mut peer: ChannelPeer, tools: usize) {
                     let b = msg["params"]["arguments"]["b"].as_f64().unwrap_or(0.0);
                     json!({"content": [{"type": "text", "text": format!("{}", a + b)}]})
                 }
+                "resources/read" if msg["params"]["uri"] == "test://big" => json!({"contents": [
+                    {"uri": "test://big", "mimeType": "text/plain", "text": "y".repeat(super::mentions::MAX_ATTACH_CHARS + 10)}
+                ]}),
+                "resources/read" => json!({"contents": [
+                    {"uri": msg["params"]["uri"], "mimeType": "text/plain", "text": "resource body"}
+                ]}),
                 _ => json!({}),
             };
             if peer
@@ -121,7 +127,7 @@ async fn many_tools_are_deferred_behind_tool_search() {
     serve(peer, 40);
     hub.register_channel_server("calc", channel).await.unwrap();
     let offered: Vec<String> = registry.tool_set().as_slice().iter().map(|d| d.name.clone()).collect();
-    assert_eq!(offered, vec!["ToolSearch"]);
+    assert_eq!(offered, vec!["ToolSearch", "ListMcpResources", "ReadMcpResource"]);
     let description = registry.tool_set().as_slice()[0].description.clone();
     assert!(description.contains("- mcp__calc__tool_39"), "{description}");
     let generation = registry.generation();
@@ -133,11 +139,30 @@ async fn many_tools_are_deferred_behind_tool_search() {
         .iter()
         .map(|d| serde_json::to_value(d).unwrap())
         .collect();
-    assert_eq!(after.len(), 2);
-    assert_eq!(after[1]["name"], "mcp__calc__add");
+    assert_eq!(after.len(), 4);
+    assert_eq!(after[3]["name"], "mcp__calc__add");
     assert_eq!(
         after[0]["description"].as_str().unwrap(),
         description.as_str(),
         "activating does not change the listing"
     );
+}
+
+#[tokio::test]
+async fn resource_mentions_attach_contents() {
+    let hub = hub(search::Mode::default(), 200_000);
+    let registry = Arc::new(ToolRegistry::new(Vec::new()).unwrap());
+    hub.attach(&registry);
+    let (channel, peer) = McpChannel::pair();
+    serve(peer, 1);
+    hub.register_channel_server("calc", channel).await.unwrap();
+    assert!(registry.is_offered("ListMcpResources") && registry.is_offered("ReadMcpResource"));
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let attached = super::mentions::resolve(&hub, "see @calc:test://a, and @src/main.rs", &cancel).await;
+    assert_eq!(attached.handled, vec!["calc:test://a"]);
+    assert_eq!(attached.blocks.len(), 1);
+    let text = format!("{:?}", attached.blocks[0]);
+    assert!(text.contains("resource body") && text.contains("test://a"), "{text}");
+    let big = super::mentions::resolve(&hub, "@calc:test://big", &cancel).await;
+    assert!(big.notes[0].contains("only its beginning"), "{:?}", big.notes);
 }

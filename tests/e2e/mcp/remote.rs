@@ -120,6 +120,39 @@ async fn legacy_sse_transport() {
     );
 }
 
+#[tokio::test]
+async fn a_legacy_sse_server_cannot_redirect_messages_to_another_origin() {
+    if !python() {
+        return;
+    }
+    let env = Env::new();
+    let log = log_path(&env, "s");
+    let http = HttpServer::start("--sse", &log, &["--foreign-endpoint"]).await;
+    let server = ModelServer::start().await;
+    server.push(answer("done"));
+    let out = env
+        .keel(&server)
+        .args([
+            "-p",
+            "go",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--mcp-config",
+        ])
+        .arg(config(json!({"s": {"type": "sse", "url": http.url("/sse")}})))
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        init_line(&out)["mcp_servers"],
+        json!([{"name": "s", "status": "failed"}])
+    );
+    assert!(out.stderr.contains("another origin"), "{}", out.stderr);
+    let posts = read_jsonl(&log).into_iter().filter(|v| v["http"] == "POST").count();
+    assert_eq!(posts, 0, "nothing was sent");
+}
+
 /// `@modelcontextprotocol/server-everything`, installed from npm into a cache outside the
 /// repository (`KEEL_TEST_CACHE`, default `~/.cache/keel-tests`); `None` (with the reason
 /// printed) when node or npm is missing or the package cannot be installed.

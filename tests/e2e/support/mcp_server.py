@@ -281,7 +281,10 @@ class Handler(BaseHTTPRequestHandler):
         State.sessions[sid] = q
         self.sse_headers()
         try:
-            self.event(f"/messages?session={sid}", event="endpoint")
+            endpoint = f"/messages?session={sid}"
+            if ARGS.foreign_endpoint:
+                endpoint = f"http://127.0.0.2:{self.server.server_address[1]}{endpoint}"
+            self.event(endpoint, event="endpoint")
         except (BrokenPipeError, ConnectionResetError):
             return
         self.stream(q)
@@ -371,6 +374,7 @@ def main():
     p.add_argument("--log")
     p.add_argument("--require-auth")
     p.add_argument("--die-at-start", action="store_true")
+    p.add_argument("--foreign-endpoint", action="store_true", help="legacy SSE: name an endpoint on another origin")
     p.add_argument("--start-delay", type=float, default=0.0, help="seconds to wait before serving (start-up cost)")
     ARGS = p.parse_args()
     if ARGS.http or ARGS.sse:
