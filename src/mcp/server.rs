@@ -4,7 +4,7 @@
 //! the session.
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
@@ -135,8 +135,7 @@ impl Drop for Live {
 
 struct Slot {
     live: Option<Live>,
-    restarts: u32,
-    /// A failed start is not retried by every call of a turn; a restart after a crash is.
+    /// Whether a connection was ever open: opening another one counts as a restart.
     ever_connected: bool,
 }
 
@@ -158,6 +157,8 @@ pub struct Server {
     log: PathBuf,
     timeouts: Timeouts,
     slot: Mutex<Slot>,
+    /// Restarts after a crash in this session (bounded by `MAX_RESTARTS`).
+    restarts: AtomicU32,
     status: StdMutex<(State, Option<String>, Option<String>)>,
     tools: StdMutex<Vec<String>>,
 }
@@ -208,9 +209,9 @@ impl Server {
             project_dir: place.project_dir,
             log: place.log,
             timeouts: place.timeouts,
+            restarts: AtomicU32::new(0),
             slot: Mutex::new(Slot {
                 live: None,
-                restarts: 0,
                 ever_connected: false,
             }),
             status: StdMutex::new((initial.0, initial.1, None)),
@@ -239,7 +240,7 @@ impl Server {
             Reach::Channel(_) => ("sdk", "in-process".to_string()),
             Reach::None => ("-", String::new()),
         };
-        let restarts = self.slot.try_lock().map(|s| s.restarts).unwrap_or(0);
+        let restarts = self.restarts.load(Ordering::Relaxed);
         ServerStatus {
             name: self.name.clone(),
             scope: self.scope,
@@ -331,13 +332,13 @@ impl Server {
             return Err(detail);
         }
         if slot.ever_connected || restart {
-            if slot.restarts >= MAX_RESTARTS {
+            if self.restarts.load(Ordering::Relaxed) >= MAX_RESTARTS {
                 let detail = self.status().detail.unwrap_or_default();
                 return Err(format!(
                     "it stopped and was restarted {MAX_RESTARTS} times, so it is not restarted again in this session (last problem: {detail})"
                 ));
             }
-            slot.restarts += 1;
+            self.restarts.fetch_add(1, Ordering::Relaxed);
         }
         let target = match &self.reach {
             Reach::Spec(spec) => Target::Spec(spec),
@@ -525,6 +526,11 @@ impl Server {
             let _ = tokio::time::timeout(Duration::from_millis(500), live.service.close()).await;
             drop(live);
         }
+    }
+
+    /// Keeps a server that was waiting for approval from starting, saying why.
+    pub fn reject(&self, reason: String) {
+        self.set_state(State::Disabled, Some(reason));
     }
 
     /// Starts a server that was waiting for approval.

@@ -86,6 +86,9 @@ pub fn ask_approvals(hub: &McpHub, pending: &[PendingApproval], keel_home: &Path
                 s.approve();
             }
         } else {
+            if let Some(s) = hub.server(&p.name) {
+                s.reject("not approved for this project".into());
+            }
             notes.push(format!(
                 "MCP server `{}` was not approved; remove it from disabledMcpjsonServers in {} to be asked again",
                 p.name,
