@@ -42,6 +42,8 @@ pub struct SubagentRunner {
     provider: Arc<dyn Provider>,
     general: Arc<ToolRegistry>,
     explore: Arc<ToolRegistry>,
+    /// The parent's registry, whose MCP tools general-purpose sub-agents get too.
+    parent_registry: Arc<ToolRegistry>,
     authorizer: Arc<Authorizer>,
     hooks: Arc<Hooks>,
     config: EngineConfig,
@@ -76,6 +78,7 @@ impl Engine {
             provider: self.provider.clone(),
             general: Arc::new(general),
             explore: Arc::new(explore),
+            parent_registry: self.registry.clone(),
             authorizer: self.authorizer.clone(),
             hooks: self.hooks.clone(),
             config,
@@ -116,6 +119,7 @@ impl AgentRunner for SubagentRunner {
         let registry = if request.agent_type == "Explore" {
             &self.explore
         } else {
+            crate::mcp::share_tools(&self.parent_registry, &self.general);
             &self.general
         };
         let (mut child, mut events) = Engine::new(

@@ -372,6 +372,35 @@ impl McpHub {
     }
 }
 
+/// Gives a sub-agent's registry the MCP tools of its parent's registry: offered ones offered,
+/// deferred ones deferred behind the child's own ToolSearch. Tools it already has are skipped,
+/// so calling this before every sub-agent run only adds servers that connected since.
+pub fn share_tools(parent: &ToolRegistry, child: &Arc<ToolRegistry>) {
+    let mut offered: Vec<Arc<dyn Tool>> = Vec::new();
+    let mut deferred: Vec<Arc<dyn Tool>> = Vec::new();
+    for t in parent.all() {
+        let name = t.tool.name();
+        let from_mcp = name.starts_with("mcp__") || name == "ListMcpResources" || name == "ReadMcpResource";
+        if !from_mcp || child.get(name).is_some() {
+            continue;
+        }
+        if parent.is_deferred(name) {
+            deferred.push(t.tool.clone());
+        } else {
+            offered.push(t.tool.clone());
+        }
+    }
+    if !deferred.is_empty() && child.get(search::NAME).is_none() {
+        let search: Arc<dyn Tool> = Arc::new(search::ToolSearch::new(child));
+        offered.insert(0, search);
+    }
+    for (tools, defer) in [(offered, false), (deferred, true)] {
+        if let Err(e) = child.add(tools, defer) {
+            crate::debug::log(format!("mcp: cannot give a sub-agent the MCP tools: {e}"));
+        }
+    }
+}
+
 /// An MCP prompt offered as a slash command.
 #[derive(Debug, Clone)]
 pub struct PromptCommand {

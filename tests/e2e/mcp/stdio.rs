@@ -389,3 +389,44 @@ async fn resources_and_prompts() {
         out.stderr
     );
 }
+
+#[tokio::test]
+async fn general_purpose_sub_agents_get_the_mcp_tools() {
+    if !python() {
+        return;
+    }
+    let env = Env::new();
+    let log = log_path(&env, "t");
+    let server = ModelServer::start().await;
+    server
+        // Parent: delegate.
+        .push(calls(vec![tool(
+            "a1",
+            "Agent",
+            json!({"description": "echo it", "prompt": "Echo `from the child` with the MCP tool.", "subagent_type": "general-purpose"}),
+        )]))
+        // Sub-agent: the MCP tool, then its report.
+        .push(calls(vec![tool("c1", "mcp__t__echo", json!({"message": "from the child"}))]))
+        .push(answer("The server said: Echo: from the child"))
+        // Parent: done.
+        .push(answer("done"));
+    let out = env
+        .keel(&server)
+        .args(["-p", "go", "--allowedTools", "mcp__t", "--mcp-config"])
+        .arg(config(json!({"t": stdio(&log, &[])})))
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let requests = server.requests();
+    assert!(
+        requests[1].tool_names().contains(&"mcp__t__echo".to_string()),
+        "{:?}",
+        requests[1].tool_names()
+    );
+    assert_eq!(
+        requests[2].tool_result_text("c1"),
+        ("Echo: from the child".to_string(), false)
+    );
+    assert!(requests[3].tool_result_text("a1").0.contains("Echo: from the child"));
+    assert_eq!(calls_of(&log, "echo"), 1);
+}
