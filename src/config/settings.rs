@@ -28,6 +28,8 @@ const KNOWN_KEYS: &[&str] = &[
     "enableAllProjectMcpServers",
     "enabledMcpjsonServers",
     "disabledMcpjsonServers",
+    "mcpServers",
+    "toolSearch",
     "apiKeyHelper",
     "forceLoginMethod",
     "spinnerTipsEnabled",
