@@ -204,6 +204,15 @@ impl McpHub {
         }
     }
 
+    /// Lists a server's tools again after it announced a change and registers the new ones
+    /// (appended, like any late tool). Tools it no longer has stay registered; calling them
+    /// returns the server's own error.
+    pub async fn refresh(&self, server: &Arc<Server>) {
+        if let Ok(tools) = server.start().await {
+            self.register(vec![(server.clone(), tools)]).await;
+        }
+    }
+
     /// Registers a server reached through a message channel (the Agent SDK's in-process
     /// servers), connects it and adds its tools. Returns its status; failures are reported
     /// there, not as an error. A name already in use is refused.
@@ -255,6 +264,9 @@ impl McpHub {
             let mut names = Vec::new();
             let mut taken = self.taken.lock().unwrap_or_else(|p| p.into_inner());
             for r in remote {
+                if !server.note_remote(&r.name) {
+                    continue;
+                }
                 let name = names::tool_name(&server.name, &r.name, &mut taken);
                 if (self.options.hidden)(&name) {
                     continue;
@@ -265,6 +277,7 @@ impl McpHub {
                     r,
                     server.clone(),
                     self.options.output_budget,
+                    self.me.clone(),
                 )));
             }
             server.set_tool_names(names);

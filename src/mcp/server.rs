@@ -161,6 +161,10 @@ pub struct Server {
     restarts: AtomicU32,
     status: StdMutex<(State, Option<String>, Option<String>)>,
     tools: StdMutex<Vec<String>>,
+    /// The server's names of the tools registered so far (a refresh adds only new ones).
+    remote_names: StdMutex<std::collections::BTreeSet<String>>,
+    /// Set when the server sends `notifications/tools/list_changed`.
+    tools_changed: Arc<AtomicBool>,
 }
 
 /// How a request to a server failed.
@@ -216,6 +220,8 @@ impl Server {
             }),
             status: StdMutex::new((initial.0, initial.1, None)),
             tools: StdMutex::new(Vec::new()),
+            remote_names: StdMutex::new(std::collections::BTreeSet::new()),
+            tools_changed: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -227,6 +233,19 @@ impl Server {
         let mut s = self.status.lock().unwrap_or_else(|p| p.into_inner());
         s.0 = state;
         s.1 = detail;
+    }
+
+    /// Whether the server said its tool list changed since the last look (and forgets it).
+    pub fn take_tools_changed(&self) -> bool {
+        self.tools_changed.swap(false, Ordering::Relaxed)
+    }
+
+    /// Records a tool as registered; `false` when it already was.
+    pub fn note_remote(&self, remote: &str) -> bool {
+        self.remote_names
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(remote.to_string())
     }
 
     pub fn set_tool_names(&self, names: Vec<String>) {
@@ -273,6 +292,8 @@ impl Server {
         }
         let peer = live.service.peer().clone();
         drop(slot);
+        // A change announced before this listing is in it.
+        self.tools_changed.store(false, Ordering::Relaxed);
         let listed = tokio::time::timeout(self.timeouts.startup, peer.list_all_tools()).await;
         let tools = match listed {
             Ok(Ok(tools)) => tools,
@@ -346,7 +367,7 @@ impl Server {
             Reach::None => return Err("it is not configured to run".into()),
         };
         let client = KeelClient {
-            tools_changed: Arc::new(AtomicBool::new(false)),
+            tools_changed: self.tools_changed.clone(),
         };
         let opts = OpenOptions {
             project_dir: &self.project_dir,

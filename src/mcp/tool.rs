@@ -2,7 +2,7 @@
 //! server's `inputSchema` like any built-in tool's, the pipeline runs hooks and permissions
 //! unchanged, and the result is mapped to content blocks and capped.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
@@ -23,10 +23,18 @@ pub struct McpTool {
     server: Arc<Server>,
     /// Characters of output kept before the rest is spilled (`MAX_MCP_OUTPUT_TOKENS`).
     budget: usize,
+    /// To pick up tools the server adds (`notifications/tools/list_changed`).
+    hub: Weak<super::McpHub>,
 }
 
 impl McpTool {
-    pub fn new(name: String, remote: RemoteTool, server: Arc<Server>, budget: usize) -> McpTool {
+    pub fn new(
+        name: String,
+        remote: RemoteTool,
+        server: Arc<Server>,
+        budget: usize,
+        hub: Weak<super::McpHub>,
+    ) -> McpTool {
         let (schema, schema_note) = usable_schema(remote.input_schema);
         let mut description = if remote.description.trim().is_empty() {
             format!("Tool `{}` of the MCP server `{}`.", remote.name, server.name)
@@ -46,6 +54,7 @@ impl McpTool {
             schema,
             server,
             budget,
+            hub,
         }
     }
 
@@ -98,7 +107,16 @@ impl Tool for McpTool {
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        match self.server.call_tool(&self.remote, input, &ctx.cancel).await {
+        let result = self.server.call_tool(&self.remote, input, &ctx.cancel).await;
+        // The client library handles notifications on their own tasks: let one that arrived
+        // with the result run first.
+        tokio::task::yield_now().await;
+        if self.server.take_tools_changed()
+            && let Some(hub) = self.hub.upgrade()
+        {
+            hub.refresh(&self.server).await;
+        }
+        match result {
             Ok(value) => Ok(cap_mixed(
                 result::tool_output(&value),
                 self.budget,

@@ -430,3 +430,34 @@ async fn general_purpose_sub_agents_get_the_mcp_tools() {
     assert!(requests[3].tool_result_text("a1").0.contains("Echo: from the child"));
     assert_eq!(calls_of(&log, "echo"), 1);
 }
+
+#[tokio::test]
+async fn tools_a_server_adds_later_are_appended() {
+    if !python() {
+        return;
+    }
+    let env = Env::new();
+    let log = log_path(&env, "t");
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool("a1", "mcp__t__add_tool", json!({}))]))
+        .push(calls(vec![tool("l1", "mcp__t__late_tool", json!({}))]))
+        .push(answer("done"));
+    let out = env
+        .keel(&server)
+        .args(["-p", "go", "--allowedTools", "mcp__t", "--mcp-config"])
+        .arg(config(json!({"t": stdio(&log, &[])})))
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let requests = server.requests();
+    let before = requests[0].body["tools"].as_array().unwrap().clone();
+    let after = requests[1].body["tools"].as_array().unwrap().clone();
+    assert!(!requests[0].tool_names().contains(&"mcp__t__late_tool".to_string()));
+    assert_eq!(&after[..before.len()], &before[..], "appended, the prefix unchanged");
+    assert_eq!(after.last().unwrap()["name"], "mcp__t__late_tool");
+    assert_eq!(
+        requests[2].tool_result_text("l1"),
+        ("late tool works".to_string(), false)
+    );
+}

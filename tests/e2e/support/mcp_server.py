@@ -29,6 +29,7 @@ PNG_1PX = (
 
 ARGS = None
 LOG_LOCK = threading.Lock()
+LATE_TOOL = threading.Event()
 
 
 def log(obj):
@@ -57,7 +58,12 @@ def tools():
          "inputSchema": {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]}},
         {"name": "resume_test", "description": "Answers after the response stream broke once",
          "inputSchema": {"type": "object", "properties": {}}},
+        {"name": "add_tool", "description": "Adds the tool late_tool and announces the change",
+         "inputSchema": {"type": "object", "properties": {}}},
     ]
+    if LATE_TOOL.is_set():
+        out.append({"name": "late_tool", "description": "A tool added while the session runs",
+                    "inputSchema": {"type": "object", "properties": {}}})
     for i in range(ARGS.fillers):
         # About a kilobyte each, like the tools of real servers.
         out.append({
@@ -107,6 +113,11 @@ def call_tool(name, args):
         return text("x" * int(args.get("size", 10)))
     if name == "resume_test":
         return text("resumed result")
+    if name == "add_tool":
+        LATE_TOOL.set()
+        return text("added late_tool")
+    if name == "late_tool":
+        return text("late tool works")
     if name.startswith("filler_"):
         return text(f"{name}: record {args.get('record')}")
     return text(f"Unknown tool: {name}", is_error=True)
@@ -166,6 +177,8 @@ def run_stdio():
         resp = handle(msg)
         if resp is not None:
             with out_lock:
+                if (msg.get("params") or {}).get("name") == "add_tool":
+                    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}) + "\n")
                 sys.stdout.write(json.dumps(resp) + "\n")
                 sys.stdout.flush()
 
