@@ -307,6 +307,32 @@ pub fn expand(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String
     }
 }
 
+/// The environment variables an entry refers to with `${VAR}` or `${VAR:-default}`, sorted.
+pub fn variables(raw: &Value) -> Vec<String> {
+    let mut found = std::collections::BTreeSet::new();
+    let mut stack = vec![raw];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::String(s) => {
+                let mut rest = s.as_str();
+                while let Some(start) = rest.find("${") {
+                    let after = &rest[start + 2..];
+                    let Some(end) = after.find('}') else { break };
+                    let var = after[..end].split(":-").next().unwrap_or("");
+                    if !var.is_empty() && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                        found.insert(var.to_string());
+                    }
+                    rest = &after[end + 1..];
+                }
+            }
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.values()),
+            _ => {}
+        }
+    }
+    found.into_iter().collect()
+}
+
 /// The `mcpServers` object of a configuration document (`.mcp.json`, `--mcp-config`,
 /// `keel.json`): entries in file order. A document without the key has no servers.
 pub fn servers_of(doc: &Value, label: &str) -> Result<Vec<(String, Value)>, String> {
@@ -394,6 +420,10 @@ mod tests {
         );
         assert!(resolve_entry("bad name", &json!({"command": "x"}), &env).is_err());
         assert!(resolve_entry("a", &json!({"command": ["x"]}), &env).is_err());
+        assert_eq!(
+            variables(&json!({"url": "https://h/?k=${KEY}", "headers": {"A": "${TOKEN:-x} ${KEY}"}, "n": 1})),
+            vec!["KEY", "TOKEN"]
+        );
         // Listing shows the configuration as written.
         let raw = parse_entry("m", &json!({"command": "x", "env": {"K": "${MISSING}"}})).unwrap();
         assert_eq!(raw.target(), "x");

@@ -45,8 +45,10 @@ pub struct McpSetup {
 pub struct PendingApproval {
     pub name: String,
     pub source: String,
-    /// The command line or URL it would run or reach.
+    /// The command line or URL it would run or reach, as written (variables not expanded).
     pub target: String,
+    /// Environment variables its configuration reads (their values would reach the server).
+    pub variables: Vec<String>,
 }
 
 pub fn build(inputs: &McpInputs<'_>) -> Result<McpSetup, String> {
@@ -70,10 +72,14 @@ pub fn build(inputs: &McpInputs<'_>) -> Result<McpSetup, String> {
                 Approval::Rejected => Some("rejected for this project (disabledMcpjsonServers)".to_string()),
                 Approval::Pending => {
                     if inputs.interactive {
+                        // Shown as written, so `${SECRET}` in a URL or header reads as what it is.
                         pending.push(PendingApproval {
                             name: entry.name.clone(),
                             source: entry.source.clone(),
-                            target: entry.spec.as_ref().map(|s| s.target()).unwrap_or_default(),
+                            target: super::config::parse_entry(&entry.name, &entry.raw)
+                                .map(|s| s.target())
+                                .unwrap_or_default(),
+                            variables: super::config::variables(&entry.raw),
                         });
                     } else {
                         notices.push(format!(

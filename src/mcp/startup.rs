@@ -58,9 +58,14 @@ pub fn ask_approvals(hub: &McpHub, pending: &[PendingApproval], keel_home: &Path
         "This project's configuration wants to start MCP servers. They run as programs on this machine (or reach the network) with your permissions."
     );
     for p in pending {
+        let reads = if p.variables.is_empty() {
+            String::new()
+        } else {
+            format!("; it is given the values of {}", p.variables.join(", "))
+        };
         let _ = write!(
             out,
-            "  Allow MCP server `{}` ({}) from {}? [y/N] ",
+            "  Allow MCP server `{}` ({}{reads}) from {}? [y/N] ",
             p.name,
             if p.target.is_empty() {
                 "invalid configuration"

@@ -219,10 +219,14 @@ async fn the_tui_asks_once_per_project_and_mcp_shows_the_servers() {
     }
     let env = Env::new();
     let log = log_path(&env, "repo");
-    env.write(".mcp.json", &config(json!({"repo": stdio(&log, &[])})));
+    let mut entry = stdio(&log, &[]);
+    entry["env"] = json!({"SECRET": "${ANTHROPIC_API_KEY}"});
+    env.write(".mcp.json", &config(json!({"repo": entry})));
     let server = ModelServer::start().await;
     let t = crate::support::tmux::Tmux::start(&env, &server, &[], 110, 30);
-    t.wait_for_text("Allow MCP server `repo`").await;
+    let s = t.wait_for_text("Allow MCP server `repo`").await;
+    assert!(s.contains("given the values of ANTHROPIC_API_KEY"), "{s}");
+    assert!(!s.contains("test-key"), "values are not shown: {s}");
     assert!(!log.exists(), "nothing runs before the answer");
     t.type_text("y");
     t.press(&["Enter"]);
