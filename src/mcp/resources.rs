@@ -59,6 +59,10 @@ impl Tool for ListResources {
         true
     }
 
+    fn handles_cancellation(&self) -> bool {
+        true
+    }
+
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let input: ListInput = parse_input(input)?;
         let hub = hub(&self.hub)?;
@@ -140,6 +144,10 @@ impl Tool for ReadResource {
     }
 
     fn is_read_only(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn handles_cancellation(&self) -> bool {
         true
     }
 

@@ -8,8 +8,11 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use rmcp::model::{CallToolRequestParams, GetPromptRequestParams, ReadResourceRequestParams};
-use rmcp::service::ServiceError;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientRequest,
+    GetPromptRequest, GetPromptRequestParams, ReadResourceRequest, ReadResourceRequestParams,
+};
+use rmcp::service::{PeerRequestOptions, ServiceError};
 use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -439,14 +442,13 @@ impl Server {
         arguments: Value,
         cancel: &CancellationToken,
     ) -> Result<Value, CallError> {
-        let peer = self.peer().await?;
         let mut params = CallToolRequestParams::new(tool.to_string());
         params.arguments = match arguments {
             Value::Object(m) => Some(m),
             _ => Some(Map::new()),
         };
-        let result = self.bounded(self.timeouts.tool, cancel, peer.call_tool(params)).await?;
-        serde_json::to_value(&result).map_err(|e| CallError::Server(e.to_string()))
+        self.request(ClientRequest::CallToolRequest(CallToolRequest::new(params)), cancel)
+            .await
     }
 
     pub async fn list_resources(&self, cancel: &CancellationToken) -> Result<Value, CallError> {
@@ -458,12 +460,12 @@ impl Server {
     }
 
     pub async fn read_resource(&self, uri: &str, cancel: &CancellationToken) -> Result<Value, CallError> {
-        let peer = self.peer().await?;
         let params = ReadResourceRequestParams::new(uri.to_string());
-        let result = self
-            .bounded(self.timeouts.tool, cancel, peer.read_resource(params))
-            .await?;
-        serde_json::to_value(&result).map_err(|e| CallError::Server(e.to_string()))
+        self.request(
+            ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params)),
+            cancel,
+        )
+        .await
     }
 
     pub async fn list_prompts(&self) -> Result<Value, CallError> {
@@ -487,34 +489,55 @@ impl Server {
         arguments: Map<String, Value>,
         cancel: &CancellationToken,
     ) -> Result<Value, CallError> {
-        let peer = self.peer().await?;
         let mut params = GetPromptRequestParams::new(prompt.to_string());
         if !arguments.is_empty() {
             params.arguments = Some(arguments);
         }
-        let result = self
-            .bounded(self.timeouts.tool, cancel, peer.get_prompt(params))
-            .await?;
-        serde_json::to_value(&result).map_err(|e| CallError::Server(e.to_string()))
+        self.request(ClientRequest::GetPromptRequest(GetPromptRequest::new(params)), cancel)
+            .await
     }
 
-    /// Runs a request with a time limit and the caller's cancellation. Dropping the request
-    /// (timeout, cancellation) makes the client library send `notifications/cancelled`.
-    async fn bounded<T>(
-        &self,
-        limit: Duration,
-        cancel: &CancellationToken,
-        request: impl Future<Output = Result<T, ServiceError>>,
-    ) -> Result<T, CallError> {
-        let outcome = tokio::select! {
+    /// Sends one request with the tool time limit and the caller's cancellation; when either
+    /// ends the wait, the server is told with `notifications/cancelled` (sent before this
+    /// returns, so it goes out even when the session ends right after). The result's JSON.
+    async fn request(&self, request: ClientRequest, cancel: &CancellationToken) -> Result<Value, CallError> {
+        // A (re)start can take up to MCP_TIMEOUT; an interruption ends it too.
+        let peer = tokio::select! {
             _ = cancel.cancelled() => return Err(CallError::Cancelled),
-            r = tokio::time::timeout(limit, request) => r,
+            p = self.peer() => p?,
+        };
+        let handle = match peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+        {
+            Ok(h) => h,
+            Err(e) => return Err(self.failure(e).await),
+        };
+        let id = handle.id.clone();
+        let limit = self.timeouts.tool;
+        let outcome = tokio::select! {
+            _ = cancel.cancelled() => {
+                cancel_on_server(&peer, id, "the user interrupted the call").await;
+                return Err(CallError::Cancelled);
+            }
+            r = tokio::time::timeout(limit, handle.await_response()) => r,
         };
         match outcome {
-            Err(_) => Err(CallError::Timeout(limit)),
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(ServiceError::McpError(e))) => Err(CallError::Server(e.message.to_string())),
-            Ok(Err(e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)))) => {
+            Err(_) => {
+                cancel_on_server(&peer, id, "the client's time limit (MCP_TOOL_TIMEOUT) passed").await;
+                Err(CallError::Timeout(limit))
+            }
+            Ok(Ok(result)) => serde_json::to_value(&result).map_err(|e| CallError::Server(e.to_string())),
+            Ok(Err(e)) => Err(self.failure(e).await),
+        }
+    }
+
+    /// What a failed request means: a JSON-RPC error from the server, or a broken connection
+    /// (the server is marked failed and restarted by the next call).
+    async fn failure(&self, e: ServiceError) -> CallError {
+        match e {
+            ServiceError::McpError(e) => CallError::Server(e.message.to_string()),
+            e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
                 let mut slot = self.slot.lock().await;
                 let note = match slot.live.as_mut() {
                     Some(live) => {
@@ -528,15 +551,34 @@ impl Server {
                 };
                 let tail = transport::log_tail(&self.log, 5);
                 let detail = if tail.is_empty() {
-                    note.clone()
+                    note
                 } else {
                     format!("{note}; stderr:\n{tail}")
                 };
                 slot.live = None;
                 self.set_state(State::Failed, Some(detail.clone()));
-                Err(CallError::Broken(detail))
+                CallError::Broken(detail)
             }
-            Ok(Err(e)) => Err(CallError::Server(e.to_string())),
+            e => CallError::Server(e.to_string()),
+        }
+    }
+
+    /// Runs a listing with a time limit and the caller's cancellation (dropping it lets the
+    /// client library tell the server).
+    async fn bounded<T>(
+        &self,
+        limit: Duration,
+        cancel: &CancellationToken,
+        request: impl Future<Output = Result<T, ServiceError>>,
+    ) -> Result<T, CallError> {
+        let outcome = tokio::select! {
+            _ = cancel.cancelled() => return Err(CallError::Cancelled),
+            r = tokio::time::timeout(limit, request) => r,
+        };
+        match outcome {
+            Err(_) => Err(CallError::Timeout(limit)),
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(self.failure(e).await),
         }
     }
 
@@ -560,4 +602,11 @@ impl Server {
             self.set_state(State::Pending, None);
         }
     }
+}
+
+/// Tells the server a request is abandoned; bounded, since a stuck server must not hold up
+/// the session.
+async fn cancel_on_server(peer: &rmcp::Peer<rmcp::RoleClient>, id: rmcp::model::RequestId, reason: &str) {
+    let notification = CancelledNotification::new(CancelledNotificationParam::new(Some(id), Some(reason.to_string())));
+    let _ = tokio::time::timeout(Duration::from_secs(2), peer.send_notification(notification.into())).await;
 }

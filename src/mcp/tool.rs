@@ -106,6 +106,12 @@ impl Tool for McpTool {
         self.budget
     }
 
+    /// The call watches the cancellation itself, so the server hears `notifications/cancelled`
+    /// before the turn ends.
+    fn handles_cancellation(&self) -> bool {
+        true
+    }
+
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let result = self.server.call_tool(&self.remote, input, &ctx.cancel).await;
         // The client library handles notifications on their own tasks: let one that arrived

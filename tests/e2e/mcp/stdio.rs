@@ -461,3 +461,97 @@ async fn tools_a_server_adds_later_are_appended() {
         ("late tool works".to_string(), false)
     );
 }
+
+#[tokio::test]
+async fn an_interrupted_call_is_cancelled_on_the_server() {
+    if !python() {
+        return;
+    }
+    let env = Env::new();
+    let log = log_path(&env, "t");
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool("s1", "mcp__t__sleep", json!({"seconds": 30}))]))
+        .push(answer("unreachable"));
+    let child = env
+        .keel(&server)
+        .args(["-p", "go", "--allowedTools", "mcp__t", "--mcp-config"])
+        .arg(config(json!({"t": stdio(&log, &[])})))
+        .spawn();
+    let pid = child.id().expect("pid") as i32;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while calls_of(&log, "sleep") == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the sleep call never reached the server"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGINT).unwrap();
+    let out = crate::support::finish(child).await;
+    assert_eq!(out.code, 130, "{}", out.stderr);
+    let sleep_id = received(&log)
+        .iter()
+        .find(|m| m["params"]["name"] == "sleep")
+        .map(|m| m["id"].clone())
+        .unwrap();
+    assert!(
+        received(&log)
+            .iter()
+            .any(|m| m["method"] == "notifications/cancelled" && m["params"]["requestId"] == sleep_id),
+        "{:?}",
+        received(&log)
+    );
+}
+
+#[tokio::test]
+async fn long_output_is_capped_and_saved_like_other_tools() {
+    if !python() {
+        return;
+    }
+    let env = Env::new();
+    let log = log_path(&env, "t");
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![
+            tool("b1", "mcp__t__big", json!({"size": 20000})),
+            tool("b2", "mcp__t__big", json!({"size": 50})),
+        ]))
+        .push(answer("done"));
+    let out = env
+        .keel(&server)
+        .env("MAX_MCP_OUTPUT_TOKENS", "250")
+        .args(["-p", "go", "--allowedTools", "mcp__t", "--mcp-config"])
+        .arg(config(json!({"t": stdio(&log, &[])})))
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let last = &server.requests()[1];
+    let (text, is_error) = last.tool_result_text("b1");
+    assert!(!is_error);
+    assert!(text.starts_with("<persisted-output>"), "{text}");
+    assert!(text.len() < 8000, "{} characters kept", text.len());
+    let spilled = std::fs::read_dir(env.home.join(".keel/projects"))
+        .unwrap()
+        .flatten()
+        .flat_map(|p| walk(&p.path()))
+        .find(|p| p.ends_with("tool-results/b1.txt"))
+        .expect("the whole output is saved");
+    assert_eq!(std::fs::read_to_string(spilled).unwrap().len(), 20000);
+    assert_eq!(last.tool_result_text("b2").0, "x".repeat(50));
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}

@@ -123,9 +123,10 @@ def call_tool(name, args):
     return text(f"Unknown tool: {name}", is_error=True)
 
 
-def handle(msg):
+def handle(msg, logged=False):
     """The response to a request (None for notifications)."""
-    log({"recv": msg})
+    if not logged:
+        log({"recv": msg})
     method = msg.get("method")
     if "id" not in msg or method is None:
         return None
@@ -174,7 +175,7 @@ def run_stdio():
     out_lock = threading.Lock()
 
     def reply(msg):
-        resp = handle(msg)
+        resp = handle(msg, logged=True)
         if resp is not None:
             with out_lock:
                 if (msg.get("params") or {}).get("name") == "add_tool":
@@ -190,7 +191,9 @@ def run_stdio():
             msg = json.loads(line)
         except ValueError:
             continue
-        # Requests run on their own threads so a slow one does not hide a cancellation.
+        # Logged as read (a message is on record even if the process is killed right after);
+        # requests run on their own threads so a slow one does not hide a cancellation.
+        log({"recv": msg})
         threading.Thread(target=reply, args=(msg,), daemon=True).start()
 
 
