@@ -2,6 +2,7 @@
 
 pub mod args;
 pub mod doctor;
+pub mod extensions;
 pub mod mcp;
 pub mod setup;
 

@@ -66,8 +66,8 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
         crate::debug::enable();
     }
     let user_home = dirs::home_dir();
-    let settings = Settings::load(user_home.as_deref(), &home, &cwd, cli.settings.as_deref())?;
-    let permissions = permission_config::build(
+    let mut settings = Settings::load(user_home.as_deref(), &home, &cwd, cli.settings.as_deref())?;
+    let mut permissions = permission_config::build(
         &settings,
         &CliPermissions {
             allowed_tools: cli.allowed_tools.clone(),
@@ -81,6 +81,16 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     )?;
     let permission_mode = permissions.mode;
     let mut warnings = permissions.warnings.clone();
+    let extensions = super::extensions::load(
+        cli,
+        &mut settings,
+        &cwd,
+        user_home.as_deref(),
+        &home,
+        &permissions.authorizer.working_dirs()[1..],
+    )?;
+    extensions.grant_memory(&mut permissions.authorizer)?;
+    warnings.extend(extensions.warnings.iter().cloned());
     let sandbox_config = SandboxConfig::from_settings(&settings, cli.sandbox)?;
 
     let (provider, script_model): (Arc<dyn Provider>, Option<String>) = match cli.provider {
@@ -154,7 +164,7 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
         session.log_event("resumed", serde_json::json!({"model": model}));
     }
 
-    let mut registry = ToolRegistry::new(builtin_tools())?;
+    let mut registry = extensions.add_tools(ToolRegistry::new(builtin_tools())?)?;
     if let Some(list) = &cli.tools {
         let wanted: Vec<&str> = list
             .split([',', ' '])
@@ -178,13 +188,14 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     let info = models::info(&model);
     let (context_window, compact) = context_settings(&settings)?;
     let home_dir = dirs::home_dir();
-    let project = ProjectContext::gather(&Gather {
+    let mut project = ProjectContext::gather(&Gather {
         cwd: &cwd,
         model: &model,
         home: home_dir.as_deref(),
         replace: cli.system_prompt.as_deref(),
         append: cli.append_system_prompt.as_deref(),
     });
+    extensions.decorate(&mut project, &registry, context_window.unwrap_or(info.context_window));
     let config = EngineConfig {
         system: project.system_blocks(),
         model,
@@ -210,6 +221,16 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
         context_window: window.total,
         interactive: !cli.print,
         hidden: Arc::new(move |name| denies.denies_whole_tool(name)),
+        plugin_servers: extensions
+            .plugins
+            .list
+            .iter()
+            .flat_map(|p| {
+                p.mcp_servers
+                    .iter()
+                    .map(move |(k, v)| (format!("{}:{k}", p.name), v.clone(), p.scope))
+            })
+            .collect(),
     })
     .map_err(SetupError::Invalid)?;
     warnings.extend(mcp.notices);
@@ -219,7 +240,7 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
         shared.mcp = Some(mcp.hub.clone());
     }
     engine.set_project(project);
-    engine.install_subagents()?;
+    extensions.install(&mut engine)?;
     Ok(Prepared {
         engine,
         events,

@@ -7,9 +7,11 @@
 
 mod authorize;
 mod compaction;
+pub mod harness;
 mod lifecycle;
 pub mod pipeline;
 pub mod session;
+pub mod skills;
 pub mod subagent;
 mod tool_hooks;
 mod turn;
@@ -67,6 +69,10 @@ pub struct Engine {
     pub subagent: Option<subagent::SubagentInfo>,
     /// The registry generation the compactor's fixed token count was computed for.
     tools_generation: u64,
+    /// Skills, sub-agent types, plugins and spawn budgets of the session.
+    pub harness: harness::Harness,
+    /// This engine's runner of sub-agents, when installed.
+    subagents: Option<Arc<subagent::SubagentRunner>>,
 }
 
 impl Engine {
@@ -102,13 +108,17 @@ impl Engine {
                 pending_context: Vec::new(),
                 subagent: None,
                 tools_generation,
+                harness: harness::Harness::default(),
+                subagents: None,
             },
             rx,
         )
     }
 
-    /// Installs the project layer and the system prompt built from it.
-    pub fn set_project(&mut self, project: ProjectContext) {
+    /// Installs the project layer and the system prompt built from it (keeping the listings
+    /// and memory keel added to the previous one).
+    pub fn set_project(&mut self, mut project: ProjectContext) {
+        project.adopt_sections(&self.project);
         self.config.system = project.system_blocks();
         self.project = project;
         self.compactor

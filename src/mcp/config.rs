@@ -173,17 +173,17 @@ fn lower(name: &str, raw: &Value, expand: &dyn Fn(&str) -> Result<String, String
     }
 }
 
-/// Server names become part of tool names and permission rules: letters, digits, `_` and `-`.
+/// Server names become part of tool names and permission rules (sanitised there).
 pub fn validate_name(name: &str) -> Result<(), String> {
     if name.is_empty() || name.len() > 64 {
         return Err(format!("server name `{name}` must have 1 to 64 characters"));
     }
     if !name
         .chars()
-        .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':'))
     {
         return Err(format!(
-            "server name `{name}` may only contain letters, digits, `_`, `-` and `.`"
+            "server name `{name}` may only contain letters, digits, `_`, `-`, `.` and `:` (which separates a plugin's name from its server's)"
         ));
     }
     Ok(())

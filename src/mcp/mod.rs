@@ -385,32 +385,15 @@ impl McpHub {
     }
 }
 
-/// Gives a sub-agent's registry the MCP tools of its parent's registry: offered ones offered,
-/// deferred ones deferred behind the child's own ToolSearch. Tools it already has are skipped,
-/// so calling this before every sub-agent run only adds servers that connected since.
-pub fn share_tools(parent: &ToolRegistry, child: &Arc<ToolRegistry>) {
-    let mut offered: Vec<Arc<dyn Tool>> = Vec::new();
-    let mut deferred: Vec<Arc<dyn Tool>> = Vec::new();
-    for t in parent.all() {
-        let name = t.tool.name();
-        let from_mcp = name.starts_with("mcp__") || name == "ListMcpResources" || name == "ReadMcpResource";
-        if !from_mcp || child.get(name).is_some() {
-            continue;
-        }
-        if parent.is_deferred(name) {
-            deferred.push(t.tool.clone());
-        } else {
-            offered.push(t.tool.clone());
-        }
+/// Gives a registry with deferred tools its own ToolSearch (a sub-agent's registry, made with
+/// `ToolRegistry::subset`, leaves out the parent's, which loads into the parent's registry).
+pub fn add_loader(registry: &Arc<ToolRegistry>) {
+    if registry.deferred_pending().is_empty() || registry.get(search::NAME).is_some() {
+        return;
     }
-    if !deferred.is_empty() && child.get(search::NAME).is_none() {
-        let search: Arc<dyn Tool> = Arc::new(search::ToolSearch::new(child));
-        offered.insert(0, search);
-    }
-    for (tools, defer) in [(offered, false), (deferred, true)] {
-        if let Err(e) = child.add(tools, defer) {
-            crate::debug::log(format!("mcp: cannot give a sub-agent the MCP tools: {e}"));
-        }
+    let search: Arc<dyn Tool> = Arc::new(search::ToolSearch::new(registry));
+    if let Err(e) = registry.add(vec![search], false) {
+        crate::debug::log(format!("mcp: cannot give a sub-agent ToolSearch: {e}"));
     }
 }
 

@@ -10,7 +10,7 @@ use super::search;
 use super::server::Timeouts;
 use super::sources::{self, Approval, Sources};
 use super::{HubOptions, McpHub, Planned};
-use crate::config::settings::Settings;
+use crate::config::settings::{Scope as SettingsScope, Settings};
 
 /// Default start-up limit (`MCP_TIMEOUT`).
 pub const DEFAULT_STARTUP: Duration = Duration::from_secs(30);
@@ -31,6 +31,8 @@ pub struct McpInputs<'a> {
     /// Whether a person can approve project servers now.
     pub interactive: bool,
     pub hidden: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+    /// Plugins' servers: `plugin:server`, its entry, and where the plugin was configured.
+    pub plugin_servers: Vec<(String, serde_json::Value, SettingsScope)>,
 }
 
 pub struct McpSetup {
@@ -61,7 +63,25 @@ pub fn build(inputs: &McpInputs<'_>) -> Result<McpSetup, String> {
         cli_configs: inputs.cli_configs,
         strict: inputs.strict,
     };
-    let loaded = sources::load(&src, &env)?;
+    let mut loaded = sources::load(&src, &env)?;
+    if !inputs.strict {
+        // A plugin configured by the repository is the repository's: its servers need approval.
+        for (name, raw, scope) in &inputs.plugin_servers {
+            let scope = match scope {
+                SettingsScope::User => Scope::User,
+                SettingsScope::Cli => Scope::Cli,
+                SettingsScope::Project | SettingsScope::Local => Scope::Project,
+            };
+            loaded.entries.push(sources::Entry {
+                name: name.clone(),
+                scope,
+                source: format!("plugin {}", name.split(':').next().unwrap_or(name)),
+                raw: raw.clone(),
+                spec: super::config::resolve_entry(name, raw, &env),
+                shadows: Vec::new(),
+            });
+        }
+    }
     let mut notices = loaded.warnings;
     let mut pending = Vec::new();
     let mut planned = Vec::new();

@@ -159,6 +159,42 @@ impl ToolRegistry {
         inner.order.iter().filter_map(|n| inner.tools.get(n).cloned()).collect()
     }
 
+    /// A registry of the tools `keep` accepts, in the same order (a sub-agent's tool set: the
+    /// filter is enforced here, where calls are looked up, not by the prompt). Deferred tools
+    /// stay deferred; the tool that loads them is bound to this registry and is left out (see
+    /// `mcp::add_loader`).
+    pub fn subset(&self, mut keep: impl FnMut(&str) -> bool) -> Result<ToolRegistry, RegistryError> {
+        let (offered, deferred) = {
+            let inner = self.read();
+            let offered: Vec<Arc<dyn Tool>> = inner
+                .offered
+                .iter()
+                .filter_map(|n| inner.tools.get(n))
+                .filter(|t| !t.tool.lists_deferred())
+                .map(|t| t.tool.clone())
+                .collect();
+            let deferred: Vec<Arc<dyn Tool>> = inner
+                .deferred
+                .iter()
+                .filter(|n| !inner.offered.contains(n))
+                .filter_map(|n| inner.tools.get(n))
+                .map(|t| t.tool.clone())
+                .collect();
+            (offered, deferred)
+        };
+        let offered: Vec<Arc<dyn Tool>> = offered.into_iter().filter(|t| keep(t.name())).collect();
+        let deferred: Vec<Arc<dyn Tool>> = deferred.into_iter().filter(|t| keep(t.name())).collect();
+        let child = ToolRegistry::new(offered)?;
+        child.add(deferred, true)?;
+        Ok(child)
+    }
+
+    /// Adds a tool after the others (session-specific tools such as Skill).
+    pub fn with(self, tool: Arc<dyn Tool>) -> Result<ToolRegistry, RegistryError> {
+        self.add(vec![tool], false)?;
+        Ok(self)
+    }
+
     /// Removes tools the model must not be offered (e.g. bare-name deny rules).
     pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
         let inner = self.inner.get_mut().unwrap_or_else(|p| p.into_inner());

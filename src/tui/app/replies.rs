@@ -80,6 +80,7 @@ impl App {
             Reply::Permissions(r) => self.show_permissions(r),
             Reply::Hooks(r) => self.show_hooks(r),
             Reply::Mcp(md) => self.info("MCP servers", md),
+            Reply::Notice(level, text) => self.notice(level, text),
             Reply::Failed(e) => self.notice(NoticeLevel::Error, e),
         }
         self.job_finished();
