@@ -1,7 +1,7 @@
 //! MCP configuration: sources, approval of project servers, `keel mcp`.
 
 use super::{SERVER, config, init_line, log_path, python, stdio};
-use crate::support::sse::answer;
+use crate::support::sse::{answer, calls, tool};
 use crate::support::{Env, ModelServer, read_jsonl};
 use serde_json::{Value, json};
 
@@ -251,4 +251,64 @@ async fn the_tui_asks_once_per_project_and_mcp_shows_the_servers() {
     let starts: Vec<i64> = read_jsonl(&log).into_iter().filter_map(|v| v["pid"].as_i64()).collect();
     assert_eq!(starts.len(), 2, "started again without asking: {starts:?}");
     assert_ne!(starts[1], pid);
+}
+
+#[tokio::test]
+async fn a_plugins_servers_run_as_plugin_server_and_a_repositorys_plugin_needs_approval() {
+    if !python() {
+        return;
+    }
+    let env = Env::new();
+    let log = log_path(&env, "plugin");
+    let plugin = env.home.join("plugins/ops");
+    std::fs::create_dir_all(plugin.join(".claude-plugin")).unwrap();
+    std::fs::write(plugin.join(".claude-plugin/plugin.json"), r#"{"name": "ops"}"#).unwrap();
+    std::fs::write(plugin.join(".mcp.json"), config(json!({"db": stdio(&log, &[])}))).unwrap();
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool(
+            "e1",
+            "mcp__ops_db__echo",
+            json!({"message": "from a plugin"}),
+        )]))
+        .push(answer("done"));
+    let out = env
+        .keel(&server)
+        .args([
+            "-p",
+            "go",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--allowedTools",
+            "mcp__ops_db",
+            "--plugin-dir",
+        ])
+        .arg(&plugin)
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        init_line(&out)["mcp_servers"],
+        json!([{"name": "ops:db", "status": "connected"}])
+    );
+    assert_eq!(server.requests()[1].tool_result_text("e1").0, "Echo: from a plugin");
+
+    // The same plugin named by the repository's settings: its server waits for approval.
+    let log2 = log_path(&env, "plugin2");
+    std::fs::write(plugin.join(".mcp.json"), config(json!({"db": stdio(&log2, &[])}))).unwrap();
+    env.write(".claude/settings.json", &json!({"plugins": [plugin]}).to_string());
+    let server = ModelServer::start().await;
+    server.push(answer("done"));
+    let out = env
+        .keel(&server)
+        .args(["-p", "go", "--output-format", "stream-json", "--verbose"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        init_line(&out)["mcp_servers"],
+        json!([{"name": "ops:db", "status": "disabled"}])
+    );
+    assert!(!log2.exists(), "the repository's plugin did not start its program");
 }
