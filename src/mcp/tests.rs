@@ -166,3 +166,41 @@ async fn resource_mentions_attach_contents() {
     let big = super::mentions::resolve(&hub, "@calc:test://big", &cancel).await;
     assert!(big.notes[0].contains("only its beginning"), "{:?}", big.notes);
 }
+
+#[tokio::test]
+async fn a_sub_agents_subset_keeps_deferred_tools_behind_its_own_tool_search() {
+    let hub = hub(search::Mode::Auto(10), 10_000);
+    let parent = Arc::new(ToolRegistry::new(crate::tools::builtin_tools()).unwrap());
+    hub.attach(&parent);
+    let (channel, peer) = McpChannel::pair();
+    serve(peer, 40);
+    hub.register_channel_server("calc", channel).await.unwrap();
+    parent.activate(&["mcp__calc__tool_5".to_string()]);
+    let child = Arc::new(parent.subset(|n| n != "Bash").unwrap());
+    assert!(child.get("Bash").is_none());
+    assert!(child.get(search::NAME).is_none(), "the parent's loader is not copied");
+    assert!(
+        child.is_offered("mcp__calc__tool_5"),
+        "what the parent loaded stays offered"
+    );
+    assert!(child.is_deferred("mcp__calc__add") && !child.is_offered("mcp__calc__add"));
+    super::add_loader(&child);
+    assert!(child.is_offered(search::NAME));
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ToolContext {
+        shared: Arc::new(SessionShared::new(dir.path().to_path_buf(), dir.path().to_path_buf())),
+        cancel: tokio_util::sync::CancellationToken::new(),
+        tool_use_id: "toolu_1".into(),
+    };
+    let loader = child.get(search::NAME).unwrap();
+    loader
+        .tool
+        .call(json!({"query": "select:mcp__calc__add"}), &ctx)
+        .await
+        .unwrap();
+    assert!(
+        child.is_offered("mcp__calc__add"),
+        "loaded into the sub-agent's registry"
+    );
+    assert!(!parent.is_offered("mcp__calc__add"), "not into the parent's");
+}
