@@ -23,7 +23,11 @@ pub fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(run()) {
+    let result = runtime.block_on(run());
+    // A blocking task still running (a search past its budget, a read a cancelled call left
+    // behind) must not hold the exit: the answer is already out.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("Error: {e}");

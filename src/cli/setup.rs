@@ -9,6 +9,7 @@ use super::args::{Cli, ProviderKind};
 use crate::compact::CompactSettings;
 use crate::compact::record::ToolLog;
 use crate::config::settings::{Settings, SettingsError};
+use crate::config::trust::{self, ProjectTrust};
 use crate::config::{models, paths};
 use crate::context::{Gather, ProjectContext, tokens};
 use crate::engine::{Engine, EngineConfig, EngineEvent, Session};
@@ -54,9 +55,31 @@ pub struct Prepared {
     pub mcp: Arc<crate::mcp::McpHub>,
     /// Project MCP servers waiting for the user's approval (interactive mode only).
     pub mcp_pending: Vec<crate::mcp::setup::PendingApproval>,
+    /// What the session takes from the project's own settings (see `config::trust`).
+    pub trust: ProjectTrust,
 }
 
+/// Setup for a run that asks no trust question: headless runs apply project settings as they
+/// are; an interactive one without a recorded answer treats the folder as untrusted.
 pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
+    let trust = if cli.print {
+        ProjectTrust::Headless
+    } else {
+        let trusted = std::env::current_dir()
+            .and_then(|d| d.canonicalize())
+            .ok()
+            .zip(paths::keel_home())
+            .is_some_and(|(cwd, home)| trust::is_trusted(&home, &cwd));
+        if trusted {
+            ProjectTrust::Trusted
+        } else {
+            ProjectTrust::Untrusted
+        }
+    };
+    prepare_with(cli, trust)
+}
+
+pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupError> {
     let cwd = std::env::current_dir()
         .and_then(|d| d.canonicalize())
         .map_err(|e| SetupError::Invalid(format!("cannot determine the working directory: {e}")))?;
@@ -65,8 +88,14 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     if cli.debug {
         crate::debug::enable();
     }
+    crate::fsutil::stale::start(&home);
     let user_home = dirs::home_dir();
     let mut settings = Settings::load(user_home.as_deref(), &home, &cwd, cli.settings.as_deref())?;
+    let ignored = if trust == ProjectTrust::Untrusted {
+        trust::restrict(&mut settings, &cwd)
+    } else {
+        Vec::new()
+    };
     let mut permissions = permission_config::build(
         &settings,
         &CliPermissions {
@@ -81,6 +110,13 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     )?;
     let permission_mode = permissions.mode;
     let mut warnings = permissions.warnings.clone();
+    if !ignored.is_empty() {
+        warnings.push(format!(
+            "this folder is not trusted, so keel ignores what its settings would run or allow: {}. Trust it \
+             when keel asks at the next start to use them.",
+            ignored.join("; ")
+        ));
+    }
     let extensions = super::extensions::load(
         cli,
         &mut settings,
@@ -221,6 +257,7 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
         context_window: window.total,
         interactive: !cli.print,
         hidden: Arc::new(move |name| denies.denies_whole_tool(name)),
+        project_trusted: trust.allows_project_commands(),
         plugin_servers: extensions
             .plugins
             .list
@@ -249,6 +286,7 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
         resumed,
         mcp: mcp.hub,
         mcp_pending: mcp.pending,
+        trust,
     })
 }
 

@@ -1,5 +1,7 @@
 //! The pipeline's authorization step: permission rules and modes, and asking a human.
 
+use std::path::PathBuf;
+
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -25,10 +27,10 @@ impl Pipeline<'_> {
         read_only: bool,
         hook: Option<HookDecision>,
         cancel: &CancellationToken,
-    ) -> Result<(), Refusal> {
+    ) -> Result<Option<PathBuf>, Refusal> {
         let mode = self.shared.mode();
         let grants = self.shared.skills.grants();
-        let verdict = self.authorizer.check_with_grants(
+        let decision = self.authorizer.decide(
             &call.name,
             &call.input,
             read_only,
@@ -37,6 +39,9 @@ impl Pipeline<'_> {
             hook,
             &grants,
         );
+        // The tool opens exactly the path this decision was made for.
+        let resolved = decision.resolved;
+        let verdict = decision.verdict;
         let verdict = match verdict {
             Verdict::Allow | Verdict::Ask { .. } if leaves_sandbox(call, &self.shared.sandbox) => Verdict::Ask {
                 hard: true,
@@ -48,7 +53,7 @@ impl Pipeline<'_> {
             v => v,
         };
         let mut info = match verdict {
-            Verdict::Allow => return Ok(()),
+            Verdict::Allow => return Ok(resolved),
             Verdict::Deny(reason) => return Err(denied(call, &format!("Permission denied: {reason}."))),
             Verdict::Ask { info, .. } => info,
         };
@@ -71,7 +76,7 @@ impl Pipeline<'_> {
             match agg.permission {
                 Some(Permission::Allow) => {
                     self.after_approval(call, false);
-                    return Ok(());
+                    return Ok(resolved);
                 }
                 Some(Permission::Deny) => {
                     let why = agg.permission_reasons.join("; ");
@@ -100,14 +105,14 @@ impl Pipeline<'_> {
             }),
             Some(PermissionReply::AllowOnce) => {
                 self.after_approval(call, false);
-                Ok(())
+                Ok(resolved)
             }
             Some(PermissionReply::AllowAlways) => {
                 if let Some(warning) = self.authorizer.grant(&info) {
                     self.events.notice(NoticeLevel::Warning, warning);
                 }
                 self.after_approval(call, true);
-                Ok(())
+                Ok(resolved)
             }
             Some(PermissionReply::Deny { feedback }) => {
                 let mut msg = format!("The user declined this {} call; it was not run.", call.name);

@@ -178,14 +178,16 @@ impl Pipeline<'_> {
             ..call.clone()
         };
         let read_only = registered.tool.is_read_only(&effective.input);
-        if let Err(refusal) = self.authorize(&effective, read_only, pre.decision, cancel).await {
-            return self.refused(call, refusal);
-        }
+        let resolved = match self.authorize(&effective, read_only, pre.decision, cancel).await {
+            Ok(resolved) => resolved,
+            Err(refusal) => return self.refused(call, refusal),
+        };
 
         let ctx = ToolContext {
             shared: self.shared.clone(),
             cancel: cancel.child_token(),
             tool_use_id: call.id.clone(),
+            resolved,
         };
         let tool = registered.tool.clone();
         let result = if tool.handles_cancellation() {

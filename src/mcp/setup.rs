@@ -31,6 +31,9 @@ pub struct McpInputs<'a> {
     /// Whether a person can approve project servers now.
     pub interactive: bool,
     pub hidden: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+    /// Whether the folder's own configuration may run programs at all (workspace trust); when
+    /// not, project servers stay off without a question.
+    pub project_trusted: bool,
     /// Plugins' servers: `plugin:server`, its entry, and where the plugin was configured.
     pub plugin_servers: Vec<(String, serde_json::Value, SettingsScope)>,
 }
@@ -86,7 +89,9 @@ pub fn build(inputs: &McpInputs<'_>) -> Result<McpSetup, String> {
     let mut pending = Vec::new();
     let mut planned = Vec::new();
     for entry in loaded.entries {
-        let disabled = if entry.scope == Scope::Project {
+        let disabled = if entry.scope == Scope::Project && !inputs.project_trusted {
+            Some("this folder is not trusted, so its MCP servers do not run".to_string())
+        } else if entry.scope == Scope::Project {
             match sources::project_approval(&entry.name, &src) {
                 Approval::Approved => None,
                 Approval::Rejected => Some("rejected for this project (disabledMcpjsonServers)".to_string()),

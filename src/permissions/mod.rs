@@ -12,7 +12,7 @@ pub mod shell;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-pub use authorizer::{AskInfo, Authorizer, HookDecision, Verdict};
+pub use authorizer::{AskInfo, Authorizer, Decision, HookDecision, Verdict};
 
 /// The reference's permission modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -15,6 +15,7 @@ pub mod read;
 pub mod registry;
 pub mod skill;
 pub mod todo;
+pub mod walk;
 pub mod write;
 
 use std::path::PathBuf;
@@ -138,6 +139,14 @@ impl SessionShared {
         path.starts_with(&self.cwd) || self.extra_dirs.iter().any(|d| path.starts_with(d))
     }
 
+    /// The workspace roots (canonical) below which file tools open files.
+    pub fn roots(&self) -> Vec<PathBuf> {
+        let mut roots = Vec::with_capacity(1 + self.extra_dirs.len());
+        roots.push(self.cwd.clone());
+        roots.extend(self.extra_dirs.iter().cloned());
+        roots
+    }
+
     /// Takes over the startup decisions of another session's state (sandbox, added
     /// directories, permission mode) when a front end swaps sessions.
     pub fn inherit_from(&mut self, other: &SessionShared) {
@@ -182,11 +191,19 @@ pub struct ToolContext {
     pub shared: Arc<SessionShared>,
     pub cancel: CancellationToken,
     pub tool_use_id: String,
+    /// The call's path as the permission check resolved it (symbolic links followed once).
+    pub resolved: Option<PathBuf>,
 }
 
 impl ToolContext {
     pub fn cwd(&self) -> &std::path::Path {
         &self.shared.cwd
+    }
+
+    /// Where to open `path`: exactly where the permission check resolved it, so nothing
+    /// swapped in since can redirect the tool; resolved now for a call that had no check.
+    pub fn resolved_path(&self, path: &std::path::Path) -> PathBuf {
+        self.resolved.clone().unwrap_or_else(|| paths::real_path(path))
     }
 }
 

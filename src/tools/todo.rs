@@ -100,6 +100,7 @@ mod tests {
             shared: shared.clone(),
             cancel: Default::default(),
             tool_use_id: "t".into(),
+            resolved: None,
         };
         let input = json!({"todos": [
             {"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing the bug"},

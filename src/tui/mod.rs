@@ -15,6 +15,7 @@ pub mod sessions;
 pub mod shell;
 pub mod terminal;
 pub mod transcript;
+pub mod trust;
 pub mod ui;
 pub mod worker;
 
@@ -61,7 +62,11 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Err(TuiError::NotATerminal);
     }
-    let prepared = setup::prepare(&cli)?;
+    // Before setup: nothing of the project's own settings may run until this is answered.
+    let Some(trust) = trust::decide(&cli)? else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let prepared = setup::prepare_with(&cli, trust)?;
     // Asked before the interface takes the terminal: a plain question, answered once per project.
     let mcp = prepared.mcp.clone();
     let approval_notes = match paths::keel_home() {

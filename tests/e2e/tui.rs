@@ -188,6 +188,7 @@ async fn approving_and_denying_a_command() {
             "command": "cat >> \"$CLAUDE_PROJECT_DIR/notifications.jsonl\"; echo >> \"$CLAUDE_PROJECT_DIR/notifications.jsonl\""}]}]}})
         .to_string(),
     );
+    env.trust_work();
     let server = ModelServer::start().await;
     server
         .push(calls(vec![tool(

@@ -223,7 +223,27 @@ async fn the_tui_asks_once_per_project_and_mcp_shows_the_servers() {
     entry["env"] = json!({"SECRET": "${ANTHROPIC_API_KEY}"});
     env.write(".mcp.json", &config(json!({"repo": entry})));
     let server = ModelServer::start().await;
+    // Declining workspace trust: the server stays off and nothing is asked about it.
     let t = crate::support::tmux::Tmux::start(&env, &server, &[], 110, 30);
+    t.wait_for_text("Do you trust the files in this folder?").await;
+    t.press(&["Down", "Enter"]);
+    t.wait_for_text("Ask keel").await;
+    t.type_text("/mcp");
+    t.press(&["Enter"]);
+    let s = t
+        .wait_for("the /mcp listing", |s| {
+            s.contains("disabled") && s.contains("so its MCP servers do not run")
+        })
+        .await;
+    assert!(s.contains("repo"), "{s}");
+    t.press(&["C-d"]);
+    t.wait_exit().await;
+    assert!(!log.exists(), "an untrusted folder's server never ran");
+
+    // Trusting the folder, then approving the server.
+    let t = crate::support::tmux::Tmux::start(&env, &server, &[], 110, 30);
+    t.wait_for_text("Do you trust the files in this folder?").await;
+    t.press(&["Enter"]);
     let s = t.wait_for_text("Allow MCP server `repo`").await;
     assert!(s.contains("given the values of ANTHROPIC_API_KEY"), "{s}");
     assert!(!s.contains("test-key"), "values are not shown: {s}");

@@ -48,6 +48,16 @@ impl Env {
         self.work.join(rel)
     }
 
+    /// Records that the user trusts the work directory (as answering keel's question does), so
+    /// interactive runs take its project settings without asking.
+    pub fn trust_work(&self) {
+        let file = self.home.join(".keel/trusted-folders.json");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let record =
+            serde_json::json!({"folders": {self.work.to_str().unwrap(): {"trustedAt": "2025-01-01T00:00:00Z"}}});
+        std::fs::write(file, record.to_string()).unwrap();
+    }
+
     /// Copies a folder of `tests/fixtures/ecosystem` into the work directory, unchanged
     /// (executable bits kept).
     pub fn install_fixture(&self, from: &str, to: &str) -> PathBuf {
