@@ -88,6 +88,7 @@ async fn a_channel_server_registers_reports_and_answers() {
         shared: Arc::new(SessionShared::new(dir.path().to_path_buf(), dir.path().to_path_buf())),
         cancel: tokio_util::sync::CancellationToken::new(),
         tool_use_id: "toolu_1".into(),
+        resolved: None,
     };
     let tool = registry.get("mcp__calc__add").unwrap();
     assert!(
@@ -191,6 +192,7 @@ async fn a_sub_agents_subset_keeps_deferred_tools_behind_its_own_tool_search() {
         shared: Arc::new(SessionShared::new(dir.path().to_path_buf(), dir.path().to_path_buf())),
         cancel: tokio_util::sync::CancellationToken::new(),
         tool_use_id: "toolu_1".into(),
+        resolved: None,
     };
     let loader = child.get(search::NAME).unwrap();
     loader
