@@ -73,6 +73,21 @@ impl ServerStatus {
     pub fn init_json(&self) -> Value {
         serde_json::json!({"name": self.name, "status": self.state.as_str()})
     }
+
+    /// The SDK's `mcp_status` entry: name, status, and what is known about the server.
+    pub fn sdk_json(&self) -> Value {
+        let mut v = serde_json::json!({"name": self.name, "status": self.state.as_str(), "scope": self.scope.as_str()});
+        if let Some(info) = &self.server_info {
+            v["serverInfo"] = serde_json::json!(info);
+        }
+        if let Some(d) = &self.detail {
+            v["error"] = serde_json::json!(d);
+        }
+        if !self.tools.is_empty() {
+            v["tools"] = serde_json::json!(self.tools);
+        }
+        v
+    }
 }
 
 /// Where a server is reached.

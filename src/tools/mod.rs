@@ -14,6 +14,7 @@ pub mod plan;
 pub mod read;
 pub mod registry;
 pub mod skill;
+pub mod structured;
 pub mod todo;
 pub mod walk;
 pub mod write;
@@ -157,6 +158,12 @@ impl SessionShared {
         self.mcp = other.mcp.clone();
         self.skill_runner = other.skill_runner.clone();
         self.set_mode(other.mode());
+    }
+
+    /// Where SessionStart hooks write `export` lines (`CLAUDE_ENV_FILE`); every shell command
+    /// of the session reads it first.
+    pub fn hook_env_file(&self) -> PathBuf {
+        self.session_dir.join("hook-env.sh")
     }
 
     /// Ends the session's processes: every background shell is killed, every background

@@ -187,6 +187,9 @@ pub(super) async fn prepare(
         interactive: tree.base.interactive,
         context_window: tree.base.context_window,
         compact: tree.base.compact,
+        reasoning: tree.base.reasoning.clone(),
+        // The session's spending limit is checked by the parent, which counts its children.
+        max_budget_usd: None,
     };
     let (mut engine, mut events) = Engine::new(
         config,

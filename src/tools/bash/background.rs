@@ -119,6 +119,7 @@ impl BackgroundShells {
         command: &str,
         cwd: &Path,
         out_dir: &Path,
+        env_file: Option<&Path>,
         sandbox: &crate::sandbox::SandboxMode,
     ) -> Result<(String, PathBuf), ToolError> {
         std::fs::create_dir_all(out_dir)
@@ -130,7 +131,7 @@ impl BackgroundShells {
         let cwd_file = out_dir.join(format!("{id}.cwd"));
         let file =
             std::fs::File::create(&log).map_err(|e| ToolError::io(format!("cannot create {}", log.display()), e))?;
-        let child = shell_command(command, cwd, &file, &cwd_file, sandbox)
+        let child = shell_command(command, cwd, &file, &cwd_file, env_file, sandbox)
             .and_then(|mut c| c.spawn())
             .map_err(|e| ToolError::io(format!("cannot start the shell in {}", cwd.display()), e))?;
         let pgid = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);

@@ -103,7 +103,11 @@ impl Tool for BashTool {
         let cwd = shell_cwd(&ctx.shared, &mut notes);
         let out_dir = ctx.shared.session_dir.join("shell-output");
         if input.run_in_background {
-            let (id, log) = ctx.shared.shells.start(&input.command, &cwd, &out_dir, &sandbox)?;
+            let env_file = ctx.shared.hook_env_file();
+            let (id, log) = ctx
+                .shared
+                .shells
+                .start(&input.command, &cwd, &out_dir, Some(&env_file), &sandbox)?;
             let mut text = format!(
                 "Started in the background as {id}. Its output goes to {}. Check it with BashOutput (bash_id \
                  \"{id}\") and stop it with KillShell (shell_id \"{id}\"); it is stopped when the session ends.",
@@ -129,7 +133,10 @@ impl Tool for BashTool {
             &file_name(&ctx.tool_use_id),
             timeout,
             &ctx.cancel,
-            &sandbox,
+            run::ShellEnv {
+                env_file: Some(&ctx.shared.hook_env_file()),
+                sandbox: &sandbox,
+            },
         )
         .await?;
         if let Some(dir) = &finished.final_cwd {

@@ -29,6 +29,13 @@ pub struct Finished {
     pub final_cwd: Option<PathBuf>,
 }
 
+/// What a shell starts with besides the command: the hook environment file and the sandbox.
+#[derive(Clone, Copy)]
+pub struct ShellEnv<'a> {
+    pub env_file: Option<&'a Path>,
+    pub sandbox: &'a SandboxMode,
+}
+
 /// Runs `command` in `cwd`; its output goes to `<out_dir>/<name>.log` while it runs.
 pub async fn run_foreground(
     command: &str,
@@ -37,14 +44,14 @@ pub async fn run_foreground(
     name: &str,
     timeout: Duration,
     cancel: &CancellationToken,
-    sandbox: &SandboxMode,
+    shell: ShellEnv<'_>,
 ) -> Result<Finished, ToolError> {
     let io = |what: &str, e| ToolError::io(format!("{what} {}", out_dir.display()), e);
     std::fs::create_dir_all(out_dir).map_err(|e| io("cannot create the output directory", e))?;
     let log = out_dir.join(format!("{name}.log"));
     let cwd_file = out_dir.join(format!("{name}.cwd"));
     let file = std::fs::File::create(&log).map_err(|e| io("cannot create an output file in", e))?;
-    let mut child = shell_command(command, cwd, &file, &cwd_file, sandbox)
+    let mut child = shell_command(command, cwd, &file, &cwd_file, shell.env_file, shell.sandbox)
         .and_then(|mut c| c.spawn())
         .map_err(|e| ToolError::io(format!("cannot start the shell in {}", cwd.display()), e))?;
     drop(file);

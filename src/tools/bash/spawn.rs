@@ -13,7 +13,11 @@ use crate::sandbox::SandboxMode;
 /// Runs the command with `eval` so `cd`, heredocs and `exit` behave as typed, then reports the
 /// final working directory (for `cd` to persist) and passes the command's status through. The
 /// command travels as an argument, never spliced into the script, so no quoting can break it.
-const WRAPPER: &str = r#"__keel_cmd=$1; __keel_cwd_file=$2; shift 2
+///
+/// The environment SessionStart hooks exported (`CLAUDE_ENV_FILE`) is read first, when there is
+/// one, so what they set reaches every command.
+const WRAPPER: &str = r#"__keel_cmd=$1; __keel_cwd_file=$2; __keel_env_file=$3; shift 3
+if [ -n "$__keel_env_file" ] && [ -s "$__keel_env_file" ]; then . "$__keel_env_file"; fi
 eval "$__keel_cmd"
 __keel_status=$?
 pwd -P >| "$__keel_cwd_file" 2>/dev/null
@@ -39,7 +43,8 @@ fn first_existing(candidates: &[&'static str]) -> Option<&'static str> {
 /// - leads a new session and process group, so the whole tree can be killed with one signal
 ///   to the group whose id is the child's pid, and no terminal is attached (a program asking
 ///   for a password fails instead of stopping the command);
-/// - writes its final working directory to `cwd_report`.
+/// - writes its final working directory to `cwd_report`;
+/// - first reads the hook environment file `env_file`, when given and not empty.
 ///
 /// The new session comes from exec'ing through `setsid(1)` rather than a `pre_exec` hook: without
 /// a hook the standard library spawns with `posix_spawn` (vfork-like), where a hook forces a full
@@ -56,6 +61,7 @@ pub fn shell_command(
     cwd: &Path,
     output: &File,
     cwd_report: &Path,
+    env_file: Option<&Path>,
     sandbox: &SandboxMode,
 ) -> std::io::Result<tokio::process::Command> {
     let shell_argv: Vec<String> = vec![
@@ -65,6 +71,7 @@ pub fn shell_command(
         "bash".into(),
         command.into(),
         cwd_report.display().to_string(),
+        env_file.map(|p| p.display().to_string()).unwrap_or_default(),
     ];
     let (program, args): (String, Vec<String>) = match sandbox {
         SandboxMode::Off => (shell_argv[0].clone(), shell_argv[1..].to_vec()),

@@ -257,3 +257,49 @@ async fn the_reference_everything_server() {
     assert!(last.tool_result_text("l1").0.contains("Resource link:"));
     assert!(last.tool_result_text("r1").0.contains("everything: "));
 }
+
+#[tokio::test]
+async fn stream_json_sessions_report_the_servers_in_init_and_mcp_status() {
+    if !python() {
+        return;
+    }
+    let env = Env::new();
+    let log = log_path(&env, "t");
+    let server = ModelServer::start().await;
+    server.push(answer("done"));
+    let input = [
+        json!({"type": "control_request", "request_id": "s1", "request": {"subtype": "mcp_status"}}).to_string(),
+        json!({"type": "user", "message": {"role": "user", "content": "hi"}, "parent_tool_use_id": null, "session_id": ""})
+            .to_string(),
+    ]
+    .join("\n")
+        + "\n";
+    let out = env
+        .keel(&server)
+        .args([
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--mcp-config",
+        ])
+        .arg(config(json!({"t": super::stdio(&log, &[])})))
+        .stdin(&input)
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines = out.lines();
+    let status = lines
+        .iter()
+        .find(|l| l["type"] == "control_response" && l["response"]["request_id"] == "s1")
+        .expect("an mcp_status answer");
+    let servers = &status["response"]["response"]["mcpServers"];
+    assert_eq!(servers[0]["name"], "t");
+    assert_eq!(servers[0]["status"], "connected");
+    assert!(servers[0]["tools"].as_array().unwrap().contains(&json!("mcp__t__echo")));
+    assert_eq!(
+        init_line(&out)["mcp_servers"],
+        json!([{"name": "t", "status": "connected"}])
+    );
+}
