@@ -303,12 +303,12 @@ fn answer(shared: &Shared, commands: &mpsc::UnboundedSender<Command>, id: String
             out.line(&codec::success(&id, json!({"model": resolved})));
         }
         ClientRequest::McpStatus => {
-            let servers = shared
+            let servers: Vec<Value> = shared
                 .session
                 .mcp
                 .as_ref()
                 .map(|h| h.statuses().iter().map(crate::mcp::ServerStatus::sdk_json).collect())
-                .unwrap_or_else(Vec::new);
+                .unwrap_or_default();
             out.line(&codec::success(&id, json!({ "mcpServers": servers })));
         }
         ClientRequest::Unsupported(subtype) => out.line(&codec::error(
