@@ -135,6 +135,7 @@ pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupErr
     extensions.grant_memory(&mut permissions.authorizer)?;
     warnings.extend(extensions.warnings.iter().cloned());
     let sandbox_config = SandboxConfig::from_settings(&settings, cli.sandbox)?;
+    let output_cap = crate::sandbox::contain::output_cap(&settings)?;
 
     let (provider, script_model): (Arc<dyn Provider>, Option<String>) = match cli.provider {
         ProviderKind::Anthropic => {
@@ -197,11 +198,21 @@ pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupErr
     let mut session = Session::new(session_id, cwd.clone(), session_dir, transcript);
     session.tool_log = tool_log;
     session.shared.set_mode(permission_mode);
-    let authorizer = Arc::new(permissions.authorizer);
+    let mut authorizer = permissions.authorizer;
+    authorizer.set_jail_probe(|| crate::sandbox::capabilities().jail);
+    let authorizer = Arc::new(authorizer);
     if let Some(shared) = std::sync::Arc::get_mut(&mut session.shared) {
         let guard = authorizer.clone();
         shared.read_guard = crate::tools::ReadGuard::new(move |p| guard.read_denied(p));
+        let rules = authorizer.clone();
+        shared.confiner = Some(Arc::new(crate::sandbox::Confiner::new(
+            authorizer.working_dirs().to_vec(),
+            user_home.clone(),
+            shared.session_dir.join("tmp"),
+            move |p| rules.read_denied_by_rule(p),
+        )));
         shared.sandbox = sandbox_mode;
+        shared.output_cap = output_cap;
         shared.extra_dirs = authorizer.working_dirs().iter().skip(1).cloned().collect();
     }
     let resumed = history.is_some();

@@ -12,6 +12,7 @@ use serde_json::json;
 use crate::hooks::{Event, Permission, fields};
 use crate::permissions::updates::{self, Update};
 use crate::permissions::{AskInfo, HookDecision, Mode, PermissionPrompt, PermissionReply, Verdict};
+use crate::sandbox::Confinement;
 use crate::tools::ToolOutput;
 
 /// A call allowed to run: where its path resolved (file tools), and the input an approving
@@ -19,6 +20,8 @@ use crate::tools::ToolOutput;
 pub struct Approved {
     pub resolved: Option<PathBuf>,
     pub updated_input: Option<serde_json::Value>,
+    /// How the call was approved, which decides how a shell command is confined.
+    pub confinement: Confinement,
 }
 
 impl Approved {
@@ -26,6 +29,7 @@ impl Approved {
         Approved {
             resolved,
             updated_input: None,
+            confinement: Confinement::Approved,
         }
     }
 }
@@ -61,17 +65,27 @@ impl Pipeline<'_> {
         let resolved = decision.resolved;
         let verdict = decision.verdict;
         let verdict = match verdict {
-            Verdict::Allow | Verdict::Ask { .. } if leaves_sandbox(call, &self.shared.sandbox) => Verdict::Ask {
-                hard: true,
-                info: AskInfo {
-                    reason: "the command asks to run outside the OS sandbox (dangerouslyDisableSandbox)".into(),
-                    ..AskInfo::default()
-                },
-            },
+            v @ (Verdict::Allow | Verdict::AllowConfined(_) | Verdict::Ask { .. })
+                if leaves_sandbox(call, &self.shared.sandbox, &v) =>
+            {
+                Verdict::Ask {
+                    hard: true,
+                    info: AskInfo {
+                        reason: "the command asks to run outside the OS sandbox (dangerouslyDisableSandbox)".into(),
+                        ..AskInfo::default()
+                    },
+                }
+            }
             v => v,
         };
         let mut info = match verdict {
             Verdict::Allow => return Ok(Approved::plain(resolved)),
+            Verdict::AllowConfined(confinement) => {
+                return Ok(Approved {
+                    confinement,
+                    ..Approved::plain(resolved)
+                });
+            }
             Verdict::Deny(reason) => return Err(denied(call, &format!("Permission denied: {reason}."))),
             Verdict::Ask { info, .. } => info,
         };
@@ -97,6 +111,7 @@ impl Pipeline<'_> {
                     return Ok(Approved {
                         resolved,
                         updated_input: agg.updated_input,
+                        confinement: Confinement::Approved,
                     });
                 }
                 Some(Permission::Deny) => {
@@ -134,6 +149,7 @@ impl Pipeline<'_> {
                 Ok(Approved {
                     resolved,
                     updated_input,
+                    confinement: Confinement::Approved,
                 })
             }
             Some(PermissionReply::Reject { message, interrupt }) => {
@@ -300,9 +316,10 @@ fn detail(call: &ToolCall, info: &AskInfo) -> String {
     format!("{body}\n\n({})", info.reason)
 }
 
-/// A Bash call that asks to run unsandboxed while the sandbox is on.
-fn leaves_sandbox(call: &ToolCall, sandbox: &crate::sandbox::SandboxMode) -> bool {
+/// A Bash call that asks to run unconfined while it would be confined: the sandbox is on, or
+/// keel approved it only as read-only (the jail).
+fn leaves_sandbox(call: &ToolCall, sandbox: &crate::sandbox::SandboxMode, verdict: &Verdict) -> bool {
     call.name == "Bash"
         && call.input.get("dangerouslyDisableSandbox") == Some(&serde_json::Value::Bool(true))
-        && !matches!(sandbox, crate::sandbox::SandboxMode::Off)
+        && (!matches!(sandbox, crate::sandbox::SandboxMode::Off) || matches!(verdict, Verdict::AllowConfined(_)))
 }

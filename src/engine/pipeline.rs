@@ -182,6 +182,7 @@ impl Pipeline<'_> {
             Ok(a) => a,
             Err(refusal) => return self.refused(call, refusal),
         };
+        let confinement = approved.confinement;
         let (effective, resolved) = match approved.updated_input {
             None => (effective, approved.resolved),
             Some(updated) => {
@@ -228,6 +229,7 @@ impl Pipeline<'_> {
             cancel: cancel.child_token(),
             tool_use_id: call.id.clone(),
             resolved,
+            confinement,
         };
         let tool = registered.tool.clone();
         let result = if tool.handles_cancellation() {

@@ -4,7 +4,10 @@
 //! tool pipeline's authorization step; this module also defines how the engine asks a human.
 
 pub mod authorizer;
+pub mod commands;
 pub mod config;
+pub mod option_tables;
+pub mod options;
 pub mod protected;
 pub mod rules;
 pub mod shell;

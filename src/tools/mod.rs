@@ -41,8 +41,13 @@ pub struct SessionShared {
     pub mode: Mutex<crate::permissions::Mode>,
     /// The session's task list (TodoWrite).
     pub todos: Mutex<Vec<Todo>>,
-    /// How shell commands are confined (set once at startup).
+    /// How shell commands a human or rule approved are confined (set once at startup).
     pub sandbox: crate::sandbox::SandboxMode,
+    /// The session's confinement state (read-only jail, credential scan); none in bare test
+    /// sessions, whose commands then run as `sandbox` says.
+    pub confiner: Option<Arc<crate::sandbox::Confiner>>,
+    /// Most bytes one shell command's output file keeps (head and tail; `shellOutputMaxBytes`).
+    pub output_cap: u64,
     /// Working directories besides `cwd` (`--add-dir`, `permissions.additionalDirectories`).
     pub extra_dirs: Vec<PathBuf>,
     /// Files whose content Read-like tools must not show (set once at startup).
@@ -119,6 +124,8 @@ impl SessionShared {
             mode: Mutex::new(crate::permissions::Mode::Default),
             todos: Mutex::new(Vec::new()),
             sandbox: crate::sandbox::SandboxMode::Off,
+            confiner: None,
+            output_cap: crate::sandbox::contain::DEFAULT_OUTPUT_CAP,
             extra_dirs: Vec::new(),
             read_guard: ReadGuard::default(),
             agents: None,
@@ -152,6 +159,8 @@ impl SessionShared {
     /// directories, permission mode) when a front end swaps sessions.
     pub fn inherit_from(&mut self, other: &SessionShared) {
         self.sandbox = other.sandbox.clone();
+        self.confiner = other.confiner.clone();
+        self.output_cap = other.output_cap;
         self.extra_dirs = other.extra_dirs.clone();
         self.read_guard = other.read_guard.clone();
         self.agents = other.agents.clone();
@@ -198,6 +207,8 @@ pub struct ToolContext {
     pub shared: Arc<SessionShared>,
     pub cancel: CancellationToken,
     pub tool_use_id: String,
+    /// How the permission step approved this call (Bash confines the command accordingly).
+    pub confinement: crate::sandbox::Confinement,
     /// The call's path as the permission check resolved it (symbolic links followed once).
     pub resolved: Option<PathBuf>,
 }

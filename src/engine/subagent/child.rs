@@ -151,6 +151,10 @@ pub(super) async fn prepare(
                 // The parent's tree is not the child's: its views and its write access stay home.
                 Some(w) => {
                     child.sandbox = worktree::rebase_sandbox(&parent.sandbox, &parent.cwd, &w.path);
+                    child.confiner = parent
+                        .confiner
+                        .as_ref()
+                        .map(|c| Arc::new(c.rebased(&parent.cwd, &w.path)));
                     child.extra_dirs = authorizer.working_dirs().iter().skip(1).cloned().collect();
                 }
                 None => {
