@@ -89,6 +89,7 @@ async fn a_channel_server_registers_reports_and_answers() {
         cancel: tokio_util::sync::CancellationToken::new(),
         tool_use_id: "toolu_1".into(),
         resolved: None,
+        confinement: Default::default(),
     };
     let tool = registry.get("mcp__calc__add").unwrap();
     assert!(
@@ -193,6 +194,7 @@ async fn a_sub_agents_subset_keeps_deferred_tools_behind_its_own_tool_search() {
         cancel: tokio_util::sync::CancellationToken::new(),
         tool_use_id: "toolu_1".into(),
         resolved: None,
+        confinement: Default::default(),
     };
     let loader = child.get(search::NAME).unwrap();
     loader
