@@ -69,6 +69,14 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
         return Ok(ExitCode::SUCCESS);
     };
     let prepared = setup::prepare_with(&cli, trust)?;
+    // Asked before the interface takes the terminal: a plain question, answered once per project.
+    let mcp = prepared.mcp.clone();
+    let approval_notes = match paths::keel_home() {
+        Some(home) => {
+            crate::mcp::startup::ask_approvals(&mcp, &prepared.mcp_pending, &home, &prepared.engine.session.shared.cwd)
+        }
+        None => Vec::new(),
+    };
     render::theme::set_truecolor(render::theme::truecolor_from_env());
     render::highlight::preload();
 
@@ -96,7 +104,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
         None => transcript::history::fill(&mut app.transcript, engine.session.history(), &cwd),
     }
     app.editor.set_history(input::history::load(&project_dir));
-    for w in &prepared.warnings {
+    for w in prepared.warnings.iter().chain(&approval_notes) {
         app.notice(NoticeLevel::Warning, w.clone());
     }
 
@@ -134,6 +142,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
     app.drop_pending();
     drop(job_tx);
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, worker).await;
+    mcp.shutdown().await;
     drop(tui);
 
     let reason = result?;
