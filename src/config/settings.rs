@@ -33,6 +33,7 @@ const KNOWN_KEYS: &[&str] = &[
     "spinnerTipsEnabled",
     "alwaysThinkingEnabled",
     "feedbackSurveyState",
+    "verification",
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,6 +14,7 @@ pub mod session;
 pub mod subagent;
 mod tool_hooks;
 mod turn;
+mod verification;
 
 use std::sync::Arc;
 

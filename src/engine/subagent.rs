@@ -109,6 +109,8 @@ impl AgentRunner for SubagentRunner {
                 child.inherit_from(parent);
                 // No deeper nesting, and what the child reads stays in its copy of the state.
                 child.agents = None;
+                // The sub-agent's runs and changes are the session's evidence.
+                child.evidence = parent.evidence.clone();
                 *child.file_state.get_mut().unwrap_or_else(|p| p.into_inner()) = parent.files().clone();
             }
             None => return Err("internal error: the sub-agent's state is already shared".into()),

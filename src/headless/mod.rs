@@ -132,9 +132,16 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
             }
         }
     }
-    let result = output::result_object(&outcome, &session_id, &engine.session.totals, &engine.session.denials);
+    let mut result = output::result_object(&outcome, &session_id, &engine.session.totals, &engine.session.denials);
+    let evidence = engine.session.shared.evidence.clone();
+    if let Some(m) = result.as_object_mut() {
+        m.insert("verification".into(), evidence.report_json());
+    }
     match cli.output_format {
         OutputFormat::Text => {
+            if let Some(line) = evidence.text_line() {
+                eprintln!("{line}");
+            }
             if outcome.is_error {
                 eprintln!("Error: {}", text_error(&outcome, cli.max_turns));
             } else {

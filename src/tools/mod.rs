@@ -52,6 +52,8 @@ pub struct SessionShared {
     pub shell_cwd: Mutex<PathBuf>,
     /// Background shells; all of them are killed when the session ends (and on drop).
     pub shells: bash::background::BackgroundShells,
+    /// The verification ledger (shared with sub-agents: their runs and changes are the session's).
+    pub evidence: Arc<crate::evidence::Evidence>,
 }
 
 /// Decides which files Grep and Glob leave out (credential files, Read deny rules), so a search
@@ -101,7 +103,7 @@ pub enum TodoStatus {
 impl SessionShared {
     pub fn new(cwd: PathBuf, session_dir: PathBuf) -> Self {
         SessionShared {
-            session_dir,
+            session_dir: session_dir.clone(),
             file_state: Mutex::new(FileStateMap::default()),
             mode: Mutex::new(crate::permissions::Mode::Default),
             todos: Mutex::new(Vec::new()),
@@ -112,6 +114,7 @@ impl SessionShared {
             subagent_tally: Mutex::new(agent::SubagentTally::default()),
             shell_cwd: Mutex::new(cwd.clone()),
             shells: bash::background::BackgroundShells::default(),
+            evidence: Arc::new(crate::evidence::Evidence::in_memory(&cwd, &session_dir)),
             cwd,
         }
     }
