@@ -64,9 +64,6 @@ pub fn split(line: &str) -> Vec<Segment> {
         while words.first().is_some_and(|w| KEYWORDS.contains(&w.as_str())) {
             words.remove(0);
         }
-        while words.last().is_some_and(|w| matches!(w.as_str(), "}" | "fi" | "done")) {
-            words.pop();
-        }
         if words.is_empty() {
             writes.clear();
             if let Some(last) = out.last_mut()

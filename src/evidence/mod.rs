@@ -97,6 +97,7 @@ pub enum Watch {
     /// A foreground shell command and the workspace before it.
     Bash {
         command: String,
+        cwd: PathBuf,
         before: Snapshot,
         started: Instant,
     },
@@ -158,7 +159,9 @@ impl Evidence {
             .and_then(|p| std::fs::read(p).ok())
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();
-        let fingerprinter = Fingerprinter::new(cwd);
+        // The session directory may lie inside the workspace (KEEL_HOME there): its files are
+        // keel's, not the project's.
+        let fingerprinter = Fingerprinter::new(cwd).excluding(session_dir);
         let mut state = State {
             ledger,
             last: None,
@@ -261,6 +264,7 @@ impl Evidence {
             }
             return Watch::Bash {
                 command: command.to_string(),
+                cwd: shell_cwd.to_path_buf(),
                 before,
                 started: Instant::now(),
             };
@@ -305,11 +309,13 @@ impl Evidence {
             }
             Watch::Bash {
                 command,
+                cwd,
                 before,
                 started,
             } => {
                 let after = self.fingerprint().await;
-                self.after_command(&command, before, after, output, started.elapsed().as_millis() as u64, known)
+                let duration = started.elapsed().as_millis() as u64;
+                self.after_command(&command, &cwd, before, after, output, duration, known)
             }
         };
         {
@@ -321,9 +327,11 @@ impl Evidence {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn after_command(
         &self,
         command: &str,
+        shell_cwd: &Path,
         before: Snapshot,
         after: Snapshot,
         output: &ToolOutput,
@@ -332,12 +340,27 @@ impl Evidence {
     ) -> Vec<String> {
         let reading = runners::recognise(command, &self.config.declared);
         let changes = before.diff(&after);
-        let text = output
+        let mut text = output
             .structured
             .get("stdout")
             .and_then(Value::as_str)
             .map(str::to_string)
             .unwrap_or_else(|| output.content.as_text());
+        // `pytest > out.log`: the runner's report went to a file.
+        let segments = command::split(command);
+        for r in &reading.runs {
+            for w in segments.get(r.segment).map(|s| s.writes.as_slice()).unwrap_or_default() {
+                let path = crate::tools::paths::resolve(shell_cwd, w);
+                if let Ok(meta) = std::fs::metadata(&path)
+                    && meta.is_file()
+                    && meta.len() <= crate::tools::bash::output::MAX_LOADED_BYTES
+                    && let Ok(log) = std::fs::read(&path)
+                {
+                    text.push('\n');
+                    text.push_str(&String::from_utf8_lossy(&log));
+                }
+            }
+        }
         let exit = match output.structured.get("exitCode") {
             Some(Value::Number(n)) => n.as_i64().map(|n| n as i32),
             _ => None,

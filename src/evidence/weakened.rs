@@ -234,10 +234,35 @@ fn code_lines(l: Lang, text: &str) -> String {
         if comment {
             continue;
         }
-        out.push_str(line);
+        out.push_str(strip_trailing_comment(l, line));
         out.push('\n');
     }
     out
+}
+
+/// The line up to a comment that follows code (`x = 1  # assert …`, `f(); // assert!(…)`),
+/// outside string literals.
+fn strip_trailing_comment(l: Lang, line: &str) -> &str {
+    let hash = matches!(l, Lang::Python | Lang::Ruby | Lang::Php);
+    let slashes = !matches!(l, Lang::Python | Lang::Ruby);
+    let bytes = line.as_bytes();
+    let mut quote: Option<u8> = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match quote {
+            Some(_) if b == b'\\' => i += 1,
+            Some(q) if b == q => quote = None,
+            Some(_) => {}
+            // A Rust `'` is a lifetime as often as a character literal.
+            None if b == b'"' || b == b'`' || (b == b'\'' && l != Lang::Rust) => quote = Some(b),
+            None if hash && b == b'#' && bytes.get(i + 1) != Some(&b'[') => return &line[..i],
+            None if slashes && b == b'/' && bytes.get(i + 1) == Some(&b'/') => return &line[..i],
+            None => {}
+        }
+        i += 1;
+    }
+    line
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

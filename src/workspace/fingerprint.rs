@@ -152,6 +152,8 @@ impl Snapshot {
 pub struct Fingerprinter {
     root: PathBuf,
     limit: usize,
+    /// Directories left out (keel's own session directory when it lies inside the workspace).
+    excluded: Vec<PathBuf>,
 }
 
 impl Fingerprinter {
@@ -159,7 +161,17 @@ impl Fingerprinter {
         Fingerprinter {
             root: root.into(),
             limit: DEFAULT_LIMIT,
+            excluded: Vec::new(),
         }
+    }
+
+    /// Leaves `dir` out of every snapshot.
+    pub fn excluding(mut self, dir: &Path) -> Self {
+        let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        if dir.starts_with(&self.root) {
+            self.excluded.push(dir);
+        }
+        self
     }
 
     /// Lowers the entry limit (tests, callers with a tighter budget).
@@ -182,15 +194,18 @@ impl Fingerprinter {
             overflow: AtomicBool::new(false),
         };
         let threads = std::thread::available_parallelism().map(|n| n.get().min(4)).unwrap_or(1);
+        let excluded = self.excluded.clone();
         ignore::WalkBuilder::new(&self.root)
             .hidden(false)
             .git_global(false)
             .require_git(false)
             .follow_links(false)
             .threads(threads)
-            .filter_entry(|e| {
-                !(e.file_type().is_some_and(|t| t.is_dir())
-                    && e.file_name().to_str().is_some_and(|n| SKIPPED_DIRS.contains(&n)))
+            .filter_entry(move |e| {
+                let dir = e.file_type().is_some_and(|t| t.is_dir());
+                !(dir
+                    && (e.file_name().to_str().is_some_and(|n| SKIPPED_DIRS.contains(&n))
+                        || excluded.iter().any(|x| e.path() == x)))
             })
             .build_parallel()
             .visit(&mut Builder(&shared));

@@ -28,6 +28,10 @@ pub fn go_test(text: &str) -> Option<Parsed> {
             }
             continue;
         }
+        // go separates a package line's fields with tabs (`ok  \tpkg\t0.01s`).
+        if !line.contains('\t') {
+            continue;
+        }
         let mut fields = line.split_whitespace();
         match fields.next() {
             Some("ok") if fields.next().is_some() => {
