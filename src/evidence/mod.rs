@@ -56,8 +56,9 @@ pub struct Config {
 }
 
 impl Config {
-    /// `verification.stopGate` and `verification.commands` from the settings, plus the commands
-    /// the instruction files' build-and-test sections list. Returns the config and warnings
+    /// `verification.stopGate` (`KEEL_VERIFICATION_GATE` wins over it) and
+    /// `verification.commands` from the settings, plus the commands the instruction files'
+    /// build-and-test sections list. Returns the config and warnings
     /// (declared commands keel refused).
     pub fn from_settings<'a>(
         settings: &Settings,
@@ -79,6 +80,14 @@ impl Config {
         for text in instructions {
             commands.extend(declared::from_instructions(text));
         }
+        let gate = match std::env::var("KEEL_VERIFICATION_GATE") {
+            Ok(v) if !v.trim().is_empty() => GateMode::parse(v.trim()).ok_or_else(|| SettingsError::Invalid {
+                path: "environment".into(),
+                key: "KEEL_VERIFICATION_GATE".into(),
+                problem: format!("must be \"nudge\", \"require\" or \"off\", found `{v}`"),
+            })?,
+            _ => gate,
+        };
         let (declared, refused) = Declared::new(commands);
         let warnings = refused
             .into_iter()
