@@ -198,6 +198,12 @@ impl Evidence {
         }
     }
 
+    /// The evidence of another session of the same workspace (a front end swapped sessions):
+    /// same settings and persistence, that session's own ledger.
+    pub fn for_session(&self, session_dir: &Path) -> Evidence {
+        Evidence::new(&self.cwd, session_dir, self.config.clone(), self.store.is_some())
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }

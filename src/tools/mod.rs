@@ -126,12 +126,13 @@ impl SessionShared {
     }
 
     /// Takes over the startup decisions of another session's state (sandbox, added
-    /// directories, permission mode) when a front end swaps sessions.
+    /// directories, permission mode, verification settings) when a front end swaps sessions.
     pub fn inherit_from(&mut self, other: &SessionShared) {
         self.sandbox = other.sandbox.clone();
         self.extra_dirs = other.extra_dirs.clone();
         self.read_guard = other.read_guard.clone();
         self.agents = other.agents.clone();
+        self.evidence = Arc::new(other.evidence.for_session(&self.session_dir));
         self.set_mode(other.mode());
     }
 

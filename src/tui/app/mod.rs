@@ -370,6 +370,7 @@ impl App {
         match cmd {
             Command::Help => self.info("Help", commands::help(&self.commands)),
             Command::Cost => self.info("Cost", self.cost_report()),
+            Command::Evidence => self.info("Evidence", format!("```text\n{}```", self.shared.evidence.listing())),
             Command::Todos => {
                 let todos = self.shared.todos();
                 let text = if todos.is_empty() {

@@ -64,6 +64,11 @@ pub const BUILTINS: &[Builtin] = &[
         help: "the session's task list",
     },
     Builtin {
+        name: "evidence",
+        args: "",
+        help: "the verification ledger: test runs, changes, weakened tests",
+    },
+    Builtin {
         name: "exit",
         args: "",
         help: "leave keel",
@@ -82,6 +87,7 @@ pub enum Command {
     Hooks,
     Resume(Option<String>),
     Todos,
+    Evidence,
     Exit,
     Custom { name: String, args: String },
 }
@@ -141,6 +147,7 @@ pub fn parse(input: &str, custom: &CustomCommands) -> Option<Result<Command, Str
         "hooks" => no_args(Command::Hooks),
         "resume" | "continue" => Ok(Command::Resume(arg)),
         "todos" => no_args(Command::Todos),
+        "evidence" => no_args(Command::Evidence),
         "exit" | "quit" => no_args(Command::Exit),
         other => match custom.get(other) {
             Some(_) => Ok(Command::Custom {
