@@ -7,6 +7,7 @@ mod compaction;
 mod demo;
 mod edit_guards;
 mod engine_loop;
+mod evidence;
 mod headless;
 mod hooks;
 mod hooks_integration;

@@ -146,6 +146,11 @@ impl Keel {
         self
     }
 
+    pub fn env_remove(&mut self, k: &str) -> &mut Self {
+        self.cmd.env_remove(k);
+        self
+    }
+
     pub fn stdin(&mut self, s: &str) -> &mut Self {
         self.stdin = Some(s.to_string());
         self
