@@ -229,8 +229,9 @@ pub struct Ledger {
     pub changes: Vec<Change>,
     /// Test files weaker than their baseline, by relative path.
     pub weakened: BTreeMap<String, Weakened>,
-    /// Test files' content when the session first saw them (what weakening is measured from).
-    #[serde(default)]
+    /// Test files' content when the session first saw them (what weakening is measured from);
+    /// saved in a file of its own.
+    #[serde(skip)]
     pub baselines: BTreeMap<String, String>,
     /// Digest of the last workspace fingerprint (to notice changes while a session was closed).
     #[serde(default)]

@@ -123,6 +123,9 @@ struct State {
     sends: u32,
     /// The first failure to save the ledger (reported once).
     write_error: Option<String>,
+    /// What the saved files hold: (version, runs, weakened files, digest), baselines.
+    saved: Option<(u64, usize, usize, Option<u64>)>,
+    saved_baselines: usize,
 }
 
 /// The session's evidence: the ledger and what keeps it current.
@@ -163,11 +166,19 @@ impl Evidence {
     /// closed make its earlier passes stale.
     pub fn new(cwd: &Path, session_dir: &Path, config: Config, persist: bool) -> Evidence {
         let store = persist.then(|| session_dir.join("evidence.json"));
-        let ledger: Ledger = store
+        let mut ledger: Ledger = store
             .as_ref()
             .and_then(|p| std::fs::read(p).ok())
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();
+        if let Some(baselines) = store
+            .as_ref()
+            .and_then(|p| std::fs::read(baselines_path(p)).ok())
+            .and_then(|b| serde_json::from_slice(&b).ok())
+        {
+            ledger.baselines = baselines;
+        }
+        let saved_baselines = ledger.baselines.len();
         // The session directory may lie inside the workspace (KEEL_HOME there): its files are
         // keel's, not the project's.
         let fingerprinter = Fingerprinter::new(cwd).excluding(session_dir);
@@ -178,6 +189,8 @@ impl Evidence {
             turn_start: 0,
             sends: 0,
             write_error: None,
+            saved: None,
+            saved_baselines,
         };
         if let Some(digest) = state.ledger.digest {
             let now = fingerprinter.snapshot();
@@ -523,11 +536,31 @@ impl Evidence {
         Some(path)
     }
 
+    /// Writes the ledger when it changed since the last save (a command that changed nothing
+    /// and ran no check costs no write); the test files' baselines, which can be large, go to
+    /// their own file, written only when one is added.
     fn save(&self, s: &mut State) {
         let Some(path) = &self.store else { return };
-        let result = serde_json::to_vec(&s.ledger)
-            .map_err(std::io::Error::other)
-            .and_then(|b| crate::fsutil::write_atomic_copy(path, &b));
+        let l = &s.ledger;
+        let sig = (l.version, l.runs.len(), l.weakened.len(), l.digest);
+        let mut result = Ok(());
+        if s.saved != Some(sig) {
+            result = serde_json::to_vec(l)
+                .map_err(std::io::Error::other)
+                .and_then(|b| crate::fsutil::write_atomic_copy(path, &b));
+            if result.is_ok() {
+                s.saved = Some(sig);
+            }
+        }
+        if result.is_ok() && s.saved_baselines != l.baselines.len() {
+            let file = baselines_path(path);
+            result = serde_json::to_vec(&l.baselines)
+                .map_err(std::io::Error::other)
+                .and_then(|b| crate::fsutil::write_atomic_copy(&file, &b));
+            if result.is_ok() {
+                s.saved_baselines = l.baselines.len();
+            }
+        }
         if let Err(e) = result
             && s.write_error.is_none()
         {
@@ -603,6 +636,10 @@ fn git_head(cwd: &Path, rel: &str) -> Option<String> {
         .output()
         .ok()?;
     out.status.success().then(|| String::from_utf8(out.stdout).ok()).flatten()
+}
+
+fn baselines_path(store: &Path) -> PathBuf {
+    store.with_file_name("evidence-baselines.json")
 }
 
 fn rel_string(p: &Path) -> String {

@@ -126,10 +126,12 @@ const OBSERVERS: &[&str] = &[
     "esac", "in", "git status", "git diff", "git log", "git show",
 ];
 
-/// Programs a project may not declare as its test command: they print whatever they are given.
-const NOT_DECLARABLE: &[&str] = &[
-    "echo", "printf", "true", "false", ":", "cat", "test", "[", "exit", "yes", "env", "sh", "bash", "eval", "exec",
-];
+/// Programs a project may not declare as its test command: they print whatever they are given
+/// or whatever a file holds (a repository could otherwise make `ls` print "5 passed, 0 failed").
+const NOT_DECLARABLE: &[&str] = &["printf", "false", "yes", "eval", "exec", "xargs", "find", "git", "head"];
+
+/// Interpreters: declarable only with the script they run (`python tests/run.py`), never alone.
+const INTERPRETERS: &[&str] = &["python", "python3", "node", "ruby", "perl", "php", "sh", "bash", "zsh", "npx", "deno", "bun"];
 
 /// Commands the project declared (from settings and instruction files), as word lists.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -154,9 +156,16 @@ impl Declared {
             };
             let words = strip_wrappers(&seg.words);
             let Some(first) = words.first() else { continue };
-            if !first.contains('/') && NOT_DECLARABLE.contains(&first.as_str()) {
+            let bare = !first.contains('/');
+            if bare && (NOT_DECLARABLE.contains(&first.as_str()) || OBSERVERS.contains(&first.as_str())) {
                 refused.push(format!(
-                    "`{c}`: `{first}` prints whatever it is given, so it cannot stand for a test run"
+                    "`{c}`: `{first}` prints whatever it is given or finds, so it cannot stand for a test run"
+                ));
+                continue;
+            }
+            if bare && INTERPRETERS.contains(&first.as_str()) && words.len() < 2 {
+                refused.push(format!(
+                    "`{c}`: declare the script `{first}` runs, not `{first}` alone"
                 ));
                 continue;
             }

@@ -151,9 +151,16 @@ fn declared_commands_are_runs_and_printers_cannot_be_declared() {
         "echo 5 passed".to_string(),
         "cat results.txt".to_string(),
         "a && b".to_string(),
+        "ls".to_string(),
+        "python".to_string(),
+        "python tests/run_all.py".to_string(),
     ]);
-    assert_eq!(declared.len(), 2);
-    assert_eq!(refused.len(), 3, "{refused:?}");
+    assert_eq!(declared.len(), 3);
+    assert_eq!(refused.len(), 5, "{refused:?}");
+    // A repository cannot make `ls` a test run (a file named "5 passed, 0 failed" would pass).
+    assert!(recognise("ls", &declared).runs.is_empty());
+    assert!(recognise("python other.py", &declared).runs.is_empty());
+    assert_eq!(recognise("python tests/run_all.py -v", &declared).runs.len(), 1);
     let r = recognise("./scripts/check.sh --all --verbose | tail", &declared);
     assert_eq!(r.runs.first().map(|r| r.runner), Some(Runner::Script));
     assert!(recognise("bin/test unit", &declared).runs.len() == 1);

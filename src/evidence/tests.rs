@@ -281,3 +281,30 @@ fn settings_choose_the_gate_and_declare_commands() {
     let err = Config::from_settings(&bad, std::iter::empty()).unwrap_err().to_string();
     assert!(err.contains("verification.stopGate") && err.contains("\"nudge\""), "{err}");
 }
+
+#[tokio::test]
+async fn the_todo_rule_adds_its_line_when_no_completed_todo_was_a_verification_step() {
+    use crate::tools::{Todo, TodoStatus};
+    let todo = |content: &str, status| Todo {
+        content: content.into(),
+        status,
+        active_form: content.into(),
+    };
+    let done = [
+        todo("Read the parser", TodoStatus::Completed),
+        todo("Fix the off-by-one", TodoStatus::Completed),
+        todo("Update the docs", TodoStatus::Completed),
+        todo("Run the test suite", TodoStatus::Pending),
+    ];
+    let w = ws(GateMode::Nudge);
+    w.ev.begin_turn();
+    w.edit("src/app.py", "def f(x):\n    return x\n").await;
+    let note = w.ev.gate(&done).unwrap();
+    assert!(note.contains("3 todos are completed and none of them was a verification step"), "{note}");
+    let mut verified = done.clone();
+    verified[3].status = TodoStatus::Completed;
+    assert_eq!(gate::todos_unverified(&verified), None);
+    assert_eq!(gate::todos_unverified(&done[..2]), None, "fewer than three completed");
+    assert!(gate::is_verification_step(&todo("Check that cargo clippy is clean", TodoStatus::Pending)));
+    assert!(!gate::is_verification_step(&todo("Refactor the parser", TodoStatus::Pending)));
+}

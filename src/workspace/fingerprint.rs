@@ -197,6 +197,8 @@ impl Fingerprinter {
         let excluded = self.excluded.clone();
         ignore::WalkBuilder::new(&self.root)
             .hidden(false)
+            // git's own rules only: no `.ignore`/`.rgignore` lookups in every directory.
+            .ignore(false)
             .git_global(false)
             .require_git(false)
             .follow_links(false)

@@ -357,7 +357,7 @@ async fn the_gate_off_sends_nothing_back_but_the_report_still_tells() {
         return;
     }
     let env = project();
-    let r = json_session(
+    let out = session(
         &env,
         vec![
             read("calc.py"),
@@ -365,12 +365,24 @@ async fn the_gate_off_sends_nothing_back_but_the_report_still_tells() {
             bash("python3 -m unittest discover -p 'none*'"),
             say("Fixed; all tests pass."),
         ],
-        &["--settings", r#"{"verification": {"stopGate": "off"}}"#],
+        &[
+            "--settings",
+            r#"{"verification": {"stopGate": "off"}}"#,
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ],
     )
     .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines = out.lines();
+    let r = lines.last().unwrap();
+    assert_eq!(r["type"], "result");
     assert_eq!(r["result"], "Fixed; all tests pass.");
     assert!(nudges(&env).is_empty());
+    // The stream-json result line carries the same report.
     assert_eq!(r["verification"]["status"], "not_run");
+    assert_eq!(r["verification"]["runs"][0]["executed"], 0);
 }
 
 #[tokio::test]
