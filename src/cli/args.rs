@@ -94,6 +94,14 @@ pub struct Cli {
     #[arg(long = "add-dir", num_args = 1.., value_name = "DIR")]
     pub add_dir: Vec<PathBuf>,
 
+    /// Load a plugin folder (skills, commands, agents, hooks); repeat for more
+    #[arg(long = "plugin-dir", value_name = "DIR")]
+    pub plugin_dir: Vec<PathBuf>,
+
+    /// Sub-agent types as JSON: {"name": {"description": "...", "prompt": "...", "tools": [...]}}
+    #[arg(long, value_name = "JSON")]
+    pub agents: Option<String>,
+
     /// Run Bash commands in the OS sandbox (writes limited to the working directories, no network)
     #[arg(long)]
     pub sandbox: bool,

@@ -2,6 +2,7 @@
 
 pub mod args;
 pub mod doctor;
+pub mod extensions;
 pub mod setup;
 
 use std::process::ExitCode;

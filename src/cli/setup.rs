@@ -62,8 +62,8 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
         crate::debug::enable();
     }
     let user_home = dirs::home_dir();
-    let settings = Settings::load(user_home.as_deref(), &home, &cwd, cli.settings.as_deref())?;
-    let permissions = permission_config::build(
+    let mut settings = Settings::load(user_home.as_deref(), &home, &cwd, cli.settings.as_deref())?;
+    let mut permissions = permission_config::build(
         &settings,
         &CliPermissions {
             allowed_tools: cli.allowed_tools.clone(),
@@ -77,6 +77,16 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     )?;
     let permission_mode = permissions.mode;
     let mut warnings = permissions.warnings.clone();
+    let extensions = super::extensions::load(
+        cli,
+        &mut settings,
+        &cwd,
+        user_home.as_deref(),
+        &home,
+        &permissions.authorizer.working_dirs()[1..],
+    )?;
+    extensions.grant_memory(&mut permissions.authorizer)?;
+    warnings.extend(extensions.warnings.iter().cloned());
     let sandbox_config = SandboxConfig::from_settings(&settings, cli.sandbox)?;
 
     let (provider, script_model): (Arc<dyn Provider>, Option<String>) = match cli.provider {
@@ -150,7 +160,7 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
         session.log_event("resumed", serde_json::json!({"model": model}));
     }
 
-    let mut registry = ToolRegistry::new(builtin_tools())?;
+    let mut registry = extensions.add_tools(ToolRegistry::new(builtin_tools())?)?;
     if let Some(list) = &cli.tools {
         let wanted: Vec<&str> = list
             .split([',', ' '])
@@ -174,13 +184,14 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     let info = models::info(&model);
     let (context_window, compact) = context_settings(&settings)?;
     let home_dir = dirs::home_dir();
-    let project = ProjectContext::gather(&Gather {
+    let mut project = ProjectContext::gather(&Gather {
         cwd: &cwd,
         model: &model,
         home: home_dir.as_deref(),
         replace: cli.system_prompt.as_deref(),
         append: cli.append_system_prompt.as_deref(),
     });
+    extensions.decorate(&mut project, &registry, context_window.unwrap_or(info.context_window));
     let (verification, verification_warnings) =
         crate::evidence::Config::from_settings(&settings, project.instructions.all().map(|f| f.content.as_str()))?;
     warnings.extend(verification_warnings);
@@ -206,7 +217,7 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     let hooks = Hooks::new(hook_config, cwd.clone(), session.id.clone(), session.transcript.clone());
     let (mut engine, events) = Engine::new(config, provider, registry, authorizer, Arc::new(hooks), session);
     engine.set_project(project);
-    engine.install_subagents()?;
+    extensions.install(&mut engine)?;
     Ok(Prepared {
         engine,
         events,

@@ -59,6 +59,18 @@ pub fn render(r: &Report<'_>) -> String {
         "  {files:>7}  instruction files ({} loaded at start)",
         p.instructions.files.len()
     );
+    let listings: u64 = p.listings.iter().map(|l| tokens::text(l)).sum();
+    if listings > 0 {
+        let _ = writeln!(out, "  {listings:>7}  skill and sub-agent listings");
+    }
+    if let Some(m) = &p.memory {
+        let _ = writeln!(
+            out,
+            "  {:>7}  project memory ({})",
+            tokens::text(&m.render()),
+            m.file.display()
+        );
+    }
 
     out.push_str("\nInstruction files loaded at start, in order (later ones take precedence):\n");
     if p.instructions.files.is_empty() {

@@ -27,9 +27,16 @@ impl Pipeline<'_> {
         cancel: &CancellationToken,
     ) -> Result<(), Refusal> {
         let mode = self.shared.mode();
-        let verdict = self
-            .authorizer
-            .check(&call.name, &call.input, read_only, mode, &self.shared.cwd, hook);
+        let grants = self.shared.skills.grants();
+        let verdict = self.authorizer.check_with_grants(
+            &call.name,
+            &call.input,
+            read_only,
+            mode,
+            &self.shared.cwd,
+            hook,
+            &grants,
+        );
         let verdict = match verdict {
             Verdict::Allow | Verdict::Ask { .. } if leaves_sandbox(call, &self.shared.sandbox) => Verdict::Ask {
                 hard: true,
@@ -40,11 +47,20 @@ impl Pipeline<'_> {
             },
             v => v,
         };
-        let info = match verdict {
+        let mut info = match verdict {
             Verdict::Allow => return Ok(()),
             Verdict::Deny(reason) => return Err(denied(call, &format!("Permission denied: {reason}."))),
             Verdict::Ask { info, .. } => info,
         };
+        // Whoever decides on loading a skill sees what it would grant.
+        if call.name == "Skill"
+            && let Some(runner) = &self.shared.skill_runner
+        {
+            let grants = runner.grants(call.input.get("skill").and_then(|v| v.as_str()).unwrap_or(""));
+            if !grants.is_empty() {
+                info.reason.push_str(&format!(": {}", grants.join(", ")));
+            }
+        }
         if self.hooks.has(Event::PermissionRequest) {
             let mut f = self.tool_fields(call, &call.input);
             f.insert("permission_suggestions".into(), json!(info.rules_to_save));

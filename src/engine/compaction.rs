@@ -81,8 +81,15 @@ impl Engine {
             }
         }
         self.compactor.counter.sent(view.generation, view.messages.len());
+        // A loaded skill's `model` applies for the rest of the turn.
+        let model = self
+            .session
+            .shared
+            .skills
+            .model()
+            .unwrap_or_else(|| self.config.model.clone());
         Some(assemble::request(
-            &self.config.model,
+            &model,
             self.compactor.request_max_tokens(self.config.max_tokens),
             &self.config.system,
             self.registry.tool_set(),
@@ -309,6 +316,8 @@ impl Engine {
         }
         let mut blocks = vec![ContentBlock::text(text.clone())];
         blocks.extend(hot.map(ContentBlock::text));
+        // Skills loaded earlier keep applying: their latest text is mounted again.
+        blocks.extend(self.session.shared.skills.remount_text().map(ContentBlock::text));
         let new_history = autocompact::new_history(&store, blocks);
         self.session.compact_history(new_history, trigger.as_str(), pre_tokens);
         self.compactor.reset();

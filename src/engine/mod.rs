@@ -7,10 +7,11 @@
 
 mod authorize;
 mod compaction;
-pub mod events;
+pub mod harness;
 mod lifecycle;
 pub mod pipeline;
 pub mod session;
+pub mod skills;
 pub mod subagent;
 mod tool_hooks;
 mod turn;
@@ -20,8 +21,9 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
+pub use crate::events;
+pub use crate::events::{EngineEvent, EventSink, NoticeLevel, ResultSubtype, TurnOutcome};
 pub use compaction::{CompactError, CompactReport};
-pub use events::{EngineEvent, NoticeLevel, ResultSubtype, TurnOutcome};
 pub use session::Session;
 
 pub use crate::compact::CompactSettings;
@@ -50,23 +52,6 @@ pub struct EngineConfig {
     pub compact: CompactSettings,
 }
 
-/// Sends engine events to whoever consumes them; a consumer that went away is not an error.
-#[derive(Clone)]
-pub struct EventSink(mpsc::UnboundedSender<EngineEvent>);
-
-impl EventSink {
-    pub fn emit(&self, event: EngineEvent) {
-        let _ = self.0.send(event);
-    }
-
-    pub fn notice(&self, level: NoticeLevel, message: impl Into<String>) {
-        self.emit(EngineEvent::Notice {
-            level,
-            message: message.into(),
-        });
-    }
-}
-
 pub struct Engine {
     pub config: EngineConfig,
     pub provider: Arc<dyn Provider>,
@@ -83,6 +68,10 @@ pub struct Engine {
     pending_context: Vec<String>,
     /// Set when this engine runs a sub-agent (its Stop hooks fire as SubagentStop).
     pub subagent: Option<subagent::SubagentInfo>,
+    /// Skills, sub-agent types, plugins and spawn budgets of the session.
+    pub harness: harness::Harness,
+    /// This engine's runner of sub-agents, when installed.
+    subagents: Option<Arc<subagent::SubagentRunner>>,
 }
 
 impl Engine {
@@ -94,7 +83,7 @@ impl Engine {
         hooks: Arc<Hooks>,
         session: Session,
     ) -> (Engine, mpsc::UnboundedReceiver<EngineEvent>) {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (events, rx) = EventSink::channel();
         let window = Window::new(
             models::info(&config.model).context_window,
             config.context_window,
@@ -113,16 +102,20 @@ impl Engine {
                 session,
                 project,
                 compactor,
-                events: EventSink(tx),
+                events,
                 pending_context: Vec::new(),
                 subagent: None,
+                harness: harness::Harness::default(),
+                subagents: None,
             },
             rx,
         )
     }
 
-    /// Installs the project layer and the system prompt built from it.
-    pub fn set_project(&mut self, project: ProjectContext) {
+    /// Installs the project layer and the system prompt built from it (keeping the listings
+    /// and memory keel added to the previous one).
+    pub fn set_project(&mut self, mut project: ProjectContext) {
+        project.adopt_sections(&self.project);
         self.config.system = project.system_blocks();
         self.project = project;
         self.compactor

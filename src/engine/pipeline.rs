@@ -65,6 +65,17 @@ impl Pipeline<'_> {
         broken: &[BrokenToolCall],
         cancel: &CancellationToken,
     ) -> Vec<CallRecord> {
+        // Spawn budgets are reserved in the order the model issued its Agent calls, before any
+        // runs; places the calls did not use (refused, invalid) are given back afterwards.
+        let agent_calls: Vec<String> = calls
+            .iter()
+            .filter(|c| c.name == "Agent" && !broken.iter().any(|b| b.id == c.id))
+            .map(|c| c.id.clone())
+            .collect();
+        let runner = self.shared.agents.clone().filter(|_| !agent_calls.is_empty());
+        if let Some(r) = &runner {
+            r.reserve(&agent_calls);
+        }
         let mut records = Vec::with_capacity(calls.len());
         let mut batch: Vec<ToolCall> = Vec::new();
         for call in calls {
@@ -76,6 +87,9 @@ impl Pipeline<'_> {
             records.push(self.run_one(call, broken, cancel).await);
         }
         records.extend(self.run_batch(batch, broken, cancel).await);
+        if let Some(r) = &runner {
+            r.release(&agent_calls);
+        }
         records
     }
 
@@ -85,7 +99,7 @@ impl Pipeline<'_> {
             return true;
         }
         match self.registry.get(&call.name) {
-            Some(t) => t.tool.is_read_only(&call.input),
+            Some(t) => t.tool.runs_concurrently(&call.input),
             None => true,
         }
     }
@@ -349,7 +363,7 @@ mod tests {
                     "test".into(),
                     crate::transcript::SharedTranscript::new(transcript),
                 ),
-                sink: EventSink(tx),
+                sink: EventSink::new(tx),
                 shared,
                 _dir: dir,
             }

@@ -33,6 +33,7 @@ impl Engine {
         };
         let mut content = content;
         self.begin_verification_turn();
+        content.extend(self.background_notes());
         let outcome = match self.submit_prompt(&mut content).await {
             PromptVerdict::Reject(reason) => {
                 let mut o = failure(
@@ -48,6 +49,9 @@ impl Engine {
                 self.drive(&mut stats, &cancel).await
             }
         };
+        // A skill's allowed tools and model last for the turn that loaded it.
+        self.session.shared.skills.end_turn();
+        self.absorb_subagents();
         let outcome = TurnOutcome {
             num_turns: stats.requests,
             duration_ms: stats.started.elapsed().as_millis() as u64,
@@ -139,6 +143,7 @@ impl Engine {
                 })
                 .collect();
             if !calls.is_empty() {
+                self.publish_verifier_facts(&calls);
                 let records = Pipeline {
                     registry: &self.registry,
                     shared: &self.session.shared,
@@ -150,18 +155,7 @@ impl Engine {
                 .run_all(calls, &response.broken_tool_calls, cancel)
                 .await;
                 self.session.sync_todos();
-                let finished_subagents = std::mem::take(
-                    &mut *self
-                        .session
-                        .shared
-                        .subagent_tally
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner()),
-                );
-                for (model, usage) in finished_subagents.usage {
-                    self.session.totals.record(&model, &usage);
-                }
-                self.session.denials.extend(finished_subagents.denials);
+                self.absorb_subagents();
                 for r in records.iter().filter(|r| r.denied) {
                     self.session.denials.push(Denial {
                         tool_name: r.call.name.clone(),
@@ -171,6 +165,8 @@ impl Engine {
                 }
                 let mut content: Vec<ContentBlock> = records.iter().map(|r| r.to_block()).collect();
                 content.extend(self.note_tool_round(&records));
+                content.extend(self.loaded_skills(&records));
+                content.extend(self.background_notes());
                 let results = Message {
                     role: crate::message::Role::User,
                     content,
@@ -200,6 +196,12 @@ impl Engine {
                 continue;
             }
 
+            // Headless runs and sub-agents have no later turn: background sub-agents still
+            // running are waited for, and their reports continue this turn.
+            if let Some(notes) = self.await_background(cancel).await {
+                self.session.push_user(notes);
+                continue;
+            }
             match self.stop_check(stop_blocks > 0, stop_blocks).await {
                 // The verification gate sends the model back like a Stop hook, under the same
                 // loop guard.

@@ -1,6 +1,7 @@
 //! Headless mode (`keel -p`): one prompt, no human in the loop, machine-readable output.
 
 pub mod output;
+pub mod slash;
 
 use std::collections::HashMap;
 use std::io::{IsTerminal, Read, Write};
@@ -88,14 +89,20 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
     };
     if printer.format == OutputFormat::StreamJson {
         let cwd = engine.session.shared.cwd.display().to_string();
-        printer.line(&output::init_line(&output::InitInfo {
+        let mut init = output::init_line(&output::InitInfo {
             session_id: &session_id,
             cwd: &cwd,
             tools: engine.registry.names(),
             model: &engine.config.model,
             permission_mode: prepared.permission_mode.as_str(),
             api_key_source: api_key_source(&cli),
-        }));
+        });
+        // The session's agents, skills, slash commands and plugins.
+        if let (Some(line), serde_json::Value::Object(inventory)) = (init.as_object_mut(), engine.inventory().to_json())
+        {
+            line.extend(inventory);
+        }
+        printer.line(&init);
     }
 
     let cancel = CancellationToken::new();
@@ -104,9 +111,11 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
     engine
         .session_start(if prepared.resumed { "resume" } else { "startup" })
         .await;
-    let outcome = match compact_command(&prompt) {
-        Some(instructions) => engine.compact_turn(instructions, &cancel).await,
-        None => engine.run_turn(vec![ContentBlock::text(prompt)], cancel.clone()).await,
+    let outcome = match slash::plan(&mut engine, &prompt, &cancel).await {
+        slash::Plan::Turn(content) => engine.run_turn(content, cancel.clone()).await,
+        slash::Plan::Compact(instructions) => engine.compact_turn(instructions.as_deref(), &cancel).await,
+        slash::Plan::Answer(text) => slash::finish(&engine, text, false),
+        slash::Plan::Fail(message) => slash::finish(&engine, message, true),
     };
     // The session ends with the turn: nothing it started in the background may outlive it.
     engine.session.shared.end();
@@ -162,16 +171,6 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
         None => 0,
     };
     Ok(ExitCode::from(code as u8))
-}
-
-/// `/compact [instructions]`: compact the (continued) session instead of running a turn.
-fn compact_command(prompt: &str) -> Option<Option<&str>> {
-    let rest = prompt.trim().strip_prefix("/compact")?;
-    if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
-        return None;
-    }
-    let rest = rest.trim();
-    Some((!rest.is_empty()).then_some(rest))
 }
 
 fn text_error(outcome: &TurnOutcome, max_turns: Option<u32>) -> String {
@@ -368,20 +367,4 @@ fn watch_signals(cancel: CancellationToken) -> SignalWatch {
         cancel.cancel();
     });
     SignalWatch(which)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::compact_command;
-
-    #[test]
-    fn compact_command_takes_optional_instructions() {
-        assert_eq!(compact_command("/compact"), Some(None));
-        assert_eq!(
-            compact_command("  /compact  keep the parser notes "),
-            Some(Some("keep the parser notes"))
-        );
-        assert_eq!(compact_command("/compaction please"), None);
-        assert_eq!(compact_command("please /compact"), None);
-    }
 }

@@ -17,21 +17,11 @@ use serde_json::{Map, Value, json};
 pub use config::{Event, HookConfig, HookConfigError};
 pub use outcome::{Aggregate, Permission};
 
-use crate::engine::{EngineEvent, EventSink, NoticeLevel};
+pub use crate::events::HookRun;
+use crate::events::{EngineEvent, EventSink, NoticeLevel};
 use crate::permissions::Mode;
 use crate::transcript::SharedTranscript;
 use runner::HookEnv;
-
-/// One hook run, for the transcript and `stream-json`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HookRun {
-    pub event: String,
-    pub handler: String,
-    pub exit_code: Option<i32>,
-    pub duration_ms: u64,
-    pub outcome: String,
-    pub decision: Option<String>,
-}
 
 pub struct Hooks {
     config: HookConfig,

@@ -70,6 +70,56 @@ impl Authorizer {
         }
     }
 
+    /// The same rules and session grants for a sub-agent working in `to` instead of `from` (a
+    /// git worktree): `from` stops being a working directory, `to` takes its place, relative
+    /// rules resolve there. Nothing is added that the parent could not do in its own tree.
+    pub fn rebased(&self, from: &Path, to: &Path) -> Authorizer {
+        let dirs = self
+            .dirs
+            .iter()
+            .map(|d| if d == from { to.to_path_buf() } else { d.clone() })
+            .collect();
+        let session = self.session.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut rules = self.rules.clone();
+        // The file tools never write the parent's tree from a worktree, whatever the mode.
+        let anchors = Anchors {
+            cwd: to.to_path_buf(),
+            base_dir: to.to_path_buf(),
+            home: self.home.clone(),
+        };
+        if let Ok(r) = Rule::parse(
+            &format!("Edit(/{}/**)", from.display()),
+            Behavior::Deny,
+            "worktree isolation (the parent's working tree)",
+            &anchors,
+        ) {
+            rules.push(r);
+        }
+        Authorizer {
+            rules,
+            session: Mutex::new(session),
+            anchors: Anchors {
+                cwd: to.to_path_buf(),
+                base_dir: to.to_path_buf(),
+                home: self.home.clone(),
+            },
+            dirs,
+            home: self.home.clone(),
+            save_path: self.save_path.clone(),
+        }
+    }
+
+    /// Adds rules keel sets up itself (e.g. access to the memory folder), before the session
+    /// starts.
+    pub fn add_rules(&mut self, rules: impl IntoIterator<Item = Rule>) {
+        self.rules.extend(rules);
+    }
+
+    /// Anchors for rules keel adds (relative to the first working directory).
+    pub fn anchors(&self) -> &Anchors {
+        &self.anchors
+    }
+
     pub fn rules(&self) -> &[Rule] {
         &self.rules
     }
@@ -139,8 +189,24 @@ impl Authorizer {
         shell_cwd: &Path,
         hook: Option<HookDecision>,
     ) -> Verdict {
+        self.check_with_grants(tool, input, read_only, mode, shell_cwd, hook, &[])
+    }
+
+    /// [`Authorizer::check`] with temporary allow rules (a loaded skill's `allowed-tools`): they
+    /// count like allow rules, so deny and ask rules still win over them.
+    #[allow(clippy::too_many_arguments)]
+    pub fn check_with_grants(
+        &self,
+        tool: &str,
+        input: &Value,
+        read_only: bool,
+        mode: Mode,
+        shell_cwd: &Path,
+        hook: Option<HookDecision>,
+        grants: &[Rule],
+    ) -> Verdict {
         let session = self.session.lock().unwrap_or_else(|p| p.into_inner());
-        let all: Vec<&Rule> = self.rules.iter().chain(session.iter()).collect();
+        let all: Vec<&Rule> = self.rules.iter().chain(session.iter()).chain(grants.iter()).collect();
         let ctx = Ctx {
             rules: &all,
             mode,
@@ -173,6 +239,8 @@ impl Authorizer {
                 Some(reason) => Verdict::Deny(reason),
                 None => Verdict::Allow,
             }
+        } else if tool == "Skill" {
+            ctx.skill(input, read_only)
         } else if tool == "ExitPlanMode" {
             match ctx.deny_rule(tool, |r| r.is_whole_tool()) {
                 Some(reason) => Verdict::Deny(reason),
@@ -374,6 +442,32 @@ impl Ctx<'_> {
                 self.dirs.iter().map(|d| format!("Edit(/{}/**)", d.display())).collect(),
             ),
         }
+    }
+
+    /// Loading a skill: `Skill(name)` rules; a skill that grants tools (not `read_only`) asks
+    /// in every mode but bypass, since a repository's skill must not grant itself commands.
+    fn skill(&self, input: &Value, read_only: bool) -> Verdict {
+        let name = input
+            .get("skill")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .trim_start_matches('/');
+        // `Skill(plugin:name)` parses as a parameter rule; for skills it is the qualified name.
+        let hits = |r: &Rule| r.matches_key(name) || matches!(&r.spec, Spec::Param(k, v) if format!("{k}:{v}") == name);
+        if let Some(r) = self.find(Behavior::Deny, "Skill", hits) {
+            return Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source));
+        }
+        if let Some(r) = self.find(Behavior::Ask, "Skill", hits) {
+            return self.hard_ask(format!("the rule `{}` asks for confirmation", r.text));
+        }
+        if self.find(Behavior::Allow, "Skill", hits).is_some() || read_only || self.mode == Mode::BypassPermissions {
+            return Verdict::Allow;
+        }
+        self.ask(
+            format!("the skill `{name}` grants tools (allowed-tools) while its task runs"),
+            vec![format!("Skill({name})")],
+            Vec::new(),
+        )
     }
 
     fn generic(&self, tool: &str, input: &Value, read_only: bool) -> Verdict {

@@ -13,6 +13,7 @@ pub mod paths;
 pub mod plan;
 pub mod read;
 pub mod registry;
+pub mod skill;
 pub mod todo;
 pub mod write;
 
@@ -54,6 +55,14 @@ pub struct SessionShared {
     pub shells: bash::background::BackgroundShells,
     /// The verification ledger (shared with sub-agents: their runs and changes are the session's).
     pub evidence: Arc<crate::evidence::Evidence>,
+    /// Loads skills for the Skill tool (installed by the engine).
+    pub skill_runner: Option<Arc<dyn skill::SkillRunner>>,
+    /// Temporary allow rules, pending instructions and the record of loaded skills.
+    pub skills: crate::skills::SkillState,
+    /// Sub-agents running in the background, and their notifications.
+    pub tasks: Arc<crate::agents::tasks::BackgroundTasks>,
+    /// What the turn driver knows of the work so far, for a verifier sub-agent's brief.
+    pub verifier_facts: Mutex<crate::agents::verifier::Facts>,
 }
 
 /// Decides which files Grep and Glob leave out (credential files, Read deny rules), so a search
@@ -115,6 +124,10 @@ impl SessionShared {
             shell_cwd: Mutex::new(cwd.clone()),
             shells: bash::background::BackgroundShells::default(),
             evidence: Arc::new(crate::evidence::Evidence::in_memory(&cwd, &session_dir)),
+            skill_runner: None,
+            skills: crate::skills::SkillState::default(),
+            tasks: Arc::default(),
+            verifier_facts: Mutex::new(Default::default()),
             cwd,
         }
     }
@@ -133,12 +146,15 @@ impl SessionShared {
         self.read_guard = other.read_guard.clone();
         self.agents = other.agents.clone();
         self.evidence = Arc::new(other.evidence.for_session(&self.session_dir));
+        self.skill_runner = other.skill_runner.clone();
         self.set_mode(other.mode());
     }
 
-    /// Ends the session's processes: every background shell is killed.
+    /// Ends the session's processes: every background shell is killed, every background
+    /// sub-agent cancelled.
     pub fn end(&self) {
         self.shells.kill_all();
+        self.tasks.cancel_all();
     }
 
     pub fn mode(&self) -> crate::permissions::Mode {
@@ -245,6 +261,11 @@ pub trait Tool: Send + Sync {
     /// Whether this call only observes. Read-only calls of one message run concurrently.
     fn is_read_only(&self, _input: &Value) -> bool {
         false
+    }
+    /// Whether this call may run at the same time as the other concurrent calls of its message
+    /// (read-only calls; sub-agents, which work in their own conversations).
+    fn runs_concurrently(&self, input: &Value) -> bool {
+        self.is_read_only(input)
     }
     /// Characters of output kept in context before the rest is spilled to a file.
     fn result_budget(&self) -> usize {

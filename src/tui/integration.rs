@@ -128,6 +128,14 @@ pub fn context(engine: &Engine) -> Result<ContextReport, IntegrationError> {
             tokens: instructions,
         },
         ContextCategory {
+            name: "skills and sub-agent types".into(),
+            tokens: p.listings.iter().map(|l| tokens::text(l)).sum(),
+        },
+        ContextCategory {
+            name: "project memory".into(),
+            tokens: p.memory.as_ref().map(|m| tokens::text(&m.render())).unwrap_or(0),
+        },
+        ContextCategory {
             name: "messages (stored; the request view may be smaller)".into(),
             tokens: messages,
         },

@@ -29,6 +29,17 @@ pub enum Job {
         command: String,
         cancel: CancellationToken,
     },
+    /// `/name args`: a skill or custom command, expanded here (its shell snippets run through
+    /// the permission check), then a turn.
+    Slash {
+        name: String,
+        args: String,
+        cancel: CancellationToken,
+    },
+    /// `# note`: appended to the project's memory.
+    Remember {
+        note: String,
+    },
     Clear,
     Resume {
         path: PathBuf,
@@ -64,6 +75,7 @@ pub enum Reply {
     Context(Result<ContextReport, String>),
     Permissions(Result<PermissionsReport, String>),
     Hooks(Result<Vec<HookEntry>, String>),
+    Notice(NoticeLevel, String),
     Failed(String),
 }
 
@@ -107,6 +119,17 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
             engine.run_turn(resolved.blocks, cancel).await;
             Reply::TurnDone
         }
+        Job::Slash { name, args, cancel } => match engine.expand_slash_skill(&name, &args, &cancel).await {
+            Ok(content) => {
+                engine.run_turn(content, cancel).await;
+                Reply::TurnDone
+            }
+            Err(e) => Reply::Failed(format!("/{name}: {e}")),
+        },
+        Job::Remember { note } => match engine.remember(&note) {
+            Ok(file) => Reply::Notice(NoticeLevel::Info, format!("Saved to memory: {}", file.display())),
+            Err(e) => Reply::Failed(e),
+        },
         Job::Shell { command, cancel } => {
             let result = shell::run(&command, &engine.session.shared.cwd, &cancel).await;
             engine
@@ -161,8 +184,10 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
     }
 }
 
-/// Swaps in a new session, keeping the permission mode the user chose.
+/// Swaps in a new session, keeping the permission mode the user chose. What the old session
+/// left running (background shells and sub-agents) ends with it.
 fn replace_session(engine: &mut Engine, mut session: Session, warnings: Vec<String>) -> NewSession {
+    engine.session.shared.end();
     match std::sync::Arc::get_mut(&mut session.shared) {
         Some(shared) => shared.inherit_from(&engine.session.shared),
         None => session.shared.set_mode(engine.session.shared.mode()),

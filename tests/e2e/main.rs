@@ -2,6 +2,7 @@
 
 mod support;
 
+mod agents;
 mod bash;
 mod compaction;
 mod demo;
@@ -12,7 +13,9 @@ mod headless;
 mod hooks;
 mod hooks_integration;
 mod permissions;
+mod plugins;
 mod provider;
 mod sandbox;
+mod skills;
 mod subagents;
 mod tui;

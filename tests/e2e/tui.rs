@@ -204,7 +204,15 @@ async fn approving_and_denying_a_command() {
     let s = t.wait_for_text("Permission needed").await;
     assert!(s.contains("echo approved > out.txt"), "{s}");
     t.press(&["1"]);
-    let s = t.wait_for_text("Permission needed").await;
+    // The first dialog may still be on screen for a moment: wait for the second one.
+    let s = t
+        .wait_for("the second permission dialog", |s| {
+            let lines: Vec<&str> = s.lines().collect();
+            lines
+                .windows(2)
+                .any(|w| w[0].contains("Permission needed") && w[1].contains("touch denied.txt"))
+        })
+        .await;
     assert!(s.contains("touch denied.txt"), "{s}");
     t.press(&["Tab"]);
     t.type_text("do not create files");

@@ -1,6 +1,6 @@
 //! Hot state re-mounted after tier 5, so the model does not resume blind: the recently edited
 //! files fresh from disk, the todo list and the current plan. (Instruction files are re-read
-//! into the system prompt by the engine.)
+//! into the system prompt by the engine, which also re-mounts the skills loaded earlier.)
 //!
 //! The read-file state follows what the model can now see: every earlier view is partial (the
 //! model knows those files from the summary only), except the files shown here in full.

@@ -79,6 +79,7 @@ impl App {
             Reply::Context(r) => self.show_context(r),
             Reply::Permissions(r) => self.show_permissions(r),
             Reply::Hooks(r) => self.show_hooks(r),
+            Reply::Notice(level, text) => self.notice(level, text),
             Reply::Failed(e) => self.notice(NoticeLevel::Error, e),
         }
         self.job_finished();

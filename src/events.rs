@@ -1,8 +1,49 @@
-//! Events the engine emits; the headless printer and the TUI consume the same stream.
+//! Events the engine emits; the headless printer, the SDK protocol and the TUI consume the
+//! same stream. Plain data at the bottom of the module graph: the engine, hooks and front ends
+//! all depend on it, it depends on none of them.
 
 use serde_json::Value;
+use tokio::sync::mpsc;
 
 use crate::message::{Message, ToolResultContent, Usage};
+
+/// Sends engine events to whoever consumes them; a consumer that went away is not an error.
+#[derive(Clone)]
+pub struct EventSink(mpsc::UnboundedSender<EngineEvent>);
+
+impl EventSink {
+    pub fn new(tx: mpsc::UnboundedSender<EngineEvent>) -> Self {
+        EventSink(tx)
+    }
+
+    /// A sink and the receiver its events arrive on.
+    pub fn channel() -> (EventSink, mpsc::UnboundedReceiver<EngineEvent>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (EventSink(tx), rx)
+    }
+
+    pub fn emit(&self, event: EngineEvent) {
+        let _ = self.0.send(event);
+    }
+
+    pub fn notice(&self, level: NoticeLevel, message: impl Into<String>) {
+        self.emit(EngineEvent::Notice {
+            level,
+            message: message.into(),
+        });
+    }
+}
+
+/// One hook run, for the transcript and `stream-json`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookRun {
+    pub event: String,
+    pub handler: String,
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+    pub outcome: String,
+    pub decision: Option<String>,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoticeLevel {
@@ -65,7 +106,7 @@ pub enum EngineEvent {
     /// The engine waits for a human decision; answer through `prompt.reply`.
     PermissionRequest(crate::permissions::PermissionPrompt),
     /// A hook handler ran (or could not run).
-    HookRun(crate::hooks::HookRun),
+    HookRun(HookRun),
     /// The permission mode changed (Shift+Tab, ExitPlanMode approval).
     ModeChanged(crate::permissions::Mode),
     Notice {
