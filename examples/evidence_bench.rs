@@ -58,7 +58,11 @@ fn main() {
     generate(&root);
     let fp = Fingerprinter::new(&root);
     let warm = fp.snapshot();
-    assert_eq!(warm.len(), FILES + 1, "every tracked file and .gitignore, nothing ignored");
+    assert_eq!(
+        warm.len(),
+        FILES + 1,
+        "every tracked file and .gitignore, nothing ignored"
+    );
     let runs = 30;
     let mut times = Vec::new();
     let cpu = cpu_ms();
@@ -112,12 +116,19 @@ fn main() {
     let long = format!(
         "{}{}",
         "test some::module::case ... ok\n".repeat(5_000),
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/evidence/cargo/1.95.0-pass.txt"))
-            .unwrap()
+        std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/evidence/cargo/1.95.0-pass.txt"
+        ))
+        .unwrap()
     );
     let declared = runners::Declared::default();
     for (label, command, output) in [
-        ("pytest, 2 KB output", "cd app && python -m pytest -q 2>&1 | tail -n 40", short.as_str()),
+        (
+            "pytest, 2 KB output",
+            "cd app && python -m pytest -q 2>&1 | tail -n 40",
+            short.as_str(),
+        ),
         ("cargo test, 150 KB output", "cargo test --workspace", long.as_str()),
         ("not a test (ls)", "ls -la src", "a\nb\nc\n"),
     ] {
@@ -134,7 +145,10 @@ fn main() {
         println!("read + parse + classify, {label}: wall {per:.3} ms, CPU {cpu_per:.3} ms per call");
     }
 
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
         // A whole watched call on a tiny workspace: the ledger's cost with a negligible walk.
         let tiny = tempfile::tempdir().unwrap();

@@ -49,7 +49,11 @@ pub fn split(line: &str) -> Vec<Segment> {
     let chars: Vec<char> = line.chars().collect();
     let mut i = 0;
 
-    let finish_word = |word: &mut String, in_word: &mut bool, words: &mut Vec<String>, writes: &mut Vec<String>, pending: &mut bool| {
+    let finish_word = |word: &mut String,
+                       in_word: &mut bool,
+                       words: &mut Vec<String>,
+                       writes: &mut Vec<String>,
+                       pending: &mut bool| {
         if *in_word {
             if *pending {
                 writes.push(std::mem::take(word));
@@ -246,7 +250,10 @@ mod tests {
             words("cargo test 2>&1 || true"),
             vec![("cargo test".into(), Or), ("true".into(), End)]
         );
-        assert_eq!(words("npm test |& tee log"), vec![("npm test".into(), Pipe), ("tee log".into(), End)]);
+        assert_eq!(
+            words("npm test |& tee log"),
+            vec![("npm test".into(), Pipe), ("tee log".into(), End)]
+        );
     }
 
     #[test]

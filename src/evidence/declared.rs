@@ -46,7 +46,9 @@ fn heading_level(line: &str) -> Option<usize> {
 
 /// "Build and Test Commands", "Testing commands", "Build & test", "Commands"…
 fn is_build_test_heading(title: &str) -> bool {
-    let about_checks = ["test", "build", "check", "lint", "verif"].iter().any(|w| title.contains(w));
+    let about_checks = ["test", "build", "check", "lint", "verif"]
+        .iter()
+        .any(|w| title.contains(w));
     about_checks && (title.contains("command") || title.contains(" and ") || title.contains('&'))
         || title == "testing"
         || title == "tests"
@@ -88,9 +90,17 @@ mod tests {
         let md = "# Project\n\nRun `make deploy` to ship.\n\n## Build and Test Commands\n\n- Unit tests: `./scripts/unit.sh --fast`\n- Lint: `./lint-all`\n\n```sh\n$ ./run-integration   # slow\n# a comment\n```\n\n### Details\nUse `tox -e py311` for one version.\n\n## Style\n`black .` formats.\n";
         assert_eq!(
             from_instructions(md),
-            vec!["./scripts/unit.sh --fast", "./lint-all", "./run-integration", "tox -e py311"]
+            vec![
+                "./scripts/unit.sh --fast",
+                "./lint-all",
+                "./run-integration",
+                "tox -e py311"
+            ]
         );
         assert!(from_instructions("## Usage\n`./unit.sh`\n").is_empty());
-        assert_eq!(from_instructions("## Testing\n```\nbin/check\n```\n"), vec!["bin/check"]);
+        assert_eq!(
+            from_instructions("## Testing\n```\nbin/check\n```\n"),
+            vec!["bin/check"]
+        );
     }
 }

@@ -133,7 +133,9 @@ pub fn note(ledger: &Ledger, turn_start: u64, todos: &[Todo], send: u32, mode: G
         ));
     }
     if let Some(n) = todos_unverified(todos) {
-        lines.push(format!("{n} todos are completed and none of them was a verification step."));
+        lines.push(format!(
+            "{n} todos are completed and none of them was a verification step."
+        ));
     }
     let mut text = String::from("[keel: verification] Before you finish, the evidence ledger shows:\n");
     for l in &lines {
@@ -149,7 +151,10 @@ pub fn note(ledger: &Ledger, turn_start: u64, todos: &[Todo], send: u32, mode: G
         text.push_str(" Restore the weakened tests, or tell the user exactly what you weakened and why.");
     }
     if mode == GateMode::Require {
-        text.push_str(&format!(" (This check is required: reminder {send} of {}.)", mode.max_sends()));
+        text.push_str(&format!(
+            " (This check is required: reminder {send} of {}.)",
+            mode.max_sends()
+        ));
     }
     Some(text)
 }

@@ -39,7 +39,12 @@ fn statuses_follow_the_newest_evidence() {
     assert_eq!(l.status(), Status::Failed);
     edit(&mut l, "src/a.py");
     assert_eq!(l.status(), Status::Failed, "a failure is not undone by an edit alone");
-    l.push_run(run("python -m unittest discover -p 'none*'", Kind::Test, Outcome::NotRun, 3));
+    l.push_run(run(
+        "python -m unittest discover -p 'none*'",
+        Kind::Test,
+        Outcome::NotRun,
+        3,
+    ));
     assert_eq!(l.status(), Status::NotRun, "zero tests is never a pass");
     l.push_run(run("pytest", Kind::Test, Outcome::Passed, 3));
     assert_eq!(l.status(), Status::Passed);

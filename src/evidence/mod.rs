@@ -17,12 +17,14 @@
 
 pub mod classify;
 pub mod command;
+mod config;
 pub mod declared;
 pub mod gate;
 pub mod ledger;
 pub mod parse;
 pub mod report;
 pub mod runners;
+mod store;
 pub mod weakened;
 
 use std::collections::HashSet;
@@ -32,12 +34,13 @@ use std::time::Instant;
 
 use serde_json::Value;
 
+pub use config::Config;
 pub use gate::GateMode;
 pub use ledger::{Ledger, Status};
 use ledger::{Run, Source, Weakened};
 use runners::Declared;
+use store::baselines_path;
 
-use crate::config::settings::{Settings, SettingsError};
 use crate::message::{ToolResultBlock, ToolResultContent};
 use crate::tools::ToolOutput;
 use crate::workspace::{Fingerprinter, Snapshot};
@@ -47,55 +50,6 @@ const MAX_BASELINE_BYTES: usize = 512 * 1024;
 
 /// Tools whose successful calls change the file named in their input.
 const EDIT_TOOLS: &[&str] = &["Edit", "MultiEdit", "Write", "NotebookEdit"];
-
-/// The `verification` settings.
-#[derive(Debug, Clone, Default)]
-pub struct Config {
-    pub gate: GateMode,
-    pub declared: Declared,
-}
-
-impl Config {
-    /// `verification.stopGate` (`KEEL_VERIFICATION_GATE` wins over it) and
-    /// `verification.commands` from the settings, plus the commands the instruction files'
-    /// build-and-test sections list. Returns the config and warnings
-    /// (declared commands keel refused).
-    pub fn from_settings<'a>(
-        settings: &Settings,
-        instructions: impl Iterator<Item = &'a str>,
-    ) -> Result<(Config, Vec<String>), SettingsError> {
-        let gate = match settings.nested(&["verification", "stopGate"]) {
-            None => GateMode::default(),
-            Some((v, layer)) => v.as_str().and_then(GateMode::parse).ok_or_else(|| SettingsError::Invalid {
-                path: layer.label(),
-                key: "verification.stopGate".into(),
-                problem: format!("must be \"nudge\", \"require\" or \"off\", found {v}"),
-            })?,
-        };
-        let mut commands: Vec<String> = settings
-            .strings(&["verification", "commands"])?
-            .into_iter()
-            .map(|(c, _)| c)
-            .collect();
-        for text in instructions {
-            commands.extend(declared::from_instructions(text));
-        }
-        let gate = match std::env::var("KEEL_VERIFICATION_GATE") {
-            Ok(v) if !v.trim().is_empty() => GateMode::parse(v.trim()).ok_or_else(|| SettingsError::Invalid {
-                path: "environment".into(),
-                key: "KEEL_VERIFICATION_GATE".into(),
-                problem: format!("must be \"nudge\", \"require\" or \"off\", found `{v}`"),
-            })?,
-            _ => gate,
-        };
-        let (declared, refused) = Declared::new(commands);
-        let warnings = refused
-            .into_iter()
-            .map(|r| format!("verification command {r}; it is not treated as a test run"))
-            .collect();
-        Ok((Config { gate, declared }, warnings))
-    }
-}
 
 /// What [`Evidence::before`] saw, for [`Evidence::after`].
 pub enum Watch {
@@ -142,7 +96,9 @@ pub struct Evidence {
 
 impl std::fmt::Debug for Evidence {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Evidence").field("cwd", &self.cwd).finish_non_exhaustive()
+        f.debug_struct("Evidence")
+            .field("cwd", &self.cwd)
+            .finish_non_exhaustive()
     }
 }
 
@@ -326,7 +282,8 @@ impl Evidence {
                     return;
                 }
                 let mut s = self.lock();
-                s.ledger.change(vec![rel.clone()], Source::Tool { tool: tool.clone() }, false);
+                s.ledger
+                    .change(vec![rel.clone()], Source::Tool { tool: tool.clone() }, false);
                 s.touched.insert(rel.clone());
                 // Edit and Write kept the baseline before the call; the read state already
                 // holds the new content, so it is no baseline.
@@ -450,7 +407,13 @@ impl Evidence {
         for p in changes.paths() {
             let rel = rel_string(p);
             let path = self.cwd.join(p);
-            notes.extend(self.check_weakened(&mut s.ledger, &rel, &path, &format!("shell `{}`", ledger::clip(command, 60)), known));
+            notes.extend(self.check_weakened(
+                &mut s.ledger,
+                &rel,
+                &path,
+                &format!("shell `{}`", ledger::clip(command, 60)),
+                known,
+            ));
         }
         s.ledger.digest = Some(after.digest());
         s.last = Some(after);
@@ -528,46 +491,6 @@ impl Evidence {
         }
     }
 
-    fn write_log(&self, id: u32, text: &str) -> Option<PathBuf> {
-        self.store.as_ref()?;
-        let path = self.log_dir.join(format!("run-{id}.log"));
-        std::fs::create_dir_all(&self.log_dir).ok()?;
-        std::fs::write(&path, text).ok()?;
-        Some(path)
-    }
-
-    /// Writes the ledger when it changed since the last save (a command that changed nothing
-    /// and ran no check costs no write); the test files' baselines, which can be large, go to
-    /// their own file, written only when one is added.
-    fn save(&self, s: &mut State) {
-        let Some(path) = &self.store else { return };
-        let l = &s.ledger;
-        let sig = (l.version, l.runs.len(), l.weakened.len(), l.digest);
-        let mut result = Ok(());
-        if s.saved != Some(sig) {
-            result = serde_json::to_vec(l)
-                .map_err(std::io::Error::other)
-                .and_then(|b| crate::fsutil::write_atomic_copy(path, &b));
-            if result.is_ok() {
-                s.saved = Some(sig);
-            }
-        }
-        if result.is_ok() && s.saved_baselines != l.baselines.len() {
-            let file = baselines_path(path);
-            result = serde_json::to_vec(&l.baselines)
-                .map_err(std::io::Error::other)
-                .and_then(|b| crate::fsutil::write_atomic_copy(&file, &b));
-            if result.is_ok() {
-                s.saved_baselines = l.baselines.len();
-            }
-        }
-        if let Err(e) = result
-            && s.write_error.is_none()
-        {
-            s.write_error = Some(format!("cannot save the evidence ledger {}: {e}", path.display()));
-        }
-    }
-
     /// The `verification` object of the headless result.
     pub fn report_json(&self) -> Value {
         report::json(&self.lock().ledger)
@@ -604,7 +527,10 @@ fn run_note(run: &Run) -> Option<String> {
             run.note.as_deref().unwrap_or("output not understood")
         ),
         Outcome::Failed if run.exit_hidden && run.exit_code == Some(0) => {
-            format!("failed although the command line exited 0: {}", run.note.as_deref().unwrap_or(""))
+            format!(
+                "failed although the command line exited 0: {}",
+                run.note.as_deref().unwrap_or("")
+            )
         }
         _ => return None,
     };
@@ -635,11 +561,10 @@ fn git_head(cwd: &Path, rel: &str) -> Option<String> {
         .stderr(std::process::Stdio::null())
         .output()
         .ok()?;
-    out.status.success().then(|| String::from_utf8(out.stdout).ok()).flatten()
-}
-
-fn baselines_path(store: &Path) -> PathBuf {
-    store.with_file_name("evidence-baselines.json")
+    out.status
+        .success()
+        .then(|| String::from_utf8(out.stdout).ok())
+        .flatten()
 }
 
 fn rel_string(p: &Path) -> String {

@@ -72,7 +72,11 @@ pub fn text_line(ledger: &Ledger) -> Option<String> {
         .last_test_run()
         .map(|r| format!("; last run {}", r.describe()))
         .unwrap_or_default();
-    Some(format!("keel: verification {}: {}{last}", status.as_str(), parts.join("; ")))
+    Some(format!(
+        "keel: verification {}: {}{last}",
+        status.as_str(),
+        parts.join("; ")
+    ))
 }
 
 /// The TUI status line's label: `tests: stale`; none before anything happened.
@@ -157,7 +161,13 @@ pub fn handoff_section(ledger: &Ledger) -> String {
         let _ = write!(out, "\n- {skip} earlier runs are in the ledger (/evidence)");
     }
     for r in &ledger.runs[skip..] {
-        let _ = write!(out, "\n- run {} {}: {}", r.id, r.status(ledger.version).as_str(), r.describe());
+        let _ = write!(
+            out,
+            "\n- run {} {}: {}",
+            r.id,
+            r.status(ledger.version).as_str(),
+            r.describe()
+        );
         if let Some(log) = &r.log {
             let _ = write!(out, "\n    log: {}", log.display());
         }

@@ -120,10 +120,55 @@ pub struct Reading {
 /// a change made by a line came from a verification run or from work). `tee` and redirections
 /// write only their own log files.
 const OBSERVERS: &[&str] = &[
-    "cd", "pushd", "popd", "echo", "printf", "true", "false", ":", "tail", "head", "grep", "egrep", "rg", "tee",
-    "cat", "wc", "sort", "uniq", "cut", "less", "more", "column", "jq", "date", "pwd", "ls", "test", "[", "sleep",
-    "export", "set", "source", ".", "which", "command", "type", "env", "exit", "tr", "awk", "nl", "for", "case",
-    "esac", "in", "git status", "git diff", "git log", "git show",
+    "cd",
+    "pushd",
+    "popd",
+    "echo",
+    "printf",
+    "true",
+    "false",
+    ":",
+    "tail",
+    "head",
+    "grep",
+    "egrep",
+    "rg",
+    "tee",
+    "cat",
+    "wc",
+    "sort",
+    "uniq",
+    "cut",
+    "less",
+    "more",
+    "column",
+    "jq",
+    "date",
+    "pwd",
+    "ls",
+    "test",
+    "[",
+    "sleep",
+    "export",
+    "set",
+    "source",
+    ".",
+    "which",
+    "command",
+    "type",
+    "env",
+    "exit",
+    "tr",
+    "awk",
+    "nl",
+    "for",
+    "case",
+    "esac",
+    "in",
+    "git status",
+    "git diff",
+    "git log",
+    "git show",
 ];
 
 /// Programs a project may not declare as its test command: they print whatever they are given
@@ -131,7 +176,9 @@ const OBSERVERS: &[&str] = &[
 const NOT_DECLARABLE: &[&str] = &["printf", "false", "yes", "eval", "exec", "xargs", "find", "git", "head"];
 
 /// Interpreters: declarable only with the script they run (`python tests/run.py`), never alone.
-const INTERPRETERS: &[&str] = &["python", "python3", "node", "ruby", "perl", "php", "sh", "bash", "zsh", "npx", "deno", "bun"];
+const INTERPRETERS: &[&str] = &[
+    "python", "python3", "node", "ruby", "perl", "php", "sh", "bash", "zsh", "npx", "deno", "bun",
+];
 
 /// Commands the project declared (from settings and instruction files), as word lists.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -164,9 +211,7 @@ impl Declared {
                 continue;
             }
             if bare && INTERPRETERS.contains(&first.as_str()) && words.len() < 2 {
-                refused.push(format!(
-                    "`{c}`: declare the script `{first}` runs, not `{first}` alone"
-                ));
+                refused.push(format!("`{c}`: declare the script `{first}` runs, not `{first}` alone"));
                 continue;
             }
             if !out.commands.contains(&words) {
@@ -271,8 +316,7 @@ fn observes(words: &[String]) -> bool {
 /// `timeout 60`, `uv run`, `npx`, `bundle exec`…) and turns `python -m X` into `X`.
 pub fn strip_wrappers(words: &[String]) -> Vec<String> {
     let mut w: &[String] = words;
-    loop {
-        let Some(first) = w.first() else { break };
+    while let Some(first) = w.first() {
         let name = command::base_name(first);
         let is_assignment = first.contains('=') && !first.starts_with('-') && !first.starts_with('=');
         let skip = if is_assignment {
@@ -322,7 +366,9 @@ fn is_python(name: &str) -> bool {
     name == "python"
         || name == "python3"
         || name == "py"
-        || name.strip_prefix("python3.").is_some_and(|v| v.chars().all(|c| c.is_ascii_digit()))
+        || name
+            .strip_prefix("python3.")
+            .is_some_and(|v| v.chars().all(|c| c.is_ascii_digit()))
 }
 
 /// Leading options (`-x`, `--flag`, `VAR=1` for env).
@@ -349,7 +395,9 @@ fn shell_c(words: &[String]) -> Option<String> {
     if !matches!(name, "sh" | "bash" | "zsh" | "dash") {
         return None;
     }
-    let c = words.iter().position(|w| w == "-c" || (w.starts_with('-') && !w.starts_with("--") && w.ends_with('c')))?;
+    let c = words
+        .iter()
+        .position(|w| w == "-c" || (w.starts_with('-') && !w.starts_with("--") && w.ends_with('c')))?;
     words.get(c + 1).cloned()
 }
 
@@ -393,13 +441,23 @@ fn classify(words: &[String], declared: &Declared) -> Option<(Runner, Kind)> {
         "eslint" => Some((Runner::Eslint, Kind::Lint)),
         "rspec" => Some((Runner::Rspec, Kind::Test)),
         "rake" | "rails" if matches!(sub, Some("test" | "spec")) || sub.is_some_and(|s| s.starts_with("test:")) => {
-            Some((if sub == Some("spec") { Runner::Rspec } else { Runner::Minitest }, Kind::Test))
+            Some((
+                if sub == Some("spec") {
+                    Runner::Rspec
+                } else {
+                    Runner::Minitest
+                },
+                Kind::Test,
+            ))
         }
         "ruby" if args.iter().any(|a| a.ends_with("_test.rb") || a.contains("test/")) => {
             Some((Runner::Minitest, Kind::Test))
         }
         "phpunit" | "pest" => Some((Runner::Phpunit, Kind::Test)),
-        "php" if args.iter().any(|a| a.ends_with("phpunit")) || (sub == Some("artisan") && positional(&args, 1) == Some("test")) => {
+        "php"
+            if args.iter().any(|a| a.ends_with("phpunit"))
+                || (sub == Some("artisan") && positional(&args, 1) == Some("test")) =>
+        {
             Some((Runner::Phpunit, Kind::Test))
         }
         "mvn" | "mvnw" | "mvnd" => maven(&args),
@@ -425,7 +483,10 @@ fn first_positional<'a>(args: &[&'a str]) -> Option<&'a str> {
 }
 
 fn positional<'a>(args: &[&'a str], n: usize) -> Option<&'a str> {
-    args.iter().filter(|a| !a.starts_with('-') && !a.starts_with('+')).nth(n).copied()
+    args.iter()
+        .filter(|a| !a.starts_with('-') && !a.starts_with('+'))
+        .nth(n)
+        .copied()
 }
 
 fn cargo(args: &[&str]) -> Option<(Runner, Kind)> {
@@ -455,10 +516,12 @@ fn package_script(args: &[&str]) -> Option<(Runner, Kind)> {
 
 fn maven(args: &[&str]) -> Option<(Runner, Kind)> {
     let goals: Vec<&str> = args.iter().filter(|a| !a.starts_with('-')).copied().collect();
-    if goals
-        .iter()
-        .any(|g| matches!(*g, "test" | "verify" | "install" | "package" | "integration-test" | "surefire:test"))
-    {
+    if goals.iter().any(|g| {
+        matches!(
+            *g,
+            "test" | "verify" | "install" | "package" | "integration-test" | "surefire:test"
+        )
+    }) {
         Some((Runner::Maven, Kind::Test))
     } else if goals.iter().any(|g| matches!(*g, "compile" | "test-compile")) {
         Some((Runner::Maven, Kind::Build))
@@ -473,9 +536,15 @@ fn gradle(args: &[&str]) -> Option<(Runner, Kind)> {
         .filter(|a| !a.starts_with('-'))
         .map(|t| t.rsplit(':').next().unwrap_or(t))
         .collect();
-    if tasks.iter().any(|t| matches!(*t, "test" | "check" | "build" | "connectedCheck") || t.ends_with("Test")) {
+    if tasks
+        .iter()
+        .any(|t| matches!(*t, "test" | "check" | "build" | "connectedCheck") || t.ends_with("Test"))
+    {
         Some((Runner::Gradle, Kind::Test))
-    } else if tasks.iter().any(|t| matches!(*t, "assemble" | "compileJava" | "compileKotlin" | "classes")) {
+    } else if tasks
+        .iter()
+        .any(|t| matches!(*t, "assemble" | "compileJava" | "compileKotlin" | "classes"))
+    {
         Some((Runner::Gradle, Kind::Build))
     } else {
         None
@@ -500,8 +569,10 @@ fn make(args: &[&str]) -> Option<(Runner, Kind)> {
         i += 1;
     }
     if targets.iter().any(|t| {
-        matches!(*t, "test" | "tests" | "check" | "spec" | "unittest" | "integration" | "test-all")
-            || t.starts_with("test-")
+        matches!(
+            *t,
+            "test" | "tests" | "check" | "spec" | "unittest" | "integration" | "test-all"
+        ) || t.starts_with("test-")
             || t.starts_with("test_")
     }) {
         Some((Runner::Script, Kind::Test))

@@ -111,7 +111,10 @@ fn other_commands_are_not_runs() {
 #[test]
 fn exit_status_is_visible_only_when_only_and_follows() {
     assert_eq!(runners("pytest"), vec![(Runner::Pytest, Kind::Test, true)]);
-    assert_eq!(runners("cd app && pytest && echo ok"), vec![(Runner::Pytest, Kind::Test, true)]);
+    assert_eq!(
+        runners("cd app && pytest && echo ok"),
+        vec![(Runner::Pytest, Kind::Test, true)]
+    );
     for hidden in [
         "pytest | tail -1",
         "pytest 2>&1 | tee log.txt",
@@ -127,7 +130,10 @@ fn exit_status_is_visible_only_when_only_and_follows() {
     let both = runners("cargo clippy -- -D warnings && cargo test | tail -3");
     assert_eq!(
         both,
-        vec![(Runner::Cargo, Kind::Lint, false), (Runner::CargoTest, Kind::Test, false)]
+        vec![
+            (Runner::Cargo, Kind::Lint, false),
+            (Runner::CargoTest, Kind::Test, false)
+        ]
     );
 }
 
@@ -164,6 +170,9 @@ fn declared_commands_are_runs_and_printers_cannot_be_declared() {
     let r = recognise("./scripts/check.sh --all --verbose | tail", &declared);
     assert_eq!(r.runs.first().map(|r| r.runner), Some(Runner::Script));
     assert!(recognise("bin/test unit", &declared).runs.len() == 1);
-    assert!(recognise("./scripts/check.sh", &declared).runs.is_empty(), "a prefix of a declared command is not it");
+    assert!(
+        recognise("./scripts/check.sh", &declared).runs.is_empty(),
+        "a prefix of a declared command is not it"
+    );
     assert!(recognise("echo 5 passed", &declared).runs.is_empty());
 }

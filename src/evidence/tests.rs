@@ -5,6 +5,7 @@
 use serde_json::json;
 
 use super::*;
+use crate::config::settings::Settings;
 
 struct Ws {
     dir: tempfile::TempDir,
@@ -50,7 +51,10 @@ impl Ws {
 
     /// Runs a simulated command: `effect` changes the workspace as the command would.
     async fn bash(&self, command: &str, effect: impl FnOnce(&Path), output: &str, exit: i32) -> ToolOutput {
-        let watch = self.ev.before("Bash", &json!({"command": command}), self.dir.path()).await;
+        let watch = self
+            .ev
+            .before("Bash", &json!({"command": command}), self.dir.path())
+            .await;
         effect(self.dir.path());
         let mut out = shell(output, exit);
         self.ev.after(watch, &mut out, &|_| None).await;
@@ -59,7 +63,10 @@ impl Ws {
 
     async fn edit(&self, rel: &str, new: &str) -> ToolOutput {
         let path = self.path(rel);
-        let watch = self.ev.before("Edit", &json!({"file_path": path}), self.dir.path()).await;
+        let watch = self
+            .ev
+            .before("Edit", &json!({"file_path": path}), self.dir.path())
+            .await;
         std::fs::write(&path, new).unwrap();
         let mut out = ToolOutput::text(format!("The file {} has been updated.", path.display()));
         self.ev.after(watch, &mut out, &|_| None).await;
@@ -104,7 +111,11 @@ async fn zero_tests_is_not_a_pass_and_the_model_is_told_at_once() {
             0,
         )
         .await;
-    assert!(out.content.as_text().contains("executed zero tests, which is not a pass"));
+    assert!(
+        out.content
+            .as_text()
+            .contains("executed zero tests, which is not a pass")
+    );
     assert_eq!(w.status(), Status::NotRun);
     let note = w.ev.gate(&[]).unwrap();
     assert!(note.contains("executed zero tests"), "{note}");
@@ -116,7 +127,11 @@ async fn a_pipeline_hiding_a_failure_keeps_the_runners_status() {
     let out = w
         .bash("pytest | tail -1", |_| {}, "1 failed, 2 passed in 0.03s\n", 0)
         .await;
-    assert!(out.content.as_text().contains("failed although the command line exited 0"));
+    assert!(
+        out.content
+            .as_text()
+            .contains("failed although the command line exited 0")
+    );
     let l = w.ev.ledger();
     let r = &l.runs[0];
     assert_eq!((r.exit_code, r.runner_exit, r.exit_hidden), (Some(0), Some(1), true));
@@ -125,7 +140,11 @@ async fn a_pipeline_hiding_a_failure_keeps_the_runners_status() {
     let report = w.ev.report_json();
     assert_eq!(report["runs"][0]["exit_code"], 1);
     assert_eq!(report["runs"][0]["failed"], 1);
-    assert!(r.log.as_ref().is_some_and(|p| std::fs::read_to_string(p).unwrap().contains("1 failed")));
+    assert!(
+        r.log
+            .as_ref()
+            .is_some_and(|p| std::fs::read_to_string(p).unwrap().contains("1 failed"))
+    );
 }
 
 #[tokio::test]
@@ -142,8 +161,13 @@ async fn a_forged_summary_is_not_attributed_to_the_runner() {
     assert_eq!(l.runs[0].outcome, ledger::Outcome::Unknown);
     assert!(l.runs[0].note.as_deref().unwrap().contains("cannot tell"));
     // Two summaries for one pytest run, however they got there.
-    w.bash("pytest -q; cat old.log", |_| {}, "no tests ran in 0.01s\n5 passed in 0.10s\n", 0)
-        .await;
+    w.bash(
+        "pytest -q; cat old.log",
+        |_| {},
+        "no tests ran in 0.01s\n5 passed in 0.10s\n",
+        0,
+    )
+    .await;
     assert_eq!(w.ev.ledger().runs[1].outcome, ledger::Outcome::Unknown);
 }
 
@@ -190,8 +214,13 @@ async fn shell_changes_are_detected_and_attributed() {
 async fn changes_between_commands_are_from_outside_and_logs_are_byproducts() {
     let w = ws(GateMode::Nudge);
     w.ev.begin_turn();
-    w.bash("pytest -q > out.log", |d| std::fs::write(d.join("out.log"), PASS).unwrap(), "", 0)
-        .await;
+    w.bash(
+        "pytest -q > out.log",
+        |d| std::fs::write(d.join("out.log"), PASS).unwrap(),
+        "",
+        0,
+    )
+    .await;
     // The report went to the file; the file is the run's by-product, not work.
     assert_eq!(w.ev.ledger().runs[0].outcome, ledger::Outcome::Passed);
     assert!(w.ev.ledger().files_changed().is_empty());
@@ -210,7 +239,10 @@ async fn weakened_tests_by_edit_and_by_shell() {
     let w = ws(GateMode::Nudge);
     w.ev.begin_turn();
     let out = w
-        .edit("tests/test_app.py", "from src.app import f\n\ndef test_f():\n    assert f(1) == 2\n")
+        .edit(
+            "tests/test_app.py",
+            "from src.app import f\n\ndef test_f():\n    assert f(1) == 2\n",
+        )
         .await;
     let text = out.content.as_text();
     assert!(text.contains("[keel: weakened tests] tests/test_app.py"), "{text}");
@@ -245,7 +277,11 @@ async fn weakened_tests_by_edit_and_by_shell() {
         )
         .await;
     assert!(out.content.as_text().contains("1 skip/xfail/ignore marker added"));
-    assert!(w.ev.ledger().weakened["tests/test_app.py"].by.starts_with("shell `sed -i"));
+    assert!(
+        w.ev.ledger().weakened["tests/test_app.py"]
+            .by
+            .starts_with("shell `sed -i")
+    );
 }
 
 #[tokio::test]
@@ -276,10 +312,18 @@ fn settings_choose_the_gate_and_declare_commands() {
     assert_eq!(c.gate, GateMode::Require);
     assert_eq!(c.declared.len(), 2);
     assert_eq!(warnings.len(), 1, "{warnings:?}");
-    let bad = Settings::load(None, &d.path().join("k"), d.path(), Some(r#"{"verification": {"stopGate": "always"}}"#))
-        .unwrap();
+    let bad = Settings::load(
+        None,
+        &d.path().join("k"),
+        d.path(),
+        Some(r#"{"verification": {"stopGate": "always"}}"#),
+    )
+    .unwrap();
     let err = Config::from_settings(&bad, std::iter::empty()).unwrap_err().to_string();
-    assert!(err.contains("verification.stopGate") && err.contains("\"nudge\""), "{err}");
+    assert!(
+        err.contains("verification.stopGate") && err.contains("\"nudge\""),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -300,11 +344,20 @@ async fn the_todo_rule_adds_its_line_when_no_completed_todo_was_a_verification_s
     w.ev.begin_turn();
     w.edit("src/app.py", "def f(x):\n    return x\n").await;
     let note = w.ev.gate(&done).unwrap();
-    assert!(note.contains("3 todos are completed and none of them was a verification step"), "{note}");
+    assert!(
+        note.contains("3 todos are completed and none of them was a verification step"),
+        "{note}"
+    );
     let mut verified = done.clone();
     verified[3].status = TodoStatus::Completed;
     assert_eq!(gate::todos_unverified(&verified), None);
     assert_eq!(gate::todos_unverified(&done[..2]), None, "fewer than three completed");
-    assert!(gate::is_verification_step(&todo("Check that cargo clippy is clean", TodoStatus::Pending)));
-    assert!(!gate::is_verification_step(&todo("Refactor the parser", TodoStatus::Pending)));
+    assert!(gate::is_verification_step(&todo(
+        "Check that cargo clippy is clean",
+        TodoStatus::Pending
+    )));
+    assert!(!gate::is_verification_step(&todo(
+        "Refactor the parser",
+        TodoStatus::Pending
+    )));
 }

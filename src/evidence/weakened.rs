@@ -110,9 +110,10 @@ pub fn is_test_file(path: &Path) -> bool {
             && stem.chars().next().is_some_and(char::is_uppercase))
         || name == "test.rs";
     by_name
-        || path
-            .parent()
-            .is_some_and(|p| p.components().any(|c| TEST_DIRS.contains(&c.as_os_str().to_str().unwrap_or(""))))
+        || path.parent().is_some_and(|p| {
+            p.components()
+                .any(|c| TEST_DIRS.contains(&c.as_os_str().to_str().unwrap_or("")))
+        })
 }
 
 /// Whether a change from `before` to `after` at `path` is a change to tests: a test file, or a
@@ -121,7 +122,10 @@ pub fn holds_tests(path: &Path, before: &str, after: &str) -> bool {
     if is_test_file(path) {
         return true;
     }
-    lang(path) == Lang::Rust && [before, after].iter().any(|t| t.contains("#[test]") || t.contains("#[cfg(test)]"))
+    lang(path) == Lang::Rust
+        && [before, after]
+            .iter()
+            .any(|t| t.contains("#[test]") || t.contains("#[cfg(test)]"))
 }
 
 struct Patterns {

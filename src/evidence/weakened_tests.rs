@@ -21,7 +21,14 @@ fn test_files_by_convention() {
     ] {
         assert!(is_test_file(Path::new(p)), "{p}");
     }
-    for p in ["src/app.py", "src/lib.rs", "README.md", "tests/data.json", "testing.md", "src/contest.py"] {
+    for p in [
+        "src/app.py",
+        "src/lib.rs",
+        "README.md",
+        "tests/data.json",
+        "testing.md",
+        "src/contest.py",
+    ] {
         assert!(!is_test_file(Path::new(p)), "{p}");
     }
     assert!(holds_tests(Path::new("src/lib.rs"), "#[cfg(test)]\nmod tests {}", ""));
@@ -31,7 +38,8 @@ fn test_files_by_convention() {
 #[test]
 fn python_assertions_skips_and_deleted_tests() {
     let before = "import pytest\n\ndef test_a():\n    assert f(1) == 2\n    assert f(2) == 4\n\ndef test_b():\n    self.assertEqual(g(), 3)\n";
-    let removed = "import pytest\n\ndef test_a():\n    assert f(1) == 2\n\ndef test_b():\n    self.assertEqual(g(), 3)\n";
+    let removed =
+        "import pytest\n\ndef test_a():\n    assert f(1) == 2\n\ndef test_b():\n    self.assertEqual(g(), 3)\n";
     assert_eq!(w("tests/test_f.py", before, removed).removed_assertions, 1);
     let commented = before.replace("    assert f(2) == 4", "    # assert f(2) == 4");
     assert_eq!(w("tests/test_f.py", before, &commented).removed_assertions, 1);
@@ -57,18 +65,35 @@ fn markers_of_other_languages() {
     let rs = "#[test]\nfn a() { assert_eq!(1, 1); }\n";
     let rs_ignored = "#[test]\n#[ignore]\nfn a() { assert_eq!(1, 1); }\n";
     assert_eq!(w("tests/a.rs", rs, rs_ignored).added_skips, 1);
-    assert_eq!(w("tests/a.rs", rs, "#[test]\nfn a() { // assert_eq!(1, 1);\n}\n").removed_assertions, 1);
+    assert_eq!(
+        w("tests/a.rs", rs, "#[test]\nfn a() { // assert_eq!(1, 1);\n}\n").removed_assertions,
+        1
+    );
     let js = "it('adds', () => { expect(sum(1, 2)).toBe(3); });\n";
     assert_eq!(w("a.test.js", js, &js.replace("it(", "it.skip(")).added_skips, 1);
     assert_eq!(w("a.test.js", js, &js.replace("it(", "xit(")).added_skips, 1);
-    assert_eq!(w("a.test.js", js, "it('adds', () => { sum(1, 2); });\n").removed_assertions, 1);
+    assert_eq!(
+        w("a.test.js", js, "it('adds', () => { sum(1, 2); });\n").removed_assertions,
+        1
+    );
     let go = "func TestA(t *testing.T) {\n\tif x != 1 {\n\t\tt.Errorf(\"x\")\n\t}\n}\n";
-    assert_eq!(w("a_test.go", go, &go.replace("{\n\tif", "{\n\tt.Skip(\"later\")\n\tif")).added_skips, 1);
+    assert_eq!(
+        w("a_test.go", go, &go.replace("{\n\tif", "{\n\tt.Skip(\"later\")\n\tif")).added_skips,
+        1
+    );
     assert_eq!(w("a_test.go", go, "").deleted_tests, 1);
     let java = "@Test\nvoid adds() { assertEquals(3, sum(1, 2)); }\n";
     assert_eq!(w("SumTest.java", java, &format!("@Disabled\n{java}")).added_skips, 1);
     let php = "public function testAdds() { $this->assertSame(3, 1 + 2); }\n";
-    assert_eq!(w("SumTest.php", php, "public function testAdds() { $this->markTestSkipped('x'); }\n").added_skips, 1);
+    assert_eq!(
+        w(
+            "SumTest.php",
+            php,
+            "public function testAdds() { $this->markTestSkipped('x'); }\n"
+        )
+        .added_skips,
+        1
+    );
 }
 
 #[test]

@@ -55,8 +55,14 @@ impl Stamp {
     fn of(meta: &std::fs::Metadata) -> Stamp {
         Stamp {
             size: meta.len(),
-            mtime_ns: meta.mtime().saturating_mul(1_000_000_000).saturating_add(meta.mtime_nsec()),
-            ctime_ns: meta.ctime().saturating_mul(1_000_000_000).saturating_add(meta.ctime_nsec()),
+            mtime_ns: meta
+                .mtime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(meta.mtime_nsec()),
+            ctime_ns: meta
+                .ctime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(meta.ctime_nsec()),
             inode: meta.ino(),
         }
     }
@@ -193,7 +199,9 @@ impl Fingerprinter {
             collected: Mutex::new(Vec::new()),
             overflow: AtomicBool::new(false),
         };
-        let threads = std::thread::available_parallelism().map(|n| n.get().min(4)).unwrap_or(1);
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get().min(4))
+            .unwrap_or(1);
         let excluded = self.excluded.clone();
         ignore::WalkBuilder::new(&self.root)
             .hidden(false)

@@ -45,7 +45,14 @@ async fn session(env: &Env, turns: Vec<Value>, extra: &[&str]) -> Out {
     std::fs::write(&script, serde_json::to_string(&json!({"turns": turns})).unwrap()).unwrap();
     env.keel_offline()
         .env_remove("KEEL_VERIFICATION_GATE")
-        .args(["-p", "fix the failing test", "--provider", "script", "--permission-mode", "bypassPermissions"])
+        .args([
+            "-p",
+            "fix the failing test",
+            "--provider",
+            "script",
+            "--permission-mode",
+            "bypassPermissions",
+        ])
         .arg("--script")
         .arg(&script)
         .args(extra)
@@ -54,7 +61,13 @@ async fn session(env: &Env, turns: Vec<Value>, extra: &[&str]) -> Out {
 }
 
 fn uuid_like() -> String {
-    format!("{:x}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos())
+    format!(
+        "{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    )
 }
 
 async fn json_session(env: &Env, turns: Vec<Value>, extra: &[&str]) -> Value {
@@ -88,7 +101,10 @@ fn tool_results(env: &Env) -> Vec<String> {
 }
 
 fn have_python() -> bool {
-    let ok = std::process::Command::new("python3").arg("--version").output().is_ok_and(|o| o.status.success());
+    let ok = std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
     if !ok {
         eprintln!("skipping: python3 is not installed (the trap sessions run real unittest)");
     }
@@ -118,7 +134,9 @@ async fn zero_tests_with_exit_0_is_not_a_pass() {
     assert_eq!(n.len(), 1, "{n:?}");
     assert!(n[0].contains("executed zero tests"), "{}", n[0]);
     assert!(
-        tool_results(&env).iter().any(|t| t.contains("executed zero tests, which is not a pass")),
+        tool_results(&env)
+            .iter()
+            .any(|t| t.contains("executed zero tests, which is not a pass")),
         "the model is told at once"
     );
     let v = &r["verification"];
@@ -181,7 +199,11 @@ async fn a_pipeline_hiding_a_failure_is_a_failure() {
     .await;
     assert_eq!(r["result"], ANSWER);
     assert!(nudges(&env)[0].contains("Run 1 failed"), "{:?}", nudges(&env));
-    assert!(tool_results(&env).iter().any(|t| t.contains("failed although the command line exited 0")));
+    assert!(
+        tool_results(&env)
+            .iter()
+            .any(|t| t.contains("failed although the command line exited 0"))
+    );
     let run = &r["verification"]["runs"][0];
     assert_eq!(r["verification"]["status"], "failed");
     assert_eq!(run["exit_code"], 1, "the runner's own status, not the pipeline's 0");
@@ -206,7 +228,11 @@ async fn a_failing_run_followed_by_done_is_sent_back_and_reported() {
     assert_eq!(out.stdout.trim(), "The tests still fail; the fix is not done.");
     assert!(nudges(&env)[0].contains("Run 1 failed: `python3 -m unittest`: 1 passed, 1 failed"));
     // Text mode: one line on stderr says what the evidence shows.
-    let line: Vec<&str> = out.stderr.lines().filter(|l| l.starts_with("keel: verification")).collect();
+    let line: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("keel: verification"))
+        .collect();
     assert_eq!(line.len(), 1, "{}", out.stderr);
     assert!(line[0].contains("failed"), "{}", line[0]);
 }
@@ -296,7 +322,11 @@ async fn a_shell_sed_fix_is_a_change_and_needs_a_new_run() {
     assert_eq!(r["result"], "Fixed, and the tests now pass: 2 tests ran.");
     let n = nudges(&env);
     assert_eq!(n.len(), 1, "{n:?}");
-    assert!(n[0].contains("calc.py (shell `sed -i 's/a - b/(a + b)/' calc.py`)"), "{}", n[0]);
+    assert!(
+        n[0].contains("calc.py (shell `sed -i 's/a - b/(a + b)/' calc.py`)"),
+        "{}",
+        n[0]
+    );
     let v = &r["verification"];
     assert_eq!(v["status"], "passed");
     assert_eq!(v["files_changed"], json!(["calc.py"]));
@@ -322,7 +352,11 @@ async fn an_assertion_deleted_by_the_shell_is_flagged() {
     )
     .await;
     assert_eq!(r["result"], ANSWER);
-    assert!(tool_results(&env).iter().any(|t| t.contains("[keel: weakened tests] tests/test_calc.py")));
+    assert!(
+        tool_results(&env)
+            .iter()
+            .any(|t| t.contains("[keel: weakened tests] tests/test_calc.py"))
+    );
     assert_eq!(r["verification"]["weakened_tests"][0]["removed_assertions"], 1);
 }
 
@@ -440,7 +474,12 @@ async fn the_gate_counts_toward_the_stop_hooks_loop_guard() {
     let settings = json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": hook}]}]}}).to_string();
     let r = json_session(
         &env,
-        vec![read("calc.py"), edit("calc.py", "a - b", "a + b"), say("Done."), say("Done, really.")],
+        vec![
+            read("calc.py"),
+            edit("calc.py", "a - b", "a + b"),
+            say("Done."),
+            say("Done, really."),
+        ],
         &["--settings", &settings],
     )
     .await;
@@ -483,7 +522,16 @@ async fn the_ledger_survives_compaction_and_resume() {
     let out = env
         .keel_offline()
         .env_remove("KEEL_VERIFICATION_GATE")
-        .args(["-p", "/compact", "--provider", "script", "--output-format", "json", "--resume", &id])
+        .args([
+            "-p",
+            "/compact",
+            "--provider",
+            "script",
+            "--output-format",
+            "json",
+            "--resume",
+            &id,
+        ])
         .arg("--script")
         .arg(&script)
         .run()
@@ -498,12 +546,17 @@ async fn the_ledger_survives_compaction_and_resume() {
         .filter(|m| m.contains("This session continues"))
         .collect();
     assert!(
-        handoff.iter().any(|h| h.contains("Verification status recorded by keel: failed")),
+        handoff
+            .iter()
+            .any(|h| h.contains("Verification status recorded by keel: failed")),
         "{handoff:?}"
     );
     let last = json_session(&env, vec![say("All tests pass.")], &["--resume", &id]).await;
     let v = &last["verification"];
-    assert_eq!(v["status"], "failed", "neither the summary nor resuming turns a failure into a pass");
+    assert_eq!(
+        v["status"], "failed",
+        "neither the summary nor resuming turns a failure into a pass"
+    );
     assert_eq!(v["runs"][0]["failed"], 1);
     assert_eq!(v["files_changed"], json!(["calc.py"]));
 }

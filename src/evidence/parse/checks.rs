@@ -23,8 +23,15 @@ pub fn tsc(text: &str) -> Option<Parsed> {
     static FOUND: OnceLock<Regex> = OnceLock::new();
     static LINE: OnceLock<Regex> = OnceLock::new();
     let found = re(&FOUND, r"(?m)^Found (\d+) errors?\b");
-    let line = re(&LINE, r"(?m)^\S.*[(:]\d+[,:]\d+\)?:? - ?error TS\d+:|^\S.*\(\d+,\d+\): error TS\d+:");
-    if let Some(n) = found.captures_iter(text).filter_map(|c| c[1].parse::<u64>().ok()).last() {
+    let line = re(
+        &LINE,
+        r"(?m)^\S.*[(:]\d+[,:]\d+\)?:? - ?error TS\d+:|^\S.*\(\d+,\d+\): error TS\d+:",
+    );
+    if let Some(n) = found
+        .captures_iter(text)
+        .filter_map(|c| c[1].parse::<u64>().ok())
+        .last()
+    {
         return Some(errors(n));
     }
     let n = line.find_iter(text).count() as u64;
@@ -44,16 +51,17 @@ pub fn eslint(text: &str) -> Option<Parsed> {
 /// `Found 3 errors.`, `All checks passed!`, `N files would be reformatted`.
 pub fn ruff(text: &str) -> Option<Parsed> {
     static RE: OnceLock<Regex> = OnceLock::new();
-    let re = re(
-        &RE,
-        r"(?m)^(?:Found (\d+) errors?|(\d+) files? would be reformatted)",
-    );
+    let re = re(&RE, r"(?m)^(?:Found (\d+) errors?|(\d+) files? would be reformatted)");
     if let Some(c) = re.captures_iter(text).last() {
         let n = c.get(1).or(c.get(2)).and_then(|m| m.as_str().parse().ok()).unwrap_or(1);
         return Some(errors(n));
     }
     text.lines()
-        .any(|l| l.trim() == "All checks passed!" || l.contains("files already formatted") || l.contains("file already formatted"))
+        .any(|l| {
+            l.trim() == "All checks passed!"
+                || l.contains("files already formatted")
+                || l.contains("file already formatted")
+        })
         .then(|| errors(0))
 }
 
@@ -72,7 +80,10 @@ pub fn mypy(text: &str) -> Option<Parsed> {
 /// `2 errors, 0 warnings, 0 informations`.
 pub fn pyright(text: &str) -> Option<Parsed> {
     static RE: OnceLock<Regex> = OnceLock::new();
-    let re = re(&RE, r"(?m)^\s*(\d+) errors?, \d+ warnings?, \d+ (?:informations?|notes?)");
+    let re = re(
+        &RE,
+        r"(?m)^\s*(\d+) errors?, \d+ warnings?, \d+ (?:informations?|notes?)",
+    );
     re.captures_iter(text)
         .filter_map(|c| c[1].parse::<u64>().ok())
         .last()

@@ -40,7 +40,8 @@ pub fn vitest(text: &str) -> Option<Parsed> {
     static TESTS: OnceLock<Regex> = OnceLock::new();
     static FILES: OnceLock<Regex> = OnceLock::new();
     let tests = TESTS.get_or_init(|| Regex::new(r"(?m)^\s*Tests\s+(\d+ [^(]*)\((\d+)\)\s*$").expect("constant regex"));
-    let files = FILES.get_or_init(|| Regex::new(r"(?m)^\s*Test Files\s+(\d+ [^(]*)\((\d+)\)\s*$").expect("constant regex"));
+    let files =
+        FILES.get_or_init(|| Regex::new(r"(?m)^\s*Test Files\s+(\d+ [^(]*)\((\d+)\)\s*$").expect("constant regex"));
     let failed_files: Vec<u64> = files
         .captures_iter(text)
         .map(|c| count_of(&numbered(&c[1]), &["failed"]))
@@ -72,7 +73,9 @@ pub fn vitest(text: &str) -> Option<Parsed> {
 /// Mocha's spec reporter: `3 passing (5ms)`, `1 pending`, `2 failing`.
 pub fn mocha(text: &str) -> Option<Parsed> {
     static RE: OnceLock<Regex> = OnceLock::new();
-    let re = RE.get_or_init(|| Regex::new(r"(?m)^\s*(\d+) (passing|failing|pending)(?: \(\d+m?s\))?\s*$").expect("constant regex"));
+    let re = RE.get_or_init(|| {
+        Regex::new(r"(?m)^\s*(\d+) (passing|failing|pending)(?: \(\d+m?s\))?\s*$").expect("constant regex")
+    });
     let mut counts = Counts::default();
     let mut summaries = 0;
     for c in re.captures_iter(text) {
@@ -117,7 +120,10 @@ pub fn node_test(text: &str) -> Option<Parsed> {
 pub fn bun_test(text: &str) -> Option<Parsed> {
     static RE: OnceLock<Regex> = OnceLock::new();
     let re = RE.get_or_init(|| Regex::new(r"(?m)^\s*(\d+) (pass|fail|skip|todo)\s*$").expect("constant regex"));
-    let ran = text.lines().filter(|l| l.starts_with("Ran ") && l.contains(" across ")).count();
+    let ran = text
+        .lines()
+        .filter(|l| l.starts_with("Ran ") && l.contains(" across "))
+        .count();
     if ran == 0 {
         return None;
     }

@@ -224,7 +224,11 @@ fn numbered(list: &str) -> Vec<(u64, String)> {
 }
 
 fn count_of(pairs: &[(u64, String)], names: &[&str]) -> u64 {
-    pairs.iter().filter(|(_, w)| names.contains(&w.as_str())).map(|(n, _)| n).sum()
+    pairs
+        .iter()
+        .filter(|(_, w)| names.contains(&w.as_str()))
+        .map(|(n, _)| n)
+        .sum()
 }
 
 #[cfg(test)]

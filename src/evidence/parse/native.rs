@@ -69,7 +69,10 @@ fn go_json(text: &str) -> Option<Parsed> {
     let mut seen = false;
     let (mut pass, mut fail, mut skip) = (0u64, 0u64, 0u64);
     let mut packages = 0usize;
-    for line in text.lines().filter(|l| l.starts_with("{\"Time\"") || l.starts_with("{\"Action\"")) {
+    for line in text
+        .lines()
+        .filter(|l| l.starts_with("{\"Time\"") || l.starts_with("{\"Action\""))
+    {
         let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
@@ -95,7 +98,8 @@ fn go_json(text: &str) -> Option<Parsed> {
 /// `DONE 12 tests, 1 skipped, 2 failures in 0.456s`.
 pub fn gotestsum(text: &str) -> Option<Parsed> {
     static RE: OnceLock<Regex> = OnceLock::new();
-    let re = RE.get_or_init(|| Regex::new(r"(?m)^DONE (\d+ tests?(?:, \d+ \w+)*)(?: in [\d.]+s)?").expect("constant regex"));
+    let re =
+        RE.get_or_init(|| Regex::new(r"(?m)^DONE (\d+ tests?(?:, \d+ \w+)*)(?: in [\d.]+s)?").expect("constant regex"));
     Parsed::sum(re.captures_iter(text).map(|c| {
         let pairs = numbered(&c[1]);
         let total = count_of(&pairs, &["test", "tests"]);

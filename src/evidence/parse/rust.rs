@@ -12,7 +12,8 @@ use super::{Counts, Parsed, count_of, numbered};
 pub fn cargo_test(text: &str) -> Option<Parsed> {
     static RE: OnceLock<Regex> = OnceLock::new();
     let re = RE.get_or_init(|| {
-        Regex::new(r"(?m)^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored").expect("constant regex")
+        Regex::new(r"(?m)^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored")
+            .expect("constant regex")
     });
     let results = Parsed::sum(re.captures_iter(text).map(|c| {
         let n = |i: usize| c[i].parse::<u64>().unwrap_or(0);
@@ -35,9 +36,8 @@ pub fn cargo_test(text: &str) -> Option<Parsed> {
 /// `Summary [   0.003s] 3 tests run: 2 passed, 1 failed, 1 skipped`; `error: no tests to run`.
 pub fn nextest(text: &str) -> Option<Parsed> {
     static RE: OnceLock<Regex> = OnceLock::new();
-    let re = RE.get_or_init(|| {
-        Regex::new(r"(?m)^\s*Summary \[[^\]]*\]\s+(\d+) tests? run: (.*)$").expect("constant regex")
-    });
+    let re =
+        RE.get_or_init(|| Regex::new(r"(?m)^\s*Summary \[[^\]]*\]\s+(\d+) tests? run: (.*)$").expect("constant regex"));
     let found = Parsed::sum(re.captures_iter(text).map(|c| {
         let pairs = numbered(&c[2]);
         let passed = count_of(&pairs, &["passed"]);

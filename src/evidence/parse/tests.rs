@@ -38,7 +38,11 @@ fn pytest_every_version() {
         test(&format!("pytest/{v}-none.txt"), Runner::Pytest, ZERO);
     }
     for v in ["7.4.4", "9.2.0"] {
-        test(&format!("pytest/{v}-collection-error.txt"), Runner::Pytest, Some((1, 0, 0, 0, 1)));
+        test(
+            &format!("pytest/{v}-collection-error.txt"),
+            Runner::Pytest,
+            Some((1, 0, 0, 0, 1)),
+        );
         test(&format!("pytest/{v}-fail-color.txt"), Runner::Pytest, FAIL);
     }
     // Only the summary counts: `pytest | tail -1` leaves just that line.
@@ -73,13 +77,31 @@ fn cargo_test_build_and_clippy() {
     // The unit tests fail (1 passed, 1 failed, 1 ignored), so cargo stops before the
     // integration test.
     test(&format!("cargo/{v}-fail.txt"), Runner::CargoTest, Some((2, 1, 1, 1, 0)));
-    test(&format!("cargo/{v}-fail-verbose.txt"), Runner::CargoTest, Some((2, 1, 1, 1, 0)));
+    test(
+        &format!("cargo/{v}-fail-verbose.txt"),
+        Runner::CargoTest,
+        Some((2, 1, 1, 1, 0)),
+    );
     test(&format!("cargo/{v}-pass.txt"), Runner::CargoTest, PASS);
     test(&format!("cargo/{v}-filtered.txt"), Runner::CargoTest, ZERO);
-    test(&format!("cargo/{v}-compile-error.txt"), Runner::CargoTest, Some((0, 0, 0, 0, 1)));
-    check(&format!("cargo/{v}-build-error.txt"), Runner::Cargo, Kind::Build, Some((0, 0, 0, 0, 1)));
+    test(
+        &format!("cargo/{v}-compile-error.txt"),
+        Runner::CargoTest,
+        Some((0, 0, 0, 0, 1)),
+    );
+    check(
+        &format!("cargo/{v}-build-error.txt"),
+        Runner::Cargo,
+        Kind::Build,
+        Some((0, 0, 0, 0, 1)),
+    );
     check(&format!("cargo/{v}-build-ok.txt"), Runner::Cargo, Kind::Build, ZERO);
-    check(&format!("cargo/{v}-clippy-deny.txt"), Runner::Cargo, Kind::Lint, Some((0, 0, 0, 0, 1)));
+    check(
+        &format!("cargo/{v}-clippy-deny.txt"),
+        Runner::Cargo,
+        Kind::Lint,
+        Some((0, 0, 0, 0, 1)),
+    );
 }
 
 #[test]
@@ -121,7 +143,11 @@ fn javascript_runners() {
         test(&format!("mocha/{v}-none.txt"), Runner::Mocha, ZERO);
     }
     test("node-test/v20.20.2-fail.txt", Runner::NodeTest, Some((2, 1, 1, 1, 0)));
-    test("node-test/v20.20.2-fail-spec.txt", Runner::NodeTest, Some((2, 1, 1, 1, 0)));
+    test(
+        "node-test/v20.20.2-fail-spec.txt",
+        Runner::NodeTest,
+        Some((2, 1, 1, 1, 0)),
+    );
     test("written/bun-fail.txt", Runner::BunTest, Some((2, 1, 1, 1, 0)));
     // `npm test` runs whatever the script says: the output decides.
     test("jest/30.5.2-fail.txt", Runner::Script, Some((2, 1, 1, 1, 0)));
@@ -146,16 +172,30 @@ fn ruby_php_and_ctest() {
 #[test]
 fn jvm_and_dotnet_from_documented_formats() {
     test("written/maven-fail.txt", Runner::Maven, Some((2, 1, 1, 1, 0)));
-    test("written/maven-pass-multimodule.txt", Runner::Maven, Some((4, 4, 0, 1, 0)));
+    test(
+        "written/maven-pass-multimodule.txt",
+        Runner::Maven,
+        Some((4, 4, 0, 1, 0)),
+    );
     test("written/maven-compile-error.txt", Runner::Maven, Some((0, 0, 0, 0, 1)));
     test("written/maven-no-tests.txt", Runner::Maven, ZERO);
-    check("written/maven-compile-error.txt", Runner::Maven, Kind::Build, Some((0, 0, 0, 0, 1)));
+    check(
+        "written/maven-compile-error.txt",
+        Runner::Maven,
+        Kind::Build,
+        Some((0, 0, 0, 0, 1)),
+    );
     test("written/gradle-fail.txt", Runner::Gradle, Some((2, 1, 1, 1, 0)));
     // A passing Gradle test task prints no counts: not understood, said so.
     test("written/gradle-pass.txt", Runner::Gradle, None);
     test("written/dotnet-fail.txt", Runner::Dotnet, Some((2, 1, 1, 1, 0)));
     test("written/dotnet-old-pass.txt", Runner::Dotnet, Some((2, 2, 0, 1, 0)));
-    check("written/dotnet-build-error.txt", Runner::Dotnet, Kind::Build, Some((0, 0, 0, 0, 1)));
+    check(
+        "written/dotnet-build-error.txt",
+        Runner::Dotnet,
+        Kind::Build,
+        Some((0, 0, 0, 0, 1)),
+    );
     test("written/plain-script.txt", Runner::Script, Some((13, 12, 1, 2, 0)));
 }
 
@@ -164,17 +204,42 @@ fn checkers() {
     check("tsc/5.9.3-errors.txt", Runner::Tsc, Kind::Lint, Some((0, 0, 0, 0, 2)));
     check("tsc/5.9.3-clean.txt", Runner::Tsc, Kind::Lint, None);
     for v in ["v8.57.1", "v9.39.5"] {
-        check(&format!("eslint/{v}-errors.txt"), Runner::Eslint, Kind::Lint, Some((0, 0, 0, 0, 1)));
+        check(
+            &format!("eslint/{v}-errors.txt"),
+            Runner::Eslint,
+            Kind::Lint,
+            Some((0, 0, 0, 0, 1)),
+        );
         check(&format!("eslint/{v}-clean.txt"), Runner::Eslint, Kind::Lint, None);
     }
-    check("ruff/0.17.6-errors.txt", Runner::Ruff, Kind::Lint, Some((0, 0, 0, 0, 1)));
+    check(
+        "ruff/0.17.6-errors.txt",
+        Runner::Ruff,
+        Kind::Lint,
+        Some((0, 0, 0, 0, 1)),
+    );
     check("ruff/0.17.6-clean.txt", Runner::Ruff, Kind::Lint, ZERO);
     check("mypy/2.4.1-errors.txt", Runner::Mypy, Kind::Lint, Some((0, 0, 0, 0, 1)));
     check("mypy/2.4.1-clean.txt", Runner::Mypy, Kind::Lint, ZERO);
-    check("written/pyright-errors.txt", Runner::Pyright, Kind::Lint, Some((0, 0, 0, 0, 1)));
-    check("written/flake8-errors.txt", Runner::Flake8, Kind::Lint, Some((0, 0, 0, 0, 2)));
+    check(
+        "written/pyright-errors.txt",
+        Runner::Pyright,
+        Kind::Lint,
+        Some((0, 0, 0, 0, 1)),
+    );
+    check(
+        "written/flake8-errors.txt",
+        Runner::Flake8,
+        Kind::Lint,
+        Some((0, 0, 0, 0, 2)),
+    );
     // `npm run lint` running ESLint.
-    check("eslint/v9.39.5-errors.txt", Runner::Script, Kind::Lint, Some((0, 0, 0, 0, 1)));
+    check(
+        "eslint/v9.39.5-errors.txt",
+        Runner::Script,
+        Kind::Lint,
+        Some((0, 0, 0, 0, 1)),
+    );
 }
 
 #[test]
@@ -213,6 +278,9 @@ fn every_captured_fixture_is_understood_by_its_runner() {
 
 #[test]
 fn colours_are_removed() {
-    assert_eq!(strip_ansi("\u{1b}[31m1 failed\u{1b}[0m, \u{1b}[32m2 passed\u{1b}[0m"), "1 failed, 2 passed");
+    assert_eq!(
+        strip_ansi("\u{1b}[31m1 failed\u{1b}[0m, \u{1b}[32m2 passed\u{1b}[0m"),
+        "1 failed, 2 passed"
+    );
     assert_eq!(strip_ansi("a\u{1b}]8;;http://x\u{7}link\u{1b}]8;;\u{1b}\\b"), "alinkb");
 }

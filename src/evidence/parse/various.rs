@@ -49,7 +49,10 @@ pub fn phpunit(text: &str) -> Option<Parsed> {
     static LONG: OnceLock<Regex> = OnceLock::new();
     let ok = re(&OK, r"(?m)^OK \((\d+) tests?, \d+ assertions?\)");
     let long = re(&LONG, r"(?m)^Tests: (\d+), Assertions: \d+((?:, \w+: \d+)*)\.?\s*$");
-    let mut parts: Vec<Counts> = ok.captures_iter(text).map(|c| Counts::tests(num(&c, 1), 0, 0, 0)).collect();
+    let mut parts: Vec<Counts> = ok
+        .captures_iter(text)
+        .map(|c| Counts::tests(num(&c, 1), 0, 0, 0))
+        .collect();
     for c in long.captures_iter(text) {
         let total = num(&c, 1);
         let (mut failed, mut errors, mut skipped) = (0, 0, 0);
@@ -63,7 +66,12 @@ pub fn phpunit(text: &str) -> Option<Parsed> {
                 _ => {}
             }
         }
-        parts.push(Counts::tests(total.saturating_sub(failed + errors + skipped), failed, skipped, errors));
+        parts.push(Counts::tests(
+            total.saturating_sub(failed + errors + skipped),
+            failed,
+            skipped,
+            errors,
+        ));
     }
     let found = Parsed::sum(parts);
     if found.is_none() && text.lines().any(|l| l.trim() == "No tests executed!") {
@@ -92,7 +100,11 @@ pub fn maven(text: &str) -> Option<Parsed> {
             )
         })
         .collect();
-    let totals: Vec<Counts> = lines.iter().filter(|(_, per_class)| !per_class).map(|(c, _)| *c).collect();
+    let totals: Vec<Counts> = lines
+        .iter()
+        .filter(|(_, per_class)| !per_class)
+        .map(|(c, _)| *c)
+        .collect();
     let found = if totals.is_empty() {
         Parsed::sum(lines.iter().map(|(c, _)| *c))
     } else {
@@ -114,8 +126,12 @@ pub fn maven_build(text: &str) -> Option<Parsed> {
     static RE: OnceLock<Regex> = OnceLock::new();
     let re = re(&RE, r"(?m)^\[ERROR\] \S+\.(?:java|kt|scala|groovy):\[\d+,\d+\] ");
     let mut errors = re.find_iter(text).count() as u64;
-    let failure = text.lines().any(|l| l.trim_start_matches("[INFO] ").trim() == "BUILD FAILURE");
-    let success = text.lines().any(|l| l.trim_start_matches("[INFO] ").trim() == "BUILD SUCCESS");
+    let failure = text
+        .lines()
+        .any(|l| l.trim_start_matches("[INFO] ").trim() == "BUILD FAILURE");
+    let success = text
+        .lines()
+        .any(|l| l.trim_start_matches("[INFO] ").trim() == "BUILD SUCCESS");
     if failure && errors == 0 {
         errors = 1;
     }
@@ -131,7 +147,10 @@ pub fn maven_build(text: &str) -> Option<Parsed> {
 /// skipped: a passing test task prints no counts, so its output is not understood).
 pub fn gradle(text: &str) -> Option<Parsed> {
     static RE: OnceLock<Regex> = OnceLock::new();
-    let re = re(&RE, r"(?m)^(\d+) tests? completed(?:, (\d+) failed)?(?:, (\d+) skipped)?");
+    let re = re(
+        &RE,
+        r"(?m)^(\d+) tests? completed(?:, (\d+) failed)?(?:, (\d+) skipped)?",
+    );
     let found = Parsed::sum(re.captures_iter(text).map(|c| {
         let (total, failed, skipped) = (num(&c, 1), num(&c, 2), num(&c, 3));
         Counts::tests(total.saturating_sub(failed + skipped), failed, skipped, 0)
@@ -140,7 +159,10 @@ pub fn gradle(text: &str) -> Option<Parsed> {
         return found;
     }
     text.lines()
-        .any(|l| l.contains("Compilation failed") || (l.starts_with("> Task :") && l.contains("compile") && l.ends_with("FAILED")))
+        .any(|l| {
+            l.contains("Compilation failed")
+                || (l.starts_with("> Task :") && l.contains("compile") && l.ends_with("FAILED"))
+        })
         .then(|| {
             Parsed::one(Counts {
                 errors: 1,
@@ -172,10 +194,16 @@ pub fn dotnet(text: &str) -> Option<Parsed> {
         .map(|c| Counts::tests(num(&c, 2), num(&c, 1), num(&c, 3), 0))
         .collect();
     if parts.is_empty() {
-        parts.extend(old.captures_iter(text).map(|c| Counts::tests(num(&c, 2), num(&c, 3), num(&c, 4), 0)));
+        parts.extend(
+            old.captures_iter(text)
+                .map(|c| Counts::tests(num(&c, 2), num(&c, 3), num(&c, 4), 0)),
+        );
     }
     if parts.is_empty() {
-        parts.extend(mtp.captures_iter(text).map(|c| Counts::tests(num(&c, 3), num(&c, 2), num(&c, 4), 0)));
+        parts.extend(
+            mtp.captures_iter(text)
+                .map(|c| Counts::tests(num(&c, 3), num(&c, 2), num(&c, 4), 0)),
+        );
     }
     Parsed::sum(parts).or_else(|| dotnet_build(text).filter(|p| p.counts.errors > 0))
 }
@@ -199,6 +227,12 @@ pub fn dotnet_build(text: &str) -> Option<Parsed> {
 /// word with a colon may stand before it).
 pub fn plain(text: &str) -> Option<Parsed> {
     static RE: OnceLock<Regex> = OnceLock::new();
-    let re = re(&RE, r"(?m)^(?:\w+:\s*)?(\d+) passed, (\d+) failed(?:, (\d+) skipped)?\s*$");
-    Parsed::sum(re.captures_iter(text).map(|c| Counts::tests(num(&c, 1), num(&c, 2), num(&c, 3), 0)))
+    let re = re(
+        &RE,
+        r"(?m)^(?:\w+:\s*)?(\d+) passed, (\d+) failed(?:, (\d+) skipped)?\s*$",
+    );
+    Parsed::sum(
+        re.captures_iter(text)
+            .map(|c| Counts::tests(num(&c, 1), num(&c, 2), num(&c, 3), 0)),
+    )
 }
