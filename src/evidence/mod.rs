@@ -61,8 +61,8 @@ pub enum Watch {
     Bash {
         command: String,
         cwd: PathBuf,
-        before: Snapshot,
         started: Instant,
+        started_at: std::time::SystemTime,
     },
 }
 
@@ -222,20 +222,13 @@ impl Evidence {
             let Some(command) = input.get("command").and_then(Value::as_str) else {
                 return Watch::None;
             };
-            let before = self.fingerprint().await;
-            let mut s = self.lock();
-            if let Some(last) = &s.last {
-                let outside = last.diff(&before);
-                let paths: Vec<String> = outside
-                    .paths()
-                    .map(|p| rel_string(p))
-                    .filter(|p| !s.touched.contains(p))
-                    .collect();
-                if !paths.is_empty() {
-                    s.ledger.change(paths, Source::Outside, false);
-                }
+            // One fingerprint per command: the one taken after the previous command stands for
+            // the tree before this one (the session's first command takes its own).
+            if self.lock().last.is_none() {
+                let first = self.fingerprint().await;
+                self.lock().last = Some(first);
             }
-            s.touched.clear();
+            let mut s = self.lock();
             // Test files the command names: keep what they hold now, in case it changes them.
             for seg in command::split(command) {
                 for w in seg.words.iter().chain(&seg.writes) {
@@ -249,8 +242,8 @@ impl Evidence {
             return Watch::Bash {
                 command: command.to_string(),
                 cwd: shell_cwd.to_path_buf(),
-                before,
                 started: Instant::now(),
+                started_at: std::time::SystemTime::now(),
             };
         }
         if EDIT_TOOLS.contains(&tool)
@@ -295,12 +288,12 @@ impl Evidence {
             Watch::Bash {
                 command,
                 cwd,
-                before,
                 started,
+                started_at,
             } => {
                 let after = self.fingerprint().await;
                 let duration = started.elapsed().as_millis() as u64;
-                self.after_command(&command, &cwd, before, after, output, duration, known)
+                self.after_command(&command, &cwd, started_at, after, output, duration, known)
             }
         };
         {
@@ -317,14 +310,21 @@ impl Evidence {
         &self,
         command: &str,
         shell_cwd: &Path,
-        before: Snapshot,
+        started_at: std::time::SystemTime,
         after: Snapshot,
         output: &ToolOutput,
         duration_ms: u64,
         known: &(dyn Fn(&Path) -> Option<String> + Sync),
     ) -> Vec<String> {
         let reading = runners::recognise(command, &self.config.declared);
-        let changes = before.diff(&after);
+        let mut s = self.lock();
+        let changes = s.last.as_ref().map(|b| b.diff(&after)).unwrap_or_default();
+        let (during, outside) = split_by_time(&changes, &after, started_at, &s.touched);
+        s.touched.clear();
+        if !outside.is_empty() {
+            s.ledger.change(outside, Source::Outside, false);
+        }
+        drop(s);
         let mut text = output
             .structured
             .get("stdout")
@@ -355,10 +355,9 @@ impl Evidence {
         let version_before = s.ledger.version;
         let verification = reading.only_observes && !reading.runs.is_empty();
         let uncertain = changes.uncertain && !reading.only_observes;
-        if !changes.is_empty() || uncertain {
-            let paths: Vec<String> = changes.paths().map(|p| rel_string(p)).collect();
+        if !during.is_empty() || uncertain {
             s.ledger.change(
-                paths,
+                during.clone(),
                 Source::Shell {
                     command: command.to_string(),
                     verification,
@@ -404,9 +403,9 @@ impl Evidence {
                 notes.push(n);
             }
         }
-        for p in changes.paths() {
-            let rel = rel_string(p);
-            let path = self.cwd.join(p);
+        for rel in &during {
+            let path = self.cwd.join(rel);
+            let rel = rel.as_str();
             notes.extend(self.check_weakened(
                 &mut s.ledger,
                 &rel,
@@ -415,7 +414,9 @@ impl Evidence {
                 known,
             ));
         }
-        s.ledger.digest = Some(after.digest());
+        if !changes.is_empty() || s.ledger.digest.is_none() {
+            s.ledger.digest = Some(after.digest());
+        }
         s.last = Some(after);
         notes
     }
@@ -565,6 +566,43 @@ fn git_head(cwd: &Path, rel: &str) -> Option<String> {
         .success()
         .then(|| String::from_utf8(out.stdout).ok())
         .flatten()
+}
+
+/// A change whose inode changed this long before the command started still counts as the
+/// command's (the kernel stamps change times from a coarse clock).
+const CLOCK_SLACK_NS: i64 = 10_000_000;
+
+/// Splits what changed since the last fingerprint into what the command did (changed at or
+/// after its start) and what happened before it, outside keel's tools (files keel's Edit and
+/// Write changed in between are already recorded). A removed file has no time left; it counts
+/// as the command's.
+fn split_by_time(
+    changes: &crate::workspace::Changes,
+    after: &Snapshot,
+    started_at: std::time::SystemTime,
+    touched: &HashSet<String>,
+) -> (Vec<String>, Vec<String>) {
+    let start_ns = started_at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+        - CLOCK_SLACK_NS;
+    let (mut during, mut outside) = (Vec::new(), Vec::new());
+    for p in changes.added.iter().chain(&changes.modified) {
+        let rel = rel_string(p);
+        match after.get(p) {
+            Some(stamp) if stamp.ctime_ns >= start_ns => during.push(rel),
+            _ if touched.contains(&rel) => {}
+            _ => outside.push(rel),
+        }
+    }
+    for p in &changes.removed {
+        let rel = rel_string(p);
+        if !touched.contains(&rel) {
+            during.push(rel);
+        }
+    }
+    (during, outside)
 }
 
 fn rel_string(p: &Path) -> String {

@@ -211,6 +211,28 @@ async fn shell_changes_are_detected_and_attributed() {
 }
 
 #[tokio::test]
+async fn a_file_edited_by_keel_and_then_by_a_command_is_the_commands_change_too() {
+    let w = ws(GateMode::Nudge);
+    w.bash("ls", |_| {}, "", 0).await;
+    w.edit("src/app.py", "def f(x):\n    return x + 2\n").await;
+    std::thread::sleep(std::time::Duration::from_millis(40));
+    w.bash(
+        "sed -i 's/2/3/' src/app.py",
+        |d| std::fs::write(d.join("src/app.py"), "def f(x):\n    return x + 3\n").unwrap(),
+        "",
+        0,
+    )
+    .await;
+    let l = w.ev.ledger();
+    let sources: Vec<String> = l.changes.iter().map(|c| c.describe_source()).collect();
+    assert_eq!(
+        sources,
+        vec!["Edit", "shell `sed -i 's/2/3/' src/app.py`"],
+        "no outside change"
+    );
+}
+
+#[tokio::test]
 async fn changes_between_commands_are_from_outside_and_logs_are_byproducts() {
     let w = ws(GateMode::Nudge);
     w.ev.begin_turn();
@@ -226,6 +248,8 @@ async fn changes_between_commands_are_from_outside_and_logs_are_byproducts() {
     assert!(w.ev.ledger().files_changed().is_empty());
     assert_eq!(w.ev.gate(&[]), None, "a read-only session is never nudged");
     std::fs::write(w.path("src/app.py"), "def f(x):\n    return 0\n").unwrap();
+    // Well before the next command starts (the kernel's change times are coarse).
+    std::thread::sleep(std::time::Duration::from_millis(40));
     w.bash("ls", |_| {}, "src tests", 0).await;
     let l = w.ev.ledger();
     let last = l.changes.last().unwrap();
