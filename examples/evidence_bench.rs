@@ -6,7 +6,8 @@
 //! 2. the gate's own work per Bash call without the fingerprint: reading the command line,
 //!    parsing the runner's output, classifying, recording the run, saving the ledger, the
 //!    status and the report; for a short and a 150 KB output;
-//! 3. a whole watched Bash call (`Evidence::before` + `after`) on the 10k-file repository.
+//! 3. a whole watched Bash call (`Evidence::before` + `after`: one fingerprint) on the 10k-file
+//!    repository.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -196,7 +197,7 @@ fn main() {
         let cpu_per = (cpu_ms() - cpu) / runs as f64;
         let (m, p) = stats(times);
         println!(
-            "whole watched call, {FILES}-file workspace (two fingerprints): wall median {m:.2} ms, p95 {p:.2} ms; CPU {cpu_per:.2} ms"
+            "whole watched call, {FILES}-file workspace (one fingerprint): wall median {m:.2} ms, p95 {p:.2} ms; CPU {cpu_per:.2} ms"
         );
     });
 }

@@ -408,7 +408,7 @@ impl Evidence {
             let rel = rel.as_str();
             notes.extend(self.check_weakened(
                 &mut s.ledger,
-                &rel,
+                rel,
                 &path,
                 &format!("shell `{}`", ledger::clip(command, 60)),
                 known,

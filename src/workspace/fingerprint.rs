@@ -1,12 +1,14 @@
 //! A cheap fingerprint of the workspace: one `lstat` per file, no content read.
 //!
-//! [`Fingerprinter::snapshot`] walks the workspace the way `git status` sees it (`.gitignore`,
-//! `.ignore` and `.git/info/exclude` honoured, `.git` itself and well-known cache directories
-//! skipped) and records each file's size, modification and change times and inode. Two snapshots
-//! taken around a shell command tell which files the command created, changed or removed
-//! ([`Snapshot::diff`]); the change time (`ctime`) catches writes that restore the modification
-//! time (`cp -p`, `touch -d`). Reading no content keeps it well under 20 ms for a 10k-file
-//! repository (`scripts/evidence_bench.sh`).
+//! [`Fingerprinter::snapshot`] walks the workspace the way `git status` sees it (`.gitignore`
+//! files and `.git/info/exclude` honoured, `.git` itself and well-known cache directories
+//! skipped) and records each file's size, modification and change times and inode. Two
+//! snapshots tell which files were created, changed or removed in between ([`Snapshot::diff`]);
+//! the change time (`ctime`, which no program can set) catches writes that restore the
+//! modification time (`cp -p`, `touch -d`) and tells when a file changed
+//! ([`Stamp::ctime_ns`]), so the snapshot after one command can stand for the tree before the
+//! next. The cost is the file system's: about that of `find` printing the same attributes
+//! (`scripts/evidence_bench.sh`, docs/PERFORMANCE.md).
 //!
 //! A workspace larger than the entry limit gives an *incomplete* snapshot: its diff cannot be
 //! trusted to be empty, which callers must treat as "may have changed".
