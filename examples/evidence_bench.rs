@@ -166,6 +166,7 @@ fn main() {
             let mut out = ToolOutput::text(short.clone())
                 .with_structured(json!({"stdout": short, "interrupted": false, "exitCode": 0}));
             ev.after(w, &mut out, &|_| None).await;
+            ev.flush();
             times.push(t.elapsed());
         }
         let cpu_per = (cpu_ms() - cpu) / calls as f64;
@@ -192,6 +193,7 @@ fn main() {
             let mut out = ToolOutput::text(short.clone())
                 .with_structured(json!({"stdout": short, "interrupted": false, "exitCode": 1}));
             ev.after(w, &mut out, &|_| None).await;
+            ev.flush();
             times.push(t.elapsed());
         }
         let cpu_per = (cpu_ms() - cpu) / runs as f64;

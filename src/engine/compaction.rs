@@ -132,6 +132,7 @@ impl Engine {
         if let Some(e) = self.session.tool_log.write_error.take() {
             self.events.notice(NoticeLevel::Warning, e);
         }
+        self.session.shared.evidence.flush();
         if found.is_empty() {
             return Vec::new();
         }

@@ -206,6 +206,13 @@ impl Evidence {
         Some(note)
     }
 
+    /// Saves the ledger if it changed (the engine calls this after each round of tool calls, so
+    /// a round of edits costs one write).
+    pub fn flush(&self) {
+        let mut s = self.lock();
+        self.save(&mut s);
+    }
+
     /// The first failure to save the ledger, once.
     pub fn take_write_error(&self) -> Option<String> {
         self.lock().write_error.take()
@@ -267,6 +274,7 @@ impl Evidence {
 
     /// After the call: records the change or the runs, flags weakened tests, and appends what
     /// the model must know to the result (zero tests executed, a hidden failure, weakened tests).
+    /// The ledger is saved by [`Evidence::flush`].
     pub async fn after(&self, watch: Watch, output: &mut ToolOutput, known: &(dyn Fn(&Path) -> Option<String> + Sync)) {
         let notes = match watch {
             Watch::None => return,
@@ -296,10 +304,6 @@ impl Evidence {
                 self.after_command(&command, &cwd, started_at, after, output, duration, known)
             }
         };
-        {
-            let mut s = self.lock();
-            self.save(&mut s);
-        }
         for n in notes {
             append_note(output, &n);
         }

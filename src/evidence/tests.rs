@@ -313,6 +313,7 @@ async fn the_ledger_survives_resume_and_changes_while_closed_make_passes_stale()
     let w = ws(GateMode::Nudge);
     w.bash("pytest -q", |_| {}, PASS, 0).await;
     assert_eq!(w.status(), Status::Passed);
+    w.ev.flush();
     let session = w.session.path().to_path_buf();
     let again = Evidence::new(w.dir.path(), &session, Config::default(), true);
     assert_eq!(again.with_ledger(|l| (l.runs.len(), l.status())), (1, Status::Passed));
