@@ -174,11 +174,9 @@ impl AgentCatalog {
 }
 
 fn read(path: &Path) -> Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if meta.len() > crate::skills::MAX_FILE {
-        return Err(format!("{}: larger than 256 KB; not loaded", path.display()));
-    }
-    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+    let bytes = crate::fsutil::open::read_file_capped(path, crate::skills::MAX_FILE)
+        .map_err(|e| format!("{}: {e}; not loaded", path.display()))?;
+    String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text; not loaded", path.display()))
 }
 
 fn collect(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {

@@ -22,7 +22,11 @@ pub fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(run()) {
+    let result = runtime.block_on(run());
+    // A blocking task still running (a search past its budget, a read a cancelled call left
+    // behind) must not hold the exit: the answer is already out.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("Error: {e}");
@@ -43,7 +47,7 @@ pub async fn run() -> anyhow::Result<ExitCode> {
         }
         None => {}
     }
-    if cli.print {
+    if cli.print || cli.programs.input_format == args::InputFormat::StreamJson {
         return Ok(crate::headless::run(cli).await?);
     }
     Ok(crate::tui::run(cli).await?)

@@ -119,10 +119,10 @@ fn human(bytes: u64) -> String {
 
 /// Instruction files in directories below `cwd` (honouring .gitignore), with their sizes.
 pub fn nested_files(cwd: &Path) -> Vec<(PathBuf, u64)> {
-    let walker = ignore::WalkBuilder::new(cwd)
-        .hidden(false)
-        .filter_entry(|e| e.file_name() != ".git")
-        .build();
+    let Ok(mut walk) = crate::tools::walk::safe_walk(cwd, |e| e.file_name() != ".git") else {
+        return Vec::new();
+    };
+    let walker = walk.builder.require_git(true).build();
     let mut out = Vec::new();
     for entry in walker.flatten().take(MAX_WALK_ENTRIES) {
         if !entry.file_type().is_some_and(|t| t.is_file()) {

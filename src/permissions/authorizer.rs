@@ -18,7 +18,11 @@ const SESSION_TOOLS: &[&str] = &["TodoWrite", "BashOutput", "KillShell"];
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
+    /// Approved by a rule, a mode or a hook: the command runs as the session's sandbox says.
     Allow,
+    /// Approved by keel itself (a read-only command, an acceptEdits file command): it runs
+    /// confined accordingly.
+    AllowConfined(crate::sandbox::Confinement),
     /// `hard`: required by an ask rule or a protection; a hook's allow cannot skip it.
     Ask {
         hard: bool,
@@ -36,6 +40,15 @@ pub struct AskInfo {
     pub session_grants: Vec<String>,
 }
 
+/// A decision and the path it was made for. The path is resolved once (symbolic links
+/// followed) and the file tools open exactly it, without looking the name up again
+/// (`fsutil::open`), so what runs is what was checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    pub verdict: Verdict,
+    pub resolved: Option<PathBuf>,
+}
+
 /// A PreToolUse hook's decision, composed with the rules as the reference does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HookDecision {
@@ -51,7 +64,12 @@ pub struct Authorizer {
     anchors: Anchors,
     /// Where "allow always" rules are saved (`.keel/settings.local.json`).
     save_path: Option<PathBuf>,
+    /// Whether the read-only jail is in force (asked at the first shell command); without it
+    /// keel approves only its allow-list of programs and options.
+    jail: Option<JailProbe>,
 }
+
+type JailProbe = std::sync::Arc<dyn Fn() -> bool + Send + Sync>;
 
 impl Authorizer {
     pub fn new(rules: Vec<Rule>, dirs: Vec<PathBuf>, home: Option<PathBuf>, save_path: Option<PathBuf>) -> Self {
@@ -67,7 +85,17 @@ impl Authorizer {
             dirs,
             home,
             save_path,
+            jail: None,
         }
+    }
+
+    /// Tells the authorizer how to learn whether the read-only jail is in force.
+    pub fn set_jail_probe(&mut self, probe: impl Fn() -> bool + Send + Sync + 'static) {
+        self.jail = Some(std::sync::Arc::new(probe));
+    }
+
+    fn jail(&self) -> bool {
+        self.jail.as_ref().is_some_and(|p| p())
     }
 
     /// The same rules and session grants for a sub-agent working in `to` instead of `from` (a
@@ -106,6 +134,7 @@ impl Authorizer {
             dirs,
             home: self.home.clone(),
             save_path: self.save_path.clone(),
+            jail: self.jail.clone(),
         }
     }
 
@@ -165,12 +194,21 @@ impl Authorizer {
             mode: Mode::Default,
             dirs: &self.dirs,
             home: self.home.as_deref(),
+            jail: false,
         };
         // Search walks do not follow symlinked directories, so only the file itself can be a
         // link; resolving every path would cost a readlink per directory level per file.
         let is_link = path.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink());
         let real = if is_link { real_path(path) } else { path.to_path_buf() };
         ctx.read_deny("Read", path, &real).is_some()
+    }
+
+    /// Whether a Read deny rule names `path` (judged on the path as given, without touching
+    /// the file system: the jail's credential scan asks this for every file it sees).
+    pub fn read_denied_by_rule(&self, path: &Path) -> bool {
+        self.rules
+            .iter()
+            .any(|r| r.behavior == Behavior::Deny && r.names_tool("Read") && !r.is_whole_tool() && r.matches_path(path))
     }
 
     /// Tools removed from the model's view by a bare-name deny rule.
@@ -205,6 +243,23 @@ impl Authorizer {
         hook: Option<HookDecision>,
         grants: &[Rule],
     ) -> Verdict {
+        self.decide(tool, input, read_only, mode, shell_cwd, hook, grants)
+            .verdict
+    }
+
+    /// [`Authorizer::check_with_grants`], with the resolved path of a file tool's call.
+    #[allow(clippy::too_many_arguments)]
+    pub fn decide(
+        &self,
+        tool: &str,
+        input: &Value,
+        read_only: bool,
+        mode: Mode,
+        shell_cwd: &Path,
+        hook: Option<HookDecision>,
+        grants: &[Rule],
+    ) -> Decision {
+        let mut resolved = None;
         let session = self.session.lock().unwrap_or_else(|p| p.into_inner());
         let all: Vec<&Rule> = self.rules.iter().chain(session.iter()).chain(grants.iter()).collect();
         let ctx = Ctx {
@@ -212,6 +267,7 @@ impl Authorizer {
             mode,
             dirs: &self.dirs,
             home: self.home.as_deref(),
+            jail: tool == "Bash" && self.jail(),
         };
         let verdict = if tool == "Bash" {
             let command = input.get("command").and_then(Value::as_str).unwrap_or("");
@@ -223,12 +279,24 @@ impl Authorizer {
             )
         } else if EDIT_FAMILY.contains(&tool) {
             match path_input(input, &["file_path", "notebook_path"], shell_cwd) {
-                Some(p) => ctx.edit(tool, &p),
+                Some(p) => {
+                    let real = real_path(&p);
+                    let v = ctx.edit_resolved(tool, &p, &real);
+                    resolved = Some(real);
+                    v
+                }
                 None => ctx.generic(tool, input, false),
             }
         } else if READ_FAMILY.contains(&tool) {
-            let p = path_input(input, &["file_path", "path"], shell_cwd).unwrap_or_else(|| shell_cwd.to_path_buf());
-            ctx.read(tool, &p)
+            let p = if tool == "Glob" {
+                glob_root(input, shell_cwd)
+            } else {
+                path_input(input, &["file_path", "path"], shell_cwd).unwrap_or_else(|| shell_cwd.to_path_buf())
+            };
+            let real = real_path(&p);
+            let v = ctx.read_resolved(tool, &p, &real);
+            resolved = Some(real);
+            v
         } else if tool == "Agent" {
             // Launching a sub-agent needs no approval; each of its own calls is checked.
             let kind = input
@@ -261,9 +329,9 @@ impl Authorizer {
         } else {
             ctx.generic(tool, input, read_only)
         };
-        match (verdict, hook) {
+        let verdict = match (verdict, hook) {
             (Verdict::Ask { hard: false, .. }, Some(HookDecision::Allow)) => Verdict::Allow,
-            (Verdict::Allow, Some(HookDecision::Ask)) => Verdict::Ask {
+            (Verdict::Allow | Verdict::AllowConfined(_), Some(HookDecision::Ask)) => Verdict::Ask {
                 hard: true,
                 info: AskInfo {
                     reason: "a PreToolUse hook asked for confirmation".into(),
@@ -271,7 +339,8 @@ impl Authorizer {
                 },
             },
             (v, _) => v,
-        }
+        };
+        Decision { verdict, resolved }
     }
 
     /// "Allow always": grant for the session and save the suggested rules to the local
@@ -295,6 +364,14 @@ impl Authorizer {
     }
 }
 
+/// The directory a Glob call lists: its `path`, or the literal start of an absolute pattern (or
+/// one that climbs with `..`), so `/etc/*` is checked as a read of `/etc`.
+fn glob_root(input: &Value, cwd: &Path) -> PathBuf {
+    let base = path_input(input, &["path"], cwd).unwrap_or_else(|| cwd.to_path_buf());
+    let pattern = input.get("pattern").and_then(Value::as_str).unwrap_or("");
+    crate::tools::glob::walk_root(&base, pattern)
+}
+
 fn path_input(input: &Value, keys: &[&str], cwd: &Path) -> Option<PathBuf> {
     keys.iter()
         .find_map(|k| input.get(*k).and_then(Value::as_str))
@@ -306,6 +383,8 @@ struct Ctx<'a> {
     mode: Mode,
     dirs: &'a [PathBuf],
     home: Option<&'a Path>,
+    /// The read-only jail is in force (shell checks may leave unknown options to it).
+    jail: bool,
 }
 
 impl Ctx<'_> {
@@ -324,7 +403,10 @@ impl Ctx<'_> {
     /// The working directories are canonical (resolved at startup); the path is resolved here
     /// so a symlink out of the workspace does not count as inside.
     fn inside(&self, path: &Path) -> bool {
-        let real = real_path(path);
+        self.inside_resolved(path, &real_path(path))
+    }
+
+    fn inside_resolved(&self, path: &Path, real: &Path) -> bool {
         self.dirs.iter().any(|d| path.starts_with(d) && real.starts_with(d))
     }
 
@@ -350,13 +432,17 @@ impl Ctx<'_> {
     }
 
     fn read(&self, tool: &str, path: &Path) -> Verdict {
-        if let Some(denied) = self.read_deny(tool, path, &real_path(path)) {
+        self.read_resolved(tool, path, &real_path(path))
+    }
+
+    fn read_resolved(&self, tool: &str, path: &Path, real: &Path) -> Verdict {
+        if let Some(denied) = self.read_deny(tool, path, real) {
             return denied;
         }
         if let Some(r) = self.find(Behavior::Ask, tool, |r| r.matches_path(path)) {
             return self.hard_ask(format!("the rule `{}` asks for confirmation", r.text));
         }
-        let allowed = self.inside(path)
+        let allowed = self.inside_resolved(path, real)
             || self.rules.iter().any(|r| {
                 r.behavior == Behavior::Allow && (r.names_tool(tool) || r.tool == "Edit") && r.matches_path(path)
             })
@@ -397,8 +483,11 @@ impl Ctx<'_> {
     }
 
     fn edit(&self, tool: &str, path: &Path) -> Verdict {
-        let real = real_path(path);
-        let hits = |r: &Rule| r.matches_path(path) || r.matches_path(&real);
+        self.edit_resolved(tool, path, &real_path(path))
+    }
+
+    fn edit_resolved(&self, tool: &str, path: &Path, real: &Path) -> Verdict {
+        let hits = |r: &Rule| r.matches_path(path) || r.matches_path(real);
         if let Some(r) = self
             .find(Behavior::Deny, tool, hits)
             .or_else(|| self.find(Behavior::Deny, "Read", |r| !r.is_whole_tool() && hits(r)))
@@ -420,11 +509,11 @@ impl Ctx<'_> {
         // Configuration that makes something run later (git hooks, agent settings, shell rc
         // files) needs the user even in acceptEdits and bypass; only a rule naming it allows it.
         if let Some(why) =
-            protected::config_reason(&real, self.home).or_else(|| protected::config_reason(path, self.home))
+            protected::config_reason(real, self.home).or_else(|| protected::config_reason(path, self.home))
         {
             return self.hard_ask(format!("{why}; changing it always needs confirmation"));
         }
-        let inside = self.inside(path);
+        let inside = self.inside_resolved(path, real);
         if inside && self.find(Behavior::Allow, tool, Rule::is_whole_tool).is_some() {
             return Verdict::Allow;
         }
@@ -499,13 +588,7 @@ pub(super) fn plan_mode_message(tool: &str) -> String {
 
 /// The path with symlinks resolved as far as it exists (a new file's parent is resolved).
 pub(super) fn real_path(p: &Path) -> PathBuf {
-    if let Ok(c) = p.canonicalize() {
-        return c;
-    }
-    match (p.parent(), p.file_name()) {
-        (Some(parent), Some(name)) => real_path(parent).join(name),
-        _ => p.to_path_buf(),
-    }
+    crate::tools::paths::real_path(p)
 }
 
 fn save_rules(path: &Path, rules: &[String]) -> std::io::Result<()> {

@@ -110,17 +110,10 @@ pub fn valid_name(name: &str) -> bool {
 /// Reads one skill or command file. `default_name` is the folder (or file) name, already
 /// namespaced; an error message names the file and, for bad front matter, the line.
 pub fn read_file(path: &Path, default_name: &str, kind: Kind, source: Source) -> Result<Skill, String> {
-    let size = std::fs::metadata(path)
-        .map(|m| m.len())
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    if size > MAX_FILE {
-        return Err(format!(
-            "{}: larger than {} KB; not loaded",
-            path.display(),
-            MAX_FILE / 1024
-        ));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // Never a FIFO or a link to a device (a repository can ship either), never more than the cap.
+    let bytes = crate::fsutil::open::read_file_capped(path, MAX_FILE)
+        .map_err(|e| format!("{}: {e}; not loaded", path.display()))?;
+    let text = String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text; not loaded", path.display()))?;
     parse(&text, path, default_name, kind, source)
 }
 

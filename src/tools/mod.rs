@@ -14,7 +14,9 @@ pub mod plan;
 pub mod read;
 pub mod registry;
 pub mod skill;
+pub mod structured;
 pub mod todo;
+pub mod walk;
 pub mod write;
 
 use std::path::PathBuf;
@@ -39,8 +41,13 @@ pub struct SessionShared {
     pub mode: Mutex<crate::permissions::Mode>,
     /// The session's task list (TodoWrite).
     pub todos: Mutex<Vec<Todo>>,
-    /// How shell commands are confined (set once at startup).
+    /// How shell commands a human or rule approved are confined (set once at startup).
     pub sandbox: crate::sandbox::SandboxMode,
+    /// The session's confinement state (read-only jail, credential scan); none in bare test
+    /// sessions, whose commands then run as `sandbox` says.
+    pub confiner: Option<Arc<crate::sandbox::Confiner>>,
+    /// Most bytes one shell command's output file keeps (head and tail; `shellOutputMaxBytes`).
+    pub output_cap: u64,
     /// Working directories besides `cwd` (`--add-dir`, `permissions.additionalDirectories`).
     pub extra_dirs: Vec<PathBuf>,
     /// Files whose content Read-like tools must not show (set once at startup).
@@ -117,6 +124,8 @@ impl SessionShared {
             mode: Mutex::new(crate::permissions::Mode::Default),
             todos: Mutex::new(Vec::new()),
             sandbox: crate::sandbox::SandboxMode::Off,
+            confiner: None,
+            output_cap: crate::sandbox::contain::DEFAULT_OUTPUT_CAP,
             extra_dirs: Vec::new(),
             read_guard: ReadGuard::default(),
             agents: None,
@@ -138,16 +147,32 @@ impl SessionShared {
         path.starts_with(&self.cwd) || self.extra_dirs.iter().any(|d| path.starts_with(d))
     }
 
+    /// The workspace roots (canonical) below which file tools open files.
+    pub fn roots(&self) -> Vec<PathBuf> {
+        let mut roots = Vec::with_capacity(1 + self.extra_dirs.len());
+        roots.push(self.cwd.clone());
+        roots.extend(self.extra_dirs.iter().cloned());
+        roots
+    }
+
     /// Takes over the startup decisions of another session's state (sandbox, added
     /// directories, permission mode, verification settings) when a front end swaps sessions.
     pub fn inherit_from(&mut self, other: &SessionShared) {
         self.sandbox = other.sandbox.clone();
+        self.confiner = other.confiner.clone();
+        self.output_cap = other.output_cap;
         self.extra_dirs = other.extra_dirs.clone();
         self.read_guard = other.read_guard.clone();
         self.agents = other.agents.clone();
         self.evidence = Arc::new(other.evidence.for_session(&self.session_dir));
         self.skill_runner = other.skill_runner.clone();
         self.set_mode(other.mode());
+    }
+
+    /// Where SessionStart hooks write `export` lines (`CLAUDE_ENV_FILE`); every shell command
+    /// of the session reads it first.
+    pub fn hook_env_file(&self) -> PathBuf {
+        self.session_dir.join("hook-env.sh")
     }
 
     /// Ends the session's processes: every background shell is killed, every background
@@ -182,11 +207,21 @@ pub struct ToolContext {
     pub shared: Arc<SessionShared>,
     pub cancel: CancellationToken,
     pub tool_use_id: String,
+    /// How the permission step approved this call (Bash confines the command accordingly).
+    pub confinement: crate::sandbox::Confinement,
+    /// The call's path as the permission check resolved it (symbolic links followed once).
+    pub resolved: Option<PathBuf>,
 }
 
 impl ToolContext {
     pub fn cwd(&self) -> &std::path::Path {
         &self.shared.cwd
+    }
+
+    /// Where to open `path`: exactly where the permission check resolved it, so nothing
+    /// swapped in since can redirect the tool; resolved now for a call that had no check.
+    pub fn resolved_path(&self, path: &std::path::Path) -> PathBuf {
+        self.resolved.clone().unwrap_or_else(|| paths::real_path(path))
     }
 }
 

@@ -10,8 +10,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::tokens;
 use crate::engine::{CompactTrigger, Engine};
-use crate::permissions::Verdict;
 use crate::permissions::rules::Behavior;
+use crate::permissions::{Authorizer, Verdict};
+use crate::tools::SessionShared;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IntegrationError {
@@ -203,19 +204,23 @@ pub fn hooks(engine: &Engine) -> Result<Vec<HookEntry>, IntegrationError> {
     Ok(out)
 }
 
-/// Why reading `path` for an `@path` mention is refused (Read deny rules, credential files),
-/// if it is. A mention outside the working directories is the user's explicit choice.
-pub fn mention_denied(engine: &Engine, path: &Path) -> Option<String> {
-    let shared = &engine.session.shared;
-    match engine.authorizer.check(
+/// The check of an `@path` mention: the path resolved once (the mention is read exactly
+/// there), or why reading it is refused (Read deny rules, credential files). A mention outside
+/// the working directories is the user's explicit choice.
+pub fn mention_check(authorizer: &Authorizer, shared: &SessionShared, path: &Path) -> Result<PathBuf, String> {
+    let decision = authorizer.decide(
         "Read",
         &serde_json::json!({"file_path": path}),
         true,
         shared.mode(),
         &shared.cwd,
         None,
-    ) {
-        Verdict::Deny(reason) => Some(reason),
-        _ => None,
+        &[],
+    );
+    match decision.verdict {
+        Verdict::Deny(reason) => Err(reason),
+        _ => Ok(decision
+            .resolved
+            .unwrap_or_else(|| crate::tools::paths::real_path(path))),
     }
 }

@@ -110,9 +110,14 @@ pub async fn run(
 async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
     match job {
         Job::Turn { text, cancel } => {
-            let resolved = mentions::resolve(&text, &engine.session.shared, &|p| {
-                integration::mention_denied(engine, p)
-            });
+            let checker = (engine.session.shared.clone(), engine.authorizer.clone());
+            let Some(resolved) = attach_mentions(checker, text, &cancel).await else {
+                engine.events().notice(
+                    NoticeLevel::Warning,
+                    "interrupted while attaching the mentioned files; nothing was sent",
+                );
+                return Reply::TurnDone;
+            };
             for note in resolved.notes {
                 engine.events().notice(NoticeLevel::Warning, note);
             }
@@ -181,6 +186,29 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
         Job::Context => Reply::Context(integration::context(engine).map_err(|e| e.to_string())),
         Job::Permissions => Reply::Permissions(integration::permissions(engine).map_err(|e| e.to_string())),
         Job::Hooks => Reply::Hooks(integration::hooks(engine).map_err(|e| e.to_string())),
+    }
+}
+
+/// Resolves a prompt's `@path` mentions on the blocking pool, so file I/O never stalls this
+/// task; `None` when the user interrupted first (the work left behind is bounded: files are
+/// opened without blocking and read with a size cap).
+async fn attach_mentions(
+    (shared, authorizer): (Arc<SessionShared>, Arc<crate::permissions::Authorizer>),
+    text: String,
+    cancel: &CancellationToken,
+) -> Option<mentions::Resolved> {
+    if mentions::mentions(&text).is_empty() {
+        return Some(mentions::Resolved {
+            blocks: vec![ContentBlock::text(text)],
+            notes: Vec::new(),
+        });
+    }
+    let task = tokio::task::spawn_blocking(move || {
+        mentions::resolve(&text, &shared, &|p| integration::mention_check(&authorizer, &shared, p))
+    });
+    tokio::select! {
+        _ = cancel.cancelled() => None,
+        r = task => r.ok(),
     }
 }
 

@@ -188,6 +188,7 @@ async fn approving_and_denying_a_command() {
             "command": "cat >> \"$CLAUDE_PROJECT_DIR/notifications.jsonl\"; echo >> \"$CLAUDE_PROJECT_DIR/notifications.jsonl\""}]}]}})
         .to_string(),
     );
+    env.trust_work();
     let server = ModelServer::start().await;
     server
         .push(calls(vec![tool(
@@ -235,4 +236,16 @@ async fn approving_and_denying_a_command() {
     assert!(notes[0]["message"].as_str().unwrap().contains("Bash"));
     t.press(&["C-d"]);
     assert_eq!(t.wait_exit().await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_without_an_id_opens_the_session_picker() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    server.push(answer("noted"));
+    let out = env.keel(&server).args(["-p", "an earlier question"]).run().await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let t = Tmux::start(&env, &server, &["--resume"], W, H);
+    let s = t.wait_for_text("Resume a session").await;
+    assert!(s.contains("an earlier question"), "{s}");
 }

@@ -102,7 +102,7 @@ fn file_section(f: &FileChange, max: usize, shared: &SessionShared) -> Option<St
         Ok(_) => return None,
         Err(_) => return Some(format!("#### {} — no longer exists", path.display())),
     };
-    let bytes = std::fs::read(path).ok()?;
+    let bytes = crate::fsutil::open::read_file_capped(path, crate::tools::read::MAX_FILE_BYTES).ok()?;
     if crate::tools::read::looks_binary(&bytes) {
         return None;
     }

@@ -150,6 +150,10 @@ pub(super) async fn prepare(
                 // The parent's tree is not the child's: its views and its write access stay home.
                 Some(w) => {
                     child.sandbox = worktree::rebase_sandbox(&parent.sandbox, &parent.cwd, &w.path);
+                    child.confiner = parent
+                        .confiner
+                        .as_ref()
+                        .map(|c| Arc::new(c.rebased(&parent.cwd, &w.path)));
                     child.extra_dirs = authorizer.working_dirs().iter().skip(1).cloned().collect();
                     // Runs and changes in its own tree say nothing about the session's.
                     child.evidence = Arc::new(crate::evidence::Evidence::in_memory(&w.path, &child.session_dir));
@@ -190,6 +194,9 @@ pub(super) async fn prepare(
         interactive: tree.base.interactive,
         context_window: tree.base.context_window,
         compact: tree.base.compact,
+        reasoning: tree.base.reasoning.clone(),
+        // The session's spending limit is checked by the parent, which counts its children.
+        max_budget_usd: None,
     };
     let (mut engine, mut events) = Engine::new(
         config,

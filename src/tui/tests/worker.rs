@@ -43,6 +43,7 @@ fn start(script: &str) -> Harness {
         interactive: true,
         context_window: None,
         compact: Default::default(),
+        ..Default::default()
     };
     let (engine, events) = crate::engine::Engine::basic(config, provider, registry, session);
     let (jobs, job_rx) = mpsc::unbounded_channel();

@@ -1,6 +1,7 @@
 //! Test support: a scripted model server and a runner for the real `keel` binary.
 
 pub mod procs;
+pub mod sdk;
 pub mod server;
 pub mod sse;
 pub mod tmux;
@@ -46,6 +47,16 @@ impl Env {
 
     pub fn path(&self, rel: &str) -> PathBuf {
         self.work.join(rel)
+    }
+
+    /// Records that the user trusts the work directory (as answering keel's question does), so
+    /// interactive runs take its project settings without asking.
+    pub fn trust_work(&self) {
+        let file = self.home.join(".keel/trusted-folders.json");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let record =
+            serde_json::json!({"folders": {self.work.to_str().unwrap(): {"trustedAt": "2025-01-01T00:00:00Z"}}});
+        std::fs::write(file, record.to_string()).unwrap();
     }
 
     /// Copies a folder of `tests/fixtures/ecosystem` into the work directory, unchanged
