@@ -17,8 +17,8 @@ use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Files recorded at most; a larger workspace gives an incomplete snapshot.
 pub const DEFAULT_LIMIT: usize = 200_000;
@@ -205,23 +205,45 @@ impl Fingerprinter {
             .map(|n| n.get().min(4))
             .unwrap_or(1);
         let excluded = self.excluded.clone();
+        // A repository can commit `.gitignore` as a link to /dev/zero or a FIFO, which the
+        // walker would read forever: such a root is walked without ignore files, such a
+        // directory is not entered (and the snapshot says it is incomplete).
+        let root_ok = crate::tools::walk::bad_ignore_file(&self.root).is_none();
+        let parents_ok = self
+            .root
+            .ancestors()
+            .skip(1)
+            .all(|d| crate::tools::walk::bad_ignore_file(d).is_none());
+        let hostile = Arc::new(AtomicBool::new(false));
+        let seen_hostile = hostile.clone();
         ignore::WalkBuilder::new(&self.root)
             .hidden(false)
             // git's own rules only: no `.ignore`/`.rgignore` lookups in every directory.
             .ignore(false)
+            .git_ignore(root_ok)
+            .git_exclude(root_ok)
+            .parents(root_ok && parents_ok)
             .git_global(false)
             .require_git(false)
             .follow_links(false)
             .threads(threads)
             .filter_entry(move |e| {
-                let dir = e.file_type().is_some_and(|t| t.is_dir());
-                !(dir
-                    && (e.file_name().to_str().is_some_and(|n| SKIPPED_DIRS.contains(&n))
-                        || excluded.iter().any(|x| e.path() == x)))
+                if !e.file_type().is_some_and(|t| t.is_dir()) {
+                    return true;
+                }
+                let name = e.file_name().to_str().unwrap_or("");
+                if SKIPPED_DIRS.contains(&name) || excluded.iter().any(|x| e.path() == x) {
+                    return false;
+                }
+                if root_ok && e.depth() > 0 && !safe_gitignore(e.path()) {
+                    seen_hostile.store(true, Ordering::Relaxed);
+                    return false;
+                }
+                true
             })
             .build_parallel()
             .visit(&mut Builder(&shared));
-        let mut complete = !shared.overflow.load(Ordering::Relaxed);
+        let mut complete = !shared.overflow.load(Ordering::Relaxed) && !hostile.load(Ordering::Relaxed);
         let mut files = shared.collected.into_inner().unwrap_or_else(|p| p.into_inner());
         if files.len() > self.limit {
             files.truncate(self.limit);
@@ -231,6 +253,14 @@ impl Fingerprinter {
             files: files.into_iter().collect(),
             complete,
         }
+    }
+}
+
+/// Whether `dir`'s `.gitignore` is absent or a regular file of sane size (one `stat`).
+fn safe_gitignore(dir: &Path) -> bool {
+    match std::fs::metadata(dir.join(".gitignore")) {
+        Ok(m) => m.is_file() && m.len() <= 1 << 20,
+        Err(_) => true,
     }
 }
 
@@ -296,5 +326,58 @@ impl Drop for Collector<'_, '_> {
         if !self.local.is_empty() {
             self.flush();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changes_are_seen_ignored_trees_are_not_and_hostile_ignore_files_are_not_read() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        std::fs::write(root.join(".gitignore"), "build/\n").unwrap();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::create_dir_all(root.join("build")).unwrap();
+        std::fs::create_dir_all(root.join("node_modules/x")).unwrap();
+        std::fs::write(root.join("src/a.rs"), "a").unwrap();
+        std::fs::write(root.join("src/b.rs"), "b").unwrap();
+        std::fs::write(root.join("build/out.o"), "o").unwrap();
+        std::fs::write(root.join("node_modules/x/i.js"), "i").unwrap();
+        let fp = Fingerprinter::new(&root);
+        let before = fp.snapshot();
+        assert!(before.is_complete());
+        assert_eq!(before.len(), 3, "src/a.rs, src/b.rs, .gitignore");
+        std::fs::write(root.join("src/a.rs"), "A").unwrap();
+        std::fs::remove_file(root.join("src/b.rs")).unwrap();
+        std::fs::write(root.join("src/c.rs"), "c").unwrap();
+        std::fs::write(root.join("build/out.o"), "changed").unwrap();
+        let after = fp.snapshot();
+        let c = before.diff(&after);
+        assert_eq!(c.added, vec![PathBuf::from("src/c.rs")]);
+        assert_eq!(c.modified, vec![PathBuf::from("src/a.rs")]);
+        assert_eq!(c.removed, vec![PathBuf::from("src/b.rs")]);
+        assert_ne!(before.digest(), after.digest());
+        assert_eq!(after.digest(), fp.snapshot().digest());
+        // Same size, modification time restored: the change time still tells.
+        let mtime = std::fs::metadata(root.join("src/a.rs")).unwrap().modified().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(root.join("src/a.rs"), "Z").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(root.join("src/a.rs"))
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        assert_eq!(after.diff(&fp.snapshot()).modified, vec![PathBuf::from("src/a.rs")]);
+        // A `.gitignore` that is a link to /dev/zero would never end: not read, said so.
+        std::fs::create_dir_all(root.join("evil")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", root.join("evil/.gitignore")).unwrap();
+        let s = fp.snapshot();
+        assert!(!s.is_complete());
+        assert!(s.get(Path::new("src/c.rs")).is_some());
+        let evil_root = Fingerprinter::new(root.join("evil")).snapshot();
+        assert!(evil_root.is_complete(), "a hostile root is walked without ignore files");
     }
 }
