@@ -41,6 +41,7 @@ use ledger::{Run, Source, Weakened};
 use runners::Declared;
 use store::baselines_path;
 
+use crate::fsutil::open::{ReadError, read_file_capped};
 use crate::message::{ToolResultBlock, ToolResultContent};
 use crate::tools::ToolOutput;
 use crate::workspace::{Fingerprinter, Snapshot};
@@ -340,11 +341,7 @@ impl Evidence {
         for r in &reading.runs {
             for w in segments.get(r.segment).map(|s| s.writes.as_slice()).unwrap_or_default() {
                 let path = crate::tools::paths::resolve(shell_cwd, w);
-                if let Ok(meta) = std::fs::metadata(&path)
-                    && meta.is_file()
-                    && meta.len() <= crate::tools::bash::output::MAX_LOADED_BYTES
-                    && let Ok(log) = std::fs::read(&path)
-                {
+                if let Ok(log) = read_file_capped(&path, crate::tools::bash::output::MAX_LOADED_BYTES) {
                     text.push('\n');
                     text.push_str(&String::from_utf8_lossy(&log));
                 }
@@ -438,10 +435,10 @@ impl Evidence {
         if !weakened::is_test_file(path) && path.extension().is_none_or(|e| e != "rs") {
             return None;
         }
-        let now = match std::fs::read(path) {
-            Ok(b) if b.len() <= MAX_BASELINE_BYTES => String::from_utf8(b).ok()?,
-            Ok(_) => return None,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        // Never a FIFO or a device a repository planted (the read would block), never huge.
+        let now = match read_file_capped(path, MAX_BASELINE_BYTES as u64) {
+            Ok(b) => String::from_utf8(b).ok()?,
+            Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(_) => return None,
         };
         let base = match ledger.baselines.get(rel) {
@@ -546,10 +543,9 @@ fn keep_baseline(ledger: &mut Ledger, rel: &str, path: &Path) {
     if ledger.baselines.contains_key(rel) {
         return;
     }
-    let Ok(bytes) = std::fs::read(path) else { return };
-    if bytes.len() > MAX_BASELINE_BYTES {
+    let Ok(bytes) = read_file_capped(path, MAX_BASELINE_BYTES as u64) else {
         return;
-    }
+    };
     let Ok(text) = String::from_utf8(bytes) else { return };
     if weakened::holds_tests(path, &text, "") {
         ledger.baselines.insert(rel.to_string(), text);

@@ -386,3 +386,21 @@ async fn the_todo_rule_adds_its_line_when_no_completed_todo_was_a_verification_s
         TodoStatus::Pending
     )));
 }
+
+#[tokio::test]
+async fn a_planted_fifo_or_device_is_never_read() {
+    let w = ws(GateMode::Nudge);
+    nix::unistd::mkfifo(&w.path("tests/test_pipe.py"), nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", w.path("tests/test_zero.py")).unwrap();
+    let run = async {
+        for name in ["tests/test_pipe.py", "tests/test_zero.py"] {
+            let path = w.path(name);
+            let watch = w.ev.before("Edit", &json!({"file_path": path}), w.dir.path()).await;
+            w.ev.after(watch, &mut ToolOutput::text("ok"), &|_| None).await;
+        }
+        w.bash("cat tests/test_pipe.py > out.log", |_| {}, "", 0).await;
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(10), run)
+        .await
+        .expect("keel must not block on a FIFO or read a device to its end");
+}
