@@ -390,7 +390,11 @@ async fn the_todo_rule_adds_its_line_when_no_completed_todo_was_a_verification_s
 #[tokio::test]
 async fn a_planted_fifo_or_device_is_never_read() {
     let w = ws(GateMode::Nudge);
-    nix::unistd::mkfifo(&w.path("tests/test_pipe.py"), nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+    nix::unistd::mkfifo(
+        &w.path("tests/test_pipe.py"),
+        nix::sys::stat::Mode::from_bits_truncate(0o644),
+    )
+    .unwrap();
     std::os::unix::fs::symlink("/dev/zero", w.path("tests/test_zero.py")).unwrap();
     let run = async {
         for name in ["tests/test_pipe.py", "tests/test_zero.py"] {

@@ -62,6 +62,8 @@ pub struct SessionShared {
     pub shells: bash::background::BackgroundShells,
     /// The verification ledger (shared with sub-agents: their runs and changes are the session's).
     pub evidence: Arc<crate::evidence::Evidence>,
+    /// Previous contents of changed files, for rewinding (shared with sub-agents).
+    pub checkpoints: Arc<crate::checkpoint::Checkpoints>,
     /// Loads skills for the Skill tool (installed by the engine).
     pub skill_runner: Option<Arc<dyn skill::SkillRunner>>,
     /// Temporary allow rules, pending instructions and the record of loaded skills.
@@ -133,6 +135,7 @@ impl SessionShared {
             shell_cwd: Mutex::new(cwd.clone()),
             shells: bash::background::BackgroundShells::default(),
             evidence: Arc::new(crate::evidence::Evidence::in_memory(&cwd, &session_dir)),
+            checkpoints: Arc::new(crate::checkpoint::Checkpoints::new(&session_dir)),
             skill_runner: None,
             skills: crate::skills::SkillState::default(),
             tasks: Arc::default(),
@@ -192,6 +195,16 @@ impl SessionShared {
 
     pub fn todos(&self) -> Vec<Todo> {
         self.todos.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Logs the previous content of `path` before a tool changes it (`None`: absent), so the
+    /// change can be rewound. Returns a note for the tool result when it cannot be.
+    pub fn checkpoint(&self, path: &std::path::Path, before: Option<&[u8]>, after: &[u8], by: &str) -> Option<String> {
+        let mode = before.map_or(0o666 & !0o022, |_| crate::checkpoint::mode_of(path));
+        match self.checkpoints.record(path, before, Some(after), mode, by) {
+            Ok(note) => note,
+            Err(e) => Some(format!("Note: {e}; this change cannot be rewound.")),
+        }
     }
 
     /// Locks the read-file state; a poisoned lock (a panicking tool) is recovered because the

@@ -162,6 +162,8 @@ pub(super) async fn prepare(
                     *child.file_state.get_mut().unwrap_or_else(|p| p.into_inner()) = parent.files().clone();
                     // The sub-agent's runs and changes are the session's evidence.
                     child.evidence = parent.evidence.clone();
+                    // Its changes are the session's: one rewind takes back the parent's and the child's.
+                    child.checkpoints = parent.checkpoints.clone();
                 }
             }
         }
