@@ -61,6 +61,12 @@ pub const BUILTINS: &[Builtin] = &[
         "write AGENTS.md (or improve CLAUDE.md) from a study of the repository",
         false,
     ),
+    b(
+        "evidence",
+        "",
+        "the verification ledger: test runs, changes, weakened tests",
+        false,
+    ),
     b("exit", "", "leave keel", false),
 ];
 

@@ -28,6 +28,7 @@ pub enum Command {
     Skills,
     Agents,
     Memory,
+    Evidence,
     Exit,
     /// `/init`: the model writes the repository's instructions file.
     Init,
@@ -98,6 +99,7 @@ pub fn parse(input: &str, skills: &Catalog) -> Option<Result<Command, String>> {
         "skills" => no_args(Command::Skills),
         "agents" => no_args(Command::Agents),
         "memory" => no_args(Command::Memory),
+        "evidence" => no_args(Command::Evidence),
         "exit" => no_args(Command::Exit),
         "init" => no_args(Command::Init),
         other => Err(format!("/{other} is not available here")),
