@@ -269,6 +269,9 @@ async fn event_loop(
                 Some(Ok(ev)) => {
                     app.on_terminal_event(ev, Instant::now());
                     input_pending = true;
+                    // Keys come first, but steady typing on a slow machine must not starve the
+                    // stream (nor hold back a dialog): take what the engine has already sent.
+                    take_ready(app, &mut events, &mut replies);
                 }
                 Some(Err(e)) => return Err(TuiError::Terminal(e)),
                 None => return Ok(ExitReason::User),
@@ -308,6 +311,25 @@ async fn event_loop(
                 }
             }
         }
+    }
+}
+
+/// Engine events and a worker reply that are already waiting, in the order the loop would
+/// take them (events first, so a reply never overtakes its turn's events).
+fn take_ready(
+    app: &mut App,
+    events: &mut mpsc::UnboundedReceiver<EngineEvent>,
+    replies: &mut mpsc::UnboundedReceiver<Reply>,
+) {
+    while let Ok(ev) = events.try_recv() {
+        app.on_engine_event(ev);
+    }
+    if let Ok(r) = replies.try_recv() {
+        // Events sent just before the reply.
+        while let Ok(ev) = events.try_recv() {
+            app.on_engine_event(ev);
+        }
+        app.on_reply(r);
     }
 }
 

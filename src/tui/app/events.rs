@@ -103,7 +103,7 @@ impl App {
                 self.end_streaming();
                 if self.transcript.tool_index(&id).is_none() {
                     let cell = ToolCell::new(&id, &name, serde_json::Value::Null, &self.cwd);
-                    self.transcript.push(CellKind::Tool(cell));
+                    self.transcript.push(CellKind::Tool(Box::new(cell)));
                 }
                 self.request_tools.push(id);
                 self.set_activity(Activity::Responding);
@@ -135,7 +135,7 @@ impl App {
                             Some(t) => t.set_input(input.clone(), &self.cwd),
                             None => {
                                 let cell = ToolCell::new(id, name, input.clone(), &self.cwd);
-                                self.transcript.push(CellKind::Tool(cell));
+                                self.transcript.push(CellKind::Tool(Box::new(cell)));
                             }
                         }
                     }
@@ -153,7 +153,7 @@ impl App {
                         let mut cell = ToolCell::new(&id, &name, input, &self.cwd);
                         cell.status = ToolStatus::Running;
                         cell.run_started = Some(std::time::Instant::now());
-                        self.transcript.push(CellKind::Tool(cell));
+                        self.transcript.push(CellKind::Tool(Box::new(cell)));
                     }
                 }
                 if !self.request_tools.contains(&id) {

@@ -1,12 +1,13 @@
-//! Prompt history kept across sessions, per project: `<project dir>/prompt-history.jsonl`, one
+//! Prompt history kept across sessions, per project: `<project dir>/prompt-history.ndjson`, one
 //! `{"display": …, "timestamp": …}` line per prompt (private to the user, like transcripts).
+//! Not `.jsonl`: that extension marks a session transcript (`--continue`, `/resume`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-pub const FILE: &str = "prompt-history.jsonl";
+pub const FILE: &str = "prompt-history.ndjson";
 /// Prompts recalled (the newest); the file is trimmed to these when it grows past twice as many.
 pub const KEEP: usize = 1000;
 /// Longer prompts are not kept (a huge paste is not worth recalling).
@@ -93,6 +94,14 @@ mod tests {
         assert_eq!(h.last().unwrap(), &format!("p{}", 2 * KEEP + 4));
         let lines = std::fs::read_to_string(path(dir.path())).unwrap().lines().count();
         assert_eq!(lines, KEEP, "trimmed on load");
+    }
+
+    #[test]
+    fn the_history_is_never_taken_for_a_session() {
+        let dir = tempfile::tempdir().unwrap();
+        append(dir.path(), "a prompt").unwrap();
+        assert!(crate::transcript::latest_in(dir.path()).is_err());
+        assert!(crate::tui::sessions::list(dir.path(), "").is_empty());
     }
 
     #[test]

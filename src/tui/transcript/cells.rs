@@ -146,7 +146,7 @@ pub enum CellKind {
         text: String,
         streaming: bool,
     },
-    Tool(ToolCell),
+    Tool(Box<ToolCell>),
     Shell(ShellCell),
     Notice {
         level: NoticeLevel,

@@ -112,7 +112,7 @@ pub fn fill(t: &mut Transcript, history: &[Message], cwd: &Path) {
                             let mut cell = ToolCell::new(id, name, input.clone(), cwd);
                             // Until its result is seen: the transcript repair gives every call one.
                             cell.status = ToolStatus::Interrupted;
-                            t.push(CellKind::Tool(cell));
+                            t.push(CellKind::Tool(Box::new(cell)));
                         }
                         _ => {}
                     }
