@@ -10,8 +10,8 @@ use crossterm::event::{
     PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
 };
 use crossterm::terminal::{
-    BeginSynchronizedUpdate, EndSynchronizedUpdate, EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode,
-    enable_raw_mode,
+    BeginSynchronizedUpdate, Clear, ClearType, EndSynchronizedUpdate, EnterAlternateScreen, LeaveAlternateScreen,
+    disable_raw_mode, enable_raw_mode,
 };
 use crossterm::{cursor, execute, queue};
 use ratatui::Terminal;
@@ -144,10 +144,13 @@ impl Tui {
         Ok(())
     }
 
-    /// Clears the screen; the next frame is written whole.
+    /// Clears the screen; the next frame is written whole (frames are diffed against the
+    /// presenter's copy, not ratatui's). Not `Terminal::clear`: that asks the terminal for the
+    /// cursor position, and the answer can be lost (a dropped `EventStream`'s wake-up ends
+    /// the read at once), which failed keel after Ctrl+G.
     pub fn clear(&mut self) -> io::Result<()> {
         self.presenter.reset();
-        self.terminal.clear()
+        execute!(self.terminal.backend_mut(), Clear(ClearType::All))
     }
 
     /// Hands the terminal to another program (an editor) until [`Tui::resume`].
@@ -170,7 +173,7 @@ impl Tui {
             PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES),
             cursor::Hide
         )?;
-        self.terminal.clear()
+        self.clear()
     }
 }
 

@@ -26,6 +26,18 @@ fn shell_quote(s: &str) -> String {
 impl Tmux {
     /// Starts keel in a `width`×`height` pane in the env's work directory, pointed at `server`.
     pub fn start(env: &Env, server: &ModelServer, args: &[&str], width: u16, height: u16) -> Tmux {
+        Self::start_with_env(env, server, args, &[], width, height)
+    }
+
+    /// [`Tmux::start`] with more environment variables for keel (`EDITOR`, say).
+    pub fn start_with_env(
+        env: &Env,
+        server: &ModelServer,
+        args: &[&str],
+        extra: &[(&str, String)],
+        width: u16,
+        height: u16,
+    ) -> Tmux {
         let socket = format!(
             "keel-e2e-{}-{}",
             std::process::id(),
@@ -46,8 +58,12 @@ impl Tmux {
         ];
         let status_file = env.home.join(format!("{socket}.status"));
         let mut cmd = String::from("env -i");
-        for (k, v) in vars {
-            cmd.push_str(&format!(" {k}={}", shell_quote(&v)));
+        for (k, v) in vars
+            .iter()
+            .map(|(k, v)| (*k, v))
+            .chain(extra.iter().map(|(k, v)| (*k, v)))
+        {
+            cmd.push_str(&format!(" {k}={}", shell_quote(v)));
         }
         cmd.push(' ');
         cmd.push_str(&shell_quote(env!("CARGO_BIN_EXE_keel")));
