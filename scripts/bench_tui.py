@@ -198,9 +198,10 @@ class Keel:
         self.started = time.perf_counter()
         pid, fd = pty.fork()
         if pid == 0:
+            # Sized before keel starts: a resize racing its startup could be missed.
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
             os.chdir(work)
             os.execve(keel, [keel], env)
-        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
         self.pid, self.fd = pid, fd
         self.buf = bytearray()
         self.total = 0
@@ -232,7 +233,9 @@ class Keel:
                 if needle.encode() in self.buf:
                     return time.perf_counter()
             time.sleep(0.001)
-        sys.exit(f"timed out waiting for {needle!r}")
+        with self.lock:
+            tail = bytes(self.buf[-400:])
+        sys.exit(f"timed out waiting for {needle!r}; the terminal's last output: {tail!r}")
 
     def clear(self):
         with self.lock:
@@ -352,7 +355,7 @@ def main():
     PROFILE = args.profile or None
     if not os.path.exists(args.keel):
         sys.exit(f"{args.keel} not found: run `cargo build --release` first")
-    results = [run(args.keel, args.tokens_per_s) for _ in range(args.runs)]
+    results = [run(os.path.abspath(args.keel), args.tokens_per_s) for _ in range(args.runs)]
     print(f"keel TUI benchmark: {COLS}x{ROWS} pty, {args.runs} runs, medians")
     print("| measure | value |")
     print("|---|---|")
