@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use tokio::process::Command;
 
+use crate::permissions::authorizer::moved;
 use crate::sandbox::SandboxMode;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,25 +68,26 @@ pub fn home(cwd: &Path, fallback: &Path) -> PathBuf {
     }
 }
 
-/// The sandbox of a sub-agent in the worktree `to`: the parent's directory `from` is no longer
-/// writable, the worktree is (with its agent configuration and git hooks read-only).
+/// The sandbox of a sub-agent in the worktree `to` of the repository `from`: what was writable
+/// in the repository is writable at the same place in the worktree instead (the parent's tree
+/// no longer), with the worktree's agent configuration and git hooks read-only.
 pub fn rebase_sandbox(mode: &SandboxMode, from: &Path, to: &Path) -> SandboxMode {
     let SandboxMode::Enforced(policy) = mode else {
         return mode.clone();
     };
     let mut p = policy.clone();
-    for w in &mut p.writable {
-        if w == from {
-            *w = to.to_path_buf();
-        }
-    }
+    // A writable folder the worktree does not have (an untracked build folder) is left out.
+    p.writable = p
+        .writable
+        .iter()
+        .map(|w| (moved(w, from, to), w.starts_with(from)))
+        .filter(|(w, was_moved)| !was_moved || w.exists())
+        .map(|(w, _)| w)
+        .collect();
     p.protected = p
         .protected
         .iter()
-        .map(|x| match x.strip_prefix(from) {
-            Ok(rel) => to.join(rel),
-            Err(_) => x.clone(),
-        })
+        .map(|x| moved(x, from, to))
         .filter(|x| x.exists())
         .collect();
     SandboxMode::Enforced(p)

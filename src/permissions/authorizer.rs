@@ -79,45 +79,6 @@ impl Authorizer {
         }
     }
 
-    /// The same rules and session grants for a sub-agent working in `to` instead of `from` (a
-    /// git worktree): `from` stops being a working directory, `to` takes its place, relative
-    /// rules resolve there. Nothing is added that the parent could not do in its own tree.
-    pub fn rebased(&self, from: &Path, to: &Path) -> Authorizer {
-        let dirs = self
-            .dirs
-            .iter()
-            .map(|d| if d == from { to.to_path_buf() } else { d.clone() })
-            .collect();
-        let session = self.session.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let mut rules = self.rules.clone();
-        // The file tools never write the parent's tree from a worktree, whatever the mode.
-        let anchors = Anchors {
-            cwd: to.to_path_buf(),
-            base_dir: to.to_path_buf(),
-            home: self.home.clone(),
-        };
-        if let Ok(r) = Rule::parse(
-            &format!("Edit(/{}/**)", from.display()),
-            Behavior::Deny,
-            "worktree isolation (the parent's working tree)",
-            &anchors,
-        ) {
-            rules.push(r);
-        }
-        Authorizer {
-            rules,
-            session: Mutex::new(session),
-            anchors: Anchors {
-                cwd: to.to_path_buf(),
-                base_dir: to.to_path_buf(),
-                home: self.home.clone(),
-            },
-            dirs,
-            home: self.home.clone(),
-            save_path: self.save_path.clone(),
-        }
-    }
-
     /// Adds rules keel sets up itself (e.g. access to the memory folder), before the session
     /// starts.
     pub fn add_rules(&mut self, rules: impl IntoIterator<Item = Rule>) {
@@ -590,6 +551,8 @@ fn save_rules(path: &Path, rules: &[String]) -> std::io::Result<()> {
 }
 
 mod bash;
+mod rebase;
+pub use rebase::moved;
 
 #[cfg(test)]
 mod tests;

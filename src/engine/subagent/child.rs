@@ -137,7 +137,7 @@ pub(super) async fn prepare(
     let offer_agent = depth < tree.budget.limits.max_depth;
     let registry = Arc::new(child_registry(&r.registry, def, offer_agent, mode)?);
     let authorizer = match &worktree {
-        Some(w) => Arc::new(r.authorizer.rebased(&parent.cwd, &w.path)),
+        Some(w) => Arc::new(r.authorizer.rebased(&w.repo, &w.path)),
         None => r.authorizer.clone(),
     };
     match Arc::get_mut(&mut session.shared) {
@@ -149,8 +149,11 @@ pub(super) async fn prepare(
             match &worktree {
                 // The parent's tree is not the child's: its views and its write access stay home.
                 Some(w) => {
-                    child.sandbox = worktree::rebase_sandbox(&parent.sandbox, &parent.cwd, &w.path);
+                    child.sandbox = worktree::rebase_sandbox(&parent.sandbox, &w.repo, &w.path);
                     child.extra_dirs = authorizer.working_dirs().iter().skip(1).cloned().collect();
+                    // Grep and Glob leave out what Read would refuse, in the worktree too.
+                    let guard = authorizer.clone();
+                    child.read_guard = crate::tools::ReadGuard::new(move |p| guard.read_denied(p));
                 }
                 None => {
                     *child.file_state.get_mut().unwrap_or_else(|p| p.into_inner()) = parent.files().clone();
