@@ -103,16 +103,31 @@ mod tests {
             )
         };
         // The parent's rules hold for the copies of its files.
-        assert!(matches!(check(&child, "Read", wcwd.join("secret.txt")), Verdict::Deny(_)));
-        assert!(matches!(check(&child, "Read", wcwd.join("deep/secret.txt")), Verdict::Deny(_)));
+        assert!(matches!(
+            check(&child, "Read", wcwd.join("secret.txt")),
+            Verdict::Deny(_)
+        ));
+        assert!(matches!(
+            check(&child, "Read", wcwd.join("deep/secret.txt")),
+            Verdict::Deny(_)
+        ));
         assert!(child.read_denied(&wcwd.join("secret.txt")));
-        assert!(matches!(check(&child, "Write", wt.join("ci/deploy.yml")), Verdict::Deny(_)));
-        assert!(matches!(check(&child, "Read", wcwd.join("notes.md")), Verdict::Ask { .. }));
+        assert!(matches!(
+            check(&child, "Write", wt.join("ci/deploy.yml")),
+            Verdict::Deny(_)
+        ));
+        assert!(matches!(
+            check(&child, "Read", wcwd.join("notes.md")),
+            Verdict::Ask { .. }
+        ));
         // What the rules leave open stays open, and the parent's tree is closed to writes.
         assert_eq!(check(&child, "Read", wcwd.join("main.rs")), Verdict::Allow);
         assert_eq!(check(&child, "Write", wcwd.join("main.rs")), Verdict::Allow);
         assert!(matches!(check(&child, "Write", cwd.join("main.rs")), Verdict::Deny(_)));
         // The parent itself is unchanged.
-        assert!(matches!(check(&parent, "Read", cwd.join("secret.txt")), Verdict::Deny(_)));
+        assert!(matches!(
+            check(&parent, "Read", cwd.join("secret.txt")),
+            Verdict::Deny(_)
+        ));
     }
 }
