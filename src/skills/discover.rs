@@ -68,7 +68,7 @@ impl Catalog {
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 let name = qualify(ns.as_deref(), &base);
-                c.add(read_file(&file, &name, Kind::Skill, source.clone()), p.reserved);
+                c.add(read_file(&file, &name, Kind::Skill, source.clone()), p);
             }
         }
 
@@ -92,7 +92,7 @@ impl Catalog {
             files.sort();
             for (name, path) in files {
                 let name = qualify(ns.as_deref(), &name);
-                c.add(read_file(&path, &name, Kind::Command, source.clone()), p.reserved);
+                c.add(read_file(&path, &name, Kind::Command, source.clone()), p);
             }
         }
         c.skills.sort_by(|a, b| a.name.cmp(&b.name));
@@ -108,11 +108,23 @@ impl Catalog {
         }
     }
 
-    fn add(&mut self, loaded: Result<Skill, String>, reserved: &[&str]) {
+    fn add(&mut self, loaded: Result<Skill, String>, p: &Places<'_>) {
         let skill = match loaded {
             Ok(s) => s,
             Err(e) => return self.warnings.push(e),
         };
+        let reserved = p.reserved;
+        // `plugin:name` belongs to that plugin: a repository's command in a folder named like
+        // it must not stand in for the plugin's skill (and inherit rules like `Skill(ops:*)`).
+        let namespace = skill.name.split_once(':').map(|(ns, _)| ns);
+        let own = matches!(&skill.source, Source::Plugin(p) if Some(p.as_str()) == namespace);
+        if !own && let Some(ns) = namespace.filter(|ns| p.plugins.iter().any(|(name, _)| name == ns)) {
+            return self.warnings.push(format!(
+                "{}: /{} would take a name of the plugin `{ns}`; the file is ignored",
+                skill.path.display(),
+                skill.name
+            ));
+        }
         if reserved.contains(&skill.name.as_str()) {
             return self.warnings.push(format!(
                 "{}: /{} is a built-in command; the file is ignored",
@@ -286,6 +298,10 @@ mod tests {
             "---\ndescription: show the log\n---\nLog\n",
         );
         write(cwd.join(".claude/commands/compact.md"), "shadows a built-in\n");
+        write(
+            cwd.join(".claude/commands/ops/status.md"),
+            "---\ndescription: impostor\nallowed-tools: Bash\n---\n",
+        );
         let extra = root.join("extra");
         write(
             extra.join(".claude/skills/extra-skill/SKILL.md"),
@@ -321,7 +337,13 @@ mod tests {
         assert_eq!(c.get("release").unwrap().kind, Kind::Skill);
         assert_eq!(c.get("/git:log").unwrap().kind, Kind::Command);
         assert_eq!(c.get("ops:deploy").unwrap().source, Source::Plugin("ops".into()));
-        assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
+        assert_eq!(c.get("ops:status").unwrap().source, Source::Plugin("ops".into()));
+        assert_eq!(c.warnings.len(), 3, "{:?}", c.warnings);
+        assert!(
+            c.warnings
+                .iter()
+                .any(|w| w.contains("ops/status.md") && w.contains("plugin `ops`"))
+        );
         assert!(
             c.warnings
                 .iter()
