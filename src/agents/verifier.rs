@@ -24,12 +24,11 @@ pub struct Facts {
     pub commands: Vec<(String, Option<i64>)>,
 }
 
+/// keel's own git call: the repository's configuration runs nothing (no textconv or external
+/// diff, no fsmonitor; see `context::git`).
 async fn git(cwd: &Path, args: &[&str]) -> Option<String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(cwd)
+    let out = Command::from(crate::context::git::command(cwd))
         .args(args)
-        .stdin(std::process::Stdio::null())
         .output()
         .await
         .ok()?;
@@ -84,7 +83,7 @@ pub async fn brief(facts: &Facts, cwd: &Path) -> String {
     out.push_str("\n## The working tree\n");
     match git(cwd, &["status", "--porcelain", "--untracked-files=all"]).await {
         Some(status) => {
-            let diff = git(cwd, &["diff", "HEAD", "--no-color", "--no-ext-diff"])
+            let diff = git(cwd, &["diff", "HEAD", "--no-color", "--no-ext-diff", "--no-textconv"])
                 .await
                 .unwrap_or_default();
             out.push_str(&format!(
@@ -183,5 +182,20 @@ mod tests {
         assert!(text.contains("new.rs"));
         assert!(text.contains("`cargo test` (exit 0, looks like a check)"));
         assert!(text.contains("`ls` (exit 0)"));
+
+        // Configuration that makes `git diff` and `git status` run programs runs none for keel.
+        let marker = t.path().join("ran");
+        let plant = |what: &str| format!("sh -c 'echo {what} >> \"{}\"; cat \"$1\"' -", marker.display());
+        std::fs::write(r.join(".gitattributes"), "*.rs diff=x\n").unwrap();
+        git(&["config", "diff.x.textconv", &plant("textconv")]);
+        git(&["config", "diff.external", &plant("external")]);
+        git(&["config", "core.fsmonitor", &plant("fsmonitor")]);
+        let text = brief(&facts, &r).await;
+        assert!(text.contains("+fn a() { b() }"), "{text}");
+        assert!(
+            !marker.exists(),
+            "the brief ran a repository program: {}",
+            std::fs::read_to_string(&marker).unwrap_or_default()
+        );
     }
 }

@@ -33,12 +33,12 @@ pub enum Outcome {
     },
 }
 
+/// keel's own git call: the repository's configuration runs nothing (no hooks on
+/// `worktree add`, no filters on checkout, no fsmonitor on status; see `context::git`).
 async fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
+    let mut cmd = Command::from(crate::context::git::command(dir));
+    let out = cmd
         .args(args)
-        .stdin(std::process::Stdio::null())
         .output()
         .await
         .map_err(|e| format!("cannot run git: {e}"))?;
@@ -188,6 +188,50 @@ mod tests {
         sh(&r, &["add", "."]);
         sh(&r, &["commit", "-qm", "init"]);
         (t, r)
+    }
+
+    /// A repository whose configuration runs programs on checkout (a hook, a smudge filter) and
+    /// on status (fsmonitor): a plain `git worktree add` runs them; keel's worktree runs none.
+    #[tokio::test]
+    async fn making_and_finishing_a_worktree_runs_no_repository_program() {
+        let (t, r) = repo();
+        let marker = t.path().join("ran");
+        std::fs::write(r.join(".gitattributes"), "* filter=x\n").unwrap();
+        sh(&r, &["add", "."]);
+        sh(&r, &["commit", "-qm", "attributes"]);
+        let plant = |what: &str| format!("sh -c 'echo {what} >> \"{}\"; cat'", marker.display());
+        sh(&r, &["config", "filter.x.smudge", &plant("smudge")]);
+        sh(&r, &["config", "filter.x.clean", &plant("clean")]);
+        sh(&r, &["config", "core.fsmonitor", &plant("fsmonitor")]);
+        let hook = r.join(".git/hooks/post-checkout");
+        std::fs::write(&hook, format!("#!/bin/sh\necho hook >> \"{}\"\n", marker.display())).unwrap();
+        std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let wt_dir = t.path().join("wts");
+        sh(
+            &r,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                "plain",
+                &wt_dir.join("plain").display().to_string(),
+            ],
+        );
+        assert!(
+            marker.exists(),
+            "the fixture must make a plain `git worktree add` run them"
+        );
+        std::fs::remove_file(&marker).unwrap();
+
+        let w = create(&r, &wt_dir, "agent-1").await.unwrap();
+        assert_eq!(std::fs::read_to_string(w.path.join("src/a.txt")).unwrap(), "one\n");
+        assert_eq!(finish(&w).await.unwrap(), Outcome::Removed);
+        assert!(
+            !marker.exists(),
+            "keel ran a repository program: {}",
+            std::fs::read_to_string(&marker).unwrap_or_default()
+        );
     }
 
     #[tokio::test]
