@@ -9,6 +9,7 @@ mod demo;
 mod edit_guards;
 mod engine_loop;
 mod file_safety;
+mod harness_attacks;
 mod headless;
 mod hooks;
 mod hooks_integration;
