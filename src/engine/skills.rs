@@ -229,7 +229,7 @@ fn injected(name: &str, text: &str) -> String {
 impl SkillRunner for SkillInvoker {
     fn grants(&self, skill: &str) -> Vec<String> {
         self.catalog
-            .get(skill.trim_start_matches('/'))
+            .get(skill)
             .map(|s| s.allowed_tools.clone())
             .unwrap_or_default()
     }

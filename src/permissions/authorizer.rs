@@ -465,11 +465,7 @@ impl Ctx<'_> {
     /// Loading a skill: `Skill(name)` rules; a skill that grants tools (not `read_only`) asks
     /// in every mode but bypass, since a repository's skill must not grant itself commands.
     fn skill(&self, input: &Value, read_only: bool) -> Verdict {
-        let name = input
-            .get("skill")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .trim_start_matches('/');
+        let name = crate::skills::requested_name(input.get("skill").and_then(Value::as_str).unwrap_or(""));
         // `Skill(plugin:name)` parses as a parameter rule; for skills it is the qualified name.
         let hits = |r: &Rule| r.matches_key(name) || matches!(&r.spec, Spec::Param(k, v) if format!("{k}:{v}") == name);
         if let Some(r) = self.find(Behavior::Deny, "Skill", hits) {

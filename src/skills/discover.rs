@@ -145,7 +145,7 @@ impl Catalog {
     }
 
     pub fn get(&self, name: &str) -> Option<&Skill> {
-        let name = name.strip_prefix('/').unwrap_or(name);
+        let name = super::requested_name(name);
         self.skills.iter().find(|s| s.name == name)
     }
 

@@ -98,6 +98,13 @@ impl Skill {
     }
 }
 
+/// The skill a request names: `skill` of a Skill call, or a catalog lookup, as written or with
+/// a leading `/` and surrounding spaces. The permission check, the read-only test and the
+/// loading all go through this one function, so what is approved is what loads.
+pub fn requested_name(raw: &str) -> &str {
+    raw.trim().trim_start_matches('/').trim()
+}
+
 /// Whether `name` is usable as a skill name (and as `/name`).
 pub fn valid_name(name: &str) -> bool {
     !name.is_empty()

@@ -202,3 +202,48 @@ async fn front_matter_aliases_cannot_exhaust_memory() {
         );
     }
 }
+
+/// Loading a skill that grants tools needs approval, and `Skill(name)` rules apply, however the
+/// model spells the name (spaces, slashes): what is checked is what loads.
+#[tokio::test]
+async fn a_skill_is_checked_under_every_spelling_of_its_name() {
+    let env = Env::new();
+    let marker = env.path("granted");
+    env.write(
+        ".claude/skills/greet/SKILL.md",
+        &format!(
+            "---\ndescription: Greets someone\nallowed-tools: Bash(touch:*)\n---\nHello !`touch {}`\n",
+            marker.display()
+        ),
+    );
+    let spellings = [" greet", "greet ", "//greet", "/ greet"];
+    for (extra, refusal) in [
+        (None, "Permission needed"),
+        (Some("Skill(greet)"), "denied by the rule"),
+    ] {
+        let server = ModelServer::start().await;
+        let tries = spellings
+            .iter()
+            .enumerate()
+            .map(|(i, s)| tool(&format!("s{i}"), "Skill", json!({"skill": s})))
+            .collect();
+        server.push(calls(tries)).push(answer("done"));
+        let mut keel = env.keel(&server);
+        keel.args(["-p", "greet"]);
+        if let Some(rule) = extra {
+            keel.args(["--disallowedTools", rule]);
+        }
+        let out = keel.run().await;
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let reqs = server.requests();
+        for i in 0..spellings.len() {
+            let (result, is_error) = reqs[1].tool_result_text(&format!("s{i}"));
+            assert!(
+                is_error && result.contains(refusal),
+                "`{}` was not refused ({refusal}): {result}",
+                spellings[i]
+            );
+        }
+        assert!(!marker.exists(), "the skill loaded and granted itself a command");
+    }
+}
