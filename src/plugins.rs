@@ -130,12 +130,19 @@ fn invalid(dir: &Path, problem: impl Into<String>) -> PluginError {
     }
 }
 
+/// Largest manifest, hooks or MCP file read.
+const MAX_JSON: u64 = 1024 * 1024;
+
+/// Reads a plugin's JSON file like keel's other reads of configuration it did not write: never
+/// a FIFO or a device, never more than [`MAX_JSON`].
 fn read_json(path: &Path, dir: &Path) -> Result<Option<Value>, PluginError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+    use crate::fsutil::open::{ReadError, read_file_capped};
+    let bytes = match read_file_capped(path, MAX_JSON) {
+        Ok(b) => b,
+        Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(invalid(dir, format!("cannot read {}: {e}", path.display()))),
     };
+    let text = String::from_utf8(bytes).map_err(|_| invalid(dir, format!("{}: not UTF-8 text", path.display())))?;
     serde_json::from_str(&text).map(Some).map_err(|e| {
         invalid(
             dir,
@@ -283,6 +290,31 @@ mod tests {
         write(bad.join(".claude-plugin/plugin.json"), "{\"name\": ");
         let err = load_one(&bad, Scope::Cli).unwrap_err().to_string();
         assert!(err.contains("plugin.json:1:") && err.contains("invalid JSON"), "{err}");
+        // A FIFO in place of the manifest is refused at once instead of blocking startup.
+        let fifo = t.path().join("fifo-plugin");
+        std::fs::create_dir_all(fifo.join(".claude-plugin")).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(fifo.join(".claude-plugin/plugin.json"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // Should a reader block on it, a writer comes by and closes it, so the test ends.
+        let pipe = fifo.join(".claude-plugin/plugin.json");
+        std::thread::spawn(move || {
+            use std::os::unix::fs::OpenOptionsExt;
+            for _ in 0..100 {
+                let opened = std::fs::OpenOptions::new()
+                    .write(true)
+                    .custom_flags(libc::O_NONBLOCK)
+                    .open(&pipe);
+                if opened.is_ok() {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        });
+        let err = load_one(&fifo, Scope::Cli).unwrap_err().to_string();
+        assert!(err.contains("not a regular file"), "{err}");
         let nameless = t.path().join("bare-plugin");
         std::fs::create_dir_all(&nameless).unwrap();
         assert_eq!(load_one(&nameless, Scope::Cli).unwrap().name, "bare-plugin");
