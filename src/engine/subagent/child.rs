@@ -17,7 +17,6 @@ use crate::engine::{Engine, EngineConfig, Session};
 use crate::hooks::{Event, fields};
 use crate::message::{CacheControl, ContentBlock};
 use crate::permissions::Mode;
-use crate::permissions::rules::{Anchors, Behavior, Rule};
 use crate::provider::SystemBlock;
 use crate::skills::render::{self, Part, Vars};
 use crate::tools::SessionShared;
@@ -220,26 +219,8 @@ pub(super) async fn prepare(
         child.skill_runner = skills.map(|s| s as Arc<dyn crate::tools::skill::SkillRunner>);
     }
     engine.subagents = deeper;
-    if !req.allowed_tools.is_empty() {
-        let anchors = Anchors {
-            cwd: cwd.clone(),
-            base_dir: cwd.clone(),
-            home: dirs::home_dir(),
-        };
-        let rules = req
-            .allowed_tools
-            .iter()
-            .map(|t| {
-                Rule::parse(
-                    t,
-                    Behavior::Allow,
-                    &format!("allowed-tools of {}", req.description),
-                    &anchors,
-                )
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| e.to_string())?;
-        engine.session.shared.skills.grant(&req.description, rules);
+    if !req.grants.is_empty() {
+        engine.session.shared.skills.grant(&req.description, req.grants.clone());
     }
 
     // Approvals, notices and hook runs of the child reach the user like the parent's own.
