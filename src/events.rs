@@ -35,14 +35,20 @@ impl EventSink {
 }
 
 /// One hook run, for the transcript and `stream-json`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct HookRun {
+    /// Pairs this run with its `HookStarted` event.
+    pub hook_id: String,
+    /// `Event:target` (`PreToolUse:Bash`, `SessionStart:startup`), or the event alone.
+    pub hook_name: String,
     pub event: String,
     pub handler: String,
     pub exit_code: Option<i32>,
     pub duration_ms: u64,
     pub outcome: String,
     pub decision: Option<String>,
+    pub stdout: String,
+    pub stderr: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,9 +108,17 @@ pub enum EngineEvent {
         tool_name: String,
         tool_use_id: String,
         tool_input: Value,
+        /// What the model was told.
+        message: String,
     },
     /// The engine waits for a human decision; answer through `prompt.reply`.
     PermissionRequest(crate::permissions::PermissionPrompt),
+    /// A hook handler is about to run.
+    HookStarted {
+        hook_id: String,
+        hook_name: String,
+        event: String,
+    },
     /// A hook handler ran (or could not run).
     HookRun(HookRun),
     /// The permission mode changed (Shift+Tab, ExitPlanMode approval).
@@ -128,11 +142,14 @@ pub enum EngineEvent {
     TurnFinished(TurnOutcome),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ResultSubtype {
+    #[default]
     Success,
     ErrorMaxTurns,
     ErrorDuringExecution,
+    ErrorMaxBudgetUsd,
+    ErrorMaxStructuredOutputRetries,
 }
 
 impl ResultSubtype {
@@ -141,12 +158,53 @@ impl ResultSubtype {
             ResultSubtype::Success => "success",
             ResultSubtype::ErrorMaxTurns => "error_max_turns",
             ResultSubtype::ErrorDuringExecution => "error_during_execution",
+            ResultSubtype::ErrorMaxBudgetUsd => "error_max_budget_usd",
+            ResultSubtype::ErrorMaxStructuredOutputRetries => "error_max_structured_output_retries",
+        }
+    }
+}
+
+/// Why the turn's loop stopped, in the reference's `terminal_reason` vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TerminalReason {
+    /// The model finished (or a `/compact` turn ran).
+    #[default]
+    Completed,
+    /// Interrupted while the model was answering.
+    AbortedStreaming,
+    /// Interrupted while tools ran.
+    AbortedTools,
+    MaxTurns,
+    /// The API failed (after retries) or the provider stream broke.
+    ApiError,
+    PromptTooLong,
+    /// A hook said `continue: false`, or a UserPromptSubmit hook rejected the prompt.
+    HookStopped,
+    /// A Stop hook said `continue: false`.
+    StopHookPrevented,
+    BudgetExhausted,
+    StructuredOutputRetryExhausted,
+}
+
+impl TerminalReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TerminalReason::Completed => "completed",
+            TerminalReason::AbortedStreaming => "aborted_streaming",
+            TerminalReason::AbortedTools => "aborted_tools",
+            TerminalReason::MaxTurns => "max_turns",
+            TerminalReason::ApiError => "api_error",
+            TerminalReason::PromptTooLong => "prompt_too_long",
+            TerminalReason::HookStopped => "hook_stopped",
+            TerminalReason::StopHookPrevented => "stop_hook_prevented",
+            TerminalReason::BudgetExhausted => "budget_exhausted",
+            TerminalReason::StructuredOutputRetryExhausted => "structured_output_retry_exhausted",
         }
     }
 }
 
 /// How one user turn ended.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct TurnOutcome {
     pub subtype: ResultSubtype,
     pub is_error: bool,
@@ -159,4 +217,7 @@ pub struct TurnOutcome {
     pub duration_api_ms: u64,
     pub interrupted: bool,
     pub api_error_status: Option<u16>,
+    pub terminal_reason: TerminalReason,
+    /// The validated final output when a JSON schema was asked for (`--json-schema`).
+    pub structured_output: Option<Value>,
 }

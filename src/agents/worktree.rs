@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use tokio::process::Command;
 
-use crate::permissions::authorizer::moved;
+use crate::fsutil::rebase_path as moved;
 use crate::sandbox::SandboxMode;
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -47,7 +47,7 @@ pub async fn run() -> anyhow::Result<ExitCode> {
         }
         None => {}
     }
-    if cli.print {
+    if cli.print || cli.programs.input_format == args::InputFormat::StreamJson {
         return Ok(crate::headless::run(cli).await?);
     }
     Ok(crate::tui::run(cli).await?)

@@ -16,6 +16,7 @@ const KNOWN_KEYS: &[&str] = &[
     "hooks",
     "disableAllHooks",
     "sandbox",
+    "shellOutputMaxBytes",
     "contextWindow",
     "autoCompactEnabled",
     "autoCompactThreshold",

@@ -104,10 +104,12 @@ impl ProjectContext {
 
     /// The system blocks, with cache breakpoints on the core and on the last block.
     pub fn system_blocks(&self) -> Vec<SystemBlock> {
-        let mut blocks = vec![
-            SystemBlock::text(self.core.clone()),
-            SystemBlock::text(self.project_text()),
-        ];
+        // An empty core (`--system-prompt ""`) is left out: the API rejects empty text blocks.
+        let mut blocks = Vec::with_capacity(3);
+        if !self.core.trim().is_empty() {
+            blocks.push(SystemBlock::text(self.core.clone()));
+        }
+        blocks.push(SystemBlock::text(self.project_text()));
         if let Some(a) = &self.append {
             blocks.push(SystemBlock::text(a.clone()));
         }

@@ -88,13 +88,15 @@ impl Engine {
             .skills
             .model()
             .unwrap_or_else(|| self.config.model.clone());
-        Some(assemble::request(
+        let mut request = assemble::request(
             &model,
             self.compactor.request_max_tokens(self.config.max_tokens),
             &self.config.system,
             self.registry.tool_set(),
             view.messages,
-        ))
+        );
+        request.reasoning = self.config.reasoning.clone();
+        Some(request)
     }
 
     /// Notes what a round of tool calls did: each outcome goes to keel's tool record; paths the
@@ -406,6 +408,7 @@ impl Engine {
             duration_api_ms: 0,
             interrupted: result == Err(CompactError::Cancelled),
             api_error_status: None,
+            ..TurnOutcome::default()
         };
         self.events.emit(EngineEvent::TurnFinished(outcome.clone()));
         outcome

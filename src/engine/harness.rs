@@ -216,6 +216,7 @@ mod tests {
             context_window: None,
             compact: crate::compact::CompactSettings::default(),
             interactive: false,
+            ..Default::default()
         };
         let provider = Arc::new(ScriptProvider::parse("[]").unwrap());
         let registry = Arc::new(ToolRegistry::new(crate::tools::builtin_tools()).unwrap());

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 pub use crate::events;
-pub use crate::events::{EngineEvent, EventSink, NoticeLevel, ResultSubtype, TurnOutcome};
+pub use crate::events::{EngineEvent, EventSink, NoticeLevel, ResultSubtype, TerminalReason, TurnOutcome};
 pub use compaction::{CompactError, CompactReport};
 pub use session::Session;
 
@@ -36,7 +36,7 @@ use crate::permissions::Authorizer;
 use crate::provider::{Provider, SystemBlock};
 use crate::tools::registry::ToolRegistry;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct EngineConfig {
     pub model: String,
     pub max_tokens: u32,
@@ -49,6 +49,10 @@ pub struct EngineConfig {
     /// or the `contextWindow` setting.
     pub context_window: Option<u64>,
     pub compact: CompactSettings,
+    /// Spending limit of the session in USD (`--max-budget-usd`): a turn stops once it is reached.
+    pub max_budget_usd: Option<f64>,
+    /// Extended thinking and effort for the turn's requests.
+    pub reasoning: crate::provider::Reasoning,
 }
 
 pub struct Engine {
@@ -67,6 +71,9 @@ pub struct Engine {
     pending_context: Vec<String>,
     /// Set when this engine runs a sub-agent (its Stop hooks fire as SubagentStop).
     pub subagent: Option<subagent::SubagentInfo>,
+    /// Where the StructuredOutput tool leaves the final answer, when one is required
+    /// (`--json-schema`): a turn then ends only with a valid one.
+    pub structured: Option<crate::tools::structured::StructuredSlot>,
     /// Skills, sub-agent types, plugins and spawn budgets of the session.
     pub harness: harness::Harness,
     /// This engine's runner of sub-agents, when installed.
@@ -104,6 +111,7 @@ impl Engine {
                 events,
                 pending_context: Vec::new(),
                 subagent: None,
+                structured: None,
                 harness: harness::Harness::default(),
                 subagents: None,
             },

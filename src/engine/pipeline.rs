@@ -178,9 +178,50 @@ impl Pipeline<'_> {
             ..call.clone()
         };
         let read_only = registered.tool.is_read_only(&effective.input);
-        let resolved = match self.authorize(&effective, read_only, pre.decision, cancel).await {
-            Ok(resolved) => resolved,
+        let approved = match self.authorize(&effective, read_only, pre.decision, cancel).await {
+            Ok(a) => a,
             Err(refusal) => return self.refused(call, refusal),
+        };
+        let confinement = approved.confinement;
+        let (effective, resolved) = match approved.updated_input {
+            None => (effective, approved.resolved),
+            Some(updated) => {
+                if let Err(problems) = registered.validate(&updated) {
+                    return Done::plain(ToolOutput::error(format!(
+                        "The approver rewrote the input of this {} call into one that does not match the tool's \
+                         schema, so it was not run:\n- {}",
+                        call.name,
+                        problems.join("\n- ")
+                    )));
+                }
+                // Deny rules hold whoever approves: the rewritten input is checked against them,
+                // and its path is resolved anew (the tool opens what the check saw).
+                let grants = self.shared.skills.grants();
+                let decision = self.authorizer.decide(
+                    &call.name,
+                    &updated,
+                    registered.tool.is_read_only(&updated),
+                    self.shared.mode(),
+                    &self.shared.cwd,
+                    Some(crate::permissions::HookDecision::Allow),
+                    &grants,
+                );
+                if let crate::permissions::Verdict::Deny(reason) = decision.verdict {
+                    let output = ToolOutput::error(format!(
+                        "Permission denied: {reason}. The approver rewrote this {} call into one a deny rule \
+                         forbids, so it was not run.",
+                        call.name
+                    ));
+                    return self.refused(call, Refusal { output, denied: true });
+                }
+                (
+                    ToolCall {
+                        input: updated,
+                        ..effective
+                    },
+                    decision.resolved,
+                )
+            }
         };
 
         let ctx = ToolContext {
@@ -188,6 +229,7 @@ impl Pipeline<'_> {
             cancel: cancel.child_token(),
             tool_use_id: call.id.clone(),
             resolved,
+            confinement,
         };
         let tool = registered.tool.clone();
         let result = if tool.handles_cancellation() {
@@ -228,6 +270,7 @@ impl Pipeline<'_> {
                 tool_name: call.name.clone(),
                 tool_use_id: call.id.clone(),
                 tool_input: call.input.clone(),
+                message: refusal.output.content.as_text(),
             });
         }
         Done {

@@ -60,6 +60,8 @@ pub struct Session {
 
 impl Session {
     pub fn new(id: String, cwd: PathBuf, session_dir: PathBuf, transcript: Transcript) -> Self {
+        let mut transcript = transcript;
+        transcript.set_context(id.clone(), cwd.clone());
         Session {
             id,
             history: Arc::new(Vec::new()),
@@ -116,6 +118,13 @@ impl Session {
 
     pub fn push_assistant(&mut self, message: Message) {
         let r = self.transcript.message(&message);
+        self.note_transcript(r);
+        Arc::make_mut(&mut self.history).push(message);
+    }
+
+    /// Appends a model answer; the transcript keeps its message id, model and usage.
+    pub fn push_assistant_with(&mut self, message: Message, id: &str, model: &str, usage: &Usage) {
+        let r = self.transcript.assistant(&message, id, model, usage);
         self.note_transcript(r);
         Arc::make_mut(&mut self.history).push(message);
     }

@@ -389,6 +389,7 @@ mod tests {
             context_window: None,
             compact: crate::compact::CompactSettings::default(),
             interactive: false,
+            ..Default::default()
         };
         let (mut engine, _events) = Engine::basic(config, provider, Arc::new(registry), session);
         engine.harness.skills = catalog.clone();

@@ -61,6 +61,7 @@ pub fn finish(engine: &Engine, result: String, is_error: bool) -> TurnOutcome {
         duration_api_ms: 0,
         interrupted: false,
         api_error_status: None,
+        ..TurnOutcome::default()
     };
     engine.events().emit(EngineEvent::TurnFinished(outcome.clone()));
     outcome

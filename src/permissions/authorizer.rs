@@ -18,7 +18,11 @@ const SESSION_TOOLS: &[&str] = &["TodoWrite", "BashOutput", "KillShell"];
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
+    /// Approved by a rule, a mode or a hook: the command runs as the session's sandbox says.
     Allow,
+    /// Approved by keel itself (a read-only command, an acceptEdits file command): it runs
+    /// confined accordingly.
+    AllowConfined(crate::sandbox::Confinement),
     /// `hard`: required by an ask rule or a protection; a hook's allow cannot skip it.
     Ask {
         hard: bool,
@@ -60,7 +64,12 @@ pub struct Authorizer {
     anchors: Anchors,
     /// Where "allow always" rules are saved (`.keel/settings.local.json`).
     save_path: Option<PathBuf>,
+    /// Whether the read-only jail is in force (asked at the first shell command); without it
+    /// keel approves only its allow-list of programs and options.
+    jail: Option<JailProbe>,
 }
+
+type JailProbe = std::sync::Arc<dyn Fn() -> bool + Send + Sync>;
 
 impl Authorizer {
     pub fn new(rules: Vec<Rule>, dirs: Vec<PathBuf>, home: Option<PathBuf>, save_path: Option<PathBuf>) -> Self {
@@ -76,7 +85,17 @@ impl Authorizer {
             dirs,
             home,
             save_path,
+            jail: None,
         }
+    }
+
+    /// Tells the authorizer how to learn whether the read-only jail is in force.
+    pub fn set_jail_probe(&mut self, probe: impl Fn() -> bool + Send + Sync + 'static) {
+        self.jail = Some(std::sync::Arc::new(probe));
+    }
+
+    fn jail(&self) -> bool {
+        self.jail.as_ref().is_some_and(|p| p())
     }
 
     /// Adds rules keel sets up itself (e.g. access to the memory folder), before the session
@@ -135,12 +154,21 @@ impl Authorizer {
             mode: Mode::Default,
             dirs: &self.dirs,
             home: self.home.as_deref(),
+            jail: false,
         };
         // Search walks do not follow symlinked directories, so only the file itself can be a
         // link; resolving every path would cost a readlink per directory level per file.
         let is_link = path.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink());
         let real = if is_link { real_path(path) } else { path.to_path_buf() };
         ctx.read_deny("Read", path, &real).is_some()
+    }
+
+    /// Whether a Read deny rule names `path` (judged on the path as given, without touching
+    /// the file system: the jail's credential scan asks this for every file it sees).
+    pub fn read_denied_by_rule(&self, path: &Path) -> bool {
+        self.rules
+            .iter()
+            .any(|r| r.behavior == Behavior::Deny && r.names_tool("Read") && !r.is_whole_tool() && r.matches_path(path))
     }
 
     /// Tools removed from the model's view by a bare-name deny rule.
@@ -199,6 +227,7 @@ impl Authorizer {
             mode,
             dirs: &self.dirs,
             home: self.home.as_deref(),
+            jail: tool == "Bash" && self.jail(),
         };
         let verdict = if tool == "Bash" {
             let command = input.get("command").and_then(Value::as_str).unwrap_or("");
@@ -262,7 +291,7 @@ impl Authorizer {
         };
         let verdict = match (verdict, hook) {
             (Verdict::Ask { hard: false, .. }, Some(HookDecision::Allow)) => Verdict::Allow,
-            (Verdict::Allow, Some(HookDecision::Ask)) => Verdict::Ask {
+            (Verdict::Allow | Verdict::AllowConfined(_), Some(HookDecision::Ask)) => Verdict::Ask {
                 hard: true,
                 info: AskInfo {
                     reason: "a PreToolUse hook asked for confirmation".into(),
@@ -314,6 +343,8 @@ struct Ctx<'a> {
     mode: Mode,
     dirs: &'a [PathBuf],
     home: Option<&'a Path>,
+    /// The read-only jail is in force (shell checks may leave unknown options to it).
+    jail: bool,
 }
 
 impl Ctx<'_> {
@@ -548,7 +579,6 @@ fn save_rules(path: &Path, rules: &[String]) -> std::io::Result<()> {
 
 mod bash;
 mod rebase;
-pub use rebase::moved;
 
 #[cfg(test)]
 mod tests;

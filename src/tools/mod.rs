@@ -14,6 +14,7 @@ pub mod plan;
 pub mod read;
 pub mod registry;
 pub mod skill;
+pub mod structured;
 pub mod todo;
 pub mod walk;
 pub mod write;
@@ -40,8 +41,13 @@ pub struct SessionShared {
     pub mode: Mutex<crate::permissions::Mode>,
     /// The session's task list (TodoWrite).
     pub todos: Mutex<Vec<Todo>>,
-    /// How shell commands are confined (set once at startup).
+    /// How shell commands a human or rule approved are confined (set once at startup).
     pub sandbox: crate::sandbox::SandboxMode,
+    /// The session's confinement state (read-only jail, credential scan); none in bare test
+    /// sessions, whose commands then run as `sandbox` says.
+    pub confiner: Option<Arc<crate::sandbox::Confiner>>,
+    /// Most bytes one shell command's output file keeps (head and tail; `shellOutputMaxBytes`).
+    pub output_cap: u64,
     /// Working directories besides `cwd` (`--add-dir`, `permissions.additionalDirectories`).
     pub extra_dirs: Vec<PathBuf>,
     /// Files whose content Read-like tools must not show (set once at startup).
@@ -116,6 +122,8 @@ impl SessionShared {
             mode: Mutex::new(crate::permissions::Mode::Default),
             todos: Mutex::new(Vec::new()),
             sandbox: crate::sandbox::SandboxMode::Off,
+            confiner: None,
+            output_cap: crate::sandbox::contain::DEFAULT_OUTPUT_CAP,
             extra_dirs: Vec::new(),
             read_guard: ReadGuard::default(),
             agents: None,
@@ -148,11 +156,19 @@ impl SessionShared {
     /// directories, permission mode) when a front end swaps sessions.
     pub fn inherit_from(&mut self, other: &SessionShared) {
         self.sandbox = other.sandbox.clone();
+        self.confiner = other.confiner.clone();
+        self.output_cap = other.output_cap;
         self.extra_dirs = other.extra_dirs.clone();
         self.read_guard = other.read_guard.clone();
         self.agents = other.agents.clone();
         self.skill_runner = other.skill_runner.clone();
         self.set_mode(other.mode());
+    }
+
+    /// Where SessionStart hooks write `export` lines (`CLAUDE_ENV_FILE`); every shell command
+    /// of the session reads it first.
+    pub fn hook_env_file(&self) -> PathBuf {
+        self.session_dir.join("hook-env.sh")
     }
 
     /// Ends the session's processes: every background shell is killed, every background
@@ -187,6 +203,8 @@ pub struct ToolContext {
     pub shared: Arc<SessionShared>,
     pub cancel: CancellationToken,
     pub tool_use_id: String,
+    /// How the permission step approved this call (Bash confines the command accordingly).
+    pub confinement: crate::sandbox::Confinement,
     /// The call's path as the permission check resolved it (symbolic links followed once).
     pub resolved: Option<PathBuf>,
 }

@@ -69,7 +69,14 @@ fn write_file(path: &Path, real: &Path, content: &str, shared: &SessionShared) -
             path.display(),
             content.lines().count()
         ))
-        .with_structured(json!({"type": "create", "filePath": path.display().to_string(), "content": content})));
+        .with_structured(json!({
+            "type": "create",
+            "filePath": path.display().to_string(),
+            "content": content,
+            "structuredPatch": [],
+            "originalFile": null,
+            "userModified": false,
+        })));
     };
     let old_bytes = &existing.bytes;
     guard::check(&shared.files(), path, old_bytes, Intent::Overwrite)?;
@@ -107,6 +114,9 @@ fn write_file(path: &Path, real: &Path, content: &str, shared: &SessionShared) -
         "type": "update",
         "filePath": path.display().to_string(),
         "content": content,
+        "structuredPatch": super::edit::patch::structured_patch(&old_text, &new_text),
+        "originalFile": old_text,
+        "userModified": false,
     })))
 }
 

@@ -45,6 +45,10 @@ pub struct SessionMeta {
 pub struct Transcript {
     path: PathBuf,
     file: Option<File>,
+    /// `sessionId` and `cwd` of every conversation line (the reference's transcript fields).
+    context: Option<(String, PathBuf)>,
+    /// The previous conversation line, for `parentUuid`.
+    last_uuid: Option<String>,
 }
 
 impl Transcript {
@@ -66,12 +70,24 @@ impl Transcript {
         Ok(Transcript {
             path: path.to_path_buf(),
             file: Some(file),
+            context: None,
+            last_uuid: None,
         })
     }
 
     /// A transcript that records nothing (`--no-session-persistence`).
     pub fn disabled(path: PathBuf) -> Self {
-        Transcript { path, file: None }
+        Transcript {
+            path,
+            file: None,
+            context: None,
+            last_uuid: None,
+        }
+    }
+
+    /// Names the session and working directory every conversation line carries.
+    pub fn set_context(&mut self, session_id: String, cwd: PathBuf) {
+        self.context = Some((session_id, cwd));
     }
 
     pub fn path(&self) -> &Path {
@@ -104,11 +120,51 @@ impl Transcript {
     }
 
     pub fn message(&mut self, message: &Message) -> Result<(), TranscriptError> {
-        let kind = match message.role {
+        let body = serde_json::to_value(message).unwrap_or(Value::Null);
+        self.conversation_line(message.role, body)
+    }
+
+    /// An assistant message with the API's message id, model and usage, as the reference
+    /// records them.
+    pub fn assistant(
+        &mut self,
+        message: &Message,
+        id: &str,
+        model: &str,
+        usage: &crate::message::Usage,
+    ) -> Result<(), TranscriptError> {
+        let body = json!({
+            "id": id,
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": message.content,
+            "usage": usage,
+        });
+        self.conversation_line(Role::Assistant, body)
+    }
+
+    fn conversation_line(&mut self, role: Role, body: Value) -> Result<(), TranscriptError> {
+        let kind = match role {
             Role::User => "user",
             Role::Assistant => "assistant",
         };
-        self.write_line(json!({"type": kind, "uuid": uuid::Uuid::new_v4().to_string(), "message": message}))
+        let uuid = uuid::Uuid::new_v4().to_string();
+        let mut line = json!({
+            "type": kind,
+            "uuid": uuid,
+            "parentUuid": self.last_uuid,
+        });
+        if let (Some((session, cwd)), Value::Object(m)) = (&self.context, &mut line) {
+            m.insert("sessionId".into(), session.clone().into());
+            m.insert("cwd".into(), cwd.display().to_string().into());
+            m.insert("version".into(), env!("CARGO_PKG_VERSION").into());
+        }
+        if let Value::Object(m) = &mut line {
+            m.insert("message".into(), body);
+        }
+        self.last_uuid = Some(uuid);
+        self.write_line(line)
     }
 
     pub fn event(&mut self, name: &str, data: Value) -> Result<(), TranscriptError> {
@@ -143,6 +199,16 @@ impl SharedTranscript {
 
     pub fn message(&self, message: &Message) -> Result<(), TranscriptError> {
         self.with(|t| t.message(message))
+    }
+
+    pub fn assistant(
+        &self,
+        message: &Message,
+        id: &str,
+        model: &str,
+        usage: &crate::message::Usage,
+    ) -> Result<(), TranscriptError> {
+        self.with(|t| t.assistant(message, id, model, usage))
     }
 
     pub fn event(&self, name: &str, data: Value) -> Result<(), TranscriptError> {

@@ -94,18 +94,24 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
 
     let (job_tx, job_rx) = mpsc::unbounded_channel();
     let (reply_tx, reply_rx) = mpsc::unbounded_channel();
+    // `/clear` builds the next session's prompt the same way (`--system-prompt-file` included).
+    let prompt_texts = setup::system_prompt_texts(&cli)?;
     let config = WorkerConfig {
         place: sessions::SessionPlace {
             cwd: cwd.clone(),
             project_dir,
             persist: !cli.no_session_persistence,
         },
-        system_prompt: cli.system_prompt.clone(),
-        append_system_prompt: cli.append_system_prompt.clone(),
+        system_prompt: prompt_texts.0,
+        append_system_prompt: prompt_texts.1,
         resumed: prepared.resumed,
     };
     let worker = tokio::spawn(worker::run(engine, job_rx, reply_tx, config));
 
+    // `keel --resume` without an id: pick the session to resume.
+    if cli.resume.as_deref() == Some("") {
+        app.submit_text("/resume");
+    }
     if let Some(prompt) = cli.prompt.as_deref().filter(|p| !p.trim().is_empty()) {
         app.submit_text(prompt);
     }

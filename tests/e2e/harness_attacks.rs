@@ -20,7 +20,8 @@ fn conversation<'a>(reqs: &'a [Recorded], marker: &str) -> Vec<&'a Recorded> {
 }
 
 /// A project's deny rules name files of the repository; a sub-agent in a git worktree works on
-/// copies of those files, and the rules must hold for the copies (Read, Grep and Write alike).
+/// copies of those files, and the rules must hold for the copies (Read, Grep, Bash and Write
+/// alike).
 #[tokio::test]
 async fn a_worktree_sub_agent_keeps_the_projects_path_rules() {
     let env = Env::new();
@@ -51,6 +52,7 @@ async fn a_worktree_sub_agent_keeps_the_projects_path_rules() {
                     json!({"pattern": "TOPSECRET", "path": cwd, "output_mode": "content"}),
                 ),
                 tool("r2", "Read", json!({"file_path": format!("{cwd}/ci/deploy.yml")})),
+                tool("b1", "Bash", json!({"command": "cat secret.txt"})),
             ]),
             3 => calls(vec![tool(
                 "w1",
@@ -87,6 +89,8 @@ async fn a_worktree_sub_agent_keeps_the_projects_path_rules() {
     assert!(is_error && read.contains("Read(secret.txt)"), "{read}");
     let (grep, _) = child[1].tool_result_text("g1");
     assert!(!grep.contains("TOPSECRET-VALUE"), "Grep showed a denied file: {grep}");
+    let (cat, _) = child[1].tool_result_text("b1");
+    assert!(!cat.contains("TOPSECRET-VALUE"), "Bash showed a denied file: {cat}");
     let (write, is_error) = child[2].tool_result_text("w1");
     assert!(is_error && write.contains("Edit(/ci/**)"), "{write}");
     let parent = conversation(&reqs, "explore");

@@ -237,3 +237,15 @@ async fn approving_and_denying_a_command() {
     t.press(&["C-d"]);
     assert_eq!(t.wait_exit().await, 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_without_an_id_opens_the_session_picker() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    server.push(answer("noted"));
+    let out = env.keel(&server).args(["-p", "an earlier question"]).run().await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let t = Tmux::start(&env, &server, &["--resume"], W, H);
+    let s = t.wait_for_text("Resume a session").await;
+    assert!(s.contains("an earlier question"), "{s}");
+}

@@ -149,6 +149,11 @@ pub(super) async fn prepare(
                 // The parent's tree is not the child's: its views and its write access stay home.
                 Some(w) => {
                     child.sandbox = worktree::rebase_sandbox(&parent.sandbox, &w.repo, &w.path);
+                    let guard = authorizer.clone();
+                    child.confiner = parent
+                        .confiner
+                        .as_ref()
+                        .map(|c| Arc::new(c.rebased(&w.repo, &w.path, move |p| guard.read_denied_by_rule(p))));
                     child.extra_dirs = authorizer.working_dirs().iter().skip(1).cloned().collect();
                     // Grep and Glob leave out what Read would refuse, in the worktree too.
                     let guard = authorizer.clone();
@@ -188,6 +193,9 @@ pub(super) async fn prepare(
         interactive: tree.base.interactive,
         context_window: tree.base.context_window,
         compact: tree.base.compact,
+        reasoning: tree.base.reasoning.clone(),
+        // The session's spending limit is checked by the parent, which counts its children.
+        max_budget_usd: None,
     };
     let (mut engine, mut events) = Engine::new(
         config,

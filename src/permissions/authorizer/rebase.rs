@@ -4,19 +4,12 @@
 //! covered too, or isolation would be a way around every path rule.
 
 use std::path::{Path, PathBuf};
+
+use crate::fsutil::rebase_path as moved;
 use std::sync::Mutex;
 
 use super::Authorizer;
 use crate::permissions::rules::{Anchors, Behavior, Rule};
-
-/// `path` moved from the repository `repo` into the worktree `worktree` (unchanged outside).
-pub fn moved(path: &Path, repo: &Path, worktree: &Path) -> PathBuf {
-    match path.strip_prefix(repo) {
-        Ok(rel) if rel.as_os_str().is_empty() => worktree.to_path_buf(),
-        Ok(rel) => worktree.join(rel),
-        Err(_) => path.to_path_buf(),
-    }
-}
 
 impl Authorizer {
     /// The rules and session grants for a sub-agent working in `worktree`, a copy of the
@@ -55,6 +48,7 @@ impl Authorizer {
             dirs,
             home: self.home.clone(),
             save_path: self.save_path.clone(),
+            jail: self.jail.clone(),
         }
     }
 }

@@ -306,8 +306,19 @@ pub fn wire_body(request: &ModelRequest) -> Result<Vec<u8>, ProviderError> {
         messages: WireMessages<'a>,
         #[serde(skip_serializing_if = "Option::is_none")]
         tools: Option<&'a serde_json::value::RawValue>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        thinking: Option<serde_json::Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        output_config: Option<serde_json::Value>,
         stream: bool,
     }
+    let thinking = request.reasoning.thinking.map(|t| match t {
+        super::Thinking::Enabled { budget_tokens } => {
+            serde_json::json!({"type": "enabled", "budget_tokens": budget_tokens})
+        }
+        super::Thinking::Adaptive => serde_json::json!({"type": "adaptive"}),
+        super::Thinking::Disabled => serde_json::json!({"type": "disabled"}),
+    });
     let wire = Wire {
         model: &request.model,
         max_tokens: request.max_tokens,
@@ -317,6 +328,12 @@ pub fn wire_body(request: &ModelRequest) -> Result<Vec<u8>, ProviderError> {
             breakpoints: &request.cache_breakpoints,
         },
         tools: (!request.tools.is_empty()).then(|| request.tools.encoded()),
+        thinking,
+        output_config: request
+            .reasoning
+            .effort
+            .as_ref()
+            .map(|e| serde_json::json!({"effort": e})),
         stream: true,
     };
     serde_json::to_vec(&wire).map_err(|e| ProviderError::Config(format!("cannot encode request: {e}")))

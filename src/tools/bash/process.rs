@@ -39,7 +39,14 @@ impl Drop for ProcessGroup {
     }
 }
 
+/// Kills a command's whole tree: first every descendant of its leader (keel's helper, a
+/// child subreaper, so processes that left the group with `setsid` are still below it), then
+/// the group.
 pub fn kill_group(pgid: Pid) {
+    crate::sandbox::contain::kill_descendants(pgid.as_raw(), false);
     // ESRCH (no such group) means everything is already gone.
     let _ = killpg(pgid, Signal::SIGKILL);
+    // Where the helper could put the command in a cgroup of its own, that catches anything
+    // left even if the helper itself was killed before it could clean up.
+    crate::sandbox::contain::remove_cgroup(pgid.as_raw());
 }

@@ -10,8 +10,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::output::{Captured, read_output};
 use super::process::ProcessGroup;
-use super::spawn::shell_command;
-use crate::sandbox::SandboxMode;
+use super::spawn::{Confine, shell_command};
+use crate::sandbox::Policy;
 use crate::tools::ToolError;
 
 #[derive(Debug)]
@@ -27,6 +27,8 @@ pub struct Finished {
     pub output: Captured,
     /// The shell's working directory when the command ended normally.
     pub final_cwd: Option<PathBuf>,
+    /// How the command was confined (`None`: not at all).
+    pub policy: Option<Policy>,
 }
 
 /// Runs `command` in `cwd`; its output goes to `<out_dir>/<name>.log` while it runs.
@@ -37,16 +39,15 @@ pub async fn run_foreground(
     name: &str,
     timeout: Duration,
     cancel: &CancellationToken,
-    sandbox: &SandboxMode,
+    confine: &Confine<'_>,
 ) -> Result<Finished, ToolError> {
     let io = |what: &str, e| ToolError::io(format!("{what} {}", out_dir.display()), e);
     std::fs::create_dir_all(out_dir).map_err(|e| io("cannot create the output directory", e))?;
     let log = out_dir.join(format!("{name}.log"));
     let cwd_file = out_dir.join(format!("{name}.cwd"));
     let file = std::fs::File::create(&log).map_err(|e| io("cannot create an output file in", e))?;
-    let mut child = shell_command(command, cwd, &file, &cwd_file, sandbox)
-        .and_then(|mut c| c.spawn())
-        .map_err(|e| ToolError::io(format!("cannot start the shell in {}", cwd.display()), e))?;
+    let (mut cmd, policy) = shell_command(command, cwd, &file, &cwd_file, confine).map_err(|e| refused(cwd, e))?;
+    let mut child = cmd.spawn().map_err(|e| refused(cwd, e))?;
     drop(file);
     let mut group = ProcessGroup::of(&child);
 
@@ -82,5 +83,16 @@ pub async fn run_foreground(
         ending,
         output,
         final_cwd,
+        policy,
     })
+}
+
+/// A shell that could not start, or a confinement that could not be set up.
+pub fn refused(cwd: &Path, e: std::io::Error) -> ToolError {
+    if e.kind() == std::io::ErrorKind::PermissionDenied {
+        return ToolError::invalid(format!(
+            "the command was not run: {e}. Tell the user; keel cannot run shell commands safely here."
+        ));
+    }
+    ToolError::io(format!("cannot start the shell in {}", cwd.display()), e)
 }

@@ -9,6 +9,7 @@
 pub mod apply;
 pub mod disk;
 pub mod guard;
+pub mod patch;
 pub mod text;
 
 use std::path::Path;
@@ -121,7 +122,7 @@ fn edit_file(path: &Path, real: &Path, input: &Input, shared: &SessionShared) ->
             changed: 0..input.new_string.len(),
             replacements: 1,
         };
-        return write_change(target, change, view.kind, shared, input);
+        return write_change(target, body, change, view.kind, shared, input);
     }
     let applied = apply::apply(body, &input.old_string, &input.new_string, input.replace_all)
         .map_err(|e| anchor_error(e, path, &input.old_string, view.kind))?;
@@ -131,7 +132,7 @@ fn edit_file(path: &Path, real: &Path, input: &Input, shared: &SessionShared) ->
         changed: applied.first,
         replacements: applied.replacements,
     };
-    write_change(target, change, view.kind, shared, input)
+    write_change(target, body, change, view.kind, shared, input)
 }
 
 /// The file an edit goes to: the tool's path, where it resolved, and the file that was read.
@@ -152,6 +153,7 @@ struct Change {
 
 fn write_change(
     target: Target<'_>,
+    original: &str,
     change: Change,
     kind: ViewKind,
     shared: &SessionShared,
@@ -189,6 +191,8 @@ fn write_change(
         "filePath": path.display().to_string(),
         "oldString": input.old_string,
         "newString": input.new_string,
+        "originalFile": original,
+        "structuredPatch": patch::structured_patch(original, &change.body),
         "replaceAll": input.replace_all,
         "replacements": replacements,
         "userModified": false,
@@ -206,7 +210,14 @@ fn create_file(path: &Path, real: &Path, content: &str, shared: &SessionShared) 
         path.display(),
         content.lines().count()
     ))
-    .with_structured(json!({"type": "create", "filePath": path.display().to_string()})))
+    .with_structured(json!({
+        "type": "create",
+        "filePath": path.display().to_string(),
+        "content": content,
+        "structuredPatch": [],
+        "originalFile": null,
+        "userModified": false,
+    })))
 }
 
 fn anchor_error(e: ApplyError, path: &Path, old: &str, kind: ViewKind) -> ToolError {

@@ -380,6 +380,8 @@ fn permission(a: &mut App) -> oneshot::Receiver<PermissionReply> {
         input: json!({"command": "make"}),
         detail: "make".into(),
         suggested_rule: Some("Bash(make:*)".into()),
+        reason: String::new(),
+        suggestions: Vec::new(),
         reply: tx,
     }));
     rx
@@ -441,6 +443,7 @@ fn an_open_request_is_dropped_when_the_turn_ends() {
         duration_api_ms: 1,
         interrupted: true,
         api_error_status: None,
+        ..Default::default()
     }));
     assert!(a.approval.is_none());
     assert!(matches!(rx.try_recv(), Err(oneshot::error::TryRecvError::Closed)));

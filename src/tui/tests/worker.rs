@@ -23,6 +23,11 @@ struct Harness {
 }
 
 fn start(script: &str) -> Harness {
+    start_with(script, |_| {})
+}
+
+/// [`start`] with the engine prepared by `prepare` before the task takes it.
+fn start_with(script: &str, prepare: impl FnOnce(&mut crate::engine::Engine)) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().canonicalize().unwrap();
     std::fs::write(cwd.join("notes.txt"), "remember the milk\n").unwrap();
@@ -43,8 +48,10 @@ fn start(script: &str) -> Harness {
         interactive: true,
         context_window: None,
         compact: Default::default(),
+        ..Default::default()
     };
-    let (engine, events) = crate::engine::Engine::basic(config, provider, registry, session);
+    let (mut engine, events) = crate::engine::Engine::basic(config, provider, registry, session);
+    prepare(&mut engine);
     let (jobs, job_rx) = mpsc::unbounded_channel();
     let (reply_tx, replies) = mpsc::unbounded_channel();
     tokio::spawn(worker::run(
@@ -167,60 +174,24 @@ async fn clear_gives_the_new_session_its_own_spawn_budget() {
     let script = format!(
         r#"{{"turns": [{agent}, {{"text": "child one"}}, {{"text": "done one"}}, {agent}, {{"text": "child two"}}, {{"text": "done two"}}]}}"#
     );
-    let dir = tempfile::tempdir().unwrap();
-    let cwd = dir.path().canonicalize().unwrap();
-    let provider = Arc::new(ScriptProvider::parse(&script).unwrap());
-    let registry = Arc::new(ToolRegistry::new(builtin_tools()).unwrap());
-    let project = cwd.join(".home/projects/p");
-    let session = Session::new(
-        "first".into(),
-        cwd.clone(),
-        project.join("first"),
-        Transcript::create(&project.join("first.jsonl")).unwrap(),
-    );
-    let config = EngineConfig {
-        model: "claude-sonnet-4-5".into(),
-        max_tokens: 1000,
-        max_turns: None,
-        system: Vec::new(),
-        interactive: true,
-        context_window: None,
-        compact: Default::default(),
-    };
-    let (mut engine, _events) = crate::engine::Engine::basic(config, provider, registry, session);
-    engine.harness.limits.max_total = 1;
-    engine.install_subagents().unwrap();
-    let (jobs, job_rx) = mpsc::unbounded_channel();
-    let (reply_tx, mut replies) = mpsc::unbounded_channel();
-    tokio::spawn(worker::run(
-        engine,
-        job_rx,
-        reply_tx,
-        WorkerConfig {
-            place: SessionPlace {
-                cwd: cwd.clone(),
-                project_dir: project,
-                persist: true,
-            },
-            system_prompt: None,
-            append_system_prompt: None,
-            resumed: false,
-        },
-    ));
+    let mut h = start_with(&script, |engine| {
+        engine.harness.limits.max_total = 1;
+        engine.install_subagents().unwrap();
+    });
     let turn = |text: &str| Job::Turn {
         text: text.into(),
         cancel: CancellationToken::new(),
     };
-    jobs.send(turn("first")).unwrap();
-    assert!(matches!(replies.recv().await.unwrap(), Reply::TurnDone));
-    jobs.send(Job::Clear).unwrap();
-    let s = match replies.recv().await.unwrap() {
+    h.jobs.send(turn("first")).unwrap();
+    assert!(matches!(h.replies.recv().await.unwrap(), Reply::TurnDone));
+    h.jobs.send(Job::Clear).unwrap();
+    let s = match h.replies.recv().await.unwrap() {
         Reply::Session(s) => s,
         other => panic!("{other:?}"),
     };
-    jobs.send(turn("second")).unwrap();
-    assert!(matches!(replies.recv().await.unwrap(), Reply::TurnDone));
-    let transcript = std::fs::read_to_string(cwd.join(format!(".home/projects/p/{}.jsonl", s.id))).unwrap();
+    h.jobs.send(turn("second")).unwrap();
+    assert!(matches!(h.replies.recv().await.unwrap(), Reply::TurnDone));
+    let transcript = std::fs::read_to_string(h.cwd.join(format!(".home/projects/p/{}.jsonl", s.id))).unwrap();
     assert!(transcript.contains("done two"), "{transcript}");
     assert!(!transcript.contains("agents.maxTotal"), "{transcript}");
 }

@@ -1,6 +1,7 @@
 //! Test support: a scripted model server and a runner for the real `keel` binary.
 
 pub mod procs;
+pub mod sdk;
 pub mod server;
 pub mod sse;
 pub mod tmux;
