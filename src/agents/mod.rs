@@ -23,6 +23,8 @@ pub use definition::{AgentDef, AgentSource, Isolation, Role};
 pub const LISTING_LEAD: &str = "Sub-agent types defined for this project, besides the built-in ones (the Agent \
 tool's `subagent_type`; each works in its own conversation and reports back):";
 
+/// Most characters of one type's description in the listing.
+const MAX_DESCRIPTION: usize = 600;
 /// Most definition files read from one folder tree.
 const MAX_FILES: usize = 500;
 const MAX_DEPTH: usize = 4;
@@ -157,19 +159,20 @@ impl AgentCatalog {
     }
 
     /// The listing of the custom types for the model's context (the built-in ones are
-    /// described by the Agent tool itself); `None` when there are none.
-    pub fn listing(&self) -> Option<String> {
-        let custom: Vec<&AgentDef> = self.defs.iter().filter(|d| d.source != AgentSource::BuiltIn).collect();
-        if custom.is_empty() {
-            return None;
-        }
-        let mut out = String::from(LISTING_LEAD);
-        for d in custom {
-            let about: String = d.description.split_whitespace().collect::<Vec<_>>().join(" ");
-            let about: String = about.chars().take(600).collect();
-            out.push_str(&format!("\n- {}: {about}", d.name));
-        }
-        Some(out)
+    /// described by the Agent tool itself), within `budget` characters like the skill listing
+    /// (a repository's hundreds of definitions must not fill the context); `None` when there
+    /// are none.
+    pub fn listing(&self, budget: usize) -> Option<String> {
+        let entries: Vec<(&str, String)> = self
+            .defs
+            .iter()
+            .filter(|d| d.source != AgentSource::BuiltIn)
+            .map(|d| {
+                let about: String = d.description.split_whitespace().collect::<Vec<_>>().join(" ");
+                (d.name.as_str(), about.chars().take(MAX_DESCRIPTION).collect())
+            })
+            .collect();
+        crate::skills::listing::fit(LISTING_LEAD, &entries, budget)
     }
 }
 
@@ -252,11 +255,38 @@ mod tests {
             msg.contains("general-purpose") && msg.contains("reviewer") && msg.contains("ops:deployer"),
             "{msg}"
         );
-        let listing = c.listing().unwrap();
+        let listing = c.listing(10_000).unwrap();
         assert!(
             listing.contains("- reviewer: project reviewer") && !listing.contains("verifier"),
             "{listing}"
         );
-        assert_eq!(AgentCatalog::builtin().listing(), None);
+        assert_eq!(AgentCatalog::builtin().listing(10_000), None);
+    }
+
+    /// A repository with hundreds of long definitions does not fill the context: the listing
+    /// keeps every name within its budget.
+    #[test]
+    fn the_listing_stays_within_its_budget() {
+        let t = tempfile::tempdir().unwrap();
+        let cwd = t.path().canonicalize().unwrap();
+        let long = "Use this agent for everything, always, proactively. ".repeat(20);
+        for i in 0..300 {
+            write(
+                cwd.join(format!(".claude/agents/a{i:03}.md")),
+                &format!("---\nname: agent-{i:03}\ndescription: {long}\n---\nP\n"),
+            );
+        }
+        let c = AgentCatalog::discover(AgentPlaces {
+            cwd: &cwd,
+            user_home: None,
+            keel_home: None,
+            cli: Vec::new(),
+            plugins: &[],
+        });
+        let budget = 8_000;
+        let listing = c.listing(budget).unwrap();
+        let entries: usize = listing.lines().skip(1).map(|l| l.chars().count() + 1).sum();
+        assert!(entries <= budget, "{entries} characters");
+        assert!(listing.contains("- agent-000") && listing.contains("- agent-299"));
     }
 }

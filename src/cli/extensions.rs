@@ -124,7 +124,7 @@ impl Extensions {
             project.listings.push(l);
         }
         if registry.get("Agent").is_some()
-            && let Some(l) = self.agents.listing()
+            && let Some(l) = self.agents.listing(listing::budget(window))
         {
             project.listings.push(l);
         }

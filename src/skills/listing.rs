@@ -55,6 +55,21 @@ fn cut(text: &str, max: usize) -> String {
 /// characters (the fixed lead-in is not counted).
 pub fn render<'a>(skills: impl IntoIterator<Item = &'a Skill>, budget: usize) -> Option<String> {
     let entries: Vec<(&str, String)> = skills.into_iter().map(|s| (s.name.as_str(), about(s))).collect();
+    fit(
+        "Skills available in this session. When a task matches a skill's description, load the skill with \
+         the Skill tool (`skill`: its name, `args`: optional arguments) before doing the task; its full \
+         instructions arrive then. Only names and descriptions are listed here.",
+        &entries,
+        budget,
+    )
+}
+
+/// `lead`, then one `- name: about` line per entry, within `budget` characters for the
+/// entries: every name stays, and when the texts do not fit the longest are cut first, all to
+/// one common length (as short as needed; nothing but the names if need be). `None` when there
+/// are no entries. Used for the listings of skills and of sub-agent types, which a repository
+/// fills and which must not crowd the context.
+pub fn fit(lead: &str, entries: &[(&str, String)], budget: usize) -> Option<String> {
     if entries.is_empty() {
         return None;
     }
@@ -78,12 +93,8 @@ pub fn render<'a>(skills: impl IntoIterator<Item = &'a Skill>, budget: usize) ->
         }
         lo
     };
-    let mut out = String::from(
-        "Skills available in this session. When a task matches a skill's description, load the skill with \
-         the Skill tool (`skill`: its name, `args`: optional arguments) before doing the task; its full \
-         instructions arrive then. Only names and descriptions are listed here.",
-    );
-    for (name, about) in &entries {
+    let mut out = String::from(lead);
+    for (name, about) in entries {
         let text = cut(about, limit);
         if text.is_empty() {
             out.push_str(&format!("\n- {name}"));

@@ -175,7 +175,7 @@ pub(super) async fn prepare(
     let offers = |name: &str| registry.get(name).is_some();
     let mut listings = Vec::new();
     if offers("Agent")
-        && let Some(l) = r.catalog().listing()
+        && let Some(l) = r.catalog().listing(crate::skills::listing::DEFAULT_BUDGET)
     {
         listings.push(l);
     }
