@@ -102,6 +102,15 @@ impl Plugins {
         }
     }
 
+    /// Marks each plugin's hooks as its own, so they run with `CLAUDE_PLUGIN_ROOT` set.
+    pub fn tag_hooks(&self, config: &mut crate::hooks::HookConfig) {
+        for p in &self.list {
+            if let Some((path, _)) = &p.hooks {
+                config.set_plugin_root(&path.display().to_string(), &p.root);
+            }
+        }
+    }
+
     /// Every plugin's MCP servers as `plugin:server` → configuration.
     pub fn mcp_servers(&self) -> Vec<(String, Value)> {
         self.list

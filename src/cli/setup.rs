@@ -297,7 +297,8 @@ pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupErr
         max_budget_usd: cli.programs.max_budget_usd,
         reasoning: reasoning(cli, info.max_output)?,
     };
-    let hook_config = HookConfig::from_settings(&settings)?;
+    let mut hook_config = HookConfig::from_settings(&settings)?;
+    extensions.plugins.tag_hooks(&mut hook_config);
     warnings.extend(hook_config.warnings.iter().cloned());
     let hooks = Hooks::new(hook_config, cwd.clone(), session.id.clone(), session.transcript.clone());
     hooks.set_env_file(session.shared.hook_env_file());
