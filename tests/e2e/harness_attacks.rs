@@ -240,12 +240,11 @@ async fn a_skill_is_checked_under_every_spelling_of_its_name() {
         let out = keel.run().await;
         assert_eq!(out.code, 0, "{}", out.stderr);
         let reqs = server.requests();
-        for i in 0..spellings.len() {
+        for (i, spelling) in spellings.iter().enumerate() {
             let (result, is_error) = reqs[1].tool_result_text(&format!("s{i}"));
             assert!(
                 is_error && result.contains(refusal),
-                "`{}` was not refused ({refusal}): {result}",
-                spellings[i]
+                "`{spelling}` was not refused ({refusal}): {result}"
             );
         }
         assert!(!marker.exists(), "the skill loaded and granted itself a command");

@@ -85,7 +85,7 @@ mod tests {
         );
         let child = parent.rebased(&repo, &wt);
         let wcwd = wt.join("app");
-        assert_eq!(child.working_dirs(), [wcwd.clone()]);
+        assert_eq!(child.working_dirs(), std::slice::from_ref(&wcwd));
         let check = |a: &Authorizer, tool: &str, path: PathBuf| {
             a.check(
                 tool,
