@@ -250,3 +250,39 @@ async fn a_skill_is_checked_under_every_spelling_of_its_name() {
         assert!(!marker.exists(), "the skill loaded and granted itself a command");
     }
 }
+
+/// `--max-budget-usd` holds while a sub-agent runs: a child that keeps calling tools stops at
+/// the limit instead of spending until its turn limit.
+#[tokio::test]
+async fn a_sub_agent_stops_at_the_sessions_spending_limit() {
+    let env = Env::new();
+    env.write("a.txt", "a\n");
+    let server = ModelServer::start().await;
+    server.respond_with(|body| {
+        opening(body)
+            .contains("Keep looking")
+            .then(|| calls(vec![tool("g", "Glob", json!({"pattern": "*"}))]))
+    });
+    server
+        .push(calls(vec![tool(
+            "a1",
+            "Agent",
+            json!({"description": "loop", "prompt": "Keep looking"}),
+        )]))
+        .push(answer("never"));
+    let out = env
+        .keel(&server)
+        .args(["-p", "go", "--output-format", "json", "--max-budget-usd", "0.0001"])
+        .run()
+        .await;
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(out.json()["subtype"], "error_max_budget_usd");
+    let reqs = server.requests();
+    let child = conversation(&reqs, "Keep looking");
+    assert_eq!(
+        child.len(),
+        1,
+        "the child went on spending for {} requests",
+        child.len()
+    );
+}

@@ -194,8 +194,10 @@ pub(super) async fn prepare(
         context_window: tree.base.context_window,
         compact: tree.base.compact,
         reasoning: tree.base.reasoning.clone(),
-        // The session's spending limit is checked by the parent, which counts its children.
-        max_budget_usd: None,
+        // The parent checks the session's total, its children's included, between its own
+        // requests; a child running meanwhile stops at the limit by itself, or one sub-agent
+        // with many turns could spend any amount before the parent looks again.
+        max_budget_usd: tree.base.max_budget_usd,
     };
     let (mut engine, mut events) = Engine::new(
         config,
