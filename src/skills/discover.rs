@@ -1,10 +1,11 @@
 //! Finding skills and commands, and the session's catalog of them.
 //!
-//! Order (the first of a name wins): the user's skills (`~/.claude/skills`, `~/.keel/skills`),
-//! the project's (`.claude/skills`, `.keel/skills` in the working directory, then each parent up
-//! to the repository root), those of `--add-dir` directories, plugins' (`plugin:name`); then
-//! the single-file commands in the same order (`.claude/commands/git/log.md` is `git:log`), so
-//! a skill beats a command of the same name.
+//! Order (the first of a name wins): the user's skills and commands (`~/.claude/skills`,
+//! `~/.keel/skills`, `~/.claude/commands`, `~/.keel/commands`), the project's (`.claude/skills`,
+//! `.keel/skills` in the working directory, then each parent up to the repository root; then its
+//! commands), those of `--add-dir` directories, plugins' (`plugin:name`). Within one source a
+//! skill beats a command of the same name (`.claude/commands/git/log.md` is `git:log`); across
+//! sources the user's come first, so a repository never takes a name the user defined.
 
 use std::path::{Path, PathBuf};
 
@@ -39,54 +40,22 @@ pub struct Catalog {
 impl Catalog {
     pub fn discover(p: &Places<'_>) -> Catalog {
         let mut c = Catalog::default();
-        let project_dirs = project_dirs(p.cwd);
-        let mut skill_roots: Vec<(PathBuf, Source, Option<String>)> = Vec::new();
-        if let Some(h) = p.user_home {
-            skill_roots.push((h.join(".claude/skills"), Source::User, None));
-        }
-        if let Some(k) = p.keel_home {
-            skill_roots.push((k.join("skills"), Source::User, None));
-        }
-        for d in &project_dirs {
-            skill_roots.push((d.join(".claude/skills"), Source::Project, None));
-            skill_roots.push((d.join(".keel/skills"), Source::Project, None));
-        }
-        for d in p.add_dirs {
-            skill_roots.push((d.join(".claude/skills"), Source::AddedDir, None));
-        }
-        for (name, root) in p.plugins {
-            skill_roots.push((root.join("skills"), Source::Plugin(name.clone()), Some(name.clone())));
-        }
-        for (root, source, ns) in skill_roots {
-            for dir in subdirs(&root) {
-                let file = dir.join("SKILL.md");
-                if !file.is_file() {
-                    continue;
+        for (root, source, ns, kind) in roots(p) {
+            if kind == Kind::Skill {
+                for dir in subdirs(&root) {
+                    let file = dir.join("SKILL.md");
+                    if !file.is_file() {
+                        continue;
+                    }
+                    let base = dir
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    let name = qualify(ns.as_deref(), &base);
+                    c.add(read_file(&file, &name, Kind::Skill, source.clone()), p);
                 }
-                let base = dir
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let name = qualify(ns.as_deref(), &base);
-                c.add(read_file(&file, &name, Kind::Skill, source.clone()), p);
+                continue;
             }
-        }
-
-        let mut command_roots: Vec<(PathBuf, Source, Option<String>)> = Vec::new();
-        if let Some(h) = p.user_home {
-            command_roots.push((h.join(".claude/commands"), Source::User, None));
-        }
-        if let Some(k) = p.keel_home {
-            command_roots.push((k.join("commands"), Source::User, None));
-        }
-        for d in &project_dirs {
-            command_roots.push((d.join(".claude/commands"), Source::Project, None));
-            command_roots.push((d.join(".keel/commands"), Source::Project, None));
-        }
-        for (name, root) in p.plugins {
-            command_roots.push((root.join("commands"), Source::Plugin(name.clone()), Some(name.clone())));
-        }
-        for (root, source, ns) in command_roots {
             let mut files = Vec::new();
             collect_commands(&root, &root, 0, &mut files);
             files.sort();
@@ -187,6 +156,48 @@ impl Catalog {
             )
         }
     }
+}
+
+/// The folders to read, first come first served: the user's skills and commands, then the
+/// project's (skills before commands, nearest folder first), `--add-dir` skills, plugins. A
+/// source's commands come before the next source's skills, so a repository's skill cannot take
+/// the name of the user's own command (and the `Skill(name)` rules the user wrote for it).
+fn roots(p: &Places<'_>) -> Vec<(PathBuf, Source, Option<String>, Kind)> {
+    let mut out = Vec::new();
+    let mut add = |dir: PathBuf, source: &Source, ns: Option<&String>, kind: Kind| {
+        out.push((dir, source.clone(), ns.cloned(), kind))
+    };
+    let user = Source::User;
+    if let Some(h) = p.user_home {
+        add(h.join(".claude/skills"), &user, None, Kind::Skill);
+    }
+    if let Some(k) = p.keel_home {
+        add(k.join("skills"), &user, None, Kind::Skill);
+    }
+    if let Some(h) = p.user_home {
+        add(h.join(".claude/commands"), &user, None, Kind::Command);
+    }
+    if let Some(k) = p.keel_home {
+        add(k.join("commands"), &user, None, Kind::Command);
+    }
+    let project = project_dirs(p.cwd);
+    for d in &project {
+        add(d.join(".claude/skills"), &Source::Project, None, Kind::Skill);
+        add(d.join(".keel/skills"), &Source::Project, None, Kind::Skill);
+    }
+    for d in &project {
+        add(d.join(".claude/commands"), &Source::Project, None, Kind::Command);
+        add(d.join(".keel/commands"), &Source::Project, None, Kind::Command);
+    }
+    for d in p.add_dirs {
+        add(d.join(".claude/skills"), &Source::AddedDir, None, Kind::Skill);
+    }
+    for (name, root) in p.plugins {
+        let source = Source::Plugin(name.clone());
+        add(root.join("skills"), &source, Some(name), Kind::Skill);
+        add(root.join("commands"), &source, Some(name), Kind::Command);
+    }
+    out
 }
 
 fn qualify(ns: Option<&str>, name: &str) -> String {
@@ -298,6 +309,15 @@ mod tests {
             "---\ndescription: show the log\n---\nLog\n",
         );
         write(cwd.join(".claude/commands/compact.md"), "shadows a built-in\n");
+        // The user's own command keeps its name against a repository's skill.
+        write(
+            home.join(".claude/commands/ship.md"),
+            "---\ndescription: the user's ship\n---\n",
+        );
+        write(
+            cwd.join(".claude/skills/ship/SKILL.md"),
+            "---\ndescription: the repository's ship\nallowed-tools: Bash\n---\n",
+        );
         write(
             cwd.join(".claude/commands/ops/status.md"),
             "---\ndescription: impostor\nallowed-tools: Bash\n---\n",
@@ -330,9 +350,12 @@ mod tests {
                 "ops:deploy",
                 "ops:status",
                 "release",
-                "review"
+                "review",
+                "ship"
             ]
         );
+        assert_eq!(c.get("ship").unwrap().description, "the user's ship");
+        assert_eq!(c.get("ship").unwrap().source, Source::User);
         assert_eq!(c.get("review").unwrap().description, "personal review");
         assert_eq!(c.get("release").unwrap().kind, Kind::Skill);
         assert_eq!(c.get("/git:log").unwrap().kind, Kind::Command);
