@@ -19,6 +19,8 @@ mod jail;
 mod permissions;
 mod plugins;
 mod provider;
+mod rewind;
+mod robustness;
 mod sandbox;
 mod sdk_client;
 mod skills;

@@ -23,11 +23,19 @@ struct Harness {
 }
 
 fn start(script: &str) -> Harness {
-    start_with(script, |_| {})
+    start_in_mode(script, crate::permissions::Mode::Default)
 }
 
-/// [`start`] with the engine prepared by `prepare` before the task takes it.
-fn start_with(script: &str, prepare: impl FnOnce(&mut crate::engine::Engine)) -> Harness {
+fn start_in_mode(script: &str, mode: crate::permissions::Mode) -> Harness {
+    start_with(script, mode, |_| {})
+}
+
+/// [`start_in_mode`] with the engine prepared by `prepare` before the task takes it.
+fn start_with(
+    script: &str,
+    mode: crate::permissions::Mode,
+    prepare: impl FnOnce(&mut crate::engine::Engine),
+) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().canonicalize().unwrap();
     std::fs::write(cwd.join("notes.txt"), "remember the milk\n").unwrap();
@@ -40,6 +48,7 @@ fn start_with(script: &str, prepare: impl FnOnce(&mut crate::engine::Engine)) ->
         project.join("first"),
         Transcript::create(&project.join("first.jsonl")).unwrap(),
     );
+    session.shared.set_mode(mode);
     let config = EngineConfig {
         model: "claude-sonnet-4-5".into(),
         max_tokens: 1000,
@@ -174,7 +183,7 @@ async fn clear_gives_the_new_session_its_own_spawn_budget() {
     let script = format!(
         r#"{{"turns": [{agent}, {{"text": "child one"}}, {{"text": "done one"}}, {agent}, {{"text": "child two"}}, {{"text": "done two"}}]}}"#
     );
-    let mut h = start_with(&script, |engine| {
+    let mut h = start_with(&script, crate::permissions::Mode::Default, |engine| {
         engine.harness.limits.max_total = 1;
         engine.install_subagents().unwrap();
     });
@@ -207,6 +216,68 @@ async fn permission_and_hook_commands_report_the_engine_state() {
             assert!(r.rule_sets.is_empty());
             assert!(r.additional_directories.is_empty());
         }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn rewind_lists_points_and_restores_files_and_conversation() {
+    // The engine is interactive with no front end answering, so the Write runs in bypass mode.
+    let mut h = start_in_mode(
+        r#"{"turns": [{"text": "One."},
+                      {"tool_calls": [{"name": "Write", "input": {"file_path": "made.txt", "content": "new\n"}}]},
+                      {"text": "Two."}]}"#,
+        crate::permissions::Mode::BypassPermissions,
+    );
+    h.jobs.send(Job::Rewind { arg: None }).unwrap();
+    match h.replies.recv().await.unwrap() {
+        Reply::Rewound(Ok(r)) => assert!(r.text.contains("Nothing to rewind yet"), "{}", r.text),
+        other => panic!("{other:?}"),
+    }
+    for text in ["first", "second"] {
+        h.jobs
+            .send(Job::Turn {
+                text: text.into(),
+                cancel: CancellationToken::new(),
+            })
+            .unwrap();
+        assert!(matches!(h.replies.recv().await.unwrap(), Reply::TurnDone));
+    }
+    drain(&mut h.events);
+    assert!(h.cwd.join("made.txt").is_file(), "the second prompt wrote the file");
+    h.jobs.send(Job::Rewind { arg: None }).unwrap();
+    match h.replies.recv().await.unwrap() {
+        Reply::Rewound(Ok(r)) => {
+            assert!(
+                r.text.contains("1  prompt  1 file(s) changed since  first"),
+                "{}",
+                r.text
+            );
+            assert!(
+                r.text.contains("2  prompt  1 file(s) changed since  second"),
+                "{}",
+                r.text
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    h.jobs.send(Job::Rewind { arg: Some("2".into()) }).unwrap();
+    match h.replies.recv().await.unwrap() {
+        Reply::Rewound(Ok(r)) => {
+            assert!(r.text.contains("1 file(s) restored"), "{}", r.text);
+            let history = r.history.expect("the conversation was rewound");
+            assert_eq!(history.len(), 2, "first prompt and its answer: {history:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!h.cwd.join("made.txt").exists());
+    h.jobs
+        .send(Job::Rewind {
+            arg: Some("9 code".into()),
+        })
+        .unwrap();
+    match h.replies.recv().await.unwrap() {
+        Reply::Rewound(Err(e)) => assert!(e.contains("no point 9"), "{e}"),
         other => panic!("{other:?}"),
     }
 }
