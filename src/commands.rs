@@ -37,6 +37,7 @@ pub const BUILTINS: &[Builtin] = &[
     b("model", "[name]", "show or switch the model", false),
     b("permissions", "", "permission mode and rules in force", false),
     b("hooks", "", "configured hooks by event", false),
+    b("mcp", "", "MCP servers, their status and tools", false),
     b(
         "resume",
         "[session-id]",

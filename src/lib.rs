@@ -16,6 +16,7 @@ pub mod frontmatter;
 pub mod fsutil;
 pub mod headless;
 pub mod hooks;
+pub mod mcp;
 pub mod memory;
 pub mod message;
 pub mod permissions;

@@ -29,6 +29,8 @@ const KNOWN_KEYS: &[&str] = &[
     "enableAllProjectMcpServers",
     "enabledMcpjsonServers",
     "disabledMcpjsonServers",
+    "mcpServers",
+    "toolSearch",
     "apiKeyHelper",
     "forceLoginMethod",
     "spinnerTipsEnabled",

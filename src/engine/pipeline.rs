@@ -180,7 +180,7 @@ impl Pipeline<'_> {
                 problems.join("\n- ")
             )));
         }
-        let pre = match self.pre_tool_hooks(call, registered).await {
+        let pre = match self.pre_tool_hooks(call, &registered).await {
             Ok(p) => p,
             Err(refusal) => return self.refused(call, refusal),
         };

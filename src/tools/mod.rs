@@ -62,6 +62,8 @@ pub struct SessionShared {
     pub shells: bash::background::BackgroundShells,
     /// Previous contents of changed files, for rewinding (shared with sub-agents).
     pub checkpoints: Arc<crate::checkpoint::Checkpoints>,
+    /// The session's MCP servers (shared with sub-agents and sessions swapped in by /clear).
+    pub mcp: Option<Arc<crate::mcp::McpHub>>,
     /// Loads skills for the Skill tool (installed by the engine).
     pub skill_runner: Option<Arc<dyn skill::SkillRunner>>,
     /// Temporary allow rules, pending instructions and the record of loaded skills.
@@ -133,6 +135,7 @@ impl SessionShared {
             shell_cwd: Mutex::new(cwd.clone()),
             shells: bash::background::BackgroundShells::default(),
             checkpoints: Arc::new(crate::checkpoint::Checkpoints::new(&session_dir)),
+            mcp: None,
             skill_runner: None,
             skills: crate::skills::SkillState::default(),
             tasks: Arc::default(),
@@ -164,6 +167,7 @@ impl SessionShared {
         self.extra_dirs = other.extra_dirs.clone();
         self.read_guard = other.read_guard.clone();
         self.agents = other.agents.clone();
+        self.mcp = other.mcp.clone();
         self.skill_runner = other.skill_runner.clone();
         self.set_mode(other.mode());
     }
@@ -299,8 +303,8 @@ impl ToolError {
 #[async_trait]
 pub trait Tool: Send + Sync {
     /// The exact name the model calls (same string as in permission rules and hook matchers).
-    fn name(&self) -> &'static str;
-    fn description(&self) -> &'static str;
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
     fn input_schema(&self) -> Value;
     /// Whether this call only observes. Read-only calls of one message run concurrently.
     fn is_read_only(&self, _input: &Value) -> bool {
@@ -319,6 +323,11 @@ pub trait Tool: Send + Sync {
     /// was stopped (Bash kills its process group). The pipeline waits for such a tool instead of
     /// dropping its future on cancellation.
     fn handles_cancellation(&self) -> bool {
+        false
+    }
+    /// Whether the registry appends the names of deferred tools to this tool's description
+    /// (the tool that loads them: ToolSearch).
+    fn lists_deferred(&self) -> bool {
         false
     }
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;

@@ -16,6 +16,7 @@ mod headless_programs;
 mod hooks;
 mod hooks_integration;
 mod jail;
+mod mcp;
 mod permissions;
 mod plugins;
 mod provider;

@@ -135,6 +135,7 @@ pub(super) async fn prepare(
     let depth = r.depth + 1;
     let offer_agent = depth < tree.budget.limits.max_depth;
     let registry = Arc::new(child_registry(&r.registry, def, offer_agent, mode)?);
+    crate::mcp::add_loader(&registry);
     let authorizer = match &worktree {
         Some(w) => Arc::new(r.authorizer.rebased(&w.repo, &w.path)),
         None => r.authorizer.clone(),

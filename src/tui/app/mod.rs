@@ -431,6 +431,11 @@ impl App {
             Command::Permissions => Job::Permissions,
             Command::Hooks => Job::Hooks,
             Command::Rewind(arg) => Job::Rewind { arg },
+            Command::Mcp => Job::Mcp,
+            Command::McpPrompt(line) => Job::McpPrompt {
+                line,
+                cancel: cancel.clone(),
+            },
             Command::Resume(Some(id)) => {
                 let path = self.project_dir.join(format!("{id}.jsonl"));
                 if !path.is_file() {

@@ -16,6 +16,9 @@ pub enum Command {
     Model(Option<String>),
     Permissions,
     Hooks,
+    Mcp,
+    /// `/mcp__server__prompt args`: an MCP prompt, expanded by its server into the message.
+    McpPrompt(String),
     Resume(Option<String>),
     Rewind(Option<String>),
     Todos,
@@ -42,6 +45,8 @@ impl Command {
                 | Command::Model(Some(_))
                 | Command::Permissions
                 | Command::Hooks
+                | Command::Mcp
+                | Command::McpPrompt(_)
                 | Command::Resume(_)
                 | Command::Rewind(_)
                 | Command::Skill { .. }
@@ -51,6 +56,10 @@ impl Command {
 
 /// Parses a slash command. `None` when the input is not one.
 pub fn parse(input: &str, skills: &Catalog) -> Option<Result<Command, String>> {
+    // MCP prompts (`/mcp__server__prompt args`) are known only to their servers.
+    if is_command(input) && input.trim_start().starts_with("/mcp__") {
+        return Some(Ok(Command::McpPrompt(input.trim().to_string())));
+    }
     let slash = match shared::parse(input, skills)? {
         Ok(s) => s,
         Err(e) => return Some(Err(e)),
@@ -76,6 +85,7 @@ pub fn parse(input: &str, skills: &Catalog) -> Option<Result<Command, String>> {
         "model" => Ok(Command::Model(arg)),
         "permissions" => no_args(Command::Permissions),
         "hooks" => no_args(Command::Hooks),
+        "mcp" => no_args(Command::Mcp),
         "resume" => Ok(Command::Resume(arg)),
         "rewind" => Ok(Command::Rewind(arg)),
         "todos" => no_args(Command::Todos),
