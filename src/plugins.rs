@@ -111,14 +111,15 @@ impl Plugins {
         }
     }
 
-    /// Every plugin's MCP servers as `plugin:server` → configuration.
-    pub fn mcp_servers(&self) -> Vec<(String, Value)> {
+    /// Every plugin's MCP servers as `plugin:server`, configuration, and where the plugin was
+    /// configured (a repository's plugin is the repository's: its servers need approval).
+    pub fn mcp_servers(&self) -> Vec<(String, Value, Scope)> {
         self.list
             .iter()
             .flat_map(|p| {
                 p.mcp_servers
                     .iter()
-                    .map(move |(k, v)| (format!("{}:{k}", p.name), v.clone()))
+                    .map(move |(k, v)| (format!("{}:{k}", p.name), v.clone(), p.scope))
             })
             .collect()
     }
@@ -284,6 +285,7 @@ mod tests {
         let servers = plugins.mcp_servers();
         assert_eq!(servers[0].0, "ops:db");
         assert_eq!(servers[0].1["command"], format!("{}/bin/db", root.display()));
+        assert_eq!(servers[0].2, Scope::Cli);
         let mut settings = Settings::default();
         plugins.add_hook_layers(&mut settings);
         let hc = crate::hooks::HookConfig::from_settings(&settings).unwrap();

@@ -65,17 +65,7 @@ pub fn load(
     });
     let limits = Limits::from_settings(settings)?;
     let memory = crate::memory::enabled(settings.flag(&["autoMemoryEnabled"])?).then(|| Memory::load(keel_home, cwd));
-    let mut warnings: Vec<String> = skills.warnings.iter().chain(&agents.warnings).cloned().collect();
-    for p in &plugins.list {
-        if !p.mcp_servers.is_empty() {
-            let names: Vec<&str> = p.mcp_servers.keys().map(String::as_str).collect();
-            warnings.push(format!(
-                "plugin `{}` declares MCP server(s) {}; this build of keel has no MCP client, so they are not started",
-                p.name,
-                names.join(", ")
-            ));
-        }
-    }
+    let warnings: Vec<String> = skills.warnings.iter().chain(&agents.warnings).cloned().collect();
     Ok(Extensions {
         plugins: Arc::new(plugins),
         skills: Arc::new(skills),

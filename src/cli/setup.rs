@@ -322,16 +322,7 @@ pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupErr
         interactive: !cli.print,
         hidden: Arc::new(move |name| denies.denies_whole_tool(name)),
         project_trusted: trust.allows_project_commands(),
-        plugin_servers: extensions
-            .plugins
-            .list
-            .iter()
-            .flat_map(|p| {
-                p.mcp_servers
-                    .iter()
-                    .map(move |(k, v)| (format!("{}:{k}", p.name), v.clone(), p.scope))
-            })
-            .collect(),
+        plugin_servers: extensions.plugins.mcp_servers(),
     })
     .map_err(SetupError::Invalid)?;
     warnings.extend(mcp.notices);

@@ -85,12 +85,10 @@ async fn a_plugin_brings_skills_commands_agents_hooks_and_mcp_servers() {
     // Its hook ran, found through ${CLAUDE_PLUGIN_ROOT}.
     let log = std::fs::read_to_string(env.path("prompts.log")).expect("the plugin's hook wrote its log");
     assert!(log.contains("\"hook_event_name\":\"UserPromptSubmit\""), "{log}");
-    // Its MCP server is loaded and reported.
-    assert!(
-        out.stderr.contains("plugin `ops` declares MCP server(s) inventory"),
-        "{}",
-        out.stderr
-    );
+    // Its MCP server is handed to the MCP client as `ops:inventory` (the fixture names no real
+    // program, so it is reported as failing to start).
+    let servers = init["mcp_servers"].to_string();
+    assert!(servers.contains("ops:inventory"), "{init}");
 
     // The `plugins` setting loads it too (relative to the settings file's project).
     env.write(
