@@ -55,6 +55,12 @@ pub const BUILTINS: &[Builtin] = &[
     b("skills", "", "skills and custom commands available here", false),
     b("agents", "", "sub-agent types available here", false),
     b("memory", "", "open the project's memory file in $EDITOR", false),
+    b(
+        "evidence",
+        "",
+        "the verification ledger: test runs, changes, weakened tests",
+        false,
+    ),
     b("exit", "", "leave keel", false),
 ];
 

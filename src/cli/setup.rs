@@ -293,6 +293,17 @@ pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupErr
         )));
     }
     extensions.decorate(&mut project, &registry, context_window.unwrap_or(info.context_window));
+    let (verification, verification_warnings) =
+        crate::evidence::Config::from_settings(&settings, project.instructions.all().map(|f| f.content.as_str()))?;
+    warnings.extend(verification_warnings);
+    if let Some(shared) = Arc::get_mut(&mut session.shared) {
+        shared.evidence = Arc::new(crate::evidence::Evidence::new(
+            &cwd,
+            &shared.session_dir,
+            verification,
+            !cli.no_session_persistence,
+        ));
+    }
     let config = EngineConfig {
         system: project.system_blocks(),
         model,

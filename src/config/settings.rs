@@ -36,6 +36,7 @@ const KNOWN_KEYS: &[&str] = &[
     "spinnerTipsEnabled",
     "alwaysThinkingEnabled",
     "feedbackSurveyState",
+    "verification",
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -141,6 +141,7 @@ impl Engine {
         if let Some(e) = self.session.tool_log.write_error.take() {
             self.events.notice(NoticeLevel::Warning, e);
         }
+        self.session.shared.evidence.flush();
         if found.is_empty() {
             return Vec::new();
         }
@@ -302,6 +303,7 @@ impl Engine {
             .count();
         let input_bytes = (window.input_budget() * tokens::BYTES_PER_TOKEN) as usize;
         let transcript_path = self.session.transcript.path();
+        let verification = self.session.shared.evidence.handoff_section();
         let text = handoff::render(&handoff::Handoff {
             trigger,
             pre_tokens,
@@ -313,6 +315,7 @@ impl Engine {
             failures: &failures,
             files: &files,
             other_changes,
+            verification: &verification,
         });
         self.session.shared.files().mark_all_partial();
         let plan = remount::latest_plan(&store);

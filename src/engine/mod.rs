@@ -16,6 +16,7 @@ pub mod skills;
 pub mod subagent;
 mod tool_hooks;
 mod turn;
+mod verification;
 
 use std::sync::Arc;
 

@@ -257,12 +257,19 @@ async fn run_inner(cli: &Cli, out: Arc<Out>) -> Result<ExitCode, HeadlessError> 
         }
         warnings.push(unsaved);
     }
-    let result = output::with_warnings(
+    let mut result = output::with_warnings(
         output::result_object(&outcome, &session_id, &engine.session.totals, &engine.session.denials),
         &warnings,
     );
+    let evidence = engine.session.shared.evidence.clone();
+    if let Some(m) = result.as_object_mut() {
+        m.insert("verification".into(), evidence.report_json());
+    }
     match cli.output_format {
         OutputFormat::Text => {
+            if let Some(line) = evidence.text_line() {
+                eprintln!("{line}");
+            }
             if outcome.is_error {
                 err_line!("Error: {}", text_error(&outcome, cli.max_turns));
             } else {

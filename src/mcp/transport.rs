@@ -138,7 +138,7 @@ pub enum Opened {
     Remote,
     Child {
         group: ProcessGroup,
-        child: tokio::process::Child,
+        child: Box<tokio::process::Child>,
     },
 }
 
@@ -191,7 +191,13 @@ pub async fn open(
                 ));
             };
             match client.serve((stdout, stdin)).await {
-                Ok(service) => Ok((service, Opened::Child { group, child })),
+                Ok(service) => Ok((
+                    service,
+                    Opened::Child {
+                        group,
+                        child: Box::new(child),
+                    },
+                )),
                 Err(e) => {
                     group.kill();
                     let _ = child.wait().await;

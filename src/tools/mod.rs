@@ -60,6 +60,8 @@ pub struct SessionShared {
     pub shell_cwd: Mutex<PathBuf>,
     /// Background shells; all of them are killed when the session ends (and on drop).
     pub shells: bash::background::BackgroundShells,
+    /// The verification ledger (shared with sub-agents: their runs and changes are the session's).
+    pub evidence: Arc<crate::evidence::Evidence>,
     /// Previous contents of changed files, for rewinding (shared with sub-agents).
     pub checkpoints: Arc<crate::checkpoint::Checkpoints>,
     /// The session's MCP servers (shared with sub-agents and sessions swapped in by /clear).
@@ -134,6 +136,7 @@ impl SessionShared {
             subagent_tally: Mutex::new(agent::SubagentTally::default()),
             shell_cwd: Mutex::new(cwd.clone()),
             shells: bash::background::BackgroundShells::default(),
+            evidence: Arc::new(crate::evidence::Evidence::in_memory(&cwd, &session_dir)),
             checkpoints: Arc::new(crate::checkpoint::Checkpoints::new(&session_dir)),
             mcp: None,
             skill_runner: None,
@@ -159,7 +162,7 @@ impl SessionShared {
     }
 
     /// Takes over the startup decisions of another session's state (sandbox, added
-    /// directories, permission mode) when a front end swaps sessions.
+    /// directories, permission mode, verification settings) when a front end swaps sessions.
     pub fn inherit_from(&mut self, other: &SessionShared) {
         self.sandbox = other.sandbox.clone();
         self.confiner = other.confiner.clone();
@@ -168,6 +171,7 @@ impl SessionShared {
         self.read_guard = other.read_guard.clone();
         self.agents = other.agents.clone();
         self.mcp = other.mcp.clone();
+        self.evidence = Arc::new(other.evidence.for_session(&self.session_dir));
         self.skill_runner = other.skill_runner.clone();
         self.set_mode(other.mode());
     }

@@ -9,6 +9,7 @@ mod containment;
 mod demo;
 mod edit_guards;
 mod engine_loop;
+mod evidence;
 mod file_safety;
 mod harness_attacks;
 mod headless;

@@ -159,9 +159,13 @@ pub(super) async fn prepare(
                     // Grep and Glob leave out what Read would refuse, in the worktree too.
                     let guard = authorizer.clone();
                     child.read_guard = crate::tools::ReadGuard::new(move |p| guard.read_denied(p));
+                    // Runs and changes in its own tree say nothing about the session's.
+                    child.evidence = Arc::new(crate::evidence::Evidence::in_memory(&w.path, &child.session_dir));
                 }
                 None => {
                     *child.file_state.get_mut().unwrap_or_else(|p| p.into_inner()) = parent.files().clone();
+                    // The sub-agent's runs and changes are the session's evidence.
+                    child.evidence = parent.evidence.clone();
                     // Its changes are the session's: one rewind takes back the parent's and the child's.
                     child.checkpoints = parent.checkpoints.clone();
                 }

@@ -383,6 +383,7 @@ impl App {
             Command::Agents => self.info("Agents", self.agents_report()),
             Command::Memory => self.open_memory(),
             Command::Cost => self.info("Cost", self.cost_report()),
+            Command::Evidence => self.info("Evidence", format!("```text\n{}```", self.shared.evidence.listing())),
             Command::Todos => {
                 let todos = self.shared.todos();
                 let text = if todos.is_empty() {

@@ -26,6 +26,7 @@ pub enum Command {
     Skills,
     Agents,
     Memory,
+    Evidence,
     Exit,
     /// A skill or custom command: `/name args`.
     Skill {
@@ -93,6 +94,7 @@ pub fn parse(input: &str, skills: &Catalog) -> Option<Result<Command, String>> {
         "skills" => no_args(Command::Skills),
         "agents" => no_args(Command::Agents),
         "memory" => no_args(Command::Memory),
+        "evidence" => no_args(Command::Evidence),
         "exit" => no_args(Command::Exit),
         other => Err(format!("/{other} is not available here")),
     })
