@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 
 use tokio::process::Command;
 
+use crate::evidence::Evidence;
+use crate::evidence::runners::Kind;
+
 /// Most characters of diff put in the brief (the verifier can run `git diff` for the rest).
 pub const MAX_DIFF: usize = 60_000;
 /// Most characters of each user request quoted.
@@ -52,18 +55,24 @@ fn clip(text: &str, max: usize, note: &str) -> String {
     )
 }
 
-/// Whether a command looks like a check (tests, build, lint) rather than exploration.
-pub fn looks_like_check(command: &str) -> bool {
-    const WORDS: &[&str] = &[
-        "test", "pytest", "jest", "vitest", "mocha", "check", "clippy", "lint", "tsc", "mypy", "ruff", "build", "make",
-        "ctest", "rspec",
-    ];
-    let lower = command.to_lowercase();
-    WORDS.iter().any(|w| lower.contains(w))
+/// What kind of check a command line runs, as the evidence ledger reads it (one recogniser for
+/// the ledger, the stop gate and this brief).
+fn check_label(command: &str, evidence: &Evidence) -> Option<&'static str> {
+    let reading = evidence.recognise(command);
+    let kinds: Vec<Kind> = reading.runs.iter().map(|r| r.kind).collect();
+    if kinds.contains(&Kind::Test) {
+        Some("runs tests")
+    } else if kinds.contains(&Kind::Build) {
+        Some("builds")
+    } else if kinds.contains(&Kind::Lint) {
+        Some("lints or type-checks")
+    } else {
+        None
+    }
 }
 
 /// The verifier's first message.
-pub async fn brief(facts: &Facts, cwd: &Path) -> String {
+pub async fn brief(facts: &Facts, cwd: &Path, evidence: &Evidence) -> String {
     let mut out = String::from(
         "Review the work done in this repository. These facts were gathered by keel, not written by the agent \
          that did the work.\n",
@@ -130,13 +139,12 @@ pub async fn brief(facts: &Facts, cwd: &Path) -> String {
         let code = code
             .map(|c| format!("exit {c}"))
             .unwrap_or_else(|| "exit unknown".into());
-        let check = if looks_like_check(cmd) {
-            ", looks like a check"
-        } else {
-            ""
-        };
+        let check = check_label(cmd, evidence).map(|l| format!(", {l}")).unwrap_or_default();
         out.push_str(&format!("- `{cmd}` ({code}{check})\n"));
     }
+    out.push_str("\n## Verification keel recorded (its evidence ledger)\n");
+    out.push_str(&evidence.handoff_section());
+    out.push('\n');
     out.push_str(
         "\nRun the checks that matter, read what changed, and end with your VERDICT line. Do not modify files.",
     );
@@ -176,12 +184,14 @@ mod tests {
             files_changed: vec![r.join("lib.rs")],
             commands: vec![("cargo test".into(), Some(0)), ("ls".into(), Some(0))],
         };
-        let text = brief(&facts, &r).await;
+        let evidence = Evidence::in_memory(&r, &t.path().join("session"));
+        let text = brief(&facts, &r, &evidence).await;
         assert!(text.contains("make a call b"));
         assert!(text.contains("+fn a() { b() }"), "{text}");
         assert!(text.contains("new.rs"));
-        assert!(text.contains("`cargo test` (exit 0, looks like a check)"));
+        assert!(text.contains("`cargo test` (exit 0, runs tests)"), "{text}");
         assert!(text.contains("`ls` (exit 0)"));
+        assert!(text.contains("Verification status recorded by keel"), "{text}");
 
         // Configuration that makes `git diff` and `git status` run programs runs none for keel.
         let marker = t.path().join("ran");
@@ -190,12 +200,48 @@ mod tests {
         git(&["config", "diff.x.textconv", &plant("textconv")]);
         git(&["config", "diff.external", &plant("external")]);
         git(&["config", "core.fsmonitor", &plant("fsmonitor")]);
-        let text = brief(&facts, &r).await;
+        let text = brief(&facts, &r, &evidence).await;
         assert!(text.contains("+fn a() { b() }"), "{text}");
         assert!(
             !marker.exists(),
             "the brief ran a repository program: {}",
             std::fs::read_to_string(&marker).unwrap_or_default()
         );
+    }
+
+    /// A model cannot make its exploration read as checks by naming them ("test", "build" in a
+    /// file name or an echo): the brief labels what the evidence ledger recognises as runs,
+    /// the project's declared commands included, and nothing else.
+    #[test]
+    fn only_what_the_ledger_recognises_is_labelled_a_check() {
+        let t = tempfile::tempdir().unwrap();
+        let plain = Evidence::in_memory(t.path(), &t.path().join("s"));
+        for fake in [
+            "echo all tests pass",
+            "cat test_results.txt",
+            "ls build/",
+            "rm -rf build && touch tests_passed",
+            "grep -r check src/",
+            "git log --grep=make",
+        ] {
+            assert_eq!(check_label(fake, &plain), None, "{fake}");
+        }
+        assert_eq!(check_label("cargo test --lib", &plain), Some("runs tests"));
+        assert_eq!(check_label("cd app && pytest -q", &plain), Some("runs tests"));
+        assert_eq!(check_label("cargo build", &plain), Some("builds"));
+        assert_eq!(
+            check_label("cargo clippy -- -D warnings", &plain),
+            Some("lints or type-checks")
+        );
+        assert_eq!(check_label("./ci/check.sh", &plain), None);
+
+        let (declared, refused) = crate::evidence::runners::Declared::new(["./ci/check.sh".to_string()]);
+        assert!(refused.is_empty(), "{refused:?}");
+        let config = crate::evidence::Config {
+            gate: crate::evidence::GateMode::Off,
+            declared,
+        };
+        let with_declared = Evidence::new(t.path(), &t.path().join("s"), config, false);
+        assert_eq!(check_label("./ci/check.sh --all", &with_declared), Some("runs tests"));
     }
 }

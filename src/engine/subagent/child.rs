@@ -260,7 +260,7 @@ pub(super) async fn prepare(
              commands run — and not your prompt.)"
                 .into(),
         );
-        verifier::brief(&facts, &cwd).await
+        verifier::brief(&facts, &cwd, &parent.evidence).await
     } else {
         req.prompt.clone()
     };
