@@ -60,29 +60,39 @@ impl AgentCatalog {
         for def in p.cli {
             c.add(def);
         }
-        let mut roots: Vec<(PathBuf, AgentSource, Option<String>)> = Vec::new();
-        for d in crate::skills::discover::project_dirs(p.cwd) {
-            roots.push((d.join(".claude/agents"), AgentSource::Project, None));
-            roots.push((d.join(".keel/agents"), AgentSource::Project, None));
+        // Each folder with the folder its files must really lie in (see `skills::discover::leaves`).
+        #[allow(clippy::type_complexity)]
+        let mut roots: Vec<(PathBuf, AgentSource, Option<String>, Option<PathBuf>)> = Vec::new();
+        let project = crate::skills::discover::project_dirs(p.cwd);
+        let repo = project.last().cloned();
+        for d in &project {
+            roots.push((d.join(".claude/agents"), AgentSource::Project, None, repo.clone()));
+            roots.push((d.join(".keel/agents"), AgentSource::Project, None, repo.clone()));
         }
         if let Some(h) = p.user_home {
-            roots.push((h.join(".claude/agents"), AgentSource::User, None));
+            roots.push((h.join(".claude/agents"), AgentSource::User, None, None));
         }
         if let Some(k) = p.keel_home {
-            roots.push((k.join("agents"), AgentSource::User, None));
+            roots.push((k.join("agents"), AgentSource::User, None, None));
         }
         for (name, root) in p.plugins {
             roots.push((
                 root.join("agents"),
                 AgentSource::Plugin(name.clone()),
                 Some(name.clone()),
+                Some(root.clone()),
             ));
         }
-        for (root, source, ns) in roots {
+        for (root, source, ns, bound) in roots {
+            let bound = bound.as_deref();
             let mut files = Vec::new();
-            collect(&root, 0, &mut files);
+            collect(&root, 0, bound, &mut files);
             files.sort();
             for f in files {
+                if let Some(w) = crate::skills::discover::leaves(&f, bound) {
+                    c.warnings.push(w);
+                    continue;
+                }
                 let text = match read(&f) {
                     Ok(t) => t,
                     Err(e) => {
@@ -182,7 +192,7 @@ fn read(path: &Path) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text; not loaded", path.display()))
 }
 
-fn collect(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+fn collect(dir: &Path, depth: usize, bound: Option<&Path>, out: &mut Vec<PathBuf>) {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
     };
@@ -192,8 +202,9 @@ fn collect(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
         }
         let p = e.path();
         if p.is_dir() {
-            if depth < MAX_DEPTH {
-                collect(&p, depth + 1, out);
+            // A linked folder elsewhere (`/`, the home directory) is not crawled.
+            if depth < MAX_DEPTH && crate::skills::discover::within(&p, bound) {
+                collect(&p, depth + 1, bound, out);
             }
         } else if p.extension().is_some_and(|x| x == "md") {
             out.push(p);
@@ -288,5 +299,56 @@ mod tests {
         let entries: usize = listing.lines().skip(1).map(|l| l.chars().count() + 1).sum();
         assert!(entries <= budget, "{entries} characters");
         assert!(listing.contains("- agent-000") && listing.contains("- agent-299"));
+    }
+
+    /// A repository's or plugin's agent file linked to a file outside it (the user's private
+    /// notes, another project's prompts) is not read, and a linked folder is not crawled.
+    #[test]
+    fn a_repositorys_links_to_files_outside_it_are_not_read() {
+        use std::os::unix::fs::symlink;
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let cwd = root.join("repo");
+        std::fs::create_dir_all(cwd.join(".claude/agents")).unwrap();
+        std::fs::create_dir_all(cwd.join(".git")).unwrap();
+        let private = root.join("private");
+        write(
+            private.join("notes.md"),
+            "---\nname: notes\ndescription: PRIVATE-NOTES\n---\nPRIVATE-BODY\n",
+        );
+        symlink(private.join("notes.md"), cwd.join(".claude/agents/notes.md")).unwrap();
+        symlink(&private, cwd.join(".claude/agents/linked")).unwrap();
+        let plugin = root.join("plug");
+        std::fs::create_dir_all(plugin.join("agents")).unwrap();
+        symlink(private.join("notes.md"), plugin.join("agents/notes.md")).unwrap();
+        write(
+            cwd.join("docs/reviewer.md"),
+            "---\nname: reviewer\ndescription: shared\n---\nP\n",
+        );
+        symlink(cwd.join("docs/reviewer.md"), cwd.join(".claude/agents/reviewer.md")).unwrap();
+        let c = AgentCatalog::discover(AgentPlaces {
+            cwd: &cwd,
+            user_home: None,
+            keel_home: None,
+            cli: Vec::new(),
+            plugins: &[("ops".into(), plugin)],
+        });
+        assert!(
+            c.get("reviewer").is_some(),
+            "a link inside the repository: {:?}",
+            c.warnings
+        );
+        assert!(c.get("notes").is_none() && c.get("ops:notes").is_none());
+        assert!(
+            c.listing(10_000).is_some_and(|l| !l.contains("PRIVATE")),
+            "{:?}",
+            c.listing(10_000)
+        );
+        assert_eq!(
+            c.warnings.iter().filter(|w| w.contains("leads outside")).count(),
+            2,
+            "{:?}",
+            c.warnings
+        );
     }
 }

@@ -40,11 +40,16 @@ pub struct Catalog {
 impl Catalog {
     pub fn discover(p: &Places<'_>) -> Catalog {
         let mut c = Catalog::default();
-        for (root, source, ns, kind) in roots(p) {
+        for (root, source, ns, kind, bound) in roots(p) {
+            let bound = bound.as_deref();
             if kind == Kind::Skill {
                 for dir in subdirs(&root) {
                     let file = dir.join("SKILL.md");
                     if !file.is_file() {
+                        continue;
+                    }
+                    if let Some(w) = leaves(&file, bound) {
+                        c.warnings.push(w);
                         continue;
                     }
                     let base = dir
@@ -57,9 +62,13 @@ impl Catalog {
                 continue;
             }
             let mut files = Vec::new();
-            collect_commands(&root, &root, 0, &mut files);
+            collect_commands(&root, &root, 0, bound, &mut files);
             files.sort();
             for (name, path) in files {
+                if let Some(w) = leaves(&path, bound) {
+                    c.warnings.push(w);
+                    continue;
+                }
                 let name = qualify(ns.as_deref(), &name);
                 c.add(read_file(&path, &name, Kind::Command, source.clone()), p);
             }
@@ -162,10 +171,20 @@ impl Catalog {
 /// project's (skills before commands, nearest folder first), `--add-dir` skills, plugins. A
 /// source's commands come before the next source's skills, so a repository's skill cannot take
 /// the name of the user's own command (and the `Skill(name)` rules the user wrote for it).
-fn roots(p: &Places<'_>) -> Vec<(PathBuf, Source, Option<String>, Kind)> {
+/// Each folder comes with the folder its files must really lie in (links followed): the
+/// repository for the project's, the plugin's own folder for a plugin's; none for the user's.
+#[allow(clippy::type_complexity)]
+fn roots(p: &Places<'_>) -> Vec<(PathBuf, Source, Option<String>, Kind, Option<PathBuf>)> {
     let mut out = Vec::new();
+    let project = project_dirs(p.cwd);
+    let repo = project.last().cloned();
     let mut add = |dir: PathBuf, source: &Source, ns: Option<&String>, kind: Kind| {
-        out.push((dir, source.clone(), ns.cloned(), kind))
+        let bound = match source {
+            Source::Project => repo.clone(),
+            Source::Plugin(_) => dir.parent().map(Path::to_path_buf),
+            _ => None,
+        };
+        out.push((dir, source.clone(), ns.cloned(), kind, bound))
     };
     let user = Source::User;
     if let Some(h) = p.user_home {
@@ -180,7 +199,6 @@ fn roots(p: &Places<'_>) -> Vec<(PathBuf, Source, Option<String>, Kind)> {
     if let Some(k) = p.keel_home {
         add(k.join("commands"), &user, None, Kind::Command);
     }
-    let project = project_dirs(p.cwd);
     for d in &project {
         add(d.join(".claude/skills"), &Source::Project, None, Kind::Skill);
         add(d.join(".keel/skills"), &Source::Project, None, Kind::Skill);
@@ -234,15 +252,38 @@ fn subdirs(root: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn collect_commands(root: &Path, dir: &Path, depth: usize, out: &mut Vec<(String, PathBuf)>) {
+/// Whether `path` really lies inside `bound` (links followed), or `bound` is `None`.
+pub fn within(path: &Path, bound: Option<&Path>) -> bool {
+    let Some(bound) = bound else { return true };
+    match (path.canonicalize(), bound.canonicalize()) {
+        (Ok(real), Ok(bound)) => real.starts_with(bound),
+        _ => false,
+    }
+}
+
+/// Why a repository's or plugin's definition file is not read: it is a link to a file outside
+/// its folder (`SKILL.md -> ~/.ssh/id_rsa` would put that file in the model's context, and its
+/// first paragraph in every listing, without the permission check a Read gets).
+pub fn leaves(file: &Path, bound: Option<&Path>) -> Option<String> {
+    (!within(file, bound)).then(|| {
+        format!(
+            "{}: leads outside {} (a link); only files inside it are read, so it is not loaded",
+            file.display(),
+            bound.map(|b| b.display().to_string()).unwrap_or_default()
+        )
+    })
+}
+
+fn collect_commands(root: &Path, dir: &Path, depth: usize, bound: Option<&Path>, out: &mut Vec<(String, PathBuf)>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for e in entries.flatten().take(MAX_ENTRIES) {
         let path = e.path();
         if path.is_dir() {
-            if depth < MAX_COMMAND_DEPTH {
-                collect_commands(root, &path, depth + 1, out);
+            // A linked folder elsewhere (`/`, the home directory) is not crawled.
+            if depth < MAX_COMMAND_DEPTH && within(&path, bound) {
+                collect_commands(root, &path, depth + 1, bound, out);
             }
             continue;
         }
@@ -375,5 +416,77 @@ mod tests {
         assert!(c.warnings.iter().any(|w| w.contains("built-in")));
         let msg = c.unknown("deplyo", true);
         assert!(msg.contains("deplyo") && msg.contains("ops:deploy"), "{msg}");
+    }
+
+    /// A cloned repository (or a plugin) links its definition files to the user's private
+    /// files: they are not read, so nothing of them reaches a listing or the model; links
+    /// inside the repository and the user's own links still work.
+    #[test]
+    fn a_repositorys_links_to_files_outside_it_are_not_read() {
+        use std::os::unix::fs::symlink;
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let home = root.join("home");
+        let repo = root.join("repo");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        let secret = home.join(".aws/credentials");
+        write(secret.clone(), "aws_secret_access_key = SECRET123\n");
+        for link in [
+            repo.join(".claude/skills/creds/SKILL.md"),
+            repo.join(".claude/commands/notes.md"),
+            repo.join(".keel/commands/deep/x.md"),
+        ] {
+            std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+            symlink(&secret, &link).unwrap();
+        }
+        // A whole folder linked elsewhere is neither read nor crawled.
+        symlink(home.join(".aws"), repo.join(".claude/commands/aws")).unwrap();
+        std::fs::create_dir_all(repo.join(".claude/skills")).unwrap();
+        symlink(home.join(".aws"), repo.join(".claude/skills/aws")).unwrap();
+        std::fs::rename(&secret, home.join(".aws/SKILL.md")).unwrap();
+        symlink(home.join(".aws/SKILL.md"), &secret).unwrap();
+        // Inside the repository, links are fine.
+        write(repo.join("docs/lint.md"), "---\ndescription: shared lint\n---\nLint.\n");
+        std::fs::create_dir_all(repo.join(".claude/skills/lint")).unwrap();
+        symlink(repo.join("docs/lint.md"), repo.join(".claude/skills/lint/SKILL.md")).unwrap();
+        // A plugin's file must lie in the plugin.
+        let plugin = root.join("plug");
+        std::fs::create_dir_all(plugin.join("skills/steal")).unwrap();
+        symlink(home.join(".aws/SKILL.md"), plugin.join("skills/steal/SKILL.md")).unwrap();
+        // The user's own skill may link anywhere.
+        std::fs::create_dir_all(home.join(".claude/skills/mine")).unwrap();
+        write(root.join("dotfiles/mine.md"), "---\ndescription: my own\n---\n");
+        symlink(root.join("dotfiles/mine.md"), home.join(".claude/skills/mine/SKILL.md")).unwrap();
+
+        let c = Catalog::discover(&Places {
+            cwd: &repo,
+            user_home: Some(&home),
+            keel_home: None,
+            add_dirs: &[],
+            plugins: &[("ops".to_string(), plugin.clone())],
+            reserved: &[],
+        });
+        let names: Vec<&str> = c.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, vec!["lint", "mine"], "{:?}", c.warnings);
+        assert!(
+            c.iter()
+                .all(|s| !s.body.contains("SECRET123") && !s.description.contains("SECRET123"))
+        );
+        for name in [
+            "creds/SKILL.md",
+            "notes.md",
+            "deep/x.md",
+            "skills/aws/SKILL.md",
+            "steal/SKILL.md",
+        ] {
+            assert!(
+                c.warnings
+                    .iter()
+                    .any(|w| w.contains(name) && w.contains("leads outside")),
+                "{name}: {:?}",
+                c.warnings
+            );
+        }
+        assert!(c.warnings.iter().all(|w| !w.contains("SECRET123")), "{:?}", c.warnings);
     }
 }
