@@ -63,9 +63,15 @@ pub fn load(
         cli: cli_agents,
         plugins: &roots,
     });
-    let limits = Limits::from_settings(settings)?;
+    let (limits, refused) = Limits::from_settings(settings)?;
     let memory = crate::memory::enabled(settings.flag(&["autoMemoryEnabled"])?).then(|| Memory::load(keel_home, cwd));
-    let warnings: Vec<String> = skills.warnings.iter().chain(&agents.warnings).cloned().collect();
+    let warnings: Vec<String> = skills
+        .warnings
+        .iter()
+        .chain(&agents.warnings)
+        .chain(&refused)
+        .cloned()
+        .collect();
     Ok(Extensions {
         plugins: Arc::new(plugins),
         skills: Arc::new(skills),
