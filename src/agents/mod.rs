@@ -178,8 +178,10 @@ impl AgentCatalog {
             .iter()
             .filter(|d| d.source != AgentSource::BuiltIn)
             .map(|d| {
-                let about: String = d.description.split_whitespace().collect::<Vec<_>>().join(" ");
-                (d.name.as_str(), about.chars().take(MAX_DESCRIPTION).collect())
+                (
+                    d.name.as_str(),
+                    crate::skills::listing::one_line(&d.description, MAX_DESCRIPTION),
+                )
             })
             .collect();
         crate::skills::listing::fit(LISTING_LEAD, &entries, budget)
