@@ -38,9 +38,14 @@ pub struct Cli {
     #[arg(long)]
     pub max_turns: Option<u32>,
 
-    /// Model id or alias (sonnet, opus, haiku)
+    /// Model id or alias (sonnet, opus, haiku), or PROVIDER/MODEL for a provider named in the
+    /// settings (ollama/qwen3-coder)
     #[arg(long)]
     pub model: Option<String>,
+
+    /// Model to continue on when the main model is overloaded (also the fallbackModel setting)
+    #[arg(long, value_name = "MODEL")]
+    pub fallback_model: Option<String>,
 
     /// Replace keel's system prompt
     #[arg(long)]
@@ -102,9 +107,9 @@ pub struct Cli {
     #[arg(long)]
     pub debug: bool,
 
-    /// Where model turns come from
-    #[arg(long, value_enum, default_value_t = ProviderKind::Anthropic)]
-    pub provider: ProviderKind,
+    /// Where model turns come from (default anthropic, or the provider the model names)
+    #[arg(long, value_enum)]
+    pub provider: Option<ProviderKind>,
 
     /// Script of assistant turns for --provider script
     #[arg(long)]
@@ -121,14 +126,26 @@ pub enum OutputFormat {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ProviderKind {
+    /// Anthropic Messages API (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL)
     Anthropic,
+    /// OpenAI Chat Completions and compatible servers (OPENAI_BASE_URL, OPENAI_API_KEY)
+    #[value(name = "openai")]
+    OpenAi,
+    /// OpenAI Responses API (OPENAI_BASE_URL, OPENAI_API_KEY)
+    #[value(name = "openai-responses")]
+    OpenAiResponses,
+    /// Scripted turns from a file (--script)
     Script,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Report what this machine and configuration support (sandbox, settings, model access)
-    Doctor,
+    Doctor {
+        /// Do not contact the model servers
+        #[arg(long)]
+        offline: bool,
+    },
     /// List the configured hooks by event and source file
     Hooks,
     /// Show what keel puts in front of the conversation here: layers, instruction files, sizes

@@ -2,6 +2,8 @@
 
 pub mod args;
 pub mod doctor;
+mod doctor_models;
+pub mod model;
 pub mod setup;
 
 use std::process::ExitCode;
@@ -34,7 +36,7 @@ pub fn main() -> ExitCode {
 pub async fn run() -> anyhow::Result<ExitCode> {
     let cli = args::Cli::parse();
     match cli.command {
-        Some(args::Command::Doctor) => return Ok(doctor::run()),
+        Some(args::Command::Doctor { offline }) => return Ok(doctor::run(&cli, offline).await),
         Some(args::Command::Hooks) => return list_hooks(),
         Some(args::Command::Context) => {
             print!("{}", setup::context_report(&cli)?);

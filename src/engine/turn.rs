@@ -170,6 +170,10 @@ impl Engine {
                 }
                 let mut content: Vec<ContentBlock> = records.iter().map(|r| r.to_block()).collect();
                 content.extend(self.note_tool_round(&records));
+                // Calls cut by the output limit never ran: the model must hear it and go on.
+                if response.broken_tool_calls.iter().any(|b| b.reason == BrokenReason::Truncated) {
+                    content.push(ContentBlock::text(continuation_note(&response)));
+                }
                 let results = Message {
                     role: crate::message::Role::User,
                     content,
@@ -239,6 +243,7 @@ impl Engine {
                     self.events.emit(EngineEvent::ToolCallStreaming { id, name })
                 }
                 ProviderEvent::Raw(v) => self.events.emit(EngineEvent::RawStream(v)),
+                ProviderEvent::Notice(message) => self.events.notice(NoticeLevel::Warning, message),
                 ProviderEvent::Retry {
                     attempt,
                     max_retries,

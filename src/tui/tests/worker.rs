@@ -60,6 +60,7 @@ fn start(script: &str) -> Harness {
             system_prompt: None,
             append_system_prompt: None,
             resumed: false,
+            models: None,
         },
     ));
     Harness {
@@ -135,7 +136,7 @@ async fn clear_starts_a_new_session_and_keeps_the_mode() {
         .unwrap();
     h.replies.recv().await.unwrap();
     h.jobs.send(Job::SetModel { model: "opus".into() }).unwrap();
-    assert!(matches!(h.replies.recv().await.unwrap(), Reply::ModelSet { model } if model == "claude-opus-4-5"));
+    assert!(matches!(h.replies.recv().await.unwrap(), Reply::ModelSet { model, .. } if model == "claude-opus-4-5"));
     h.jobs.send(Job::Clear).unwrap();
     let s = match h.replies.recv().await.unwrap() {
         Reply::Session(s) => s,

@@ -1,0 +1,736 @@
+//! The HTTP side every protocol shares: one POST whose answer must be an event stream, a bound on
+//! every phase (connect, response headers, first event, silence between events, error bodies),
+//! errors that say what happened, and retries with backoff under a cap on the total wait.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use reqwest::header::HeaderMap;
+use tokio::sync::mpsc;
+use tokio::time::{Instant, timeout_at};
+use tokio_util::sync::CancellationToken;
+
+use super::endpoint::{BaseUrl, not_found_hint};
+use super::retry::{RetryPolicy, is_retryable_status, server_delay};
+use super::sse::{SseError, SseParser};
+use super::{ModelResponse, ProviderError, ProviderEvent, StreamAssembler, StreamFailure};
+
+/// How long each phase of a request may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// TCP (and TLS) connection.
+    pub connect: Duration,
+    /// From sending the request to its first event: covers loading a local model and reading a
+    /// long prompt on a CPU, which can take minutes.
+    pub first_byte: Duration,
+    /// Longest silence between two events of an open stream.
+    pub idle: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: Duration::from_secs(10),
+            first_byte: Duration::from_secs(600),
+            idle: Duration::from_secs(300),
+        }
+    }
+}
+
+impl Timeouts {
+    /// `API_TIMEOUT_MS` (the reference's request timeout) bounds the wait for the first event and
+    /// every silence after it; connecting never takes longer than 10 s.
+    pub fn from_env() -> Result<Timeouts, ProviderError> {
+        let mut t = Timeouts::default();
+        if let Some(raw) = std::env::var("API_TIMEOUT_MS").ok().filter(|v| !v.trim().is_empty()) {
+            let ms = raw
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|ms| *ms > 0)
+                .ok_or_else(|| ProviderError::Config(format!("API_TIMEOUT_MS must be milliseconds, got `{raw}`")))?;
+            let d = Duration::from_millis(ms);
+            t.first_byte = d;
+            t.idle = d;
+            t.connect = t.connect.min(d);
+        }
+        Ok(t)
+    }
+}
+
+/// After this long without a first event, the user is told keel is still waiting.
+const SLOW_NOTICE: Duration = Duration::from_secs(30);
+/// Once a stop reason arrived, how long to wait for optional trailers (usage) before finishing.
+const TAIL: Duration = Duration::from_secs(5);
+/// Most of an error body that is read (the rest is not needed to explain the error).
+const ERROR_BODY_CAP: usize = 64 * 1024;
+/// Longest time spent reading an error body.
+const ERROR_BODY_TIME: Duration = Duration::from_secs(10);
+/// Largest response accepted in all (a server that never stops is cut off here).
+const RESPONSE_CAP: u64 = 256 * 1024 * 1024;
+
+pub type Tx = mpsc::Sender<Result<ProviderEvent, ProviderError>>;
+
+/// One request to send, and how to talk about it in errors.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub url: String,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+    pub base: BaseUrl,
+    /// The variable or setting holding the key, named when the server refuses it.
+    pub key_hint: String,
+    /// Whether the protocol adds `/v1` to the base URL itself (Anthropic) or expects it in the
+    /// base URL (OpenAI-compatible servers).
+    pub protocol_adds_v1: bool,
+}
+
+#[derive(Clone)]
+pub struct Transport {
+    client: reqwest::Client,
+    pub timeouts: Timeouts,
+    pub retry: RetryPolicy,
+    pub include_raw: bool,
+    pub event_cap: usize,
+}
+
+/// Why one attempt failed.
+enum AttemptError {
+    Fatal(ProviderError),
+    Retry(Cause),
+}
+
+struct Cause {
+    status: Option<u16>,
+    message: String,
+    hint: Option<Duration>,
+    /// The server could not be reached at all.
+    unreachable: bool,
+    overloaded: bool,
+}
+
+impl Cause {
+    fn plain(message: String) -> AttemptError {
+        AttemptError::Retry(Cause {
+            status: None,
+            message,
+            hint: None,
+            unreachable: false,
+            overloaded: false,
+        })
+    }
+}
+
+impl Transport {
+    pub fn new(timeouts: Timeouts, retry: RetryPolicy, include_raw: bool) -> Result<Transport, ProviderError> {
+        // reqwest is built without a bundled crypto provider; ring is ours. A second install
+        // (e.g. in tests) is harmless.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .connect_timeout(timeouts.connect)
+            .build()
+            .map_err(|e| ProviderError::Config(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Transport {
+            client,
+            timeouts,
+            retry,
+            include_raw,
+            event_cap: super::sse::DEFAULT_EVENT_CAP,
+        })
+    }
+
+    pub fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    /// Sends the request until it succeeds, fails for good, or the retries run out.
+    pub async fn run<A: StreamAssembler>(
+        &self,
+        target: &Target,
+        new_assembler: impl Fn() -> A,
+        cancel: &CancellationToken,
+        tx: &Tx,
+    ) -> Result<ModelResponse, ProviderError> {
+        let mut attempt = 0u32;
+        let mut unreachable = 0u32;
+        let mut overloads = 0u32;
+        let mut waited = Duration::ZERO;
+        loop {
+            let outcome = tokio::select! {
+                _ = cancel.cancelled() => return Err(ProviderError::Cancelled),
+                r = self.attempt(target, new_assembler(), tx) => r,
+            };
+            let cause = match outcome {
+                Ok(response) => return Ok(response),
+                Err(AttemptError::Fatal(e)) => return Err(e),
+                Err(AttemptError::Retry(cause)) => cause,
+            };
+            if cause.unreachable {
+                unreachable += 1;
+                if unreachable >= self.retry.max_unreachable {
+                    return Err(ProviderError::Unreachable(format!(
+                        "{} ({unreachable} attempts): is the server running? ({} is `{}`)",
+                        cause.message,
+                        target.base.source,
+                        target.base.as_str()
+                    )));
+                }
+            }
+            overloads = if cause.overloaded { overloads + 1 } else { 0 };
+            if let Some(n) = self.retry.overloads_before_fallback
+                && overloads >= n
+            {
+                return Err(ProviderError::Overloaded {
+                    attempts: overloads,
+                    message: cause.message,
+                });
+            }
+            attempt += 1;
+            if attempt > self.retry.max_retries {
+                return Err(ProviderError::RetriesExhausted {
+                    attempts: attempt,
+                    last: cause.message,
+                });
+            }
+            let remaining = self.retry.max_total_wait.saturating_sub(waited);
+            let mut delay = self.retry.delay(attempt, cause.hint);
+            if delay > remaining {
+                let cap = fmt_duration(self.retry.max_total_wait);
+                let why = match cause.hint {
+                    Some(h) if h > remaining => format!(
+                        "the server asks to retry after {}, longer than keel waits for one request in all ({cap}; \
+                         setting maxRetryWaitSeconds or KEEL_MAX_RETRY_WAIT_SECS)",
+                        fmt_duration(h)
+                    ),
+                    _ if remaining.is_zero() => format!(
+                        "keel already waited {cap} between attempts, its limit for one request \
+                         (setting maxRetryWaitSeconds or KEEL_MAX_RETRY_WAIT_SECS)"
+                    ),
+                    _ => String::new(),
+                };
+                if !why.is_empty() {
+                    return Err(ProviderError::RetriesExhausted {
+                        attempts: attempt,
+                        last: format!("{}; {why}", cause.message),
+                    });
+                }
+                delay = remaining;
+            }
+            let _ = tx
+                .send(Ok(ProviderEvent::Retry {
+                    attempt,
+                    max_retries: self.retry.max_retries,
+                    delay_ms: delay.as_millis() as u64,
+                    status: cause.status,
+                    error: cause.message,
+                }))
+                .await;
+            tokio::select! {
+                _ = cancel.cancelled() => return Err(ProviderError::Cancelled),
+                _ = tokio::time::sleep(delay) => {}
+            }
+            waited += delay;
+        }
+    }
+
+    async fn attempt<A: StreamAssembler>(&self, t: &Target, mut asm: A, tx: &Tx) -> Result<ModelResponse, AttemptError> {
+        let first_deadline = Instant::now() + self.timeouts.first_byte;
+        let send = self
+            .client
+            .post(&t.url)
+            .headers(t.headers.clone())
+            .body(t.body.clone())
+            .send();
+        let mut resp = match with_slow_notice(send, first_deadline, self.timeouts.first_byte, t, tx).await {
+            Err(()) => return Err(Cause::plain(self.no_answer(t))),
+            Ok(Err(e)) => return Err(classify_send_error(&e, &t.url, &t.base)),
+            Ok(Ok(r)) => r,
+        };
+        if !resp.status().is_success() {
+            return Err(self.http_error(resp, t).await);
+        }
+        let content_type = header(&resp, "content-type").unwrap_or_default().to_ascii_lowercase();
+        let mut sniffed = content_type.starts_with("text/event-stream");
+        if content_type.starts_with("text/html") || content_type.contains("json") {
+            let deadline = Instant::now() + ERROR_BODY_TIME.min(self.timeouts.idle);
+            let body = read_bounded(&mut resp, ERROR_BODY_CAP, deadline).await;
+            return Err(AttemptError::Fatal(ProviderError::BadResponse(not_a_stream(
+                t,
+                resp.status().as_u16(),
+                &content_type,
+                &body,
+            ))));
+        }
+
+        let mut parser = SseParser::new(self.event_cap);
+        let mut events = Vec::new();
+        let mut deadline = first_deadline;
+        let mut saw_event = false;
+        let mut total = 0u64;
+        loop {
+            let limit = if asm.can_finish() {
+                deadline.min(Instant::now() + TAIL)
+            } else {
+                deadline
+            };
+            let next = if saw_event {
+                timeout_at(limit, resp.chunk()).await.map_err(|_| ())
+            } else {
+                with_slow_notice(resp.chunk(), limit, self.timeouts.first_byte, t, tx).await
+            };
+            let chunk = match next {
+                Err(()) if asm.can_finish() => break,
+                Err(()) if !saw_event => return Err(Cause::plain(self.no_answer(t))),
+                Err(()) => {
+                    return Err(Cause::plain(format!(
+                        "the response stream from {} stalled: no event for {} (API_TIMEOUT_MS)",
+                        t.url,
+                        fmt_duration(self.timeouts.idle)
+                    )));
+                }
+                Ok(Err(e)) => return Err(Cause::plain(format!("the response stream broke: {}", error_chain(&e)))),
+                Ok(Ok(None)) => {
+                    parser.finish(&mut events).map_err(|e| sse_error(e, t))?;
+                    self.dispatch(&mut asm, &mut events, tx).await?;
+                    break;
+                }
+                Ok(Ok(Some(bytes))) => bytes,
+            };
+            if !sniffed && !chunk.is_empty() {
+                sniffed = true;
+                if !looks_like_sse(&chunk) {
+                    return Err(AttemptError::Fatal(ProviderError::BadResponse(not_a_stream(
+                        t,
+                        resp.status().as_u16(),
+                        &content_type,
+                        &chunk,
+                    ))));
+                }
+            }
+            total += chunk.len() as u64;
+            if total > RESPONSE_CAP {
+                return Err(AttemptError::Fatal(ProviderError::BadResponse(format!(
+                    "the response from {} passed {} MB without ending; keel stopped reading it",
+                    t.url,
+                    RESPONSE_CAP / (1024 * 1024)
+                ))));
+            }
+            parser.feed(&chunk, &mut events).map_err(|e| sse_error(e, t))?;
+            if !events.is_empty() {
+                saw_event = true;
+                deadline = Instant::now() + self.timeouts.idle;
+            }
+            self.dispatch(&mut asm, &mut events, tx).await?;
+            if asm.is_done() {
+                break;
+            }
+        }
+        asm.finish().map_err(failure)
+    }
+
+    /// Hands parsed events to the assembler and its output to the engine.
+    async fn dispatch<A: StreamAssembler>(
+        &self,
+        asm: &mut A,
+        events: &mut Vec<super::sse::SseEvent>,
+        tx: &Tx,
+    ) -> Result<(), AttemptError> {
+        for ev in events.drain(..) {
+            if asm.is_done() {
+                break;
+            }
+            if self.include_raw
+                && let Ok(raw) = serde_json::from_str::<serde_json::Value>(&ev.data)
+            {
+                let _ = tx.send(Ok(ProviderEvent::Raw(raw))).await;
+            }
+            for out in asm.handle(&ev.event, &ev.data).map_err(failure)? {
+                let _ = tx.send(Ok(out)).await;
+            }
+        }
+        Ok(())
+    }
+
+    fn no_answer(&self, t: &Target) -> String {
+        format!(
+            "no response from {} within {} (API_TIMEOUT_MS)",
+            t.url,
+            fmt_duration(self.timeouts.first_byte)
+        )
+    }
+
+    /// A non-2xx answer: its body (bounded in size and time) explains it.
+    async fn http_error(&self, mut resp: reqwest::Response, t: &Target) -> AttemptError {
+        let status = resp.status().as_u16();
+        let hint = server_delay(
+            header(&resp, "retry-after-ms").as_deref(),
+            header(&resp, "retry-after").as_deref(),
+        );
+        let should_retry = header(&resp, "x-should-retry");
+        let deadline = Instant::now() + ERROR_BODY_TIME.min(self.timeouts.idle);
+        let body = read_bounded(&mut resp, ERROR_BODY_CAP, deadline).await;
+        let detail = describe_body(&body);
+        let overloaded = status == 529 || status == 503 || detail.to_ascii_lowercase().contains("overloaded");
+        let retry = match should_retry.as_deref() {
+            Some("true") => true,
+            Some("false") => false,
+            _ => is_retryable_status(status),
+        };
+        if retry {
+            return AttemptError::Retry(Cause {
+                status: Some(status),
+                message: format!("HTTP {status}: {detail}"),
+                hint,
+                unreachable: false,
+                overloaded,
+            });
+        }
+        AttemptError::Fatal(match status {
+            401 | 403 => ProviderError::Auth {
+                status,
+                message: format!("{detail} (check {})", t.key_hint),
+            },
+            404 => ProviderError::Rejected {
+                status,
+                message: format!(
+                    "POST {} was not found: {detail}; {}",
+                    t.url,
+                    not_found_hint(&t.url, &t.base, t.protocol_adds_v1)
+                ),
+            },
+            _ if is_context_overflow(&detail) => ProviderError::Rejected {
+                status,
+                message: format!("prompt is too long for the model's context window: {detail}"),
+            },
+            _ => ProviderError::Rejected { status, message: detail },
+        })
+    }
+}
+
+/// Awaits `fut` until `deadline`; while it waits for a first answer, tells the user once that
+/// the server is slow, so a long silence is never unexplained. `Err(())`: the deadline passed.
+async fn with_slow_notice<F: std::future::Future>(
+    fut: F,
+    deadline: Instant,
+    limit: Duration,
+    t: &Target,
+    tx: &Tx,
+) -> Result<F::Output, ()> {
+    tokio::pin!(fut);
+    let notice_at = Instant::now() + SLOW_NOTICE;
+    if limit > SLOW_NOTICE * 2 && notice_at < deadline {
+        tokio::select! {
+            r = &mut fut => return Ok(r),
+            _ = tokio::time::sleep_until(notice_at) => {
+                let _ = tx
+                    .send(Ok(ProviderEvent::Notice(format!(
+                        "no answer from {} after {} s; still waiting (up to {}, API_TIMEOUT_MS) — a local model \
+                         may be loading or reading a long prompt",
+                        t.base.authority(),
+                        SLOW_NOTICE.as_secs(),
+                        fmt_duration(limit)
+                    ))))
+                    .await;
+            }
+        }
+    }
+    timeout_at(deadline, fut).await.map_err(|_| ())
+}
+
+fn failure(f: StreamFailure) -> AttemptError {
+    if f.retryable {
+        AttemptError::Retry(Cause {
+            status: None,
+            message: f.message,
+            hint: None,
+            unreachable: false,
+            overloaded: f.overloaded,
+        })
+    } else {
+        AttemptError::Fatal(ProviderError::ServerError(f.message))
+    }
+}
+
+fn sse_error(e: SseError, t: &Target) -> AttemptError {
+    AttemptError::Fatal(ProviderError::BadResponse(format!("{e} (from {}); keel stopped reading it", t.url)))
+}
+
+fn header(resp: &reqwest::Response, name: &str) -> Option<String> {
+    resp.headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+/// Reads at most `max` bytes of a body, giving up at `deadline` (a body may never end).
+async fn read_bounded(resp: &mut reqwest::Response, max: usize, deadline: Instant) -> Vec<u8> {
+    let mut out = Vec::new();
+    while out.len() < max {
+        match timeout_at(deadline, resp.chunk()).await {
+            Ok(Ok(Some(b))) => out.extend_from_slice(&b[..b.len().min(max - out.len())]),
+            _ => break,
+        }
+    }
+    out
+}
+
+/// What went wrong sending a request, in one line (for `keel doctor`).
+pub fn describe_send_error(e: &reqwest::Error, url: &str, base: &BaseUrl) -> String {
+    match classify_send_error(e, url, base) {
+        AttemptError::Fatal(f) => f.to_string(),
+        AttemptError::Retry(c) => c.message,
+    }
+}
+
+/// Connection-level failures: unreachable servers are retried only a few times, TLS and
+/// protocol mismatches not at all.
+fn classify_send_error(e: &reqwest::Error, url: &str, base: &BaseUrl) -> AttemptError {
+    let chain = error_chain(e);
+    let lower = chain.to_ascii_lowercase();
+    let refused = io_kind(e) == Some(std::io::ErrorKind::ConnectionRefused) || lower.contains("connection refused");
+    if refused || lower.contains("dns error") || lower.contains("failed to lookup address") {
+        let what = if refused {
+            format!("connection refused by {}", base.authority())
+        } else {
+            format!("cannot resolve the host of {}", base.as_str())
+        };
+        return AttemptError::Retry(Cause {
+            status: None,
+            message: format!("cannot connect to {url}: {what}"),
+            hint: None,
+            unreachable: true,
+            overloaded: false,
+        });
+    }
+    if lower.contains("certificate") || lower.contains("tls") || lower.contains("corrupt message") {
+        return AttemptError::Fatal(ProviderError::BadResponse(format!(
+            "TLS with {} failed: {chain}; if the server speaks plain HTTP, use http:// in {}",
+            base.authority(),
+            base.source
+        )));
+    }
+    if lower.contains("invalid http version") || lower.contains("invalid status") || lower.contains("http/0.9") {
+        return AttemptError::Fatal(ProviderError::BadResponse(format!(
+            "{} did not answer in HTTP ({chain}); if it expects TLS, use https:// in {}",
+            base.authority(),
+            base.source
+        )));
+    }
+    if e.is_timeout() {
+        return Cause::plain(format!("connecting to {} timed out", base.authority()));
+    }
+    Cause::plain(format!("connection to {} failed: {chain}", base.authority()))
+}
+
+fn io_kind(e: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKind> {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            return Some(io.kind());
+        }
+        cur = err.source();
+    }
+    None
+}
+
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        let next = s.to_string();
+        if !out.contains(&next) {
+            out.push_str(": ");
+            out.push_str(&next);
+        }
+        src = s.source();
+    }
+    out
+}
+
+/// Whether a 400-class message says the prompt did not fit (each server words it its own way).
+pub fn is_context_overflow(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    [
+        "prompt is too long",
+        "context window",
+        "too many tokens",
+        "maximum context length",
+        "context_length_exceeded",
+        "exceeds the available context size",
+        "exceed_context_size",
+        "context length",
+    ]
+    .iter()
+    .any(|p| m.contains(p))
+}
+
+/// The explanation inside an error body, whatever shape the server uses.
+pub fn describe_body(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return "no error details in the response".into();
+    }
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(trimmed) {
+        let err = &v["error"];
+        if let Some(msg) = err["message"].as_str() {
+            let kind = err["type"].as_str().or_else(|| err["code"].as_str());
+            return match kind {
+                Some(k) if !msg.contains(k) => format!("{k}: {msg}"),
+                _ => msg.to_string(),
+            };
+        }
+        for key in ["error", "message", "detail"] {
+            if let Some(msg) = v[key].as_str() {
+                return msg.to_string();
+            }
+        }
+    }
+    if is_html(body) {
+        return match html_title(trimmed) {
+            Some(title) => format!("an HTML page (\"{title}\")"),
+            None => "an HTML page".into(),
+        };
+    }
+    excerpt(trimmed)
+}
+
+/// The message for a 2xx answer that is not an event stream.
+fn not_a_stream(t: &Target, status: u16, content_type: &str, body: &[u8]) -> String {
+    let shown = if content_type.is_empty() { "none" } else { content_type };
+    let what = if is_html(body) || content_type.starts_with("text/html") {
+        let title = html_title(&String::from_utf8_lossy(body))
+            .map(|t| format!(" (\"{t}\")"))
+            .unwrap_or_default();
+        format!(
+            "an HTML page{title} instead of an event stream; a proxy or captive portal may be answering, or {} (`{}`) \
+             points at a web page",
+            t.base.source,
+            t.base.as_str()
+        )
+    } else if content_type.contains("json") {
+        format!(
+            "one JSON document instead of an event stream (content-type {shown}): {}",
+            describe_body(body)
+        )
+    } else {
+        format!(
+            "something that is not an event stream (content-type {shown}): {}",
+            excerpt(String::from_utf8_lossy(body).trim())
+        )
+    };
+    format!("{} answered HTTP {status} with {what}", t.url)
+}
+
+fn is_html(body: &[u8]) -> bool {
+    let start: Vec<u8> = body
+        .iter()
+        .skip_while(|b| b.is_ascii_whitespace())
+        .take(15)
+        .map(|b| b.to_ascii_lowercase())
+        .collect();
+    start.starts_with(b"<!doctype html") || start.starts_with(b"<html") || start.starts_with(b"<head")
+        || start.starts_with(b"<body")
+}
+
+fn looks_like_sse(first: &[u8]) -> bool {
+    let first = first.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(first);
+    let start: &[u8] = match first.iter().position(|b| !b.is_ascii_whitespace()) {
+        Some(i) => &first[i..],
+        None => return true,
+    };
+    [&b"data:"[..], b"event:", b":", b"id:", b"retry:"]
+        .iter()
+        .any(|p| start.starts_with(p))
+}
+
+fn html_title(text: &str) -> Option<String> {
+    let lower = text.to_ascii_lowercase();
+    let open = lower.find("<title")?;
+    let start = open + lower[open..].find('>')? + 1;
+    let end = start + lower[start..].find("</title")?;
+    let title: String = text.get(start..end)?.split_whitespace().collect::<Vec<_>>().join(" ");
+    (!title.is_empty()).then(|| title.chars().take(100).collect())
+}
+
+fn excerpt(text: &str) -> String {
+    let one_line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(200)
+        .collect();
+    if text.chars().count() > 200 {
+        format!("{one_line}…")
+    } else {
+        one_line
+    }
+}
+
+pub fn fmt_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if ms.is_multiple_of(1000) {
+        format!("{} s", ms / 1000)
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_bodies_of_every_shape_are_explained() {
+        assert_eq!(
+            describe_body(br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#),
+            "overloaded_error: Overloaded"
+        );
+        assert_eq!(
+            describe_body(br#"{"error":{"message":"The model `x` does not exist","type":"invalid_request_error","code":"model_not_found"}}"#),
+            "invalid_request_error: The model `x` does not exist"
+        );
+        assert_eq!(
+            describe_body(br#"{"error":"model \"qwen\" not found, try pulling it first"}"#),
+            "model \"qwen\" not found, try pulling it first"
+        );
+        assert_eq!(describe_body(br#"{"detail":"Not Found"}"#), "Not Found");
+        assert_eq!(
+            describe_body(b"<!DOCTYPE html><html><head><title>502 Bad\n Gateway</title></head></html>"),
+            "an HTML page (\"502 Bad Gateway\")"
+        );
+        assert_eq!(describe_body(b"  "), "no error details in the response");
+        assert!(describe_body("x".repeat(500).as_bytes()).ends_with('…'));
+    }
+
+    #[test]
+    fn event_streams_are_recognised_by_their_first_bytes() {
+        assert!(looks_like_sse(b"data: {}"));
+        assert!(looks_like_sse(b"\n\nevent: ping\n"));
+        assert!(looks_like_sse(b": OPENROUTER PROCESSING\n\n"));
+        assert!(!looks_like_sse(b"<html>"));
+        assert!(!looks_like_sse(b"{\"id\":\"chatcmpl\"}"));
+        assert!(is_html(b"\n  <!doctype HTML>"));
+        assert!(!is_html(b"data: <html>"));
+    }
+
+    #[test]
+    fn context_overflow_in_every_wording() {
+        for m in [
+            "prompt is too long: 210000 tokens > 200000 maximum",
+            "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+            "the request exceeds the available context size, try increasing it",
+        ] {
+            assert!(is_context_overflow(m), "{m}");
+        }
+        assert!(!is_context_overflow("invalid tool schema"));
+    }
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(fmt_duration(Duration::from_millis(1500)), "1.5 s");
+        assert_eq!(fmt_duration(Duration::from_secs(600)), "600 s");
+        assert_eq!(fmt_duration(Duration::from_millis(250)), "250 ms");
+    }
+}
