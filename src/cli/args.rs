@@ -145,6 +145,12 @@ pub enum Command {
         /// Do not contact the model servers
         #[arg(long)]
         offline: bool,
+        /// Check this provider's endpoint and model (as `keel --provider` would use it)
+        #[arg(long, value_enum)]
+        provider: Option<ProviderKind>,
+        /// Report this model's context window
+        #[arg(long)]
+        model: Option<String>,
     },
     /// List the configured hooks by event and source file
     Hooks,

@@ -3,12 +3,12 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use super::args::Cli;
+use super::args::ProviderKind;
 use crate::config::paths;
 use crate::config::settings::Settings;
 use crate::sandbox::{self, SandboxConfig};
 
-pub async fn run(cli: &Cli, offline: bool) -> ExitCode {
+pub async fn run(provider: Option<ProviderKind>, model: Option<String>, offline: bool) -> ExitCode {
     let mut problems = 0;
     println!(
         "keel {} on {} ({})",
@@ -43,7 +43,7 @@ pub async fn run(cli: &Cli, offline: bool) -> ExitCode {
 
     println!("\nModel access");
     match &settings {
-        Some(s) => problems += super::doctor_models::report(cli, s, offline).await,
+        Some(s) => problems += super::doctor_models::report(provider, model, s, offline).await,
         None => println!("  --   skipped: the settings must load first"),
     }
 

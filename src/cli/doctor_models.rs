@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::args::{Cli, ProviderKind};
+use super::args::ProviderKind;
 use crate::config::models::{self, Source};
 use crate::config::settings::Settings;
 use crate::provider::catalog::{Catalog, Endpoint, Kind};
@@ -15,9 +15,9 @@ use crate::provider::{endpoint, probe};
 const CHECK_TIME: Duration = Duration::from_secs(10);
 
 /// Prints the section; returns the number of problems found.
-pub async fn report(cli: &Cli, settings: &Settings, offline: bool) -> u32 {
+pub async fn report(provider: Option<ProviderKind>, model: Option<String>, settings: &Settings, offline: bool) -> u32 {
     let mut problems = 0;
-    let kind = match cli.provider {
+    let kind = match provider {
         Some(ProviderKind::OpenAi) => Kind::OpenAi,
         Some(ProviderKind::OpenAiResponses) => Kind::OpenAiResponses,
         _ => Kind::Anthropic,
@@ -31,17 +31,20 @@ pub async fn report(cli: &Cli, settings: &Settings, offline: bool) -> u32 {
         }
     };
     let set = |k: &str| std::env::var(k).is_ok_and(|v| !v.trim().is_empty());
-    let mut endpoints: Vec<(String, Option<&str>, Kind)> = Vec::new();
-    if set("ANTHROPIC_API_KEY") || set("ANTHROPIC_AUTH_TOKEN") || set("ANTHROPIC_BASE_URL") || kind == Kind::Anthropic {
-        endpoints.push(("anthropic".into(), None, Kind::Anthropic));
+    // (label, named provider, protocol, configured: a failure is a problem, not a note)
+    let mut endpoints: Vec<(String, Option<&str>, Kind, bool)> = Vec::new();
+    let anthropic_env = set("ANTHROPIC_API_KEY") || set("ANTHROPIC_AUTH_TOKEN") || set("ANTHROPIC_BASE_URL");
+    if anthropic_env || kind == Kind::Anthropic {
+        endpoints.push(("anthropic".into(), None, Kind::Anthropic, anthropic_env));
     }
-    if set("OPENAI_API_KEY") || set("OPENAI_BASE_URL") || kind != Kind::Anthropic {
-        endpoints.push(("openai".into(), None, Kind::OpenAi));
+    let openai_env = set("OPENAI_API_KEY") || set("OPENAI_BASE_URL");
+    if openai_env || kind != Kind::Anthropic {
+        endpoints.push(("openai".into(), None, kind.max_openai(), openai_env));
     }
     for name in catalog.named().keys() {
-        endpoints.push((name.clone(), Some(name.as_str()), catalog.named()[name].kind));
+        endpoints.push((name.clone(), Some(name.as_str()), catalog.named()[name].kind, true));
     }
-    for (label, name, k) in endpoints {
+    for (label, name, k, configured) in endpoints {
         // A catalog per built-in protocol resolves that protocol's environment.
         let resolved = match name {
             Some(n) => catalog.resolve(Some(&format!("{n}/probe"))),
@@ -50,8 +53,7 @@ pub async fn report(cli: &Cli, settings: &Settings, offline: bool) -> u32 {
         let endpoint = match resolved {
             Ok(r) => r.endpoint,
             Err(e) => {
-                let configured = name.is_some() || k == kind;
-                println!("  {}   {label}: {e}", if configured { "FAIL" } else { "--" });
+                println!("  {} {label}: {e}", if configured { "FAIL" } else { "--  " });
                 problems += u32::from(configured);
                 continue;
             }
@@ -71,11 +73,11 @@ pub async fn report(cli: &Cli, settings: &Settings, offline: bool) -> u32 {
     }
 
     // The model a session here would use, and its window.
-    let spec = cli.model.clone().or_else(|| {
+    let spec = model.or_else(|| {
         settings
             .scalar("model")
             .and_then(|(v, _)| v.as_str().map(str::to_string))
-            .filter(|_| cli.provider.is_none() || kind == Kind::Anthropic)
+            .filter(|_| provider.is_none() || kind == Kind::Anthropic)
     });
     match catalog.resolve(spec.as_deref()) {
         Ok(r) => {
@@ -110,11 +112,27 @@ pub async fn report(cli: &Cli, settings: &Settings, offline: bool) -> u32 {
             }
         }
         Err(e) => {
-            problems += 1;
-            println!("  FAIL model: {e}");
+            // No provider to ask (no key): the table still knows the window.
+            let id = match spec.as_deref() {
+                Some(s) => models::resolve_alias(catalog.split(s).1),
+                None => kind.default_model(),
+            };
+            let info = models::info(&id);
+            println!(
+                "  --   model {id}: context window {} tokens (from {}); cannot reach its provider: {e}",
+                info.context_window,
+                info.source.as_str()
+            );
         }
     }
     problems
+}
+
+impl Kind {
+    /// The OpenAI protocol to check the `openai` endpoint with.
+    fn max_openai(self) -> Kind {
+        if self == Kind::OpenAiResponses { self } else { Kind::OpenAi }
+    }
 }
 
 /// One cheap request: the endpoint's model list.

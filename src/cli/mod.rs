@@ -36,7 +36,11 @@ pub fn main() -> ExitCode {
 pub async fn run() -> anyhow::Result<ExitCode> {
     let cli = args::Cli::parse();
     match cli.command {
-        Some(args::Command::Doctor { offline }) => return Ok(doctor::run(&cli, offline).await),
+        Some(args::Command::Doctor {
+            offline,
+            provider,
+            model,
+        }) => return Ok(doctor::run(provider, model, offline).await),
         Some(args::Command::Hooks) => return list_hooks(),
         Some(args::Command::Context) => {
             print!("{}", setup::context_report(&cli)?);

@@ -130,12 +130,24 @@ impl Transport {
             .connect_timeout(timeouts.connect)
             .build()
             .map_err(|e| ProviderError::Config(format!("cannot build the HTTP client: {e}")))?;
+        let event_cap = match std::env::var("KEEL_MAX_SSE_EVENT_MB").ok().filter(|v| !v.trim().is_empty()) {
+            None => super::sse::DEFAULT_EVENT_CAP,
+            Some(raw) => raw
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|mb| *mb > 0)
+                .map(|mb| mb.saturating_mul(1024 * 1024))
+                .ok_or_else(|| {
+                    ProviderError::Config(format!("KEEL_MAX_SSE_EVENT_MB must be a whole number of megabytes, got `{raw}`"))
+                })?,
+        };
         Ok(Transport {
             client,
             timeouts,
             retry,
             include_raw,
-            event_cap: super::sse::DEFAULT_EVENT_CAP,
+            event_cap,
         })
     }
 
@@ -452,7 +464,15 @@ fn failure(f: StreamFailure) -> AttemptError {
 }
 
 fn sse_error(e: SseError, t: &Target) -> AttemptError {
-    AttemptError::Fatal(ProviderError::BadResponse(format!("{e} (from {}); keel stopped reading it", t.url)))
+    let why = match e {
+        SseError::TooLarge { cap } => format!(
+            "an event of the response stream from {} is larger than {} MB (KEEL_MAX_SSE_EVENT_MB); keel stopped reading it",
+            t.url,
+            cap / (1024 * 1024)
+        ),
+        SseError::NotUtf8 => format!("the response stream from {} is not valid UTF-8", t.url),
+    };
+    AttemptError::Fatal(ProviderError::BadResponse(why))
 }
 
 fn header(resp: &reqwest::Response, name: &str) -> Option<String> {

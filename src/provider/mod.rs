@@ -175,7 +175,7 @@ pub enum ProviderError {
     Auth { status: u16, message: String },
     #[error("the API rejected the request ({status}): {message}")]
     Rejected { status: u16, message: String },
-    #[error("gave up after {attempts} attempts: {last}")]
+    #[error("gave up after {attempts} {}: {last}", if *.attempts == 1 { "attempt" } else { "attempts" })]
     RetriesExhausted { attempts: u32, last: String },
     #[error("malformed response stream: {0}")]
     Stream(String),

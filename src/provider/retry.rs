@@ -87,7 +87,7 @@ pub fn is_retryable_status(status: u16) -> bool {
 /// Parses `retry-after-ms` or `retry-after` (seconds; HTTP dates are ignored). Values that are
 /// not finite non-negative numbers are ignored; huge ones are capped (the caller caps again).
 pub fn server_delay(retry_after_ms: Option<&str>, retry_after: Option<&str>) -> Option<Duration> {
-    let secs = |v: f64| Duration::try_from_secs_f64(v.min(86_400.0)).ok();
+    let secs = |v: f64| Duration::try_from_secs_f64(v.min(31_536_000.0)).ok();
     if let Some(ms) = retry_after_ms.and_then(|v| v.trim().parse::<f64>().ok())
         && ms.is_finite()
         && ms >= 0.0
@@ -123,7 +123,7 @@ mod tests {
         assert_eq!(server_delay(None, Some("3")), Some(Duration::from_secs(3)));
         assert_eq!(server_delay(None, Some("Wed, 21 Oct 2015 07:28:00 GMT")), None);
         // Hostile or broken values never panic.
-        assert_eq!(server_delay(None, Some("1e30")), Some(Duration::from_secs(86_400)));
+        assert_eq!(server_delay(None, Some("1e30")), Some(Duration::from_secs(31_536_000)));
         assert_eq!(server_delay(Some("NaN"), Some("inf")), None);
         assert_eq!(server_delay(None, Some("-3")), None);
     }

@@ -274,3 +274,6 @@ pub(crate) fn image_marker(source: &ImageSource) -> String {
 pub(crate) fn fresh_call_id() -> String {
     (0..9).map(|_| fastrand::alphanumeric()).collect()
 }
+
+#[cfg(test)]
+mod wire_tests;
