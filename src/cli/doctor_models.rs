@@ -102,7 +102,11 @@ pub async fn report(provider: Option<ProviderKind>, model: Option<String>, setti
                     .filter(|_| info.source == Source::Server)
                     .unwrap_or_else(|| info.source.as_str().to_string()),
                 info.max_output,
-                if info.pricing.is_some() { "priced" } else { "no price (cost shown as unknown)" }
+                if info.pricing.is_some() {
+                    "priced"
+                } else {
+                    "no price (cost shown as unknown)"
+                }
             );
             if let Some(note) = asked.and_then(|p| p.note) {
                 println!("  note {note}");
@@ -131,7 +135,11 @@ pub async fn report(provider: Option<ProviderKind>, model: Option<String>, setti
 impl Kind {
     /// The OpenAI protocol to check the `openai` endpoint with.
     fn max_openai(self) -> Kind {
-        if self == Kind::OpenAiResponses { self } else { Kind::OpenAi }
+        if self == Kind::OpenAiResponses {
+            self
+        } else {
+            Kind::OpenAi
+        }
     }
 }
 
@@ -168,7 +176,10 @@ async fn check(endpoint: &Endpoint, kind: Kind) -> Result<String, String> {
             let n = v["data"].as_array().map(Vec::len).unwrap_or(0);
             Ok(format!("{n} models listed"))
         }
-        401 | 403 => Err(format!("the server refused the key (HTTP {status}): {}", describe_body(&body))),
+        401 | 403 => Err(format!(
+            "the server refused the key (HTTP {status}): {}",
+            describe_body(&body)
+        )),
         404 => Err(format!(
             "GET {url} was not found: {}; {}",
             describe_body(&body),

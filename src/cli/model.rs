@@ -65,7 +65,13 @@ pub fn choose(cli: &Cli, settings: &Settings, explicit_window: bool) -> Result<C
         Some(ProviderKind::OpenAiResponses) => Kind::OpenAiResponses,
         _ => Kind::Anthropic,
     };
-    let catalog = Catalog::new(settings, kind, retry, Timeouts::from_env()?, cli.include_partial_messages)?;
+    let catalog = Catalog::new(
+        settings,
+        kind,
+        retry,
+        Timeouts::from_env()?,
+        cli.include_partial_messages,
+    )?;
     let setting = |key: &str| -> Result<Option<String>, SetupError> {
         match settings.scalar(key) {
             None => Ok(None),
@@ -95,9 +101,17 @@ pub fn choose(cli: &Cli, settings: &Settings, explicit_window: bool) -> Result<C
     };
     let mut warnings = Vec::new();
     if resolved.kind == Kind::Anthropic {
-        warnings.extend(crate::provider::anthropic::base_url_warning(&resolved.endpoint.base_url));
+        warnings.extend(crate::provider::anthropic::base_url_warning(
+            &resolved.endpoint.base_url,
+        ));
     }
-    warnings.extend(window_notes(&resolved.model, &resolved.endpoint, resolved.kind, explicit_window, true));
+    warnings.extend(window_notes(
+        &resolved.model,
+        &resolved.endpoint,
+        resolved.kind,
+        explicit_window,
+        true,
+    ));
     if !models::info(&resolved.model).caps.tools {
         warnings.push(format!(
             "{} cannot call tools (keel's model table; override with \"models\": {{\"{}\": {{\"tools\": true}}}}): \
@@ -118,7 +132,13 @@ pub fn choose(cli: &Cli, settings: &Settings, explicit_window: bool) -> Result<C
 
 /// For a model the table does not know: ask the server, and say what window keel assumes.
 /// `blocking`: called from synchronous start-up code.
-pub fn window_notes(model: &str, endpoint: &Endpoint, kind: Kind, explicit_window: bool, blocking: bool) -> Vec<String> {
+pub fn window_notes(
+    model: &str,
+    endpoint: &Endpoint,
+    kind: Kind,
+    explicit_window: bool,
+    blocking: bool,
+) -> Vec<String> {
     let mut notes = Vec::new();
     if explicit_window || models::info(model).source != Source::Default || kind == Kind::Anthropic {
         return notes;
@@ -166,7 +186,10 @@ fn install_overrides(settings: &Settings) -> Result<(), SetupError> {
             continue;
         };
         let map = map.as_object().ok_or_else(|| {
-            SetupError::Invalid(format!("{}: `models` must be an object keyed by model name", layer.label()))
+            SetupError::Invalid(format!(
+                "{}: `models` must be an object keyed by model name",
+                layer.label()
+            ))
         })?;
         for (name, v) in map {
             let o = models::Override::parse(&format!("{}: models.{name}", layer.label()), v)

@@ -11,6 +11,10 @@ use std::sync::{LazyLock, RwLock};
 
 use serde_json::Value;
 
+mod table;
+
+use table::table;
+
 /// Used when neither `--model` nor a setting names one (Anthropic).
 pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
 /// The default for `--provider openai` (Chat Completions).
@@ -194,7 +198,12 @@ pub fn save_default(path: &std::path::Path, spec: &str) -> Result<(), String> {
         Ok(text) => serde_json::from_str::<Value>(&text)
             .ok()
             .filter(Value::is_object)
-            .ok_or_else(|| format!("{} is not a JSON object; fix it to save the model there", path.display()))?,
+            .ok_or_else(|| {
+                format!(
+                    "{} is not a JSON object; fix it to save the model there",
+                    path.display()
+                )
+            })?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Value::Object(Default::default()),
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
     };
@@ -273,7 +282,11 @@ impl Override {
         let mut o = Override::default();
         for (key, val) in obj {
             let bad = |expected: &str| format!("{what}.{key} must be {expected}, found {val}");
-            let positive = || val.as_u64().filter(|n| *n > 0).ok_or_else(|| bad("a positive whole number"));
+            let positive = || {
+                val.as_u64()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| bad("a positive whole number"))
+            };
             let price = || {
                 val.as_f64()
                     .filter(|p| p.is_finite() && *p >= 0.0)
@@ -311,7 +324,9 @@ impl Override {
             }
         }
         if o.input_price.is_some() != o.output_price.is_some() {
-            return Err(format!("{what}: give both inputPrice and outputPrice (USD per million tokens)"));
+            return Err(format!(
+                "{what}: give both inputPrice and outputPrice (USD per million tokens)"
+            ));
         }
         Ok(o)
     }
@@ -336,190 +351,6 @@ impl Override {
             max_completion_tokens
         );
     }
-}
-
-const fn anthropic_price(input: f64, output: f64) -> Option<Pricing> {
-    Some(Pricing {
-        input,
-        output,
-        cache_write: input * 1.25,
-        cache_read: input * 0.1,
-    })
-}
-
-/// OpenAI and DeepSeek bill cached input at a discount and cache writes at the input price.
-const fn cached_price(input: f64, output: f64, cache_read: f64) -> Option<Pricing> {
-    Some(Pricing {
-        input,
-        output,
-        cache_write: input,
-        cache_read,
-    })
-}
-
-const fn entry(window: u64, max_output: u32, pricing: Option<Pricing>, caps: Capabilities) -> ModelInfo {
-    ModelInfo {
-        context_window: window,
-        max_output,
-        pricing,
-        caps,
-        source: Source::Table,
-    }
-}
-
-const CLAUDE: Capabilities = Capabilities {
-    images: true,
-    thinking: true,
-    ..BASIC
-};
-const GPT: Capabilities = Capabilities {
-    images: true,
-    max_completion_tokens: true,
-    ..BASIC
-};
-const GPT_REASONING: Capabilities = Capabilities {
-    images: true,
-    thinking: true,
-    system_role: SystemRole::Developer,
-    max_completion_tokens: true,
-    ..BASIC
-};
-const REASONING: Capabilities = Capabilities {
-    thinking: true,
-    ..BASIC
-};
-const VISION: Capabilities = Capabilities { images: true, ..BASIC };
-const NO_TOOLS: Capabilities = Capabilities { tools: false, ..BASIC };
-
-/// The built-in table, matched on the model's name without provider prefix, lower case.
-fn table(m: &str) -> Option<ModelInfo> {
-    let has = |s: &str| m.contains(s);
-    let starts = |s: &str| m.starts_with(s);
-    let info = if has("claude") || has("opus") || has("sonnet") || has("haiku") {
-        if has("opus-4-5") || has("opus-4-6") || has("opus-4.5") {
-            entry(200_000, 32_000, anthropic_price(5.0, 25.0), CLAUDE)
-        } else if has("opus") {
-            entry(200_000, 32_000, anthropic_price(15.0, 75.0), CLAUDE)
-        } else if has("sonnet") {
-            entry(200_000, 32_000, anthropic_price(3.0, 15.0), CLAUDE)
-        } else if has("haiku-4") || has("haiku-4.5") {
-            entry(200_000, 32_000, anthropic_price(1.0, 5.0), CLAUDE)
-        } else if has("haiku") {
-            entry(200_000, 8_192, anthropic_price(0.8, 4.0), CLAUDE)
-        } else {
-            entry(200_000, 8_192, None, CLAUDE)
-        }
-    } else if has("gpt-oss") {
-        entry(131_072, 32_768, None, REASONING)
-    } else if starts("gpt-5") {
-        let p = if has("nano") {
-            cached_price(0.05, 0.4, 0.005)
-        } else if has("mini") {
-            cached_price(0.25, 2.0, 0.025)
-        } else {
-            cached_price(1.25, 10.0, 0.125)
-        };
-        entry(400_000, 128_000, p, GPT_REASONING)
-    } else if starts("gpt-4.1") {
-        let p = if has("nano") {
-            cached_price(0.1, 0.4, 0.025)
-        } else if has("mini") {
-            cached_price(0.4, 1.6, 0.1)
-        } else {
-            cached_price(2.0, 8.0, 0.5)
-        };
-        entry(1_047_576, 32_768, p, GPT)
-    } else if starts("gpt-4o") {
-        let p = if has("mini") {
-            cached_price(0.15, 0.6, 0.075)
-        } else {
-            cached_price(2.5, 10.0, 1.25)
-        };
-        entry(128_000, 16_384, p, GPT)
-    } else if starts("o4-mini") {
-        entry(200_000, 100_000, cached_price(1.1, 4.4, 0.275), GPT_REASONING)
-    } else if starts("o3-mini") {
-        let caps = Capabilities {
-            images: false,
-            ..GPT_REASONING
-        };
-        entry(200_000, 100_000, cached_price(1.1, 4.4, 0.55), caps)
-    } else if starts("o3") {
-        entry(200_000, 100_000, cached_price(2.0, 8.0, 0.5), GPT_REASONING)
-    } else if starts("o1") {
-        entry(200_000, 100_000, cached_price(15.0, 60.0, 7.5), GPT_REASONING)
-    } else if has("deepseek") {
-        if has("deepseek-reasoner") {
-            let caps = Capabilities {
-                send_reasoning: true,
-                ..REASONING
-            };
-            entry(128_000, 64_000, cached_price(0.28, 0.42, 0.028), caps)
-        } else if has("deepseek-chat") {
-            entry(128_000, 8_000, cached_price(0.28, 0.42, 0.028), BASIC)
-        } else if has("r1") {
-            entry(131_072, 32_768, None, REASONING)
-        } else if has("coder-v2") {
-            entry(163_840, 8_192, None, BASIC)
-        } else {
-            entry(131_072, 8_192, None, BASIC)
-        }
-    } else if has("qwen") || has("qwq") {
-        if has("qwen3-coder") {
-            entry(262_144, 65_536, None, BASIC)
-        } else if has("qwq") {
-            entry(131_072, 32_768, None, REASONING)
-        } else if has("qwen3") {
-            entry(32_768, 16_384, None, REASONING)
-        } else if has("vl") {
-            entry(32_768, 8_192, None, VISION)
-        } else {
-            entry(32_768, 8_192, None, BASIC)
-        }
-    } else if has("llama") {
-        if has("llama4") || has("llama-4") {
-            entry(1_048_576, 16_384, None, VISION)
-        } else if has("codellama") {
-            entry(16_384, 4_096, None, BASIC)
-        } else if ["llama3.1", "llama3.2", "llama3.3", "llama-3.1", "llama-3.2", "llama-3.3"]
-            .iter()
-            .any(|v| has(v))
-        {
-            let caps = if has("vision") { VISION } else { BASIC };
-            entry(131_072, 8_192, None, caps)
-        } else {
-            entry(8_192, 4_096, None, BASIC)
-        }
-    } else if has("gemma") {
-        if has("gemma3n") || has("gemma-3n") {
-            entry(32_768, 8_192, None, NO_TOOLS)
-        } else if has("gemma3") || has("gemma-3") {
-            let caps = Capabilities {
-                images: true,
-                ..NO_TOOLS
-            };
-            entry(131_072, 8_192, None, caps)
-        } else {
-            entry(8_192, 4_096, None, NO_TOOLS)
-        }
-    } else if has("codestral") {
-        entry(256_000, 16_384, None, BASIC)
-    } else if has("magistral") {
-        entry(40_000, 16_384, None, REASONING)
-    } else if has("devstral") || has("mistral-large") || has("mistral-medium") || has("mistral-nemo") || has("ministral")
-    {
-        entry(131_072, 16_384, None, BASIC)
-    } else if has("mistral-small") || has("pixtral") {
-        entry(131_072, 16_384, None, VISION)
-    } else if has("mixtral") || has("mistral") {
-        entry(32_768, 8_192, None, BASIC)
-    } else if has("gemini-2") || has("gemini-3") {
-        let caps = if has("2.0") { VISION } else { Capabilities { thinking: true, ..VISION } };
-        entry(1_048_576, 65_536, None, caps)
-    } else {
-        return None;
-    };
-    Some(info)
 }
 
 #[cfg(test)]
@@ -555,7 +386,10 @@ mod tests {
         assert!(info("deepseek-reasoner").caps.send_reasoning);
         assert!(!info("deepseek-chat").caps.send_reasoning);
         assert_eq!(info("mistral-small3.1").context_window, 131_072);
-        assert_eq!(info("anthropic/claude-haiku-4.5").pricing, anthropic_price(1.0, 5.0));
+        assert_eq!(
+            info("anthropic/claude-haiku-4.5").pricing,
+            table::anthropic_price(1.0, 5.0)
+        );
     }
 
     #[test]
@@ -581,7 +415,13 @@ mod tests {
         install_overrides(map);
         let i = info("ollama/override-test-coder:7b");
         assert_eq!((i.context_window, i.source), (65_536, Source::Settings));
-        assert_eq!(i.pricing.unwrap().cost(&Usage { input_tokens: 5, ..Usage::default() }), 0.0);
+        assert_eq!(
+            i.pricing.unwrap().cost(&Usage {
+                input_tokens: 5,
+                ..Usage::default()
+            }),
+            0.0
+        );
         assert!(i.caps.images);
         assert!(configured_names().contains(&"override-test-coder".to_string()));
         learn_window("learned-test-model", 12_288);
@@ -600,7 +440,11 @@ mod tests {
         assert_eq!(v, json!({"permissions": {"allow": ["Read"]}, "model": "gpt-4.1"}));
         std::fs::write(&p, "[1, 2]").unwrap();
         assert!(save_default(&p, "x").unwrap_err().contains("not a JSON object"));
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "[1, 2]", "a file keel cannot read stays as it was");
+        assert_eq!(
+            std::fs::read_to_string(&p).unwrap(),
+            "[1, 2]",
+            "a file keel cannot read stays as it was"
+        );
     }
 
     #[test]

@@ -171,7 +171,11 @@ impl Engine {
                 let mut content: Vec<ContentBlock> = records.iter().map(|r| r.to_block()).collect();
                 content.extend(self.note_tool_round(&records));
                 // Calls cut by the output limit never ran: the model must hear it and go on.
-                if response.broken_tool_calls.iter().any(|b| b.reason == BrokenReason::Truncated) {
+                if response
+                    .broken_tool_calls
+                    .iter()
+                    .any(|b| b.reason == BrokenReason::Truncated)
+                {
                     content.push(ContentBlock::text(continuation_note(&response)));
                 }
                 let results = Message {

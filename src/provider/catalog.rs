@@ -125,7 +125,10 @@ impl Catalog {
                 continue;
             };
             let map = map.as_object().ok_or_else(|| {
-                ProviderError::Config(format!("{}: `providers` must be an object of named providers", layer.label()))
+                ProviderError::Config(format!(
+                    "{}: `providers` must be an object of named providers",
+                    layer.label()
+                ))
             })?;
             let trusted = matches!(layer.scope, Scope::User | Scope::Cli);
             for (name, entry) in map {
@@ -179,7 +182,14 @@ impl Catalog {
             None => model.clone(),
         };
         let Some(name) = name else {
-            return build(self.default_kind, self.default_kind.name(), None, transport, model, spec);
+            return build(
+                self.default_kind,
+                self.default_kind.name(),
+                None,
+                transport,
+                model,
+                spec,
+            );
         };
         let named = &self.named[name];
         build(named.kind, name, Some(named), transport, model, spec)
@@ -339,9 +349,13 @@ impl Key {
 fn parse_named(what: &str, name: &str, v: &Value, trusted: bool) -> Result<Named, ProviderError> {
     let bad = |msg: String| ProviderError::Config(format!("{what}: {msg}"));
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
-        return Err(bad("a provider name may hold letters, digits, `-`, `_` and `.` only".into()));
+        return Err(bad(
+            "a provider name may hold letters, digits, `-`, `_` and `.` only".into()
+        ));
     }
-    let obj = v.as_object().ok_or_else(|| bad(format!("must be an object, found {v}")))?;
+    let obj = v
+        .as_object()
+        .ok_or_else(|| bad(format!("must be an object, found {v}")))?;
     let mut kind = None;
     let mut base = None;
     let mut key = Key::None;
@@ -356,9 +370,10 @@ fn parse_named(what: &str, name: &str, v: &Value, trusted: bool) -> Result<Named
         match k.as_str() {
             "type" => {
                 let t = string()?;
-                kind = Some(Kind::parse(&t).ok_or_else(|| {
-                    bad(format!("unknown type `{t}`; use openai, openai-responses or anthropic"))
-                })?);
+                kind =
+                    Some(Kind::parse(&t).ok_or_else(|| {
+                        bad(format!("unknown type `{t}`; use openai, openai-responses or anthropic"))
+                    })?);
             }
             "baseUrl" => base = Some(string()?),
             "apiKey" | "apiKeyEnv" | "headers" if !trusted => {
@@ -463,13 +478,23 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.split("ollama/qwen3-coder"), (Some("ollama"), "qwen3-coder"));
-        assert_eq!(c.split("qwen/qwen3-coder"), (None, "qwen/qwen3-coder"), "OpenRouter ids stay whole");
+        assert_eq!(
+            c.split("qwen/qwen3-coder"),
+            (None, "qwen/qwen3-coder"),
+            "OpenRouter ids stay whole"
+        );
         assert_eq!(c.split("ollama/"), (None, "ollama/"));
         let r = c.resolve(Some("ollama/qwen3-coder")).unwrap();
-        assert_eq!((r.model.as_str(), r.spec.as_str(), r.kind), ("qwen3-coder", "ollama/qwen3-coder", Kind::OpenAi));
+        assert_eq!(
+            (r.model.as_str(), r.spec.as_str(), r.kind),
+            ("qwen3-coder", "ollama/qwen3-coder", Kind::OpenAi)
+        );
         assert_eq!(r.provider.name(), "ollama");
         assert_eq!(r.endpoint.base_url.as_str(), "http://localhost:11434/v1");
-        assert!(c.choices("claude-sonnet-4-5", &[]).contains(&"ollama/qwen3-coder".to_string()));
+        assert!(
+            c.choices("claude-sonnet-4-5", &[])
+                .contains(&"ollama/qwen3-coder".to_string())
+        );
     }
 
     #[test]
@@ -500,17 +525,27 @@ mod tests {
 
     #[test]
     fn bad_entries_are_explained() {
-        let err = |v: Value| catalog(Scope::User, json!({"providers": {"p": v}})).err().unwrap().to_string();
+        let err = |v: Value| {
+            catalog(Scope::User, json!({"providers": {"p": v}}))
+                .err()
+                .unwrap()
+                .to_string()
+        };
         assert!(err(json!({"baseUrl": "http://h/v1"})).contains("`type` is missing"));
         assert!(err(json!({"type": "gemini", "baseUrl": "http://h"})).contains("unknown type `gemini`"));
         assert!(err(json!({"type": "openai"})).contains("`baseUrl` is missing"));
         assert!(err(json!({"type": "openai", "baseUrl": "localhost:1234/v1"})).contains("no scheme"));
         assert!(err(json!({"type": "openai", "baseUrl": "http://h", "url": 1})).contains("unknown field `url`"));
-        assert!(err(json!({"type": "openai", "baseUrl": "http://h", "apiKey": "a", "apiKeyEnv": "B"})).contains("not both"));
-        let e = catalog(Scope::User, json!({"providers": {"a/b": {"type": "openai", "baseUrl": "http://h"}}}))
-            .err()
-            .unwrap()
-            .to_string();
+        assert!(
+            err(json!({"type": "openai", "baseUrl": "http://h", "apiKey": "a", "apiKeyEnv": "B"})).contains("not both")
+        );
+        let e = catalog(
+            Scope::User,
+            json!({"providers": {"a/b": {"type": "openai", "baseUrl": "http://h"}}}),
+        )
+        .err()
+        .unwrap()
+        .to_string();
         assert!(e.contains("provider name"), "{e}");
     }
 

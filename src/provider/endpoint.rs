@@ -17,7 +17,9 @@ impl BaseUrl {
         let trimmed = raw.trim();
         let bad = |why: String| ProviderError::Config(format!("{source} is `{raw}`, {why}"));
         if trimmed.is_empty() {
-            return Err(bad("which is empty: give the server's URL, e.g. http://localhost:11434/v1".into()));
+            return Err(bad(
+                "which is empty: give the server's URL, e.g. http://localhost:11434/v1".into(),
+            ));
         }
         let Some((scheme, _)) = trimmed.split_once("://") else {
             let fix = if looks_local(trimmed) { "http" } else { "https" };

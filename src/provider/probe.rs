@@ -55,7 +55,10 @@ pub fn context_window_blocking(endpoint: &Endpoint, model: &str) -> Probe {
         note: None,
     };
     std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .ok()?;
         Some(rt.block_on(context_window(&endpoint, &model)))
     })
     .join()
@@ -91,7 +94,13 @@ fn same_model(id: &str, model: &str) -> bool {
 }
 
 /// Reads the answers (pure, so each server's shape is tested from a sample).
-pub fn interpret(model: &str, models: Option<&Value>, props: Option<&Value>, ps: Option<&Value>, show: Option<&Value>) -> Probe {
+pub fn interpret(
+    model: &str,
+    models: Option<&Value>,
+    props: Option<&Value>,
+    ps: Option<&Value>,
+    show: Option<&Value>,
+) -> Probe {
     let found = |window: u64, by: &str| Probe {
         window: Some(window),
         answered_by: Some(by.to_string()),
@@ -99,9 +108,12 @@ pub fn interpret(model: &str, models: Option<&Value>, props: Option<&Value>, ps:
     };
     // Ollama: a loaded model's real context, or the num_ctx its Modelfile sets.
     if let Some(list) = ps.and_then(|v| v["models"].as_array())
-        && let Some(m) = list
-            .iter()
-            .find(|m| m["name"].as_str().or(m["model"].as_str()).is_some_and(|n| same_model(n, model)))
+        && let Some(m) = list.iter().find(|m| {
+            m["name"]
+                .as_str()
+                .or(m["model"].as_str())
+                .is_some_and(|n| same_model(n, model))
+        })
         && let Some(n) = m["context_length"].as_u64().filter(|n| *n > 0)
     {
         return found(n, "Ollama /api/ps");
@@ -137,7 +149,9 @@ pub fn interpret(model: &str, models: Option<&Value>, props: Option<&Value>, ps:
         }
     }
     if let Some(list) = models.and_then(|v| v["data"].as_array())
-        && let Some(m) = list.iter().find(|m| m["id"].as_str().is_some_and(|id| same_model(id, model)))
+        && let Some(m) = list
+            .iter()
+            .find(|m| m["id"].as_str().is_some_and(|id| same_model(id, model)))
     {
         if let Some(n) = m["max_model_len"].as_u64().filter(|n| *n > 0) {
             return found(n, "/models (max_model_len)");
@@ -172,16 +186,30 @@ mod tests {
 
     #[test]
     fn each_server_shape_is_read() {
-        let vllm = json!({"object": "list", "data": [{"id": "Qwen/Qwen3-8B", "object": "model", "max_model_len": 40960}]});
-        assert_eq!(interpret("Qwen/Qwen3-8B", Some(&vllm), None, None, None).window, Some(40960));
+        let vllm =
+            json!({"object": "list", "data": [{"id": "Qwen/Qwen3-8B", "object": "model", "max_model_len": 40960}]});
+        assert_eq!(
+            interpret("Qwen/Qwen3-8B", Some(&vllm), None, None, None).window,
+            Some(40960)
+        );
         let openrouter = json!({"data": [{"id": "z-ai/glm-4.6", "context_length": 202752, "top_provider": {"context_length": 202752}}]});
-        assert_eq!(interpret("z-ai/glm-4.6", Some(&openrouter), None, None, None).window, Some(202752));
+        assert_eq!(
+            interpret("z-ai/glm-4.6", Some(&openrouter), None, None, None).window,
+            Some(202752)
+        );
         let llama = json!({"default_generation_settings": {"n_ctx": 16384}, "total_slots": 1});
         let p = interpret("anything.gguf", None, Some(&llama), None, None);
-        assert_eq!((p.window, p.answered_by.as_deref()), (Some(16384), Some("llama.cpp /props (n_ctx)")));
+        assert_eq!(
+            (p.window, p.answered_by.as_deref()),
+            (Some(16384), Some("llama.cpp /props (n_ctx)"))
+        );
         let ps = json!({"models": [{"name": "qwen3-coder:30b", "model": "qwen3-coder:30b", "context_length": 32768}]});
-        assert_eq!(interpret("qwen3-coder:30b", None, None, Some(&ps), None).window, Some(32768));
-        let show = json!({"parameters": "temperature 0.7\nnum_ctx 65536", "model_info": {"qwen3moe.context_length": 262144}});
+        assert_eq!(
+            interpret("qwen3-coder:30b", None, None, Some(&ps), None).window,
+            Some(32768)
+        );
+        let show =
+            json!({"parameters": "temperature 0.7\nnum_ctx 65536", "model_info": {"qwen3moe.context_length": 262144}});
         assert_eq!(interpret("m", None, None, None, Some(&show)).window, Some(65536));
     }
 
@@ -191,12 +219,18 @@ mod tests {
         let p = interpret("llama3.1:8b", None, None, None, Some(&show));
         assert_eq!(p.window, None);
         let note = p.note.unwrap();
-        assert!(note.contains("OLLAMA_CONTEXT_LENGTH") && note.contains("131072"), "{note}");
+        assert!(
+            note.contains("OLLAMA_CONTEXT_LENGTH") && note.contains("131072"),
+            "{note}"
+        );
     }
 
     #[test]
     fn unrelated_answers_tell_nothing() {
         let other = json!({"data": [{"id": "another-model", "max_model_len": 4096}]});
-        assert_eq!(interpret("mine", Some(&other), Some(&json!({})), None, None).window, None);
+        assert_eq!(
+            interpret("mine", Some(&other), Some(&json!({})), None, None).window,
+            None
+        );
     }
 }

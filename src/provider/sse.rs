@@ -206,7 +206,8 @@ mod tests {
 
     #[test]
     fn frames_events_with_every_line_ending_and_split_anywhere() {
-        let body = "\u{feff}event: a\r\ndata: one\r\n\r\n: keep-alive\n\ndata:two\ndata:  three\n\nevent: b\rdata: x\r\r";
+        let body =
+            "\u{feff}event: a\r\ndata: one\r\n\r\n: keep-alive\n\ndata:two\ndata:  three\n\nevent: b\rdata: x\r\r";
         for chunk in 1..body.len() + 1 {
             let got = parse_all(body.as_bytes(), chunk).unwrap();
             assert_eq!(
@@ -221,7 +222,8 @@ mod tests {
     fn comments_and_empty_events_dispatch_nothing() {
         let mut p = SseParser::default();
         let mut out = Vec::new();
-        p.feed(b": PROCESSING\n\n: PROCESSING\n\nevent: ping\n\n", &mut out).unwrap();
+        p.feed(b": PROCESSING\n\n: PROCESSING\n\nevent: ping\n\n", &mut out)
+            .unwrap();
         assert!(out.is_empty());
         assert_eq!(p.comments, 2);
         p.feed(b"data: [DONE]", &mut out).unwrap();

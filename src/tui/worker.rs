@@ -60,7 +60,10 @@ pub enum Reply {
     ShellDone(ShellResult),
     Session(NewSession),
     /// The model in use now (as named, e.g. `ollama/qwen3-coder`), and what to tell the user.
-    ModelSet { model: String, notes: Vec<String> },
+    ModelSet {
+        model: String,
+        notes: Vec<String>,
+    },
     Compacted(Result<CompactReport, String>),
     Context(Result<ContextReport, String>),
     Permissions(Result<PermissionsReport, String>),
@@ -176,7 +179,11 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
 
 /// Moves the engine to another model; with a catalog, possibly to another provider, and the
 /// choice is saved as the default. Returns the model as named and notes for the user.
-async fn switch_model(engine: &mut Engine, wanted: &str, config: &WorkerConfig) -> Result<(String, Vec<String>), String> {
+async fn switch_model(
+    engine: &mut Engine,
+    wanted: &str,
+    config: &WorkerConfig,
+) -> Result<(String, Vec<String>), String> {
     let Some(switch) = &config.models else {
         let model = models::resolve_alias(wanted);
         let provider = engine.provider.clone();

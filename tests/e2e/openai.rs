@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::support::openai::{chat_answer, chat_calls, chat_frames, fixture, responses_reply};
-use crate::support::sse::{Block, api_error, answer, text, tool};
+use crate::support::sse::{Block, answer, api_error, text, tool};
 use crate::support::{Env, ModelServer, Recorded, Reply};
 
 fn messages(r: &Recorded) -> Vec<Value> {
@@ -47,7 +47,10 @@ async fn chat_tool_loop_runs_the_tool_and_sends_the_result_back() {
     assert_eq!(reqs.len(), 2);
     assert_eq!(reqs[0].path, "/v1/chat/completions");
     assert_eq!(reqs[0].header("authorization"), Some("Bearer test-openai-key"));
-    assert_eq!(reqs[0].body["model"], "gpt-4.1", "the default model of --provider openai");
+    assert_eq!(
+        reqs[0].body["model"], "gpt-4.1",
+        "the default model of --provider openai"
+    );
     assert_eq!(reqs[0].body["stream_options"]["include_usage"], true);
     assert_eq!(reqs[0].body["tools"][0]["type"], "function");
     assert_eq!(messages(&reqs[0])[0]["role"], "system");
@@ -88,8 +91,14 @@ async fn chat_parallel_calls_all_run_and_answer_in_order() {
     let out = env.keel_openai(&server, "openai").args(["-p", "read both"]).run().await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let results = tool_messages(&server.requests()[1]);
-    assert_eq!(results.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(), ["call_a", "call_b"]);
-    assert!(results[0].1.contains("alpha") && results[1].1.contains("beta"), "{results:?}");
+    assert_eq!(
+        results.iter().map(|r| r.0.as_str()).collect::<Vec<_>>(),
+        ["call_a", "call_b"]
+    );
+    assert!(
+        results[0].1.contains("alpha") && results[1].1.contains("beta"),
+        "{results:?}"
+    );
 }
 
 #[tokio::test]
@@ -163,7 +172,10 @@ async fn reasoning_is_shown_as_thinking_and_not_sent_back() {
         .into_iter()
         .find(|l| l["type"] == "assistant" && l["message"]["content"][0]["type"] == "thinking")
         .expect("the reasoning is shown as a thinking block");
-    assert_eq!(thinking["message"]["content"][0]["thinking"], "The user wants the test count.");
+    assert_eq!(
+        thinking["message"]["content"][0]["thinking"],
+        "The user wants the test count."
+    );
     // Continued on a model whose server does not want it back: the reasoning stays home.
     let out = env
         .keel_openai(&server, "openai")
@@ -172,7 +184,10 @@ async fn reasoning_is_shown_as_thinking_and_not_sent_back() {
         .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let body = server.requests()[1].body.to_string();
-    assert!(!body.contains("reasoning_content") && !body.contains("The user wants"), "{body}");
+    assert!(
+        !body.contains("reasoning_content") && !body.contains("The user wants"),
+        "{body}"
+    );
 }
 
 #[tokio::test]
@@ -201,9 +216,17 @@ async fn midstream_errors_are_retried_when_transient_and_reported_when_not() {
         .push(chat_answer("gpt-4.1", "clean"));
     let out = env.keel_openai(&server, "openai").args(["-p", "go"]).run().await;
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert_eq!(out.stdout.trim(), "clean", "the partial text of the failed attempt is void");
+    assert_eq!(
+        out.stdout.trim(),
+        "clean",
+        "the partial text of the failed attempt is void"
+    );
     assert_eq!(server.requests().len(), 2);
-    assert!(out.stderr.contains("Rate limit reached"), "first retry is shown: {}", out.stderr);
+    assert!(
+        out.stderr.contains("Rate limit reached"),
+        "first retry is shown: {}",
+        out.stderr
+    );
 
     let server = ModelServer::start().await;
     server.push(fixture("openai", "comments_reasoning_midstream_error.sse"));
@@ -225,7 +248,10 @@ async fn a_call_cut_by_length_never_runs_and_the_model_continues() {
     let cut = Block::RawTool {
         id: "call_cut".into(),
         name: "Write".into(),
-        fragments: vec![format!("{{\"file_path\": \"{}\", \"content\": \"line 1\\nli", target.display())],
+        fragments: vec![format!(
+            "{{\"file_path\": \"{}\", \"content\": \"line 1\\nli",
+            target.display()
+        )],
     };
     server
         .push(Reply::Sse {
@@ -244,7 +270,10 @@ async fn a_call_cut_by_length_never_runs_and_the_model_continues() {
     let assistant = msgs.iter().find(|m| m["role"] == "assistant").unwrap();
     assert!(assistant.get("tool_calls").is_none(), "{assistant}");
     let last = msgs.last().unwrap()["content"].as_str().unwrap();
-    assert!(last.contains("cut off") && last.contains("Write") && last.contains("NOT run"), "{last}");
+    assert!(
+        last.contains("cut off") && last.contains("Write") && last.contains("NOT run"),
+        "{last}"
+    );
 }
 
 #[tokio::test]
@@ -279,7 +308,11 @@ async fn retries_and_a_refused_key_on_the_openai_protocol() {
     assert_eq!(server.requests().len(), 1);
     let lines: Vec<&str> = out.stderr.lines().collect();
     assert_eq!(lines.len(), 1, "{}", out.stderr);
-    assert!(lines[0].contains("Incorrect API key provided") && lines[0].contains("OPENAI_API_KEY"), "{}", lines[0]);
+    assert!(
+        lines[0].contains("Incorrect API key provided") && lines[0].contains("OPENAI_API_KEY"),
+        "{}",
+        lines[0]
+    );
 }
 
 #[tokio::test]
@@ -292,7 +325,16 @@ async fn the_fallback_model_takes_over_after_repeated_overloads() {
     server.push(answer("answered by the fallback"));
     let out = env
         .keel(&server)
-        .args(["-p", "hi", "--model", "sonnet", "--fallback-model", "haiku", "--output-format", "json"])
+        .args([
+            "-p",
+            "hi",
+            "--model",
+            "sonnet",
+            "--fallback-model",
+            "haiku",
+            "--output-format",
+            "json",
+        ])
         .run()
         .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -303,7 +345,12 @@ async fn the_fallback_model_takes_over_after_repeated_overloads() {
         .collect();
     assert_eq!(
         models,
-        ["claude-sonnet-4-5", "claude-sonnet-4-5", "claude-sonnet-4-5", "claude-haiku-4-5"]
+        [
+            "claude-sonnet-4-5",
+            "claude-sonnet-4-5",
+            "claude-sonnet-4-5",
+            "claude-haiku-4-5"
+        ]
     );
     assert!(
         out.stderr.contains("continuing on the fallback model claude-haiku-4-5"),
@@ -423,7 +470,14 @@ async fn an_unknown_model_is_asked_about_and_its_cost_is_unknown() {
         .run()
         .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert_eq!(out.stderr.matches("does not know the context window of other-model").count(), 1, "{}", out.stderr);
+    assert_eq!(
+        out.stderr
+            .matches("does not know the context window of other-model")
+            .count(),
+        1,
+        "{}",
+        out.stderr
+    );
     assert!(out.stderr.contains("32768 tokens"), "{}", out.stderr);
     let asked = server.other_requests();
     for q in ["GET /v1/models", "GET /props", "GET /api/ps", "POST /api/show"] {
@@ -443,7 +497,10 @@ async fn doctor_checks_each_endpoint_and_reports_the_window() {
             headers: vec![],
         },
     );
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
     std::fs::create_dir_all(env.home.join(".keel")).unwrap();
     std::fs::write(
         env.home.join(".keel/settings.json"),
@@ -456,9 +513,23 @@ async fn doctor_checks_each_endpoint_and_reports_the_window() {
         .args(["doctor", "--provider", "openai", "--model", "my-local-model"])
         .run()
         .await;
-    assert!(out.stdout.contains(&format!("ok   openai: {}/v1 answers (1 models listed)", server.url())), "{}", out.stdout);
-    assert!(out.stdout.contains("FAIL gone:") && out.stdout.contains("connection refused"), "{}", out.stdout);
-    assert!(out.stdout.contains("model my-local-model on openai: context window 12288 tokens"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains(&format!("ok   openai: {}/v1 answers (1 models listed)", server.url())),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("FAIL gone:") && out.stdout.contains("connection refused"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("model my-local-model on openai: context window 12288 tokens"),
+        "{}",
+        out.stdout
+    );
     assert_eq!(out.code, 1, "an unreachable endpoint is a problem");
 
     let server_requests = server.other_requests().len();
@@ -469,6 +540,11 @@ async fn doctor_checks_each_endpoint_and_reports_the_window() {
         .run()
         .await;
     assert!(out.stdout.contains("not contacted: --offline"), "{}", out.stdout);
-    assert!(out.stdout.contains("model gpt-4.1 on openai: context window 1047576 tokens"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("model gpt-4.1 on openai: context window 1047576 tokens"),
+        "{}",
+        out.stdout
+    );
     assert_eq!(server.other_requests().len(), server_requests, "offline means offline");
 }

@@ -10,7 +10,10 @@ use crate::support::{Env, ModelServer, Reply};
 
 /// A port nothing listens on.
 fn closed_port() -> String {
-    let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
     format!("http://{addr}")
 }
 
@@ -30,7 +33,9 @@ async fn a_closed_port_is_retried_twice_then_named() {
     assert_eq!(out.code, 1);
     assert!(took < Duration::from_secs(20), "took {took:?}");
     assert!(
-        out.stderr.contains("connection refused") && out.stderr.contains("3 attempts") && out.stderr.contains("is the server running"),
+        out.stderr.contains("connection refused")
+            && out.stderr.contains("3 attempts")
+            && out.stderr.contains("is the server running"),
         "{}",
         out.stderr
     );
@@ -45,7 +50,11 @@ async fn a_closed_port_is_retried_twice_then_named() {
         .run()
         .await;
     assert_eq!(out.code, 1);
-    assert!(out.stderr.contains("connection refused") && out.stderr.contains("OPENAI_BASE_URL"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("connection refused") && out.stderr.contains("OPENAI_BASE_URL"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[tokio::test]
@@ -95,7 +104,11 @@ async fn a_doubled_v1_is_named_in_the_404() {
         "{}",
         out.stderr
     );
-    assert_eq!(server.other_requests(), ["POST /v1/v1/messages"], "a 404 is not retried");
+    assert_eq!(
+        server.other_requests(),
+        ["POST /v1/v1/messages"],
+        "a 404 is not retried"
+    );
 
     // The other way round: an OpenAI-compatible base URL without its /v1.
     let out = env
@@ -106,7 +119,8 @@ async fn a_doubled_v1_is_named_in_the_404() {
         .await;
     assert_eq!(out.code, 1);
     assert!(
-        out.stderr.contains(&format!("try OPENAI_BASE_URL = `{}/v1`", server.url())),
+        out.stderr
+            .contains(&format!("try OPENAI_BASE_URL = `{}/v1`", server.url())),
         "{}",
         out.stderr
     );
@@ -119,7 +133,8 @@ async fn an_html_page_or_other_body_is_named_at_once() {
     server.push(Reply::Raw {
         status: 200,
         content_type: "text/html; charset=utf-8".into(),
-        body: "<!DOCTYPE html><html><head><title>Hotel Wi-Fi Login</title></head><body>Accept terms</body></html>".into(),
+        body: "<!DOCTYPE html><html><head><title>Hotel Wi-Fi Login</title></head><body>Accept terms</body></html>"
+            .into(),
     });
     let started = Instant::now();
     let out = env.keel(&server).args(["-p", "hi"]).run().await;
@@ -127,7 +142,9 @@ async fn an_html_page_or_other_body_is_named_at_once() {
     assert!(started.elapsed() < Duration::from_secs(10));
     assert_eq!(server.requests().len(), 1, "not retried");
     assert!(
-        out.stderr.contains("HTTP 200 with an HTML page (\"Hotel Wi-Fi Login\")") && out.stderr.contains("captive portal"),
+        out.stderr
+            .contains("HTTP 200 with an HTML page (\"Hotel Wi-Fi Login\")")
+            && out.stderr.contains("captive portal"),
         "{}",
         out.stderr
     );
@@ -141,7 +158,8 @@ async fn an_html_page_or_other_body_is_named_at_once() {
     let out = env.keel(&server).args(["-p", "hi"]).run().await;
     assert_eq!(out.code, 1);
     assert!(
-        out.stderr.contains("not an event stream (content-type text/plain): upstream connect error"),
+        out.stderr
+            .contains("not an event stream (content-type text/plain): upstream connect error"),
         "{}",
         out.stderr
     );
@@ -163,7 +181,11 @@ async fn a_server_that_never_answers_is_given_up_on() {
     assert_eq!(out.code, 1);
     assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
     assert_eq!(server.requests().len(), 2, "one retry");
-    assert!(out.stderr.contains("no response from") && out.stderr.contains("within 1.5 s"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("no response from") && out.stderr.contains("within 1.5 s"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[tokio::test]
@@ -208,7 +230,11 @@ async fn never_ending_bodies_do_not_hang() {
         .await;
     assert_eq!(out.code, 1);
     assert!(started.elapsed() < Duration::from_secs(20));
-    assert!(out.stderr.contains("no response from") && out.stderr.contains("within 1 s"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("no response from") && out.stderr.contains("within 1 s"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[tokio::test]
@@ -276,7 +302,10 @@ async fn one_giant_event_is_read_whole_and_an_oversized_one_refused() {
 
     let server3 = ModelServer::start().await;
     server3.push(Reply::Sse {
-        chunks: vec![format!("data: {}\n\n", json!({"choices": [{"index": 0, "delta": {"content": "y".repeat(2 * 1024 * 1024)}}]}))],
+        chunks: vec![format!(
+            "data: {}\n\n",
+            json!({"choices": [{"index": 0, "delta": {"content": "y".repeat(2 * 1024 * 1024)}}]})
+        )],
         pace: Duration::ZERO,
     });
     let out = env
@@ -286,5 +315,9 @@ async fn one_giant_event_is_read_whole_and_an_oversized_one_refused() {
         .run()
         .await;
     assert_eq!(out.code, 1);
-    assert!(out.stderr.contains("larger than 1 MB (KEEL_MAX_SSE_EVENT_MB)"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("larger than 1 MB (KEEL_MAX_SSE_EVENT_MB)"),
+        "{}",
+        out.stderr
+    );
 }

@@ -52,7 +52,8 @@ impl Assembler {
         if data.trim().is_empty() {
             return Ok(Vec::new());
         }
-        let v: Value = serde_json::from_str(data).map_err(|e| StreamFailure::retry(format!("event `{event}` carried invalid JSON: {e}")))?;
+        let v: Value = serde_json::from_str(data)
+            .map_err(|e| StreamFailure::retry(format!("event `{event}` carried invalid JSON: {e}")))?;
         // The `type` field is authoritative; the `event:` line may be missing on some proxies.
         let kind = v.get("type").and_then(Value::as_str).unwrap_or(event).to_string();
         let mut out = Vec::new();
@@ -172,7 +173,9 @@ impl Assembler {
     /// Ends the stream. A stream that ends without a stop reason was cut off (retryable).
     pub fn finish(self) -> Result<ModelResponse, StreamFailure> {
         let Some(stop_reason) = self.stop_reason else {
-            return Err(StreamFailure::retry("the response stream ended before the message was complete"));
+            return Err(StreamFailure::retry(
+                "the response stream ended before the message was complete",
+            ));
         };
         let mut content = Vec::new();
         let mut broken = Vec::new();
@@ -243,7 +246,10 @@ fn str_of(v: &Value) -> String {
 }
 
 fn index_of(v: &Value) -> Result<usize, StreamFailure> {
-    v["index"].as_u64().map(|i| i as usize).ok_or_else(|| StreamFailure::retry("content block event without an index"))
+    v["index"]
+        .as_u64()
+        .map(|i| i as usize)
+        .ok_or_else(|| StreamFailure::retry("content block event without an index"))
 }
 
 fn unknown_block(index: usize) -> StreamFailure {

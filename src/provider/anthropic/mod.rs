@@ -63,7 +63,6 @@ impl AnthropicConfig {
             key_hint: "ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN".into(),
         })
     }
-
 }
 
 /// A warning for a base URL that will not work as the user probably meant.
@@ -122,7 +121,10 @@ fn headers(config: &AnthropicConfig) -> Result<HeaderMap, ProviderError> {
     let bad = |what: &str| ProviderError::Config(format!("{what} contains characters not allowed in an HTTP header"));
     match &config.auth {
         Auth::ApiKey(k) => {
-            h.insert("x-api-key", HeaderValue::from_str(k).map_err(|_| bad("ANTHROPIC_API_KEY"))?);
+            h.insert(
+                "x-api-key",
+                HeaderValue::from_str(k).map_err(|_| bad("ANTHROPIC_API_KEY"))?,
+            );
         }
         Auth::Bearer(t) => {
             h.insert(
@@ -134,7 +136,10 @@ fn headers(config: &AnthropicConfig) -> Result<HeaderMap, ProviderError> {
     h.insert("anthropic-version", HeaderValue::from_static(API_VERSION));
     h.insert("content-type", HeaderValue::from_static("application/json"));
     if let Some(beta) = &config.beta {
-        h.insert("anthropic-beta", HeaderValue::from_str(beta).map_err(|_| bad("ANTHROPIC_BETA"))?);
+        h.insert(
+            "anthropic-beta",
+            HeaderValue::from_str(beta).map_err(|_| bad("ANTHROPIC_BETA"))?,
+        );
     }
     Ok(h)
 }
@@ -156,7 +161,12 @@ impl Provider for AnthropicProvider {
 }
 
 impl AnthropicProvider {
-    async fn run(&self, request: ModelRequest, cancel: &CancellationToken, tx: &Tx) -> Result<ModelResponse, ProviderError> {
+    async fn run(
+        &self,
+        request: ModelRequest,
+        cancel: &CancellationToken,
+        tx: &Tx,
+    ) -> Result<ModelResponse, ProviderError> {
         let body = cached_wire_body(&request, &self.cache)?;
         // Release our handle on the history at once so the engine can append without a copy.
         drop(request);
@@ -192,7 +202,8 @@ pub fn cached_wire_body(request: &ModelRequest, cache: &PrefixCache) -> Result<V
         tools: (!request.tools.is_empty()).then(|| request.tools.encoded()),
         stream: true,
     };
-    let mut out = serde_json::to_vec(&head).map_err(|e| ProviderError::Config(format!("cannot encode request: {e}")))?;
+    let mut out =
+        serde_json::to_vec(&head).map_err(|e| ProviderError::Config(format!("cannot encode request: {e}")))?;
     out.pop();
     out.extend_from_slice(b",\"messages\":[");
     cache

@@ -15,7 +15,9 @@ use tokio_util::sync::CancellationToken;
 use super::endpoint::BaseUrl;
 use super::http::{Target, Transport, Tx};
 use super::prefix::PrefixCache;
-use super::{ModelRequest, ModelResponse, Provider, ProviderError, ProviderEvent, ProviderStream, ToolSet, channel_stream};
+use super::{
+    ModelRequest, ModelResponse, Provider, ProviderError, ProviderEvent, ProviderStream, ToolSet, channel_stream,
+};
 use crate::message::{ImageSource, ToolResultBlock, ToolResultContent};
 
 /// The public endpoint, used when `OPENAI_BASE_URL` is not set.
@@ -77,7 +79,10 @@ impl OpenAiConfig {
         h.insert("content-type", HeaderValue::from_static("application/json"));
         if let Some(key) = &self.api_key {
             let v = HeaderValue::from_str(&format!("Bearer {}", key.trim())).map_err(|_| {
-                ProviderError::Config(format!("{} contains characters not allowed in an HTTP header", self.key_hint))
+                ProviderError::Config(format!(
+                    "{} contains characters not allowed in an HTTP header",
+                    self.key_hint
+                ))
             })?;
             h.insert("authorization", v);
         }
@@ -171,7 +176,12 @@ impl OpenAiProvider {
         Ok(json)
     }
 
-    async fn run(&self, request: ModelRequest, cancel: &CancellationToken, tx: &Tx) -> Result<ModelResponse, ProviderError> {
+    async fn run(
+        &self,
+        request: ModelRequest,
+        cancel: &CancellationToken,
+        tx: &Tx,
+    ) -> Result<ModelResponse, ProviderError> {
         let body = self.body(&request)?;
         let model = request.model.clone();
         // Release our handle on the history at once so the engine can append without a copy.
@@ -266,7 +276,10 @@ pub(crate) fn data_url(source: &ImageSource) -> String {
 
 /// What a model that cannot see images gets instead of one.
 pub(crate) fn image_marker(source: &ImageSource) -> String {
-    format!("[image {} omitted: this model does not accept images]", source.media_type)
+    format!(
+        "[image {} omitted: this model does not accept images]",
+        source.media_type
+    )
 }
 
 /// A fresh tool call id for servers that send none (or the same one twice): nine letters and

@@ -57,7 +57,9 @@ fn history() -> Vec<Message> {
                 ContentBlock::tool_result(
                     "call_1",
                     ToolResultContent::Blocks(vec![
-                        ToolResultBlock::Text { text: "fn main() {}".into() },
+                        ToolResultBlock::Text {
+                            text: "fn main() {}".into(),
+                        },
                         ToolResultBlock::Image { source: image() },
                     ]),
                     false,
@@ -130,7 +132,12 @@ fn chat_follows_the_model_table() {
     let msgs = body["messages"].as_array().unwrap();
     assert!(msgs[2].get("reasoning_content").is_none());
     let last = msgs.last().unwrap();
-    assert!(last["content"].as_str().unwrap().contains("omitted: this model does not accept images"));
+    assert!(
+        last["content"]
+            .as_str()
+            .unwrap()
+            .contains("omitted: this model does not accept images")
+    );
     // OpenAI's reasoning models take instructions as `developer`.
     let body = chat_body("o3", history(), &PrefixCache::default());
     assert_eq!(body["messages"][0]["role"], "developer");

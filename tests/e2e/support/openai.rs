@@ -25,8 +25,10 @@ fn pieces(s: &str, n: usize) -> Vec<String> {
 pub fn chat_frames(model: &str, blocks: &[Block], finish: &str) -> Vec<String> {
     let id = format!("chatcmpl-test{}", NEXT.fetch_add(1, Ordering::Relaxed));
     let chunk = |delta: Value, finish: Value| {
-        data(json!({"id": id, "object": "chat.completion.chunk", "created": 1767000000, "model": model,
-            "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]}))
+        data(
+            json!({"id": id, "object": "chat.completion.chunk", "created": 1767000000, "model": model,
+            "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]}),
+        )
     };
     let mut out = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
     let mut index = 0;
@@ -96,7 +98,8 @@ pub fn responses_frames(model: &str, reasoning: Option<(&str, &str)>, blocks: &[
         seq += 1;
         format!("event: {kind}\ndata: {v}\n\n")
     };
-    let response = |status: &str| json!({"id": id, "object": "response", "status": status, "model": model, "output": []});
+    let response =
+        |status: &str| json!({"id": id, "object": "response", "status": status, "model": model, "output": []});
     let mut out = vec![ev("response.created", json!({"response": response("in_progress")}))];
     let mut index = 0;
     if let Some((summary, encrypted)) = reasoning {

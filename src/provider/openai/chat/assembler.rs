@@ -318,9 +318,16 @@ pub(crate) fn stream_error(v: &Value) -> StreamFailure {
     let overloaded = lower.contains("overloaded") || code == "529" || code == "503";
     let transient = overloaded
         || ["429", "500", "502", "504", "408"].contains(&code.as_str())
-        || ["rate_limit", "rate limit", "server_error", "timeout", "unavailable", "temporarily"]
-            .iter()
-            .any(|p| lower.contains(p));
+        || [
+            "rate_limit",
+            "rate limit",
+            "server_error",
+            "timeout",
+            "unavailable",
+            "temporarily",
+        ]
+        .iter()
+        .any(|p| lower.contains(p));
     let message = if code.is_empty() {
         message.to_string()
     } else {

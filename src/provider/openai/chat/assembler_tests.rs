@@ -129,7 +129,9 @@ fn reasoning_content_is_thinking_and_the_last_usage_counts() {
     assert_eq!(resp.usage.cache_read_input_tokens, 640);
     assert_eq!(resp.usage.input_tokens, 260);
     assert_eq!(resp.usage.output_tokens, 60);
-    assert!(events.contains(&ProviderEvent::ThinkingDelta { text: " wants the".into() }));
+    assert!(events.contains(&ProviderEvent::ThinkingDelta {
+        text: " wants the".into()
+    }));
 }
 
 #[test]
@@ -182,7 +184,11 @@ fn null_tool_calls_empty_ids_and_reasoning_details() {
 fn one_index_reused_for_several_calls_and_object_arguments() {
     let (resp, _) = run("index_reused_whole_arguments.sse");
     let resp = resp.unwrap();
-    assert_eq!(resp.stop_reason, StopReason::ToolUse, "finish_reason stop despite calls");
+    assert_eq!(
+        resp.stop_reason,
+        StopReason::ToolUse,
+        "finish_reason stop despite calls"
+    );
     assert_eq!(
         resp.content,
         vec![
@@ -216,7 +222,11 @@ fn missing_index_and_ids_get_distinct_calls_and_fresh_ids() {
     assert_eq!(calls[0].2, json!({"command": "ls"}));
     assert_eq!(calls[1].2, json!({"command": "pwd"}));
     assert_ne!(calls[0].0, calls[1].0);
-    assert!(calls.iter().all(|c| c.0.len() == 9 && c.0.chars().all(|ch| ch.is_ascii_alphanumeric())));
+    assert!(
+        calls
+            .iter()
+            .all(|c| c.0.len() == 9 && c.0.chars().all(|ch| ch.is_ascii_alphanumeric()))
+    );
     assert_eq!(resp.usage, Usage::default(), "no usage sent: none invented");
 }
 
@@ -225,7 +235,11 @@ fn content_filter_stops_as_refusal_and_says_so() {
     let (resp, events) = run("content_filter.sse");
     let resp = resp.unwrap();
     assert_eq!(resp.stop_reason, StopReason::Refusal);
-    assert!(events.iter().any(|e| matches!(e, ProviderEvent::Notice(m) if m.contains("content filter"))));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, ProviderEvent::Notice(m) if m.contains("content filter")))
+    );
 }
 
 #[test]

@@ -62,10 +62,7 @@ pub fn body(request: &ModelRequest, tools: &[u8], cache: &PrefixCache) -> Result
         .map_err(|e| e.to_string())?;
         out.push(b',');
     }
-    let flavor = format!(
-        "chat:{}:{}:{}",
-        caps.images, caps.send_reasoning, caps.tools
-    );
+    let flavor = format!("chat:{}:{}:{}", caps.images, caps.send_reasoning, caps.tools);
     cache.write(&flavor, &request.messages, &[], &mut out, &mut |m, _, buf| {
         encode(m, &caps, buf)
     })?;
@@ -242,7 +239,9 @@ pub fn encode(m: &Message, caps: &Capabilities, out: &mut Vec<u8>) -> Result<(),
                         },
                     }),
                     // Only this protocol's own reasoning (no signature) ever goes back.
-                    ContentBlock::Thinking { thinking, signature } if signature.is_empty() => reasoning.push_str(thinking),
+                    ContentBlock::Thinking { thinking, signature } if signature.is_empty() => {
+                        reasoning.push_str(thinking)
+                    }
                     _ => {}
                 }
             }

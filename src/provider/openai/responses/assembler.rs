@@ -169,7 +169,9 @@ impl StreamAssembler for Assembler {
                 }
                 if let Some(Item::Message { text }) = self.item(index) {
                     text.push_str(delta);
-                    out.push(ProviderEvent::TextDelta { text: delta.to_string() });
+                    out.push(ProviderEvent::TextDelta {
+                        text: delta.to_string(),
+                    });
                 }
             }
             "response.function_call_arguments.delta" => {
@@ -218,7 +220,14 @@ impl StreamAssembler for Assembler {
                     }
                 }
                 self.incomplete_reason = r["incomplete_details"]["reason"].as_str().map(str::to_string);
-                self.status = Some(if kind == "response.completed" { "completed" } else { "incomplete" }.into());
+                self.status = Some(
+                    if kind == "response.completed" {
+                        "completed"
+                    } else {
+                        "incomplete"
+                    }
+                    .into(),
+                );
             }
             "response.failed" => {
                 let err = &v["response"]["error"];
@@ -347,13 +356,24 @@ fn failure(err: &Value) -> StreamFailure {
         .or_else(|| err["code"].as_u64().map(|n| n.to_string()))
         .or_else(|| err["type"].as_str().map(str::to_string))
         .unwrap_or_default();
-    let message = err["message"].as_str().unwrap_or("the response failed without a message");
+    let message = err["message"]
+        .as_str()
+        .unwrap_or("the response failed without a message");
     let lower = format!("{code} {message}").to_ascii_lowercase();
     let overloaded = lower.contains("overloaded") || code == "503" || code == "529";
     let retryable = overloaded
-        || ["server_error", "rate_limit", "timeout", "unavailable", "429", "500", "502", "504"]
-            .iter()
-            .any(|p| lower.contains(p));
+        || [
+            "server_error",
+            "rate_limit",
+            "timeout",
+            "unavailable",
+            "429",
+            "500",
+            "502",
+            "504",
+        ]
+        .iter()
+        .any(|p| lower.contains(p));
     StreamFailure {
         message: if code.is_empty() {
             message.to_string()

@@ -26,7 +26,10 @@ fn text_and_usage_with_cached_input() {
     let resp = resp.unwrap();
     assert_eq!(resp.content, vec![ContentBlock::text("All 12 tests pass.")]);
     assert_eq!(resp.stop_reason, StopReason::EndTurn);
-    assert_eq!((resp.id.as_str(), resp.model.as_str()), ("resp_keel1", "gpt-5-2025-08-07"));
+    assert_eq!(
+        (resp.id.as_str(), resp.model.as_str()),
+        ("resp_keel1", "gpt-5-2025-08-07")
+    );
     assert_eq!(
         resp.usage,
         Usage {
@@ -100,7 +103,10 @@ fn failures_are_retried_when_transient_and_reported_otherwise() {
     assert!(f.message.contains("server_error"));
     let f = run("error_invalid_prompt.sse").0.unwrap_err();
     assert!(!f.retryable);
-    assert_eq!(f.message, "invalid_prompt: Invalid prompt: the input violates the usage policy.");
+    assert_eq!(
+        f.message,
+        "invalid_prompt: Invalid prompt: the input violates the usage policy."
+    );
 }
 
 #[test]
