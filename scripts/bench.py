@@ -338,6 +338,8 @@ def main():
     ap.add_argument("--keel", default=os.path.join(ROOT, "target", "release", "keel"))
     ap.add_argument("--mode", default="both", choices=["script", "sse", "openai", "responses", "both", "all"])
     ap.add_argument("--wrap", default="", help="command prefix for keel, e.g. a profiler")
+    ap.add_argument("--giant", action="store_true",
+                    help="also time one answer made of a single 10 MB text event (SSE parsing must be linear)")
     args = ap.parse_args()
     WRAP.extend(args.wrap.split())
     if not os.path.exists(args.keel):
@@ -379,6 +381,15 @@ def main():
                       f"{statistics.median(w[1] for w in windows):.2f} ms")
         print(f"| {mode} | {n} | {statistics.median(walls) * 1000:.0f} ms | {cpu * 1000:.0f} ms | "
               f"{cpu * 1000 / n:.2f} ms | {own * 1000 / n:.2f} ms | {rss:.1f} MiB | {growth} |")
+    if args.giant:
+        giant = [{"text": "x" * (10 * 1024 * 1024)}]
+        cpus, walls = [], []
+        for _ in range(args.runs):
+            w, c, _, _, _ = measure(args.keel, repo, "sse", giant, script_path)
+            walls.append(w)
+            cpus.append(c)
+        print(f"one 10 MB text event (SSE): wall {statistics.median(walls) * 1000:.0f} ms, "
+              f"CPU {statistics.median(cpus) * 1000:.0f} ms (median of {args.runs})")
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -66,9 +66,11 @@ impl Provider for FallbackProvider {
         let switched = self.switched.clone();
         tokio::spawn(async move {
             let mut stream = primary.stream(request.clone(), cancel.clone());
+            let mut request = Some(request);
             while let Some(item) = stream.next().await {
                 match item {
                     Err(ProviderError::Overloaded { attempts, message }) => {
+                        let Some(request) = request.take() else { return };
                         switched.store(true, Ordering::SeqCst);
                         let note = format!(
                             "{} is overloaded ({attempts} errors in a row, last: {message}); continuing on the \
@@ -88,7 +90,13 @@ impl Provider for FallbackProvider {
                         return;
                     }
                     other => {
-                        if tx.send(other).await.is_err() {
+                        // The response (or error) ends the stream: let go of the request before
+                        // handing it over, so the engine appends to the history without a copy.
+                        let last = matches!(other, Ok(ProviderEvent::Completed(_)) | Err(_));
+                        if last {
+                            request = None;
+                        }
+                        if tx.send(other).await.is_err() || last {
                             return;
                         }
                     }

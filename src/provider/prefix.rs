@@ -10,8 +10,8 @@ use std::sync::Mutex;
 
 use crate::message::Message;
 
-/// Conversations kept at once.
-const ENTRIES: usize = 4;
+/// Conversations kept at once (the main one and a sub-agent's).
+const ENTRIES: usize = 2;
 
 /// Encodes one message as zero or more wire items, each followed by a comma. The flag asks for
 /// a prompt-cache breakpoint on the message.
@@ -85,7 +85,7 @@ impl PrefixCache {
             .messages
             .iter()
             .zip(messages)
-            .take_while(|(cached, new)| cached == new)
+            .take_while(|(cached, new)| same_message(cached, new))
             .count();
         entry.truncate(common);
         for m in &messages[common..] {
@@ -108,6 +108,40 @@ impl PrefixCache {
             reused: common,
             encoded: messages.len() - common,
         })
+    }
+}
+
+/// Whether two messages encode to the same bytes: like `==`, but objects compare in order (the
+/// order is what gets encoded) and without hashing their keys, so a long history costs little
+/// more than a memory comparison.
+fn same_message(a: &Message, b: &Message) -> bool {
+    use crate::message::ContentBlock as B;
+    a.role == b.role
+        && a.content.len() == b.content.len()
+        && a.content.iter().zip(&b.content).all(|pair| match pair {
+            (
+                B::ToolUse { id, name, input },
+                B::ToolUse {
+                    id: i2,
+                    name: n2,
+                    input: v2,
+                },
+            ) => id == i2 && name == n2 && same_value(input, v2),
+            (x, y) => x == y,
+        })
+}
+
+fn same_value(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    use serde_json::Value as V;
+    match (a, b) {
+        (V::Object(x), V::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((k1, v1), (k2, v2))| k1 == k2 && same_value(v1, v2))
+        }
+        (V::Array(x), V::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(v1, v2)| same_value(v1, v2)),
+        _ => a == b,
     }
 }
 
@@ -204,6 +238,18 @@ mod tests {
         write(&cache, &child, &[]);
         assert_eq!(write(&cache, &main, &[]).1, Reuse { reused: 2, encoded: 0 });
         assert_eq!(write(&cache, &child, &[]).1, Reuse { reused: 2, encoded: 0 });
+        // The same input with its keys in another order encodes differently: not the same.
+        let call = |input: serde_json::Value| {
+            Message::assistant(vec![ContentBlock::ToolUse {
+                id: "c".into(),
+                name: "Read".into(),
+                input,
+            }])
+        };
+        let a: serde_json::Value = serde_json::from_str(r#"{"a": 1, "b": [1, {"c": 2}]}"#).unwrap();
+        let b: serde_json::Value = serde_json::from_str(r#"{"b": [1, {"c": 2}], "a": 1}"#).unwrap();
+        assert!(same_message(&call(a.clone()), &call(a.clone())));
+        assert!(!same_message(&call(a), &call(b)));
         // A new flavor (another model's capabilities) starts over.
         let mut out = Vec::new();
         let r = cache.write("g", &main, &[], &mut out, &mut enc).unwrap();

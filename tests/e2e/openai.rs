@@ -144,6 +144,7 @@ async fn recorded_quirks_end_in_clean_answers() {
         ("reasoning_content_usage_every_chunk.sse", "There are 42 tests."),
         ("text_with_usage_trailer.sse", "The build passes on main."),
         ("refusal.sse", "I can't help with that."),
+        ("content_filter.sse", "Here is"),
     ] {
         let env = Env::new();
         let server = ModelServer::start().await;
@@ -205,6 +206,30 @@ async fn calls_on_one_reused_index_all_run() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let ids: Vec<String> = tool_messages(&server.requests()[1]).into_iter().map(|t| t.0).collect();
     assert_eq!(ids, ["call_o1", "call_o2"]);
+
+    // No index and no ids at all: two calls all the same, each with its own fresh id.
+    let server = ModelServer::start().await;
+    server
+        .push(fixture("openai", "no_index_no_ids.sse"))
+        .push(chat_answer("local", "done"));
+    let out = env.keel_openai(&server, "openai").args(["-p", "look"]).run().await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let reqs = server.requests();
+    let calls = messages(&reqs[1])
+        .into_iter()
+        .find(|m| m["role"] == "assistant")
+        .unwrap()["tool_calls"]
+        .clone();
+    let sent: Vec<&str> = calls
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    let answered: Vec<String> = tool_messages(&reqs[1]).into_iter().map(|t| t.0).collect();
+    assert_eq!(sent.len(), 2);
+    assert_ne!(sent[0], sent[1]);
+    assert_eq!(answered, sent, "every call answered under its own id");
 }
 
 #[tokio::test]
