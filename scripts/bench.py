@@ -221,12 +221,26 @@ def self_cpu(pid):
         return None
 
 
+def peak_rss_mib(pid):
+    """VmHWM (peak resident set) of one process, in MiB."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 class Server:
-    def __init__(self, turns, protocol="sse"):
+    def __init__(self, turns, protocol="sse", piece=None):
         self.bodies = [PROTOCOLS[protocol](t, n) for n, t in enumerate(turns)]
+        self.piece = piece
         self.next = 0
         self.pid = None
         self.samples = []
+        self.hwm = None
         self.lock = threading.Lock()
         outer = self
 
@@ -245,11 +259,18 @@ class Server:
                     outer.next += 1
                     if outer.pid:
                         outer.samples.append(self_cpu(outer.pid))
+                        outer.hwm = peak_rss_mib(outer.pid)
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
                 self.send_header("content-length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                step = outer.piece or len(body) or 1
+                for k in range(0, len(body), step):
+                    # A real server streams: the client sees the body in many small reads.
+                    self.wfile.write(body[k:k + step])
+                    self.wfile.flush()
+                    if outer.piece:
+                        time.sleep(0.0005)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -263,7 +284,7 @@ class Server:
         self.httpd.shutdown()
 
 
-def run_once(keel, template, mode, turns, script_path):
+def run_once(keel, template, mode, turns, script_path, piece=None):
     home = tempfile.mkdtemp(prefix="keel-bench-home-")
     repo = os.path.join(home, "repo")
     shutil.copytree(template, repo)
@@ -274,18 +295,30 @@ def run_once(keel, template, mode, turns, script_path):
     if mode == "script":
         args += ["--provider", "script", "--script", script_path]
     else:
-        server = Server(turns, mode)
+        server = Server(turns, mode, piece)
         if mode == "sse":
             env.update({"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "bench"})
         else:
             provider = "openai" if mode == "openai" else "openai-responses"
-            env.update({"OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": "bench"})
+            # The same window as the Anthropic model, so compaction treats every transport alike.
+            env.update({"OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": "bench",
+                        "KEEL_CONTEXT_WINDOW": "200000"})
             args += ["--provider", provider, "--model", "gpt-4.1"]
     start = time.perf_counter()
     proc = subprocess.Popen(args, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if server:
         server.pid = proc.pid
+    peak = [None]
+
+    def watch():
+        # keel's own peak RSS, read while it runs (VmHWM disappears with the process).
+        while proc.poll() is None:
+            peak[0] = peak_rss_mib(proc.pid) or peak[0]
+            time.sleep(0.02)
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     out, err = proc.communicate()
+    watcher.join()
     wall = time.perf_counter() - start
     if server:
         server.close()
@@ -295,6 +328,7 @@ def run_once(keel, template, mode, turns, script_path):
     check_edits(repo, turns)
     shutil.rmtree(home, ignore_errors=True)
     result["cpu_samples"] = server.samples if server else []
+    result["peak_rss"] = max(v for v in (peak[0], server.hwm if server else None, 0.0) if v is not None) or None
     return wall, result
 
 
@@ -310,15 +344,16 @@ def check_edits(repo, turns):
                 sys.exit(f"write not applied: {c['input']['file_path']}")
 
 
-def measure(keel, repo, mode, turns, script_path):
+def measure(keel, repo, mode, turns, script_path, piece=None):
     import resource
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    wall, result = run_once(keel, repo, mode, turns, script_path)
+    wall, result = run_once(keel, repo, mode, turns, script_path, piece)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    # ru_maxrss of RUSAGE_CHILDREN is the largest child so far; runs are ordered so the first
-    # run's value is exact and later ones are a max over runs (reported as such).
-    return wall, cpu, after.ru_maxrss / 1024.0, result["num_turns"], window_costs(result["cpu_samples"])
+    # keel's own VmHWM, read while it ran (ru_maxrss of RUSAGE_CHILDREN would also count what a
+    # forked child inherits from this script before it execs keel).
+    rss = result["peak_rss"] or after.ru_maxrss / 1024.0
+    return wall, cpu, rss, result["num_turns"], window_costs(result["cpu_samples"])
 
 
 def window_costs(samples, width=100):
@@ -339,7 +374,9 @@ def main():
     ap.add_argument("--mode", default="both", choices=["script", "sse", "openai", "responses", "both", "all"])
     ap.add_argument("--wrap", default="", help="command prefix for keel, e.g. a profiler")
     ap.add_argument("--giant", action="store_true",
-                    help="also time one answer made of a single 10 MB text event (SSE parsing must be linear)")
+                    help="also time one answer made of a single 10 MB text event, streamed in 16 KB writes "
+                         "(SSE parsing must be linear)")
+    ap.add_argument("--giant-piece", type=int, default=16 * 1024, help="write size of the giant event's body")
     args = ap.parse_args()
     WRAP.extend(args.wrap.split())
     if not os.path.exists(args.keel):
@@ -385,10 +422,10 @@ def main():
         giant = [{"text": "x" * (10 * 1024 * 1024)}]
         cpus, walls = [], []
         for _ in range(args.runs):
-            w, c, _, _, _ = measure(args.keel, repo, "sse", giant, script_path)
+            w, c, _, _, _ = measure(args.keel, repo, "sse", giant, script_path, piece=args.giant_piece)
             walls.append(w)
             cpus.append(c)
-        print(f"one 10 MB text event (SSE): wall {statistics.median(walls) * 1000:.0f} ms, "
+        print(f"one 10 MB text event (SSE, sent in {args.giant_piece} byte writes): wall {statistics.median(walls) * 1000:.0f} ms, "
               f"CPU {statistics.median(cpus) * 1000:.0f} ms (median of {args.runs})")
     shutil.rmtree(work, ignore_errors=True)
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::args::{Cli, ProviderKind};
 use super::setup::SetupError;
 use crate::config::models::{self, Source};
-use crate::config::settings::Settings;
+use crate::config::settings::{Scope, Settings};
 use crate::provider::catalog::{Catalog, Endpoint, Kind};
 use crate::provider::http::Timeouts;
 use crate::provider::retry::{RetryPolicy, parse_wait};
@@ -191,9 +191,16 @@ fn install_overrides(settings: &Settings) -> Result<(), SetupError> {
                 layer.label()
             ))
         })?;
+        let trusted = matches!(layer.scope, Scope::User | Scope::Cli);
         for (name, v) in map {
-            let o = models::Override::parse(&format!("{}: models.{name}", layer.label()), v)
-                .map_err(SetupError::Invalid)?;
+            let what = format!("{}: models.{name}", layer.label());
+            let o = models::Override::parse(&what, v).map_err(SetupError::Invalid)?;
+            if !trusted && o.has_prices() {
+                return Err(SetupError::Invalid(format!(
+                    "{what}: prices are only accepted in your own settings (~/.keel/settings.json or --settings), \
+                     not in a repository's: they decide what the session is said to cost"
+                )));
+            }
             merged.entry(name.clone()).or_default().merge(o);
         }
     }

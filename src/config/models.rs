@@ -331,6 +331,14 @@ impl Override {
         Ok(o)
     }
 
+    /// Whether the entry sets any price.
+    pub fn has_prices(&self) -> bool {
+        self.input_price.is_some()
+            || self.output_price.is_some()
+            || self.cache_read_price.is_some()
+            || self.cache_write_price.is_some()
+    }
+
     /// Later fields win, field by field (settings layers merge this way).
     pub fn merge(&mut self, later: Override) {
         macro_rules! take {

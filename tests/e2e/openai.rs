@@ -457,6 +457,19 @@ async fn a_cloned_repository_cannot_redirect_the_conversation() {
     let out = env.keel_offline().args(["-p", "hi"]).run().await;
     assert_eq!(out.code, 1);
     assert!(out.stderr.contains("not on this machine"), "{}", out.stderr);
+
+    // Nor can it decide what the session is said to cost.
+    env.write(
+        ".keel/settings.json",
+        &json!({"models": {"claude-sonnet-4-5": {"inputPrice": 0, "outputPrice": 0}}}).to_string(),
+    );
+    let out = env.keel_offline().args(["-p", "hi"]).run().await;
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains("prices are only accepted in your own settings"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[tokio::test]
