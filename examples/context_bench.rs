@@ -194,6 +194,7 @@ async fn run(turns: usize, budget: bool, view: bool) -> Run {
             auto: false,
             ..CompactSettings::default()
         },
+        ..Default::default()
     };
     let (mut engine, _events) = Engine::basic(config, provider.clone(), registry, session);
     engine.set_project(ProjectContext::gather(&Gather {

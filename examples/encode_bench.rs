@@ -58,6 +58,7 @@ fn request(messages: &[Message], tools: &ToolSet) -> ModelRequest {
         messages: Arc::new(messages.to_vec()),
         tools: tools.clone(),
         cache_breakpoints: keel::context::assemble::tail_breakpoints(messages),
+        reasoning: Default::default(),
     }
 }
 

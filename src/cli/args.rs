@@ -67,8 +67,8 @@ pub struct Cli {
     #[arg(short = 'c', long = "continue")]
     pub continue_session: bool,
 
-    /// Resume a session by id
-    #[arg(short = 'r', long)]
+    /// Resume a session by id (without an id: choose one, in interactive mode)
+    #[arg(short = 'r', long, num_args = 0..=1, default_missing_value = "")]
     pub resume: Option<String>,
 
     /// Use this id for a new session
@@ -99,13 +99,22 @@ pub struct Cli {
     #[arg(long = "add-dir", num_args = 1.., value_name = "DIR")]
     pub add_dir: Vec<PathBuf>,
 
+    /// Load a plugin folder (skills, commands, agents, hooks); repeat for more
+    #[arg(long = "plugin-dir", value_name = "DIR")]
+    pub plugin_dir: Vec<PathBuf>,
+
+    /// Sub-agent types as JSON: {"name": {"description": "...", "prompt": "...", "tools": [...]}}
+    #[arg(long, value_name = "JSON")]
+    pub agents: Option<String>,
+
     /// Run Bash commands in the OS sandbox (writes limited to the working directories, no network)
     #[arg(long)]
     pub sandbox: bool,
 
-    /// Diagnostics on stderr
-    #[arg(long)]
-    pub debug: bool,
+    /// Diagnostics: spans and events into the session's debug.log (headless: also on stderr).
+    /// FILTER: a level, keel module names or target=level, e.g. --debug=provider,hooks
+    #[arg(long, value_name = "FILTER", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub debug: Option<String>,
 
     /// Where model turns come from (default anthropic, or the provider the model names)
     #[arg(long, value_enum)]
@@ -114,6 +123,113 @@ pub struct Cli {
     /// Script of assistant turns for --provider script
     #[arg(long)]
     pub script: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub programs: ProgramArgs,
+}
+
+/// Flags of programs that drive keel (the Agent SDKs, CI actions, scripts).
+#[derive(Debug, Default, clap::Args)]
+pub struct ProgramArgs {
+    /// Input of headless mode: `text` (the prompt), or `stream-json` (NDJSON user messages and
+    /// control requests on stdin, one turn per message, until stdin closes)
+    #[arg(long, value_enum, default_value_t = InputFormat::Text)]
+    pub input_format: InputFormat,
+
+    /// With stream-json: also print hook runs (`hook_started`, `hook_response`)
+    #[arg(long)]
+    pub include_hook_events: bool,
+
+    /// With stream-json input and output: echo each user message back
+    #[arg(long)]
+    pub replay_user_messages: bool,
+
+    /// Who answers permission questions headless: `stdio` (the driving program, over the
+    /// control protocol)
+    #[arg(long, value_name = "TOOL")]
+    pub permission_prompt_tool: Option<String>,
+
+    /// Replace keel's system prompt with the content of a file
+    #[arg(long, value_name = "FILE", conflicts_with = "system_prompt")]
+    pub system_prompt_file: Option<PathBuf>,
+
+    /// Append the content of a file to the system prompt
+    #[arg(long, value_name = "FILE", conflicts_with = "append_system_prompt")]
+    pub append_system_prompt_file: Option<PathBuf>,
+
+    /// Which settings files to read: a comma-separated list of user, project, local
+    #[arg(long, value_name = "SOURCES")]
+    pub setting_sources: Option<String>,
+
+    /// With --resume or --continue: continue in a new session (the old one stays as it was)
+    #[arg(long)]
+    pub fork_session: bool,
+
+    /// Stop once the session has cost this many US dollars
+    #[arg(long, value_name = "USD")]
+    pub max_budget_usd: Option<f64>,
+
+    /// Require the final answer as JSON matching this schema (result in `structured_output`)
+    #[arg(long, value_name = "SCHEMA")]
+    pub json_schema: Option<String>,
+
+    /// Extended thinking budget in tokens (0 turns thinking off)
+    #[arg(long, value_name = "TOKENS")]
+    pub max_thinking_tokens: Option<u32>,
+
+    /// Thinking: `enabled`, `adaptive` or `disabled`
+    #[arg(long, value_name = "MODE")]
+    pub thinking: Option<String>,
+
+    /// Reasoning effort: low, medium, high, xhigh or max
+    #[arg(long, value_name = "LEVEL")]
+    pub effort: Option<String>,
+
+    /// Flags of the reference keel does not implement; each is refused with a clear message.
+    #[command(flatten)]
+    pub unsupported: UnsupportedArgs,
+}
+
+/// Accepted by the parser only so that keel can name them in a one-line refusal, instead of a
+/// generic usage error.
+#[derive(Debug, Default, clap::Args)]
+pub struct UnsupportedArgs {
+    #[arg(long, hide = true, value_name = "BETAS")]
+    pub betas: Option<String>,
+    #[arg(long, hide = true)]
+    pub task_budget: Option<String>,
+    #[arg(long, hide = true)]
+    pub resume_session_at: Option<String>,
+    #[arg(long, hide = true)]
+    pub resume_drops_turn: Option<String>,
+    #[arg(long, hide = true)]
+    pub session_mirror: bool,
+    #[arg(long, hide = true)]
+    pub thinking_display: Option<String>,
+}
+
+impl UnsupportedArgs {
+    /// The first flag given that keel cannot honour.
+    pub fn first(&self) -> Option<&'static str> {
+        [
+            (self.betas.is_some(), "--betas"),
+            (self.task_budget.is_some(), "--task-budget"),
+            (self.resume_session_at.is_some(), "--resume-session-at"),
+            (self.resume_drops_turn.is_some(), "--resume-drops-turn"),
+            (self.session_mirror, "--session-mirror"),
+            (self.thinking_display.is_some(), "--thinking-display"),
+        ]
+        .into_iter()
+        .find_map(|(given, name)| given.then_some(name))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum InputFormat {
+    #[default]
+    Text,
+    #[value(name = "stream-json")]
+    StreamJson,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -156,4 +272,33 @@ pub enum Command {
     Hooks,
     /// Show what keel puts in front of the conversation here: layers, instruction files, sizes
     Context,
+    /// Take back what keel did: list a session's points, or restore files and/or the
+    /// conversation to the moment before one
+    Rewind(RewindArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RewindArgs {
+    /// List the points (user prompts, earlier rewinds) and how many files changed since each
+    #[arg(long, conflicts_with = "to", required_unless_present = "to")]
+    pub list: bool,
+    /// Restore to the moment before point N
+    #[arg(long, value_name = "N")]
+    pub to: Option<u32>,
+    /// What to restore
+    #[arg(long, value_enum, default_value_t = RestoreArg::Both)]
+    pub restore: RestoreArg,
+    /// Show what would be restored without changing anything
+    #[arg(long, requires = "to")]
+    pub dry_run: bool,
+    /// The session (default: the latest one in this directory)
+    #[arg(short = 'r', long = "resume", value_name = "SESSION_ID")]
+    pub session: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RestoreArg {
+    Code,
+    Conversation,
+    Both,
 }

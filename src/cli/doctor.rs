@@ -47,8 +47,22 @@ pub async fn run(provider: Option<ProviderKind>, model: Option<String>, offline:
         None => println!("  --   skipped: the settings must load first"),
     }
 
+    let caps = sandbox::capabilities();
+    println!("\nShell commands keel approves on its own (read-only commands, acceptEdits file commands)");
+    if caps.jail {
+        println!(
+            "  ok   the read-only jail is in force: such commands cannot write (but their temp dir), reach the \
+             network or unix sockets, read credential files, signal or trace other processes, or use capabilities"
+        );
+    } else {
+        println!(
+            "  --   allow-list fallback: the read-only jail is not available here, so only known programs with \
+             known options run without asking (anything else asks)"
+        );
+    }
+    println!("  {}   seccomp filters", if caps.seccomp { "ok" } else { "NO" });
+
     println!("\nSandbox (Linux: Landlock + network namespace)");
-    let caps = sandbox::probe();
     match caps.landlock_abi {
         Some(abi) => println!("  ok   Landlock ABI {abi}"),
         None => println!("  --   Landlock unavailable"),
@@ -56,6 +70,10 @@ pub async fn run(provider: Option<ProviderKind>, model: Option<String>, offline:
     println!(
         "  {}   file-system writes limited to the working directories",
         if caps.filesystem { "ok" } else { "NO" }
+    );
+    println!(
+        "  {}   configuration (.git, .keel, .claude, .mcp.json) kept read-only by a mount namespace",
+        if caps.mount_namespace { "ok" } else { "NO" }
     );
     println!(
         "  {}   network off (namespace: {}, Landlock TCP rules: {})",

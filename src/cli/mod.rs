@@ -3,12 +3,15 @@
 pub mod args;
 pub mod doctor;
 mod doctor_models;
+pub mod extensions;
 pub mod model;
+pub mod rewind;
 pub mod setup;
 
 use std::process::ExitCode;
 
 use clap::Parser;
+use tracing::Instrument;
 
 /// Entry point used by `main`: starts the async runtime and runs the chosen mode; errors
 /// become one line on stderr and exit status 1.
@@ -23,7 +26,11 @@ pub fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(run()) {
+    let result = runtime.block_on(run());
+    // A blocking task still running (a search past its budget, a read a cancelled call left
+    // behind) must not hold the exit: the answer is already out.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("Error: {e}");
@@ -42,16 +49,21 @@ pub async fn run() -> anyhow::Result<ExitCode> {
             model,
         }) => return Ok(doctor::run(provider, model, offline).await),
         Some(args::Command::Hooks) => return list_hooks(),
+        Some(args::Command::Rewind(ref a)) => return rewind::run(a),
         Some(args::Command::Context) => {
             print!("{}", setup::context_report(&cli)?);
             return Ok(ExitCode::SUCCESS);
         }
         None => {}
     }
-    if cli.print {
-        return Ok(crate::headless::run(cli).await?);
+    crate::debug::init(cli.debug.as_deref(), cli.print && cli.debug.is_some())?;
+    let headless = cli.print || cli.programs.input_format == args::InputFormat::StreamJson;
+    let mode = if headless { "headless" } else { "tui" };
+    let span = tracing::info_span!("session", mode);
+    if headless {
+        return Ok(crate::headless::run(cli).instrument(span).await?);
     }
-    Ok(crate::tui::run(cli).await?)
+    Ok(crate::tui::run(cli).instrument(span).await?)
 }
 
 /// `keel hooks`: what is configured, by event and source file.

@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::args::Cli;
+use super::args::{Cli, InputFormat};
 use crate::compact::CompactSettings;
 use crate::compact::record::ToolLog;
-use crate::config::settings::{Settings, SettingsError};
+use crate::config::settings::{Scope, Settings, SettingsError};
+use crate::config::trust::{self, ProjectTrust};
 use crate::config::{models, paths};
 use crate::context::{Gather, ProjectContext, tokens};
 use crate::engine::{Engine, EngineConfig, EngineEvent, Session};
@@ -48,6 +49,8 @@ pub struct Prepared {
     pub resumed: bool,
     /// Things to tell the user once at startup (unreadable transcript lines, sandbox limits).
     pub warnings: Vec<String>,
+    /// What the session takes from the project's own settings (see `config::trust`).
+    pub trust: ProjectTrust,
     /// The model as the user named it (`ollama/qwen3-coder`).
     pub model_spec: String,
     /// Builds providers for `/model` switches (`None` with the script provider).
@@ -56,18 +59,48 @@ pub struct Prepared {
     pub fallback_model: Option<String>,
 }
 
+/// Setup for a run that asks no trust question: headless runs apply project settings as they
+/// are; an interactive one without a recorded answer treats the folder as untrusted.
 pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
+    // A program driving keel over stream-json is headless too.
+    let trust = if cli.print || cli.programs.input_format == InputFormat::StreamJson {
+        ProjectTrust::Headless
+    } else {
+        let trusted = std::env::current_dir()
+            .and_then(|d| d.canonicalize())
+            .ok()
+            .zip(paths::keel_home())
+            .is_some_and(|(cwd, home)| trust::is_trusted(&home, &cwd));
+        if trusted {
+            ProjectTrust::Trusted
+        } else {
+            ProjectTrust::Untrusted
+        }
+    };
+    prepare_with(cli, trust)
+}
+
+pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupError> {
     let cwd = std::env::current_dir()
         .and_then(|d| d.canonicalize())
         .map_err(|e| SetupError::Invalid(format!("cannot determine the working directory: {e}")))?;
     let home =
         paths::keel_home().ok_or_else(|| SetupError::Invalid("cannot find a home directory; set KEEL_HOME".into()))?;
-    if cli.debug {
-        crate::debug::enable();
-    }
+    crate::fsutil::stale::start(&home);
     let user_home = dirs::home_dir();
-    let settings = Settings::load(user_home.as_deref(), &home, &cwd, cli.settings.as_deref())?;
-    let permissions = permission_config::build(
+    let mut settings = Settings::load(user_home.as_deref(), &home, &cwd, cli.settings.as_deref())?;
+    if let Some(list) = &cli.programs.setting_sources {
+        let scopes = setting_sources(list)?;
+        settings
+            .layers
+            .retain(|l| l.scope == Scope::Cli || scopes.contains(&l.scope));
+    }
+    let ignored = if trust == ProjectTrust::Untrusted {
+        trust::restrict(&mut settings, &cwd)
+    } else {
+        Vec::new()
+    };
+    let mut permissions = permission_config::build(
         &settings,
         &CliPermissions {
             allowed_tools: cli.allowed_tools.clone(),
@@ -81,7 +114,25 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     )?;
     let permission_mode = permissions.mode;
     let mut warnings = permissions.warnings.clone();
+    if !ignored.is_empty() {
+        warnings.push(format!(
+            "this folder is not trusted, so keel ignores what its settings would run or allow: {}. Trust it \
+             when keel asks at the next start to use them.",
+            ignored.join("; ")
+        ));
+    }
+    let extensions = super::extensions::load(
+        cli,
+        &mut settings,
+        &cwd,
+        user_home.as_deref(),
+        &home,
+        &permissions.authorizer.working_dirs()[1..],
+    )?;
+    extensions.grant_memory(&mut permissions.authorizer)?;
+    warnings.extend(extensions.warnings.iter().cloned());
     let sandbox_config = SandboxConfig::from_settings(&settings, cli.sandbox)?;
+    let output_cap = crate::sandbox::contain::output_cap(&settings)?;
 
     let (context_window, compact) = context_settings(&settings)?;
     let choice = super::model::choose(cli, &settings, context_window.is_some())?;
@@ -91,8 +142,19 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
 
     let project_dir = paths::project_dir(&home, &cwd);
     let (session_id, transcript_path, history, resume_warnings) = resolve_session(cli, &home, &project_dir)?;
+    // --fork-session: the earlier conversation continues under a new id; its file stays as it was.
+    let (session_id, transcript_path) = if cli.programs.fork_session && history.is_some() {
+        let id = uuid::Uuid::new_v4().to_string();
+        let path = project_dir.join(format!("{id}.jsonl"));
+        (id, path)
+    } else {
+        (session_id, transcript_path)
+    };
     warnings.extend(resume_warnings);
     let session_dir = project_dir.join(&session_id);
+    if let Some(log) = crate::debug::attach_session(&session_dir) {
+        tracing::info!(id = %session_id, log = %log.display(), resumed = history.is_some(), "session");
+    }
     let (sandbox_mode, sandbox_warning) = SandboxMode::decide(
         &sandbox_config,
         permissions.authorizer.working_dirs(),
@@ -112,25 +174,59 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     let mut session = Session::new(session_id, cwd.clone(), session_dir, transcript);
     session.tool_log = tool_log;
     session.shared.set_mode(permission_mode);
-    let authorizer = Arc::new(permissions.authorizer);
+    let mut authorizer = permissions.authorizer;
+    authorizer.set_jail_probe(|| crate::sandbox::capabilities().jail);
+    let authorizer = Arc::new(authorizer);
     if let Some(shared) = std::sync::Arc::get_mut(&mut session.shared) {
         let guard = authorizer.clone();
         shared.read_guard = crate::tools::ReadGuard::new(move |p| guard.read_denied(p));
+        let rules = authorizer.clone();
+        shared.confiner = Some(Arc::new(crate::sandbox::Confiner::new(
+            authorizer.working_dirs().to_vec(),
+            user_home.clone(),
+            shared.session_dir.join("tmp"),
+            move |p| rules.read_denied_by_rule(p),
+        )));
         shared.sandbox = sandbox_mode;
+        shared.output_cap = output_cap;
         shared.extra_dirs = authorizer.working_dirs().iter().skip(1).cloned().collect();
     }
     let resumed = history.is_some();
-    if let Some((h, todos)) = history {
+    let forked = resumed && cli.programs.fork_session;
+    let mut loss = None;
+    if let Some((h, todos, unsaved)) = history {
+        if forked {
+            // The fork's own file starts with the conversation it continues.
+            session.write_meta(&model);
+            for m in &h {
+                if let Err(e) = session.transcript.message(m) {
+                    warnings.push(e.to_string());
+                    break;
+                }
+            }
+        }
         session.set_history(h);
         session.restore_todos(todos);
+        loss = unsaved;
     } else {
         session.write_meta(&model);
     }
     if resumed {
-        session.log_event("resumed", serde_json::json!({"model": model}));
+        session.log_event(
+            if forked { "forked" } else { "resumed" },
+            serde_json::json!({"model": model}),
+        );
+        session.log_loss(loss.as_ref());
     }
 
-    let mut registry = ToolRegistry::new(builtin_tools())?;
+    let structured_schema = match &cli.programs.json_schema {
+        None => None,
+        Some(raw) => Some(
+            serde_json::from_str::<serde_json::Value>(raw)
+                .map_err(|e| SetupError::Invalid(format!("--json-schema is not valid JSON: {e}")))?,
+        ),
+    };
+    let mut registry = extensions.add_tools(ToolRegistry::new(builtin_tools())?)?;
     if let Some(list) = &cli.tools {
         let wanted: Vec<&str> = list
             .split([',', ' '])
@@ -153,38 +249,130 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     let registry = Arc::new(registry);
     let info = models::info(&model);
     let home_dir = dirs::home_dir();
-    let project = ProjectContext::gather(&Gather {
+    let (replace, append) = system_prompt_texts(cli)?;
+    let mut project = ProjectContext::gather(&Gather {
         cwd: &cwd,
         model: &model,
         home: home_dir.as_deref(),
-        replace: cli.system_prompt.as_deref(),
-        append: cli.append_system_prompt.as_deref(),
+        replace: replace.as_deref(),
+        append: append.as_deref(),
     });
+    // Headless runs ask nobody, unless the driving program answers (`--permission-prompt-tool stdio`).
+    let headless = cli.print || cli.programs.input_format == InputFormat::StreamJson;
+    let program_answers = cli.programs.permission_prompt_tool.as_deref() == Some("stdio");
+    if let Some(b) = cli.programs.max_budget_usd
+        && !(b.is_finite() && b > 0.0)
+    {
+        return Err(SetupError::Invalid(format!(
+            "--max-budget-usd must be a positive amount of US dollars, got {b}"
+        )));
+    }
+    extensions.decorate(&mut project, &registry, context_window.unwrap_or(info.context_window));
     let config = EngineConfig {
         system: project.system_blocks(),
         model,
         max_tokens: info.max_output,
         max_turns: cli.max_turns,
-        interactive: !cli.print,
+        interactive: !headless || program_answers,
         context_window,
         compact,
+        max_budget_usd: cli.programs.max_budget_usd,
+        reasoning: reasoning(cli, info.max_output)?,
     };
     let hook_config = HookConfig::from_settings(&settings)?;
     warnings.extend(hook_config.warnings.iter().cloned());
     let hooks = Hooks::new(hook_config, cwd.clone(), session.id.clone(), session.transcript.clone());
+    hooks.set_env_file(session.shared.hook_env_file());
     let (mut engine, events) = Engine::new(config, provider, registry, authorizer, Arc::new(hooks), session);
     engine.set_project(project);
-    engine.install_subagents()?;
+    extensions.install(&mut engine)?;
+    if let Some(schema) = structured_schema {
+        crate::headless::protocol::control::require_structured_output(&mut engine, schema)
+            .map_err(|e| SetupError::Invalid(format!("--json-schema: {e}")))?;
+    }
     Ok(Prepared {
         engine,
         events,
         permission_mode,
         warnings,
         resumed,
+        trust,
         model_spec: choice.spec,
         catalog: choice.catalog,
         fallback_model: choice.fallback,
     })
+}
+
+/// `--max-thinking-tokens`, `--thinking` and `--effort` as request parameters.
+fn reasoning(cli: &Cli, max_tokens: u32) -> Result<crate::provider::Reasoning, SetupError> {
+    use crate::provider::Thinking;
+    let p = &cli.programs;
+    let budget = |n: u32| -> Result<Thinking, SetupError> {
+        if n == 0 {
+            return Ok(Thinking::Disabled);
+        }
+        if n < 1024 || n >= max_tokens {
+            return Err(SetupError::Invalid(format!(
+                "--max-thinking-tokens must be 0 (off) or from 1024 to below the model's output limit of {max_tokens}, got {n}"
+            )));
+        }
+        Ok(Thinking::Enabled { budget_tokens: n })
+    };
+    let thinking = match (p.thinking.as_deref(), p.max_thinking_tokens) {
+        (None, None) => None,
+        (None, Some(n)) | (Some("enabled"), Some(n)) => Some(budget(n)?),
+        (Some("enabled"), None) => Some(budget((max_tokens / 2).min(16_000))?),
+        (Some("adaptive"), _) => Some(Thinking::Adaptive),
+        (Some("disabled"), _) => Some(Thinking::Disabled),
+        (Some(other), _) => {
+            return Err(SetupError::Invalid(format!(
+                "--thinking must be enabled, adaptive or disabled, got `{other}`"
+            )));
+        }
+    };
+    let effort = match p.effort.as_deref() {
+        None => None,
+        Some(e @ ("low" | "medium" | "high" | "xhigh" | "max")) => Some(e.to_string()),
+        Some(other) => {
+            return Err(SetupError::Invalid(format!(
+                "--effort must be low, medium, high, xhigh or max, got `{other}`"
+            )));
+        }
+    };
+    Ok(crate::provider::Reasoning { thinking, effort })
+}
+
+/// `--setting-sources user,project,local`: which settings files count.
+fn setting_sources(list: &str) -> Result<Vec<Scope>, SetupError> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| match s {
+            "user" => Ok(Scope::User),
+            "project" => Ok(Scope::Project),
+            "local" => Ok(Scope::Local),
+            other => Err(SetupError::Invalid(format!(
+                "--setting-sources: unknown source `{other}`; use user, project and/or local"
+            ))),
+        })
+        .collect()
+}
+
+/// The system prompt replacement and addition, from the flags or the files they name.
+pub fn system_prompt_texts(cli: &Cli) -> Result<(Option<String>, Option<String>), SetupError> {
+    let read = |flag: &str, path: &std::path::Path| {
+        std::fs::read_to_string(path)
+            .map_err(|e| SetupError::Invalid(format!("{flag}: cannot read {}: {e}", path.display())))
+    };
+    let replace = match &cli.programs.system_prompt_file {
+        Some(p) => Some(read("--system-prompt-file", p)?),
+        None => cli.system_prompt.clone(),
+    };
+    let append = match &cli.programs.append_system_prompt_file {
+        Some(p) => Some(read("--append-system-prompt-file", p)?),
+        None => cli.append_system_prompt.clone(),
+    };
+    Ok((replace, append))
 }
 
 /// The context window and compaction settings: the environment (`context_env`) wins over the
@@ -288,12 +476,17 @@ fn permission_mode(cli: &Cli) -> Result<Option<Mode>, SetupError> {
 type Resolved = (
     String,
     PathBuf,
-    Option<(Vec<crate::message::Message>, Vec<crate::tools::Todo>)>,
+    Option<(
+        Vec<crate::message::Message>,
+        Vec<crate::tools::Todo>,
+        Option<transcript::UnsavedRecord>,
+    )>,
     Vec<String>,
 );
 
 fn resolve_session(cli: &Cli, home: &std::path::Path, project_dir: &std::path::Path) -> Result<Resolved, SetupError> {
-    let path = if let Some(id) = &cli.resume {
+    // `--resume` without an id opens the picker in interactive mode; the session starts fresh.
+    let path = if let Some(id) = cli.resume.as_deref().filter(|id| !id.is_empty()) {
         Some(transcript::find_session(home, project_dir, id)?)
     } else if cli.continue_session {
         Some(transcript::latest_in(project_dir)?)
@@ -321,26 +514,6 @@ fn resolve_session(cli: &Cli, home: &std::path::Path, project_dir: &std::path::P
         .and_then(|s| s.to_str())
         .map(str::to_string)
         .ok_or_else(|| SetupError::Invalid(format!("odd transcript file name {}", path.display())))?;
-    let mut warnings = Vec::new();
-    if !loaded.bad_lines.is_empty() {
-        warnings.push(format!(
-            "transcript {}: skipped {} unreadable line(s) ({})",
-            path.display(),
-            loaded.bad_lines.len(),
-            loaded
-                .bad_lines
-                .iter()
-                .map(|n| n.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    if loaded.repaired_calls > 0 {
-        warnings.push(format!(
-            "transcript {}: {} tool call(s) had no result (the session ended mid-turn); they are marked interrupted",
-            path.display(),
-            loaded.repaired_calls
-        ));
-    }
-    Ok((id, path, Some((loaded.history, loaded.todos)), warnings))
+    let warnings = loaded.warnings(&path);
+    Ok((id, path, Some((loaded.history, loaded.todos, loaded.unsaved)), warnings))
 }

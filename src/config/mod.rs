@@ -3,3 +3,4 @@
 pub mod models;
 pub mod paths;
 pub mod settings;
+pub mod trust;

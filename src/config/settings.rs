@@ -16,6 +16,7 @@ const KNOWN_KEYS: &[&str] = &[
     "hooks",
     "disableAllHooks",
     "sandbox",
+    "shellOutputMaxBytes",
     "contextWindow",
     "autoCompactEnabled",
     "autoCompactThreshold",
@@ -215,15 +216,25 @@ impl Settings {
     }
 }
 
+/// Largest settings file read (a repository's settings could be a link to `/dev/zero`).
+const MAX_SETTINGS_BYTES: u64 = 8 << 20;
+
 fn read_file(path: &Path) -> Result<Option<Value>, SettingsError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(SettingsError::Read {
-                path: path.display().to_string(),
-                source: e,
-            });
+    use crate::fsutil::open::{ReadError, read_file_capped};
+    let err = |e: std::io::Error| SettingsError::Read {
+        path: path.display().to_string(),
+        source: e,
+    };
+    let text = match read_file_capped(path, MAX_SETTINGS_BYTES) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map_err(|_| err(std::io::Error::new(std::io::ErrorKind::InvalidData, "not UTF-8 text")))?,
+        Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(ReadError::Io(e)) => return Err(err(e)),
+        Err(other) => {
+            return Err(err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                other.to_string(),
+            )));
         }
     };
     parse(&text, &path.display().to_string()).map(Some)
@@ -276,7 +287,7 @@ fn warn_unknown(layer: &Layer) {
     if let Value::Object(map) = &layer.value {
         for key in map.keys() {
             if !KNOWN_KEYS.contains(&key.as_str()) {
-                crate::debug::log(format!("{}: ignoring unknown setting `{key}`", layer.label()));
+                tracing::debug!("{}: ignoring unknown setting `{key}`", layer.label());
             }
         }
     }

@@ -31,6 +31,7 @@ pub fn request(
         messages,
         tools: tools.clone(),
         cache_breakpoints: breakpoints,
+        reasoning: Default::default(),
     }
 }
 

@@ -2,6 +2,9 @@
 //!
 //! Taken once so the project context stays byte-identical for the whole session (prompt
 //! caching); the model is told it is a snapshot and runs git itself for the current state.
+//!
+//! keel runs no program a repository names: every git call of keel's own goes through
+//! [`command`], which switches off what repository configuration can make git execute.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -26,7 +29,8 @@ pub struct GitSnapshot {
 
 /// The snapshot, or `None` outside a repository or without a working `git`.
 pub fn snapshot(cwd: &Path) -> Option<GitSnapshot> {
-    let status = run_git(cwd, &["status", "--short", "--branch"])?;
+    // Submodules are left out: their own configuration could name programs too.
+    let status = run_git(cwd, &["status", "--short", "--branch", "--ignore-submodules=all"])?;
     let mut lines = status.lines();
     let branch = lines
         .next()
@@ -47,24 +51,90 @@ pub fn snapshot(cwd: &Path) -> Option<GitSnapshot> {
     })
 }
 
+/// A `git` command in `cwd` for keel's own use: repository configuration (which a cloned
+/// repository or a command may have written) gets to run nothing. Switched off: hooks,
+/// fsmonitor, the pager, external diff, diff textconv and commands, signature checks, trace
+/// targets, and every configured filter driver (clean, smudge, process; `required` dropped so
+/// git does not refuse to work without them). Driver names are free-form, so the configured
+/// ones are listed first (`git config` runs nothing) and each is emptied by name.
+pub fn command(cwd: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.arg("-C").arg(cwd).arg("--no-pager");
+    for (key, value) in [
+        ("core.fsmonitor", "false"),
+        ("core.hooksPath", "/dev/null"),
+        ("core.pager", "cat"),
+        ("diff.external", ""),
+        ("log.showSignature", "false"),
+    ] {
+        cmd.arg("-c").arg(format!("{key}={value}"));
+    }
+    for (kind, name) in configured_drivers(cwd) {
+        let keys: &[&str] = if kind == "filter" {
+            &["clean", "smudge", "process"]
+        } else {
+            &["textconv", "command"]
+        };
+        for key in keys {
+            cmd.arg("-c").arg(format!("{kind}.{name}.{key}="));
+        }
+        if kind == "filter" {
+            cmd.arg("-c").arg(format!("filter.{name}.required=false"));
+        }
+    }
+    quiet_env(&mut cmd);
+    cmd.stdin(Stdio::null());
+    cmd
+}
+
+/// The environment of keel's git calls: no locks taken, no prompts, no pager or external
+/// diff from the user's environment, trace output off (repository configuration could point
+/// it at any file).
+fn quiet_env(cmd: &mut Command) {
+    cmd.env("GIT_OPTIONAL_LOCKS", "0")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_TRACE2", "0")
+        .env("GIT_TRACE2_EVENT", "0")
+        .env("GIT_TRACE2_PERF", "0")
+        .env_remove("GIT_EXTERNAL_DIFF")
+        .env_remove("GIT_PAGER")
+        .env_remove("PAGER");
+}
+
+/// Filter and diff drivers that configuration defines with something to run: `(kind, name)`.
+fn configured_drivers(cwd: &Path) -> Vec<(String, String)> {
+    let mut cmd = Command::new("git");
+    cmd.arg("-C")
+        .arg(cwd)
+        .args(["config", "--null", "--name-only", "--get-regexp"])
+        .arg(r"^(filter|diff)\..*\.(clean|smudge|process|textconv|command)$");
+    quiet_env(&mut cmd);
+    let Some(out) = wait_output(cmd) else {
+        return Vec::new();
+    };
+    let mut drivers: Vec<(String, String)> = out
+        .split('\0')
+        .filter_map(|key| {
+            let (kind, rest) = key.split_once('.')?;
+            let (name, _) = rest.rsplit_once('.')?;
+            Some((kind.to_string(), name.to_string()))
+        })
+        .collect();
+    drivers.sort();
+    drivers.dedup();
+    drivers
+}
+
 /// Runs git without touching the index lock; `None` on any failure or timeout.
 fn run_git(cwd: &Path, args: &[&str]) -> Option<String> {
-    // Repository configuration can name programs git runs (fsmonitor, pagers, hooks); a
-    // repository a command wrote to must not get to run code through keel's own snapshot.
-    let mut child = Command::new("git")
-        .arg("-C")
-        .arg(cwd)
-        .args([
-            "-c",
-            "core.fsmonitor=false",
-            "-c",
-            "core.pager=cat",
-            "-c",
-            "core.hooksPath=/dev/null",
-        ])
-        .args(args)
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .env("GIT_TERMINAL_PROMPT", "0")
+    let mut cmd = command(cwd);
+    cmd.args(args);
+    wait_output(cmd)
+}
+
+/// Runs a prepared git command with the timeout; its stdout when it succeeded.
+fn wait_output(mut cmd: Command) -> Option<String> {
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -156,6 +226,59 @@ mod tests {
         let text = snap.render();
         assert!(text.contains("- Branch: trunk"), "{text}");
         assert!(text.contains("?? new.txt"), "{text}");
+    }
+
+    /// A repository whose configuration names programs for every hook git has; each writes a
+    /// marker. A plain `git status` runs the filter (the fixture works); keel's snapshot runs
+    /// none of them.
+    #[test]
+    fn the_snapshot_runs_no_program_the_repository_names() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path();
+        let marker = dir.join("ran");
+        git(dir, &["init", "-q", "-b", "trunk"]);
+        std::fs::write(dir.join(".gitattributes"), "* filter=x diff=x\n").unwrap();
+        std::fs::write(dir.join("a.txt"), "a\n").unwrap();
+        git(dir, &["add", "."]);
+        git(dir, &["commit", "-q", "-m", "first"]);
+        let plant = |what: &str| format!("sh -c 'echo {what} >> \"{}\"; cat'", marker.display());
+        git(dir, &["config", "filter.x.clean", &plant("clean")]);
+        git(dir, &["config", "filter.x.smudge", &plant("smudge")]);
+        git(dir, &["config", "filter.x.required", "true"]);
+        git(dir, &["config", "diff.x.textconv", &plant("textconv")]);
+        git(dir, &["config", "core.fsmonitor", &plant("fsmonitor")]);
+        git(dir, &["config", "core.pager", &plant("pager")]);
+        git(dir, &["config", "log.showSignature", "true"]);
+        git(dir, &["config", "gpg.program", &plant("gpg")]);
+        git(dir, &["config", "trace2.normalTarget", &marker.display().to_string()]);
+        let touch = || {
+            // Same content, new mtime: git must read the file again, through its clean filter.
+            std::thread::sleep(Duration::from_millis(1100));
+            std::fs::write(dir.join("a.txt"), "a\n").unwrap();
+        };
+        touch();
+        let plain = Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(["status", "--short"])
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .output()
+            .unwrap();
+        assert!(plain.status.success());
+        assert!(
+            marker.exists(),
+            "the fixture must make a plain git status run the filter"
+        );
+        std::fs::remove_file(&marker).unwrap();
+        touch();
+        let snap = snapshot(dir).expect("a snapshot despite the hostile configuration");
+        assert_eq!(snap.branch, "trunk");
+        assert_eq!(snap.recent_commits.len(), 1);
+        assert!(
+            !marker.exists(),
+            "keel's snapshot ran a repository program: {}",
+            std::fs::read_to_string(&marker).unwrap_or_default()
+        );
     }
 
     #[test]

@@ -240,11 +240,8 @@ impl Instructions {
 }
 
 fn read_text(path: &Path) -> Result<String, String> {
-    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(format!("larger than {} MB", MAX_FILE_BYTES / (1024 * 1024)));
-    }
-    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    // A repository's instruction file may be a FIFO or a link to a device: never block on it.
+    let bytes = crate::fsutil::open::read_file_capped(path, MAX_FILE_BYTES).map_err(|e| e.to_string())?;
     if crate::tools::read::looks_binary(&bytes) {
         return Err("not a text file".into());
     }

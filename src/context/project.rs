@@ -25,6 +25,10 @@ pub struct ProjectContext {
     pub git: Option<GitSnapshot>,
     pub instructions: Instructions,
     append: Option<String>,
+    /// Sections keel adds after the instruction files (the skill and sub-agent listings).
+    pub listings: Vec<String>,
+    /// The project's memory (the main agent's only).
+    pub memory: Option<crate::memory::Memory>,
 }
 
 /// What to gather for a session.
@@ -49,6 +53,8 @@ impl ProjectContext {
             git: git::snapshot(g.cwd),
             instructions: Instructions::discover(g.cwd, g.home),
             append: g.append.filter(|s| !s.trim().is_empty()).map(str::to_string),
+            listings: Vec::new(),
+            memory: None,
         }
     }
 
@@ -61,11 +67,28 @@ impl ProjectContext {
             git: None,
             instructions: Instructions::none(cwd),
             append: None,
+            listings: Vec::new(),
+            memory: None,
         }
     }
 
-    /// The text of the project layer.
+    /// The text of the project layer: the base (environment, git, instruction files), the
+    /// listings and the memory.
     pub fn project_text(&self) -> String {
+        let mut out = self.base_text();
+        for l in &self.listings {
+            out.push_str("\n\n");
+            out.push_str(l);
+        }
+        if let Some(m) = &self.memory {
+            out.push_str("\n\n");
+            out.push_str(&m.render());
+        }
+        out
+    }
+
+    /// Environment, git snapshot and instruction files.
+    pub fn base_text(&self) -> String {
         let mut out = self.environment.clone();
         if let Some(g) = &self.git {
             out.push_str("\n\n");
@@ -81,10 +104,12 @@ impl ProjectContext {
 
     /// The system blocks, with cache breakpoints on the core and on the last block.
     pub fn system_blocks(&self) -> Vec<SystemBlock> {
-        let mut blocks = vec![
-            SystemBlock::text(self.core.clone()),
-            SystemBlock::text(self.project_text()),
-        ];
+        // An empty core (`--system-prompt ""`) is left out: the API rejects empty text blocks.
+        let mut blocks = Vec::with_capacity(3);
+        if !self.core.trim().is_empty() {
+            blocks.push(SystemBlock::text(self.core.clone()));
+        }
+        blocks.push(SystemBlock::text(self.project_text()));
         if let Some(a) = &self.append {
             blocks.push(SystemBlock::text(a.clone()));
         }
@@ -100,7 +125,19 @@ impl ProjectContext {
     pub fn reload_instructions(&mut self) -> bool {
         let before = instructions::render(&self.instructions.files);
         self.instructions.reload();
-        before != instructions::render(&self.instructions.files)
+        let memory_changed = self.memory.as_mut().is_some_and(|m| m.reload());
+        before != instructions::render(&self.instructions.files) || memory_changed
+    }
+
+    /// Takes over the sections keel added to another project layer (a model switch rebuilds
+    /// the layer from disk).
+    pub fn adopt_sections(&mut self, from: &ProjectContext) {
+        if self.listings.is_empty() {
+            self.listings = from.listings.clone();
+        }
+        if self.memory.is_none() {
+            self.memory = from.memory.clone();
+        }
     }
 
     pub fn core_text(&self) -> &str {

@@ -59,6 +59,18 @@ pub fn render(r: &Report<'_>) -> String {
         "  {files:>7}  instruction files ({} loaded at start)",
         p.instructions.files.len()
     );
+    let listings: u64 = p.listings.iter().map(|l| tokens::text(l)).sum();
+    if listings > 0 {
+        let _ = writeln!(out, "  {listings:>7}  skill and sub-agent listings");
+    }
+    if let Some(m) = &p.memory {
+        let _ = writeln!(
+            out,
+            "  {:>7}  project memory ({})",
+            tokens::text(&m.render()),
+            m.file.display()
+        );
+    }
 
     out.push_str("\nInstruction files loaded at start, in order (later ones take precedence):\n");
     if p.instructions.files.is_empty() {
@@ -107,10 +119,10 @@ fn human(bytes: u64) -> String {
 
 /// Instruction files in directories below `cwd` (honouring .gitignore), with their sizes.
 pub fn nested_files(cwd: &Path) -> Vec<(PathBuf, u64)> {
-    let walker = ignore::WalkBuilder::new(cwd)
-        .hidden(false)
-        .filter_entry(|e| e.file_name() != ".git")
-        .build();
+    let Ok(mut walk) = crate::tools::walk::safe_walk(cwd, |e| e.file_name() != ".git") else {
+        return Vec::new();
+    };
+    let walker = walk.builder.require_git(true).build();
     let mut out = Vec::new();
     for entry in walker.flatten().take(MAX_WALK_ENTRIES) {
         if !entry.file_type().is_some_and(|t| t.is_file()) {

@@ -1,5 +1,7 @@
 //! The pipeline's authorization step: permission rules and modes, and asking a human.
 
+use std::path::PathBuf;
+
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -8,8 +10,29 @@ use super::pipeline::{Pipeline, ToolCall};
 use serde_json::json;
 
 use crate::hooks::{Event, Permission, fields};
+use crate::permissions::updates::{self, Update};
 use crate::permissions::{AskInfo, HookDecision, Mode, PermissionPrompt, PermissionReply, Verdict};
+use crate::sandbox::Confinement;
 use crate::tools::ToolOutput;
+
+/// A call allowed to run: where its path resolved (file tools), and the input an approving
+/// program rewrote it into, if it did (checked again by the pipeline).
+pub struct Approved {
+    pub resolved: Option<PathBuf>,
+    pub updated_input: Option<serde_json::Value>,
+    /// How the call was approved, which decides how a shell command is confined.
+    pub confinement: Confinement,
+}
+
+impl Approved {
+    fn plain(resolved: Option<PathBuf>) -> Self {
+        Approved {
+            resolved,
+            updated_input: None,
+            confinement: Confinement::Approved,
+        }
+    }
+}
 
 /// Why a call did not run; `denied` marks permission denials (for `permission_denials`).
 pub struct Refusal {
@@ -18,36 +41,66 @@ pub struct Refusal {
 }
 
 impl Pipeline<'_> {
-    /// Decides whether `call` may run; asks the front end when a human must decide.
+    /// Decides whether `call` may run; asks the front end when a human must decide. An
+    /// approving program may hand back a rewritten input (`Ok(Some(input))`).
     pub(super) async fn authorize(
         &self,
         call: &ToolCall,
         read_only: bool,
         hook: Option<HookDecision>,
         cancel: &CancellationToken,
-    ) -> Result<(), Refusal> {
+    ) -> Result<Approved, Refusal> {
         let mode = self.shared.mode();
-        let verdict = self
-            .authorizer
-            .check(&call.name, &call.input, read_only, mode, &self.shared.cwd, hook);
+        let grants = self.shared.skills.grants();
+        let decision = self.authorizer.decide(
+            &call.name,
+            &call.input,
+            read_only,
+            mode,
+            &self.shared.cwd,
+            hook,
+            &grants,
+        );
+        // The tool opens exactly the path this decision was made for.
+        let resolved = decision.resolved;
+        let verdict = decision.verdict;
         let verdict = match verdict {
-            Verdict::Allow | Verdict::Ask { .. } if leaves_sandbox(call, &self.shared.sandbox) => Verdict::Ask {
-                hard: true,
-                info: AskInfo {
-                    reason: "the command asks to run outside the OS sandbox (dangerouslyDisableSandbox)".into(),
-                    ..AskInfo::default()
-                },
-            },
+            v @ (Verdict::Allow | Verdict::AllowConfined(_) | Verdict::Ask { .. })
+                if leaves_sandbox(call, &self.shared.sandbox, &v) =>
+            {
+                Verdict::Ask {
+                    hard: true,
+                    info: AskInfo {
+                        reason: "the command asks to run outside the OS sandbox (dangerouslyDisableSandbox)".into(),
+                        ..AskInfo::default()
+                    },
+                }
+            }
             v => v,
         };
-        let info = match verdict {
-            Verdict::Allow => return Ok(()),
+        let mut info = match verdict {
+            Verdict::Allow => return Ok(Approved::plain(resolved)),
+            Verdict::AllowConfined(confinement) => {
+                return Ok(Approved {
+                    confinement,
+                    ..Approved::plain(resolved)
+                });
+            }
             Verdict::Deny(reason) => return Err(denied(call, &format!("Permission denied: {reason}."))),
             Verdict::Ask { info, .. } => info,
         };
+        // Whoever decides on loading a skill sees what it would grant.
+        if call.name == "Skill"
+            && let Some(runner) = &self.shared.skill_runner
+        {
+            let grants = runner.grants(call.input.get("skill").and_then(|v| v.as_str()).unwrap_or(""));
+            if !grants.is_empty() {
+                info.reason.push_str(&format!(": {}", grants.join(", ")));
+            }
+        }
         if self.hooks.has(Event::PermissionRequest) {
             let mut f = self.tool_fields(call, &call.input);
-            f.insert("permission_suggestions".into(), json!(info.rules_to_save));
+            f.insert("permission_suggestions".into(), json!(updates::suggestions(&info)));
             let agg = self
                 .hooks
                 .fire(Event::PermissionRequest, Some(&call.name), mode, f, self.events)
@@ -55,7 +108,11 @@ impl Pipeline<'_> {
             match agg.permission {
                 Some(Permission::Allow) => {
                     self.after_approval(call, false);
-                    return Ok(());
+                    return Ok(Approved {
+                        resolved,
+                        updated_input: agg.updated_input,
+                        confinement: Confinement::Approved,
+                    });
                 }
                 Some(Permission::Deny) => {
                     let why = agg.permission_reasons.join("; ");
@@ -84,14 +141,34 @@ impl Pipeline<'_> {
             }),
             Some(PermissionReply::AllowOnce) => {
                 self.after_approval(call, false);
-                Ok(())
+                Ok(Approved::plain(resolved))
+            }
+            Some(PermissionReply::Allow { updated_input, updates }) => {
+                self.apply_updates(updates);
+                self.after_approval(call, false);
+                Ok(Approved {
+                    resolved,
+                    updated_input,
+                    confinement: Confinement::Approved,
+                })
+            }
+            Some(PermissionReply::Reject { message, interrupt }) => {
+                if interrupt {
+                    cancel.cancel();
+                }
+                let message = if message.trim().is_empty() {
+                    format!("The {} call was refused; it was not run.", call.name)
+                } else {
+                    message
+                };
+                Err(denied(call, &message))
             }
             Some(PermissionReply::AllowAlways) => {
                 if let Some(warning) = self.authorizer.grant(&info) {
                     self.events.notice(NoticeLevel::Warning, warning);
                 }
                 self.after_approval(call, true);
-                Ok(())
+                Ok(Approved::plain(resolved))
             }
             Some(PermissionReply::Deny { feedback }) => {
                 let mut msg = format!("The user declined this {} call; it was not run.", call.name);
@@ -132,12 +209,42 @@ impl Pipeline<'_> {
             input: call.input.clone(),
             detail: detail(call, info),
             suggested_rule: info.rules_to_save.first().or(info.session_grants.first()).cloned(),
+            reason: info.reason.clone(),
+            suggestions: updates::suggestions(info),
             reply: tx,
         }));
         tokio::select! {
             _ = cancel.cancelled() => None,
             // A front end that drops the question without answering denies.
             r = rx => Some(r.unwrap_or(PermissionReply::Deny { feedback: None })),
+        }
+    }
+
+    /// Applies the permission updates a program sent with its approval.
+    fn apply_updates(&self, list: Vec<Update>) {
+        for u in list {
+            match u {
+                Update::AllowRules { rules, save } => {
+                    let info = if save {
+                        AskInfo {
+                            rules_to_save: rules,
+                            ..AskInfo::default()
+                        }
+                    } else {
+                        AskInfo {
+                            session_grants: rules,
+                            ..AskInfo::default()
+                        }
+                    };
+                    if let Some(warning) = self.authorizer.grant(&info) {
+                        self.events.notice(NoticeLevel::Warning, warning);
+                    }
+                }
+                Update::SetMode(mode) => {
+                    self.shared.set_mode(mode);
+                    self.events.emit(EngineEvent::ModeChanged(mode));
+                }
+            }
         }
     }
 
@@ -209,9 +316,10 @@ fn detail(call: &ToolCall, info: &AskInfo) -> String {
     format!("{body}\n\n({})", info.reason)
 }
 
-/// A Bash call that asks to run unsandboxed while the sandbox is on.
-fn leaves_sandbox(call: &ToolCall, sandbox: &crate::sandbox::SandboxMode) -> bool {
+/// A Bash call that asks to run unconfined while it would be confined: the sandbox is on, or
+/// keel approved it only as read-only (the jail).
+fn leaves_sandbox(call: &ToolCall, sandbox: &crate::sandbox::SandboxMode, verdict: &Verdict) -> bool {
     call.name == "Bash"
         && call.input.get("dangerouslyDisableSandbox") == Some(&serde_json::Value::Bool(true))
-        && !matches!(sandbox, crate::sandbox::SandboxMode::Off)
+        && (!matches!(sandbox, crate::sandbox::SandboxMode::Off) || matches!(verdict, Verdict::AllowConfined(_)))
 }

@@ -81,13 +81,22 @@ impl Engine {
             }
         }
         self.compactor.counter.sent(view.generation, view.messages.len());
-        Some(assemble::request(
-            &self.config.model,
+        // A loaded skill's `model` applies for the rest of the turn.
+        let model = self
+            .session
+            .shared
+            .skills
+            .model()
+            .unwrap_or_else(|| self.config.model.clone());
+        let mut request = assemble::request(
+            &model,
             self.compactor.request_max_tokens(self.config.max_tokens),
             &self.config.system,
             self.registry.tool_set(),
             view.messages,
-        ))
+        );
+        request.reasoning = self.config.reasoning.clone();
+        Some(request)
     }
 
     /// Notes what a round of tool calls did: each outcome goes to keel's tool record; paths the
@@ -202,6 +211,7 @@ impl Engine {
 
     /// Compacts the conversation now: the manual `/compact [instructions]` and the automatic
     /// path alike.
+    #[tracing::instrument(name = "compaction", level = "info", skip_all, fields(trigger = trigger.as_str()))]
     pub async fn compact(
         &mut self,
         custom_instructions: Option<&str>,
@@ -307,6 +317,8 @@ impl Engine {
         }
         let mut blocks = vec![ContentBlock::text(text.clone())];
         blocks.extend(hot.map(ContentBlock::text));
+        // Skills loaded earlier keep applying: their latest text is mounted again.
+        blocks.extend(self.session.shared.skills.remount_text().map(ContentBlock::text));
         let new_history = autocompact::new_history(&store, blocks);
         self.session.compact_history(new_history, trigger.as_str(), pre_tokens);
         self.compactor.reset();
@@ -397,6 +409,7 @@ impl Engine {
             duration_api_ms: 0,
             interrupted: result == Err(CompactError::Cancelled),
             api_error_status: None,
+            ..TurnOutcome::default()
         };
         self.events.emit(EngineEvent::TurnFinished(outcome.clone()));
         outcome

@@ -183,6 +183,7 @@ fn setup_with(
         context_window: window,
         compact: settings,
         interactive: false,
+        ..Default::default()
     };
     // The test's own edit tool is not read-only; these tests are about compaction, not approval.
     session.shared.set_mode(crate::permissions::Mode::BypassPermissions);

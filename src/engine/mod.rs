@@ -7,10 +7,12 @@
 
 mod authorize;
 mod compaction;
-pub mod events;
+pub mod harness;
 mod lifecycle;
 pub mod pipeline;
+pub mod rewind;
 pub mod session;
+pub mod skills;
 pub mod subagent;
 mod tool_hooks;
 mod turn;
@@ -19,8 +21,10 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
+pub use crate::events;
+pub use crate::events::{EngineEvent, EventSink, NoticeLevel, ResultSubtype, TerminalReason, TurnOutcome};
 pub use compaction::{CompactError, CompactReport};
-pub use events::{EngineEvent, NoticeLevel, ResultSubtype, TurnOutcome};
+pub use rewind::RewindReport;
 pub use session::Session;
 
 pub use crate::compact::CompactSettings;
@@ -34,7 +38,7 @@ use crate::permissions::Authorizer;
 use crate::provider::{Provider, SystemBlock};
 use crate::tools::registry::ToolRegistry;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct EngineConfig {
     pub model: String,
     pub max_tokens: u32,
@@ -47,23 +51,10 @@ pub struct EngineConfig {
     /// or the `contextWindow` setting.
     pub context_window: Option<u64>,
     pub compact: CompactSettings,
-}
-
-/// Sends engine events to whoever consumes them; a consumer that went away is not an error.
-#[derive(Clone)]
-pub struct EventSink(mpsc::UnboundedSender<EngineEvent>);
-
-impl EventSink {
-    pub fn emit(&self, event: EngineEvent) {
-        let _ = self.0.send(event);
-    }
-
-    pub fn notice(&self, level: NoticeLevel, message: impl Into<String>) {
-        self.emit(EngineEvent::Notice {
-            level,
-            message: message.into(),
-        });
-    }
+    /// Spending limit of the session in USD (`--max-budget-usd`): a turn stops once it is reached.
+    pub max_budget_usd: Option<f64>,
+    /// Extended thinking and effort for the turn's requests.
+    pub reasoning: crate::provider::Reasoning,
 }
 
 pub struct Engine {
@@ -82,6 +73,13 @@ pub struct Engine {
     pending_context: Vec<String>,
     /// Set when this engine runs a sub-agent (its Stop hooks fire as SubagentStop).
     pub subagent: Option<subagent::SubagentInfo>,
+    /// Where the StructuredOutput tool leaves the final answer, when one is required
+    /// (`--json-schema`): a turn then ends only with a valid one.
+    pub structured: Option<crate::tools::structured::StructuredSlot>,
+    /// Skills, sub-agent types, plugins and spawn budgets of the session.
+    pub harness: harness::Harness,
+    /// This engine's runner of sub-agents, when installed.
+    subagents: Option<Arc<subagent::SubagentRunner>>,
 }
 
 impl Engine {
@@ -93,7 +91,7 @@ impl Engine {
         hooks: Arc<Hooks>,
         session: Session,
     ) -> (Engine, mpsc::UnboundedReceiver<EngineEvent>) {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (events, rx) = EventSink::channel();
         let window = Window::new(
             models::info(&config.model).context_window,
             config.context_window,
@@ -112,16 +110,21 @@ impl Engine {
                 session,
                 project,
                 compactor,
-                events: EventSink(tx),
+                events,
                 pending_context: Vec::new(),
                 subagent: None,
+                structured: None,
+                harness: harness::Harness::default(),
+                subagents: None,
             },
             rx,
         )
     }
 
-    /// Installs the project layer and the system prompt built from it.
-    pub fn set_project(&mut self, project: ProjectContext) {
+    /// Installs the project layer and the system prompt built from it (keeping the listings
+    /// and memory keel added to the previous one).
+    pub fn set_project(&mut self, mut project: ProjectContext) {
+        project.adopt_sections(&self.project);
         self.config.system = project.system_blocks();
         self.project = project;
         self.compactor

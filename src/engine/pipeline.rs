@@ -65,6 +65,17 @@ impl Pipeline<'_> {
         broken: &[BrokenToolCall],
         cancel: &CancellationToken,
     ) -> Vec<CallRecord> {
+        // Spawn budgets are reserved in the order the model issued its Agent calls, before any
+        // runs; places the calls did not use (refused, invalid) are given back afterwards.
+        let agent_calls: Vec<String> = calls
+            .iter()
+            .filter(|c| c.name == "Agent" && !broken.iter().any(|b| b.id == c.id))
+            .map(|c| c.id.clone())
+            .collect();
+        let runner = self.shared.agents.clone().filter(|_| !agent_calls.is_empty());
+        if let Some(r) = &runner {
+            r.reserve(&agent_calls);
+        }
         let mut records = Vec::with_capacity(calls.len());
         let mut batch: Vec<ToolCall> = Vec::new();
         for call in calls {
@@ -76,6 +87,9 @@ impl Pipeline<'_> {
             records.push(self.run_one(call, broken, cancel).await);
         }
         records.extend(self.run_batch(batch, broken, cancel).await);
+        if let Some(r) = &runner {
+            r.release(&agent_calls);
+        }
         records
     }
 
@@ -85,7 +99,7 @@ impl Pipeline<'_> {
             return true;
         }
         match self.registry.get(&call.name) {
-            Some(t) => t.tool.is_read_only(&call.input),
+            Some(t) => t.tool.runs_concurrently(&call.input),
             None => true,
         }
     }
@@ -106,6 +120,7 @@ impl Pipeline<'_> {
             .await
     }
 
+    #[tracing::instrument(name = "tool", level = "info", skip_all, fields(name = %call.name, id = %call.id))]
     async fn run_one(&self, call: ToolCall, broken: &[BrokenToolCall], cancel: &CancellationToken) -> CallRecord {
         let started = Instant::now();
         self.events.emit(EngineEvent::ToolStarted {
@@ -121,6 +136,16 @@ impl Pipeline<'_> {
             duration_ms: started.elapsed().as_millis() as u64,
             stop: done.stop,
         };
+        tracing::debug!(
+            is_error = record.output.is_error,
+            denied = record.denied,
+            duration_ms = record.duration_ms,
+            "tool finished"
+        );
+        if record.output.is_error {
+            // Only formatted when tracing is on: field values are evaluated lazily.
+            tracing::debug!(error = %record.output.content.as_text(), "tool error");
+        }
         self.events.emit(EngineEvent::ToolFinished {
             id: record.call.id.clone(),
             name: record.call.name.clone(),
@@ -164,14 +189,58 @@ impl Pipeline<'_> {
             ..call.clone()
         };
         let read_only = registered.tool.is_read_only(&effective.input);
-        if let Err(refusal) = self.authorize(&effective, read_only, pre.decision, cancel).await {
-            return self.refused(call, refusal);
-        }
+        let approved = match self.authorize(&effective, read_only, pre.decision, cancel).await {
+            Ok(a) => a,
+            Err(refusal) => return self.refused(call, refusal),
+        };
+        let confinement = approved.confinement;
+        let (effective, resolved) = match approved.updated_input {
+            None => (effective, approved.resolved),
+            Some(updated) => {
+                if let Err(problems) = registered.validate(&updated) {
+                    return Done::plain(ToolOutput::error(format!(
+                        "The approver rewrote the input of this {} call into one that does not match the tool's \
+                         schema, so it was not run:\n- {}",
+                        call.name,
+                        problems.join("\n- ")
+                    )));
+                }
+                // Deny rules hold whoever approves: the rewritten input is checked against them,
+                // and its path is resolved anew (the tool opens what the check saw).
+                let grants = self.shared.skills.grants();
+                let decision = self.authorizer.decide(
+                    &call.name,
+                    &updated,
+                    registered.tool.is_read_only(&updated),
+                    self.shared.mode(),
+                    &self.shared.cwd,
+                    Some(crate::permissions::HookDecision::Allow),
+                    &grants,
+                );
+                if let crate::permissions::Verdict::Deny(reason) = decision.verdict {
+                    let output = ToolOutput::error(format!(
+                        "Permission denied: {reason}. The approver rewrote this {} call into one a deny rule \
+                         forbids, so it was not run.",
+                        call.name
+                    ));
+                    return self.refused(call, Refusal { output, denied: true });
+                }
+                (
+                    ToolCall {
+                        input: updated,
+                        ..effective
+                    },
+                    decision.resolved,
+                )
+            }
+        };
 
         let ctx = ToolContext {
             shared: self.shared.clone(),
             cancel: cancel.child_token(),
             tool_use_id: call.id.clone(),
+            resolved,
+            confinement,
         };
         let tool = registered.tool.clone();
         let result = if tool.handles_cancellation() {
@@ -212,6 +281,7 @@ impl Pipeline<'_> {
                 tool_name: call.name.clone(),
                 tool_use_id: call.id.clone(),
                 tool_input: call.input.clone(),
+                message: refusal.output.content.as_text(),
             });
         }
         Done {
@@ -345,7 +415,7 @@ mod tests {
                     "test".into(),
                     crate::transcript::SharedTranscript::new(transcript),
                 ),
-                sink: EventSink(tx),
+                sink: EventSink::new(tx),
                 shared,
                 _dir: dir,
             }

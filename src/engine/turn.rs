@@ -7,7 +7,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::Engine;
-use super::events::{EngineEvent, NoticeLevel, ResultSubtype, TurnOutcome};
+use super::events::{EngineEvent, NoticeLevel, ResultSubtype, TerminalReason, TurnOutcome};
 use super::lifecycle::{PromptVerdict, StopVerdict};
 use super::pipeline::{Pipeline, ToolCall};
 use super::session::Denial;
@@ -16,6 +16,8 @@ use crate::provider::{BrokenReason, ModelRequest, ModelResponse, ProviderError, 
 
 /// How often a response cut by the output limit is continued before giving up.
 const MAX_CONTINUATIONS: u32 = 3;
+/// How often the model is reminded to give its structured answer before the turn fails.
+const MAX_STRUCTURED_NUDGES: u32 = 3;
 
 struct TurnStats {
     started: Instant,
@@ -25,6 +27,7 @@ struct TurnStats {
 
 impl Engine {
     /// Runs one user turn to its end and returns (and emits) its outcome.
+    #[tracing::instrument(name = "turn", level = "info", skip_all, fields(requests = tracing::field::Empty))]
     pub async fn run_turn(&mut self, content: Vec<ContentBlock>, cancel: CancellationToken) -> TurnOutcome {
         let mut stats = TurnStats {
             started: Instant::now(),
@@ -32,6 +35,11 @@ impl Engine {
             requests: 0,
         };
         let mut content = content;
+        self.hooks.set_prompt_id(uuid::Uuid::new_v4().to_string());
+        if let Some(slot) = &self.structured {
+            slot.take();
+        }
+        content.extend(self.background_notes());
         let outcome = match self.submit_prompt(&mut content).await {
             PromptVerdict::Reject(reason) => {
                 let mut o = failure(
@@ -40,21 +48,39 @@ impl Engine {
                     None,
                 );
                 o.stop_reason = Some("hook_blocked".into());
+                o.terminal_reason = TerminalReason::HookStopped;
                 o
             }
             PromptVerdict::Accept => {
+                self.begin_prompt_point(&content);
                 self.session.push_user(content);
                 self.drive(&mut stats, &cancel).await
             }
         };
+        // A skill's allowed tools and model last for the turn that loaded it.
+        self.session.shared.skills.end_turn();
+        self.absorb_subagents();
+        tracing::Span::current().record("requests", stats.requests);
+        tracing::info!(
+            subtype = outcome.subtype.as_str(),
+            is_error = outcome.is_error,
+            "turn finished"
+        );
+        if outcome.is_error {
+            tracing::warn!(error = %outcome.result, "turn failed");
+        }
         let outcome = TurnOutcome {
             num_turns: stats.requests,
             duration_ms: stats.started.elapsed().as_millis() as u64,
             duration_api_ms: stats.api_ms,
             ..outcome
         };
-        for err in std::mem::take(&mut self.session.transcript_errors) {
-            self.events.notice(NoticeLevel::Warning, err);
+        let write_errors = std::mem::take(&mut self.session.transcript_errors);
+        match self.session.transcript.health() {
+            Some(unsaved) if !write_errors.is_empty() => self.events.notice(NoticeLevel::Warning, unsaved),
+            _ => write_errors
+                .into_iter()
+                .for_each(|e| self.events.notice(NoticeLevel::Warning, e)),
         }
         self.session.log_event(
             "turn_finished",
@@ -67,30 +93,47 @@ impl Engine {
     async fn drive(&mut self, stats: &mut TurnStats, cancel: &CancellationToken) -> TurnOutcome {
         let mut continuations = 0;
         let mut stop_blocks = 0u32;
+        let mut structured_nudges = 0u32;
         let mut overflow_compacted = false;
         loop {
             if let Some(max) = self.config.max_turns
                 && stats.requests >= max
             {
-                return failure(
+                let mut o = failure(
                     ResultSubtype::ErrorMaxTurns,
                     format!("reached the limit of {max} model turns before the task was finished"),
                     None,
                 );
+                o.terminal_reason = TerminalReason::MaxTurns;
+                return o;
+            }
+            if let Some(max) = self.config.max_budget_usd
+                && self.session.totals.cost_usd >= max
+            {
+                let mut o = failure(
+                    ResultSubtype::ErrorMaxBudgetUsd,
+                    format!(
+                        "reached the spending limit of ${max} (spent ${:.4}) before the task was finished",
+                        self.session.totals.cost_usd
+                    ),
+                    None,
+                );
+                o.terminal_reason = TerminalReason::BudgetExhausted;
+                return o;
             }
             stats.requests += 1;
             self.events.emit(EngineEvent::RequestStarted {
                 request: stats.requests,
             });
             let Some(request) = self.next_request(cancel).await else {
-                return self.interrupted();
+                return self.interrupted(TerminalReason::AbortedStreaming);
             };
             let api_started = Instant::now();
             let response = self.stream_response(request, cancel).await;
             stats.api_ms += api_started.elapsed().as_millis() as u64;
             let response = match response {
                 Ok(r) => r,
-                Err(ProviderError::Cancelled) => return self.interrupted(),
+                Err(ProviderError::Cancelled) => return self.interrupted(TerminalReason::AbortedStreaming),
                 // The prompt outgrew the model's window after all: compact once and retry.
                 Err(e) if !overflow_compacted && self.compactor.settings.auto && Self::is_context_overflow(&e) => {
                     overflow_compacted = true;
@@ -99,13 +142,25 @@ impl Engine {
                         .await
                     {
                         Ok(_) => continue,
-                        Err(super::CompactError::Cancelled) => return self.interrupted(),
-                        Err(_) => return failure(ResultSubtype::ErrorDuringExecution, e.to_string(), e.status()),
+                        Err(super::CompactError::Cancelled) => {
+                            return self.interrupted(TerminalReason::AbortedStreaming);
+                        }
+                        Err(_) => {
+                            let mut o = failure(ResultSubtype::ErrorDuringExecution, e.to_string(), e.status());
+                            o.terminal_reason = TerminalReason::PromptTooLong;
+                            return o;
+                        }
                     }
                 }
                 Err(e) => {
                     let status = e.status();
-                    return failure(ResultSubtype::ErrorDuringExecution, e.to_string(), status);
+                    let mut o = failure(ResultSubtype::ErrorDuringExecution, e.to_string(), status);
+                    o.terminal_reason = if Self::is_context_overflow(&e) {
+                        TerminalReason::PromptTooLong
+                    } else {
+                        TerminalReason::ApiError
+                    };
+                    return o;
                 }
             };
             self.session
@@ -120,7 +175,12 @@ impl Engine {
                 content.push(ContentBlock::text("(no output)"));
             }
             let message = Message::assistant(content);
-            self.session.push_assistant(message.clone());
+            self.session.push_assistant_with(
+                message.clone(),
+                &response.id,
+                &response.model_or(&self.config.model),
+                &response.usage,
+            );
             self.events.emit(EngineEvent::Assistant {
                 id: response.id.clone(),
                 model: response.model_or(&self.config.model),
@@ -138,6 +198,7 @@ impl Engine {
                 })
                 .collect();
             if !calls.is_empty() {
+                self.publish_verifier_facts(&calls);
                 let records = Pipeline {
                     registry: &self.registry,
                     shared: &self.session.shared,
@@ -149,18 +210,7 @@ impl Engine {
                 .run_all(calls, &response.broken_tool_calls, cancel)
                 .await;
                 self.session.sync_todos();
-                let finished_subagents = std::mem::take(
-                    &mut *self
-                        .session
-                        .shared
-                        .subagent_tally
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner()),
-                );
-                for (model, usage) in finished_subagents.usage {
-                    self.session.totals.record(&model, &usage);
-                }
-                self.session.denials.extend(finished_subagents.denials);
+                self.absorb_subagents();
                 for r in records.iter().filter(|r| r.denied) {
                     self.session.denials.push(Denial {
                         tool_name: r.call.name.clone(),
@@ -170,6 +220,8 @@ impl Engine {
                 }
                 let mut content: Vec<ContentBlock> = records.iter().map(|r| r.to_block()).collect();
                 content.extend(self.note_tool_round(&records));
+                content.extend(self.loaded_skills(&records));
+                content.extend(self.background_notes());
                 // Calls cut by the output limit never ran: the model must hear it and go on.
                 if response
                     .broken_tool_calls
@@ -185,10 +237,18 @@ impl Engine {
                 self.session.push_user(results.content.clone());
                 self.events.emit(EngineEvent::ToolResults(results));
                 if cancel.is_cancelled() {
-                    return self.interrupted();
+                    return self.interrupted(TerminalReason::AbortedTools);
                 }
                 if let Some(reason) = records.iter().find_map(|r| r.stop.clone()) {
-                    return self.halted(reason);
+                    return self.halted(reason, TerminalReason::HookStopped);
+                }
+                if let Some(value) = self.structured.as_ref().and_then(|s| s.take()) {
+                    return TurnOutcome {
+                        result: value.to_string(),
+                        structured_output: Some(value),
+                        stop_reason: Some(response.stop_reason.as_str().to_string()),
+                        ..TurnOutcome::default()
+                    };
                 }
                 continue;
             }
@@ -207,9 +267,36 @@ impl Engine {
                 continue;
             }
 
+            // Headless runs and sub-agents have no later turn: background sub-agents still
+            // running are waited for, and their reports continue this turn.
+            if let Some(notes) = self.await_background(cancel).await {
+                self.session.push_user(notes);
+                continue;
+            }
+            if self.structured.is_some() {
+                if structured_nudges >= MAX_STRUCTURED_NUDGES {
+                    let mut o = failure(
+                        ResultSubtype::ErrorMaxStructuredOutputRetries,
+                        format!(
+                            "the model ended its turn {} times without a valid {} call",
+                            MAX_STRUCTURED_NUDGES + 1,
+                            crate::tools::structured::NAME
+                        ),
+                        None,
+                    );
+                    o.terminal_reason = TerminalReason::StructuredOutputRetryExhausted;
+                    return o;
+                }
+                structured_nudges += 1;
+                self.session.push_user(vec![ContentBlock::text(format!(
+                    "Your answer must be given through the {} tool, in the required format. Call it now.",
+                    crate::tools::structured::NAME
+                ))]);
+                continue;
+            }
             match self.stop_check(stop_blocks > 0, stop_blocks).await {
                 StopVerdict::Stop => {}
-                StopVerdict::Halt(reason) => return self.halted(reason),
+                StopVerdict::Halt(reason) => return self.halted(reason, TerminalReason::StopHookPrevented),
                 StopVerdict::Continue(feedback) => {
                     stop_blocks += 1;
                     self.session.push_user(vec![ContentBlock::text(feedback)]);
@@ -217,16 +304,9 @@ impl Engine {
                 }
             }
             return TurnOutcome {
-                subtype: ResultSubtype::Success,
-                is_error: false,
                 result: message.text(),
-                errors: Vec::new(),
                 stop_reason: Some(response.stop_reason.as_str().to_string()),
-                num_turns: 0,
-                duration_ms: 0,
-                duration_api_ms: 0,
-                interrupted: false,
-                api_error_status: None,
+                ..TurnOutcome::default()
             };
         }
     }
@@ -273,25 +353,19 @@ impl Engine {
     }
 
     /// A hook said `continue: false`: the turn ends here, successfully, with its reason.
-    fn halted(&mut self, reason: String) -> TurnOutcome {
+    fn halted(&mut self, reason: String, terminal_reason: TerminalReason) -> TurnOutcome {
         self.events
             .notice(NoticeLevel::Warning, format!("a hook stopped the agent: {reason}"));
         TurnOutcome {
-            subtype: ResultSubtype::Success,
-            is_error: false,
             result: self.session.last_assistant_text(),
-            errors: Vec::new(),
             stop_reason: Some("hook_stopped".into()),
-            num_turns: 0,
-            duration_ms: 0,
-            duration_api_ms: 0,
-            interrupted: false,
-            api_error_status: None,
+            terminal_reason,
+            ..TurnOutcome::default()
         }
     }
 
     /// Records the interruption so the next turn's model knows, and reports it.
-    fn interrupted(&mut self) -> TurnOutcome {
+    fn interrupted(&mut self, terminal_reason: TerminalReason) -> TurnOutcome {
         self.session
             .push_user(vec![ContentBlock::text("[Request interrupted by user]")]);
         TurnOutcome {
@@ -299,12 +373,9 @@ impl Engine {
             is_error: true,
             result: "interrupted by the user".into(),
             errors: vec!["interrupted by the user".into()],
-            stop_reason: None,
-            num_turns: 0,
-            duration_ms: 0,
-            duration_api_ms: 0,
             interrupted: true,
-            api_error_status: None,
+            terminal_reason,
+            ..TurnOutcome::default()
         }
     }
 }
@@ -315,12 +386,9 @@ fn failure(subtype: ResultSubtype, message: String, status: Option<u16>) -> Turn
         is_error: true,
         result: message.clone(),
         errors: vec![message],
-        stop_reason: None,
-        num_turns: 0,
-        duration_ms: 0,
-        duration_api_ms: 0,
-        interrupted: false,
         api_error_status: status,
+        terminal_reason: TerminalReason::ApiError,
+        ..TurnOutcome::default()
     }
 }
 

@@ -1,19 +1,31 @@
 //! Headless mode (`keel -p`): one prompt, no human in the loop, machine-readable output.
 
+pub mod out;
 pub mod output;
+pub mod printer;
+pub mod protocol;
+pub mod slash;
+pub mod stream;
 
-use std::collections::HashMap;
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
+use std::sync::Arc;
 
-use serde_json::Value;
-use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::args::{Cli, OutputFormat};
+use crate::cli::args::{Cli, InputFormat, OutputFormat};
 use crate::cli::setup::{self, SetupError};
 use crate::engine::{EngineEvent, NoticeLevel, ResultSubtype, TurnOutcome};
-use crate::message::ContentBlock;
+use out::Out;
+use printer::Printer;
+
+/// Like `eprintln!`, but a closed stderr (a hung-up terminal) is not a panic.
+macro_rules! err_line {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
 
 /// Largest prompt accepted on stdin.
 const MAX_STDIN: u64 = 10 * 1024 * 1024;
@@ -63,9 +75,38 @@ pub fn read_prompt(cli: &Cli) -> Result<String, HeadlessError> {
 }
 
 pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
-    if cli.output_format == OutputFormat::StreamJson && !cli.verbose {
+    let out = Arc::new(Out::default());
+    match run_inner(&cli, out.clone()).await {
+        Ok(code) => Ok(code),
+        Err(e) => {
+            // Programs reading JSON still get a result object that says what went wrong.
+            if matches!(cli.output_format, OutputFormat::Json | OutputFormat::StreamJson) {
+                out.line(&output::startup_error_object(&e.to_string(), None));
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Checks the combination of headless flags before anything starts.
+fn check_flags(cli: &Cli) -> Result<(), HeadlessError> {
+    let stream_in = cli.programs.input_format == InputFormat::StreamJson;
+    if let Some(flag) = cli.programs.unsupported.first() {
+        return Err(HeadlessError::Usage(format!("keel does not support {flag}")));
+    }
+    if cli.print && cli.output_format == OutputFormat::StreamJson && !cli.verbose {
         return Err(HeadlessError::Usage(
             "--output-format stream-json with --print needs --verbose".into(),
+        ));
+    }
+    if stream_in && cli.prompt.is_some() {
+        return Err(HeadlessError::Usage(
+            "with --input-format stream-json the prompts come as user messages on stdin, not as an argument".into(),
+        ));
+    }
+    if stream_in && cli.output_format != OutputFormat::StreamJson {
+        return Err(HeadlessError::Usage(
+            "--input-format stream-json needs --output-format stream-json".into(),
         ));
     }
     if cli.include_partial_messages && cli.output_format != OutputFormat::StreamJson {
@@ -73,40 +114,100 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
             "--include-partial-messages needs --output-format stream-json".into(),
         ));
     }
-    let prompt = read_prompt(&cli)?;
-    let prepared = setup::prepare(&cli)?;
+    if cli.programs.include_hook_events && cli.output_format != OutputFormat::StreamJson {
+        return Err(HeadlessError::Usage(
+            "--include-hook-events needs --output-format stream-json".into(),
+        ));
+    }
+    if cli.programs.replay_user_messages && !stream_in {
+        return Err(HeadlessError::Usage(
+            "--replay-user-messages needs --input-format stream-json and --output-format stream-json".into(),
+        ));
+    }
+    match cli.programs.permission_prompt_tool.as_deref() {
+        None => {}
+        Some("stdio") if stream_in => {}
+        Some("stdio") => {
+            return Err(HeadlessError::Usage(
+                "--permission-prompt-tool stdio needs --input-format stream-json (the program answers over stdin)"
+                    .into(),
+            ));
+        }
+        Some(other) => {
+            return Err(HeadlessError::Usage(format!(
+                "keel cannot ask an MCP tool for permission yet (--permission-prompt-tool {other}); use `stdio` \
+                 with --input-format stream-json"
+            )));
+        }
+    }
+    if cli.resume.as_deref() == Some("") {
+        return Err(HeadlessError::Usage(
+            "--resume needs a session id in headless mode; run `keel --resume` without -p to pick one".into(),
+        ));
+    }
+    Ok(())
+}
+
+async fn run_inner(cli: &Cli, out: Arc<Out>) -> Result<ExitCode, HeadlessError> {
+    check_flags(cli)?;
+    let stream_in = cli.programs.input_format == InputFormat::StreamJson;
+    let prompt = if stream_in { String::new() } else { read_prompt(cli)? };
+    // A second signal ends keel even where the first cannot be acted on (work stuck in a
+    // blocking call, stdout not being read).
+    if let Err(e) = crate::shutdown::install_forced_exit() {
+        err_line!("keel: warning: cannot install the signal handlers for a forced exit: {e}");
+    }
+    let prepared = setup::prepare(cli)?;
     for w in &prepared.warnings {
-        eprintln!("keel: warning: {w}");
+        err_line!("keel: warning: {w}");
+    }
+    let mut warnings = prepared.warnings.clone();
+    let cancel = CancellationToken::new();
+    let signal = watch_signals(cancel.clone());
+    if stream_in {
+        let code = stream::run(cli, prepared, out, cancel).await;
+        return Ok(match signal.triggered() {
+            Some(sig) => ExitCode::from((128 + sig) as u8),
+            None => code,
+        });
     }
     let mut engine = prepared.engine;
     let session_id = engine.session.id.clone();
-    let printer = Printer {
-        format: cli.output_format,
-        verbose: cli.verbose,
-        session_id: session_id.clone(),
-        structured: HashMap::new(),
-    };
-    if printer.format == OutputFormat::StreamJson {
+    let mut printer = Printer::new(out.clone(), cli.output_format, cli.verbose, session_id.clone());
+    printer.include_hook_events = cli.programs.include_hook_events;
+    if cli.output_format == OutputFormat::StreamJson {
         let cwd = engine.session.shared.cwd.display().to_string();
-        printer.line(&output::init_line(&output::InitInfo {
+        let inventory = engine.inventory();
+        out.line(&output::init_line(&output::InitInfo {
             session_id: &session_id,
             cwd: &cwd,
             tools: engine.registry.names(),
             model: &engine.config.model,
             permission_mode: prepared.permission_mode.as_str(),
-            api_key_source: api_key_source(&cli),
+            api_key_source: api_key_source(cli),
+            agents: inventory.agents.iter().map(String::as_str).collect(),
+            slash_commands: inventory.slash_commands.iter().map(String::as_str).collect(),
+            skills: inventory.skills.iter().map(String::as_str).collect(),
+            plugins: inventory.plugins.clone(),
         }));
     }
 
-    let cancel = CancellationToken::new();
-    let signal = watch_signals(cancel.clone());
+    // Nobody reads the output any more: stop the turn, nothing it does can be seen.
+    let gone = out.gone();
+    let turn_cancel = cancel.clone();
+    tokio::spawn(async move {
+        gone.cancelled().await;
+        turn_cancel.cancel();
+    });
     let printing = tokio::spawn(printer.drain(prepared.events));
     engine
         .session_start(if prepared.resumed { "resume" } else { "startup" })
         .await;
-    let outcome = match compact_command(&prompt) {
-        Some(instructions) => engine.compact_turn(instructions, &cancel).await,
-        None => engine.run_turn(vec![ContentBlock::text(prompt)], cancel.clone()).await,
+    let outcome = match slash::plan(&mut engine, &prompt, &cancel).await {
+        slash::Plan::Turn(content) => engine.run_turn(content, cancel.clone()).await,
+        slash::Plan::Compact(instructions) => engine.compact_turn(instructions.as_deref(), &cancel).await,
+        slash::Plan::Answer(text) => slash::finish(&engine, text, false),
+        slash::Plan::Fail(message) => slash::finish(&engine, message, true),
     };
     // The session ends with the turn: nothing it started in the background may outlive it.
     engine.session.shared.end();
@@ -114,40 +215,58 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
     let leftover = printing.await.ok();
     engine.session_end("other").await;
     let s = engine.compactor.stats;
-    crate::debug::log(format!(
-        "compactor: {} views, {} rebuilds, {:.2} ms CPU ({:.2} ms rebuilding), {:.2} ms wall",
-        s.views,
-        s.rebuilds,
-        s.cpu.as_secs_f64() * 1000.0,
-        s.rebuild_cpu.as_secs_f64() * 1000.0,
-        s.time.as_secs_f64() * 1000.0
-    ));
+    tracing::debug!(
+        views = s.views,
+        rebuilds = s.rebuilds,
+        cpu_ms = s.cpu.as_secs_f64() * 1000.0,
+        rebuild_cpu_ms = s.rebuild_cpu.as_secs_f64() * 1000.0,
+        wall_ms = s.time.as_secs_f64() * 1000.0,
+        "compactor"
+    );
     // Problems of SessionEnd hooks still reach the user, after the result.
     if let Some((_, mut rx)) = leftover {
         while let Ok(ev) = rx.try_recv() {
             if let EngineEvent::Notice { level, message } = ev
                 && level != NoticeLevel::Info
             {
-                eprintln!("keel: {message}");
+                err_line!("keel: {message}");
             }
         }
     }
-    let result = output::result_object(&outcome, &session_id, &engine.session.totals, &engine.session.denials);
+    if out.is_closed() {
+        // `keel … | head -1`: the reader is gone; end quietly, as a pipeline writer does.
+        return Ok(ExitCode::from(141));
+    }
+    // Lines the transcript still holds back (a full disk) get a last try; what stays unsaved
+    // is part of the result, so a script sees that `--continue` will lack it.
+    let _ = engine.session.transcript.retry_pending();
+    if let Some(unsaved) = engine.session.transcript.health() {
+        if cli.output_format == OutputFormat::Text {
+            err_line!("keel: warning: {unsaved}");
+        }
+        warnings.push(unsaved);
+    }
+    let result = output::with_warnings(
+        output::result_object(&outcome, &session_id, &engine.session.totals, &engine.session.denials),
+        &warnings,
+    );
     match cli.output_format {
         OutputFormat::Text => {
             if outcome.is_error {
-                eprintln!("Error: {}", text_error(&outcome, cli.max_turns));
+                err_line!("Error: {}", text_error(&outcome, cli.max_turns));
             } else {
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{}", outcome.result);
+                out.text(&outcome.result);
             }
         }
         OutputFormat::Json | OutputFormat::StreamJson => {
-            println!("{result}");
+            out.line(&result);
             if outcome.is_error && !outcome.interrupted {
-                eprintln!("Error: {}", text_error(&outcome, cli.max_turns));
+                err_line!("Error: {}", text_error(&outcome, cli.max_turns));
             }
         }
+    }
+    if let Some(line) = denial_note(&engine.session.denials, engine.session.shared.mode()) {
+        err_line!("{line}");
     }
     let code = match signal.triggered() {
         Some(sig) => 128 + sig,
@@ -157,14 +276,23 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
     Ok(ExitCode::from(code as u8))
 }
 
-/// `/compact [instructions]`: compact the (continued) session instead of running a turn.
-fn compact_command(prompt: &str) -> Option<Option<&str>> {
-    let rest = prompt.trim().strip_prefix("/compact")?;
-    if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
+/// One stderr line when tool calls were denied because nobody could approve them: how many,
+/// and how to allow them next time.
+fn denial_note(denials: &[crate::engine::session::Denial], mode: crate::permissions::Mode) -> Option<String> {
+    if denials.is_empty() || mode != crate::permissions::Mode::Default {
         return None;
     }
-    let rest = rest.trim();
-    Some((!rest.is_empty()).then_some(rest))
+    let mut tools: Vec<&str> = denials.iter().map(|d| d.tool_name.as_str()).collect();
+    tools.sort_unstable();
+    tools.dedup();
+    let n = denials.len();
+    Some(format!(
+        "keel: {n} tool call{} denied ({}); allow them with --allowedTools (e.g. --allowedTools \"{}\"), a \
+         permissions.allow rule in .claude/settings.json, or --permission-mode acceptEdits",
+        if n == 1 { " was" } else { "s were" },
+        tools.join(", "),
+        tools[0]
+    ))
 }
 
 fn text_error(outcome: &TurnOutcome, max_turns: Option<u32>) -> String {
@@ -187,153 +315,8 @@ fn api_key_source(cli: &Cli) -> &'static str {
     }
 }
 
-struct Printer {
-    format: OutputFormat,
-    verbose: bool,
-    session_id: String,
-    structured: HashMap<String, Value>,
-}
-
-impl Printer {
-    fn line(&self, v: &Value) {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{v}");
-        let _ = out.flush();
-    }
-
-    /// Consumes engine events until the turn finishes.
-    async fn drain(mut self, mut events: UnboundedReceiver<EngineEvent>) -> (Self, UnboundedReceiver<EngineEvent>) {
-        while let Some(event) = events.recv().await {
-            if let EngineEvent::TurnFinished(_) = event {
-                break;
-            }
-            self.handle(event);
-        }
-        (self, events)
-    }
-
-    fn handle(&mut self, event: EngineEvent) {
-        let stream = self.format == OutputFormat::StreamJson;
-        match event {
-            EngineEvent::Assistant {
-                id,
-                model,
-                message,
-                stop_reason,
-                usage,
-            } if stream => {
-                for l in output::assistant_lines(&id, &model, &message, &stop_reason, &usage, &self.session_id) {
-                    self.line(&l);
-                }
-            }
-            EngineEvent::ToolFinished { id, structured, .. } if stream => {
-                self.structured.insert(id, structured);
-            }
-            EngineEvent::ToolResults(message) if stream => {
-                for block in &message.content {
-                    let structured = match block {
-                        ContentBlock::ToolResult { tool_use_id, .. } => self.structured.remove(tool_use_id),
-                        _ => None,
-                    };
-                    self.line(&output::tool_result_line(block, structured.as_ref(), &self.session_id));
-                }
-            }
-            EngineEvent::Assistant { message, .. } if self.verbose && !stream => {
-                let text = message.text();
-                if !text.trim().is_empty() && message.tool_uses().next().is_some() {
-                    eprintln!("{}", text.trim_end());
-                }
-            }
-            EngineEvent::ToolStarted { name, input, .. } if self.verbose && !stream => {
-                eprintln!("→ {name}({})", crate::tools::summarize_input(&input));
-            }
-            EngineEvent::ToolFinished { content, is_error, .. } if self.verbose && !stream => {
-                let text = content.as_text();
-                let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-                let first: String = first.chars().take(100).collect();
-                let mark = if is_error { "✗" } else { "✓" };
-                eprintln!("  {mark} {first} ({} lines)", text.lines().count());
-            }
-            EngineEvent::HookRun(run) => {
-                if stream {
-                    self.line(&output::system_line(
-                        "hook_response",
-                        serde_json::json!({
-                            "hook_event": run.event, "hook_name": run.handler, "exit_code": run.exit_code,
-                            "outcome": run.outcome, "decision": run.decision, "duration_ms": run.duration_ms,
-                        }),
-                        &self.session_id,
-                    ));
-                } else if self.verbose {
-                    let decision = run.decision.map(|d| format!(", {d}")).unwrap_or_default();
-                    eprintln!(
-                        "  hook {} `{}`: {}{decision} ({} ms)",
-                        run.event, run.handler, run.outcome, run.duration_ms
-                    );
-                }
-            }
-            EngineEvent::RawStream(v) if stream => {
-                self.line(&output::stream_event_line(&v, &self.session_id));
-            }
-            EngineEvent::Retry {
-                attempt,
-                max_retries,
-                delay_ms,
-                status,
-                error,
-            } => {
-                if stream {
-                    self.line(&output::retry_line(
-                        attempt,
-                        max_retries,
-                        delay_ms,
-                        status,
-                        &error,
-                        &self.session_id,
-                    ));
-                }
-                // The first retry of a request is always shown: a silent wait looks like a hang.
-                if self.verbose || attempt == 1 {
-                    eprintln!("keel: {error}; retrying in {delay_ms} ms (attempt {attempt} of {max_retries})");
-                }
-            }
-            EngineEvent::Compacted {
-                trigger,
-                pre_tokens,
-                post_tokens,
-            } => {
-                if stream {
-                    self.line(&output::system_line(
-                        "compact_boundary",
-                        serde_json::json!({"compact_metadata": {"trigger": trigger.as_str(), "pre_tokens": pre_tokens}}),
-                        &self.session_id,
-                    ));
-                }
-                if self.verbose {
-                    eprintln!(
-                        "keel: compacted the conversation ({}): about {pre_tokens} tokens before, {post_tokens} after",
-                        trigger.as_str()
-                    );
-                }
-            }
-            EngineEvent::Notice { level, message } => {
-                if stream {
-                    self.line(&output::system_line(
-                        "notice",
-                        serde_json::json!({"level": format!("{level:?}").to_lowercase(), "message": message}),
-                        &self.session_id,
-                    ));
-                }
-                if level != NoticeLevel::Info || self.verbose {
-                    eprintln!("keel: {message}");
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
-/// Cancels the turn on SIGINT/SIGTERM and remembers which signal came.
+/// Cancels the turn on SIGINT, SIGTERM or SIGHUP (a closed terminal, a dropped ssh session)
+/// and remembers which signal came.
 struct SignalWatch(std::sync::Arc<std::sync::atomic::AtomicI32>);
 
 impl SignalWatch {
@@ -351,31 +334,21 @@ fn watch_signals(cancel: CancellationToken) -> SignalWatch {
     let which = std::sync::Arc::new(AtomicI32::new(0));
     let flag = which.clone();
     tokio::spawn(async move {
-        let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+        let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) else {
             return;
         };
+        crate::shutdown::set_graceful(true);
         let sig = tokio::select! {
-            _ = int.recv() => 2,
-            _ = term.recv() => 15,
+            _ = int.recv() => libc::SIGINT,
+            _ = term.recv() => libc::SIGTERM,
+            _ = hup.recv() => libc::SIGHUP,
         };
         flag.store(sig, Ordering::SeqCst);
         cancel.cancel();
     });
     SignalWatch(which)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::compact_command;
-
-    #[test]
-    fn compact_command_takes_optional_instructions() {
-        assert_eq!(compact_command("/compact"), Some(None));
-        assert_eq!(
-            compact_command("  /compact  keep the parser notes "),
-            Some(Some("keep the parser notes"))
-        );
-        assert_eq!(compact_command("/compaction please"), None);
-        assert_eq!(compact_command("please /compact"), None);
-    }
 }

@@ -82,6 +82,9 @@ pub enum Handler {
         allowed_env_vars: Vec<String>,
         timeout_secs: Option<u64>,
     },
+    /// A hook that lives in the program driving keel (registered by the SDK's `initialize`),
+    /// called through it with the same payload; its answer is the same JSON a command prints.
+    Callback { id: String, timeout_secs: Option<u64> },
 }
 
 impl Handler {
@@ -98,6 +101,7 @@ impl Handler {
                 (None, None) => "(empty command)".into(),
             },
             Handler::Http { url, .. } => format!("POST {url}"),
+            Handler::Callback { id, .. } => format!("SDK callback {id}"),
         }
     }
 
@@ -212,6 +216,24 @@ impl HookConfig {
         out
     }
 
+    /// Adds a matcher group (hooks registered at run time, e.g. by an SDK client).
+    pub fn add_group(
+        &mut self,
+        event: Event,
+        matcher_text: Option<&str>,
+        handlers: Vec<Handler>,
+        source: &str,
+    ) -> Result<(), String> {
+        let matcher = Matcher::parse(matcher_text)?;
+        self.events.entry(event).or_default().push(Group {
+            matcher,
+            matcher_text: matcher_text.unwrap_or_default().to_string(),
+            handlers,
+            source: source.to_string(),
+        });
+        Ok(())
+    }
+
     pub fn is_empty(&self) -> bool {
         self.events.values().all(|g| g.iter().all(|g| g.handlers.is_empty()))
     }
@@ -246,7 +268,7 @@ impl HookConfig {
                             }
                             e
                         }
-                        Handler::Http { timeout_secs, .. } => {
+                        Handler::Http { timeout_secs, .. } | Handler::Callback { timeout_secs, .. } => {
                             timeout_secs.iter().map(|t| format!("timeout {t}s")).collect()
                         }
                     };

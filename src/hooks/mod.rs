@@ -4,6 +4,7 @@
 //! payload, folds their results in configuration order ([`outcome::Aggregate`]), and records
 //! each run in the transcript and as an engine event.
 
+pub mod callback;
 pub mod config;
 pub mod matcher;
 pub mod outcome;
@@ -13,28 +14,28 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
+use tracing::Instrument;
 
+pub use callback::HookCallbacks;
 pub use config::{Event, HookConfig, HookConfigError};
 pub use outcome::{Aggregate, Permission};
 
-use crate::engine::{EngineEvent, EventSink, NoticeLevel};
+pub use crate::events::HookRun;
+use crate::events::{EngineEvent, EventSink, NoticeLevel};
 use crate::permissions::Mode;
 use crate::transcript::SharedTranscript;
 use runner::HookEnv;
 
-/// One hook run, for the transcript and `stream-json`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HookRun {
-    pub event: String,
-    pub handler: String,
-    pub exit_code: Option<i32>,
-    pub duration_ms: u64,
-    pub outcome: String,
-    pub decision: Option<String>,
-}
-
 pub struct Hooks {
     config: HookConfig,
+    /// Hooks registered at run time by the program driving keel (SDK `initialize`), and the
+    /// way to call them.
+    client: std::sync::RwLock<callback::ClientHooks>,
+    /// The prompt the current turn answers (`prompt_id` in every payload).
+    prompt_id: std::sync::RwLock<Option<String>>,
+    /// Where SessionStart hooks may write `export` lines for later shell commands
+    /// (`CLAUDE_ENV_FILE`, `KEEL_ENV_FILE`).
+    env_file: std::sync::RwLock<Option<PathBuf>>,
     env: HookEnv,
     /// The session hooks report on; replaced by `/clear` and `/resume`.
     session: std::sync::RwLock<(String, SharedTranscript)>,
@@ -54,8 +55,12 @@ impl Hooks {
             env: HookEnv {
                 cwd: project_dir.clone(),
                 project_dir,
+                env_file: None,
             },
             config,
+            client: std::sync::RwLock::new(callback::ClientHooks::default()),
+            prompt_id: std::sync::RwLock::new(None),
+            env_file: std::sync::RwLock::new(None),
             session: std::sync::RwLock::new((session_id, transcript)),
             background: std::sync::Mutex::new(Vec::new()),
             default_timeout: Duration::from_secs(default_timeout),
@@ -89,8 +94,34 @@ impl Hooks {
         &self.config
     }
 
+    /// Installs the hooks a client registered and the way to call them; replaces earlier ones.
+    pub fn set_client_hooks(&self, config: HookConfig, invoker: std::sync::Arc<dyn HookCallbacks>) {
+        *self.client.write().unwrap_or_else(|p| p.into_inner()) = callback::ClientHooks {
+            config,
+            invoker: Some(invoker),
+        };
+    }
+
+    /// Names the prompt the current turn answers.
+    pub fn set_prompt_id(&self, id: String) {
+        *self.prompt_id.write().unwrap_or_else(|p| p.into_inner()) = Some(id);
+    }
+
+    /// The file SessionStart hooks may append `export` lines to (read by every later shell).
+    pub fn set_env_file(&self, path: PathBuf) {
+        *self.env_file.write().unwrap_or_else(|p| p.into_inner()) = Some(path);
+    }
+
     pub fn has(&self, event: Event) -> bool {
         self.config.events.get(&event).is_some_and(|g| !g.is_empty())
+            || self
+                .client
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .config
+                .events
+                .get(&event)
+                .is_some_and(|g| !g.is_empty())
     }
 
     /// The JSON every handler of this event receives on stdin.
@@ -100,6 +131,9 @@ impl Hooks {
         m.insert("session_id".into(), session_id.into());
         m.insert("transcript_path".into(), transcript.path().display().to_string().into());
         m.insert("cwd".into(), self.env.cwd.display().to_string().into());
+        if let Some(id) = self.prompt_id.read().unwrap_or_else(|p| p.into_inner()).clone() {
+            m.insert("prompt_id".into(), id.into());
+        }
         m.insert("permission_mode".into(), mode.as_str().into());
         m.insert("hook_event_name".into(), event.as_str().into());
         m.extend(fields);
@@ -115,24 +149,66 @@ impl Hooks {
         fields: Map<String, Value>,
         sink: &EventSink,
     ) -> Aggregate {
-        let handlers = self.config.matching(event, target);
+        let mut handlers = self.config.matching(event, target);
+        let invoker = {
+            let client = self.client.read().unwrap_or_else(|p| p.into_inner());
+            for h in client.config.matching(event, target) {
+                if !handlers.contains(&h) {
+                    handlers.push(h);
+                }
+            }
+            client.invoker.clone()
+        };
         let mut agg = Aggregate::default();
         if handlers.is_empty() {
             return agg;
         }
-        let payload = serde_json::to_vec(&self.payload(event, mode, fields)).unwrap_or_default();
+        let payload_value = self.payload(event, mode, fields);
+        let tool_use_id = payload_value
+            .get("tool_use_id")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let payload = serde_json::to_vec(&payload_value).unwrap_or_default();
+        let mut env = self.env.clone();
+        if event == Event::SessionStart {
+            env.env_file = self.env_file.read().unwrap_or_else(|p| p.into_inner()).clone();
+            // Hooks append to it (`>>`): the file must be there to receive them.
+            if let Some(f) = &env.env_file
+                && let Some(dir) = f.parent()
+            {
+                let _ = std::fs::create_dir_all(dir);
+                let _ = std::fs::OpenOptions::new().create(true).append(true).open(f);
+            }
+        }
+        let hook_name = match target {
+            Some(t) if !t.is_empty() => format!("{}:{t}", event.as_str()),
+            _ => event.as_str().to_string(),
+        };
+        let started = |sink: &EventSink| {
+            let hook_id = uuid::Uuid::new_v4().to_string();
+            sink.emit(EngineEvent::HookStarted {
+                hook_id: hook_id.clone(),
+                hook_name: hook_name.clone(),
+                event: event.as_str().to_string(),
+            });
+            Named {
+                hook_id,
+                hook_name: hook_name.clone(),
+            }
+        };
         let (background, foreground): (Vec<_>, Vec<_>) = handlers.into_iter().partition(|h| h.is_async());
         for h in background {
             let payload = payload.clone();
-            let env = self.env.clone();
+            let env = env.clone();
             let timeout = self.default_timeout;
             let transcript = self.session().1;
             let sink = sink.clone();
+            let name = started(&sink);
             let task = tokio::spawn(async move {
                 let r = runner::run(&h, &payload, &env, timeout).await;
                 let mut scratch = Aggregate::default();
                 let i = outcome::interpret(event, &h.label(), &r, &mut scratch);
-                record(&transcript, &sink, event, &h.label(), &r, &i, true);
+                record(&transcript, &sink, event, &h.label(), &name, &r, &i, true);
                 for w in scratch.warnings {
                     sink.notice(NoticeLevel::Warning, w);
                 }
@@ -141,16 +217,29 @@ impl Hooks {
             running.retain(|t| !t.is_finished());
             running.push(task);
         }
-        let runs = futures_util::future::join_all(
-            foreground
-                .iter()
-                .map(|h| runner::run(h, &payload, &self.env, self.default_timeout)),
-        )
+        let names: Vec<Named> = foreground.iter().map(|_| started(sink)).collect();
+        let runs = futures_util::future::join_all(foreground.iter().map(|h| async {
+            match h {
+                config::Handler::Callback { id, timeout_secs } => {
+                    let timeout = timeout_secs.map(Duration::from_secs).unwrap_or(self.default_timeout);
+                    callback::run(
+                        invoker.as_deref(),
+                        id,
+                        payload_value.clone(),
+                        tool_use_id.clone(),
+                        timeout,
+                    )
+                    .await
+                }
+                _ => runner::run(h, &payload, &env, self.default_timeout).await,
+            }
+        }))
+        .instrument(tracing::debug_span!("hook", event = event.as_str()))
         .await;
         let transcript = self.session().1;
-        for (h, r) in foreground.iter().zip(runs) {
+        for ((h, r), name) in foreground.iter().zip(runs).zip(&names) {
             let i = outcome::interpret(event, &h.label(), &r, &mut agg);
-            record(&transcript, sink, event, &h.label(), &r, &i, false);
+            record(&transcript, sink, event, &h.label(), name, &r, &i, false);
         }
         for w in &agg.warnings {
             sink.notice(NoticeLevel::Warning, w.clone());
@@ -162,22 +251,43 @@ impl Hooks {
     }
 }
 
+/// How one handler run is named in `hook_started` / `hook_response`.
+struct Named {
+    hook_id: String,
+    hook_name: String,
+}
+
+#[allow(clippy::too_many_arguments)]
 fn record(
     transcript: &SharedTranscript,
     sink: &EventSink,
     event: Event,
     label: &str,
+    name: &Named,
     r: &runner::RunResult,
     i: &outcome::Interpreted,
     background: bool,
 ) {
+    tracing::debug!(
+        event = event.as_str(),
+        handler = label,
+        exit_code = r.exit_code,
+        duration_ms = r.duration_ms,
+        outcome = i.outcome,
+        background,
+        "hook ran"
+    );
     let run = HookRun {
+        hook_id: name.hook_id.clone(),
+        hook_name: name.hook_name.clone(),
         event: event.as_str().into(),
         handler: label.into(),
         exit_code: r.exit_code,
         duration_ms: r.duration_ms,
         outcome: i.outcome.into(),
         decision: i.decision.clone(),
+        stdout: truncate(&r.stdout),
+        stderr: truncate(&r.stderr),
     };
     let _ = transcript.event(
         "hook_run",

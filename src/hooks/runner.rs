@@ -19,6 +19,8 @@ const MAX_CAPTURE: usize = 1 << 20;
 pub struct HookEnv {
     pub project_dir: PathBuf,
     pub cwd: PathBuf,
+    /// `CLAUDE_ENV_FILE` / `KEEL_ENV_FILE` for the events that may set the shell's environment.
+    pub env_file: Option<PathBuf>,
 }
 
 /// What one handler did.
@@ -63,6 +65,8 @@ pub async fn run(handler: &Handler, stdin: &[u8], env: &HookEnv, default_timeout
             let timeout = timeout_secs.map(Duration::from_secs).unwrap_or(default_timeout);
             run_http(url, headers, allowed_env_vars, stdin, timeout).await
         }
+        // Callbacks go through `callback::run`, which has the client to call.
+        Handler::Callback { .. } => failed("an SDK callback hook cannot run as a process".into()),
     };
     result.duration_ms = started.elapsed().as_millis() as u64;
     result
@@ -96,6 +100,9 @@ async fn run_command(
         }
         (None, None) => return failed("no command".into()),
     };
+    if let Some(file) = &env.env_file {
+        cmd.env("CLAUDE_ENV_FILE", file).env("KEEL_ENV_FILE", file);
+    }
     cmd.current_dir(&env.cwd)
         .env("CLAUDE_PROJECT_DIR", &env.project_dir)
         .env("KEEL_PROJECT_DIR", &env.project_dir)
@@ -109,6 +116,9 @@ async fn run_command(
         Err(e) => return failed(format!("cannot start: {e}")),
     };
     let pid = child.id();
+    let _registered = pid
+        .and_then(|p| i32::try_from(p).ok())
+        .map_or_else(crate::shutdown::GroupGuard::none, crate::shutdown::GroupGuard::register);
     let mut pipe_in = child.stdin.take();
     let payload = stdin.to_vec();
     let feed = async move {

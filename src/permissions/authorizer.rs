@@ -18,7 +18,11 @@ const SESSION_TOOLS: &[&str] = &["TodoWrite", "BashOutput", "KillShell"];
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
+    /// Approved by a rule, a mode or a hook: the command runs as the session's sandbox says.
     Allow,
+    /// Approved by keel itself (a read-only command, an acceptEdits file command): it runs
+    /// confined accordingly.
+    AllowConfined(crate::sandbox::Confinement),
     /// `hard`: required by an ask rule or a protection; a hook's allow cannot skip it.
     Ask {
         hard: bool,
@@ -36,6 +40,15 @@ pub struct AskInfo {
     pub session_grants: Vec<String>,
 }
 
+/// A decision and the path it was made for. The path is resolved once (symbolic links
+/// followed) and the file tools open exactly it, without looking the name up again
+/// (`fsutil::open`), so what runs is what was checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    pub verdict: Verdict,
+    pub resolved: Option<PathBuf>,
+}
+
 /// A PreToolUse hook's decision, composed with the rules as the reference does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HookDecision {
@@ -51,7 +64,12 @@ pub struct Authorizer {
     anchors: Anchors,
     /// Where "allow always" rules are saved (`.keel/settings.local.json`).
     save_path: Option<PathBuf>,
+    /// Whether the read-only jail is in force (asked at the first shell command); without it
+    /// keel approves only its allow-list of programs and options.
+    jail: Option<JailProbe>,
 }
+
+type JailProbe = std::sync::Arc<dyn Fn() -> bool + Send + Sync>;
 
 impl Authorizer {
     pub fn new(rules: Vec<Rule>, dirs: Vec<PathBuf>, home: Option<PathBuf>, save_path: Option<PathBuf>) -> Self {
@@ -67,7 +85,68 @@ impl Authorizer {
             dirs,
             home,
             save_path,
+            jail: None,
         }
+    }
+
+    /// Tells the authorizer how to learn whether the read-only jail is in force.
+    pub fn set_jail_probe(&mut self, probe: impl Fn() -> bool + Send + Sync + 'static) {
+        self.jail = Some(std::sync::Arc::new(probe));
+    }
+
+    fn jail(&self) -> bool {
+        self.jail.as_ref().is_some_and(|p| p())
+    }
+
+    /// The same rules and session grants for a sub-agent working in `to` instead of `from` (a
+    /// git worktree): `from` stops being a working directory, `to` takes its place, relative
+    /// rules resolve there. Nothing is added that the parent could not do in its own tree.
+    pub fn rebased(&self, from: &Path, to: &Path) -> Authorizer {
+        let dirs = self
+            .dirs
+            .iter()
+            .map(|d| if d == from { to.to_path_buf() } else { d.clone() })
+            .collect();
+        let session = self.session.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut rules = self.rules.clone();
+        // The file tools never write the parent's tree from a worktree, whatever the mode.
+        let anchors = Anchors {
+            cwd: to.to_path_buf(),
+            base_dir: to.to_path_buf(),
+            home: self.home.clone(),
+        };
+        if let Ok(r) = Rule::parse(
+            &format!("Edit(/{}/**)", from.display()),
+            Behavior::Deny,
+            "worktree isolation (the parent's working tree)",
+            &anchors,
+        ) {
+            rules.push(r);
+        }
+        Authorizer {
+            rules,
+            session: Mutex::new(session),
+            anchors: Anchors {
+                cwd: to.to_path_buf(),
+                base_dir: to.to_path_buf(),
+                home: self.home.clone(),
+            },
+            dirs,
+            home: self.home.clone(),
+            save_path: self.save_path.clone(),
+            jail: self.jail.clone(),
+        }
+    }
+
+    /// Adds rules keel sets up itself (e.g. access to the memory folder), before the session
+    /// starts.
+    pub fn add_rules(&mut self, rules: impl IntoIterator<Item = Rule>) {
+        self.rules.extend(rules);
+    }
+
+    /// Anchors for rules keel adds (relative to the first working directory).
+    pub fn anchors(&self) -> &Anchors {
+        &self.anchors
     }
 
     pub fn rules(&self) -> &[Rule] {
@@ -115,12 +194,21 @@ impl Authorizer {
             mode: Mode::Default,
             dirs: &self.dirs,
             home: self.home.as_deref(),
+            jail: false,
         };
         // Search walks do not follow symlinked directories, so only the file itself can be a
         // link; resolving every path would cost a readlink per directory level per file.
         let is_link = path.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink());
         let real = if is_link { real_path(path) } else { path.to_path_buf() };
         ctx.read_deny("Read", path, &real).is_some()
+    }
+
+    /// Whether a Read deny rule names `path` (judged on the path as given, without touching
+    /// the file system: the jail's credential scan asks this for every file it sees).
+    pub fn read_denied_by_rule(&self, path: &Path) -> bool {
+        self.rules
+            .iter()
+            .any(|r| r.behavior == Behavior::Deny && r.names_tool("Read") && !r.is_whole_tool() && r.matches_path(path))
     }
 
     /// Tools removed from the model's view by a bare-name deny rule.
@@ -139,13 +227,47 @@ impl Authorizer {
         shell_cwd: &Path,
         hook: Option<HookDecision>,
     ) -> Verdict {
+        self.check_with_grants(tool, input, read_only, mode, shell_cwd, hook, &[])
+    }
+
+    /// [`Authorizer::check`] with temporary allow rules (a loaded skill's `allowed-tools`): they
+    /// count like allow rules, so deny and ask rules still win over them.
+    #[allow(clippy::too_many_arguments)]
+    pub fn check_with_grants(
+        &self,
+        tool: &str,
+        input: &Value,
+        read_only: bool,
+        mode: Mode,
+        shell_cwd: &Path,
+        hook: Option<HookDecision>,
+        grants: &[Rule],
+    ) -> Verdict {
+        self.decide(tool, input, read_only, mode, shell_cwd, hook, grants)
+            .verdict
+    }
+
+    /// [`Authorizer::check_with_grants`], with the resolved path of a file tool's call.
+    #[allow(clippy::too_many_arguments)]
+    pub fn decide(
+        &self,
+        tool: &str,
+        input: &Value,
+        read_only: bool,
+        mode: Mode,
+        shell_cwd: &Path,
+        hook: Option<HookDecision>,
+        grants: &[Rule],
+    ) -> Decision {
+        let mut resolved = None;
         let session = self.session.lock().unwrap_or_else(|p| p.into_inner());
-        let all: Vec<&Rule> = self.rules.iter().chain(session.iter()).collect();
+        let all: Vec<&Rule> = self.rules.iter().chain(session.iter()).chain(grants.iter()).collect();
         let ctx = Ctx {
             rules: &all,
             mode,
             dirs: &self.dirs,
             home: self.home.as_deref(),
+            jail: tool == "Bash" && self.jail(),
         };
         let verdict = if tool == "Bash" {
             let command = input.get("command").and_then(Value::as_str).unwrap_or("");
@@ -157,12 +279,24 @@ impl Authorizer {
             )
         } else if EDIT_FAMILY.contains(&tool) {
             match path_input(input, &["file_path", "notebook_path"], shell_cwd) {
-                Some(p) => ctx.edit(tool, &p),
+                Some(p) => {
+                    let real = real_path(&p);
+                    let v = ctx.edit_resolved(tool, &p, &real);
+                    resolved = Some(real);
+                    v
+                }
                 None => ctx.generic(tool, input, false),
             }
         } else if READ_FAMILY.contains(&tool) {
-            let p = path_input(input, &["file_path", "path"], shell_cwd).unwrap_or_else(|| shell_cwd.to_path_buf());
-            ctx.read(tool, &p)
+            let p = if tool == "Glob" {
+                glob_root(input, shell_cwd)
+            } else {
+                path_input(input, &["file_path", "path"], shell_cwd).unwrap_or_else(|| shell_cwd.to_path_buf())
+            };
+            let real = real_path(&p);
+            let v = ctx.read_resolved(tool, &p, &real);
+            resolved = Some(real);
+            v
         } else if tool == "Agent" {
             // Launching a sub-agent needs no approval; each of its own calls is checked.
             let kind = input
@@ -173,6 +307,8 @@ impl Authorizer {
                 Some(reason) => Verdict::Deny(reason),
                 None => Verdict::Allow,
             }
+        } else if tool == "Skill" {
+            ctx.skill(input, read_only)
         } else if tool == "ExitPlanMode" {
             match ctx.deny_rule(tool, |r| r.is_whole_tool()) {
                 Some(reason) => Verdict::Deny(reason),
@@ -193,9 +329,9 @@ impl Authorizer {
         } else {
             ctx.generic(tool, input, read_only)
         };
-        match (verdict, hook) {
+        let verdict = match (verdict, hook) {
             (Verdict::Ask { hard: false, .. }, Some(HookDecision::Allow)) => Verdict::Allow,
-            (Verdict::Allow, Some(HookDecision::Ask)) => Verdict::Ask {
+            (Verdict::Allow | Verdict::AllowConfined(_), Some(HookDecision::Ask)) => Verdict::Ask {
                 hard: true,
                 info: AskInfo {
                     reason: "a PreToolUse hook asked for confirmation".into(),
@@ -203,7 +339,8 @@ impl Authorizer {
                 },
             },
             (v, _) => v,
-        }
+        };
+        Decision { verdict, resolved }
     }
 
     /// "Allow always": grant for the session and save the suggested rules to the local
@@ -227,6 +364,14 @@ impl Authorizer {
     }
 }
 
+/// The directory a Glob call lists: its `path`, or the literal start of an absolute pattern (or
+/// one that climbs with `..`), so `/etc/*` is checked as a read of `/etc`.
+fn glob_root(input: &Value, cwd: &Path) -> PathBuf {
+    let base = path_input(input, &["path"], cwd).unwrap_or_else(|| cwd.to_path_buf());
+    let pattern = input.get("pattern").and_then(Value::as_str).unwrap_or("");
+    crate::tools::glob::walk_root(&base, pattern)
+}
+
 fn path_input(input: &Value, keys: &[&str], cwd: &Path) -> Option<PathBuf> {
     keys.iter()
         .find_map(|k| input.get(*k).and_then(Value::as_str))
@@ -238,6 +383,8 @@ struct Ctx<'a> {
     mode: Mode,
     dirs: &'a [PathBuf],
     home: Option<&'a Path>,
+    /// The read-only jail is in force (shell checks may leave unknown options to it).
+    jail: bool,
 }
 
 impl Ctx<'_> {
@@ -256,7 +403,10 @@ impl Ctx<'_> {
     /// The working directories are canonical (resolved at startup); the path is resolved here
     /// so a symlink out of the workspace does not count as inside.
     fn inside(&self, path: &Path) -> bool {
-        let real = real_path(path);
+        self.inside_resolved(path, &real_path(path))
+    }
+
+    fn inside_resolved(&self, path: &Path, real: &Path) -> bool {
         self.dirs.iter().any(|d| path.starts_with(d) && real.starts_with(d))
     }
 
@@ -282,13 +432,17 @@ impl Ctx<'_> {
     }
 
     fn read(&self, tool: &str, path: &Path) -> Verdict {
-        if let Some(denied) = self.read_deny(tool, path, &real_path(path)) {
+        self.read_resolved(tool, path, &real_path(path))
+    }
+
+    fn read_resolved(&self, tool: &str, path: &Path, real: &Path) -> Verdict {
+        if let Some(denied) = self.read_deny(tool, path, real) {
             return denied;
         }
         if let Some(r) = self.find(Behavior::Ask, tool, |r| r.matches_path(path)) {
             return self.hard_ask(format!("the rule `{}` asks for confirmation", r.text));
         }
-        let allowed = self.inside(path)
+        let allowed = self.inside_resolved(path, real)
             || self.rules.iter().any(|r| {
                 r.behavior == Behavior::Allow && (r.names_tool(tool) || r.tool == "Edit") && r.matches_path(path)
             })
@@ -329,8 +483,11 @@ impl Ctx<'_> {
     }
 
     fn edit(&self, tool: &str, path: &Path) -> Verdict {
-        let real = real_path(path);
-        let hits = |r: &Rule| r.matches_path(path) || r.matches_path(&real);
+        self.edit_resolved(tool, path, &real_path(path))
+    }
+
+    fn edit_resolved(&self, tool: &str, path: &Path, real: &Path) -> Verdict {
+        let hits = |r: &Rule| r.matches_path(path) || r.matches_path(real);
         if let Some(r) = self
             .find(Behavior::Deny, tool, hits)
             .or_else(|| self.find(Behavior::Deny, "Read", |r| !r.is_whole_tool() && hits(r)))
@@ -352,11 +509,11 @@ impl Ctx<'_> {
         // Configuration that makes something run later (git hooks, agent settings, shell rc
         // files) needs the user even in acceptEdits and bypass; only a rule naming it allows it.
         if let Some(why) =
-            protected::config_reason(&real, self.home).or_else(|| protected::config_reason(path, self.home))
+            protected::config_reason(real, self.home).or_else(|| protected::config_reason(path, self.home))
         {
             return self.hard_ask(format!("{why}; changing it always needs confirmation"));
         }
-        let inside = self.inside(path);
+        let inside = self.inside_resolved(path, real);
         if inside && self.find(Behavior::Allow, tool, Rule::is_whole_tool).is_some() {
             return Verdict::Allow;
         }
@@ -374,6 +531,32 @@ impl Ctx<'_> {
                 self.dirs.iter().map(|d| format!("Edit(/{}/**)", d.display())).collect(),
             ),
         }
+    }
+
+    /// Loading a skill: `Skill(name)` rules; a skill that grants tools (not `read_only`) asks
+    /// in every mode but bypass, since a repository's skill must not grant itself commands.
+    fn skill(&self, input: &Value, read_only: bool) -> Verdict {
+        let name = input
+            .get("skill")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .trim_start_matches('/');
+        // `Skill(plugin:name)` parses as a parameter rule; for skills it is the qualified name.
+        let hits = |r: &Rule| r.matches_key(name) || matches!(&r.spec, Spec::Param(k, v) if format!("{k}:{v}") == name);
+        if let Some(r) = self.find(Behavior::Deny, "Skill", hits) {
+            return Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source));
+        }
+        if let Some(r) = self.find(Behavior::Ask, "Skill", hits) {
+            return self.hard_ask(format!("the rule `{}` asks for confirmation", r.text));
+        }
+        if self.find(Behavior::Allow, "Skill", hits).is_some() || read_only || self.mode == Mode::BypassPermissions {
+            return Verdict::Allow;
+        }
+        self.ask(
+            format!("the skill `{name}` grants tools (allowed-tools) while its task runs"),
+            vec![format!("Skill({name})")],
+            Vec::new(),
+        )
     }
 
     fn generic(&self, tool: &str, input: &Value, read_only: bool) -> Verdict {
@@ -405,13 +588,7 @@ pub(super) fn plan_mode_message(tool: &str) -> String {
 
 /// The path with symlinks resolved as far as it exists (a new file's parent is resolved).
 pub(super) fn real_path(p: &Path) -> PathBuf {
-    if let Ok(c) = p.canonicalize() {
-        return c;
-    }
-    match (p.parent(), p.file_name()) {
-        (Some(parent), Some(name)) => real_path(parent).join(name),
-        _ => p.to_path_buf(),
-    }
+    crate::tools::paths::real_path(p)
 }
 
 fn save_rules(path: &Path, rules: &[String]) -> std::io::Result<()> {

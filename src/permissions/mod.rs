@@ -4,15 +4,19 @@
 //! tool pipeline's authorization step; this module also defines how the engine asks a human.
 
 pub mod authorizer;
+pub mod commands;
 pub mod config;
+pub mod option_tables;
+pub mod options;
 pub mod protected;
 pub mod rules;
 pub mod shell;
+pub mod updates;
 
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-pub use authorizer::{AskInfo, Authorizer, HookDecision, Verdict};
+pub use authorizer::{AskInfo, Authorizer, Decision, HookDecision, Verdict};
 
 /// The reference's permission modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -70,6 +74,10 @@ pub struct PermissionPrompt {
     pub detail: String,
     /// The rule that "always allow" would save, e.g. `Bash(npm test:*)`.
     pub suggested_rule: Option<String>,
+    /// Why keel asks (which rule or protection), for programs that answer (SDK `can_use_tool`).
+    pub reason: String,
+    /// What "always allow" would do, as update objects (`permission_suggestions`).
+    pub suggestions: Vec<Value>,
     pub reply: oneshot::Sender<PermissionReply>,
 }
 
@@ -81,6 +89,17 @@ pub enum PermissionReply {
     AllowAlways,
     Deny {
         feedback: Option<String>,
+    },
+    /// A program's approval (SDK `can_use_tool`): the call runs with `updated_input` when given
+    /// (validated again), and the updates are applied first.
+    Allow {
+        updated_input: Option<Value>,
+        updates: Vec<updates::Update>,
+    },
+    /// A program's refusal: `message` is what the model is told; `interrupt` ends the turn.
+    Reject {
+        message: String,
+        interrupt: bool,
     },
 }
 

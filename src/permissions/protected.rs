@@ -155,24 +155,62 @@ fn rm_destructive(
     None
 }
 
+/// Credential locations in the home directory: keys, tokens and passwords of common tools.
+pub const HOME_CREDENTIALS: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".netrc",
+    ".config/gcloud",
+    ".azure",
+    ".kube",
+    ".docker/config.json",
+    ".git-credentials",
+    ".config/gh",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".password-store",
+    ".vault-token",
+    ".pgpass",
+    ".claude/.credentials.json",
+];
+
+/// System files that hold password hashes or host keys (readable by root without privileges).
+pub const SYSTEM_CREDENTIALS: &[&str] = &[
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/etc/shadow-",
+    "/etc/gshadow-",
+    "/etc/ssh",
+];
+
+/// Whether a file name marks a credential file wherever it lies (`.env*`, keys).
+pub fn is_credential_name(name: &str) -> bool {
+    name.starts_with(".env") || name.ends_with(".pem") || name.ends_with(".key")
+}
+
 /// Credential files read only when an allow rule names them.
 pub fn credential_reason(path: &Path, home: Option<&Path>) -> Option<String> {
     let name = path.file_name()?.to_str()?;
-    let is_secret_file = name.starts_with(".env") || name.ends_with(".pem") || name.ends_with(".key");
-    let in_secret_dir = home.is_some_and(|h| path.starts_with(h.join(".ssh")) || path.starts_with(h.join(".aws")));
-    (is_secret_file || in_secret_dir).then(|| format!("{} may hold credentials", path.display()))
+    let in_secret_dir = home.is_some_and(|h| HOME_CREDENTIALS.iter().any(|c| path.starts_with(h.join(c))));
+    let system = SYSTEM_CREDENTIALS.iter().any(|c| path.starts_with(c)) && !path.starts_with("/etc/ssh/ssh_config");
+    (is_credential_name(name) || in_secret_dir || system).then(|| format!("{} may hold credentials", path.display()))
 }
 
-/// Files whose change makes something run later outside the model's view: git's config and
-/// hooks, keel's and the reference tool's settings, commands and hooks, shell start-up files.
-/// Writing them always needs the user (or an explicit allow rule), in every mode.
+/// Files whose change makes something run later outside the model's view: anything in `.git`
+/// (config, hooks, `commondir`, `info/`) and `.git` itself, keel's and the reference tool's
+/// settings, commands and hooks, MCP server lists, shell start-up files and the user's git
+/// and ssh configuration. Writing them always needs the user (or an explicit allow rule), in
+/// every mode.
 pub fn config_reason(path: &Path, home: Option<&Path>) -> Option<String> {
     let components: Vec<&str> = path.iter().filter_map(|c| c.to_str()).collect();
     let has = |dir: &str| components.contains(&dir);
     let name = path.file_name()?.to_str()?;
-    if has(".git") && (name == "config" || components.windows(2).any(|w| w[0] == ".git" && w[1] == "hooks")) {
+    if has(".git") {
         return Some(format!(
-            "{} configures git, which can make git run programs",
+            "{} is part of git's own directory, whose configuration and hooks make git run programs",
             path.display()
         ));
     }
@@ -182,215 +220,19 @@ pub fn config_reason(path: &Path, home: Option<&Path>) -> Option<String> {
             path.display()
         ));
     }
-    const RC: &[&str] = &[
-        ".bashrc",
-        ".bash_profile",
-        ".profile",
-        ".zshrc",
-        ".zprofile",
-        ".zshenv",
-        ".bash_login",
-    ];
-    if home.is_some_and(|h| path.parent() == Some(h)) && RC.contains(&name) {
-        return Some(format!("{} runs in every new shell", path.display()));
+    if name == ".mcp.json" {
+        return Some(format!("{} names MCP servers that agents start", path.display()));
+    }
+    if let Some(h) = home
+        && let Ok(rel) = path.strip_prefix(h)
+        && crate::sandbox::policy::HOME_CONFIG.iter().any(|c| rel.starts_with(c))
+    {
+        return Some(format!(
+            "{} configures your shell, git or ssh, which run it later",
+            path.display()
+        ));
     }
     None
-}
-
-/// Commands that only observe and redirect nothing into files.
-pub fn is_read_only(cmd: &SimpleCommand) -> bool {
-    cmd.writes.is_empty() && is_observing_program(cmd)
-}
-
-/// Whether the program and its arguments only observe (redirections are judged separately).
-/// Options that make an otherwise harmless program write files or run programs disqualify it.
-pub fn is_observing_program(cmd: &SimpleCommand) -> bool {
-    let words: Vec<&str> = cmd.words.iter().map(|w| w.text.as_str()).collect();
-    let Some(first) = words.first() else { return false };
-    let args = &words[1..];
-    let any = |pred: &dyn Fn(&str) -> bool| args.iter().any(|a| pred(a));
-    let positional = args.iter().filter(|a| !a.starts_with('-')).count();
-    match program_name(first) {
-        "ls" | "cat" | "head" | "tail" | "grep" | "egrep" | "fgrep" | "wc" | "which" | "diff" | "stat" | "du"
-        | "df" | "pwd" | "echo" | "printf" | "cd" | "true" | "false" | "test" | "[" | "cut" | "basename"
-        | "dirname" | "realpath" | "readlink" | "whoami" | "uname" | "id" | "type" | "cmp" | "md5sum" | "sha256sum"
-        | "nl" | "column" | "jq" => true,
-        "rg" => !any(&|a| a.starts_with("--pre") || a == "-z" || a == "--search-zip"),
-        "uniq" => positional <= 1,
-        "tree" => !any(&|a| a == "-o" || a.starts_with("--output")),
-        "file" => !any(&|a| a.starts_with("-C") || a == "--compile"),
-        "date" => !any(&|a| a.starts_with("-s") || a.starts_with("--set")),
-        "hostname" => args.iter().all(|a| a.starts_with('-')),
-        "sort" => !any(&|a| a == "-o" || a.starts_with("--output") || a.starts_with("--compress-program")),
-        "find" => !any(&|a| {
-            matches!(
-                a,
-                "-exec" | "-execdir" | "-ok" | "-okdir" | "-delete" | "-fprint" | "-fprint0" | "-fprintf" | "-fls"
-            )
-        }),
-        "command" => matches!(args.first(), Some(&"-v") | Some(&"-V")),
-        "git" => git_observes(args),
-        _ => false,
-    }
-}
-
-/// Read-only git, without options that name programs or write files.
-fn git_observes(args: &[&str]) -> bool {
-    // `-c core.fsmonitor=…` and friends make git run programs.
-    let mut i = 0;
-    while let Some(a) = args.get(i) {
-        if !a.starts_with('-') {
-            break;
-        }
-        if matches!(*a, "-c" | "--config-env" | "--exec-path")
-            || a.starts_with("--exec-path=")
-            || a.starts_with("--config-env=")
-        {
-            return false;
-        }
-        i += if matches!(*a, "-C" | "--git-dir" | "--work-tree") {
-            2
-        } else {
-            1
-        };
-    }
-    let Some((sub, rest)) = git_sub(args) else { return false };
-    if rest
-        .iter()
-        .any(|a| a.starts_with("--output") || a.starts_with("--ext-diff") || a.starts_with("--textconv"))
-    {
-        return false;
-    }
-    match sub {
-        "status" | "log" | "diff" | "show" | "blame" | "rev-parse" | "ls-files" | "describe" | "shortlog" | "grep"
-        | "reflog" | "cat-file" | "ls-tree" | "merge-base" => {
-            !(sub == "grep"
-                && rest
-                    .iter()
-                    .any(|a| a.starts_with("-O") || a.starts_with("--open-files-in-pager")))
-        }
-        "branch" => rest
-            .iter()
-            .all(|a| matches!(*a, "-a" | "-r" | "-v" | "-vv" | "--list" | "--show-current" | "--all")),
-        "remote" => rest.iter().all(|a| *a == "-v"),
-        "stash" => rest.first() == Some(&"list"),
-        "tag" => rest.is_empty() || rest == ["-l"] || rest == ["--list"],
-        _ => false,
-    }
-}
-
-/// The words a read-only command reads as files (patterns, filters and option values are
-/// skipped). `cd` is included: where it goes decides how later relative paths resolve.
-pub fn file_operands(cmd: &SimpleCommand) -> Vec<&Word> {
-    let prog = cmd.program_name();
-    let reads_files = matches!(
-        prog,
-        "cat"
-            | "head"
-            | "tail"
-            | "grep"
-            | "egrep"
-            | "fgrep"
-            | "rg"
-            | "wc"
-            | "diff"
-            | "stat"
-            | "du"
-            | "ls"
-            | "file"
-            | "tree"
-            | "uniq"
-            | "cut"
-            | "nl"
-            | "column"
-            | "jq"
-            | "md5sum"
-            | "sha256sum"
-            | "cmp"
-            | "sort"
-            | "find"
-            | "readlink"
-            | "realpath"
-    );
-    if !reads_files {
-        return cmd.reads.iter().collect();
-    }
-    let mut out = Vec::new();
-    let mut pattern_pending = matches!(prog, "grep" | "egrep" | "fgrep" | "rg" | "jq");
-    let mut after_dashdash = false;
-    let args = cmd.args();
-    let mut i = 0;
-    while let Some(w) = args.get(i) {
-        let t = w.text.as_str();
-        if !after_dashdash && t == "--" {
-            after_dashdash = true;
-        } else if !after_dashdash && t.starts_with('-') && t.len() > 1 {
-            // An explicit pattern (-e PAT, -f FILE) means the first positional is a file.
-            if matches!(prog, "grep" | "egrep" | "fgrep" | "rg") && matches!(t, "-e" | "--regexp" | "-f" | "--file") {
-                pattern_pending = false;
-                if matches!(t, "-f" | "--file")
-                    && let Some(f) = args.get(i + 1)
-                {
-                    out.push(f);
-                }
-                i += 1;
-            } else if value_options(prog).contains(&t) {
-                // An option with a separate value (`head -n 5`, `cut -d , -f 1`).
-                i += 1;
-            }
-            if prog == "find" {
-                // find's expression starts at the first option; only the roots before it are paths.
-                break;
-            }
-        } else if pattern_pending {
-            pattern_pending = false;
-        } else {
-            out.push(w);
-        }
-        i += 1;
-    }
-    if matches!(prog, "grep" | "egrep" | "fgrep" | "rg" | "find" | "ls" | "du" | "tree") && out.is_empty() {
-        // No path: these read the current directory.
-        return cmd.reads.iter().collect();
-    }
-    out.extend(cmd.reads.iter());
-    out
-}
-
-/// Options that take their value as the next word, per program. A value mistaken for a file
-/// only costs an extra question; a file mistaken for a value would be a leak, so the lists
-/// name only options known to take values.
-fn value_options(prog: &str) -> &'static [&'static str] {
-    match prog {
-        "head" | "tail" => &["-n", "-c", "--lines", "--bytes"],
-        "grep" | "egrep" | "fgrep" => &["-A", "-B", "-C", "-m", "-d", "-D", "--max-count"],
-        "rg" => &[
-            "-A",
-            "-B",
-            "-C",
-            "-m",
-            "-t",
-            "-T",
-            "-g",
-            "-M",
-            "--glob",
-            "--type",
-            "--type-not",
-            "--max-count",
-        ],
-        "cut" => &["-d", "-f", "-c", "-b"],
-        "sort" => &["-t", "-k", "-S", "-T"],
-        "uniq" => &["-f", "-s", "-w"],
-        "column" => &["-s", "-c", "-o"],
-        "nl" => &["-b", "-w", "-s", "-v", "-i"],
-        "jq" => &["--arg", "--argjson", "--indent"],
-        _ => &[],
-    }
-}
-
-/// Simple file-system commands acceptEdits auto-approves inside the working directories.
-pub fn is_simple_fs(cmd: &SimpleCommand) -> bool {
-    matches!(cmd.program_name(), "mkdir" | "touch" | "mv" | "cp")
 }
 
 #[cfg(test)]

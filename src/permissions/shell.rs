@@ -18,13 +18,17 @@ pub struct Word {
 }
 
 /// One simple command after wrappers and leading assignments were stripped.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SimpleCommand {
     pub words: Vec<Word>,
     /// Files this command writes through redirections (`>`, `>>`, `&>`, `2>`…).
     pub writes: Vec<Word>,
     /// Files this command reads through `<`.
     pub reads: Vec<Word>,
+    /// Environment assignments it runs with (`VAR=value cmd`, `env VAR=value cmd`).
+    pub env: Vec<Word>,
+    /// Wrapper programs looked through, outermost first (`timeout`, `env`, `xargs`, …).
+    pub wrappers: Vec<String>,
 }
 
 impl SimpleCommand {
@@ -96,11 +100,7 @@ pub fn parse(command: &str) -> Result<Vec<SimpleCommand>, String> {
 fn parse_nested(command: &str, depth: usize) -> Result<Vec<SimpleCommand>, String> {
     let toks = tokenize(command)?;
     let mut out = Vec::new();
-    let mut current = SimpleCommand {
-        words: Vec::new(),
-        writes: Vec::new(),
-        reads: Vec::new(),
-    };
+    let mut current = SimpleCommand::default();
     let mut toks = toks.into_iter().peekable();
     loop {
         let t = toks.next();
@@ -114,14 +114,7 @@ fn parse_nested(command: &str, depth: usize) -> Result<Vec<SimpleCommand>, Strin
                 }
             }
             Some(Tok::Sep) | None => {
-                let done = std::mem::replace(
-                    &mut current,
-                    SimpleCommand {
-                        words: Vec::new(),
-                        writes: Vec::new(),
-                        reads: Vec::new(),
-                    },
-                );
+                let done = std::mem::take(&mut current);
                 if !(done.words.is_empty() && done.writes.is_empty() && done.reads.is_empty()) {
                     out.extend(finish(done, depth)?);
                 }
@@ -136,7 +129,10 @@ fn parse_nested(command: &str, depth: usize) -> Result<Vec<SimpleCommand>, Strin
 
 /// Strips wrappers and replaces `sh -c 'script'` by the script's own commands.
 fn finish(mut cmd: SimpleCommand, depth: usize) -> Result<Vec<SimpleCommand>, String> {
-    cmd.words = strip_wrappers(cmd.words)?;
+    let stripped = strip_wrappers(cmd.words)?;
+    cmd.words = stripped.words;
+    cmd.env.extend(stripped.env);
+    cmd.wrappers.extend(stripped.wrappers);
     match cmd.program_name() {
         "eval" | "source" | "." => return Err(format!("`{}` runs text keel cannot see", cmd.program_name())),
         name if SHELLS.contains(&name) => {
@@ -148,7 +144,12 @@ fn finish(mut cmd: SimpleCommand, depth: usize) -> Result<Vec<SimpleCommand>, St
                 return Err("shells nested too deeply".into());
             }
             let mut inner = parse_nested(&script, depth + 1)?;
-            // The outer redirections apply to the inner commands as a whole.
+            // The outer redirections apply to the inner commands as a whole, the outer
+            // environment and wrappers to each.
+            for part in &mut inner {
+                part.env.splice(0..0, cmd.env.iter().cloned());
+                part.wrappers.splice(0..0, cmd.wrappers.iter().cloned());
+            }
             if let Some(first) = inner.first_mut() {
                 first.writes.extend(cmd.writes);
                 first.reads.extend(cmd.reads);
@@ -413,22 +414,33 @@ fn is_assignment(w: &Word) -> bool {
     }
 }
 
+/// A command with its wrappers and leading assignments taken off.
+struct Stripped {
+    words: Vec<Word>,
+    env: Vec<Word>,
+    wrappers: Vec<String>,
+}
+
 /// Removes leading `VAR=value` words and wrapper commands that only change how the real
-/// command runs, so rules match the command itself.
-fn strip_wrappers(mut words: Vec<Word>) -> Result<Vec<Word>, String> {
+/// command runs, so rules match the command itself. The assignments and wrappers are kept:
+/// they decide whether the command may run without asking.
+fn strip_wrappers(mut words: Vec<Word>) -> Result<Stripped, String> {
+    let mut env = Vec::new();
+    let mut wrappers = Vec::new();
     loop {
         let before = words.len();
         while words.first().is_some_and(is_assignment) {
-            words.remove(0);
+            env.push(words.remove(0));
         }
         let Some(first) = words.first().cloned() else { break };
         if first.dynamic {
             return Err(format!("the program name `{}` is expanded by the shell", first.text));
         }
         let second = words.get(1).map(|w| w.text.as_str());
-        let skip = match first.text.as_str() {
+        let skip = match first.text.rsplit('/').next().unwrap_or(&first.text) {
             "timeout" => skip_options(&words, &["-s", "--signal", "-k", "--kill-after"]).map(|n| n + 1),
             "time" | "nohup" | "builtin" | "noglob" | "exec" => skip_options(&words, &[]),
+            "setsid" => skip_options(&words, &[]),
             "command" => match second {
                 Some("-v") | Some("-V") => None,
                 _ => skip_options(&words, &[]),
@@ -445,12 +457,32 @@ fn strip_wrappers(mut words: Vec<Word>) -> Result<Vec<Word>, String> {
                 }
                 skip_options(&words, &["-u", "--unset", "-C", "--chdir"])
             }
-            "xargs" if second.is_some_and(|w| !w.starts_with('-')) => Some(1),
+            "xargs" => skip_options(
+                &words,
+                &[
+                    "-a",
+                    "-d",
+                    "-E",
+                    "-I",
+                    "-L",
+                    "-n",
+                    "-P",
+                    "-s",
+                    "--arg-file",
+                    "--delimiter",
+                    "--max-args",
+                    "--max-procs",
+                    "--max-chars",
+                    "--process-slot-var",
+                ],
+            ),
             _ => None,
         };
         match skip {
             Some(n) if n < words.len() => {
+                let name = first.text.rsplit('/').next().unwrap_or(&first.text).to_string();
                 words.drain(..n);
+                wrappers.push(name);
             }
             _ => break,
         }
@@ -461,7 +493,7 @@ fn strip_wrappers(mut words: Vec<Word>) -> Result<Vec<Word>, String> {
     if words.is_empty() {
         return Err("a command made only of assignments or wrappers".into());
     }
-    Ok(words)
+    Ok(Stripped { words, env, wrappers })
 }
 
 /// Index of the first word after the wrapper and its options (`takes_value` options consume

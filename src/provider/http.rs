@@ -236,6 +236,7 @@ impl Transport {
                 }
                 delay = remaining;
             }
+            tracing::info!(attempt, status = cause.status, error = %cause.message, delay_ms = delay.as_millis() as u64, "retrying");
             let _ = tx
                 .send(Ok(ProviderEvent::Retry {
                     attempt,
@@ -271,6 +272,7 @@ impl Transport {
             Ok(Err(e)) => return Err(classify_send_error(&e, &t.url, &t.base)),
             Ok(Ok(r)) => r,
         };
+        tracing::debug!(status = resp.status().as_u16(), "response headers");
         if !resp.status().is_success() {
             return Err(self.http_error(resp, t).await);
         }

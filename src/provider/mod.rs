@@ -37,6 +37,23 @@ pub struct ModelRequest {
     /// Indices of messages whose last cacheable block carries a prompt-cache breakpoint
     /// (applied while encoding, so the shared history is never copied for it).
     pub cache_breakpoints: Vec<usize>,
+    /// Extended thinking and effort (`--max-thinking-tokens`, `--thinking`, `--effort`).
+    pub reasoning: Reasoning,
+}
+
+/// How much the model reasons before answering; `None` fields leave the API's default.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reasoning {
+    pub thinking: Option<Thinking>,
+    /// `low`, `medium`, `high`, `xhigh` or `max`.
+    pub effort: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Thinking {
+    Enabled { budget_tokens: u32 },
+    Adaptive,
+    Disabled,
 }
 
 /// The tools offered to the model, shared between requests and JSON-encoded once: they are
@@ -291,6 +308,7 @@ mod tests {
             messages: Arc::new(Vec::new()),
             tools: set,
             cache_breakpoints: Vec::new(),
+            reasoning: Reasoning::default(),
         };
         let body: Value = serde_json::from_slice(&anthropic::wire_body(&request).unwrap()).unwrap();
         assert_eq!(body["tools"], serde_json::to_value(&list).unwrap());

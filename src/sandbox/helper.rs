@@ -1,20 +1,24 @@
-//! `keel __sandbox-exec`: applies the sandbox to itself, then execs the command.
+//! `keel __sandbox-exec`: confines itself by a [`Policy`], then execs the command.
 //!
-//! Runs before any async runtime or thread exists, so restricting the process is safe.
+//! Runs before any async runtime or thread exists, so restricting the process is safe. Every
+//! step either succeeds or the command does not run (exit status 125 and a message).
 
-use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use landlock::{
-    ABI, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
-    path_beneath_rules,
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
+use super::contain;
+use super::fs_rules::{self, FS_ABI};
+use super::lockdown::{self, SocketRule};
+use super::policy::{Kind, Policy};
 use super::{Capabilities, HELPER_ARG};
 
-/// Exit status when the sandbox could not be set up (the command did not run).
-const SETUP_FAILED: u8 = 125;
+/// Exit status when the confinement could not be set up (the command did not run).
+pub const SETUP_FAILED: u8 = 125;
 
 /// If this process was started as the sandbox helper, runs it and returns its exit code.
 pub fn run_if_requested() -> Option<ExitCode> {
@@ -33,64 +37,42 @@ fn run(args: &[String]) -> ExitCode {
         println!("{}", serde_json::to_string(&caps).unwrap_or_else(|_| "{}".into()));
         return ExitCode::SUCCESS;
     }
-    let mut writable = Vec::new();
-    let mut protected = Vec::new();
-    let mut allow_network = false;
-    let mut i = 0;
-    while i < args.len() {
-        match args[i].as_str() {
-            "--write" => {
-                let Some(p) = args.get(i + 1) else {
-                    return fail("--write needs a path");
-                };
-                writable.push(PathBuf::from(p));
-                i += 2;
-            }
-            "--protect" => {
-                let Some(p) = args.get(i + 1) else {
-                    return fail("--protect needs a path");
-                };
-                protected.push(PathBuf::from(p));
-                i += 2;
-            }
-            "--net" => {
-                allow_network = true;
-                i += 1;
-            }
-            "--" => {
-                i += 1;
-                break;
-            }
-            other => return fail(&format!("unknown option {other}")),
+    let mut args = args;
+    let mut cap = None;
+    if args.first().map(String::as_str) == Some("--cap") {
+        match args.get(1).and_then(|v| v.parse::<u64>().ok()) {
+            Some(c) => cap = Some(c),
+            None => return fail("--cap needs a number of bytes"),
         }
+        args = &args[2..];
     }
-    let Some((program, program_args)) = args[i..].split_first() else {
+    let (policy, at) = if args.get(..2) == Some(&["--kind".to_string(), "none".to_string()]) {
+        match args.iter().position(|a| a == "--") {
+            Some(i) => (None, i + 1),
+            None => return fail("no command to run"),
+        }
+    } else {
+        match Policy::from_args(args) {
+            Ok((p, at)) => (Some(p), at),
+            Err(e) => return fail(&e),
+        }
+    };
+    let Some((program, program_args)) = args[at..].split_first() else {
         return fail("no command to run");
     };
-    match enter_namespaces(!allow_network, !protected.is_empty()) {
-        Ok(()) => {
-            if let Err(e) = protect(&protected) {
-                eprintln!("keel sandbox: warning: {e}; configuration files are writable for this command");
-            }
-        }
-        Err(e) => {
-            // Landlock may still block TCP; without either, refuse rather than run unrestricted.
-            if !allow_network && !landlock_has_tcp() {
-                return fail(&format!("cannot turn the network off: {e}"));
-            }
-            if !protected.is_empty() {
-                eprintln!("keel sandbox: warning: {e}; configuration files are writable for this command");
-            }
-        }
+    if cap.is_some() {
+        // Before confinement: the jail cannot write to the cgroup hierarchy.
+        contain::join_cgroup();
     }
-    match restrict_files(&writable, !allow_network) {
-        Ok(RulesetStatus::NotEnforced) => return fail("Landlock is not available in this kernel"),
-        Ok(_) => {}
-        Err(e) => return fail(&format!("cannot apply the file-system rules: {e}")),
+    if let Some(policy) = &policy
+        && let Err(e) = confine(policy)
+    {
+        return fail(&e);
     }
-    let err = std::process::Command::new(program).args(program_args).exec();
-    eprintln!("keel sandbox: cannot run {program}: {err}");
-    ExitCode::from(127)
+    match cap {
+        Some(cap) => contain::run(program, program_args, cap),
+        None => contain::exec(program, program_args),
+    }
 }
 
 fn fail(msg: &str) -> ExitCode {
@@ -98,45 +80,51 @@ fn fail(msg: &str) -> ExitCode {
     ExitCode::from(SETUP_FAILED)
 }
 
-/// A fresh network namespace: no interfaces but a down loopback, so nothing connects anywhere.
-fn isolate_network() -> Result<(), String> {
-    enter_namespaces(true, false)
-}
-
-/// Enters a new network namespace (no network) and/or mount namespace (for read-only binds),
-/// through a user namespace when not root.
-fn enter_namespaces(network: bool, mounts: bool) -> Result<(), String> {
-    use nix::sched::{CloneFlags, unshare};
-    let mut flags = CloneFlags::empty();
-    if network {
-        flags |= CloneFlags::CLONE_NEWNET;
+/// Applies `policy` to this process (and so to everything it execs).
+pub fn confine(policy: &Policy) -> Result<(), String> {
+    let root = nix::unistd::geteuid().is_root();
+    let mounts = !policy.protected.is_empty();
+    let want_netns = policy.kind == Kind::Sandbox && !policy.allow_network;
+    // As root the jail gets its own user namespace, so no capability reaches anything outside
+    // it even before all are dropped. (Commands that write keep root's view of file owners.)
+    let user = root && policy.kind == Kind::Jail;
+    let mut in_netns = false;
+    match lockdown::enter_namespaces(user, mounts, want_netns) {
+        Ok(()) => in_netns = want_netns,
+        Err(e) => {
+            if mounts {
+                return Err(format!("cannot protect configuration files ({e})"));
+            }
+            // Without a network namespace the seccomp filter below refuses every socket.
+            if user {
+                lockdown::enter_namespaces(false, false, false)?;
+            }
+        }
     }
     if mounts {
-        flags |= CloneFlags::CLONE_NEWNS;
+        protect(&policy.protected)?;
     }
-    if flags.is_empty() {
-        return Ok(());
-    }
-    let uid = nix::unistd::geteuid();
-    let gid = nix::unistd::getegid();
-    if uid.is_root() && unshare(flags).is_ok() {
-        return Ok(());
-    }
-    unshare(CloneFlags::CLONE_NEWUSER | flags).map_err(|e| format!("unshare: {e}"))?;
-    // Map our own ids so files keep their owners inside the namespace.
-    let _ = std::fs::write("/proc/self/setgroups", "deny");
-    std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1")).map_err(|e| format!("uid_map: {e}"))?;
-    std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1")).map_err(|e| format!("gid_map: {e}"))?;
-    Ok(())
+    restrict_files(policy)?;
+    let keep: &[u32] = if policy.kind == Kind::Sandbox && root {
+        lockdown::FILE_CAPS
+    } else {
+        &[]
+    };
+    lockdown::drop_capabilities(keep)?;
+    let sockets = match policy.kind {
+        Kind::Jail | Kind::Workspace => SocketRule::None,
+        Kind::Sandbox if policy.allow_network => SocketRule::Any,
+        Kind::Sandbox if in_netns => SocketRule::NoUnix,
+        Kind::Sandbox => SocketRule::None,
+    };
+    lockdown::apply_seccomp(sockets)
 }
 
-/// Makes each path read-only for this process and its children: a read-only bind mount of the
-/// path onto itself, in the private mount namespace entered before.
+/// Makes each path read-only for this process and its children: a read-only bind mount of
+/// the path onto itself, in the private mount namespace entered before. A mount point cannot
+/// be renamed, removed or replaced either.
 fn protect(paths: &[PathBuf]) -> Result<(), String> {
     use nix::mount::{MsFlags, mount};
-    if paths.is_empty() {
-        return Ok(());
-    }
     mount(
         None::<&str>,
         "/",
@@ -154,11 +142,13 @@ fn protect(paths: &[PathBuf]) -> Result<(), String> {
             None::<&str>,
         )
         .map_err(|e| format!("cannot protect {}: {e}", p.display()))?;
+        // A remount inside a user namespace must keep the flags the mount already has.
+        let kept = locked_flags(p);
         mount(
             None::<&str>,
             p.as_path(),
             None::<&str>,
-            MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | MsFlags::MS_REC,
+            MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | kept,
             None::<&str>,
         )
         .map_err(|e| format!("cannot make {} read-only: {e}", p.display()))?;
@@ -166,9 +156,30 @@ fn protect(paths: &[PathBuf]) -> Result<(), String> {
     Ok(())
 }
 
+fn locked_flags(p: &Path) -> nix::mount::MsFlags {
+    use nix::mount::MsFlags;
+    use nix::sys::statvfs::{FsFlags, statvfs};
+    let Ok(s) = statvfs(p) else { return MsFlags::empty() };
+    let f = s.flags();
+    let mut out = MsFlags::empty();
+    for (fs, ms) in [
+        (FsFlags::ST_NOSUID, MsFlags::MS_NOSUID),
+        (FsFlags::ST_NODEV, MsFlags::MS_NODEV),
+        (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
+        (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
+        (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
+        (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+    ] {
+        if f.contains(fs) {
+            out |= ms;
+        }
+    }
+    out
+}
+
 /// The kernel's Landlock ABI version (the documented version query of
 /// `landlock_create_ruleset`), or `None` when Landlock is absent or disabled.
-fn kernel_abi() -> Option<ABI> {
+pub fn kernel_abi() -> Option<i32> {
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
     // SAFETY: a null attribute pointer with size 0 and the VERSION flag is the documented
     // query form; it creates nothing and touches no memory.
@@ -180,54 +191,130 @@ fn kernel_abi() -> Option<ABI> {
             LANDLOCK_CREATE_RULESET_VERSION,
         )
     };
-    (v > 0).then(|| ABI::from(v as i32))
+    (v > 0).then_some(v as i32)
 }
 
-fn landlock_has_tcp() -> bool {
-    kernel_abi().is_some_and(|abi| abi >= ABI::V4)
-}
-
-/// Handles every write right (reads and execution stay free) and grants them only below
-/// `writable`; with `block_tcp`, also handles TCP bind/connect with no port allowed.
-fn restrict_files(writable: &[PathBuf], block_tcp: bool) -> Result<RulesetStatus, landlock::RulesetError> {
-    let abi = ABI::V5;
+/// Applies the policy's Landlock rules: file-system reads and writes, TCP (without the
+/// network), and — from ABI 6 — signals and abstract unix sockets scoped to the command.
+fn restrict_files(policy: &Policy) -> Result<(), String> {
+    let abi = kernel_abi().ok_or("Landlock is not available in this kernel")?;
+    let scoped = abi >= 6;
+    if !scoped && policy.kind != Kind::Sandbox {
+        return Err(format!(
+            "Landlock ABI {abi} cannot scope signals and unix sockets (ABI 6 needed)"
+        ));
+    }
+    let err = |e: landlock::RulesetError| format!("cannot apply the file-system rules: {e}");
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
-        .handle_access(AccessFs::from_write(abi))?;
-    if block_tcp {
-        ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?;
+        .handle_access(AccessFs::from_all(FS_ABI))
+        .map_err(err)?;
+    if !policy.allow_network {
+        ruleset = ruleset
+            .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
+            .map_err(err)?;
     }
-    let status = ruleset
-        .create()?
-        .add_rules(path_beneath_rules(writable, AccessFs::from_write(abi)))?
-        .restrict_self()?;
-    Ok(status.ruleset)
+    if scoped {
+        ruleset = ruleset.scope(Scope::from_all(ABI::V6)).map_err(err)?;
+    }
+    let mut created = ruleset.create().map_err(err)?;
+    for g in fs_rules::grants(policy) {
+        let Ok(fd) = PathFd::new(&g.path) else { continue };
+        let is_dir = std::fs::metadata(&g.path).is_ok_and(|m| m.is_dir());
+        let access = if is_dir {
+            g.access
+        } else {
+            g.access & AccessFs::from_file(FS_ABI)
+        };
+        if access.is_empty() {
+            continue;
+        }
+        created = created.add_rule(PathBeneath::new(fd, access)).map_err(err)?;
+    }
+    match created.restrict_self().map_err(err)?.ruleset {
+        RulesetStatus::NotEnforced => Err("Landlock is not available in this kernel".into()),
+        RulesetStatus::PartiallyEnforced if policy.kind != Kind::Sandbox => {
+            Err("this kernel enforces the jail's Landlock rules only in part".into())
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Tries each mechanism in a child process so this probe process can report honestly.
 fn probe_here() -> Capabilities {
-    let mut caps = Capabilities::default();
-    match kernel_abi() {
-        Some(abi) => caps.landlock_abi = Some(abi as i32),
-        None => caps.problems.push("Landlock is not enabled in this kernel".into()),
+    let mut caps = Capabilities {
+        landlock_abi: kernel_abi(),
+        ..Capabilities::default()
+    };
+    if caps.landlock_abi.is_none() {
+        caps.problems.push("Landlock is not enabled in this kernel".into());
     }
-    caps.filesystem = in_child(|| {
-        let dir = std::env::temp_dir();
-        matches!(
-            restrict_files(&[dir], false),
-            Ok(RulesetStatus::FullyEnforced | RulesetStatus::PartiallyEnforced)
-        ) && std::fs::write("/keel-sandbox-probe", b"x").is_err()
+    let scratch = tempfile::tempdir().ok();
+    caps.filesystem = scratch.as_ref().is_some_and(|dir| {
+        in_child(|| {
+            let policy = Policy {
+                kind: Kind::Sandbox,
+                writable: vec![dir.path().to_path_buf()],
+                protected: Vec::new(),
+                reserved: Vec::new(),
+                hidden: Vec::new(),
+                allow_network: true,
+                tmp_dir: None,
+            };
+            restrict_files(&policy).is_ok()
+                && std::fs::write(dir.path().join("ok"), b"x").is_ok()
+                && std::fs::write("/keel-sandbox-probe", b"x").is_err()
+        })
     });
     if !caps.filesystem && caps.landlock_abi.is_some() {
         caps.problems.push("Landlock rules could not be enforced".into());
     }
-    caps.network_namespace = in_child(|| isolate_network().is_ok());
+    caps.network_namespace = in_child(|| lockdown::enter_namespaces(false, false, true).is_ok());
     if !caps.network_namespace {
         caps.problems
             .push("cannot create a network namespace (user namespaces may be disabled)".into());
     }
-    caps.network_landlock_tcp = landlock_has_tcp();
+    caps.mount_namespace = in_child(|| lockdown::enter_namespaces(false, true, false).is_ok());
+    if !caps.mount_namespace {
+        caps.problems
+            .push("cannot create a mount namespace (user namespaces may be disabled)".into());
+    }
+    caps.network_landlock_tcp = caps.landlock_abi.is_some_and(|a| a >= 4);
+    caps.seccomp = in_child(|| lockdown::apply_seccomp(SocketRule::NoUnix).is_ok());
+    if !caps.seccomp {
+        caps.problems.push("seccomp filters are not available".into());
+    }
+    caps.jail = scratch.as_ref().is_some_and(|dir| {
+        let secret = dir.path().join("secret");
+        let _ = std::fs::write(&secret, b"s");
+        in_child(|| probe_jail(dir.path(), &secret))
+    });
+    if !caps.jail {
+        caps.problems.push(match caps.landlock_abi {
+            Some(a) if a < 6 => format!("the read-only jail needs Landlock ABI 6 (this kernel has {a})"),
+            _ => "the read-only jail could not be set up".into(),
+        });
+    }
     caps
+}
+
+/// Sets up a jail and checks it holds: no writes, the hidden file unreadable, no sockets.
+fn probe_jail(dir: &Path, secret: &Path) -> bool {
+    let policy = Policy {
+        kind: Kind::Jail,
+        writable: Vec::new(),
+        protected: Vec::new(),
+        reserved: Vec::new(),
+        hidden: vec![secret.to_path_buf()],
+        allow_network: false,
+        tmp_dir: None,
+    };
+    if confine(&policy).is_err() {
+        return false;
+    }
+    // SAFETY: socket(2) with constant arguments; a returned descriptor is closed at exit.
+    let sock = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0) };
+    std::fs::write(dir.join("w"), b"x").is_err() && std::fs::read(secret).is_err() && sock < 0
 }
 
 /// Runs `f` in a forked child (this process is single-threaded) and returns its verdict.

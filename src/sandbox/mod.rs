@@ -1,31 +1,50 @@
-//! The OS sandbox for shell commands (Linux): writes limited to the working directories,
-//! added directories and temp dirs (Landlock), network off unless allowed (a fresh network
-//! namespace, plus Landlock's TCP rules where the kernel has them).
+//! OS confinement of shell commands (Linux). Two layers decide what a command may do: the
+//! permission layer decides when to *ask* a human; this module makes the kernel *enforce*
+//! what a command approved without a human may do.
 //!
-//! Sandboxed commands run through keel itself: `keel __sandbox-exec [options] -- program args`
+//! - The read-only jail ([`Confinement::ReadOnly`]) for commands keel approved on its own as
+//!   read-only: no writes but `/dev/null` and a private temp dir, no network or unix
+//!   sockets, no credential reads, no capabilities, no signals or tracing outside the command.
+//! - The workspace confinement ([`Confinement::WorkspaceWrite`]) for file commands acceptEdits
+//!   approved: the jail plus writes in the working directories.
+//! - The opt-in write sandbox (`--sandbox`, [`SandboxMode`]) for everything else.
+//!
+//! Confined commands run through keel itself: `keel __sandbox-exec [policy] -- program args`
 //! applies the restrictions in a fresh single-threaded process and then execs the command, so
 //! nothing unsafe happens between fork and exec in the multi-threaded agent.
 
+pub mod confiner;
+pub mod contain;
+pub mod fs_rules;
 pub mod helper;
+pub mod lockdown;
+pub mod notes;
+pub mod policy;
+pub mod secrets;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
 use crate::config::settings::{Settings, SettingsError};
+pub use confiner::Confiner;
+pub use notes::explain_failure;
+pub use policy::{Kind, Policy};
 
 pub const HELPER_ARG: &str = "__sandbox-exec";
 
-/// What one sandboxed command may do.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Policy {
-    pub writable: Vec<PathBuf>,
-    /// Existing paths inside `writable` that stay read-only: git's config and hooks, the
-    /// agents' configuration (a change there would run code later, outside the sandbox).
-    pub protected: Vec<PathBuf>,
-    pub allow_network: bool,
-    /// The commands' private temporary directory, given to them as `TMPDIR`.
-    pub tmp_dir: Option<PathBuf>,
+/// How keel approved one shell command, which decides how it is confined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Confinement {
+    /// A human, a rule, a hook or bypass mode approved it: the session's sandbox setting
+    /// applies (none, or the write sandbox).
+    #[default]
+    Approved,
+    /// keel approved it on its own as read-only: it runs in the read-only jail.
+    ReadOnly,
+    /// acceptEdits approved it as a file command inside the working directories.
+    WorkspaceWrite,
 }
 
 /// The `sandbox` settings and `--sandbox`.
@@ -53,49 +72,30 @@ impl SandboxConfig {
         })
     }
 
-    /// The policy for a session with these working directories.
-    /// `tmp_dir` is the commands' private temporary directory (their `TMPDIR`): the shared
-    /// `/tmp` stays read-only, so nothing leaks between sessions or escapes through it.
-    pub fn policy(&self, working_dirs: &[PathBuf], tmp_dir: Option<&std::path::Path>) -> Policy {
+    /// The write sandbox's policy for a session with these working directories, before the
+    /// configuration paths are filled in (they are looked up for each command, see
+    /// [`Confiner`]). `tmp_dir` is the commands' private temporary directory (their `TMPDIR`):
+    /// the shared `/tmp` stays read-only, so nothing leaks between sessions or escapes
+    /// through it.
+    pub fn policy(&self, working_dirs: &[PathBuf], tmp_dir: Option<&Path>) -> Policy {
         let mut writable: Vec<PathBuf> = working_dirs.to_vec();
         writable.extend(self.extra_writable.iter().cloned());
-        writable.extend(device_files());
-        writable.extend(tmp_dir.map(std::path::Path::to_path_buf));
+        writable.extend(tmp_dir.map(Path::to_path_buf));
         writable.sort();
         writable.dedup();
-        let protected = working_dirs
-            .iter()
-            .flat_map(|d| PROTECTED.iter().map(move |p| d.join(p)))
-            .filter(|p| p.exists())
-            .collect();
         Policy {
+            kind: Kind::Sandbox,
             writable,
-            protected,
+            protected: Vec::new(),
+            reserved: Vec::new(),
+            hidden: Vec::new(),
             allow_network: self.allow_network,
-            tmp_dir: tmp_dir.map(std::path::Path::to_path_buf),
+            tmp_dir: tmp_dir.map(Path::to_path_buf),
         }
     }
 }
 
-/// Kept read-only inside each working directory, where they exist.
-const PROTECTED: &[&str] = &[".git/config", ".git/hooks", ".claude", ".keel"];
-
-/// The device files ordinary commands write to, and shared memory.
-fn device_files() -> Vec<PathBuf> {
-    [
-        "/dev/shm",
-        "/dev/null",
-        "/dev/zero",
-        "/dev/full",
-        "/dev/tty",
-        "/dev/pts",
-    ]
-    .iter()
-    .map(PathBuf::from)
-    .collect()
-}
-
-/// How the session runs shell commands.
+/// How the session runs commands a human or rule approved.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum SandboxMode {
     /// No sandbox (not enabled, or enabled with `failIfUnavailable: false` where it cannot work).
@@ -108,16 +108,12 @@ pub enum SandboxMode {
 
 impl SandboxMode {
     /// Decides the mode at startup; the second value is a warning to show once.
-    pub fn decide(
-        config: &SandboxConfig,
-        working_dirs: &[PathBuf],
-        tmp_dir: &std::path::Path,
-    ) -> (SandboxMode, Option<String>) {
+    pub fn decide(config: &SandboxConfig, working_dirs: &[PathBuf], tmp_dir: &Path) -> (SandboxMode, Option<String>) {
         if !config.enabled {
             return (SandboxMode::Off, None);
         }
         let policy = config.policy(working_dirs, Some(tmp_dir));
-        let caps = probe();
+        let caps = capabilities();
         if caps.can_enforce(&policy) {
             return (SandboxMode::Enforced(policy), None);
         }
@@ -142,34 +138,49 @@ impl SandboxMode {
     }
 }
 
-/// What the sandbox can enforce on this machine (from a probe in a helper process).
+/// What the kernel can enforce on this machine (from a probe in a helper process).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Capabilities {
     /// Landlock ABI version, when file-system restriction was enforced.
     pub landlock_abi: Option<i32>,
     pub filesystem: bool,
     /// Network isolation by a fresh network namespace.
     pub network_namespace: bool,
+    /// A private mount namespace, for read-only binds of configuration.
+    pub mount_namespace: bool,
     /// Network isolation of TCP by Landlock (ABI 4+).
     pub network_landlock_tcp: bool,
+    pub seccomp: bool,
+    /// The read-only jail was set up and held in a probe.
+    pub jail: bool,
     /// Why something is unavailable.
     pub problems: Vec<String>,
 }
 
 impl Capabilities {
     pub fn network(&self) -> bool {
-        self.network_namespace || self.network_landlock_tcp
+        self.network_namespace || self.seccomp
     }
 
-    /// Whether a policy can be enforced in full.
+    /// Whether a write-sandbox policy can be enforced in full (configuration that runs code
+    /// later is kept read-only by mounts, so without a mount namespace the sandbox is not
+    /// enforceable).
     pub fn can_enforce(&self, policy: &Policy) -> bool {
-        self.filesystem && (policy.allow_network || self.network())
+        self.filesystem && self.seccomp && self.mount_namespace && (policy.allow_network || self.network())
     }
+}
+
+/// The probe's answer, asked once per process.
+pub fn capabilities() -> &'static Capabilities {
+    static CAPS: OnceLock<Capabilities> = OnceLock::new();
+    CAPS.get_or_init(probe)
 }
 
 /// Runs the probe in a helper process (so the agent itself is never restricted).
 /// `KEEL_SANDBOX_ASSUME_UNSUPPORTED=1` makes keel behave as on a kernel without the features,
-/// to check how a configuration copes (`sandbox.failIfUnavailable`).
+/// to check how a configuration copes (`sandbox.failIfUnavailable`, the allow-list fallback
+/// of the read-only jail).
 pub fn probe() -> Capabilities {
     if std::env::var_os("KEEL_SANDBOX_ASSUME_UNSUPPORTED").is_some_and(|v| !v.is_empty() && v != "0") {
         return Capabilities {
@@ -201,93 +212,17 @@ pub fn probe() -> Capabilities {
     }
 }
 
-/// The program and arguments that run `argv` inside the sandbox.
-pub fn wrap(policy: &Policy, argv: &[String]) -> std::io::Result<(PathBuf, Vec<String>)> {
+/// The program and arguments that run `argv` under keel's helper: confined by `policy` (if
+/// any), contained (the helper is a child subreaper and kills what the command leaves
+/// behind), with its output capped at `cap` bytes.
+pub fn wrap(policy: Option<&Policy>, cap: u64, argv: &[String]) -> std::io::Result<(PathBuf, Vec<String>)> {
     let exe = std::env::current_exe()?;
-    let mut args = vec![HELPER_ARG.to_string()];
-    for w in &policy.writable {
-        args.push("--write".into());
-        args.push(w.display().to_string());
-    }
-    for p in &policy.protected {
-        args.push("--protect".into());
-        args.push(p.display().to_string());
-    }
-    if policy.allow_network {
-        args.push("--net".into());
+    let mut args = vec![HELPER_ARG.to_string(), "--cap".into(), cap.to_string()];
+    match policy {
+        Some(p) => args.extend(p.to_args()),
+        None => args.extend(["--kind".to_string(), "none".to_string()]),
     }
     args.push("--".into());
     args.extend(argv.iter().cloned());
     Ok((exe, args))
-}
-
-/// A note for the model when a failed sandboxed command looks blocked by the sandbox.
-pub fn explain_failure(output: &str, policy: &Policy) -> Option<String> {
-    const FS: &[&str] = &["Permission denied", "Read-only file system", "Operation not permitted"];
-    const NET: &[&str] = &[
-        "Network is unreachable",
-        "Could not resolve host",
-        "Temporary failure in name resolution",
-        "Name or service not known",
-        "getaddrinfo",
-        "Connection refused",
-    ];
-    // Landlock refuses a TCP connect with EACCES too, so a "Permission denied" line about a
-    // connection counts as the network, not the file system.
-    let is_net_line = |l: &str| {
-        NET.iter().any(|s| l.contains(s))
-            || (l.contains("Permission denied") && (l.contains("connect") || l.contains("/dev/tcp/")))
-    };
-    let net_hit = !policy.allow_network && output.lines().any(is_net_line);
-    let fs_hit = output
-        .lines()
-        .any(|l| !is_net_line(l) && FS.iter().any(|s| l.contains(s)));
-    if !fs_hit && !net_hit {
-        return None;
-    }
-    let dirs: Vec<String> = policy
-        .writable
-        .iter()
-        .filter(|p| !p.starts_with("/dev"))
-        .map(|p| p.display().to_string())
-        .collect();
-    let mut note =
-        String::from("[keel sandbox] This command ran in the OS sandbox and probably failed because of it: ");
-    if fs_hit {
-        note.push_str(&format!("writes are only allowed below {}", dirs.join(", ")));
-    }
-    if net_hit {
-        if fs_hit {
-            note.push_str("; ");
-        }
-        note.push_str("network access is off");
-    }
-    note.push_str(". Work within these limits, or tell the user which access the task needs.");
-    Some(note)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn failure_notes_name_the_limit() {
-        let p = Policy {
-            writable: vec!["/work/repo".into(), "/tmp".into(), "/dev/null".into()],
-            protected: Vec::new(),
-            allow_network: false,
-            tmp_dir: None,
-        };
-        let n = explain_failure("touch: cannot touch '/etc/x': Permission denied", &p).unwrap();
-        assert!(n.contains("/work/repo, /tmp") && !n.contains("/dev/null"), "{n}");
-        let n = explain_failure("curl: (7) Couldn't connect: Network is unreachable", &p).unwrap();
-        assert!(n.contains("network access is off"));
-        let n = explain_failure(
-            "bash: connect: Permission denied\nbash: /dev/tcp/127.0.0.1/80: Permission denied",
-            &p,
-        )
-        .unwrap();
-        assert!(n.contains("network access is off") && !n.contains("writes"), "{n}");
-        assert!(explain_failure("assertion failed: 1 == 2", &p).is_none());
-    }
 }

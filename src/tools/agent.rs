@@ -1,8 +1,10 @@
 //! Agent: delegates a self-contained task to a sub-agent with its own conversation.
 //!
-//! The sub-agent runs on the same model and tools (without Agent itself: one level deep), with
-//! a copy of the read-file state (what it reads does not leak back), the same permission
-//! boundary and mode, and its own transcript. Only its final report comes back.
+//! The sub-agent's type decides its prompt and tools (built-in types and custom definitions,
+//! listed in the system prompt); it gets a copy of the read-file state (what it reads does not
+//! leak back), the same permission boundary and its own transcript. Only its final report comes
+//! back — at once, or as a notification at a later turn with `run_in_background`. Several
+//! Agent calls of one message run at the same time, within the spawn budgets.
 
 use std::sync::Arc;
 
@@ -13,15 +15,20 @@ use tokio_util::sync::CancellationToken;
 
 use super::{SessionShared, Tool, ToolContext, ToolError, ToolOutput, parse_input};
 
-/// The sub-agent types keel offers.
-pub const AGENT_TYPES: &[&str] = &["general-purpose", "Explore"];
-
 /// What the Agent tool asks the engine to run.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct AgentRequest {
     pub description: String,
     pub prompt: String,
     pub agent_type: String,
+    /// The call that asked (its spawn-budget reservation is keyed by it).
+    pub tool_use_id: String,
+    /// `Some(true)`/`Some(false)` when the call says; `None` follows the definition.
+    pub background: Option<bool>,
+    /// `isolation: "worktree"` on the call (the definition may ask for it too).
+    pub worktree: bool,
+    /// Allow rules for the sub-agent's whole task (a forked skill's `allowed-tools`).
+    pub allowed_tools: Vec<String>,
 }
 
 /// What a finished sub-agent reports.
@@ -34,6 +41,10 @@ pub struct AgentReport {
     pub total_tokens: u64,
     pub duration_ms: u64,
     pub transcript: std::path::PathBuf,
+    /// It was started in the background; `text` says so and the report comes later.
+    pub launched: bool,
+    /// Facts to add after the report (a kept worktree's path and branch).
+    pub notes: Vec<String>,
 }
 
 /// A tool call the permission layer refused, for the result's `permission_denials`.
@@ -58,9 +69,16 @@ pub trait AgentRunner: Send + Sync + std::fmt::Debug {
     async fn run(
         &self,
         request: AgentRequest,
-        parent: &SessionShared,
+        parent: &Arc<SessionShared>,
         cancel: CancellationToken,
     ) -> Result<AgentReport, String>;
+
+    /// Reserves spawn-budget places for the Agent calls of one message, in the order the model
+    /// issued them (before any runs, so refusals follow that order).
+    fn reserve(&self, _tool_use_ids: &[String]) {}
+
+    /// Frees the places of calls that never reached [`AgentRunner::run`] (refused earlier).
+    fn release(&self, _tool_use_ids: &[String]) {}
 }
 
 pub struct AgentTool;
@@ -70,6 +88,8 @@ struct Input {
     description: String,
     prompt: String,
     subagent_type: Option<String>,
+    run_in_background: Option<bool>,
+    isolation: Option<String>,
 }
 
 #[async_trait]
@@ -80,10 +100,16 @@ impl Tool for AgentTool {
 
     fn description(&self) -> &'static str {
         "Hands a self-contained task to a sub-agent that works in its own conversation and reports back. \
-         Use it for broad searches or investigations whose intermediate steps would crowd your context. The \
-         sub-agent sees only `prompt` (not this conversation), so include every fact it needs and say what its \
-         report must contain. `subagent_type`: `general-purpose` (default; all tools but Agent) or `Explore` \
-         (read-only: Read, Glob, Grep). It follows the same permission rules; only its final message comes back."
+         Use it for broad searches or investigations whose intermediate steps would crowd your context, and to \
+         have independent parts of a task done in parallel (several Agent calls in one message run at the same \
+         time). The sub-agent sees only `prompt` (not this conversation), so include every fact it needs and say \
+         what its report must contain. `subagent_type`: `general-purpose` (default; your tools), `Explore` or \
+         `Plan` (read-only research: Read, Glob, Grep), `verifier` (reviews the work so far from facts keel \
+         gathers — the diff, changed files, commands run — and ignores `prompt`), or a project type listed in the \
+         system prompt. \
+         `run_in_background: true` returns at once and the report arrives later as a notification. \
+         `isolation: \"worktree\"` runs it in a fresh git worktree so your files stay untouched. It follows the \
+         same permission rules; only its final message comes back."
     }
 
     fn input_schema(&self) -> Value {
@@ -92,7 +118,9 @@ impl Tool for AgentTool {
             "properties": {
                 "description": {"type": "string", "minLength": 1, "description": "The task in 3-5 words"},
                 "prompt": {"type": "string", "minLength": 1, "description": "The complete task for the sub-agent"},
-                "subagent_type": {"type": "string", "enum": AGENT_TYPES, "description": "Which kind of sub-agent"}
+                "subagent_type": {"type": "string", "minLength": 1, "description": "Which kind of sub-agent (see the system prompt)"},
+                "run_in_background": {"type": "boolean", "description": "Return at once; the report arrives as a later notification"},
+                "isolation": {"type": "string", "enum": ["worktree"], "description": "Run in a fresh git worktree"}
             },
             "required": ["description", "prompt"],
             "additionalProperties": false
@@ -101,6 +129,11 @@ impl Tool for AgentTool {
 
     fn handles_cancellation(&self) -> bool {
         // The sub-agent's own turn stops on the token and records the interruption.
+        true
+    }
+
+    /// Sub-agents work in their own conversations; the calls of one message run together.
+    fn runs_concurrently(&self, _input: &Value) -> bool {
         true
     }
 
@@ -115,14 +148,29 @@ impl Tool for AgentTool {
             description: input.description,
             prompt: input.prompt,
             agent_type: input.subagent_type.unwrap_or_else(|| "general-purpose".into()),
+            tool_use_id: ctx.tool_use_id.clone(),
+            background: input.run_in_background,
+            worktree: input.isolation.as_deref() == Some("worktree"),
+            allowed_tools: Vec::new(),
         };
         let report = runner
             .run(request, &ctx.shared, ctx.cancel.clone())
             .await
             .map_err(ToolError::invalid)?;
+        if report.launched {
+            let structured = json!({
+                "status": "async_launched",
+                "agentId": report.agent_id,
+                "outputFile": report.transcript.display().to_string(),
+            });
+            return Ok(ToolOutput::text(report.text).with_structured(structured));
+        }
+        let mut text = report.text.trim_end().to_string();
+        for note in &report.notes {
+            text.push_str(&format!("\n\n{note}"));
+        }
         let text = format!(
-            "{}\n\n[sub-agent {}: {} tool call(s), {} tokens, {} ms; transcript {}]",
-            report.text.trim_end(),
+            "{text}\n\n[sub-agent {}: {} tool call(s), {} tokens, {} ms; transcript {}]",
             report.agent_id,
             report.tool_uses,
             report.total_tokens,

@@ -48,6 +48,25 @@ impl FileView {
         }
     }
 
+    /// A view from a streamed read: the hash and size of the whole file, its content only when
+    /// it is small (`snapshot`).
+    pub fn streamed(
+        hash: [u8; 32],
+        size: u64,
+        snapshot: Option<Arc<str>>,
+        mtime: Option<SystemTime>,
+        kind: ViewKind,
+    ) -> Self {
+        FileView {
+            hash,
+            size,
+            mtime,
+            kind,
+            seen_at: SystemTime::now(),
+            snapshot: snapshot.filter(|s| s.len() <= SNAPSHOT_LIMIT),
+        }
+    }
+
     pub fn is_complete(&self) -> bool {
         self.kind == ViewKind::Complete
     }

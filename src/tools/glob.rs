@@ -62,6 +62,11 @@ impl Tool for GlobTool {
     }
 }
 
+/// The directory a Glob call walks (what the permission check decides on).
+pub fn walk_root(base: &Path, pattern: &str) -> PathBuf {
+    paths::normalize(&split_pattern(base, pattern).0)
+}
+
 /// Splits an absolute pattern into the directory to walk and the remaining pattern.
 fn split_pattern(base: &Path, pattern: &str) -> (PathBuf, String) {
     let full = if Path::new(pattern).is_absolute() {
@@ -114,12 +119,10 @@ fn glob(base: &Path, pattern: &str, cancel: &tokio_util::sync::CancellationToken
     };
     let mut found: Vec<(PathBuf, SystemTime)> = Vec::new();
     let mut unreadable = 0usize;
+    let mut skipped_note = None;
     if root.is_dir() {
-        let walker = ignore::WalkBuilder::new(&root)
-            .hidden(false)
-            .require_git(false)
-            .filter_entry(|e| e.file_name() != ".git")
-            .build();
+        let walk = super::walk::safe_walk(&root, |e| e.file_name() != ".git").map_err(ToolError::invalid)?;
+        let walker = walk.builder.build();
         for entry in walker {
             if cancel.is_cancelled() {
                 return Err(ToolError::Cancelled);
@@ -144,9 +147,10 @@ fn glob(base: &Path, pattern: &str, cancel: &tokio_util::sync::CancellationToken
                 found.push((entry.into_path(), mtime));
             }
         }
+        skipped_note = walk.note();
     }
     // Directories that could not be listed are said, so "no files" is never a hidden error.
-    let unreadable_note = if unreadable > 0 {
+    let mut unreadable_note = if unreadable > 0 {
         format!(
             "\n[{unreadable} director{} could not be read (permissions or I/O errors); the list may be incomplete]",
             if unreadable == 1 { "y" } else { "ies" }
@@ -154,6 +158,10 @@ fn glob(base: &Path, pattern: &str, cancel: &tokio_util::sync::CancellationToken
     } else {
         String::new()
     };
+    if let Some(note) = skipped_note {
+        unreadable_note.push('\n');
+        unreadable_note.push_str(&note);
+    }
     if found.is_empty() {
         return Ok(ToolOutput::text(format!(
             "No files found matching `{pattern}` in {}{unreadable_note}",
@@ -167,7 +175,7 @@ fn glob(base: &Path, pattern: &str, cancel: &tokio_util::sync::CancellationToken
     let names: Vec<String> = found
         .into_iter()
         .take(MAX_RESULTS)
-        .map(|(p, _)| p.display().to_string())
+        .map(|(p, _)| shown_name(&p))
         .collect();
     let mut text = names.join("\n");
     if truncated {
@@ -177,6 +185,19 @@ fn glob(base: &Path, pattern: &str, cancel: &tokio_util::sync::CancellationToken
     }
     text.push_str(&unreadable_note);
     Ok(ToolOutput::text(text).with_structured(json!({"filenames": names, "numFiles": total, "truncated": truncated})))
+}
+
+/// A path as listed; a name that is not UTF-8 cannot be passed back to a file tool, so it is
+/// marked, with the exact bytes as Bash can take them.
+fn shown_name(p: &Path) -> String {
+    if p.to_str().is_some() {
+        return p.display().to_string();
+    }
+    format!(
+        "{} [name is not valid UTF-8: file tools cannot open it; in Bash it is {}]",
+        p.display(),
+        paths::bash_quote(p)
+    )
 }
 
 #[cfg(test)]

@@ -13,7 +13,10 @@ pub mod paths;
 pub mod plan;
 pub mod read;
 pub mod registry;
+pub mod skill;
+pub mod structured;
 pub mod todo;
+pub mod walk;
 pub mod write;
 
 use std::path::PathBuf;
@@ -38,8 +41,13 @@ pub struct SessionShared {
     pub mode: Mutex<crate::permissions::Mode>,
     /// The session's task list (TodoWrite).
     pub todos: Mutex<Vec<Todo>>,
-    /// How shell commands are confined (set once at startup).
+    /// How shell commands a human or rule approved are confined (set once at startup).
     pub sandbox: crate::sandbox::SandboxMode,
+    /// The session's confinement state (read-only jail, credential scan); none in bare test
+    /// sessions, whose commands then run as `sandbox` says.
+    pub confiner: Option<Arc<crate::sandbox::Confiner>>,
+    /// Most bytes one shell command's output file keeps (head and tail; `shellOutputMaxBytes`).
+    pub output_cap: u64,
     /// Working directories besides `cwd` (`--add-dir`, `permissions.additionalDirectories`).
     pub extra_dirs: Vec<PathBuf>,
     /// Files whose content Read-like tools must not show (set once at startup).
@@ -52,6 +60,16 @@ pub struct SessionShared {
     pub shell_cwd: Mutex<PathBuf>,
     /// Background shells; all of them are killed when the session ends (and on drop).
     pub shells: bash::background::BackgroundShells,
+    /// Previous contents of changed files, for rewinding (shared with sub-agents).
+    pub checkpoints: Arc<crate::checkpoint::Checkpoints>,
+    /// Loads skills for the Skill tool (installed by the engine).
+    pub skill_runner: Option<Arc<dyn skill::SkillRunner>>,
+    /// Temporary allow rules, pending instructions and the record of loaded skills.
+    pub skills: crate::skills::SkillState,
+    /// Sub-agents running in the background, and their notifications.
+    pub tasks: Arc<crate::agents::tasks::BackgroundTasks>,
+    /// What the turn driver knows of the work so far, for a verifier sub-agent's brief.
+    pub verifier_facts: Mutex<crate::agents::verifier::Facts>,
 }
 
 /// Decides which files Grep and Glob leave out (credential files, Read deny rules), so a search
@@ -101,17 +119,24 @@ pub enum TodoStatus {
 impl SessionShared {
     pub fn new(cwd: PathBuf, session_dir: PathBuf) -> Self {
         SessionShared {
-            session_dir,
+            session_dir: session_dir.clone(),
             file_state: Mutex::new(FileStateMap::default()),
             mode: Mutex::new(crate::permissions::Mode::Default),
             todos: Mutex::new(Vec::new()),
             sandbox: crate::sandbox::SandboxMode::Off,
+            confiner: None,
+            output_cap: crate::sandbox::contain::DEFAULT_OUTPUT_CAP,
             extra_dirs: Vec::new(),
             read_guard: ReadGuard::default(),
             agents: None,
             subagent_tally: Mutex::new(agent::SubagentTally::default()),
             shell_cwd: Mutex::new(cwd.clone()),
             shells: bash::background::BackgroundShells::default(),
+            checkpoints: Arc::new(crate::checkpoint::Checkpoints::new(&session_dir)),
+            skill_runner: None,
+            skills: crate::skills::SkillState::default(),
+            tasks: Arc::default(),
+            verifier_facts: Mutex::new(Default::default()),
             cwd,
         }
     }
@@ -122,19 +147,38 @@ impl SessionShared {
         path.starts_with(&self.cwd) || self.extra_dirs.iter().any(|d| path.starts_with(d))
     }
 
+    /// The workspace roots (canonical) below which file tools open files.
+    pub fn roots(&self) -> Vec<PathBuf> {
+        let mut roots = Vec::with_capacity(1 + self.extra_dirs.len());
+        roots.push(self.cwd.clone());
+        roots.extend(self.extra_dirs.iter().cloned());
+        roots
+    }
+
     /// Takes over the startup decisions of another session's state (sandbox, added
     /// directories, permission mode) when a front end swaps sessions.
     pub fn inherit_from(&mut self, other: &SessionShared) {
         self.sandbox = other.sandbox.clone();
+        self.confiner = other.confiner.clone();
+        self.output_cap = other.output_cap;
         self.extra_dirs = other.extra_dirs.clone();
         self.read_guard = other.read_guard.clone();
         self.agents = other.agents.clone();
+        self.skill_runner = other.skill_runner.clone();
         self.set_mode(other.mode());
     }
 
-    /// Ends the session's processes: every background shell is killed.
+    /// Where SessionStart hooks write `export` lines (`CLAUDE_ENV_FILE`); every shell command
+    /// of the session reads it first.
+    pub fn hook_env_file(&self) -> PathBuf {
+        self.session_dir.join("hook-env.sh")
+    }
+
+    /// Ends the session's processes: every background shell is killed, every background
+    /// sub-agent cancelled.
     pub fn end(&self) {
         self.shells.kill_all();
+        self.tasks.cancel_all();
     }
 
     pub fn mode(&self) -> crate::permissions::Mode {
@@ -147,6 +191,16 @@ impl SessionShared {
 
     pub fn todos(&self) -> Vec<Todo> {
         self.todos.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Logs the previous content of `path` before a tool changes it (`None`: absent), so the
+    /// change can be rewound. Returns a note for the tool result when it cannot be.
+    pub fn checkpoint(&self, path: &std::path::Path, before: Option<&[u8]>, after: &[u8], by: &str) -> Option<String> {
+        let mode = before.map_or(0o666 & !0o022, |_| crate::checkpoint::mode_of(path));
+        match self.checkpoints.record(path, before, Some(after), mode, by) {
+            Ok(note) => note,
+            Err(e) => Some(format!("Note: {e}; this change cannot be rewound.")),
+        }
     }
 
     /// Locks the read-file state; a poisoned lock (a panicking tool) is recovered because the
@@ -162,11 +216,21 @@ pub struct ToolContext {
     pub shared: Arc<SessionShared>,
     pub cancel: CancellationToken,
     pub tool_use_id: String,
+    /// How the permission step approved this call (Bash confines the command accordingly).
+    pub confinement: crate::sandbox::Confinement,
+    /// The call's path as the permission check resolved it (symbolic links followed once).
+    pub resolved: Option<PathBuf>,
 }
 
 impl ToolContext {
     pub fn cwd(&self) -> &std::path::Path {
         &self.shared.cwd
+    }
+
+    /// Where to open `path`: exactly where the permission check resolved it, so nothing
+    /// swapped in since can redirect the tool; resolved now for a call that had no check.
+    pub fn resolved_path(&self, path: &std::path::Path) -> PathBuf {
+        self.resolved.clone().unwrap_or_else(|| paths::real_path(path))
     }
 }
 
@@ -241,6 +305,11 @@ pub trait Tool: Send + Sync {
     /// Whether this call only observes. Read-only calls of one message run concurrently.
     fn is_read_only(&self, _input: &Value) -> bool {
         false
+    }
+    /// Whether this call may run at the same time as the other concurrent calls of its message
+    /// (read-only calls; sub-agents, which work in their own conversations).
+    fn runs_concurrently(&self, input: &Value) -> bool {
+        self.is_read_only(input)
     }
     /// Characters of output kept in context before the rest is spilled to a file.
     fn result_budget(&self) -> usize {

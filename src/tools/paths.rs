@@ -2,6 +2,9 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use super::ToolError;
+use crate::fsutil::open::OpenError;
+
 /// Resolves a path from a tool input: `~` expands to the home directory, relative paths are
 /// taken from `cwd`, and `.`/`..` are folded lexically (the file need not exist).
 pub fn resolve(cwd: &Path, raw: &str) -> PathBuf {
@@ -38,6 +41,87 @@ pub fn normalize(path: &Path) -> PathBuf {
     out
 }
 
+/// The path with symbolic links resolved as far as it exists (a new file's parent is
+/// resolved, the missing rest appended).
+pub fn real_path(p: &Path) -> PathBuf {
+    if let Ok(c) = p.canonicalize() {
+        return c;
+    }
+    match (p.parent(), p.file_name()) {
+        (Some(parent), Some(name)) => real_path(parent).join(name),
+        _ => p.to_path_buf(),
+    }
+}
+
+/// The message for a file that could not be opened (other than a missing file or a directory,
+/// which each tool words itself).
+pub fn open_failure(err: OpenError, path: &Path, tool: &str) -> ToolError {
+    match err {
+        OpenError::NotRegular { kind, .. } => ToolError::invalid(format!(
+            "{} is {kind}, not a regular file; {tool} only works on regular files (reading a pipe or a device \
+             could block or never end). Use Bash for special files.",
+            path.display()
+        )),
+        OpenError::DanglingLink { target, .. } => ToolError::invalid(format!(
+            "{} is a symbolic link to {}, which does not exist. Use the path of an existing file.",
+            path.display(),
+            target.display()
+        )),
+        OpenError::Moved(_) => ToolError::invalid(format!(
+            "{} changed while it was being opened: a symbolic link replaced part of its path after the \
+             permission check, so {tool} did nothing. Check the path (e.g. `ls -l`) and call {tool} again.",
+            path.display()
+        )),
+        OpenError::NotFound(p) => ToolError::invalid(format!("{} does not exist.", p.display())),
+        OpenError::Directory(p) => ToolError::invalid(format!("{} is a directory, not a file.", p.display())),
+        OpenError::Io { source, .. } => ToolError::io(format!("cannot open {}", path.display()), source),
+    }
+}
+
+/// A file next to `path` whose name is not valid UTF-8 but reads as `path`'s name once its
+/// invalid bytes are shown as U+FFFD (what a listing shows and a model then asks for).
+pub fn non_utf8_sibling(path: &Path) -> Option<PathBuf> {
+    let wanted = path.file_name()?.to_str()?;
+    if !wanted.contains('\u{fffd}') {
+        return None;
+    }
+    std::fs::read_dir(path.parent()?)
+        .ok()?
+        .flatten()
+        .map(|e| e.file_name())
+        .find(|n| n.to_str().is_none() && n.to_string_lossy() == wanted)
+        .and_then(|n| Some(path.parent()?.join(n)))
+}
+
+/// Says that a file's name is not UTF-8 and how to reach it.
+pub fn non_utf8_message(asked: &Path, actual: &Path) -> String {
+    format!(
+        "{} names a file whose name is not valid UTF-8 (its exact bytes: {}). File tools take paths as \
+         UTF-8 text and cannot name it. Reach it with Bash using that quoting, e.g. `cat {}`, or rename it \
+         to a UTF-8 name with `mv`.",
+        asked.display(),
+        bash_quote(actual),
+        bash_quote(actual)
+    )
+}
+
+/// A path as a bash `$'…'` word with every byte that is not printable ASCII escaped, so a
+/// name that is not UTF-8 can be typed exactly.
+pub fn bash_quote(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::from("$'");
+    for &b in path.as_os_str().as_bytes() {
+        match b {
+            b'\'' => out.push_str("\\'"),
+            b'\\' => out.push_str("\\\\"),
+            0x20..=0x7e => out.push(b as char),
+            _ => out.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    out.push('\'');
+    out
+}
+
 /// A path shown relative to `base` when it lies below it, else absolute.
 pub fn display_relative(path: &Path, base: &Path) -> String {
     path.strip_prefix(base).unwrap_or(path).display().to_string()
@@ -53,5 +137,25 @@ mod tests {
         assert_eq!(resolve(cwd, "src/a.rs"), PathBuf::from("/work/repo/src/a.rs"));
         assert_eq!(resolve(cwd, "./src/../b.rs"), PathBuf::from("/work/repo/b.rs"));
         assert_eq!(resolve(cwd, "/etc/hosts"), PathBuf::from("/etc/hosts"));
+    }
+
+    #[test]
+    fn names_that_are_not_utf8_are_found_and_quoted() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let raw = dir.path().join(std::ffi::OsStr::from_bytes(b"caf\xe9 it's.txt"));
+        std::fs::write(&raw, "x").unwrap();
+        let asked = dir.path().join("caf\u{fffd} it's.txt");
+        assert_eq!(non_utf8_sibling(&asked), Some(raw.clone()));
+        assert!(non_utf8_sibling(&dir.path().join("cafe it's.txt")).is_none());
+        let quoted = bash_quote(&raw);
+        assert!(quoted.ends_with("caf\\xe9 it\\'s.txt'"), "{quoted}");
+        // bash reads the quoted word back as the exact bytes.
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(format!("cat {quoted}"))
+            .output()
+            .unwrap();
+        assert_eq!(out.stdout, b"x");
     }
 }

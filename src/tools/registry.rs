@@ -62,6 +62,29 @@ impl ToolRegistry {
         self.order.iter().map(String::as_str).collect()
     }
 
+    /// A registry of the tools `keep` accepts, in the same order (a sub-agent's tool set: the
+    /// filter is enforced here, where calls are looked up, not by the prompt).
+    pub fn subset(&self, mut keep: impl FnMut(&str) -> bool) -> Result<ToolRegistry, RegistryError> {
+        ToolRegistry::new(
+            self.order
+                .iter()
+                .filter(|n| keep(n))
+                .filter_map(|n| self.tools.get(n).map(|t| t.tool.clone()))
+                .collect(),
+        )
+    }
+
+    /// Adds a tool after the others (session-specific tools such as Skill).
+    pub fn with(self, tool: Arc<dyn Tool>) -> Result<ToolRegistry, RegistryError> {
+        let mut tools: Vec<Arc<dyn Tool>> = self
+            .order
+            .iter()
+            .filter_map(|n| self.tools.get(n).map(|t| t.tool.clone()))
+            .collect();
+        tools.push(tool);
+        ToolRegistry::new(tools)
+    }
+
     /// Removes tools the model must not be offered (e.g. bare-name deny rules).
     pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
         self.order.retain(|n| keep(n));

@@ -100,6 +100,8 @@ mod tests {
             shared: shared.clone(),
             cancel: Default::default(),
             tool_use_id: "t".into(),
+            resolved: None,
+            confinement: Default::default(),
         };
         let input = json!({"todos": [
             {"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing the bug"},

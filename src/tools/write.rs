@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use similar::{ChangeTag, TextDiff};
 
 use super::edit::guard::{self, Intent};
-use super::edit::{text, write_target};
+use super::edit::{disk, text};
 use super::file_state::{FileView, ViewKind, file_mtime};
 use super::{SessionShared, Tool, ToolContext, ToolError, ToolOutput, parse_input, paths};
 
@@ -51,41 +51,39 @@ impl Tool for WriteTool {
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let input: Input = parse_input(input)?;
         let path = paths::resolve(ctx.cwd(), &input.file_path);
+        let real = ctx.resolved_path(&path);
         let shared = ctx.shared.clone();
-        tokio::task::spawn_blocking(move || write_file(&path, &input.content, &shared))
+        tokio::task::spawn_blocking(move || write_file(&path, &real, &input.content, &shared))
             .await
             .map_err(|e| ToolError::invalid(format!("the write task failed: {e}")))?
     }
 }
 
-fn write_file(path: &Path, content: &str, shared: &SessionShared) -> Result<ToolOutput, ToolError> {
-    let existing = match std::fs::metadata(path) {
-        Ok(m) if m.is_dir() => {
-            return Err(ToolError::invalid(format!(
-                "{} is a directory; give the path of a file.",
-                path.display()
-            )));
-        }
-        Ok(m) => Some(guard::check_size(path, m.len()).and_then(|_| {
-            std::fs::read(path).map_err(|e| ToolError::io(format!("cannot read {}", path.display()), e))
-        })?),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(ToolError::io(format!("cannot access {}", path.display()), e)),
-    };
-    let Some(old_bytes) = existing else {
-        crate::fsutil::write_atomic(path, content.as_bytes())
-            .map_err(|e| ToolError::io(format!("cannot create {}", path.display()), e))?;
-        record(shared, path, path, content.as_bytes());
+fn write_file(path: &Path, real: &Path, content: &str, shared: &SessionShared) -> Result<ToolOutput, ToolError> {
+    let roots = shared.roots();
+    let Some(existing) = disk::load(path, real, &roots, "Write")? else {
+        let undo_note = shared.checkpoint(real, None, content.as_bytes(), "Write");
+        let meta = disk::store(path, real, &roots, content.as_bytes(), None)?;
+        record(shared, path, &meta, content.as_bytes());
         return Ok(ToolOutput::text(format!(
-            "Created {} ({} lines).",
+            "Created {} ({} lines).{}",
             path.display(),
-            content.lines().count()
+            content.lines().count(),
+            undo_note.map(|n| format!("\n\n{n}")).unwrap_or_default()
         ))
-        .with_structured(json!({"type": "create", "filePath": path.display().to_string(), "content": content})));
+        .with_structured(json!({
+            "type": "create",
+            "filePath": path.display().to_string(),
+            "content": content,
+            "structuredPatch": [],
+            "originalFile": null,
+            "userModified": false,
+        })));
     };
-    guard::check(&shared.files(), path, &old_bytes, Intent::Overwrite)?;
+    let old_bytes = &existing.bytes;
+    guard::check(&shared.files(), path, old_bytes, Intent::Overwrite)?;
 
-    let old_text = String::from_utf8_lossy(&old_bytes);
+    let old_text = String::from_utf8_lossy(old_bytes);
     let (had_bom, old_body) = text::split_bom(&old_text);
     let (_, new_body) = text::split_bom(content);
     let mut kept = Vec::new();
@@ -101,10 +99,9 @@ fn write_file(path: &Path, content: &str, shared: &SessionShared) -> Result<Tool
     }
     new_text.push_str(&body);
 
-    let target = write_target(path);
-    crate::fsutil::write_atomic(&target, new_text.as_bytes())
-        .map_err(|e| ToolError::io(format!("cannot write {}", target.display()), e))?;
-    record(shared, path, &target, new_text.as_bytes());
+    let undo_note = shared.checkpoint(real, Some(old_bytes), new_text.as_bytes(), "Write");
+    let meta = disk::store(path, real, &roots, new_text.as_bytes(), Some(&existing.meta))?;
+    record(shared, path, &meta, new_text.as_bytes());
 
     let (added, removed) = line_changes(old_body, &body);
     let mut msg = format!(
@@ -116,18 +113,24 @@ fn write_file(path: &Path, content: &str, shared: &SessionShared) -> Result<Tool
     if !kept.is_empty() {
         msg.push_str(&format!(" Kept the file's {}.", kept.join(" and ")));
     }
+    if let Some(n) = undo_note {
+        msg.push_str(&format!("\n\n{n}"));
+    }
     Ok(ToolOutput::text(msg).with_structured(json!({
         "type": "update",
         "filePath": path.display().to_string(),
         "content": content,
+        "structuredPatch": super::edit::patch::structured_patch(&old_text, &new_text),
+        "originalFile": old_text,
+        "userModified": false,
     })))
 }
 
-fn record(shared: &SessionShared, path: &Path, target: &Path, bytes: &[u8]) {
-    let mtime = std::fs::metadata(target).ok().as_ref().and_then(file_mtime);
-    shared
-        .files()
-        .record(path.to_path_buf(), FileView::new(bytes, mtime, ViewKind::Complete));
+fn record(shared: &SessionShared, path: &Path, meta: &std::fs::Metadata, bytes: &[u8]) {
+    shared.files().record(
+        path.to_path_buf(),
+        FileView::new(bytes, file_mtime(meta), ViewKind::Complete),
+    );
 }
 
 fn line_changes(old: &str, new: &str) -> (usize, usize) {

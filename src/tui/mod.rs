@@ -15,6 +15,7 @@ pub mod sessions;
 pub mod shell;
 pub mod terminal;
 pub mod transcript;
+pub mod trust;
 pub mod ui;
 pub mod worker;
 
@@ -61,7 +62,11 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Err(TuiError::NotATerminal);
     }
-    let prepared = setup::prepare(&cli)?;
+    // Before setup: nothing of the project's own settings may run until this is answered.
+    let Some(trust) = trust::decide(&cli)? else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let prepared = setup::prepare_with(&cli, trust)?;
     render::theme::set_truecolor(render::theme::truecolor_from_env());
     render::highlight::preload();
 
@@ -72,8 +77,6 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
         .as_deref()
         .map(|h| paths::project_dir(h, &cwd))
         .unwrap_or_else(|| cwd.clone());
-    let (commands, command_warnings) =
-        commands::CustomCommands::load(&cwd, dirs::home_dir().as_deref(), keel_home.as_deref());
     let session_id = engine.session.id.clone();
     let mut app = App::new(AppInit {
         cwd: cwd.clone(),
@@ -81,7 +84,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
         session_id: session_id.clone(),
         shared: engine.session.shared.clone(),
         bypass_available: prepared.permission_mode == Mode::BypassPermissions,
-        commands,
+        harness: engine.harness.clone(),
         project_dir: project_dir.clone(),
     });
     if let Some(catalog) = &prepared.catalog {
@@ -89,20 +92,22 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
         app.status.model_choices = catalog.choices(&prepared.model_spec, &configured);
     }
     transcript::history::fill(&mut app.transcript, engine.session.history(), &cwd);
-    for w in prepared.warnings.iter().chain(&command_warnings) {
+    for w in &prepared.warnings {
         app.notice(NoticeLevel::Warning, w.clone());
     }
 
     let (job_tx, job_rx) = mpsc::unbounded_channel();
     let (reply_tx, reply_rx) = mpsc::unbounded_channel();
+    // `/clear` builds the next session's prompt the same way (`--system-prompt-file` included).
+    let prompt_texts = setup::system_prompt_texts(&cli)?;
     let config = WorkerConfig {
         place: sessions::SessionPlace {
             cwd: cwd.clone(),
             project_dir,
             persist: !cli.no_session_persistence,
         },
-        system_prompt: cli.system_prompt.clone(),
-        append_system_prompt: cli.append_system_prompt.clone(),
+        system_prompt: prompt_texts.0,
+        append_system_prompt: prompt_texts.1,
         resumed: prepared.resumed,
         models: match (&prepared.catalog, &keel_home) {
             (Some(catalog), Some(home)) => Some(worker::ModelSwitch {
@@ -115,6 +120,10 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
     };
     let worker = tokio::spawn(worker::run(engine, job_rx, reply_tx, config));
 
+    // `keel --resume` without an id: pick the session to resume.
+    if cli.resume.as_deref() == Some("") {
+        app.submit_text("/resume");
+    }
     if let Some(prompt) = cli.prompt.as_deref().filter(|p| !p.trim().is_empty()) {
         app.submit_text(prompt);
     }
@@ -169,6 +178,22 @@ async fn event_loop(
                 Effect::Job(job) => {
                     if jobs.send(job).is_err() {
                         return Err(TuiError::Panicked);
+                    }
+                }
+                Effect::Edit(path) => {
+                    // The editor owns the terminal until it exits; keys are not read meanwhile.
+                    drop(keys);
+                    tui.suspend();
+                    let outcome = edit(&path).await;
+                    tui.resume()?;
+                    keys = EventStream::new();
+                    app.full_redraw = true;
+                    match outcome {
+                        Ok(()) => app.notice(
+                            NoticeLevel::Info,
+                            format!("Edited {}; the next session loads it.", path.display()),
+                        ),
+                        Err(e) => app.notice(NoticeLevel::Error, e),
                     }
                 }
                 Effect::IndexFiles => {
@@ -250,5 +275,36 @@ async fn event_loop(
             _ = sigint.recv() => return Ok(ExitReason::Signal(2)),
             _ = sleep => app.tick(Instant::now()),
         }
+    }
+}
+
+/// Opens `path` in `$VISUAL`, `$EDITOR` or `vi` (creating the file and its folder first) and
+/// waits for the editor to exit.
+async fn edit(path: &std::path::Path) -> Result<(), String> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    if !path.exists() {
+        crate::fsutil::write_atomic(path, b"# Memory\n\n")
+            .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    }
+    let editor = std::env::var("VISUAL")
+        .or_else(|_| std::env::var("EDITOR"))
+        .ok()
+        .filter(|e| !e.trim().is_empty())
+        .unwrap_or_else(|| "vi".into());
+    let mut words = editor.split_whitespace().map(str::to_string);
+    let program = words.next().unwrap_or_else(|| "vi".into());
+    let args: Vec<String> = words.collect();
+    let file = path.to_path_buf();
+    let status =
+        tokio::task::spawn_blocking(move || std::process::Command::new(&program).args(&args).arg(&file).status())
+            .await
+            .map_err(|e| format!("the editor did not run: {e}"))?
+            .map_err(|e| format!("cannot start the editor `{editor}`: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("the editor `{editor}` exited with {status}"))
     }
 }

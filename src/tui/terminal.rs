@@ -103,6 +103,27 @@ impl Tui {
     pub fn clear(&mut self) -> io::Result<()> {
         self.terminal.clear()
     }
+
+    /// Hands the terminal to another program (an editor) until [`Tui::resume`].
+    pub fn suspend(&mut self) {
+        let _ = self.terminal.backend_mut().flush();
+        restore();
+    }
+
+    /// Takes the terminal back after [`Tui::suspend`] and repaints from scratch.
+    pub fn resume(&mut self) -> io::Result<()> {
+        enable_raw_mode()?;
+        ACTIVE.store(true, Ordering::SeqCst);
+        execute!(
+            self.terminal.backend_mut(),
+            EnterAlternateScreen,
+            EnableBracketedPaste,
+            EnableMouseCapture,
+            PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES),
+            cursor::Hide
+        )?;
+        self.terminal.clear()
+    }
 }
 
 impl Drop for Tui {

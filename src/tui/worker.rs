@@ -29,6 +29,17 @@ pub enum Job {
         command: String,
         cancel: CancellationToken,
     },
+    /// `/name args`: a skill or custom command, expanded here (its shell snippets run through
+    /// the permission check), then a turn.
+    Slash {
+        name: String,
+        args: String,
+        cancel: CancellationToken,
+    },
+    /// `# note`: appended to the project's memory.
+    Remember {
+        note: String,
+    },
     Clear,
     Resume {
         path: PathBuf,
@@ -43,6 +54,10 @@ pub enum Job {
     Context,
     Permissions,
     Hooks,
+    /// `/rewind [N [code|conversation]]`.
+    Rewind {
+        arg: Option<String>,
+    },
 }
 
 /// A new session is in place (after `/clear` or `/resume`).
@@ -68,6 +83,8 @@ pub enum Reply {
     Context(Result<ContextReport, String>),
     Permissions(Result<PermissionsReport, String>),
     Hooks(Result<Vec<HookEntry>, String>),
+    Rewound(Result<integration::Rewound, String>),
+    Notice(NoticeLevel, String),
     Failed(String),
 }
 
@@ -114,15 +131,31 @@ pub async fn run(
 async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
     match job {
         Job::Turn { text, cancel } => {
-            let resolved = mentions::resolve(&text, &engine.session.shared, &|p| {
-                integration::mention_denied(engine, p)
-            });
+            let checker = (engine.session.shared.clone(), engine.authorizer.clone());
+            let Some(resolved) = attach_mentions(checker, text, &cancel).await else {
+                engine.events().notice(
+                    NoticeLevel::Warning,
+                    "interrupted while attaching the mentioned files; nothing was sent",
+                );
+                return Reply::TurnDone;
+            };
             for note in resolved.notes {
                 engine.events().notice(NoticeLevel::Warning, note);
             }
             engine.run_turn(resolved.blocks, cancel).await;
             Reply::TurnDone
         }
+        Job::Slash { name, args, cancel } => match engine.expand_slash_skill(&name, &args, &cancel).await {
+            Ok(content) => {
+                engine.run_turn(content, cancel).await;
+                Reply::TurnDone
+            }
+            Err(e) => Reply::Failed(format!("/{name}: {e}")),
+        },
+        Job::Remember { note } => match engine.remember(&note) {
+            Ok(file) => Reply::Notice(NoticeLevel::Info, format!("Saved to memory: {}", file.display())),
+            Err(e) => Reply::Failed(e),
+        },
         Job::Shell { command, cancel } => {
             let result = shell::run(&command, &engine.session.shared.cwd, &cancel).await;
             engine
@@ -174,6 +207,7 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
         Job::Context => Reply::Context(integration::context(engine).map_err(|e| e.to_string())),
         Job::Permissions => Reply::Permissions(integration::permissions(engine).map_err(|e| e.to_string())),
         Job::Hooks => Reply::Hooks(integration::hooks(engine).map_err(|e| e.to_string())),
+        Job::Rewind { arg } => Reply::Rewound(integration::rewind(engine, arg.as_deref()).map_err(|e| e.to_string())),
     }
 }
 
@@ -217,8 +251,33 @@ async fn switch_model(
     Ok((resolved.spec, notes))
 }
 
-/// Swaps in a new session, keeping the permission mode the user chose.
+/// Resolves a prompt's `@path` mentions on the blocking pool, so file I/O never stalls this
+/// task; `None` when the user interrupted first (the work left behind is bounded: files are
+/// opened without blocking and read with a size cap).
+async fn attach_mentions(
+    (shared, authorizer): (Arc<SessionShared>, Arc<crate::permissions::Authorizer>),
+    text: String,
+    cancel: &CancellationToken,
+) -> Option<mentions::Resolved> {
+    if mentions::mentions(&text).is_empty() {
+        return Some(mentions::Resolved {
+            blocks: vec![ContentBlock::text(text)],
+            notes: Vec::new(),
+        });
+    }
+    let task = tokio::task::spawn_blocking(move || {
+        mentions::resolve(&text, &shared, &|p| integration::mention_check(&authorizer, &shared, p))
+    });
+    tokio::select! {
+        _ = cancel.cancelled() => None,
+        r = task => r.ok(),
+    }
+}
+
+/// Swaps in a new session, keeping the permission mode the user chose. What the old session
+/// left running (background shells and sub-agents) ends with it.
 fn replace_session(engine: &mut Engine, mut session: Session, warnings: Vec<String>) -> NewSession {
+    engine.session.shared.end();
     match std::sync::Arc::get_mut(&mut session.shared) {
         Some(shared) => shared.inherit_from(&engine.session.shared),
         None => session.shared.set_mode(engine.session.shared.mode()),

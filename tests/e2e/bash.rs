@@ -45,8 +45,8 @@ async fn stdin_is_closed_and_the_command_leads_its_own_process_group() {
         vec![vec![bash(
             "p",
             "readlink /proc/self/fd/0; cat; \
-             [ \"$(ps -o pgid= -p $$ | tr -d ' ')\" = \"$$\" ] && echo own-group; \
-             [ \"$(ps -o sid= -p $$ | tr -d ' ')\" = \"$$\" ] && echo own-session; pwd",
+             [ \"$(ps -o pgid= -p $$ | tr -d ' ')\" = \"$PPID\" ] && echo own-group; \
+             [ \"$(ps -o sid= -p $$ | tr -d ' ')\" = \"$PPID\" ] && echo own-session; pwd",
         )]],
     )
     .await;

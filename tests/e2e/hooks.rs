@@ -490,7 +490,14 @@ async fn a_hook_that_cannot_start_is_reported_loudly() {
         .push(answer("ok"));
     let out = env
         .keel(&server)
-        .args(["-p", "x", "--output-format", "stream-json", "--verbose"])
+        .args([
+            "-p",
+            "x",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-hook-events",
+        ])
         .run()
         .await;
     assert_eq!(out.code, 0, "{}", out.stderr);

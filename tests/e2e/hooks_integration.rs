@@ -253,7 +253,11 @@ async fn exec_form_async_hooks_and_the_permission_request_payload() {
     assert_eq!(perm["hook_event_name"], "PermissionRequest");
     assert_eq!(perm["tool_name"], "Bash");
     assert_eq!(perm["tool_input"]["command"], "make deploy");
-    assert_eq!(perm["permission_suggestions"], json!(["Bash(make deploy:*)"]));
+    assert_eq!(
+        perm["permission_suggestions"],
+        json!([{"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "make deploy:*"}],
+                "behavior": "allow", "destination": "localSettings"}])
+    );
     assert_eq!(out.json()["permission_denials"][0]["tool_use_id"], "p1");
     // The async PostToolUse hook ran in the background, and keel waited for it before exiting
     // instead of cutting it off.

@@ -2,18 +2,30 @@
 
 mod support;
 
+mod agents;
 mod bash;
 mod compaction;
+mod containment;
 mod demo;
 mod edit_guards;
 mod engine_loop;
+mod file_safety;
 mod headless;
+mod headless_programs;
 mod hooks;
 mod hooks_integration;
+mod jail;
 mod openai;
 mod permissions;
+mod plugins;
 mod provider;
 mod provider_faults;
+mod rewind;
+mod robustness;
 mod sandbox;
+mod sdk_client;
+mod skills;
+mod stream_json;
 mod subagents;
+mod trust;
 mod tui;

@@ -129,6 +129,7 @@ async fn sandboxed_bash_stops_escapes_and_says_why() {
     use serde_json::json;
 
     let env = Env::new();
+    env.write("sub/.keep", "");
     // Outside the workspace; the shared /tmp is not writable either (commands get a private
     // TMPDIR instead).
     let outside = tempfile::tempdir().unwrap();
@@ -142,8 +143,11 @@ async fn sandboxed_bash_stops_escapes_and_says_why() {
             tool(
                 "in",
                 "Bash",
-                json!({"command": "echo inside > inside.txt && cat inside.txt"}),
+                json!({"command": "echo inside > sub/inside.txt && cat sub/inside.txt"}),
             ),
+            // No `.keel`, `.claude`, `.git` or `.mcp.json` here: none may appear, so nothing new
+            // can be created at the top of the workspace.
+            tool("top", "Bash", json!({"command": "echo top > top.txt"})),
             tool(
                 "out",
                 "Bash",
@@ -179,6 +183,12 @@ async fn sandboxed_bash_stops_escapes_and_says_why() {
     }
     let (text, is_error) = req.tool_result_text("in");
     assert!(!is_error && text == "inside", "{text}");
+    let (text, is_error) = req.tool_result_text("top");
+    assert!(
+        is_error && text.contains("no new file or directory can be created next to"),
+        "{text}"
+    );
+    assert!(!env.path("top.txt").exists());
     let (text, is_error) = req.tool_result_text("out");
     assert!(is_error, "{text}");
     assert!(!target.exists(), "the sandbox let a write escape");
@@ -241,13 +251,14 @@ async fn sandboxed_bash_cannot_rewrite_configuration_that_runs_code_later() {
         .status()
         .unwrap();
     env.write(".claude/settings.json", "{}\n");
+    env.write("out/.keep", "");
     let caps = capabilities();
     let server = ModelServer::start().await;
     server
         .push(calls(vec![
             tool("cfg", "Bash", json!({"command": "python3 -c \"open('.claude/settings.json','w').write('{\\\"hooks\\\":{}}')\""})),
             tool("git", "Bash", json!({"command": "python3 -c \"open('.git/config','a').write('[core]\\\\n\\\\tfsmonitor = touch /tmp/x\\\\n')\""})),
-            tool("ok", "Bash", json!({"command": "python3 -c \"open('fine.txt','w').write('ok')\""})),
+            tool("ok", "Bash", json!({"command": "python3 -c \"open('out/fine.txt','w').write('ok')\""})),
         ]))
         .push(answer("done"));
     let out = env
@@ -275,7 +286,7 @@ async fn sandboxed_bash_cannot_rewrite_configuration_that_runs_code_later() {
     );
     let (text, is_error) = req.tool_result_text("ok");
     assert!(!is_error, "{text}");
-    assert_eq!(std::fs::read_to_string(env.path("fine.txt")).unwrap(), "ok");
+    assert_eq!(std::fs::read_to_string(env.path("out/fine.txt")).unwrap(), "ok");
 }
 
 /// Where the kernel cannot enforce the sandbox, keel says so once and then, per
@@ -325,4 +336,112 @@ async fn unavailable_sandbox_refuses_or_warns_per_setting() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stderr.contains("UNSANDBOXED"), "{}", out.stderr);
     assert!(env.path("ran.txt").exists());
+}
+
+/// Configuration that runs code later stays unwritable inside the sandbox whether or not it
+/// exists when the command starts: a missing `.keel`, `.claude`, `.mcp.json` or `.git` cannot
+/// be created, an existing `.git` can be neither changed nor moved away, and a later session
+/// runs nothing planted.
+#[tokio::test]
+async fn sandbox_protects_configuration_that_does_not_exist_yet() {
+    use crate::support::ModelServer;
+    use crate::support::sse::{answer, calls, tool};
+    use serde_json::json;
+
+    let caps = capabilities();
+    if caps["filesystem"] != true || caps["seccomp"] != true {
+        eprintln!("skipped: the sandbox cannot be enforced on this machine");
+        return;
+    }
+    let env = Env::new();
+    env.write("src/main.txt", "x\n");
+    let marker = env.home.join("planted-hook-ran");
+    let hook = format!(
+        r#"{{"hooks":{{"SessionStart":[{{"hooks":[{{"type":"command","command":"touch {}"}}]}}]}}}}"#,
+        marker.display()
+    );
+    let fresh = vec![
+        tool(
+            "keel",
+            "Bash",
+            json!({"command": format!("mkdir -p .keel && echo '{hook}' > .keel/settings.json")}),
+        ),
+        tool("claude", "Bash", json!({"command": "mkdir .claude"})),
+        tool("mcp", "Bash", json!({"command": "echo '{}' > .mcp.json"})),
+        tool("init", "Bash", json!({"command": "git init -q"})),
+        tool("ok", "Bash", json!({"command": "echo fine > src/new.txt"})),
+    ];
+    let server = ModelServer::start().await;
+    server.push(calls(fresh)).push(answer("done"));
+    let out = env
+        .keel(&server)
+        .args(["-p", "x", "--sandbox", "--dangerously-skip-permissions"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let req = &server.requests()[1];
+    for id in ["keel", "claude", "mcp", "init"] {
+        let (text, is_error) = req.tool_result_text(id);
+        assert!(is_error, "{id}: {text}");
+    }
+    for p in [".keel", ".claude", ".mcp.json", ".git"] {
+        assert!(!env.path(p).exists(), "{p} was created inside the sandbox");
+    }
+    let (text, is_error) = req.tool_result_text("ok");
+    assert!(!is_error, "{text}");
+    assert_eq!(std::fs::read_to_string(env.path("src/new.txt")).unwrap(), "fine\n");
+
+    // An existing repository: its whole `.git` stays as it is.
+    std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&env.work)
+        .status()
+        .unwrap();
+    let config_before = std::fs::read_to_string(env.path(".git/config")).unwrap();
+    let existing = vec![
+        tool("mv", "Bash", json!({"command": "mv .git .git-old"})),
+        tool(
+            "commondir",
+            "Bash",
+            json!({"command": "echo /tmp/evil > .git/commondir"}),
+        ),
+        tool(
+            "config",
+            "Bash",
+            json!({"command": "git config core.fsmonitor 'touch /tmp/x'"}),
+        ),
+        tool(
+            "hook",
+            "Bash",
+            json!({"command": "mkdir -p .git/hooks && echo 'touch x' > .git/hooks/pre-commit"}),
+        ),
+    ];
+    let server = ModelServer::start().await;
+    server.push(calls(existing)).push(answer("done"));
+    let out = env
+        .keel(&server)
+        .args(["-p", "x", "--sandbox", "--dangerously-skip-permissions"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let req = &server.requests()[1];
+    for id in ["mv", "commondir", "config", "hook"] {
+        let (text, is_error) = req.tool_result_text(id);
+        assert!(is_error, "{id}: {text}");
+    }
+    assert!(env.path(".git/config").exists() && !env.path(".git-old").exists());
+    assert!(!env.path(".git/commondir").exists());
+    assert!(!env.path(".git/hooks/pre-commit").exists());
+    assert_eq!(std::fs::read_to_string(env.path(".git/config")).unwrap(), config_before);
+
+    // A later session, unsandboxed, finds nothing planted to run.
+    let script = env.write("s.json", r#"[{"text": "hello"}]"#);
+    let out = env
+        .keel_offline()
+        .args(["-p", "hi", "--provider", "script", "--script"])
+        .arg(&script)
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!marker.exists(), "a hook planted inside the sandbox ran");
 }

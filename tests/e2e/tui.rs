@@ -188,6 +188,7 @@ async fn approving_and_denying_a_command() {
             "command": "cat >> \"$CLAUDE_PROJECT_DIR/notifications.jsonl\"; echo >> \"$CLAUDE_PROJECT_DIR/notifications.jsonl\""}]}]}})
         .to_string(),
     );
+    env.trust_work();
     let server = ModelServer::start().await;
     server
         .push(calls(vec![tool(
@@ -204,7 +205,15 @@ async fn approving_and_denying_a_command() {
     let s = t.wait_for_text("Permission needed").await;
     assert!(s.contains("echo approved > out.txt"), "{s}");
     t.press(&["1"]);
-    let s = t.wait_for_text("Permission needed").await;
+    // The first dialog may still be on screen for a moment: wait for the second one.
+    let s = t
+        .wait_for("the second permission dialog", |s| {
+            let lines: Vec<&str> = s.lines().collect();
+            lines
+                .windows(2)
+                .any(|w| w[0].contains("Permission needed") && w[1].contains("touch denied.txt"))
+        })
+        .await;
     assert!(s.contains("touch denied.txt"), "{s}");
     t.press(&["Tab"]);
     t.type_text("do not create files");
@@ -227,4 +236,16 @@ async fn approving_and_denying_a_command() {
     assert!(notes[0]["message"].as_str().unwrap().contains("Bash"));
     t.press(&["C-d"]);
     assert_eq!(t.wait_exit().await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_without_an_id_opens_the_session_picker() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    server.push(answer("noted"));
+    let out = env.keel(&server).args(["-p", "an earlier question"]).run().await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let t = Tmux::start(&env, &server, &["--resume"], W, H);
+    let s = t.wait_for_text("Resume a session").await;
+    assert!(s.contains("an earlier question"), "{s}");
 }

@@ -1,6 +1,6 @@
 //! Hot state re-mounted after tier 5, so the model does not resume blind: the recently edited
 //! files fresh from disk, the todo list and the current plan. (Instruction files are re-read
-//! into the system prompt by the engine.)
+//! into the system prompt by the engine, which also re-mounts the skills loaded earlier.)
 //!
 //! The read-file state follows what the model can now see: every earlier view is partial (the
 //! model knows those files from the summary only), except the files shown here in full.
@@ -102,7 +102,7 @@ fn file_section(f: &FileChange, max: usize, shared: &SessionShared) -> Option<St
         Ok(_) => return None,
         Err(_) => return Some(format!("#### {} — no longer exists", path.display())),
     };
-    let bytes = std::fs::read(path).ok()?;
+    let bytes = crate::fsutil::open::read_file_capped(path, crate::tools::read::MAX_FILE_BYTES).ok()?;
     if crate::tools::read::looks_binary(&bytes) {
         return None;
     }

@@ -7,9 +7,10 @@ use serde_json::Value;
 
 use super::{Ctx, Verdict, plan_mode_message};
 use crate::permissions::Mode;
-use crate::permissions::protected;
 use crate::permissions::rules::{Behavior, Rule, Spec};
 use crate::permissions::shell::{self, Resolved, SimpleCommand};
+use crate::permissions::{commands, protected};
+use crate::sandbox::Confinement;
 
 impl Ctx<'_> {
     pub(super) fn bash(&self, command: &str, shell_cwd: &Path, workspace: &Path, input: &Value) -> Verdict {
@@ -23,9 +24,17 @@ impl Ctx<'_> {
             Ok(p) => p,
             Err(why) => return self.unsplittable(command.trim(), &why),
         };
+        // Without the read-only jail, only the allow-list of programs and options runs unasked.
+        let strict = !self.jail;
+        let deny_rules = self
+            .rules
+            .iter()
+            .any(|r| r.behavior == Behavior::Deny && r.names_tool("Bash"));
         let mut hard_reasons = Vec::new();
         let mut unapproved: Vec<&SimpleCommand> = Vec::new();
         let mut soft_reasons = Vec::new();
+        // How the line was approved where no rule or mode approved it.
+        let (mut needs_jail, mut needs_workspace) = (false, false);
         // The shell's directory as the line runs: `cd` moves it for the parts after it.
         let mut cwd: Option<PathBuf> = Some(shell_cwd.to_path_buf());
         for part in &parts {
@@ -34,10 +43,14 @@ impl Ctx<'_> {
             if let Some(r) = self.find(Behavior::Deny, "Bash", |r| texts.iter().any(|t| r.matches_command(t))) {
                 return Verdict::Deny(format!("`{text}` is denied by the rule `{}` ({})", r.text, r.source));
             }
-            let observes = protected::is_observing_program(part);
+            let analysis = commands::analyze(part, strict);
+            let observes = analysis.observes;
             // What the part reads and writes, resolved as the shell will see it.
-            let mut reads_known = true;
-            for w in protected::file_operands(part) {
+            let mut reads_known = !analysis.reads_unknown;
+            if analysis.reads_unknown && observes {
+                soft_reasons.push(format!("keel cannot tell which files `{text}` reads"));
+            }
+            for w in &analysis.reads {
                 match cwd.as_deref().map(|c| shell::resolve_word(w, c, self.home)) {
                     Some(Resolved::Paths(paths)) => {
                         for p in paths {
@@ -75,7 +88,7 @@ impl Ctx<'_> {
                                 Verdict::Ask { info, .. } => {
                                     soft_reasons.push(format!("`{text}` writes {}", info.reason))
                                 }
-                                Verdict::Allow => {}
+                                _ => {}
                             }
                         }
                     }
@@ -83,23 +96,24 @@ impl Ctx<'_> {
                 }
             }
             if part.program_name() == "cd" {
-                cwd = match (part.args().first(), cwd.as_deref()) {
-                    (None, _) => self.home.map(Path::to_path_buf),
-                    (Some(w), Some(c)) => match shell::resolve_word(w, c, self.home) {
-                        Resolved::Paths(p) if p.len() == 1 => p.into_iter().next(),
-                        _ => None,
-                    },
-                    (Some(_), None) => None,
-                };
+                cwd = self.cd_target(part, cwd.as_deref());
             }
             if let Some(r) = self.find(Behavior::Ask, "Bash", |r| texts.iter().any(|t| r.matches_command(t))) {
                 hard_reasons.push(format!("the rule `{}` asks for confirmation of `{text}`", r.text));
             }
-            let explicitly_allowed = self
-                .find(Behavior::Allow, "Bash", |r| {
-                    !r.is_whole_tool() && r.matches_command(&text)
-                })
-                .is_some();
+            if deny_rules && let Some(why) = commands::hidden_program(part) {
+                hard_reasons.push(format!(
+                    "{why}, so the Bash deny rules cannot be checked against it; such commands always need confirmation"
+                ));
+            }
+            // A rule allows the command, not the environment it would run with.
+            let env_change = commands::unsafe_assignment(part);
+            let explicitly_allowed = env_change.is_none()
+                && self
+                    .find(Behavior::Allow, "Bash", |r| {
+                        !r.is_whole_tool() && r.matches_command(&text)
+                    })
+                    .is_some();
             if let Some(why) = protected::destructive(part, cwd.as_deref(), workspace, self.home)
                 .or_else(|| protected::config_command(part))
                 && !explicitly_allowed
@@ -111,17 +125,33 @@ impl Ctx<'_> {
                 return Verdict::Deny(plan_mode_message("Bash"));
             }
             let fs_inside = || {
-                part.args().iter().filter(|w| !w.text.starts_with('-')).all(|w| {
-                    matches!(cwd.as_deref().map(|c| shell::resolve_word(w, c, self.home)),
-                        Some(Resolved::Paths(ps)) if ps.iter().all(|p| self.inside(p) && protected::config_reason(p, self.home).is_none()))
+                commands::fs_paths(part).is_some_and(|paths| {
+                    paths.iter().all(|w| {
+                        matches!(cwd.as_deref().map(|c| shell::resolve_word(w, c, self.home)),
+                            Some(Resolved::Paths(ps)) if ps.iter().all(|p| self.inside(p) && protected::config_reason(p, self.home).is_none()))
+                    })
                 })
             };
-            let allowed = explicitly_allowed
+            let approved = explicitly_allowed
                 || self.find(Behavior::Allow, "Bash", Rule::is_whole_tool).is_some()
-                || (observes && reads_known)
-                || (self.mode == Mode::AcceptEdits && protected::is_simple_fs(part) && fs_inside())
                 || self.mode == Mode::BypassPermissions;
-            if !allowed {
+            if approved {
+                continue;
+            }
+            if observes && reads_known {
+                // Redirections into files were approved above (acceptEdits, inside the
+                // workspace): such a line may write the workspace, nothing else.
+                if part.writes.iter().any(|w| w.text != "/dev/null") {
+                    needs_workspace = true;
+                } else {
+                    needs_jail = true;
+                }
+            } else if self.mode == Mode::AcceptEdits && fs_inside() {
+                needs_workspace = true;
+            } else {
+                if let Some(var) = env_change {
+                    soft_reasons.push(format!("`{text}` runs with `{var}` set"));
+                }
                 unapproved.push(part);
             }
         }
@@ -130,11 +160,17 @@ impl Ctx<'_> {
         }
         let bypass = self.mode == Mode::BypassPermissions;
         if unapproved.is_empty() && (soft_reasons.is_empty() || bypass) {
-            return Verdict::Allow;
+            return if needs_workspace {
+                Verdict::AllowConfined(Confinement::WorkspaceWrite)
+            } else if needs_jail {
+                Verdict::AllowConfined(Confinement::ReadOnly)
+            } else {
+                Verdict::Allow
+            };
         }
         let mut reasons: Vec<String> = unapproved
             .iter()
-            .filter(|p| !protected::is_observing_program(p))
+            .filter(|p| !commands::analyze(p, strict).observes)
             .map(|p| format!("`{}` is not allowed by any rule", p.text()))
             .collect();
         reasons.extend(soft_reasons);
@@ -142,8 +178,37 @@ impl Ctx<'_> {
         self.ask(reasons.join("; "), rules_to_save, Vec::new())
     }
 
-    /// A line keel cannot split into parts: deny rules still catch their commands inside it; only
-    /// an exact rule or bypass mode runs it without asking.
+    /// Where `cd` takes the shell, as far as keel can tell: `None` when unknown (`cd -`, an
+    /// expanded word, an option keel does not know).
+    fn cd_target(&self, part: &SimpleCommand, cwd: Option<&Path>) -> Option<PathBuf> {
+        let mut physical = false;
+        let mut target = None;
+        let mut options_done = false;
+        for w in part.args() {
+            match w.text.as_str() {
+                "--" if !options_done => options_done = true,
+                "-P" if !options_done => physical = true,
+                "-L" | "-e" | "-@" if !options_done => {}
+                t if t.starts_with('-') && !options_done => return None,
+                _ if target.is_some() => return None,
+                _ => target = Some(w),
+            }
+        }
+        let Some(w) = target else {
+            return self.home.map(Path::to_path_buf);
+        };
+        match shell::resolve_word(w, cwd?, self.home) {
+            Resolved::Paths(p) if p.len() == 1 => {
+                let p = p.into_iter().next()?;
+                Some(if physical { super::real_path(&p) } else { p })
+            }
+            _ => None,
+        }
+    }
+
+    /// A line keel cannot split into parts: deny rules still catch their commands inside it;
+    /// with any Bash deny rule in force it always asks (what it runs cannot be checked against
+    /// them); otherwise only an exact rule or bypass mode runs it without asking.
     fn unsplittable(&self, raw: &str, why: &str) -> Verdict {
         if let Some(r) = self.find(Behavior::Deny, "Bash", |r| {
             r.matches_command(raw) || raw_mentions(r, raw)
@@ -159,6 +224,15 @@ impl Ctx<'_> {
             "Bash",
             |r| matches!(&r.spec, Spec::Exact(e) if e == raw),
         );
+        let deny_rules = self
+            .rules
+            .iter()
+            .any(|r| r.behavior == Behavior::Deny && r.names_tool("Bash"));
+        if deny_rules && exact.is_none() {
+            return self.hard_ask(format!(
+                "the command cannot be checked part by part ({why}), so the Bash deny rules cannot be checked against it"
+            ));
+        }
         if self.mode == Mode::BypassPermissions || exact.is_some() {
             return Verdict::Allow;
         }

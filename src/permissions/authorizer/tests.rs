@@ -33,7 +33,7 @@ fn bash(a: &Authorizer, cmd: &str, mode: Mode) -> Verdict {
 }
 
 fn is_allow(v: &Verdict) -> bool {
-    matches!(v, Verdict::Allow)
+    matches!(v, Verdict::Allow | Verdict::AllowConfined(_))
 }
 fn is_ask(v: &Verdict) -> bool {
     matches!(v, Verdict::Ask { .. })
@@ -396,4 +396,80 @@ fn interpreters_are_only_ever_suggested_exactly() {
         panic!()
     };
     assert_eq!(info.rules_to_save, vec!["Bash(cargo test:*)"]);
+}
+
+#[test]
+fn commands_approved_by_keel_itself_come_back_confined() {
+    let (a, _d) = authorizer(&["Bash(cargo test:*)"], &[], &[]);
+    assert_eq!(
+        bash(&a, "git status && cat a.txt", Mode::Default),
+        Verdict::AllowConfined(crate::sandbox::Confinement::ReadOnly)
+    );
+    assert_eq!(
+        bash(&a, "mkdir -p src/x && touch src/x/y", Mode::AcceptEdits),
+        Verdict::AllowConfined(crate::sandbox::Confinement::WorkspaceWrite)
+    );
+    assert_eq!(
+        bash(&a, "echo hi > out.txt", Mode::AcceptEdits),
+        Verdict::AllowConfined(crate::sandbox::Confinement::WorkspaceWrite)
+    );
+    // A rule or bypass mode approves it as it is.
+    assert_eq!(bash(&a, "cargo test -q", Mode::Default), Verdict::Allow);
+    assert_eq!(bash(&a, "git status", Mode::BypassPermissions), Verdict::Allow);
+    // A rule allows the command, not an environment that makes it run other programs.
+    assert!(is_ask(&bash(&a, "RUSTC_WRAPPER=/tmp/x cargo test", Mode::Default)));
+    assert_eq!(bash(&a, "RUST_BACKTRACE=1 cargo test", Mode::Default), Verdict::Allow);
+}
+
+#[test]
+fn with_a_deny_rule_programs_keel_cannot_see_ask_even_in_bypass() {
+    let (a, _d) = authorizer(&[], &[], &["Bash(rm:*)"]);
+    for cmd in [
+        "$(echo rm) -f x",
+        "eval rm -f x",
+        "x=rm; $x -f y",
+        "echo x | xargs rm -f",
+        "find . -name x -delete",
+        "python3 -c 'import os; os.remove(\"x\")'",
+    ] {
+        let v = bash(&a, cmd, Mode::BypassPermissions);
+        assert!(
+            matches!(v, Verdict::Ask { hard: true, .. } | Verdict::Deny(_)),
+            "{cmd}: {v:?}"
+        );
+    }
+    assert!(is_deny(&bash(&a, "setsid rm -f x", Mode::BypassPermissions)));
+    // Without deny rules bypass runs them.
+    let (b, _d) = authorizer(&[], &[], &[]);
+    assert!(is_allow(&bash(&b, "eval rm -f x", Mode::BypassPermissions)));
+}
+
+#[test]
+fn disguised_credential_reads_and_escapes_are_not_approved() {
+    let (a, d) = authorizer(&[], &[], &[]);
+    let ssh = d.path().join("home/.ssh");
+    std::fs::create_dir_all(&ssh).unwrap();
+    std::fs::write(ssh.join("id_rsa"), "k").unwrap();
+    for cmd in [
+        "cd -P ~/.ssh && cat id_rsa",
+        "diff --from-file=$HOME/.ssh/id_rsa a",
+        "git diff --no-index ~/.ssh/id_rsa a",
+    ] {
+        assert!(is_deny(&bash(&a, cmd, Mode::Default)), "{cmd}");
+    }
+    for cmd in [
+        "echo ~/.ssh/id_rsa | xargs cat",
+        "CDPATH=$HOME cd .ssh && cat id_rsa",
+        "sort --files0-from=- < list",
+    ] {
+        assert!(is_ask(&bash(&a, cmd, Mode::Default)), "{cmd}");
+    }
+    for cmd in [
+        "cp -t$HOME a",
+        "cp --target-directory=/srv a",
+        "echo /srv/x | xargs touch",
+        "cp x/config .git",
+    ] {
+        assert!(is_ask(&bash(&a, cmd, Mode::AcceptEdits)), "{cmd}");
+    }
 }

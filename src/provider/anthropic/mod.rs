@@ -161,6 +161,7 @@ impl Provider for AnthropicProvider {
 }
 
 impl AnthropicProvider {
+    #[tracing::instrument(name = "provider_request", level = "info", skip_all, fields(provider = "anthropic"))]
     async fn run(
         &self,
         request: ModelRequest,
@@ -168,6 +169,7 @@ impl AnthropicProvider {
         tx: &Tx,
     ) -> Result<ModelResponse, ProviderError> {
         let body = cached_wire_body(&request, &self.cache)?;
+        tracing::debug!(bytes = body.len(), messages = request.messages.len(), "request body");
         // Release our handle on the history at once so the engine can append without a copy.
         drop(request);
         let target = Target {
@@ -190,16 +192,33 @@ struct Head<'a> {
     system: &'a [super::SystemBlock],
     #[serde(skip_serializing_if = "Option::is_none")]
     tools: Option<&'a serde_json::value::RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_config: Option<serde_json::Value>,
     stream: bool,
 }
 
 /// The request body, with the messages' encodings reused from earlier requests.
 pub fn cached_wire_body(request: &ModelRequest, cache: &PrefixCache) -> Result<Vec<u8>, ProviderError> {
+    let thinking = request.reasoning.thinking.map(|t| match t {
+        super::Thinking::Enabled { budget_tokens } => {
+            serde_json::json!({"type": "enabled", "budget_tokens": budget_tokens})
+        }
+        super::Thinking::Adaptive => serde_json::json!({"type": "adaptive"}),
+        super::Thinking::Disabled => serde_json::json!({"type": "disabled"}),
+    });
     let head = Head {
         model: &request.model,
         max_tokens: request.max_tokens,
         system: &request.system,
         tools: (!request.tools.is_empty()).then(|| request.tools.encoded()),
+        thinking,
+        output_config: request
+            .reasoning
+            .effort
+            .as_ref()
+            .map(|e| serde_json::json!({"effort": e})),
         stream: true,
     };
     let mut out =

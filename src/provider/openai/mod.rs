@@ -176,6 +176,7 @@ impl OpenAiProvider {
         Ok(json)
     }
 
+    #[tracing::instrument(name = "provider_request", level = "info", skip_all, fields(provider = self.protocol.name()))]
     async fn run(
         &self,
         request: ModelRequest,
@@ -183,6 +184,7 @@ impl OpenAiProvider {
         tx: &Tx,
     ) -> Result<ModelResponse, ProviderError> {
         let body = self.body(&request)?;
+        tracing::debug!(bytes = body.len(), messages = request.messages.len(), "request body");
         let model = request.model.clone();
         // Release our handle on the history at once so the engine can append without a copy.
         drop(request);
@@ -280,6 +282,16 @@ pub(crate) fn image_marker(source: &ImageSource) -> String {
         "[image {} omitted: this model does not accept images]",
         source.media_type
     )
+}
+
+/// `--effort` in OpenAI's words (`low`, `medium`, `high`; keel's higher levels are `high`).
+pub(crate) fn openai_effort(effort: &str) -> &'static str {
+    match effort {
+        "minimal" => "minimal",
+        "low" => "low",
+        "medium" => "medium",
+        _ => "high",
+    }
 }
 
 /// A fresh tool call id for servers that send none (or the same one twice): nine letters and

@@ -78,6 +78,7 @@ fn request(model: &str, messages: Vec<Message>) -> ModelRequest {
         messages: Arc::new(messages),
         tools: tools(),
         cache_breakpoints: vec![0],
+        reasoning: Default::default(),
     }
 }
 
@@ -196,6 +197,24 @@ fn responses_request_has_the_protocol_shape() {
             ]},
             {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<system-reminder>nested CLAUDE.md</system-reminder>"}]}
         ])
+    );
+    // `--effort` reaches reasoning models in OpenAI's words.
+    let mut r = request("gpt-5", history());
+    r.reasoning.effort = Some("max".into());
+    let t = responses::wire::tools(&r.tools).unwrap();
+    let body: Value = serde_json::from_slice(&responses::wire::body(&r, &t, &PrefixCache::default()).unwrap()).unwrap();
+    assert_eq!(body["reasoning"], json!({"summary": "auto", "effort": "high"}));
+    let mut r = request("o3", history());
+    r.reasoning.effort = Some("low".into());
+    let t = chat::wire::tools(&r.tools).unwrap();
+    let body: Value = serde_json::from_slice(&chat::wire::body(&r, &t, &PrefixCache::default()).unwrap()).unwrap();
+    assert_eq!(body["reasoning_effort"], "low");
+    let mut r = request("qwen3-coder", history());
+    r.reasoning.effort = Some("low".into());
+    let body: Value = serde_json::from_slice(&chat::wire::body(&r, &t, &PrefixCache::default()).unwrap()).unwrap();
+    assert!(
+        body.get("reasoning_effort").is_none(),
+        "only OpenAI's reasoning models take it"
     );
     // Not a reasoning model: no reasoning options.
     let body = responses_body("gpt-4.1", history(), &PrefixCache::default());

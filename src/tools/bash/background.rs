@@ -11,7 +11,7 @@ use nix::unistd::Pid;
 
 use super::output::read_new;
 use super::process::kill_group;
-use super::spawn::shell_command;
+use super::spawn::{Confine, shell_command};
 use crate::tools::ToolError;
 
 /// Most new output one `BashOutput` call returns; the rest waits for the next call.
@@ -48,6 +48,8 @@ struct Shell {
     command: String,
     child: tokio::process::Child,
     pgid: Option<Pid>,
+    /// Lets a forced exit (a second signal) kill the group too.
+    _registered: crate::shutdown::GroupGuard,
     log: PathBuf,
     read_to: u64,
     status: ShellStatus,
@@ -119,7 +121,7 @@ impl BackgroundShells {
         command: &str,
         cwd: &Path,
         out_dir: &Path,
-        sandbox: &crate::sandbox::SandboxMode,
+        confine: &Confine<'_>,
     ) -> Result<(String, PathBuf), ToolError> {
         std::fs::create_dir_all(out_dir)
             .map_err(|e| ToolError::io(format!("cannot create {}", out_dir.display()), e))?;
@@ -130,9 +132,9 @@ impl BackgroundShells {
         let cwd_file = out_dir.join(format!("{id}.cwd"));
         let file =
             std::fs::File::create(&log).map_err(|e| ToolError::io(format!("cannot create {}", log.display()), e))?;
-        let child = shell_command(command, cwd, &file, &cwd_file, sandbox)
-            .and_then(|mut c| c.spawn())
-            .map_err(|e| ToolError::io(format!("cannot start the shell in {}", cwd.display()), e))?;
+        let (mut cmd, _policy) =
+            shell_command(command, cwd, &file, &cwd_file, confine).map_err(|e| super::run::refused(cwd, e))?;
+        let child = cmd.spawn().map_err(|e| super::run::refused(cwd, e))?;
         let pgid = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
         inner.shells.insert(
             id.clone(),
@@ -140,6 +142,9 @@ impl BackgroundShells {
                 command: command.to_string(),
                 child,
                 pgid,
+                _registered: pgid.map_or_else(crate::shutdown::GroupGuard::none, |p| {
+                    crate::shutdown::GroupGuard::register(p.as_raw())
+                }),
                 log: log.clone(),
                 read_to: 0,
                 status: ShellStatus::Running,

@@ -19,8 +19,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{SessionShared, Tool, ToolContext, ToolError, ToolOutput, parse_input};
-use crate::sandbox::SandboxMode;
+use crate::sandbox::{Confinement, SandboxMode};
 use run::{Ending, run_foreground};
+use spawn::Confine;
 
 pub const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 pub const MAX_TIMEOUT_MS: u64 = 600_000;
@@ -89,21 +90,28 @@ impl Tool for BashTool {
         if input.command.trim().is_empty() {
             return Err(ToolError::invalid("`command` is empty; give the shell command to run."));
         }
+        // The permission layer asked the user before an unsandboxed run.
         let sandbox = match (&ctx.shared.sandbox, input.disable_sandbox) {
-            (SandboxMode::Refuse(reason), false) => {
-                return Err(ToolError::invalid(format!(
-                    "the command was not run: {reason}. Tell the user; keel cannot run shell commands safely here."
-                )));
-            }
-            // The permission layer already asked the user for an unsandboxed run.
             (SandboxMode::Enforced(_) | SandboxMode::Refuse(_), true) => SandboxMode::Off,
             (mode, _) => mode.clone(),
+        };
+        let env_file = ctx.shared.hook_env_file();
+        let confine = Confine {
+            env_file: Some(&env_file),
+            how: if input.disable_sandbox {
+                Confinement::Approved
+            } else {
+                ctx.confinement
+            },
+            output_cap: ctx.shared.output_cap,
+            sandbox: &sandbox,
+            confiner: ctx.shared.confiner.as_deref(),
         };
         let mut notes = Vec::new();
         let cwd = shell_cwd(&ctx.shared, &mut notes);
         let out_dir = ctx.shared.session_dir.join("shell-output");
         if input.run_in_background {
-            let (id, log) = ctx.shared.shells.start(&input.command, &cwd, &out_dir, &sandbox)?;
+            let (id, log) = ctx.shared.shells.start(&input.command, &cwd, &out_dir, &confine)?;
             let mut text = format!(
                 "Started in the background as {id}. Its output goes to {}. Check it with BashOutput (bash_id \
                  \"{id}\") and stop it with KillShell (shell_id \"{id}\"); it is stopped when the session ends.",
@@ -129,14 +137,19 @@ impl Tool for BashTool {
             &file_name(&ctx.tool_use_id),
             timeout,
             &ctx.cancel,
-            &sandbox,
+            &confine,
         )
         .await?;
+        if let Some(c) = confine.confiner {
+            c.after_command(finished.policy.as_ref());
+        }
         if let Some(dir) = &finished.final_cwd {
             update_shell_cwd(&ctx.shared, dir, &mut notes);
         }
+        notes.extend(run::capture_note(&out_dir));
         let failed = !matches!(&finished.ending, Ending::Exited(s) if s.success());
-        if let (true, SandboxMode::Enforced(policy)) = (failed, &sandbox)
+        if failed
+            && let Some(policy) = &finished.policy
             && let Some(note) = crate::sandbox::explain_failure(&finished.output.text, policy)
         {
             notes.push(note);

@@ -9,12 +9,16 @@ use nix::unistd::Pid;
 #[derive(Debug)]
 pub struct ProcessGroup {
     pgid: Option<Pid>,
+    /// Lets a forced exit (a second signal) kill the group too.
+    _registered: crate::shutdown::GroupGuard,
 }
 
 impl ProcessGroup {
     pub fn of(child: &tokio::process::Child) -> ProcessGroup {
+        let pgid = child.id().and_then(|id| i32::try_from(id).ok());
         ProcessGroup {
-            pgid: child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw),
+            pgid: pgid.map(Pid::from_raw),
+            _registered: pgid.map_or_else(crate::shutdown::GroupGuard::none, crate::shutdown::GroupGuard::register),
         }
     }
 
@@ -39,7 +43,14 @@ impl Drop for ProcessGroup {
     }
 }
 
+/// Kills a command's whole tree: first every descendant of its leader (keel's helper, a
+/// child subreaper, so processes that left the group with `setsid` are still below it), then
+/// the group.
 pub fn kill_group(pgid: Pid) {
+    crate::sandbox::contain::kill_descendants(pgid.as_raw(), false);
     // ESRCH (no such group) means everything is already gone.
     let _ = killpg(pgid, Signal::SIGKILL);
+    // Where the helper could put the command in a cgroup of its own, that catches anything
+    // left even if the helper itself was killed before it could clean up.
+    crate::sandbox::contain::remove_cgroup(pgid.as_raw());
 }

@@ -10,8 +10,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::output::{Captured, read_output};
 use super::process::ProcessGroup;
-use super::spawn::shell_command;
-use crate::sandbox::SandboxMode;
+use super::spawn::{Confine, shell_command};
+use crate::sandbox::Policy;
 use crate::tools::ToolError;
 
 #[derive(Debug)]
@@ -27,6 +27,8 @@ pub struct Finished {
     pub output: Captured,
     /// The shell's working directory when the command ended normally.
     pub final_cwd: Option<PathBuf>,
+    /// How the command was confined (`None`: not at all).
+    pub policy: Option<Policy>,
 }
 
 /// Runs `command` in `cwd`; its output goes to `<out_dir>/<name>.log` while it runs.
@@ -37,16 +39,21 @@ pub async fn run_foreground(
     name: &str,
     timeout: Duration,
     cancel: &CancellationToken,
-    sandbox: &SandboxMode,
+    confine: &Confine<'_>,
 ) -> Result<Finished, ToolError> {
-    let io = |what: &str, e| ToolError::io(format!("{what} {}", out_dir.display()), e);
-    std::fs::create_dir_all(out_dir).map_err(|e| io("cannot create the output directory", e))?;
+    let io = |e: std::io::Error| {
+        ToolError::invalid(format!(
+            "keel could not create the file that captures the command's output in {} ({e}), so the command \
+             was NOT run. This is a problem with keel's own storage (KEEL_HOME), not with the command.",
+            out_dir.display()
+        ))
+    };
+    std::fs::create_dir_all(out_dir).map_err(io)?;
     let log = out_dir.join(format!("{name}.log"));
     let cwd_file = out_dir.join(format!("{name}.cwd"));
-    let file = std::fs::File::create(&log).map_err(|e| io("cannot create an output file in", e))?;
-    let mut child = shell_command(command, cwd, &file, &cwd_file, sandbox)
-        .and_then(|mut c| c.spawn())
-        .map_err(|e| ToolError::io(format!("cannot start the shell in {}", cwd.display()), e))?;
+    let file = std::fs::File::create(&log).map_err(io)?;
+    let (mut cmd, policy) = shell_command(command, cwd, &file, &cwd_file, confine).map_err(|e| refused(cwd, e))?;
+    let mut child = cmd.spawn().map_err(|e| refused(cwd, e))?;
     drop(file);
     let mut group = ProcessGroup::of(&child);
 
@@ -82,5 +89,36 @@ pub async fn run_foreground(
         ending,
         output,
         final_cwd,
+        policy,
     })
+}
+
+/// Free bytes below which the file system holding the output counts as full.
+const FULL_BELOW: u64 = 64 * 1024;
+
+/// A note for the model when the file system that holds the command's captured output is full:
+/// the capture, not necessarily the command, failed (missing output, "No space left on device",
+/// a nonzero exit from a failed write).
+pub fn capture_note(out_dir: &Path) -> Option<String> {
+    let stat = nix::sys::statvfs::statvfs(out_dir).ok()?;
+    let free = stat.blocks_available().saturating_mul(stat.fragment_size());
+    (free < FULL_BELOW).then(|| {
+        format!(
+            "Note: keel's own capture of this command's output failed: the file system holding keel's session data \
+             ({}) is full ({free} bytes free). The output above may be incomplete, and a \"No space left on device\" \
+             or write error and the exit code may come from keel's capture, not from the command itself. Free \
+             space there (KEEL_HOME) before relying on this result.",
+            out_dir.display()
+        )
+    })
+}
+
+/// A shell that could not start, or a confinement that could not be set up.
+pub fn refused(cwd: &Path, e: std::io::Error) -> ToolError {
+    if e.kind() == std::io::ErrorKind::PermissionDenied {
+        return ToolError::invalid(format!(
+            "the command was not run: {e}. Tell the user; keel cannot run shell commands safely here."
+        ));
+    }
+    ToolError::io(format!("cannot start the shell in {}", cwd.display()), e)
 }

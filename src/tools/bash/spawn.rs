@@ -8,12 +8,18 @@ use std::fs::File;
 use std::path::Path;
 use std::process::Stdio;
 
-use crate::sandbox::SandboxMode;
+use crate::sandbox::{Confinement, Confiner, Kind, Policy, SandboxMode};
 
 /// Runs the command with `eval` so `cd`, heredocs and `exit` behave as typed, then reports the
 /// final working directory (for `cd` to persist) and passes the command's status through. The
 /// command travels as an argument, never spliced into the script, so no quoting can break it.
-const WRAPPER: &str = r#"__keel_cmd=$1; __keel_cwd_file=$2; shift 2
+///
+/// The environment SessionStart hooks exported (`CLAUDE_ENV_FILE`) is read first, when there is
+/// one, so what they set reaches every command. `CDPATH` is unset after it, so `cd` goes where
+/// the permission check resolved it.
+const WRAPPER: &str = r#"__keel_cmd=$1; __keel_cwd_file=$2; __keel_env_file=$3; shift 3
+if [ -n "$__keel_env_file" ] && [ -s "$__keel_env_file" ]; then . "$__keel_env_file"; fi
+unset CDPATH
 eval "$__keel_cmd"
 __keel_status=$?
 pwd -P >| "$__keel_cwd_file" 2>/dev/null
@@ -33,31 +39,67 @@ fn first_existing(candidates: &[&'static str]) -> Option<&'static str> {
     candidates.iter().copied().find(|p| Path::new(p).exists())
 }
 
+/// How one command is to be confined: how it was approved, the session's sandbox setting and
+/// its confinement state (absent in bare test sessions).
+#[derive(Clone, Copy)]
+pub struct Confine<'a> {
+    pub how: Confinement,
+    /// The hook environment file (`CLAUDE_ENV_FILE`) the shell reads first.
+    pub env_file: Option<&'a Path>,
+    /// Most bytes of output kept on disk (head and tail).
+    pub output_cap: u64,
+    pub sandbox: &'a SandboxMode,
+    pub confiner: Option<&'a Confiner>,
+}
+
+impl Confine<'_> {
+    /// The policy for a command whose working-directory report goes to `report`.
+    pub fn policy(&self, report: &Path) -> std::io::Result<Option<Policy>> {
+        let refused = |r: String| std::io::Error::new(std::io::ErrorKind::PermissionDenied, r);
+        match self.confiner {
+            Some(c) => c.policy(self.how, self.sandbox, report).map_err(refused),
+            None => match self.sandbox {
+                SandboxMode::Off => Ok(None),
+                SandboxMode::Enforced(p) => {
+                    let mut p = p.clone();
+                    p.writable.push(report.to_path_buf());
+                    Ok(Some(p))
+                }
+                SandboxMode::Refuse(reason) => Err(refused(reason.clone())),
+            },
+        }
+    }
+}
+
 /// Builds (does not start) the process for `command`:
 /// - runs in `cwd` with stdin closed (`/dev/null`), so nothing waits for input;
 /// - stdout and stderr both go to `output`, one file description, so their order is kept;
 /// - leads a new session and process group, so the whole tree can be killed with one signal
 ///   to the group whose id is the child's pid, and no terminal is attached (a program asking
 ///   for a password fails instead of stopping the command);
-/// - writes its final working directory to `cwd_report`.
+/// - writes its final working directory to `cwd_report`;
+/// - first reads the hook environment file `env_file`, when given and not empty.
 ///
 /// The new session comes from exec'ing through `setsid(1)` rather than a `pre_exec` hook: without
 /// a hook the standard library spawns with `posix_spawn` (vfork-like), where a hook forces a full
 /// `fork` of keel, which costs milliseconds per command. The child is not a group leader when it
 /// calls setsid(2), so `setsid(1)` does not fork again and the shell keeps the child's pid.
 /// Where `setsid(1)` is missing the child gets its own process group instead (terminal still
-/// attached). A sandbox that must run code in the child adds its `pre_exec` step here.
+/// attached).
 ///
-/// With the OS sandbox on, the shell runs through keel's sandbox helper (`keel __sandbox-exec`),
-/// which confines itself and then execs the shell; the working-directory report is the one file
-/// outside the policy the shell may write.
+/// Every command runs under keel's helper (`keel __sandbox-exec`): it confines itself when
+/// the command is confined (see [`crate::sandbox`]; the returned policy says how), starts the
+/// shell as its child, passes its output into `output` with a size cap, and — being a child
+/// subreaper — kills whatever the shell leaves behind when it ends, `setsid` and
+/// double-forked processes included. The working-directory report is the one file outside
+/// the policy the shell may write.
 pub fn shell_command(
     command: &str,
     cwd: &Path,
     output: &File,
     cwd_report: &Path,
-    sandbox: &SandboxMode,
-) -> std::io::Result<tokio::process::Command> {
+    confine: &Confine,
+) -> std::io::Result<(tokio::process::Command, Option<Policy>)> {
     let shell_argv: Vec<String> = vec![
         shell_program().to_string(),
         "-c".into(),
@@ -65,27 +107,18 @@ pub fn shell_command(
         "bash".into(),
         command.into(),
         cwd_report.display().to_string(),
+        confine.env_file.map(|p| p.display().to_string()).unwrap_or_default(),
     ];
-    let (program, args): (String, Vec<String>) = match sandbox {
-        SandboxMode::Off => (shell_argv[0].clone(), shell_argv[1..].to_vec()),
-        SandboxMode::Refuse(reason) => {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::PermissionDenied,
-                reason.clone(),
-            ));
+    let policy = confine.policy(cwd_report)?;
+    if let Some(policy) = &policy {
+        // Landlock grants rights on existing files only.
+        File::create(cwd_report)?;
+        if let Some(tmp) = &policy.tmp_dir {
+            std::fs::create_dir_all(tmp)?;
         }
-        SandboxMode::Enforced(policy) => {
-            // Landlock grants rights on existing files only.
-            File::create(cwd_report)?;
-            if let Some(tmp) = &policy.tmp_dir {
-                std::fs::create_dir_all(tmp)?;
-            }
-            let mut policy = policy.clone();
-            policy.writable.push(cwd_report.to_path_buf());
-            let (exe, args) = crate::sandbox::wrap(&policy, &shell_argv)?;
-            (exe.display().to_string(), args)
-        }
-    };
+    }
+    let (exe, args) = crate::sandbox::wrap(policy.as_ref(), confine.output_cap, &shell_argv)?;
+    let program = exe.display().to_string();
     let mut cmd = match setsid_program() {
         Some(setsid) => {
             let mut c = tokio::process::Command::new(setsid);
@@ -98,10 +131,15 @@ pub fn shell_command(
             c
         }
     };
-    if let SandboxMode::Enforced(policy) = sandbox
-        && let Some(tmp) = &policy.tmp_dir
-    {
+    if let Some(tmp) = policy.as_ref().and_then(|p| p.tmp_dir.as_ref()) {
         cmd.env("TMPDIR", tmp);
+    }
+    // A command keel approved on its own does not get keel's secrets (its API key among them),
+    // jail or not.
+    if confine.how != Confinement::Approved || policy.as_ref().is_some_and(|p| p.kind != Kind::Sandbox) {
+        for name in crate::sandbox::confiner::secret_env_names() {
+            cmd.env_remove(name);
+        }
     }
     cmd.args(&args)
         .current_dir(cwd)
@@ -109,5 +147,5 @@ pub fn shell_command(
         .stdout(output.try_clone()?)
         .stderr(output.try_clone()?)
         .kill_on_drop(true);
-    Ok(cmd)
+    Ok((cmd, policy))
 }

@@ -32,14 +32,19 @@ pub const DIFF_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(5
 /// Refuses files too large to have been read (Read does not load them), before loading them.
 pub fn check_size(path: &Path, len: u64) -> Result<(), ToolError> {
     if len > crate::tools::read::MAX_FILE_BYTES {
-        return Err(ToolError::invalid(format!(
-            "{} is {} MB, more than Edit and Write handle ({} MB); change it with a suitable command via Bash.",
-            path.display(),
-            len / (1024 * 1024),
-            crate::tools::read::MAX_FILE_BYTES / (1024 * 1024)
-        )));
+        return Err(too_large(path, len));
     }
     Ok(())
+}
+
+/// The refusal of a file above the size cap (`len`: its size, or the bytes seen before reading stopped).
+pub fn too_large(path: &Path, len: u64) -> ToolError {
+    ToolError::invalid(format!(
+        "{} is {} MB, more than Edit and Write handle ({} MB); change it with a suitable command via Bash.",
+        path.display(),
+        len / (1024 * 1024),
+        crate::tools::read::MAX_FILE_BYTES / (1024 * 1024)
+    ))
 }
 
 /// Checks the read state of `path` against its current bytes; returns the model's view.

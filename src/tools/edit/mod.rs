@@ -1,16 +1,18 @@
 //! Edit: an exact, content-anchored replacement in a file the model has read.
 //!
 //! Order of checks (each a distinct error): identical strings → missing file (an empty
-//! `old_string` creates it) → directory → read-before-edit and unchanged-on-disk (`guard`) →
+//! `old_string` creates it) → directory or special file → read-before-edit and unchanged-on-disk (`guard`) →
 //! UTF-8 → anchor found exactly once (or `replace_all`). The write is atomic and keeps the file's
 //! BOM, line endings, final newline and permissions; the read state is updated afterwards so a
 //! second edit needs no re-read.
 
 pub mod apply;
+pub mod disk;
 pub mod guard;
+pub mod patch;
 pub mod text;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -72,44 +74,40 @@ impl Tool for EditTool {
             ));
         }
         let path = paths::resolve(ctx.cwd(), &input.file_path);
+        let real = ctx.resolved_path(&path);
         let shared = ctx.shared.clone();
-        tokio::task::spawn_blocking(move || edit_file(&path, &input, &shared))
+        tokio::task::spawn_blocking(move || edit_file(&path, &real, &input, &shared))
             .await
             .map_err(|e| ToolError::invalid(format!("the edit task failed: {e}")))?
     }
 }
 
-fn edit_file(path: &Path, input: &Input, shared: &SessionShared) -> Result<ToolOutput, ToolError> {
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if input.old_string.is_empty() {
-                return create_file(path, &input.new_string, shared);
-            }
-            return Err(ToolError::invalid(format!(
-                "{} does not exist, so there is nothing to edit. Check the path with Glob; to create a new file \
-                 use Write (or Edit with an empty old_string).",
-                path.display()
-            )));
+fn edit_file(path: &Path, real: &Path, input: &Input, shared: &SessionShared) -> Result<ToolOutput, ToolError> {
+    let roots = shared.roots();
+    let Some(existing) = disk::load(path, real, &roots, "Edit")? else {
+        if input.old_string.is_empty() {
+            return create_file(path, real, &input.new_string, shared);
         }
-        Err(e) => return Err(ToolError::io(format!("cannot access {}", path.display()), e)),
-    };
-    if meta.is_dir() {
         return Err(ToolError::invalid(format!(
-            "{} is a directory; Edit changes files.",
+            "{} does not exist, so there is nothing to edit. Check the path with Glob; to create a new file \
+             use Write (or Edit with an empty old_string).",
             path.display()
         )));
-    }
-    guard::check_size(path, meta.len())?;
-    let bytes = std::fs::read(path).map_err(|e| ToolError::io(format!("cannot read {}", path.display()), e))?;
-    let view = guard::check(&shared.files(), path, &bytes, Intent::Edit)?;
-    let Ok(text) = std::str::from_utf8(&bytes) else {
+    };
+    let bytes = &existing.bytes;
+    let view = guard::check(&shared.files(), path, bytes, Intent::Edit)?;
+    let Ok(text) = std::str::from_utf8(bytes) else {
         return Err(ToolError::invalid(format!(
             "{} is not UTF-8 text; editing it as text could corrupt it. Change it with a suitable command via Bash.",
             path.display()
         )));
     };
     let (bom, body) = text::split_bom(text);
+    let target = Target {
+        path,
+        real,
+        existing: &existing.meta,
+    };
     if input.old_string.is_empty() {
         if !body.is_empty() {
             return Err(ToolError::invalid(format!(
@@ -124,7 +122,7 @@ fn edit_file(path: &Path, input: &Input, shared: &SessionShared) -> Result<ToolO
             changed: 0..input.new_string.len(),
             replacements: 1,
         };
-        return write_change(path, change, view.kind, shared, input);
+        return write_change(target, body, change, view.kind, shared, input, bytes);
     }
     let applied = apply::apply(body, &input.old_string, &input.new_string, input.replace_all)
         .map_err(|e| anchor_error(e, path, &input.old_string, view.kind))?;
@@ -134,7 +132,15 @@ fn edit_file(path: &Path, input: &Input, shared: &SessionShared) -> Result<ToolO
         changed: applied.first,
         replacements: applied.replacements,
     };
-    write_change(path, change, view.kind, shared, input)
+    write_change(target, body, change, view.kind, shared, input, bytes)
+}
+
+/// The file an edit goes to: the tool's path, where it resolved, and the file that was read.
+#[derive(Clone, Copy)]
+struct Target<'a> {
+    path: &'a Path,
+    real: &'a Path,
+    existing: &'a std::fs::Metadata,
 }
 
 /// The new content of an edited file (without its BOM) and where it changed.
@@ -146,24 +152,32 @@ struct Change {
 }
 
 fn write_change(
-    path: &Path,
+    target: Target<'_>,
+    original: &str,
     change: Change,
     kind: ViewKind,
     shared: &SessionShared,
     input: &Input,
+    old: &[u8],
 ) -> Result<ToolOutput, ToolError> {
+    let path = target.path;
     let mut new_text = String::with_capacity(change.body.len() + 3);
     if change.bom {
         new_text.push(text::BOM);
     }
     new_text.push_str(&change.body);
-    let target = write_target(path);
-    crate::fsutil::write_atomic(&target, new_text.as_bytes())
-        .map_err(|e| ToolError::io(format!("cannot write {}", target.display()), e))?;
-    let mtime = std::fs::metadata(&target).ok().as_ref().and_then(file_mtime);
-    shared
-        .files()
-        .record(path.to_path_buf(), FileView::new(new_text.as_bytes(), mtime, kind));
+    let undo_note = shared.checkpoint(target.real, Some(old), new_text.as_bytes(), "Edit");
+    let meta = disk::store(
+        path,
+        target.real,
+        &shared.roots(),
+        new_text.as_bytes(),
+        Some(target.existing),
+    )?;
+    shared.files().record(
+        path.to_path_buf(),
+        FileView::new(new_text.as_bytes(), file_mtime(&meta), kind),
+    );
     let replacements = change.replacements;
     let what = if replacements == 1 {
         "replaced 1 occurrence".to_string()
@@ -171,44 +185,44 @@ fn write_change(
         format!("replaced all {replacements} occurrences (the first is shown)")
     };
     let snippet = text::numbered_snippet(&change.body, change.changed);
+    let undo_note = undo_note.map(|n| format!("\n\n{n}")).unwrap_or_default();
     Ok(ToolOutput::text(format!(
-        "Edited {}: {what}. The lines around the change now read:\n{snippet}",
+        "Edited {}: {what}. The lines around the change now read:\n{snippet}{undo_note}",
         path.display()
     ))
     .with_structured(json!({
         "filePath": path.display().to_string(),
         "oldString": input.old_string,
         "newString": input.new_string,
+        "originalFile": original,
+        "structuredPatch": patch::structured_patch(original, &change.body),
         "replaceAll": input.replace_all,
         "replacements": replacements,
         "userModified": false,
     })))
 }
 
-fn create_file(path: &Path, content: &str, shared: &SessionShared) -> Result<ToolOutput, ToolError> {
-    crate::fsutil::write_atomic(path, content.as_bytes())
-        .map_err(|e| ToolError::io(format!("cannot create {}", path.display()), e))?;
-    let mtime = std::fs::metadata(path).ok().as_ref().and_then(file_mtime);
+fn create_file(path: &Path, real: &Path, content: &str, shared: &SessionShared) -> Result<ToolOutput, ToolError> {
+    let undo_note = shared.checkpoint(real, None, content.as_bytes(), "Edit");
+    let meta = disk::store(path, real, &shared.roots(), content.as_bytes(), None)?;
     shared.files().record(
         path.to_path_buf(),
-        FileView::new(content.as_bytes(), mtime, ViewKind::Complete),
+        FileView::new(content.as_bytes(), file_mtime(&meta), ViewKind::Complete),
     );
     Ok(ToolOutput::text(format!(
-        "Created {} ({} lines).",
+        "Created {} ({} lines).{}",
         path.display(),
-        content.lines().count()
+        content.lines().count(),
+        undo_note.map(|n| format!("\n\n{n}")).unwrap_or_default()
     ))
-    .with_structured(json!({"type": "create", "filePath": path.display().to_string()})))
-}
-
-/// Where the bytes go: the file a symbolic link points to, so the link itself survives.
-pub fn write_target(path: &Path) -> PathBuf {
-    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
-    if is_link {
-        std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
-    } else {
-        path.to_path_buf()
-    }
+    .with_structured(json!({
+        "type": "create",
+        "filePath": path.display().to_string(),
+        "content": content,
+        "structuredPatch": [],
+        "originalFile": null,
+        "userModified": false,
+    })))
 }
 
 fn anchor_error(e: ApplyError, path: &Path, old: &str, kind: ViewKind) -> ToolError {

@@ -2,6 +2,8 @@
 
 pub mod search;
 
+use std::time::{Duration, Instant};
+
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -10,6 +12,18 @@ use super::{Tool, ToolContext, ToolError, ToolOutput, parse_input, paths};
 use search::{FileHits, Mode, Query, SearchError};
 
 pub const DEFAULT_HEAD_LIMIT: usize = 250;
+/// How long one search may take (`KEEL_GREP_TIMEOUT_MS` overrides it).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The search budget in force.
+fn timeout() -> Duration {
+    std::env::var("KEEL_GREP_TIMEOUT_MS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|ms| *ms > 0)
+        .map(Duration::from_millis)
+        .unwrap_or(DEFAULT_TIMEOUT)
+}
 
 pub struct GrepTool;
 
@@ -100,13 +114,18 @@ impl Tool for GrepTool {
             }
         };
         let around = input.context_c.or(input.context);
+        let display_root = input
+            .path
+            .as_deref()
+            .map(|p| paths::resolve(ctx.cwd(), p))
+            .unwrap_or_else(|| ctx.cwd().to_path_buf());
+        let budget = timeout();
         let query = Query {
             pattern: input.pattern.clone(),
-            root: input
-                .path
-                .as_deref()
-                .map(|p| paths::resolve(ctx.cwd(), p))
-                .unwrap_or_else(|| ctx.cwd().to_path_buf()),
+            root: ctx.resolved_path(&display_root),
+            display_root,
+            roots: ctx.shared.roots(),
+            deadline: Instant::now() + budget,
             globs: input
                 .glob
                 .as_deref()
@@ -130,12 +149,29 @@ impl Tool for GrepTool {
             offset: input.offset.unwrap_or(0),
         };
         let numbers = input.line_numbers.unwrap_or(true);
-        let cancel = ctx.cancel.clone();
-        let hits = tokio::task::spawn_blocking(move || search::search(&query, &cancel).map(|h| (h, query)))
-            .await
-            .map_err(|e| ToolError::invalid(format!("the search task failed: {e}")))?;
+        let root_shown = query.display_root.clone();
+        let cancel = ctx.cancel.child_token();
+        let task = {
+            let cancel = cancel.clone();
+            tokio::task::spawn_blocking(move || search::search(&query, &cancel).map(|h| (h, query)))
+        };
+        // The search watches its deadline between chunks; a chunk that takes long with a costly
+        // pattern must not hold the answer back, so the call itself is timed out too.
+        let hits = match tokio::time::timeout(budget + Duration::from_millis(500), task).await {
+            Ok(joined) => joined.map_err(|e| ToolError::invalid(format!("the search task failed: {e}")))?,
+            Err(_) => {
+                cancel.cancel();
+                Err(SearchError::TimedOut)
+            }
+        };
         let (outcome, query) = hits.map_err(|e| match e {
             SearchError::Cancelled => ToolError::Cancelled,
+            SearchError::Regex(msg) if msg.contains("size limit") => ToolError::invalid(format!(
+                "the pattern `{}` is too complex: compiled, it exceeds the {} MB limit. Simplify it (smaller \
+                 repetition counts, fewer alternatives), or search for a shorter literal part of it.",
+                input.pattern,
+                search::REGEX_SIZE_LIMIT >> 20
+            )),
             SearchError::Regex(msg) => ToolError::invalid(format!(
                 "invalid regular expression `{}`: {msg}. Escape special characters such as ( [ {{ with a backslash.",
                 input.pattern
@@ -143,6 +179,14 @@ impl Tool for GrepTool {
             SearchError::MissingPath(p) => ToolError::invalid(format!(
                 "{} does not exist; `path` must be an existing file or directory.",
                 p.display()
+            )),
+            SearchError::Open(e) => paths::open_failure(e, &root_shown, "Grep"),
+            SearchError::TimedOut => ToolError::invalid(format!(
+                "the search for `{}` was stopped after {} s, its time budget: the pattern is too costly for \
+                 this much text (nested or large repetitions such as `(a{{1000}}){{100}}`), or the tree is very \
+                 large. Simplify the pattern, or narrow `path`, `glob` or `type`.",
+                input.pattern,
+                budget.as_secs_f32()
             )),
             SearchError::Filter(msg) => ToolError::invalid(msg),
         })?;
@@ -153,6 +197,14 @@ impl Tool for GrepTool {
                     "\n[{} file{} not searched: keel does not show credential files or files denied by Read rules]",
                     outcome.withheld,
                     plural(outcome.withheld)
+                ));
+            }
+            if outcome.skipped_dirs > 0 {
+                t.push_str(&format!(
+                    "\n[{} director{} not searched: an ignore file there (.gitignore, .ignore) is not a regular \
+                     file or is too large; list them with Bash `ls -la`]",
+                    outcome.skipped_dirs,
+                    if outcome.skipped_dirs == 1 { "y" } else { "ies" }
                 ));
             }
             if outcome.unreadable > 0 {
@@ -205,7 +257,11 @@ fn render(mut hits: Vec<FileHits>, q: &Query, page: Page, numbers: bool) -> Tool
         } else {
             "No files found"
         };
-        return ToolOutput::text(format!("{what} for pattern `{pattern}` in {}", q.root.display())).with_structured(
+        return ToolOutput::text(format!(
+            "{what} for pattern `{pattern}` in {}",
+            q.display_root.display()
+        ))
+        .with_structured(
             json!({"mode": mode_name(q.mode), "numFiles": 0, "filenames": [], "numLines": 0, "numMatches": 0}),
         );
     }

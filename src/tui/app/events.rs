@@ -208,6 +208,7 @@ impl App {
                     trigger.as_str()
                 ),
             ),
+            EngineEvent::HookStarted { .. } => {}
             // Failures already arrive as warnings; a block or a decision is worth a line.
             EngineEvent::HookRun(run) => {
                 if run.outcome == "blocked" || run.decision.is_some() {

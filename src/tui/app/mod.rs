@@ -6,6 +6,7 @@
 
 mod approval;
 mod events;
+mod harness;
 mod keys;
 mod replies;
 
@@ -21,7 +22,7 @@ pub use approval::Approval;
 pub(crate) use events::stable_split;
 pub use replies::context_grid;
 
-use super::commands::{self, Command, CommandInfo, CustomCommands};
+use super::commands::{self, Command, CommandInfo};
 use super::input::completion::{self, Completion, Query};
 use super::input::editor::{Editor, Submission};
 use super::sessions::SessionSummary;
@@ -29,6 +30,7 @@ use super::transcript::{CellKind, ShellCell, Transcript};
 use super::worker::Job;
 use crate::config::models;
 use crate::engine::NoticeLevel;
+use crate::engine::harness::Harness;
 use crate::engine::session::Totals;
 use crate::permissions::Mode;
 use crate::tools::SessionShared;
@@ -42,6 +44,8 @@ pub enum Effect {
     Job(Job),
     /// Build the `@` completion index (off the UI thread).
     IndexFiles,
+    /// Open this file in the user's editor (the TUI steps aside meanwhile).
+    Edit(PathBuf),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,7 +105,8 @@ pub struct AppInit {
     pub session_id: String,
     pub shared: Arc<SessionShared>,
     pub bypass_available: bool,
-    pub commands: CustomCommands,
+    /// Skills (and custom commands), sub-agent types and plugins of the session.
+    pub harness: Harness,
     pub project_dir: PathBuf,
 }
 
@@ -124,7 +129,7 @@ pub struct App {
     pub exit: Option<ExitReason>,
     effects: Vec<Effect>,
     pub dirty: bool,
-    pub commands: CustomCommands,
+    pub harness: Harness,
     command_list: Vec<CommandInfo>,
     files: Option<Arc<Vec<String>>>,
     files_requested: bool,
@@ -146,7 +151,7 @@ pub struct App {
 
 impl App {
     pub fn new(init: AppInit) -> App {
-        let command_list = commands::all(&init.commands);
+        let command_list = commands::all(&init.harness.skills);
         App {
             transcript: Transcript::default(),
             editor: Editor::default(),
@@ -173,7 +178,7 @@ impl App {
             exit: None,
             effects: Vec::new(),
             dirty: true,
-            commands: init.commands,
+            harness: init.harness,
             command_list,
             files: None,
             files_requested: false,
@@ -307,7 +312,7 @@ impl App {
         self.dirty = true;
         let text = sub.text.trim();
         if commands::is_command(text) {
-            match commands::parse(text, &self.commands) {
+            match commands::parse(text, &self.harness.skills) {
                 Some(Ok(cmd)) if !cmd.needs_engine() => return self.run_local(cmd),
                 Some(Err(e)) => return self.notice(NoticeLevel::Error, e),
                 _ => {}
@@ -324,6 +329,10 @@ impl App {
     fn start(&mut self, sub: Submission) {
         let text = sub.text.trim().to_string();
         let cancel = CancellationToken::new();
+        if let Some(note) = harness::memory_note(&text) {
+            self.begin(Activity::Command("#".into()), cancel);
+            return self.remember(note);
+        }
         if let Some(command) = text.strip_prefix('!') {
             let command = command.trim().to_string();
             if command.is_empty() {
@@ -342,7 +351,7 @@ impl App {
             return;
         }
         if commands::is_command(&text) {
-            match commands::parse(&text, &self.commands) {
+            match commands::parse(&text, &self.harness.skills) {
                 Some(Ok(cmd)) => return self.run_engine_command(cmd, &sub, cancel),
                 Some(Err(e)) => return self.notice(NoticeLevel::Error, e),
                 None => {}
@@ -371,7 +380,11 @@ impl App {
     /// Commands that need no engine: they run at once, even while a turn runs.
     fn run_local(&mut self, cmd: Command) {
         match cmd {
-            Command::Help => self.info("Help", commands::help(&self.commands)),
+            Command::Help => self.info("Help", commands::help(&self.harness.skills)),
+            Command::Tasks => self.info("Tasks", self.tasks_report()),
+            Command::Skills => self.info("Skills", self.skills_report()),
+            Command::Agents => self.info("Agents", self.agents_report()),
+            Command::Memory => self.open_memory(),
             Command::Cost => self.info("Cost", self.cost_report()),
             Command::Todos => {
                 let todos = self.shared.todos();
@@ -427,6 +440,7 @@ impl App {
             Command::Model(Some(m)) => Job::SetModel { model: m },
             Command::Permissions => Job::Permissions,
             Command::Hooks => Job::Hooks,
+            Command::Rewind(arg) => Job::Rewind { arg },
             Command::Resume(Some(id)) => {
                 let path = self.project_dir.join(format!("{id}.jsonl"));
                 if !path.is_file() {
@@ -446,24 +460,12 @@ impl App {
                 self.dirty = true;
                 return;
             }
-            Command::Custom { name, args } => {
-                let Some(custom) = self.commands.get(&name) else {
-                    return self.notice(NoticeLevel::Error, format!("unknown command /{name}"));
-                };
-                let ctx = commands::custom::ExpandContext {
-                    session_id: &self.status.session_id,
-                    project_dir: &self.cwd,
-                };
-                match custom.expand(&args, &ctx) {
-                    Ok(text) => {
-                        self.transcript.push(CellKind::User {
-                            text: sub.shown.clone(),
-                        });
-                        self.begin(Activity::Thinking, cancel.clone());
-                        self.effects.push(Effect::Job(Job::Turn { text, cancel }));
-                    }
-                    Err(e) => self.notice(NoticeLevel::Error, e),
-                }
+            Command::Skill { name, args } => {
+                self.transcript.push(CellKind::User {
+                    text: sub.shown.clone(),
+                });
+                self.begin(Activity::Thinking, cancel.clone());
+                self.effects.push(Effect::Job(Job::Slash { name, args, cancel }));
                 return;
             }
             other => return self.run_local(other),
@@ -588,7 +590,7 @@ pub(crate) mod test_support {
             session_id: "00000000-0000-0000-0000-000000000000".into(),
             shared,
             bypass_available: false,
-            commands: CustomCommands::default(),
+            harness: Harness::default(),
         })
     }
 }

@@ -1,74 +1,10 @@
-//! Slash commands: the built-in table, parsing, and custom commands from markdown files.
+//! Slash commands in the TUI: the shared table and parsing (`crate::commands`) turned into the
+//! TUI's commands; skills and custom commands expand in the engine task.
 
-pub mod custom;
+use crate::commands::{self as shared, Slash};
+use crate::skills::Catalog;
 
-pub use custom::{CustomCommand, CustomCommands};
-
-/// A built-in command as listed by `/help` and the completion menu.
-#[derive(Debug, Clone, Copy)]
-pub struct Builtin {
-    pub name: &'static str,
-    pub args: &'static str,
-    pub help: &'static str,
-}
-
-pub const BUILTINS: &[Builtin] = &[
-    Builtin {
-        name: "help",
-        args: "",
-        help: "keys and commands",
-    },
-    Builtin {
-        name: "clear",
-        args: "",
-        help: "start a new, empty conversation",
-    },
-    Builtin {
-        name: "compact",
-        args: "[instructions]",
-        help: "summarise the conversation now to free context",
-    },
-    Builtin {
-        name: "context",
-        args: "",
-        help: "what fills the context window",
-    },
-    Builtin {
-        name: "cost",
-        args: "",
-        help: "tokens, cost and time of this session",
-    },
-    Builtin {
-        name: "model",
-        args: "[name]",
-        help: "show or switch the model",
-    },
-    Builtin {
-        name: "permissions",
-        args: "",
-        help: "permission mode and rules in force",
-    },
-    Builtin {
-        name: "hooks",
-        args: "",
-        help: "configured hooks by event",
-    },
-    Builtin {
-        name: "resume",
-        args: "[session-id]",
-        help: "continue an earlier session of this directory",
-    },
-    Builtin {
-        name: "todos",
-        args: "",
-        help: "the session's task list",
-    },
-    Builtin {
-        name: "exit",
-        args: "",
-        help: "leave keel",
-    },
-];
+pub use crate::commands::{BUILTINS, CommandInfo, all, is_command};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {
@@ -81,9 +17,18 @@ pub enum Command {
     Permissions,
     Hooks,
     Resume(Option<String>),
+    Rewind(Option<String>),
     Todos,
+    Tasks,
+    Skills,
+    Agents,
+    Memory,
     Exit,
-    Custom { name: String, args: String },
+    /// A skill or custom command: `/name args`.
+    Skill {
+        name: String,
+        args: String,
+    },
 }
 
 impl Command {
@@ -98,31 +43,23 @@ impl Command {
                 | Command::Permissions
                 | Command::Hooks
                 | Command::Resume(_)
-                | Command::Custom { .. }
+                | Command::Rewind(_)
+                | Command::Skill { .. }
         )
     }
 }
 
-/// Whether `input` is a slash command at all (`/usr/bin is ...` is a prompt, not a command).
-pub fn is_command(input: &str) -> bool {
-    let Some(rest) = input.trim_start().strip_prefix('/') else {
-        return false;
-    };
-    let name = rest.split_whitespace().next().unwrap_or("");
-    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_:.".contains(c))
-}
-
 /// Parses a slash command. `None` when the input is not one.
-pub fn parse(input: &str, custom: &CustomCommands) -> Option<Result<Command, String>> {
-    if !is_command(input) {
-        return None;
-    }
-    let rest = input.trim_start().strip_prefix('/').unwrap_or("");
-    let (name, args) = match rest.find(char::is_whitespace) {
-        Some(i) => (&rest[..i], rest[i..].trim()),
-        None => (rest, ""),
+pub fn parse(input: &str, skills: &Catalog) -> Option<Result<Command, String>> {
+    let slash = match shared::parse(input, skills)? {
+        Ok(s) => s,
+        Err(e) => return Some(Err(e)),
     };
-    let arg = (!args.is_empty()).then(|| args.to_string());
+    let (name, args) = match slash {
+        Slash::Skill { name, args } => return Some(Ok(Command::Skill { name, args })),
+        Slash::Builtin { name, args } => (name, args),
+    };
+    let arg = (!args.is_empty()).then(|| args.clone());
     let no_args = |c: Command| {
         if args.is_empty() {
             Ok(c)
@@ -137,50 +74,22 @@ pub fn parse(input: &str, custom: &CustomCommands) -> Option<Result<Command, Str
         "context" => no_args(Command::Context),
         "cost" => no_args(Command::Cost),
         "model" => Ok(Command::Model(arg)),
-        "permissions" | "allowed-tools" => no_args(Command::Permissions),
+        "permissions" => no_args(Command::Permissions),
         "hooks" => no_args(Command::Hooks),
-        "resume" | "continue" => Ok(Command::Resume(arg)),
+        "resume" => Ok(Command::Resume(arg)),
+        "rewind" => Ok(Command::Rewind(arg)),
         "todos" => no_args(Command::Todos),
-        "exit" | "quit" => no_args(Command::Exit),
-        other => match custom.get(other) {
-            Some(_) => Ok(Command::Custom {
-                name: other.to_string(),
-                args: args.to_string(),
-            }),
-            None => Err(format!("unknown command /{other}; /help lists the commands")),
-        },
+        "tasks" => no_args(Command::Tasks),
+        "skills" => no_args(Command::Skills),
+        "agents" => no_args(Command::Agents),
+        "memory" => no_args(Command::Memory),
+        "exit" => no_args(Command::Exit),
+        other => Err(format!("/{other} is not available here")),
     })
 }
 
-/// One entry of the completion menu.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandInfo {
-    pub name: String,
-    pub args: String,
-    pub help: String,
-}
-
-pub fn all(custom: &CustomCommands) -> Vec<CommandInfo> {
-    let mut out: Vec<CommandInfo> = BUILTINS
-        .iter()
-        .map(|b| CommandInfo {
-            name: b.name.to_string(),
-            args: b.args.to_string(),
-            help: b.help.to_string(),
-        })
-        .collect();
-    for c in custom.iter() {
-        out.push(CommandInfo {
-            name: c.name.clone(),
-            args: c.argument_hint.clone().unwrap_or_default(),
-            help: format!("{} ({})", c.description, c.source),
-        });
-    }
-    out
-}
-
 /// The `/help` text (markdown).
-pub fn help(custom: &CustomCommands) -> String {
+pub fn help(skills: &Catalog) -> String {
     let mut s = String::from(
         "**Keys**\n\n\
          | key | action |\n|---|---|\n\
@@ -196,9 +105,10 @@ pub fn help(custom: &CustomCommands) -> String {
          | PageUp / PageDown, wheel | scroll; Ctrl+End follows again |\n\
          | Tab | accept a completion |\n\n\
          `!command` runs a shell command and adds its output to the conversation. \
-         `@path` attaches a file or a directory listing.\n\n**Commands**\n\n",
+         `@path` attaches a file or a directory listing. `# note` saves a note to the project's memory.\n\n\
+         **Commands**\n\n",
     );
-    for c in all(custom) {
+    for c in all(skills) {
         let args = if c.args.is_empty() {
             String::new()
         } else {
@@ -215,13 +125,14 @@ mod tests {
 
     #[test]
     fn parses_builtins_and_rejects_the_unknown() {
-        let none = CustomCommands::default();
+        let none = Catalog::default();
         assert_eq!(parse("/help", &none), Some(Ok(Command::Help)));
         assert_eq!(
             parse("/compact keep the test list", &none),
             Some(Ok(Command::Compact(Some("keep the test list".into()))))
         );
         assert_eq!(parse("/model", &none), Some(Ok(Command::Model(None))));
+        assert_eq!(parse("/bashes", &none), Some(Ok(Command::Tasks)));
         assert!(matches!(parse("/clear now", &none), Some(Err(e)) if e.contains("takes no arguments")));
         assert!(matches!(parse("/frobnicate", &none), Some(Err(e)) if e.contains("unknown command")));
         assert_eq!(parse("/usr/bin/env is odd", &none), None);

@@ -134,11 +134,11 @@ pub fn commands(query: &str, all: &[CommandInfo], range: std::ops::Range<usize>)
 /// honouring `.gitignore`.
 pub fn index_files(root: &Path) -> Arc<Vec<String>> {
     let mut out = Vec::new();
-    let walker = ignore::WalkBuilder::new(root)
-        .hidden(false)
-        .require_git(false)
-        .filter_entry(|e| e.file_name() != ".git")
-        .build();
+    // An unsafe ignore file at the root (a link to /dev/zero) leaves the index empty.
+    let Ok(walk) = crate::tools::walk::safe_walk(root, |e| e.file_name() != ".git") else {
+        return Arc::new(out);
+    };
+    let walker = walk.builder.build();
     for entry in walker.flatten() {
         if out.len() >= MAX_FILES {
             break;

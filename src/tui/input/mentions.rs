@@ -1,8 +1,13 @@
 //! `@path` mentions: the files (or directory listings) a prompt names are attached to it, so
 //! the model gets them without a tool call. An attached file counts as fully read.
+//!
+//! A mention is opened like a Read: exactly where the check resolved it, regular files only
+//! (a FIFO or `/dev/zero` behind a link is refused before anything blocks), at most
+//! [`MAX_ATTACH`] bytes. The worker runs this off its own task so Esc can abandon it.
 
 use std::path::{Path, PathBuf};
 
+use crate::fsutil::open::{self, OpenError};
 use crate::message::ContentBlock;
 use crate::tools::SessionShared;
 use crate::tools::file_state::{FileView, ViewKind, file_mtime};
@@ -45,8 +50,9 @@ fn resolve_path(cwd: &Path, m: &str) -> PathBuf {
     cwd.join(m)
 }
 
-/// Builds the content of a prompt. `denied` returns why reading a path is not allowed.
-pub fn resolve(text: &str, shared: &SessionShared, denied: &dyn Fn(&Path) -> Option<String>) -> Resolved {
+/// Builds the content of a prompt. `check` resolves a path once, or says why reading it is not
+/// allowed.
+pub fn resolve(text: &str, shared: &SessionShared, check: &dyn Fn(&Path) -> Result<PathBuf, String>) -> Resolved {
     let mut out = Resolved {
         blocks: vec![ContentBlock::text(text)],
         notes: Vec::new(),
@@ -68,11 +74,14 @@ pub fn resolve(text: &str, shared: &SessionShared, denied: &dyn Fn(&Path) -> Opt
             }
             continue;
         };
-        if let Some(reason) = denied(&path) {
-            out.notes.push(format!("@{shown}: not attached: {reason}"));
-            continue;
-        }
-        match attach(&shown, &path, shared) {
+        let real = match check(&path) {
+            Ok(real) => real,
+            Err(reason) => {
+                out.notes.push(format!("@{shown}: not attached: {reason}"));
+                continue;
+            }
+        };
+        match attach(&shown, &path, &real, shared) {
             Ok(block) => out.blocks.push(block),
             Err(note) => out.notes.push(note),
         }
@@ -80,40 +89,31 @@ pub fn resolve(text: &str, shared: &SessionShared, denied: &dyn Fn(&Path) -> Opt
     out
 }
 
-fn attach(shown: &str, path: &Path, shared: &SessionShared) -> Result<ContentBlock, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("@{shown}: {e}"))?;
-    if meta.is_dir() {
-        let mut entries: Vec<String> = std::fs::read_dir(path)
-            .map_err(|e| format!("@{shown}: {e}"))?
-            .flatten()
-            .map(|e| {
-                let mut name = e.file_name().to_string_lossy().into_owned();
-                if e.file_type().is_ok_and(|t| t.is_dir()) {
-                    name.push('/');
-                }
-                name
-            })
-            .collect();
-        entries.sort();
-        let total = entries.len();
-        entries.truncate(MAX_LISTING);
-        let mut listing = entries.join("\n");
-        if total > MAX_LISTING {
-            listing.push_str(&format!("\n… and {} more entries", total - MAX_LISTING));
+fn attach(shown: &str, path: &Path, real: &Path, shared: &SessionShared) -> Result<ContentBlock, String> {
+    let mut opened = match open::regular(real, &shared.roots()) {
+        Ok(o) => o,
+        Err(OpenError::Directory(_)) => return list_directory(shown, path, real),
+        Err(OpenError::NotRegular { kind, .. }) => {
+            return Err(format!("@{shown}: {kind}, not a regular file; not attached"));
         }
-        return Ok(ContentBlock::text(format!(
-            "{ATTACHMENT_LEAD}directory {} ({total} entries):\n{listing}",
-            path.display()
-        )));
-    }
-    if meta.len() > MAX_ATTACH {
-        return Err(format!(
+        Err(e) => return Err(format!("@{shown}: {e}; not attached")),
+    };
+    let too_large = |len: u64| {
+        format!(
             "@{shown}: {} KB is too large to attach (limit {} KB); the model can read it with its tools",
-            meta.len() / 1024,
+            len / 1024,
             MAX_ATTACH / 1024
-        ));
+        )
+    };
+    if opened.meta.len() > MAX_ATTACH {
+        return Err(too_large(opened.meta.len()));
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("@{shown}: {e}"))?;
+    let bytes = match open::read_capped(&mut opened.file, MAX_ATTACH) {
+        Ok(Ok(b)) => b,
+        Ok(Err(seen)) => return Err(too_large(seen)),
+        Err(e) => return Err(format!("@{shown}: {e}")),
+    };
+    let meta = opened.meta;
     let Ok(text) = std::str::from_utf8(&bytes) else {
         return Err(format!("@{shown}: not a text file; not attached"));
     };
@@ -133,6 +133,31 @@ fn attach(shown: &str, path: &Path, shared: &SessionShared) -> Result<ContentBlo
         "{ATTACHMENT_LEAD}file {} ({} lines):\n{numbered}",
         path.display(),
         text.lines().count()
+    )))
+}
+
+fn list_directory(shown: &str, path: &Path, real: &Path) -> Result<ContentBlock, String> {
+    let mut entries: Vec<String> = std::fs::read_dir(real)
+        .map_err(|e| format!("@{shown}: {e}"))?
+        .flatten()
+        .map(|e| {
+            let mut name = e.file_name().to_string_lossy().into_owned();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                name.push('/');
+            }
+            name
+        })
+        .collect();
+    entries.sort();
+    let total = entries.len();
+    entries.truncate(MAX_LISTING);
+    let mut listing = entries.join("\n");
+    if total > MAX_LISTING {
+        listing.push_str(&format!("\n… and {} more entries", total - MAX_LISTING));
+    }
+    Ok(ContentBlock::text(format!(
+        "{ATTACHMENT_LEAD}directory {} ({total} entries):\n{listing}",
+        path.display()
     )))
 }
 
@@ -158,7 +183,7 @@ mod tests {
         let r = resolve(
             "explain @src/a.rs, list @src and @bin.dat and @missing/x.rs, cc @alice",
             &shared,
-            &|_| None,
+            &|p| Ok(p.to_path_buf()),
         );
         assert_eq!(r.blocks.len(), 3, "{:?}", r.blocks);
         assert!(text_of(&r.blocks[1]).contains("     1\tfn a() {}"));
@@ -176,7 +201,7 @@ mod tests {
         let cwd = dir.path().canonicalize().unwrap();
         std::fs::write(cwd.join(".env"), "SECRET=1\n").unwrap();
         let shared = SessionShared::new(cwd.clone(), cwd.join(".s"));
-        let r = resolve("check @.env", &shared, &|_| Some("a deny rule covers it".into()));
+        let r = resolve("check @.env", &shared, &|_| Err("a deny rule covers it".into()));
         assert_eq!(r.blocks.len(), 1);
         assert!(r.notes[0].contains("deny rule"));
     }

@@ -10,7 +10,6 @@ use crate::engine::EngineEvent;
 use crate::permissions::{Mode, PermissionPrompt, PermissionReply};
 use crate::tui::app::test_support::{app, app_in};
 use crate::tui::app::{App, Effect, ExitReason};
-use crate::tui::commands::CustomCommands;
 use crate::tui::transcript::CellKind;
 use crate::tui::worker::{Job, Reply};
 
@@ -34,7 +33,7 @@ fn jobs(app: &mut App) -> Vec<Job> {
         .into_iter()
         .filter_map(|e| match e {
             Effect::Job(j) => Some(j),
-            Effect::IndexFiles => None,
+            Effect::IndexFiles | Effect::Edit(_) => None,
         })
         .collect()
 }
@@ -289,7 +288,7 @@ fn model_lists_the_configured_models_and_switching_is_a_job() {
 }
 
 #[test]
-fn custom_commands_expand_into_a_prompt() {
+fn custom_commands_and_skills_complete_and_go_to_the_engine() {
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().canonicalize().unwrap();
     std::fs::create_dir_all(cwd.join(".claude/commands")).unwrap();
@@ -298,15 +297,25 @@ fn custom_commands_expand_into_a_prompt() {
         "---\ndescription: Review a file\n---\nReview $ARGUMENTS for bugs.\n",
     )
     .unwrap();
-    let mut a = app_in(cwd.clone());
-    let (commands, _) = CustomCommands::load(&cwd, None, None);
-    a = crate::tui::app::App::new(crate::tui::app::AppInit {
+    let catalog = crate::skills::Catalog::discover(&crate::skills::Places {
+        cwd: &cwd,
+        user_home: None,
+        keel_home: None,
+        add_dirs: &[],
+        plugins: &[],
+        reserved: &crate::commands::reserved_names(),
+    });
+    let a = app_in(cwd.clone());
+    let mut a = crate::tui::app::App::new(crate::tui::app::AppInit {
         cwd: cwd.clone(),
         model: "claude-sonnet-4-5".into(),
         session_id: "s".into(),
         shared: a.shared.clone(),
         bypass_available: false,
-        commands,
+        harness: crate::engine::harness::Harness {
+            skills: std::sync::Arc::new(catalog),
+            ..Default::default()
+        },
         project_dir: cwd.join("p"),
     });
     typed(&mut a, "/rev");
@@ -314,8 +323,36 @@ fn custom_commands_expand_into_a_prompt() {
     key(&mut a, KeyCode::Tab);
     typed(&mut a, "src/a.rs");
     key(&mut a, KeyCode::Enter);
-    assert_eq!(turn_text(&jobs(&mut a)[0]), "Review src/a.rs for bugs.\n");
+    // The engine task expands it (its shell snippets need the permission check).
+    assert!(matches!(&jobs(&mut a)[..], [Job::Slash { name, args, .. }] if name == "review" && args == "src/a.rs"));
     assert!(matches!(a.transcript.get(0), Some(CellKind::User { text }) if text == "/review src/a.rs"));
+    // `# note` goes to memory, after the running turn; `/tasks` and `/agents` answer at once.
+    a.submit_text("# prefer small commits");
+    assert!(jobs(&mut a).is_empty(), "queued while the turn runs");
+    a.on_reply(Reply::TurnDone);
+    assert!(matches!(&jobs(&mut a)[..], [Job::Remember { note }] if note == "prefer small commits"));
+    a.on_reply(Reply::Notice(crate::engine::NoticeLevel::Info, "Saved".into()));
+    assert!(a.busy.is_none());
+    a.submit_text("/tasks");
+    a.submit_text("/agents");
+    let infos: Vec<String> = a
+        .transcript
+        .cells()
+        .filter_map(|c| match c {
+            CellKind::Info { title, markdown } => Some(format!("{title}: {markdown}")),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        infos.iter().any(|i| i.starts_with("Tasks: No background tasks")),
+        "{infos:?}"
+    );
+    assert!(
+        infos
+            .iter()
+            .any(|i| i.starts_with("Agents:") && i.contains("`verifier`")),
+        "{infos:?}"
+    );
 }
 
 #[test]
@@ -365,6 +402,8 @@ fn permission(a: &mut App) -> oneshot::Receiver<PermissionReply> {
         input: json!({"command": "make"}),
         detail: "make".into(),
         suggested_rule: Some("Bash(make:*)".into()),
+        reason: String::new(),
+        suggestions: Vec::new(),
         reply: tx,
     }));
     rx
@@ -426,6 +465,7 @@ fn an_open_request_is_dropped_when_the_turn_ends() {
         duration_api_ms: 1,
         interrupted: true,
         api_error_status: None,
+        ..Default::default()
     }));
     assert!(a.approval.is_none());
     assert!(matches!(rx.try_recv(), Err(oneshot::error::TryRecvError::Closed)));

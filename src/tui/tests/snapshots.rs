@@ -52,6 +52,7 @@ fn finished(interrupted: bool, error: Option<&str>) -> EngineEvent {
         duration_api_ms: 8,
         interrupted,
         api_error_status: None,
+        ..Default::default()
     })
 }
 
@@ -171,6 +172,7 @@ fn tool_cells_in_every_state() {
                 tool_name: "Bash".into(),
                 tool_use_id: "t4".into(),
                 tool_input: json!({"command": "rm -rf build"}),
+                message: "denied".into(),
             },
             tool_started("t5", "Bash", json!({"command": "pytest -q"})),
         ],
@@ -303,6 +305,8 @@ fn prompt(detail: &str, rule: Option<&str>, input: Value) -> (PermissionPrompt, 
             input,
             detail: detail.into(),
             suggested_rule: rule.map(str::to_string),
+            reason: String::new(),
+            suggestions: Vec::new(),
             reply: tx,
         },
         rx,
@@ -369,6 +373,8 @@ fn approval_modal_for_a_plan_offers_the_next_mode() {
         input: json!({"plan": plan}),
         detail: format!("{plan}\n\n(approve the plan to leave plan mode)"),
         suggested_rule: None,
+        reason: String::new(),
+        suggestions: Vec::new(),
         reply: tx,
     };
     events(&mut a, vec![EngineEvent::PermissionRequest(p)]);

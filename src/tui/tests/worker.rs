@@ -23,10 +23,14 @@ struct Harness {
 }
 
 fn start(script: &str) -> Harness {
-    start_with(script, None)
+    start_in_mode(script, crate::permissions::Mode::Default)
 }
 
-fn start_with(script: &str, models: Option<worker::ModelSwitch>) -> Harness {
+fn start_in_mode(script: &str, mode: crate::permissions::Mode) -> Harness {
+    start_with(script, mode, None)
+}
+
+fn start_with(script: &str, mode: crate::permissions::Mode, models: Option<worker::ModelSwitch>) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().canonicalize().unwrap();
     std::fs::write(cwd.join("notes.txt"), "remember the milk\n").unwrap();
@@ -39,6 +43,7 @@ fn start_with(script: &str, models: Option<worker::ModelSwitch>) -> Harness {
         project.join("first"),
         Transcript::create(&project.join("first.jsonl")).unwrap(),
     );
+    session.shared.set_mode(mode);
     let config = EngineConfig {
         model: "claude-sonnet-4-5".into(),
         max_tokens: 1000,
@@ -47,6 +52,7 @@ fn start_with(script: &str, models: Option<worker::ModelSwitch>) -> Harness {
         interactive: true,
         context_window: None,
         compact: Default::default(),
+        ..Default::default()
     };
     let (engine, events) = crate::engine::Engine::basic(config, provider, registry, session);
     let (jobs, job_rx) = mpsc::unbounded_channel();
@@ -208,6 +214,7 @@ async fn model_switches_provider_and_saves_the_choice() {
     let settings_path = dir.path().join("keel/settings.json");
     let mut h = start_with(
         r#"{"turns": [{"text": "from the script"}]}"#,
+        crate::permissions::Mode::Default,
         Some(worker::ModelSwitch {
             catalog: Arc::new(catalog),
             fallback: None,
@@ -260,4 +267,66 @@ async fn model_switches_provider_and_saves_the_choice() {
     }
     let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&settings_path).unwrap()).unwrap();
     assert_eq!(saved["model"], "local/gpt-4o");
+}
+
+#[tokio::test]
+async fn rewind_lists_points_and_restores_files_and_conversation() {
+    // The engine is interactive with no front end answering, so the Write runs in bypass mode.
+    let mut h = start_in_mode(
+        r#"{"turns": [{"text": "One."},
+                      {"tool_calls": [{"name": "Write", "input": {"file_path": "made.txt", "content": "new\n"}}]},
+                      {"text": "Two."}]}"#,
+        crate::permissions::Mode::BypassPermissions,
+    );
+    h.jobs.send(Job::Rewind { arg: None }).unwrap();
+    match h.replies.recv().await.unwrap() {
+        Reply::Rewound(Ok(r)) => assert!(r.text.contains("Nothing to rewind yet"), "{}", r.text),
+        other => panic!("{other:?}"),
+    }
+    for text in ["first", "second"] {
+        h.jobs
+            .send(Job::Turn {
+                text: text.into(),
+                cancel: CancellationToken::new(),
+            })
+            .unwrap();
+        assert!(matches!(h.replies.recv().await.unwrap(), Reply::TurnDone));
+    }
+    drain(&mut h.events);
+    assert!(h.cwd.join("made.txt").is_file(), "the second prompt wrote the file");
+    h.jobs.send(Job::Rewind { arg: None }).unwrap();
+    match h.replies.recv().await.unwrap() {
+        Reply::Rewound(Ok(r)) => {
+            assert!(
+                r.text.contains("1  prompt  1 file(s) changed since  first"),
+                "{}",
+                r.text
+            );
+            assert!(
+                r.text.contains("2  prompt  1 file(s) changed since  second"),
+                "{}",
+                r.text
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    h.jobs.send(Job::Rewind { arg: Some("2".into()) }).unwrap();
+    match h.replies.recv().await.unwrap() {
+        Reply::Rewound(Ok(r)) => {
+            assert!(r.text.contains("1 file(s) restored"), "{}", r.text);
+            let history = r.history.expect("the conversation was rewound");
+            assert_eq!(history.len(), 2, "first prompt and its answer: {history:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!h.cwd.join("made.txt").exists());
+    h.jobs
+        .send(Job::Rewind {
+            arg: Some("9 code".into()),
+        })
+        .unwrap();
+    match h.replies.recv().await.unwrap() {
+        Reply::Rewound(Err(e)) => assert!(e.contains("no point 9"), "{e}"),
+        other => panic!("{other:?}"),
+    }
 }

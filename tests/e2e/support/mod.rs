@@ -2,6 +2,7 @@
 
 pub mod openai;
 pub mod procs;
+pub mod sdk;
 pub mod server;
 pub mod sse;
 pub mod tmux;
@@ -47,6 +48,68 @@ impl Env {
 
     pub fn path(&self, rel: &str) -> PathBuf {
         self.work.join(rel)
+    }
+
+    /// Records that the user trusts the work directory (as answering keel's question does), so
+    /// interactive runs take its project settings without asking.
+    pub fn trust_work(&self) {
+        let file = self.home.join(".keel/trusted-folders.json");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        let record =
+            serde_json::json!({"folders": {self.work.to_str().unwrap(): {"trustedAt": "2025-01-01T00:00:00Z"}}});
+        std::fs::write(file, record.to_string()).unwrap();
+    }
+
+    /// Copies a folder of `tests/fixtures/ecosystem` into the work directory, unchanged
+    /// (executable bits kept).
+    pub fn install_fixture(&self, from: &str, to: &str) -> PathBuf {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/ecosystem")
+            .join(from);
+        let dest = self.work.join(to);
+        copy_tree(&src, &dest);
+        dest
+    }
+
+    /// Makes the work directory a git repository with one commit of everything in it.
+    pub fn git_init(&self) {
+        for args in [
+            &["init", "-q"][..],
+            &["config", "user.email", "test@example.com"],
+            &["config", "user.name", "Test"],
+            &["add", "-A"],
+            &["commit", "-qm", "initial import"],
+        ] {
+            self.git(args);
+        }
+    }
+
+    /// Runs git in the work directory; panics when it fails.
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&self.work)
+            .args(args)
+            .env("HOME", &self.home)
+            .output()
+            .expect("run git");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// keel's per-project directory for the work directory (transcripts, memory).
+    pub fn project_dir(&self) -> PathBuf {
+        let encoded: String = self
+            .work
+            .to_string_lossy()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        self.home.join(".keel/projects").join(encoded)
     }
 
     /// keel pointed at `server`, in the work directory, with a private home.
@@ -186,6 +249,19 @@ pub async fn finish(child: tokio::process::Child) -> Out {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn copy_tree(src: &Path, dest: &Path) {
+    std::fs::create_dir_all(dest).unwrap();
+    for e in std::fs::read_dir(src).unwrap_or_else(|e| panic!("fixture {}: {e}", src.display())) {
+        let e = e.unwrap();
+        let to = dest.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), &to).unwrap();
+        }
     }
 }
 

@@ -72,6 +72,8 @@ pub struct Recorded {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: Value,
+    /// When the request arrived (for tests of concurrency).
+    pub at: std::time::Instant,
 }
 
 impl Recorded {
@@ -242,7 +244,12 @@ async fn handle(req: Request<hyper::body::Incoming>, state: Arc<Mutex<State>>) -
     let reply = {
         let mut s = state.lock().unwrap();
         let answered = s.responder.clone().and_then(|f| f(&body));
-        s.requests.push(Recorded { path, headers, body });
+        s.requests.push(Recorded {
+            path,
+            headers,
+            body,
+            at: std::time::Instant::now(),
+        });
         answered.or_else(|| s.replies.pop_front())
     };
     let Some(reply) = reply else {

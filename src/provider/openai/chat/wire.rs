@@ -21,6 +21,8 @@ struct Head<'a> {
     max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'static str>,
 }
 
 #[derive(Serialize)]
@@ -37,6 +39,13 @@ pub fn body(request: &ModelRequest, tools: &[u8], cache: &PrefixCache) -> Result
         stream_options: StreamOptions { include_usage: true },
         max_tokens: (!caps.max_completion_tokens).then_some(request.max_tokens),
         max_completion_tokens: caps.max_completion_tokens.then_some(request.max_tokens),
+        // OpenAI's reasoning models only: other servers reject or misread the field.
+        reasoning_effort: request
+            .reasoning
+            .effort
+            .as_deref()
+            .filter(|_| caps.thinking && caps.max_completion_tokens)
+            .map(crate::provider::openai::openai_effort),
     };
     let mut out = serde_json::to_vec(&head).map_err(|e| e.to_string())?;
     out.pop();

@@ -29,6 +29,8 @@ struct Head<'a> {
 #[derive(Serialize)]
 struct ReasoningOptions {
     summary: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    effort: Option<&'static str>,
 }
 
 pub fn body(request: &ModelRequest, tools: &[u8], cache: &PrefixCache) -> Result<Vec<u8>, String> {
@@ -41,7 +43,14 @@ pub fn body(request: &ModelRequest, tools: &[u8], cache: &PrefixCache) -> Result
         stream: true,
         store: false,
         max_output_tokens: request.max_tokens,
-        reasoning: caps.thinking.then_some(ReasoningOptions { summary: "auto" }),
+        reasoning: caps.thinking.then(|| ReasoningOptions {
+            summary: "auto",
+            effort: request
+                .reasoning
+                .effort
+                .as_deref()
+                .map(crate::provider::openai::openai_effort),
+        }),
         include: if caps.thinking {
             vec!["reasoning.encrypted_content"]
         } else {

@@ -6,9 +6,13 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+pub mod lines;
+
 use super::file_state::{FileView, ViewKind, file_mtime};
-use super::{Tool, ToolContext, ToolError, ToolOutput, parse_input, paths};
+use super::{ReadGuard, Tool, ToolContext, ToolError, ToolOutput, parse_input, paths};
+use crate::fsutil::{self, open::OpenError, open::Opened};
 use crate::message::{ImageSource, ToolResultBlock, ToolResultContent};
+use lines::ScanError;
 
 pub const DEFAULT_LINE_LIMIT: usize = 2000;
 pub const MAX_LINE_CHARS: usize = 2000;
@@ -75,41 +79,35 @@ impl Tool for ReadTool {
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let input: Input = parse_input(input)?;
         let path = paths::resolve(ctx.cwd(), &input.file_path);
+        let real = ctx.resolved_path(&path);
         let ctx = ctx.clone();
-        tokio::task::spawn_blocking(move || read_file(&path, input.offset, input.limit, &ctx))
+        tokio::task::spawn_blocking(move || read_file(&path, &real, input.offset, input.limit, &ctx))
             .await
             .map_err(|e| ToolError::invalid(format!("the read task failed: {e}")))?
     }
 }
 
-fn read_file(path: &Path, offset: Option<u64>, limit: Option<u64>, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-    let meta = match std::fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(ToolError::invalid(missing_message(path, ctx.cwd())));
+fn read_file(
+    path: &Path,
+    real: &Path,
+    offset: Option<u64>,
+    limit: Option<u64>,
+    ctx: &ToolContext,
+) -> Result<ToolOutput, ToolError> {
+    let opened = match fsutil::open::regular(real, &ctx.shared.roots()) {
+        Ok(o) => o,
+        Err(OpenError::NotFound(_)) => return Err(ToolError::invalid(missing_message(path, ctx))),
+        Err(OpenError::Directory(_)) => {
+            return Err(ToolError::invalid(format!(
+                "{} is a directory, not a file. Use Glob to list its files, or Bash `ls`.",
+                path.display()
+            )));
         }
-        Err(e) => {
-            return Err(ToolError::io(format!("cannot access {}", path.display()), e));
-        }
+        Err(e) => return Err(paths::open_failure(e, path, "Read")),
     };
-    if meta.is_dir() {
-        return Err(ToolError::invalid(format!(
-            "{} is a directory, not a file. Use Glob to list its files, or Bash `ls`.",
-            path.display()
-        )));
-    }
-    if !meta.is_file() {
-        return Err(ToolError::invalid(format!(
-            "{} is not a regular file (device, socket or pipe) and cannot be read.",
-            path.display()
-        )));
-    }
+    let Opened { mut file, meta } = opened;
     if meta.len() > MAX_FILE_BYTES {
-        return Err(ToolError::invalid(format!(
-            "{} is {} MB, too large to load. Use Grep to find the relevant lines, or Bash `head`/`sed -n` for a range.",
-            path.display(),
-            meta.len() / (1024 * 1024)
-        )));
+        return Err(too_large(path, meta.len()));
     }
     let ext = path
         .extension()
@@ -117,95 +115,80 @@ fn read_file(path: &Path, offset: Option<u64>, limit: Option<u64>, ctx: &ToolCon
         .map(str::to_ascii_lowercase)
         .unwrap_or_default();
     if let Some(media_type) = image_media_type(&ext) {
-        return read_image(path, meta.len(), media_type);
+        return read_image(path, &mut file, meta.len(), media_type);
     }
-    let bytes = std::fs::read(path).map_err(|e| ToolError::io(format!("cannot read {}", path.display()), e))?;
-    if looks_binary(&bytes) || (BINARY_EXTENSIONS.contains(&ext.as_str()) && !bytes.is_empty()) {
-        return Err(ToolError::invalid(format!(
-            "{} is a binary file ({} bytes{}); Read only shows text. Inspect it with a suitable command via Bash \
+    let binary = |size: u64| {
+        ToolError::invalid(format!(
+            "{} is a binary file ({size} bytes{}); Read only shows text. Inspect it with a suitable command via Bash \
              (e.g. `file`, `xxd | head`).",
             path.display(),
-            bytes.len(),
             if ext.is_empty() {
                 String::new()
             } else {
                 format!(", .{ext}")
             }
-        )));
+        ))
+    };
+    if BINARY_EXTENSIONS.contains(&ext.as_str()) && meta.len() > 0 {
+        return Err(binary(meta.len()));
     }
+    let start = offset.unwrap_or(1).max(1) as usize;
+    let request = lines::Request {
+        start,
+        limit: limit.map(|l| l as usize).unwrap_or(DEFAULT_LINE_LIMIT),
+        max_line_chars: MAX_LINE_CHARS,
+        max_output: MAX_OUTPUT_BYTES,
+        max_bytes: MAX_FILE_BYTES,
+    };
+    let scan = match lines::scan(&mut file, request) {
+        Ok(s) => s,
+        Err(ScanError::Binary) => return Err(binary(meta.len())),
+        Err(ScanError::TooLarge(n)) => return Err(too_large(path, n)),
+        Err(ScanError::Io(e)) => return Err(ToolError::io(format!("cannot read {}", path.display()), e)),
+    };
     let mtime = file_mtime(&meta);
-    let text = String::from_utf8_lossy(&bytes);
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let view = |kind| FileView::streamed(scan.hash, scan.size, scan.snapshot.clone(), mtime, kind);
 
-    if text.is_empty() {
-        ctx.shared
-            .files()
-            .record(path.to_path_buf(), FileView::new(&bytes, mtime, ViewKind::Complete));
+    if scan.empty {
+        ctx.shared.files().record(path.to_path_buf(), view(ViewKind::Complete));
         return Ok(ToolOutput::text(format!(
             "<system-reminder>{} exists and is empty (0 bytes).</system-reminder>",
             path.display()
         ))
         .with_structured(structured(path, "", 0, 1, 0)));
     }
-
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let total = lines.len();
-    let start = offset.unwrap_or(1).max(1) as usize;
+    let total = scan.total;
     if start > total {
-        ctx.shared
-            .files()
-            .record(path.to_path_buf(), FileView::new(&bytes, mtime, ViewKind::Partial));
+        ctx.shared.files().record(path.to_path_buf(), view(ViewKind::Partial));
         return Ok(ToolOutput::text(format!(
             "<system-reminder>{} has {total} lines; offset {start} is past its end. Read from a smaller offset.</system-reminder>",
             path.display()
         ))
         .with_structured(structured(path, "", 0, start, total)));
     }
-    let limit = limit.map(|l| l as usize).unwrap_or(DEFAULT_LINE_LIMIT);
-    let end = (start - 1).saturating_add(limit).min(total);
-
-    let mut out = String::new();
-    let mut plain = String::new();
-    let mut cut_lines = 0usize;
-    for (i, raw) in lines[start - 1..end].iter().enumerate() {
-        let line = raw.trim_end_matches('\n').trim_end_matches('\r');
-        let shown = if line.chars().count() > MAX_LINE_CHARS {
-            cut_lines += 1;
-            let kept: String = line.chars().take(MAX_LINE_CHARS).collect();
-            let rest = line.chars().count() - MAX_LINE_CHARS;
-            format!("{kept}… [line cut: {rest} more characters]")
-        } else {
-            line.to_string()
-        };
-        out.push_str(&format!("{:>6}\t{}\n", start + i, shown));
-        plain.push_str(line);
-        plain.push('\n');
-        if out.len() > MAX_OUTPUT_BYTES {
-            return Err(ToolError::invalid(format!(
-                "the selected lines of {} exceed {} KB, the most one read returns. Read a smaller range with \
-                 offset and limit (the file has {total} lines), or use Grep to find what you need.",
-                path.display(),
-                MAX_OUTPUT_BYTES / 1024
-            )));
-        }
+    if scan.over_budget {
+        return Err(ToolError::invalid(format!(
+            "the selected lines of {} exceed {} KB, the most one read returns. Read a smaller range with \
+             offset and limit (the file has {total} lines), or use Grep to find what you need.",
+            path.display(),
+            MAX_OUTPUT_BYTES / 1024
+        )));
     }
-    let complete = start == 1 && end == total && cut_lines == 0;
+    let end = scan.end;
+    let complete = start == 1 && end == total && scan.cut_lines == 0;
     ctx.shared.files().record(
         path.to_path_buf(),
-        FileView::new(
-            &bytes,
-            mtime,
-            if complete {
-                ViewKind::Complete
-            } else {
-                ViewKind::Partial
-            },
-        ),
+        view(if complete {
+            ViewKind::Complete
+        } else {
+            ViewKind::Partial
+        }),
     );
+    let mut out = scan.numbered;
     if !complete {
         let mut note = format!("\n[Partial view: lines {start}-{end} of {total}");
-        if cut_lines > 0 {
-            note.push_str(&format!(", {cut_lines} long line(s) cut"));
+        if scan.cut_lines > 0 {
+            note.push_str(&format!(", {} long line(s) cut", scan.cut_lines));
         }
         if end < total {
             note.push_str(&format!(". Continue with offset {}", end + 1));
@@ -213,7 +196,17 @@ fn read_file(path: &Path, offset: Option<u64>, limit: Option<u64>, ctx: &ToolCon
         note.push_str(". Edit works on this view; Write needs a complete read.]\n");
         out.push_str(&note);
     }
-    Ok(ToolOutput::text(out).with_structured(structured(path, &plain, end + 1 - start, start, total)))
+    Ok(ToolOutput::text(out).with_structured(structured(path, &scan.plain, end + 1 - start, start, total)))
+}
+
+fn too_large(path: &Path, len: u64) -> ToolError {
+    ToolError::invalid(format!(
+        "{} is {} MB, too large to load (the limit is {} MB). Use Grep to find the relevant lines, or Bash \
+         `head`/`sed -n` for a range.",
+        path.display(),
+        len / (1024 * 1024),
+        MAX_FILE_BYTES / (1024 * 1024)
+    ))
 }
 
 fn structured(path: &Path, content: &str, num_lines: usize, start: usize, total: usize) -> Value {
@@ -229,23 +222,35 @@ fn structured(path: &Path, content: &str, num_lines: usize, start: usize, total:
     })
 }
 
-fn read_image(path: &Path, len: u64, media_type: &'static str) -> Result<ToolOutput, ToolError> {
+fn read_image(
+    path: &Path,
+    file: &mut std::fs::File,
+    len: u64,
+    media_type: &'static str,
+) -> Result<ToolOutput, ToolError> {
     if len == 0 {
         return Err(ToolError::invalid(format!(
             "{} is an empty image file.",
             path.display()
         )));
     }
-    if len > MAX_IMAGE_BYTES {
-        return Err(ToolError::invalid(format!(
+    let too_big = |len: u64| {
+        ToolError::invalid(format!(
             "{} is a {} KB image, larger than the {} KB that can be sent to the model. Scale it down first \
              (e.g. with ImageMagick via Bash).",
             path.display(),
             len / 1024,
             MAX_IMAGE_BYTES / 1024
-        )));
+        ))
+    };
+    if len > MAX_IMAGE_BYTES {
+        return Err(too_big(len));
     }
-    let bytes = std::fs::read(path).map_err(|e| ToolError::io(format!("cannot read {}", path.display()), e))?;
+    let bytes = match fsutil::open::read_capped(file, MAX_IMAGE_BYTES) {
+        Ok(Ok(b)) => b,
+        Ok(Err(n)) => return Err(too_big(n)),
+        Err(e) => return Err(ToolError::io(format!("cannot read {}", path.display()), e)),
+    };
     let data = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &bytes);
     Ok(ToolOutput {
         content: ToolResultContent::Blocks(vec![ToolResultBlock::Image {
@@ -272,24 +277,28 @@ fn image_media_type(ext: &str) -> Option<&'static str> {
 
 /// Content sniffing: a NUL byte in the first 8 KiB marks a binary file (as git and ripgrep do).
 pub fn looks_binary(bytes: &[u8]) -> bool {
-    bytes[..bytes.len().min(8192)].contains(&0)
+    bytes[..bytes.len().min(lines::SNIFF_BYTES as usize)].contains(&0)
 }
 
-fn missing_message(path: &Path, cwd: &Path) -> String {
+fn missing_message(path: &Path, ctx: &ToolContext) -> String {
+    if let Some(actual) = paths::non_utf8_sibling(path) {
+        return paths::non_utf8_message(path, &actual);
+    }
     let mut msg = format!(
         "{} does not exist. Current working directory: {}.",
         path.display(),
-        cwd.display()
+        ctx.cwd().display()
     );
-    if let Some(similar) = similar_name(path) {
+    if let Some(similar) = similar_name(path, &ctx.shared.read_guard) {
         msg.push_str(&format!(" Did you mean {}?", similar.display()));
     }
     msg.push_str(" Use Glob to find the right path.");
     msg
 }
 
-/// A sibling whose name differs only in case or extension, to catch near-miss paths.
-fn similar_name(path: &Path) -> Option<std::path::PathBuf> {
+/// A sibling whose name differs only in case or extension, to catch near-miss paths. Files
+/// Read may not show are never suggested (that would reveal them).
+fn similar_name(path: &Path, guard: &ReadGuard) -> Option<std::path::PathBuf> {
     let parent = path.parent()?;
     let name = path.file_name()?.to_str()?.to_lowercase();
     let stem = path.file_stem()?.to_str()?.to_lowercase();
@@ -302,6 +311,7 @@ fn similar_name(path: &Path) -> Option<std::path::PathBuf> {
             let n_stem = Path::new(&lower).file_stem()?.to_str()?.to_string();
             (lower == name || n_stem == stem).then(|| e.path())
         })
+        .filter(|p| !guard.denies(p))
         .collect();
     candidates.sort();
     candidates.into_iter().next()

@@ -1,7 +1,14 @@
-//! File-system helpers: atomic writes that never leave a half-written file.
+//! File-system helpers: atomic writes that never leave a half-written file, opening files
+//! exactly where a permission check resolved them (`open`), the atomic write relative to an
+//! open directory (`replace`), and the temporary files a killed keel left behind (`stale`).
 
-use std::io::Write;
+pub mod open;
+pub mod replace;
+pub mod stale;
+
 use std::path::Path;
+
+use replace::{Options, Replace};
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory is written,
 /// fsynced, given the old file's permissions, and renamed over the target. Parent directories
@@ -17,34 +24,30 @@ pub fn write_atomic_copy(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_atomic_with(path, bytes, false)
 }
 
+/// For keel's own files (settings, spill files): the path is trusted, so it is opened normally.
 fn write_atomic_with(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path has no file name"))?;
     std::fs::create_dir_all(dir)?;
-    let old_perms = std::fs::metadata(path).ok().map(|m| m.permissions());
-    let mut tmp = tempfile::Builder::new().prefix(".keel-write-").tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    if sync {
-        tmp.as_file().sync_all()?;
-    }
-    if let Some(perms) = old_perms {
-        std::fs::set_permissions(tmp.path(), perms)?;
-    } else {
-        // New files get the usual 0644-minus-umask instead of tempfile's private 0600.
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = 0o666 & !current_umask();
-            std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(mode))?;
-        }
-    }
-    tmp.persist(path).map_err(|e| e.error)?;
-    // Make the rename itself durable.
-    if sync && let Ok(d) = std::fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
+    let old = std::fs::metadata(path).ok();
+    let dir_fd: std::os::fd::OwnedFd = std::fs::File::open(dir)?.into();
+    let abs_dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    replace::write_in_dir(
+        &dir_fd,
+        &abs_dir,
+        name,
+        bytes,
+        Options {
+            sync,
+            mode: replace::mode_for(old.as_ref()),
+            replace: Replace::Any,
+        },
+    )?;
     Ok(())
 }
 

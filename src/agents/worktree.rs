@@ -1,0 +1,235 @@
+//! `isolation: worktree`: a sub-agent works in a fresh `git worktree` on its own branch, so the
+//! parent's files stay untouched. Afterwards the worktree is removed when nothing changed in it,
+//! and kept (path and branch reported) when something did.
+
+use std::path::{Path, PathBuf};
+
+use tokio::process::Command;
+
+use crate::sandbox::SandboxMode;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Worktree {
+    /// The worktree's root.
+    pub path: PathBuf,
+    /// Where the sub-agent starts: the same place within the tree as the parent's directory.
+    pub cwd: PathBuf,
+    pub branch: String,
+    /// The commit it started from.
+    pub base: String,
+    /// The main repository's working tree.
+    pub repo: PathBuf,
+}
+
+/// What became of a worktree after its sub-agent finished.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Removed,
+    Kept {
+        path: PathBuf,
+        branch: String,
+        summary: String,
+    },
+}
+
+async fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim_end().to_string())
+    } else {
+        Err(format!(
+            "`git {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// Where a project's sub-agent worktrees go: `$KEEL_WORKTREES`, else keel's folder in the
+/// user's data directory (`~/.local/share/keel/worktrees/<project>`). Not under `~/.keel`: a
+/// path through a `.keel` folder counts as agent configuration, which every write would have
+/// to confirm. `fallback` is used when there is no data directory.
+pub fn home(cwd: &Path, fallback: &Path) -> PathBuf {
+    let project = crate::config::paths::encode_cwd(&crate::memory::project_root(cwd));
+    if let Some(dir) = std::env::var_os("KEEL_WORKTREES").filter(|v| !v.is_empty()) {
+        return PathBuf::from(dir).join(project);
+    }
+    match dirs::data_local_dir() {
+        Some(d) => d.join("keel/worktrees").join(project),
+        None => fallback.join("worktrees"),
+    }
+}
+
+/// The sandbox of a sub-agent in the worktree `to`: the parent's directory `from` is no longer
+/// writable, the worktree is (with its agent configuration and git hooks read-only).
+pub fn rebase_sandbox(mode: &SandboxMode, from: &Path, to: &Path) -> SandboxMode {
+    let SandboxMode::Enforced(policy) = mode else {
+        return mode.clone();
+    };
+    let mut p = policy.clone();
+    for w in &mut p.writable {
+        if w == from {
+            *w = to.to_path_buf();
+        }
+    }
+    p.protected = p
+        .protected
+        .iter()
+        .map(|x| match x.strip_prefix(from) {
+            Ok(rel) => to.join(rel),
+            Err(_) => x.clone(),
+        })
+        .filter(|x| x.exists())
+        .collect();
+    SandboxMode::Enforced(p)
+}
+
+/// Creates a worktree of the repository containing `cwd` under `parent_dir`, on a new branch
+/// named after `id`, from the current `HEAD`.
+pub async fn create(cwd: &Path, parent_dir: &Path, id: &str) -> Result<Worktree, String> {
+    let top = git(cwd, &["rev-parse", "--show-toplevel"]).await.map_err(|_| {
+        format!(
+            "isolation: worktree needs a git repository, and {} is not in one",
+            cwd.display()
+        )
+    })?;
+    let top = PathBuf::from(top);
+    let base = git(&top, &["rev-parse", "HEAD"])
+        .await
+        .map_err(|_| "isolation: worktree needs a commit to start from; this repository has none yet".to_string())?;
+    std::fs::create_dir_all(parent_dir).map_err(|e| format!("cannot create {}: {e}", parent_dir.display()))?;
+    let path = parent_dir.join(id);
+    let branch = format!("keel/{id}");
+    let path_text = path.display().to_string();
+    git(&top, &["worktree", "add", "--quiet", "-b", &branch, &path_text, &base]).await?;
+    let path = path.canonicalize().unwrap_or(path);
+    let rel = cwd
+        .canonicalize()
+        .ok()
+        .and_then(|c| {
+            c.strip_prefix(top.canonicalize().unwrap_or(top.clone()))
+                .ok()
+                .map(Path::to_path_buf)
+        })
+        .unwrap_or_default();
+    Ok(Worktree {
+        cwd: path.join(rel),
+        path,
+        branch,
+        base,
+        repo: top,
+    })
+}
+
+/// Removes the worktree and its branch when nothing changed; otherwise keeps both.
+pub async fn finish(w: &Worktree) -> Result<Outcome, String> {
+    let status = git(&w.path, &["status", "--porcelain", "--untracked-files=all"]).await?;
+    let head = git(&w.path, &["rev-parse", "HEAD"]).await?;
+    if status.is_empty() && head == w.base {
+        git(
+            &w.repo,
+            &["worktree", "remove", "--force", &w.path.display().to_string()],
+        )
+        .await?;
+        // The branch has no commits of its own; deleting it loses nothing.
+        git(&w.repo, &["branch", "-D", "--quiet", &w.branch]).await?;
+        return Ok(Outcome::Removed);
+    }
+    let mut summary = Vec::new();
+    if head != w.base {
+        let commits = git(&w.path, &["rev-list", "--count", &format!("{}..HEAD", w.base)])
+            .await
+            .unwrap_or_default();
+        summary.push(format!("{commits} new commit(s) on the branch"));
+    }
+    if !status.is_empty() {
+        summary.push(format!("{} uncommitted change(s)", status.lines().count()));
+    }
+    Ok(Outcome::Kept {
+        path: w.path.clone(),
+        branch: w.branch.clone(),
+        summary: summary.join(", "),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(dir: &Path, args: &[&str]) {
+        let ok = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .output()
+            .unwrap()
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+
+    fn repo() -> (tempfile::TempDir, PathBuf) {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path().canonicalize().unwrap().join("repo");
+        std::fs::create_dir_all(r.join("src")).unwrap();
+        sh(&r, &["init", "-q"]);
+        sh(&r, &["config", "user.email", "t@example.com"]);
+        sh(&r, &["config", "user.name", "t"]);
+        std::fs::write(r.join("src/a.txt"), "one\n").unwrap();
+        sh(&r, &["add", "."]);
+        sh(&r, &["commit", "-qm", "init"]);
+        (t, r)
+    }
+
+    #[tokio::test]
+    async fn unchanged_worktrees_are_removed_changed_ones_kept() {
+        let (t, r) = repo();
+        let wt_dir = t.path().join("wts");
+        let w = create(&r.join("src"), &wt_dir, "agent-1").await.unwrap();
+        assert!(w.cwd.ends_with("agent-1/src"), "{}", w.cwd.display());
+        assert_eq!(std::fs::read_to_string(w.cwd.join("a.txt")).unwrap(), "one\n");
+        assert_eq!(finish(&w).await.unwrap(), Outcome::Removed);
+        assert!(!w.path.exists());
+        let branches = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&r)
+            .args(["branch", "--list", "keel/*"])
+            .output()
+            .unwrap();
+        assert!(
+            String::from_utf8_lossy(&branches.stdout).trim().is_empty(),
+            "the empty branch is deleted"
+        );
+
+        let w = create(&r, &wt_dir, "agent-2").await.unwrap();
+        std::fs::write(w.path.join("src/a.txt"), "two\n").unwrap();
+        match finish(&w).await.unwrap() {
+            Outcome::Kept { path, branch, summary } => {
+                assert_eq!(path, w.path);
+                assert_eq!(branch, "keel/agent-2");
+                assert!(summary.contains("1 uncommitted"), "{summary}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            std::fs::read_to_string(r.join("src/a.txt")).unwrap(),
+            "one\n",
+            "the parent's tree is untouched"
+        );
+        let not_repo = t.path().join("plain");
+        std::fs::create_dir_all(&not_repo).unwrap();
+        assert!(
+            create(&not_repo, &wt_dir, "agent-3")
+                .await
+                .unwrap_err()
+                .contains("git repository")
+        );
+    }
+}

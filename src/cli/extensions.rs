@@ -1,0 +1,147 @@
+//! Lowers the harness's inputs — plugin folders, skill and command files, sub-agent
+//! definitions (`--agents` and files), the `agents` budgets and the project memory — into typed
+//! parts once at startup, and installs them in the engine.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::args::Cli;
+use super::setup::SetupError;
+use crate::agents::{AgentCatalog, AgentDef, AgentPlaces, Limits};
+use crate::config::settings::Settings;
+use crate::context::ProjectContext;
+use crate::engine::Engine;
+use crate::engine::harness::Harness;
+use crate::memory::Memory;
+use crate::permissions::Authorizer;
+use crate::permissions::rules::{Behavior, Rule};
+use crate::plugins::Plugins;
+use crate::skills::{Catalog, Places, listing};
+use crate::tools::registry::{RegistryError, ToolRegistry};
+use crate::tools::skill::SkillTool;
+
+pub struct Extensions {
+    pub plugins: Arc<Plugins>,
+    pub skills: Arc<Catalog>,
+    pub agents: Arc<AgentCatalog>,
+    pub limits: Limits,
+    pub memory: Option<Memory>,
+    /// Files not loaded and other things to say once at startup.
+    pub warnings: Vec<String>,
+}
+
+/// Loads plugins (their hooks join `settings` as layers), skills, agent types, budgets and
+/// memory. `add_dirs` are the working directories besides the first.
+pub fn load(
+    cli: &Cli,
+    settings: &mut Settings,
+    cwd: &Path,
+    user_home: Option<&Path>,
+    keel_home: &Path,
+    add_dirs: &[PathBuf],
+) -> Result<Extensions, SetupError> {
+    let plugins = Plugins::load(&cli.plugin_dir, cwd, settings).map_err(|e| SetupError::Invalid(e.to_string()))?;
+    plugins.add_hook_layers(settings);
+    let roots = plugins.roots();
+    let reserved = crate::commands::reserved_names();
+    let skills = Catalog::discover(&Places {
+        cwd,
+        user_home,
+        keel_home: Some(keel_home),
+        add_dirs,
+        plugins: &roots,
+        reserved: &reserved,
+    });
+    let cli_agents = match &cli.agents {
+        Some(json) => AgentDef::parse_cli(json).map_err(SetupError::Invalid)?,
+        None => Vec::new(),
+    };
+    let agents = AgentCatalog::discover(AgentPlaces {
+        cwd,
+        user_home,
+        keel_home: Some(keel_home),
+        cli: cli_agents,
+        plugins: &roots,
+    });
+    let limits = Limits::from_settings(settings)?;
+    let memory = crate::memory::enabled(settings.flag(&["autoMemoryEnabled"])?).then(|| Memory::load(keel_home, cwd));
+    let mut warnings: Vec<String> = skills.warnings.iter().chain(&agents.warnings).cloned().collect();
+    for p in &plugins.list {
+        if !p.mcp_servers.is_empty() {
+            let names: Vec<&str> = p.mcp_servers.keys().map(String::as_str).collect();
+            warnings.push(format!(
+                "plugin `{}` declares MCP server(s) {}; this build of keel has no MCP client, so they are not started",
+                p.name,
+                names.join(", ")
+            ));
+        }
+    }
+    Ok(Extensions {
+        plugins: Arc::new(plugins),
+        skills: Arc::new(skills),
+        agents: Arc::new(agents),
+        limits,
+        memory,
+        warnings,
+    })
+}
+
+impl Extensions {
+    /// Lets the file tools use the memory folder without asking.
+    pub fn grant_memory(&self, authorizer: &mut Authorizer) -> Result<(), SetupError> {
+        let Some(m) = &self.memory else { return Ok(()) };
+        let anchors = authorizer.anchors().clone();
+        let rules = m
+            .allow_rules()
+            .iter()
+            .map(|t| Rule::parse(t, Behavior::Allow, "project memory", &anchors))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| SetupError::Invalid(e.to_string()))?;
+        authorizer.add_rules(rules);
+        Ok(())
+    }
+
+    /// Adds the Skill tool when the model has skills to load; `agents.maxDepth: 0` takes the
+    /// Agent tool away.
+    pub fn add_tools(&self, registry: ToolRegistry) -> Result<ToolRegistry, RegistryError> {
+        let registry = if self.limits.max_depth == 0 {
+            registry.subset(|n| n != "Agent")?
+        } else {
+            registry
+        };
+        if self.skills.for_model().next().is_none() {
+            return Ok(registry);
+        }
+        registry.with(Arc::new(SkillTool::new(self.skills.clone())))
+    }
+
+    /// Puts the listings of skills and sub-agent types, and the memory, in the project layer.
+    /// `window` is the context window in tokens (the skill listing gets about 1% of it).
+    pub fn decorate(&self, project: &mut ProjectContext, registry: &ToolRegistry, window: u64) {
+        if registry.get("Skill").is_some()
+            && let Some(l) = listing::render(self.skills.for_model(), listing::budget(window))
+        {
+            project.listings.push(l);
+        }
+        if registry.get("Agent").is_some()
+            && let Some(l) = self.agents.listing()
+        {
+            project.listings.push(l);
+        }
+        project.memory = self.memory.clone();
+    }
+
+    /// Installs the harness and the runners of sub-agents and skills.
+    pub fn install(self, engine: &mut Engine) -> Result<(), RegistryError> {
+        engine.harness = Harness {
+            skills: self.skills.clone(),
+            agents: self.agents,
+            plugins: self.plugins,
+            limits: self.limits,
+            memory_file: self.memory.as_ref().map(|m| m.file.clone()),
+        };
+        engine.install_subagents()?;
+        engine.install_skills(self.skills);
+        Ok(())
+    }
+}

@@ -1,0 +1,247 @@
+//! What surrounds the loop: the session's skills, sub-agent types, plugins and spawn budgets,
+//! and the inventory front ends report (`system/init`, the SDK's `initialize`).
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::Engine;
+use super::events::NoticeLevel;
+use super::pipeline::CallRecord;
+use crate::agents::{AgentCatalog, AgentDef, Limits};
+use crate::message::ContentBlock;
+use crate::plugins::Plugins;
+use crate::skills::Catalog;
+
+#[derive(Debug, Clone)]
+pub struct Harness {
+    pub skills: Arc<Catalog>,
+    pub agents: Arc<AgentCatalog>,
+    pub plugins: Arc<Plugins>,
+    pub limits: Limits,
+    /// The project's MEMORY.md, when auto memory is on.
+    pub memory_file: Option<std::path::PathBuf>,
+}
+
+impl Default for Harness {
+    fn default() -> Self {
+        Harness {
+            skills: Arc::new(Catalog::default()),
+            agents: Arc::new(AgentCatalog::builtin()),
+            plugins: Arc::new(Plugins::default()),
+            limits: Limits::default(),
+            memory_file: None,
+        }
+    }
+}
+
+/// The session's agents, skills, slash commands and plugins, in the shapes of the headless
+/// `system/init` line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inventory {
+    /// Sub-agent type names (`subagent_type` values).
+    pub agents: Vec<String>,
+    /// Skills the model may load.
+    pub skills: Vec<String>,
+    /// Slash commands that run in headless mode (built-ins and user-invocable skills).
+    pub slash_commands: Vec<String>,
+    /// `{"name", "path"}` per plugin.
+    pub plugins: Vec<Value>,
+}
+
+impl Inventory {
+    /// The fields as JSON, to merge into `system/init`.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "agents": self.agents,
+            "skills": self.skills,
+            "slash_commands": self.slash_commands,
+            "plugins": self.plugins,
+        })
+    }
+}
+
+impl Engine {
+    /// What this session offers: sub-agent types, skills, slash commands and plugins. Front ends
+    /// report it (`system/init`); it reflects agent types registered later with
+    /// [`Engine::register_agents`].
+    pub fn inventory(&self) -> Inventory {
+        let agents = self
+            .subagent_runner()
+            .map(|r| r.catalog())
+            .unwrap_or_else(|| self.harness.agents.clone());
+        Inventory {
+            agents: agents.names().into_iter().map(str::to_string).collect(),
+            skills: self.harness.skills.for_model().map(|s| s.name.clone()).collect(),
+            slash_commands: crate::commands::headless_names(&self.harness.skills),
+            plugins: self.harness.plugins.describe(),
+        }
+    }
+
+    /// Adds sub-agent types at run time (the SDK's `initialize` `agents`), in the `--agents`
+    /// JSON shape: `{"name": {"description", "prompt", "tools", "model", …}}`. They take
+    /// precedence like `--agents`; built-in names stay reserved. Returns warnings.
+    pub fn register_agents(&mut self, json: &str) -> Result<Vec<String>, String> {
+        let defs = AgentDef::parse_cli(json)?;
+        let mut catalog = (*self.harness.agents).clone();
+        let warnings = catalog.add_overriding(defs);
+        let catalog = Arc::new(catalog);
+        self.harness.agents = catalog.clone();
+        if let Some(runner) = self.subagent_runner() {
+            runner.set_catalog(catalog.clone());
+        }
+        // The model learns of them through the project layer's listing.
+        if self.registry.get("Agent").is_some() {
+            let mut project = self.project.clone();
+            project.listings.retain(|l| !l.starts_with(crate::agents::LISTING_LEAD));
+            project.listings.extend(catalog.listing());
+            self.set_project(project);
+        }
+        Ok(warnings)
+    }
+}
+
+impl Engine {
+    /// Appends a note to the project's MEMORY.md (the TUI's `#` prefix); the model hears of it
+    /// with the next prompt. Returns the file.
+    pub fn remember(&mut self, note: &str) -> Result<std::path::PathBuf, String> {
+        let memory = self
+            .project
+            .memory
+            .as_mut()
+            .ok_or("project memory is off (autoMemoryEnabled is false, or KEEL_DISABLE_AUTO_MEMORY is set)")?;
+        memory
+            .append_note(note)
+            .map_err(|e| format!("cannot write {}: {e}", memory.file.display()))?;
+        let file = memory.file.clone();
+        self.pending_context.push(format!(
+            "The user saved a note to the project's memory ({}): {note}",
+            file.display()
+        ));
+        Ok(file)
+    }
+
+    /// Takes the usage and denials of finished sub-agents into the session's totals.
+    pub(super) fn absorb_subagents(&mut self) {
+        let finished = std::mem::take(
+            &mut *self
+                .session
+                .shared
+                .subagent_tally
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+        );
+        for (model, usage) in finished.usage {
+            self.session.totals.record(&model, &usage);
+        }
+        self.session.denials.extend(finished.denials);
+    }
+
+    /// Reports of background sub-agents that finished since the last look, as reminders.
+    pub(super) fn background_notes(&mut self) -> Vec<ContentBlock> {
+        self.absorb_subagents();
+        self.session
+            .shared
+            .tasks
+            .take_notifications()
+            .into_iter()
+            .map(ContentBlock::text)
+            .collect()
+    }
+
+    /// The instructions of skills loaded by this round's Skill calls, in call order.
+    pub(super) fn loaded_skills(&self, records: &[CallRecord]) -> Vec<ContentBlock> {
+        let ids: Vec<&str> = records
+            .iter()
+            .filter(|r| r.call.name == "Skill")
+            .map(|r| r.call.id.as_str())
+            .collect();
+        if ids.is_empty() {
+            return Vec::new();
+        }
+        self.session
+            .shared
+            .skills
+            .take_queued(&ids)
+            .into_iter()
+            .map(ContentBlock::text)
+            .collect()
+    }
+
+    /// When the model ends its turn while background sub-agents run and no later turn will
+    /// come (headless mode, a sub-agent), waits for the next one to finish and returns its
+    /// report; `None` when nothing runs (or the wait was cancelled).
+    pub(super) async fn await_background(&mut self, cancel: &CancellationToken) -> Option<Vec<ContentBlock>> {
+        if self.config.interactive && self.subagent.is_none() {
+            return None;
+        }
+        let tasks = self.session.shared.tasks.clone();
+        let running = tasks.running();
+        if running > 0 {
+            self.events.notice(
+                NoticeLevel::Info,
+                format!("waiting for {running} background sub-agent(s) to finish"),
+            );
+        }
+        if !tasks.wait_for_one(cancel).await {
+            return None;
+        }
+        let notes = self.background_notes();
+        (!notes.is_empty()).then_some(notes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{EngineConfig, Session};
+    use crate::provider::script::ScriptProvider;
+    use crate::tools::registry::ToolRegistry;
+
+    #[test]
+    fn agent_types_registered_at_run_time_reach_the_inventory() {
+        let dir = tempfile::tempdir().unwrap();
+        let session = Session::new(
+            "s".into(),
+            dir.path().to_path_buf(),
+            dir.path().join("s"),
+            crate::transcript::Transcript::disabled(dir.path().join("t.jsonl")),
+        );
+        let config = EngineConfig {
+            model: "claude-sonnet-4-5".into(),
+            max_tokens: 1_000,
+            max_turns: None,
+            system: Vec::new(),
+            context_window: None,
+            compact: crate::compact::CompactSettings::default(),
+            interactive: false,
+            ..Default::default()
+        };
+        let provider = Arc::new(ScriptProvider::parse("[]").unwrap());
+        let registry = Arc::new(ToolRegistry::new(crate::tools::builtin_tools()).unwrap());
+        let (mut engine, _rx) = Engine::basic(config, provider, registry, session);
+        engine.install_subagents().unwrap();
+        let warnings = engine
+            .register_agents(r#"{"sdk-reviewer": {"description": "d", "prompt": "p"}, "verifier": {"description": "d", "prompt": "p"}}"#)
+            .unwrap();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        let inv = engine.inventory();
+        assert!(inv.agents.contains(&"sdk-reviewer".to_string()) && inv.agents.contains(&"verifier".to_string()));
+        assert!(
+            engine
+                .subagent_runner()
+                .unwrap()
+                .catalog()
+                .get("sdk-reviewer")
+                .is_some()
+        );
+        let system: String = engine.config.system.iter().map(|b| b.text.clone()).collect();
+        assert!(system.contains("- sdk-reviewer: d"), "{system}");
+        assert_eq!(
+            inv.to_json()["slash_commands"],
+            serde_json::json!(["compact", "context", "cost"])
+        );
+        assert!(engine.register_agents("not json").is_err());
+    }
+}

@@ -1,0 +1,414 @@
+//! The engine's side of skills: loading one for the Skill tool or for `/name args`.
+//!
+//! Loading a skill: its `allowed-tools` become temporary allow rules of the session (until the
+//! turn ends), its `model` the turn's model; the body is rendered and each `` !`cmd` `` runs as
+//! a Bash call through the tool pipeline — PreToolUse hooks, the permission check (where those
+//! rules now count), the sandbox — and a refused or failed command aborts the load. The text
+//! then joins the conversation: with the tool round's results for the Skill tool, as the
+//! prompt for `/name`. A `context: fork` skill runs as a sub-agent's task instead.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::pipeline::{Pipeline, ToolCall};
+use super::{Engine, EventSink};
+use crate::hooks::Hooks;
+use crate::message::ContentBlock;
+use crate::permissions::Authorizer;
+use crate::permissions::rules::{Anchors, Behavior, Rule};
+use crate::skills::render::{self, Part, Vars};
+use crate::skills::{Catalog, Kind, Skill};
+use crate::tools::agent::AgentRequest;
+use crate::tools::registry::ToolRegistry;
+use crate::tools::skill::SkillRunner;
+use crate::tools::{SessionShared, ToolContext, ToolError, ToolOutput};
+
+/// Loads skills for one engine (the main agent or a sub-agent), with its tools and rules.
+pub struct SkillInvoker {
+    pub catalog: Arc<Catalog>,
+    registry: Arc<ToolRegistry>,
+    authorizer: Arc<Authorizer>,
+    hooks: Arc<Hooks>,
+    events: EventSink,
+    interactive: bool,
+    session_id: String,
+}
+
+impl std::fmt::Debug for SkillInvoker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SkillInvoker")
+    }
+}
+
+/// A skill turned into text (or a sub-agent's report, for `context: fork`).
+pub enum Loaded {
+    Inline(String),
+    Forked {
+        agent_type: String,
+        report: String,
+        is_error: bool,
+    },
+}
+
+impl SkillInvoker {
+    pub fn new(
+        catalog: Arc<Catalog>,
+        registry: Arc<ToolRegistry>,
+        authorizer: Arc<Authorizer>,
+        hooks: Arc<Hooks>,
+        events: EventSink,
+        interactive: bool,
+        session_id: String,
+    ) -> Self {
+        SkillInvoker {
+            catalog,
+            registry,
+            authorizer,
+            hooks,
+            events,
+            interactive,
+            session_id,
+        }
+    }
+
+    /// Loads `skill` for `args` in the session `shared`; `call_id` names the calls it makes.
+    pub async fn load(
+        &self,
+        skill: &Skill,
+        args: &str,
+        shared: &Arc<SessionShared>,
+        cancel: &CancellationToken,
+        call_id: &str,
+    ) -> Result<Loaded, String> {
+        let grants = grant_rules(skill, &shared.cwd)?;
+        // The rules count for the skill's own commands; a forked skill's task gets them too.
+        shared.skills.grant(&skill.name, grants);
+        let vars = Vars {
+            session_id: &self.session_id,
+            project_dir: &shared.cwd,
+        };
+        let parts = render::render(skill, args, &vars);
+        let text = match self.run_snippets(skill, parts, shared, cancel, call_id).await {
+            Ok(t) => t,
+            Err(e) => {
+                shared.skills.revoke(&skill.name);
+                return Err(e);
+            }
+        };
+        if skill.fork_agent.is_none() {
+            shared
+                .skills
+                .set_model(skill.model.as_ref().map(|m| crate::config::models::resolve_alias(m)));
+        } else {
+            shared.skills.revoke(&skill.name);
+        }
+        let Some(agent_type) = &skill.fork_agent else {
+            shared.skills.record(&skill.name, &text);
+            return Ok(Loaded::Inline(text));
+        };
+        let runner = shared.agents.clone().ok_or_else(|| {
+            format!(
+                "the skill `{}` runs in a sub-agent (context: fork), and sub-agents are not available here",
+                skill.name
+            )
+        })?;
+        let report = runner
+            .run(
+                AgentRequest {
+                    description: format!("skill {}", skill.name),
+                    prompt: text,
+                    agent_type: agent_type.clone(),
+                    tool_use_id: call_id.to_string(),
+                    background: Some(false),
+                    worktree: false,
+                    allowed_tools: skill.allowed_tools.clone(),
+                },
+                shared,
+                cancel.clone(),
+            )
+            .await?;
+        Ok(Loaded::Forked {
+            agent_type: agent_type.clone(),
+            report: report.text,
+            is_error: report.is_error,
+        })
+    }
+
+    /// Runs each `!`cmd`` as a Bash call through the pipeline and puts its output in place.
+    async fn run_snippets(
+        &self,
+        skill: &Skill,
+        parts: Vec<Part>,
+        shared: &Arc<SessionShared>,
+        cancel: &CancellationToken,
+        call_id: &str,
+    ) -> Result<String, String> {
+        let pipeline = Pipeline {
+            registry: &self.registry,
+            shared,
+            events: &self.events,
+            authorizer: &self.authorizer,
+            hooks: &self.hooks,
+            interactive: self.interactive,
+        };
+        let mut out = String::new();
+        for (i, part) in parts.into_iter().enumerate() {
+            let command = match part {
+                Part::Text(t) => {
+                    out.push_str(&t);
+                    continue;
+                }
+                Part::Command(c) => c,
+            };
+            if self.registry.get("Bash").is_none() {
+                return Err(format!(
+                    "the skill `{}` was not loaded: it runs shell commands (!`…`), and the Bash tool is not available in this session",
+                    skill.name
+                ));
+            }
+            let call = ToolCall {
+                id: format!("{call_id}-sh{i}"),
+                name: "Bash".into(),
+                input: json!({"command": command, "description": format!("shell snippet of the skill {}", skill.name)}),
+            };
+            let Some(record) = pipeline.run_all(vec![call], &[], cancel).await.pop() else {
+                return Err(format!(
+                    "the skill `{}` was not loaded: its command `{command}` did not run",
+                    skill.name
+                ));
+            };
+            let output = record.output.content.as_text();
+            if record.output.is_error {
+                let what = if record.denied { "was not allowed" } else { "failed" };
+                return Err(format!(
+                    "the skill `{}` was not loaded: its command `{command}` {what}: {}",
+                    skill.name,
+                    strip_error_tags(&output)
+                ));
+            }
+            out.push_str(output.trim_end());
+        }
+        Ok(out)
+    }
+}
+
+fn strip_error_tags(s: &str) -> String {
+    s.trim()
+        .trim_start_matches("<tool_use_error>")
+        .trim_end_matches("</tool_use_error>")
+        .to_string()
+}
+
+/// The skill's `allowed-tools` as allow rules (relative paths from the session's directory).
+fn grant_rules(skill: &Skill, cwd: &std::path::Path) -> Result<Vec<Rule>, String> {
+    let anchors = Anchors {
+        cwd: cwd.to_path_buf(),
+        base_dir: skill.dir.clone(),
+        home: dirs::home_dir(),
+    };
+    let source = format!("allowed-tools of the skill {}", skill.name);
+    skill
+        .allowed_tools
+        .iter()
+        .map(|t| {
+            Rule::parse(t, Behavior::Allow, &source, &anchors)
+                .map_err(|e| format!("the skill `{}` was not loaded: {e}", skill.name))
+        })
+        .collect()
+}
+
+/// The text added to the conversation for a skill the model loaded.
+fn injected(name: &str, text: &str) -> String {
+    format!("<skill name=\"{name}\">\n{}\n</skill>", text.trim_end())
+}
+
+#[async_trait]
+impl SkillRunner for SkillInvoker {
+    fn grants(&self, skill: &str) -> Vec<String> {
+        self.catalog
+            .get(skill.trim_start_matches('/'))
+            .map(|s| s.allowed_tools.clone())
+            .unwrap_or_default()
+    }
+
+    async fn load(&self, name: &str, args: &str, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let skill = self
+            .catalog
+            .get(name)
+            .filter(|s| s.kind == Kind::Skill || s.described)
+            .ok_or_else(|| {
+                ToolError::invalid(format!(
+                    "{}. Call Skill with one of these names, or do the task without a skill.",
+                    self.catalog.unknown(name, true)
+                ))
+            })?;
+        if skill.disable_model_invocation {
+            return Err(ToolError::invalid(format!(
+                "the skill `{name}` can only be run by the user, as /{name} (disable-model-invocation); do the task \
+                 without it, or tell the user to run /{name}"
+            )));
+        }
+        match SkillInvoker::load(self, skill, args, &ctx.shared, &ctx.cancel, &ctx.tool_use_id)
+            .await
+            .map_err(ToolError::invalid)?
+        {
+            Loaded::Inline(text) => {
+                ctx.shared.skills.queue(&ctx.tool_use_id, injected(&skill.name, &text));
+                Ok(ToolOutput::text(format!(
+                    "Loaded the skill `{}`; its instructions follow in this message. Follow them for this task.",
+                    skill.name
+                )))
+            }
+            Loaded::Forked {
+                agent_type,
+                report,
+                is_error,
+            } => {
+                let text = format!(
+                    "The skill `{}` ran in a {agent_type} sub-agent. Its report:\n\n{report}",
+                    skill.name
+                );
+                Ok(if is_error {
+                    ToolOutput::error(text)
+                } else {
+                    ToolOutput::text(text)
+                })
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// Installs the Skill tool's runner for this engine. Call before the session state is
+    /// shared.
+    pub fn install_skills(&mut self, catalog: Arc<Catalog>) {
+        let invoker = self.skill_invoker(catalog);
+        if let Some(shared) = Arc::get_mut(&mut self.session.shared) {
+            shared.skill_runner = Some(Arc::new(invoker));
+        }
+    }
+
+    pub(crate) fn skill_invoker(&self, catalog: Arc<Catalog>) -> SkillInvoker {
+        SkillInvoker::new(
+            catalog,
+            self.registry.clone(),
+            self.authorizer.clone(),
+            self.hooks.clone(),
+            self.events.clone(),
+            self.config.interactive,
+            self.session.id.clone(),
+        )
+    }
+
+    /// Expands `/name args` typed by the user into the turn's prompt: the skill's rendered
+    /// text (its `allowed-tools` apply for the turn; the user invoked it, so nothing is asked),
+    /// or a forked skill's report. An error says what went wrong and nothing runs.
+    pub async fn expand_slash_skill(
+        &mut self,
+        name: &str,
+        args: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<ContentBlock>, String> {
+        let catalog = self.harness.skills.clone();
+        let skill = catalog
+            .get(name)
+            .filter(|s| s.user_invocable)
+            .ok_or_else(|| crate::commands::unknown(name, &catalog))?;
+        let invoker = self.skill_invoker(catalog.clone());
+        let shared = self.session.shared.clone();
+        let id = format!("slash-{}", uuid::Uuid::new_v4().simple());
+        match invoker.load(skill, args, &shared, cancel, &id).await {
+            Ok(Loaded::Inline(text)) => Ok(vec![ContentBlock::text(text)]),
+            Ok(Loaded::Forked {
+                agent_type,
+                report,
+                is_error,
+            }) => {
+                let state = if is_error { "did not finish" } else { "finished" };
+                Ok(vec![ContentBlock::text(format!(
+                    "The user ran /{name} {args}. That skill ran in a {agent_type} sub-agent, which {state}. Its \
+                     report:\n\n{report}\n\nRelay the outcome to the user."
+                ))])
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compact::autocompact::Trigger;
+    use crate::engine::{EngineConfig, Session};
+    use crate::provider::script::ScriptProvider;
+    use crate::transcript::Transcript;
+
+    /// A loaded skill's text joins the tool round, and after compaction it is mounted again.
+    #[tokio::test]
+    async fn loaded_skills_are_injected_and_remounted_after_compaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().canonicalize().unwrap().join("work");
+        std::fs::create_dir_all(cwd.join(".claude/skills/style")).unwrap();
+        std::fs::write(
+            cwd.join(".claude/skills/style/SKILL.md"),
+            "---\ndescription: House code style\n---\nIndent with tabs, never spaces.\n",
+        )
+        .unwrap();
+        let catalog = Arc::new(crate::skills::Catalog::discover(&crate::skills::Places {
+            cwd: &cwd,
+            user_home: None,
+            keel_home: None,
+            add_dirs: &[],
+            plugins: &[],
+            reserved: &[],
+        }));
+        let script = r#"{"turns": [
+            {"tool_calls": [{"id": "s1", "name": "Skill", "input": {"skill": "style"}}]},
+            {"text": "Styled."},
+            {"text": "Decisions: use the house style. Current work: formatting."}
+        ]}"#;
+        let provider = Arc::new(ScriptProvider::parse(script).unwrap());
+        let registry = ToolRegistry::new(crate::tools::builtin_tools())
+            .unwrap()
+            .with(Arc::new(crate::tools::skill::SkillTool::new(catalog.clone())))
+            .unwrap();
+        let session = Session::new(
+            "s".into(),
+            cwd.clone(),
+            dir.path().join("session"),
+            Transcript::disabled(dir.path().join("t.jsonl")),
+        );
+        let config = EngineConfig {
+            model: "claude-sonnet-4-5".into(),
+            max_tokens: 8_000,
+            max_turns: None,
+            system: Vec::new(),
+            context_window: None,
+            compact: crate::compact::CompactSettings::default(),
+            interactive: false,
+            ..Default::default()
+        };
+        let (mut engine, _events) = Engine::basic(config, provider, Arc::new(registry), session);
+        engine.harness.skills = catalog.clone();
+        engine.install_skills(catalog);
+        let cancel = CancellationToken::new();
+        let out = engine
+            .run_turn(vec![ContentBlock::text("format it")], cancel.clone())
+            .await;
+        assert!(!out.is_error, "{out:?}");
+        let round = engine.session.history()[2].text();
+        assert!(
+            round.contains("<skill name=\"style\">") && round.contains("Indent with tabs"),
+            "{round}"
+        );
+        assert!(engine.session.shared.skills.grants().is_empty());
+
+        engine.compact(None, Trigger::Manual, &cancel).await.unwrap();
+        let after: String = engine.session.history().iter().map(|m| m.text()).collect();
+        assert!(after.contains("Skills loaded earlier in this session"), "{after}");
+        assert!(after.contains("Indent with tabs, never spaces."), "{after}");
+    }
+}

@@ -1,0 +1,421 @@
+//! Building a child engine from a definition: its tools (a subset of the parent's, filtered in
+//! the registry), its system prompt, model, permission mode (never wider than the parent's),
+//! optional git worktree, its own runners for deeper sub-agents and skills, and its first
+//! message (the delegated prompt, or the verifier's brief).
+
+use std::sync::Arc;
+
+use tokio::task::JoinHandle;
+
+use super::{MAX_SUBAGENT_TURNS, SubagentInfo, SubagentRunner};
+use crate::agents::worktree::{self, Worktree};
+use crate::agents::{AgentDef, Isolation, Role, verifier};
+use crate::config::models;
+use crate::context::{instructions, system_prompt};
+use crate::engine::events::{EngineEvent, NoticeLevel};
+use crate::engine::{Engine, EngineConfig, Session};
+use crate::hooks::{Event, fields};
+use crate::message::{CacheControl, ContentBlock};
+use crate::permissions::Mode;
+use crate::permissions::rules::{Anchors, Behavior, Rule};
+use crate::provider::SystemBlock;
+use crate::skills::render::{self, Part, Vars};
+use crate::tools::SessionShared;
+use crate::tools::agent::AgentRequest;
+use crate::tools::registry::ToolRegistry;
+use crate::transcript::Transcript;
+
+const SUBAGENT_NOTE: &str = "You are working as a sub-agent for keel's main session. The main agent gave \
+you the task below and sees nothing of your work except your final message: make it a complete, \
+self-contained report of what you found or did, with file paths and the evidence (commands run and \
+their results). Say plainly what you could not do or verify.";
+
+/// A child ready to run.
+pub(super) struct Child {
+    pub engine: Engine,
+    pub content: Vec<ContentBlock>,
+    pub info: SubagentInfo,
+    pub worktree: Option<Worktree>,
+    /// Facts for the parent's result (a skipped prompt, a narrowed mode).
+    pub notes: Vec<String>,
+    /// Forwards the child's approvals, notices and hook runs to the parent's events.
+    pub forward: JoinHandle<()>,
+}
+
+/// How permissive a mode is; a child's mode is never above its parent's.
+fn rank(m: Mode) -> u8 {
+    match m {
+        Mode::Plan => 0,
+        Mode::DontAsk => 1,
+        Mode::Default => 2,
+        Mode::AcceptEdits => 3,
+        Mode::BypassPermissions => 4,
+    }
+}
+
+pub(super) fn child_mode(parent: Mode, wanted: Option<Mode>) -> Mode {
+    match wanted {
+        Some(w) if rank(w) <= rank(parent) => w,
+        _ => parent,
+    }
+}
+
+/// Whether a definition's `tools` entry names `tool` (`Task` is Agent's older name; a trailing
+/// `*` matches a prefix, e.g. `mcp__github__*`).
+fn names(entry: &str, tool: &str) -> bool {
+    let entry = if entry == "Task" { "Agent" } else { entry };
+    match entry.strip_suffix('*') {
+        Some(prefix) => tool.starts_with(prefix),
+        None => entry == tool,
+    }
+}
+
+pub(super) fn child_registry(
+    parent: &ToolRegistry,
+    def: &AgentDef,
+    offer_agent: bool,
+    mode: Mode,
+) -> Result<ToolRegistry, String> {
+    parent
+        .subset(|n| {
+            let listed = def.tools.as_ref().is_none_or(|t| t.iter().any(|e| names(e, n)));
+            let barred = def.disallowed_tools.iter().any(|e| names(e, n));
+            let allowed_here = match n {
+                "Agent" => offer_agent,
+                "ExitPlanMode" => mode == Mode::Plan,
+                _ => true,
+            };
+            listed && !barred && allowed_here
+        })
+        .map_err(|e| e.to_string())
+}
+
+pub(super) async fn prepare(
+    r: &SubagentRunner,
+    def: &AgentDef,
+    req: &AgentRequest,
+    parent: &Arc<SessionShared>,
+) -> Result<Child, String> {
+    let tree = &r.tree;
+    let n = tree.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+    let short: String = uuid::Uuid::new_v4().simple().to_string().chars().take(8).collect();
+    let agent_id = format!("agent-{n}-{short}");
+    let dir = parent.session_dir.join("subagents");
+    let transcript_path = dir.join(format!("{agent_id}.jsonl"));
+    let mut notes = Vec::new();
+
+    let worktree = if req.worktree || def.isolation == Some(Isolation::Worktree) {
+        Some(
+            worktree::create(
+                &parent.cwd,
+                &worktree::home(&parent.cwd, &parent.session_dir),
+                &agent_id,
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
+    let cwd = worktree
+        .as_ref()
+        .map(|w| w.cwd.clone())
+        .unwrap_or_else(|| parent.cwd.clone());
+    let transcript = Transcript::create(&transcript_path).map_err(|e| e.to_string())?;
+    let mut session = Session::new(agent_id.clone(), cwd.clone(), dir.join(&agent_id), transcript);
+
+    let mode = child_mode(parent.mode(), def.permission_mode);
+    if let Some(wanted) = def.permission_mode.filter(|w| *w != mode) {
+        notes.push(format!(
+            "(The agent type `{}` asks for permissionMode {}; it ran in {}, since a sub-agent never gets wider \
+             permissions than its parent.)",
+            def.name,
+            wanted.as_str(),
+            mode.as_str()
+        ));
+    }
+    let depth = r.depth + 1;
+    let offer_agent = depth < tree.budget.limits.max_depth;
+    let registry = Arc::new(child_registry(&r.registry, def, offer_agent, mode)?);
+    let authorizer = match &worktree {
+        Some(w) => Arc::new(r.authorizer.rebased(&parent.cwd, &w.path)),
+        None => r.authorizer.clone(),
+    };
+    match Arc::get_mut(&mut session.shared) {
+        Some(child) => {
+            child.inherit_from(parent);
+            child.set_mode(mode);
+            child.agents = None;
+            child.skill_runner = None;
+            match &worktree {
+                // The parent's tree is not the child's: its views and its write access stay home.
+                Some(w) => {
+                    child.sandbox = worktree::rebase_sandbox(&parent.sandbox, &parent.cwd, &w.path);
+                    child.confiner = parent
+                        .confiner
+                        .as_ref()
+                        .map(|c| Arc::new(c.rebased(&parent.cwd, &w.path)));
+                    child.extra_dirs = authorizer.working_dirs().iter().skip(1).cloned().collect();
+                }
+                None => {
+                    *child.file_state.get_mut().unwrap_or_else(|p| p.into_inner()) = parent.files().clone();
+                    // Its changes are the session's: one rewind takes back the parent's and the child's.
+                    child.checkpoints = parent.checkpoints.clone();
+                }
+            }
+        }
+        None => return Err("internal error: the sub-agent's state is already shared".into()),
+    }
+
+    let model = def
+        .model
+        .as_deref()
+        .map(models::resolve_alias)
+        .unwrap_or_else(|| r.model.clone());
+    let offers = |name: &str| registry.get(name).is_some();
+    let mut listings = Vec::new();
+    if offers("Agent")
+        && let Some(l) = r.catalog().listing()
+    {
+        listings.push(l);
+    }
+    if offers("Skill")
+        && let Some(l) = crate::skills::listing::render(tree.skills.for_model(), crate::skills::listing::DEFAULT_BUDGET)
+    {
+        listings.push(l);
+    }
+    let preloaded = preload_skills(r, def, &cwd, &agent_id, &mut notes);
+    let config = EngineConfig {
+        max_tokens: models::info(&model).max_output,
+        system: system_blocks(r, def, &cwd, &model, &listings, &preloaded),
+        model,
+        max_turns: Some(def.max_turns.unwrap_or(MAX_SUBAGENT_TURNS)),
+        interactive: tree.base.interactive,
+        context_window: tree.base.context_window,
+        compact: tree.base.compact,
+        reasoning: tree.base.reasoning.clone(),
+        // The session's spending limit is checked by the parent, which counts its children.
+        max_budget_usd: None,
+    };
+    let (mut engine, mut events) = Engine::new(
+        config,
+        tree.provider.clone(),
+        registry.clone(),
+        authorizer.clone(),
+        tree.hooks.clone(),
+        session,
+    );
+    engine.subagent = Some(SubagentInfo {
+        agent_id: agent_id.clone(),
+        agent_type: def.name.clone(),
+        transcript: transcript_path.clone(),
+    });
+    engine.harness.skills = tree.skills.clone();
+    engine.harness.agents = r.catalog();
+    engine.harness.limits = tree.budget.limits;
+    let deeper = offers("Agent").then(|| {
+        Arc::new(r.for_child(
+            registry.clone(),
+            authorizer.clone(),
+            engine.events().clone(),
+            engine.config.model.clone(),
+        ))
+    });
+    let skills = offers("Skill").then(|| Arc::new(engine.skill_invoker(tree.skills.clone())));
+    if let Some(child) = Arc::get_mut(&mut engine.session.shared) {
+        child.agents = deeper.clone().map(|d| d as Arc<dyn crate::tools::agent::AgentRunner>);
+        child.skill_runner = skills.map(|s| s as Arc<dyn crate::tools::skill::SkillRunner>);
+    }
+    engine.subagents = deeper;
+    if !req.allowed_tools.is_empty() {
+        let anchors = Anchors {
+            cwd: cwd.clone(),
+            base_dir: cwd.clone(),
+            home: dirs::home_dir(),
+        };
+        let rules = req
+            .allowed_tools
+            .iter()
+            .map(|t| {
+                Rule::parse(
+                    t,
+                    Behavior::Allow,
+                    &format!("allowed-tools of {}", req.description),
+                    &anchors,
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())?;
+        engine.session.shared.skills.grant(&req.description, rules);
+    }
+
+    // Approvals, notices and hook runs of the child reach the user like the parent's own.
+    let forward_to = r.events.clone();
+    let forward = tokio::spawn(async move {
+        while let Some(ev) = events.recv().await {
+            if matches!(
+                ev,
+                EngineEvent::PermissionRequest(_) | EngineEvent::Notice { .. } | EngineEvent::HookRun(_)
+            ) {
+                forward_to.emit(ev);
+            }
+        }
+    });
+
+    let first = if def.role == Role::Verifier {
+        let facts = parent.verifier_facts.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        notes.push(
+            "(keel gave the verifier its own brief — the user's requests, the diff, the changed files and the \
+             commands run — and not your prompt.)"
+                .into(),
+        );
+        verifier::brief(&facts, &cwd).await
+    } else {
+        req.prompt.clone()
+    };
+    let mut content = vec![ContentBlock::text(first)];
+    if tree.hooks.has(Event::SubagentStart) {
+        let agg = tree
+            .hooks
+            .fire(
+                Event::SubagentStart,
+                Some(&def.name),
+                parent.mode(),
+                fields([
+                    ("agent_id", agent_id.clone().into()),
+                    ("agent_type", def.name.clone().into()),
+                ]),
+                &r.events,
+            )
+            .await;
+        for ctx in agg.context {
+            content.push(ContentBlock::text(format!(
+                "<system-reminder>\n{ctx}\n</system-reminder>"
+            )));
+        }
+    }
+    Ok(Child {
+        engine,
+        content,
+        info: SubagentInfo {
+            agent_id,
+            agent_type: def.name.clone(),
+            transcript: transcript_path,
+        },
+        worktree,
+        notes,
+        forward,
+    })
+}
+
+/// The full text of the skills a definition preloads.
+fn preload_skills(
+    r: &SubagentRunner,
+    def: &AgentDef,
+    cwd: &std::path::Path,
+    id: &str,
+    notes: &mut Vec<String>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for name in &def.skills {
+        let Some(skill) = r.tree.skills.get(name) else {
+            r.events.notice(
+                NoticeLevel::Warning,
+                format!(
+                    "the agent type `{}` preloads the skill `{name}`, which does not exist",
+                    def.name
+                ),
+            );
+            notes.push(format!("(The skill `{name}` it preloads does not exist.)"));
+            continue;
+        };
+        let vars = Vars {
+            session_id: id,
+            project_dir: cwd,
+        };
+        let text: String = render::render(skill, "", &vars)
+            .into_iter()
+            .map(|p| match p {
+                Part::Text(t) => t,
+                Part::Command(c) => format!("!`{c}`"),
+            })
+            .collect();
+        out.push(format!(
+            "<skill name=\"{}\">\n{}\n</skill>",
+            skill.name,
+            text.trim_end()
+        ));
+    }
+    out
+}
+
+/// The child's system prompt: the definition's (or keel's core) prompt, then its environment,
+/// project context (not for read-only research types), listings, preloaded skills and the
+/// sub-agent note.
+fn system_blocks(
+    r: &SubagentRunner,
+    def: &AgentDef,
+    cwd: &std::path::Path,
+    model: &str,
+    listings: &[String],
+    preloaded: &[String],
+) -> Vec<SystemBlock> {
+    let project = &r.tree.project;
+    let first = match def.role {
+        Role::GeneralPurpose | Role::ReadOnly => project.core_text().to_string(),
+        Role::Verifier | Role::Custom if def.prompt.trim().is_empty() => project.core_text().to_string(),
+        Role::Verifier | Role::Custom => def.prompt.clone(),
+    };
+    let mut second = system_prompt::environment(cwd, model);
+    if def.role != Role::ReadOnly {
+        if let Some(g) = &project.git {
+            second.push_str("\n\n");
+            second.push_str(&g.render());
+        }
+        let files = instructions::render(&project.instructions.files);
+        if !files.is_empty() {
+            second.push_str("\n\n");
+            second.push_str(&files);
+        }
+    }
+    for l in listings.iter().chain(preloaded) {
+        second.push_str("\n\n");
+        second.push_str(l);
+    }
+    second.push_str("\n\n");
+    second.push_str(SUBAGENT_NOTE);
+    let mut blocks = vec![SystemBlock::text(first), SystemBlock::text(second)];
+    for b in &mut blocks {
+        b.cache_control = Some(CacheControl::ephemeral());
+    }
+    blocks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_child_never_gets_a_wider_mode() {
+        assert_eq!(child_mode(Mode::Default, Some(Mode::BypassPermissions)), Mode::Default);
+        assert_eq!(child_mode(Mode::Default, Some(Mode::Plan)), Mode::Plan);
+        assert_eq!(child_mode(Mode::AcceptEdits, Some(Mode::Default)), Mode::Default);
+        assert_eq!(child_mode(Mode::BypassPermissions, None), Mode::BypassPermissions);
+        assert_eq!(child_mode(Mode::Plan, Some(Mode::AcceptEdits)), Mode::Plan);
+    }
+
+    #[test]
+    fn the_registry_enforces_the_definition() {
+        let parent = ToolRegistry::new(crate::tools::builtin_tools()).unwrap();
+        let mut def = AgentDef::builtins().remove(0);
+        def.tools = Some(vec!["Read".into(), "Grep".into(), "Task".into(), "Bash".into()]);
+        def.disallowed_tools = vec!["Bash".into()];
+        let reg = child_registry(&parent, &def, true, Mode::Default).unwrap();
+        assert_eq!(reg.names(), vec!["Read", "Grep", "Agent"]);
+        let reg = child_registry(&parent, &def, false, Mode::Default).unwrap();
+        assert_eq!(reg.names(), vec!["Read", "Grep"]);
+        def.tools = None;
+        def.disallowed_tools.clear();
+        let all = child_registry(&parent, &def, true, Mode::Default).unwrap();
+        assert!(all.get("Write").is_some() && all.get("ExitPlanMode").is_none());
+    }
+}

@@ -1,0 +1,300 @@
+//! YAML front matter of markdown files (skills, custom commands, sub-agent definitions).
+//!
+//! A file may open with `---`, a YAML mapping and a closing `---`; the rest is the body. The
+//! YAML is parsed by `yaml-rust2` and lowered to JSON values so callers deserialize typed fields
+//! with serde. Files written for the reference tool often carry descriptions with an unquoted
+//! `: ` inside (for example `Examples: <example>Context: …`), which strict YAML rejects; such a
+//! document is read again with those top-level values quoted, and only a document that still
+//! does not parse is an error, reported with its line in the file.
+
+use serde_json::{Map, Value};
+use yaml_rust2::{Yaml, YamlLoader};
+
+/// A parsed markdown document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document<'a> {
+    /// The front matter's fields (empty when there is none).
+    pub meta: Map<String, Value>,
+    pub body: &'a str,
+    /// The file line the body starts on (1-based).
+    pub body_line: usize,
+}
+
+/// Malformed front matter: what is wrong and on which line of the file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {message}")]
+pub struct FrontMatterError {
+    pub line: usize,
+    pub message: String,
+}
+
+/// Splits and parses a document. Text that does not start with `---` has no front matter.
+pub fn parse(text: &str) -> Result<Document<'_>, FrontMatterError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let Some(first_end) = opening_fence(text) else {
+        return Ok(Document {
+            meta: Map::new(),
+            body: text,
+            body_line: 1,
+        });
+    };
+    let rest = &text[first_end..];
+    let mut offset = 0;
+    let mut yaml_end = None;
+    let mut lines_in_yaml = 0;
+    for line in rest.split_inclusive('\n') {
+        if line.trim_end_matches(['\r', '\n']) == "---" {
+            yaml_end = Some((offset, offset + line.len()));
+            break;
+        }
+        offset += line.len();
+        lines_in_yaml += 1;
+    }
+    let Some((yaml_stop, body_start)) = yaml_end else {
+        return Err(FrontMatterError {
+            line: 1,
+            message: "the front matter opened with `---` is never closed by a `---` line".into(),
+        });
+    };
+    let yaml = &rest[..yaml_stop];
+    let meta = parse_yaml(yaml)?;
+    Ok(Document {
+        meta,
+        body: &rest[body_start..],
+        body_line: lines_in_yaml + 3,
+    })
+}
+
+fn opening_fence(text: &str) -> Option<usize> {
+    let first = text.split_inclusive('\n').next()?;
+    (first.trim_end_matches(['\r', '\n']).trim_end() == "---" && first.ends_with('\n')).then_some(first.len())
+}
+
+/// Parses the YAML between the fences (file line 2 onwards) into a JSON object.
+fn parse_yaml(yaml: &str) -> Result<Map<String, Value>, FrontMatterError> {
+    let docs = match YamlLoader::load_from_str(yaml) {
+        Ok(d) => d,
+        Err(strict) => {
+            let lenient = quote_plain_values(yaml);
+            match YamlLoader::load_from_str(&lenient) {
+                Ok(d) if lenient != yaml => d,
+                _ => {
+                    return Err(FrontMatterError {
+                        // The scanner counts lines from 1 within the YAML, which starts on line 2.
+                        line: strict.marker().line() + 1,
+                        message: format!("invalid YAML: {}", strict.info()),
+                    });
+                }
+            }
+        }
+    };
+    match docs.into_iter().next() {
+        None | Some(Yaml::Null) => Ok(Map::new()),
+        Some(Yaml::Hash(h)) => {
+            let mut out = Map::new();
+            for (k, v) in h {
+                out.insert(key_text(&k), to_json(v));
+            }
+            Ok(out)
+        }
+        Some(_) => Err(FrontMatterError {
+            line: 2,
+            message: "the front matter must be a mapping of `key: value` lines".into(),
+        }),
+    }
+}
+
+/// Quotes the value of each top-level one-line `key: value` whose value does not parse on its
+/// own, so an unquoted `: ` inside a description, or a hint like `[pr-number] [priority]`,
+/// stops being a syntax error.
+fn quote_plain_values(yaml: &str) -> String {
+    let mut out = String::with_capacity(yaml.len() + 64);
+    for line in yaml.split_inclusive('\n') {
+        let content = line.trim_end_matches(['\r', '\n']);
+        let ending = &line[content.len()..];
+        let top_level = !content.starts_with([' ', '\t', '-', '#']);
+        match content.split_once(':') {
+            Some((key, value)) if top_level && is_plain_key(key) && needs_quotes(value.trim()) => {
+                let v = value.trim().replace('\'', "''");
+                out.push_str(&format!("{key}: '{v}'{ending}"));
+            }
+            _ => out.push_str(line),
+        }
+    }
+    out
+}
+
+fn is_plain_key(key: &str) -> bool {
+    !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// Whether a one-line value does not parse on its own (and is not a quoted or block scalar).
+fn needs_quotes(value: &str) -> bool {
+    if value.is_empty() || value.starts_with(['\'', '"', '|', '>', '&', '*', '!', '#']) {
+        return false;
+    }
+    // A bracket that is never closed is a mistake, not text.
+    if (value.starts_with('[') && !value.ends_with(']')) || (value.starts_with('{') && !value.ends_with('}')) {
+        return false;
+    }
+    YamlLoader::load_from_str(&format!("k: {value}")).is_err()
+}
+
+fn key_text(k: &Yaml) -> String {
+    match k {
+        Yaml::String(s) | Yaml::Real(s) => s.clone(),
+        Yaml::Integer(i) => i.to_string(),
+        Yaml::Boolean(b) => b.to_string(),
+        Yaml::Null => "null".into(),
+        other => format!("{other:?}"),
+    }
+}
+
+fn to_json(v: Yaml) -> Value {
+    match v {
+        Yaml::String(s) => Value::String(s),
+        Yaml::Integer(i) => Value::from(i),
+        Yaml::Real(r) => r
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map(Value::Number)
+            .unwrap_or(Value::String(r)),
+        Yaml::Boolean(b) => Value::Bool(b),
+        Yaml::Array(a) => Value::Array(a.into_iter().map(to_json).collect()),
+        Yaml::Hash(h) => Value::Object(h.into_iter().map(|(k, v)| (key_text(&k), to_json(v))).collect()),
+        Yaml::Null | Yaml::BadValue | Yaml::Alias(_) => Value::Null,
+    }
+}
+
+/// A string field: strings as they are, numbers and booleans as their text.
+pub fn string(meta: &Map<String, Value>, key: &str) -> Option<String> {
+    match meta.get(key)? {
+        Value::String(s) => Some(s.trim().to_string()).filter(|s| !s.is_empty()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// A boolean field; `"true"`/`"false"` strings count too. Anything else is an error message.
+pub fn flag(meta: &Map<String, Value>, key: &str) -> Result<Option<bool>, String> {
+    match meta.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(Value::String(s)) if s.trim().eq_ignore_ascii_case("true") => Ok(Some(true)),
+        Some(Value::String(s)) if s.trim().eq_ignore_ascii_case("false") => Ok(Some(false)),
+        Some(other) => Err(format!("`{key}` must be true or false, found {other}")),
+    }
+}
+
+/// A list field given as a YAML list or as one string separated by commas or spaces (commas
+/// and spaces inside parentheses belong to the entry: `Bash(git diff:*)`).
+pub fn list(meta: &Map<String, Value>, key: &str) -> Result<Option<Vec<String>>, String> {
+    match meta.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(crate::permissions::rules::split_cli_rules(std::slice::from_ref(
+            s,
+        )))),
+        Some(Value::Array(items)) => {
+            let mut out = Vec::new();
+            for item in items {
+                match item {
+                    Value::String(s) => out.extend(crate::permissions::rules::split_cli_rules(std::slice::from_ref(s))),
+                    other => return Err(format!("`{key}` must list strings, found {other}")),
+                }
+            }
+            Ok(Some(out))
+        }
+        Some(other) => Err(format!(
+            "`{key}` must be a list or a comma-separated string, found {other}"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_front_matter_and_body() {
+        let doc = parse("---\nname: review\ndescription: Review the diff\nallowed-tools: [Read, \"Bash(git diff:*)\"]\n---\n# Review\n\nBody $ARGUMENTS\n").unwrap();
+        assert_eq!(doc.meta["name"], "review");
+        assert_eq!(string(&doc.meta, "description").as_deref(), Some("Review the diff"));
+        assert_eq!(
+            list(&doc.meta, "allowed-tools").unwrap().unwrap(),
+            vec!["Read", "Bash(git diff:*)"]
+        );
+        assert_eq!(doc.body, "# Review\n\nBody $ARGUMENTS\n");
+        assert_eq!(doc.body_line, 6);
+    }
+
+    #[test]
+    fn no_front_matter_is_all_body() {
+        let doc = parse("# Title\n---\nnot yaml\n").unwrap();
+        assert!(doc.meta.is_empty());
+        assert_eq!(doc.body_line, 1);
+        assert!(doc.body.starts_with("# Title"));
+        let crlf = parse("---\r\nname: x\r\n---\r\nbody\r\n").unwrap();
+        assert_eq!(crlf.meta["name"], "x");
+        assert_eq!(crlf.body, "body\r\n");
+    }
+
+    #[test]
+    fn block_scalars_lists_and_comma_strings() {
+        let doc = parse(
+            "---\ndescription: >\n  Folded over\n  two lines.\ntools: Read, Grep, Glob, Bash\nmaxTurns: 7\ndisable-model-invocation: \"true\"\n---\n",
+        )
+        .unwrap();
+        assert_eq!(doc.meta["description"], "Folded over two lines.\n");
+        assert_eq!(
+            list(&doc.meta, "tools").unwrap().unwrap(),
+            vec!["Read", "Grep", "Glob", "Bash"]
+        );
+        assert_eq!(doc.meta["maxTurns"], 7);
+        assert_eq!(flag(&doc.meta, "disable-model-invocation").unwrap(), Some(true));
+        assert!(flag(&doc.meta, "maxTurns").is_err());
+    }
+
+    #[test]
+    fn unquoted_colons_in_a_description_are_accepted() {
+        // The shape of agent files generated by the reference tool.
+        let doc = parse(
+            "---\nname: code-reviewer\ndescription: Use this agent after writing code. Examples: <example>Context: the user wrote a function. user: 'done' assistant: 'reviewing'</example>\ntools: Read, Grep\n---\nYou review code.\n",
+        )
+        .unwrap();
+        assert!(
+            string(&doc.meta, "description")
+                .unwrap()
+                .contains("Context: the user wrote a function. user: 'done'")
+        );
+        assert_eq!(doc.body, "You review code.\n");
+    }
+
+    #[test]
+    fn hints_in_brackets_and_lists_read_as_people_write_them() {
+        let doc = parse(
+            "---\nargument-hint: [pr-number] [priority] [assignee]\nallowed-tools: [Read, Grep]\ndescription: Fix issue: the parser\n---\n",
+        )
+        .unwrap();
+        assert_eq!(doc.meta["argument-hint"], "[pr-number] [priority] [assignee]");
+        assert_eq!(list(&doc.meta, "allowed-tools").unwrap().unwrap(), vec!["Read", "Grep"]);
+        assert_eq!(doc.meta["description"], "Fix issue: the parser");
+    }
+
+    #[test]
+    fn malformed_yaml_names_the_file_line() {
+        let err = parse("---\nname: x\ndescription: \"never closed\nother: 1\n---\nbody\n").unwrap_err();
+        assert!(err.line >= 3 && err.line <= 5, "{err}");
+        assert!(err.message.contains("invalid YAML"), "{err}");
+        let err = parse("---\nname: x\n  bad: indent\n---\n").unwrap_err();
+        assert_eq!(err.line, 3, "{err}");
+        let err = parse("---\nname: x\n").unwrap_err();
+        assert!(err.message.contains("never closed"));
+        let err = parse("---\n- a\n- b\n---\n").unwrap_err();
+        assert!(err.message.contains("mapping"));
+    }
+}

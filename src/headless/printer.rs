@@ -1,0 +1,233 @@
+//! Turns engine events into headless output: stream-json lines, or progress on stderr with
+//! `--verbose`. Permission questions go to the driving program when there is one.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio_util::sync::CancellationToken;
+
+use super::out::Out;
+use super::output;
+use super::protocol::client::ClientLink;
+use crate::cli::args::OutputFormat;
+use crate::engine::{EngineEvent, NoticeLevel, TurnOutcome};
+use crate::message::ContentBlock;
+use crate::permissions::PermissionReply;
+
+pub struct Printer {
+    pub out: Arc<Out>,
+    pub format: OutputFormat,
+    pub verbose: bool,
+    pub include_hook_events: bool,
+    pub session_id: String,
+    /// Answers permission questions (`--permission-prompt-tool stdio`).
+    pub link: Option<Arc<ClientLink>>,
+    structured: HashMap<String, Value>,
+}
+
+impl Printer {
+    pub fn new(out: Arc<Out>, format: OutputFormat, verbose: bool, session_id: String) -> Self {
+        Printer {
+            out,
+            format,
+            verbose,
+            include_hook_events: false,
+            session_id,
+            link: None,
+            structured: HashMap::new(),
+        }
+    }
+
+    fn stream(&self) -> bool {
+        self.format == OutputFormat::StreamJson
+    }
+
+    fn line(&self, v: &Value) {
+        self.out.line(v);
+    }
+
+    /// Consumes engine events until the turn finishes (one-shot mode).
+    pub async fn drain(mut self, mut events: UnboundedReceiver<EngineEvent>) -> (Self, UnboundedReceiver<EngineEvent>) {
+        while let Some(event) = events.recv().await {
+            if let EngineEvent::TurnFinished(_) = event {
+                break;
+            }
+            self.handle(event);
+        }
+        (self, events)
+    }
+
+    /// Consumes engine events across turns until `stop`; each finished turn is reported on
+    /// `finished` once everything before it has been printed.
+    pub async fn run(
+        mut self,
+        mut events: UnboundedReceiver<EngineEvent>,
+        finished: UnboundedSender<TurnOutcome>,
+        stop: CancellationToken,
+    ) -> (Self, UnboundedReceiver<EngineEvent>) {
+        loop {
+            tokio::select! {
+                biased;
+                e = events.recv() => match e {
+                    Some(EngineEvent::TurnFinished(outcome)) => {
+                        let _ = finished.send(outcome);
+                    }
+                    Some(event) => self.handle(event),
+                    None => break,
+                },
+                _ = stop.cancelled() => break,
+            }
+        }
+        (self, events)
+    }
+
+    pub fn handle(&mut self, event: EngineEvent) {
+        let stream = self.stream();
+        match event {
+            EngineEvent::Assistant {
+                id,
+                model,
+                message,
+                stop_reason,
+                usage,
+            } if stream => {
+                for l in output::assistant_lines(&id, &model, &message, &stop_reason, &usage, &self.session_id) {
+                    self.line(&l);
+                }
+            }
+            EngineEvent::ToolFinished { id, structured, .. } if stream => {
+                self.structured.insert(id, structured);
+            }
+            EngineEvent::ToolResults(message) if stream => {
+                for block in &message.content {
+                    let structured = match block {
+                        ContentBlock::ToolResult { tool_use_id, .. } => self.structured.remove(tool_use_id),
+                        _ => None,
+                    };
+                    self.line(&output::tool_result_line(block, structured.as_ref(), &self.session_id));
+                }
+            }
+            EngineEvent::PermissionRequest(prompt) => match &self.link {
+                Some(link) => {
+                    tokio::spawn(link.clone().ask_permission(prompt));
+                }
+                // Nobody can answer: the engine only asks when a front end can, so this is a
+                // defensive denial, never a hang.
+                None => {
+                    let _ = prompt.reply.send(PermissionReply::Deny { feedback: None });
+                }
+            },
+            EngineEvent::PermissionDenied {
+                tool_name,
+                tool_use_id,
+                message,
+                ..
+            } if stream => {
+                self.line(&output::permission_denied_line(
+                    &tool_name,
+                    &tool_use_id,
+                    &message,
+                    &self.session_id,
+                ));
+            }
+            EngineEvent::ModeChanged(mode) if stream => {
+                self.line(&output::status_line(mode.as_str(), &self.session_id));
+            }
+            EngineEvent::Assistant { message, .. } if self.verbose && !stream => {
+                let text = message.text();
+                if !text.trim().is_empty() && message.tool_uses().next().is_some() {
+                    eprintln!("{}", text.trim_end());
+                }
+            }
+            EngineEvent::ToolStarted { name, input, .. } if self.verbose && !stream => {
+                eprintln!("→ {name}({})", crate::tools::summarize_input(&input));
+            }
+            EngineEvent::ToolFinished { content, is_error, .. } if self.verbose && !stream => {
+                let text = content.as_text();
+                let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                let first: String = first.chars().take(100).collect();
+                let mark = if is_error { "✗" } else { "✓" };
+                eprintln!("  {mark} {first} ({} lines)", text.lines().count());
+            }
+            EngineEvent::HookStarted {
+                hook_id,
+                hook_name,
+                event,
+            } if stream && self.include_hook_events => {
+                self.line(&output::hook_started_line(
+                    &hook_id,
+                    &hook_name,
+                    &event,
+                    &self.session_id,
+                ));
+            }
+            EngineEvent::HookRun(run) => {
+                if stream && self.include_hook_events {
+                    self.line(&output::hook_response_line(&run, &self.session_id));
+                } else if self.verbose && !stream {
+                    let decision = run.decision.map(|d| format!(", {d}")).unwrap_or_default();
+                    eprintln!(
+                        "  hook {} `{}`: {}{decision} ({} ms)",
+                        run.event, run.handler, run.outcome, run.duration_ms
+                    );
+                }
+            }
+            EngineEvent::RawStream(v) if stream => {
+                self.line(&output::stream_event_line(&v, &self.session_id));
+            }
+            EngineEvent::Retry {
+                attempt,
+                max_retries,
+                delay_ms,
+                status,
+                error,
+            } => {
+                if stream {
+                    self.line(&output::retry_line(
+                        attempt,
+                        max_retries,
+                        delay_ms,
+                        status,
+                        &error,
+                        &self.session_id,
+                    ));
+                }
+                // The first retry of a request is always shown: a silent wait looks like a hang.
+                if self.verbose || attempt == 1 {
+                    eprintln!("keel: {error}; retrying in {delay_ms} ms (attempt {attempt} of {max_retries})");
+                }
+            }
+            EngineEvent::Compacted {
+                trigger,
+                pre_tokens,
+                post_tokens,
+            } => {
+                if stream {
+                    self.line(&output::compact_boundary_line(
+                        trigger.as_str(),
+                        pre_tokens,
+                        &self.session_id,
+                    ));
+                }
+                if self.verbose {
+                    eprintln!(
+                        "keel: compacted the conversation ({}): about {pre_tokens} tokens before, {post_tokens} after",
+                        trigger.as_str()
+                    );
+                }
+            }
+            EngineEvent::Notice { level, message } => {
+                if stream {
+                    let level_name = format!("{level:?}").to_lowercase();
+                    self.line(&output::notice_line(&level_name, &message, &self.session_id));
+                }
+                if level != NoticeLevel::Info || self.verbose {
+                    eprintln!("keel: {message}");
+                }
+            }
+            _ => {}
+        }
+    }
+}

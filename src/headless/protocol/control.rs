@@ -1,0 +1,167 @@
+//! Requests from the client that change the session: `initialize` (hook callbacks, system
+//! prompt options, a JSON schema for the answer), `set_model`. They are applied to the engine
+//! between turns; the answers are built here.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::client::ClientLink;
+use super::codec::Initialize;
+use crate::config::models;
+use crate::context::{Gather, ProjectContext};
+use crate::engine::Engine;
+use crate::hooks::config::Handler;
+use crate::hooks::{Event, HookConfig};
+use crate::tools::Tool;
+use crate::tools::registry::ToolRegistry;
+use crate::tools::structured::{StructuredOutputTool, StructuredSlot};
+
+/// Applies `initialize`; returns the answer, or why the request cannot be honoured. Nothing is
+/// applied when it fails.
+pub fn initialize(
+    engine: &mut Engine,
+    init: &Initialize,
+    link: &Arc<ClientLink>,
+) -> Result<(Value, Vec<String>), String> {
+    if !init.sdk_mcp_servers.is_empty() {
+        return Err(format!(
+            "keel cannot host in-process SDK MCP servers yet (`sdkMcpServers`: {})",
+            init.sdk_mcp_servers.join(", ")
+        ));
+    }
+    let (hooks, mut warnings) = hook_config(init)?;
+    if let Some(agents) = init.agents.as_ref().filter(|a| !a.is_empty()) {
+        let json = Value::Object(agents.clone()).to_string();
+        warnings.extend(engine.register_agents(&json).map_err(|e| format!("agents: {e}"))?);
+    }
+    if let Some(schema) = &init.json_schema {
+        require_structured_output(engine, schema.clone())?;
+    }
+    if init.system_prompt.is_some() || init.append_system_prompt.is_some() {
+        let home = dirs::home_dir();
+        let cwd = engine.session.shared.cwd.clone();
+        let project = ProjectContext::gather(&Gather {
+            cwd: &cwd,
+            model: &engine.config.model,
+            home: home.as_deref(),
+            replace: init.system_prompt.as_deref(),
+            append: init.append_system_prompt.as_deref(),
+        });
+        engine.set_project(project);
+    }
+    if !hooks.is_empty() {
+        engine.hooks.set_client_hooks(hooks, link.clone());
+    }
+    Ok((answer(engine), warnings))
+}
+
+/// The client's hook registrations as handlers keel calls back. Events keel does not have are
+/// reported, not silently dropped.
+fn hook_config(init: &Initialize) -> Result<(HookConfig, Vec<String>), String> {
+    let mut config = HookConfig::default();
+    let mut warnings = Vec::new();
+    for reg in &init.hooks {
+        let Some(event) = Event::parse(&reg.event) else {
+            warnings.push(format!(
+                "the client's {} hook(s) will not run: keel has no such event",
+                reg.event
+            ));
+            continue;
+        };
+        let handlers = reg
+            .callback_ids
+            .iter()
+            .map(|id| Handler::Callback {
+                id: id.clone(),
+                timeout_secs: reg.timeout_secs,
+            })
+            .collect();
+        config
+            .add_group(event, reg.matcher.as_deref(), handlers, "SDK initialize")
+            .map_err(|e| format!("hooks.{}: {e}", reg.event))?;
+    }
+    Ok((config, warnings))
+}
+
+/// Offers the StructuredOutput tool with `schema` and makes the engine require it.
+pub fn require_structured_output(engine: &mut Engine, schema: Value) -> Result<(), String> {
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return Err("the JSON schema for the answer must describe an object (\"type\": \"object\")".into());
+    }
+    let slot = StructuredSlot::default();
+    let mut tools: Vec<Arc<dyn Tool>> = engine
+        .registry
+        .names()
+        .iter()
+        .filter(|n| **n != crate::tools::structured::NAME)
+        .filter_map(|n| engine.registry.get(n))
+        .map(|t| t.tool.clone())
+        .collect();
+    tools.push(Arc::new(StructuredOutputTool::new(schema, slot.clone())));
+    let registry =
+        ToolRegistry::new(tools).map_err(|e| format!("the JSON schema for the answer is not usable: {e}"))?;
+    engine.registry = Arc::new(registry);
+    engine.structured = Some(slot);
+    // Recounts the fixed part of every request (the tool list grew).
+    let project = engine.project.clone();
+    engine.set_project(project);
+    Ok(())
+}
+
+/// `set_model`: `None` returns to `default`.
+pub fn set_model(engine: &mut Engine, model: Option<&str>, default: &str) -> String {
+    let model = model.map(models::resolve_alias).unwrap_or_else(|| default.to_string());
+    engine.config.model = model.clone();
+    model
+}
+
+/// What `initialize` answers: what this keel offers.
+fn answer(engine: &Engine) -> Value {
+    let inventory = engine.inventory();
+    let agents: Vec<Value> = inventory
+        .agents
+        .iter()
+        .map(|name| {
+            let description = engine
+                .harness
+                .agents
+                .get(name)
+                .map(|d| d.description.clone())
+                .unwrap_or_default();
+            json!({"name": name, "description": description})
+        })
+        .collect();
+    let models: Vec<Value> = ["sonnet", "opus", "haiku"]
+        .iter()
+        .map(|alias| json!({"value": alias, "resolvedModel": models::resolve_alias(alias), "displayName": alias}))
+        .collect();
+    json!({
+        "commands": inventory
+            .slash_commands
+            .iter()
+            .map(|c| json!({"name": c}))
+            .collect::<Vec<_>>(),
+        "agents": agents,
+        "output_style": "default",
+        "available_output_styles": ["default"],
+        "models": models,
+        "account": {"apiKeySource": api_key_source()},
+        "pid": std::process::id(),
+        "claude_code_version": env!("CARGO_PKG_VERSION"),
+        "keel_version": env!("CARGO_PKG_VERSION"),
+        "current_permission_mode": engine.session.shared.mode().as_str(),
+        "model": engine.config.model,
+    })
+}
+
+/// Where the API key comes from, in the reference's words.
+pub fn api_key_source() -> &'static str {
+    if std::env::var("ANTHROPIC_API_KEY").is_ok_and(|v| !v.is_empty()) {
+        "ANTHROPIC_API_KEY"
+    } else if std::env::var("ANTHROPIC_AUTH_TOKEN").is_ok_and(|v| !v.is_empty()) {
+        "ANTHROPIC_AUTH_TOKEN"
+    } else {
+        "none"
+    }
+}

@@ -1,0 +1,97 @@
+//! Slash commands in `keel -p`: a prompt that starts with `/name` runs like it would in the TUI
+//! — a skill or custom command expands into the turn's prompt, `/compact`, `/cost` and
+//! `/context` run here, and any other `/name` is a clear error instead of text sent to the
+//! model.
+
+use tokio_util::sync::CancellationToken;
+
+use crate::commands::{self, Slash};
+use crate::engine::{Engine, EngineEvent, ResultSubtype, TurnOutcome};
+use crate::message::ContentBlock;
+
+/// What a headless prompt turns into.
+pub enum Plan {
+    Turn(Vec<ContentBlock>),
+    Compact(Option<String>),
+    /// A command answered without the model.
+    Answer(String),
+    Fail(String),
+}
+
+pub async fn plan(engine: &mut Engine, prompt: &str, cancel: &CancellationToken) -> Plan {
+    let skills = engine.harness.skills.clone();
+    let slash = match commands::parse(prompt, &skills) {
+        None => return Plan::Turn(vec![ContentBlock::text(prompt)]),
+        Some(Err(e)) => return Plan::Fail(e),
+        Some(Ok(s)) => s,
+    };
+    match slash {
+        Slash::Builtin { name: "compact", args } => Plan::Compact((!args.is_empty()).then_some(args)),
+        Slash::Builtin { name: "cost", .. } => Plan::Answer(cost(engine)),
+        Slash::Builtin { name: "context", .. } => Plan::Answer(context(engine)),
+        Slash::Builtin { name, .. } => Plan::Fail(format!(
+            "/{name} is an interactive command and does not run with -p; headless mode runs {}",
+            commands::headless_names(&skills)
+                .iter()
+                .map(|n| format!("/{n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        Slash::Skill { name, args } => match engine.expand_slash_skill(&name, &args, cancel).await {
+            Ok(content) => Plan::Turn(content),
+            Err(e) => Plan::Fail(format!("/{name}: {e}")),
+        },
+    }
+}
+
+/// Ends a "turn" that ran no model request, with the usual outcome and event.
+pub fn finish(engine: &Engine, result: String, is_error: bool) -> TurnOutcome {
+    let outcome = TurnOutcome {
+        subtype: if is_error {
+            ResultSubtype::ErrorDuringExecution
+        } else {
+            ResultSubtype::Success
+        },
+        is_error,
+        errors: if is_error { vec![result.clone()] } else { Vec::new() },
+        result,
+        stop_reason: None,
+        num_turns: 0,
+        duration_ms: 0,
+        duration_api_ms: 0,
+        interrupted: false,
+        api_error_status: None,
+        ..TurnOutcome::default()
+    };
+    engine.events().emit(EngineEvent::TurnFinished(outcome.clone()));
+    outcome
+}
+
+fn cost(engine: &Engine) -> String {
+    let t = &engine.session.totals;
+    let mut s = format!(
+        "Total cost: ${:.4}\nAPI time: {} ms\nRequests: {}\nTokens: {} input, {} output, {} cache write, {} cache read",
+        t.cost_usd,
+        t.api_ms,
+        t.requests,
+        t.usage.input_tokens,
+        t.usage.output_tokens,
+        t.usage.cache_creation_input_tokens,
+        t.usage.cache_read_input_tokens
+    );
+    for (model, m) in &t.by_model {
+        s.push_str(&format!("\n{model}: ${:.4}", m.cost_usd));
+    }
+    s
+}
+
+fn context(engine: &Engine) -> String {
+    crate::context::report::render(&crate::context::report::Report {
+        model: &engine.config.model,
+        window: engine.compactor.window,
+        threshold: engine.compactor.threshold(),
+        auto: engine.compactor.settings.auto,
+        project: &engine.project,
+        tools: engine.registry.definitions(),
+    })
+}

@@ -1,0 +1,307 @@
+//! `--input-format stream-json`: a session driven by a program over stdin/stdout. One turn per
+//! user message, control requests answered as they come (an interrupt or a mode change lands
+//! during a turn), the process living until stdin closes.
+//!
+//! Three parties: the reader task decodes stdin and answers what it can at once; the turn loop
+//! (this task) owns the engine and runs turns and the requests that change it, in order; the
+//! printer task turns engine events into lines and hands permission questions to the client.
+
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::out::Out;
+use super::output;
+use super::printer::Printer;
+use super::protocol::client::ClientLink;
+use super::protocol::codec::{self, ClientRequest, Inbound, Initialize};
+use super::protocol::control;
+use super::slash;
+use crate::cli::args::{Cli, OutputFormat};
+use crate::cli::setup::Prepared;
+use crate::engine::{Engine, EngineEvent, NoticeLevel, TurnOutcome};
+use crate::message::ContentBlock;
+use crate::permissions::Mode;
+use crate::tools::SessionShared;
+
+/// Work for the turn loop, in the order the client sent it.
+enum Command {
+    Turn(Vec<ContentBlock>),
+    Initialize { id: String, init: Box<Initialize> },
+    SetModel(Option<String>),
+}
+
+/// What the reader shares with the turn loop.
+struct Shared {
+    out: Arc<Out>,
+    link: Arc<ClientLink>,
+    session: Arc<SessionShared>,
+    session_id: String,
+    /// The running turn's token, so `interrupt` can stop it.
+    current: Mutex<Option<CancellationToken>>,
+    replay: bool,
+}
+
+pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: CancellationToken) -> ExitCode {
+    let mut engine = prepared.engine;
+    let session_id = engine.session.id.clone();
+    let default_model = engine.config.model.clone();
+    let link = Arc::new(ClientLink::new(out.clone()));
+    let shared = Arc::new(Shared {
+        out: out.clone(),
+        link: link.clone(),
+        session: engine.session.shared.clone(),
+        session_id: session_id.clone(),
+        current: Mutex::new(None),
+        replay: cli.programs.replay_user_messages,
+    });
+    let state_events = std::env::var("CLAUDE_CODE_SDK_READS_SESSION_STATE").is_ok_and(|v| v == "1")
+        || std::env::var("CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS").is_ok_and(|v| v == "1");
+
+    let mut printer = Printer::new(out.clone(), OutputFormat::StreamJson, cli.verbose, session_id.clone());
+    printer.include_hook_events = cli.programs.include_hook_events;
+    if engine.config.interactive {
+        printer.link = Some(link.clone());
+    }
+    let (finished_tx, mut finished_rx) = mpsc::unbounded_channel();
+    let stop_printer = CancellationToken::new();
+    let printing = tokio::spawn(printer.run(prepared.events, finished_tx, stop_printer.clone()));
+
+    let (commands_tx, mut commands) = mpsc::unbounded_channel();
+    let reader = tokio::spawn(read_input(shared.clone(), commands_tx));
+
+    let mut started = false;
+    let mut last: Option<TurnOutcome> = None;
+    loop {
+        let gone = out.gone();
+        let command = tokio::select! {
+            c = commands.recv() => c,
+            _ = shutdown.cancelled() => None,
+            _ = gone.cancelled() => None,
+        };
+        let Some(command) = command else { break };
+        match command {
+            Command::Initialize { id, init } => match control::initialize(&mut engine, &init, &link) {
+                Ok((answer, warnings)) => {
+                    for w in warnings {
+                        eprintln!("keel: warning: {w}");
+                    }
+                    out.line(&codec::success(&id, answer));
+                }
+                Err(e) => out.line(&codec::error(&id, &e)),
+            },
+            Command::SetModel(model) => {
+                control::set_model(&mut engine, model.as_deref(), &default_model);
+            }
+            Command::Turn(content) => {
+                if !started {
+                    started = true;
+                    engine
+                        .session_start(if prepared.resumed { "resume" } else { "startup" })
+                        .await;
+                }
+                let cancel = shutdown.child_token();
+                *shared.current.lock().unwrap_or_else(|p| p.into_inner()) = Some(cancel.clone());
+                if state_events {
+                    out.line(&output::session_state_line("running", &session_id));
+                }
+                out.line(&init_line(&engine));
+                let before = (engine.session.totals.usage, engine.session.denials.len());
+                // A plain text message may be a slash command, as with -p.
+                match content.as_slice() {
+                    [ContentBlock::Text { text, .. }] => {
+                        let text = text.clone();
+                        match slash::plan(&mut engine, &text, &cancel).await {
+                            slash::Plan::Turn(content) => engine.run_turn(content, cancel).await,
+                            slash::Plan::Compact(instructions) => {
+                                engine.compact_turn(instructions.as_deref(), &cancel).await
+                            }
+                            slash::Plan::Answer(text) => slash::finish(&engine, text, false),
+                            slash::Plan::Fail(message) => slash::finish(&engine, message, true),
+                        };
+                    }
+                    _ => {
+                        engine.run_turn(content, cancel).await;
+                    }
+                }
+                *shared.current.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                // The printer reports the turn once every line before it is out.
+                let Some(outcome) = finished_rx.recv().await else { break };
+                // Usage and denials of this turn; cost and per-model usage of the session.
+                let mut totals = engine.session.totals.clone();
+                totals.usage = usage_since(&before.0, &totals.usage);
+                let denials = engine.session.denials.get(before.1..).unwrap_or(&[]);
+                out.line(&output::result_object(&outcome, &session_id, &totals, denials));
+                if state_events {
+                    out.line(&output::session_state_line("idle", &session_id));
+                }
+                last = Some(outcome);
+            }
+        }
+    }
+    reader.abort();
+    link.close();
+    engine.session.shared.end();
+    stop_printer.cancel();
+    let leftover = printing.await.ok();
+    engine.session_end("other").await;
+    if let Some((_, mut rx)) = leftover {
+        while let Ok(ev) = rx.try_recv() {
+            if let EngineEvent::Notice { level, message } = ev
+                && level != NoticeLevel::Info
+            {
+                eprintln!("keel: {message}");
+            }
+        }
+    }
+    if out.is_closed() {
+        return ExitCode::from(141);
+    }
+    match last {
+        Some(o) if o.is_error && !o.interrupted => ExitCode::from(1),
+        _ => ExitCode::SUCCESS,
+    }
+}
+
+fn usage_since(before: &crate::message::Usage, now: &crate::message::Usage) -> crate::message::Usage {
+    crate::message::Usage {
+        input_tokens: now.input_tokens.saturating_sub(before.input_tokens),
+        output_tokens: now.output_tokens.saturating_sub(before.output_tokens),
+        cache_creation_input_tokens: now
+            .cache_creation_input_tokens
+            .saturating_sub(before.cache_creation_input_tokens),
+        cache_read_input_tokens: now
+            .cache_read_input_tokens
+            .saturating_sub(before.cache_read_input_tokens),
+    }
+}
+
+/// The `system/init` line that opens each turn.
+fn init_line(engine: &Engine) -> Value {
+    let cwd = engine.session.shared.cwd.display().to_string();
+    let inventory = engine.inventory();
+    output::init_line(&output::InitInfo {
+        session_id: &engine.session.id,
+        cwd: &cwd,
+        tools: engine.registry.names(),
+        model: &engine.config.model,
+        permission_mode: engine.session.shared.mode().as_str(),
+        api_key_source: control::api_key_source(),
+        agents: inventory.agents.iter().map(String::as_str).collect(),
+        slash_commands: inventory.slash_commands.iter().map(String::as_str).collect(),
+        skills: inventory.skills.iter().map(String::as_str).collect(),
+        plugins: inventory.plugins.clone(),
+    })
+}
+
+/// Reads stdin line by line until it closes. Answers at once what needs no engine (interrupt,
+/// permission mode, status); queues the rest for the turn loop.
+async fn read_input(shared: Arc<Shared>, commands: mpsc::UnboundedSender<Command>) {
+    let mut lines = stdin_lines();
+    while let Some(line) = lines.recv().await {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let inbound = match codec::decode(&line) {
+            Ok(i) => i,
+            Err(e) => {
+                match &e.request_id {
+                    Some(id) => shared.out.line(&codec::error(id, &e.message)),
+                    None => eprintln!("keel: ignoring an input line: {}", e.message),
+                }
+                continue;
+            }
+        };
+        match inbound {
+            Inbound::User { content, raw } => {
+                if shared.replay {
+                    shared
+                        .out
+                        .line(&output::replay_line(&raw["message"], &shared.session_id));
+                }
+                let _ = commands.send(Command::Turn(content));
+            }
+            Inbound::Request { id, request } => answer(&shared, &commands, id, request),
+            Inbound::Response { id, result } => {
+                if !shared.link.resolve(&id, result) {
+                    crate::debug::log(format!("control_response for unknown or settled request {id}"));
+                }
+            }
+            // keel sends no request the client could still be working on that a cancel would
+            // change; the answer, if it comes, is ignored.
+            Inbound::Cancel { .. } | Inbound::Nothing => {}
+        }
+    }
+    // The client will answer nothing more: open questions fail now rather than hang.
+    shared.link.close();
+}
+
+/// Lines of stdin, read on a thread of their own (a blocking read must not stall the turn).
+fn stdin_lines() -> mpsc::UnboundedReceiver<String> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::stdin().lock().split(b'\n') {
+            match line {
+                Ok(bytes) => {
+                    if tx.send(String::from_utf8_lossy(&bytes).into_owned()).is_err() {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    eprintln!("keel: cannot read stdin: {e}");
+                    return;
+                }
+            }
+        }
+    });
+    rx
+}
+
+fn answer(shared: &Shared, commands: &mpsc::UnboundedSender<Command>, id: String, request: ClientRequest) {
+    let out = &shared.out;
+    match request {
+        ClientRequest::Initialize(init) => {
+            let _ = commands.send(Command::Initialize { id, init });
+        }
+        ClientRequest::Interrupt => {
+            if let Some(t) = shared.current.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+                t.cancel();
+            }
+            out.line(&codec::success(&id, json!({})));
+        }
+        ClientRequest::SetPermissionMode(m) => match Mode::parse(&m) {
+            Some(mode) => {
+                shared.session.set_mode(mode);
+                out.line(&codec::success(&id, json!({"mode": mode.as_str()})));
+                out.line(&output::status_line(mode.as_str(), &shared.session_id));
+            }
+            None => out.line(&codec::error(
+                &id,
+                &format!(
+                    "unknown permission mode `{m}`; use one of: {}",
+                    Mode::ALL.map(Mode::as_str).join(", ")
+                ),
+            )),
+        },
+        ClientRequest::SetModel(model) => {
+            let resolved = model
+                .as_deref()
+                .map(crate::config::models::resolve_alias)
+                .unwrap_or_else(|| "default".into());
+            let _ = commands.send(Command::SetModel(model));
+            out.line(&codec::success(&id, json!({"model": resolved})));
+        }
+        ClientRequest::McpStatus => {
+            // No MCP servers are configured in this build of the session.
+            out.line(&codec::success(&id, json!({"mcpServers": []})));
+        }
+        ClientRequest::Unsupported(subtype) => out.line(&codec::error(
+            &id,
+            &format!("keel does not support the control request `{subtype}`"),
+        )),
+    }
+}

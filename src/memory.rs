@@ -1,0 +1,181 @@
+//! Project memory: `MEMORY.md` under `~/.keel/projects/<project>/memory/`, kept across sessions.
+//!
+//! The first 200 lines load into the project layer of the system prompt at session start (and
+//! again after compaction), together with the rules for what belongs there; the rest and any
+//! topic files beside it are read on demand with the ordinary file tools, which may read and
+//! write this folder without asking. The project is the repository root (the working directory
+//! outside a repository), so every subdirectory of a repository shares one memory.
+
+use std::path::{Path, PathBuf};
+
+/// Lines of `MEMORY.md` loaded at start.
+pub const HEAD_LINES: usize = 200;
+/// Bytes of `MEMORY.md` loaded at start, whatever the line count.
+pub const HEAD_BYTES: usize = 25_000;
+
+const RULES: &str = "\
+Project memory (kept across sessions; read and write it with the file tools, no approval needed \
+in its folder). MEMORY.md holds one line per memory. Record only what helps a later session: the \
+user's profile and preferences; feedback they gave, with why and how to apply it; project facts \
+not in the code, with absolute dates; where to find outside resources. Never what the code, git \
+log or a test run tells, never guesses or secrets; fix memories that turn out wrong.";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Memory {
+    pub dir: PathBuf,
+    pub file: PathBuf,
+    /// The loaded head of MEMORY.md (empty when it does not exist yet).
+    pub head: String,
+    /// Lines of MEMORY.md not loaded.
+    pub more_lines: usize,
+}
+
+/// The project a directory belongs to: its repository root, or itself.
+pub fn project_root(cwd: &Path) -> PathBuf {
+    cwd.ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(cwd)
+        .to_path_buf()
+}
+
+/// Whether auto memory is on: the `autoMemoryEnabled` setting (default true), and neither
+/// `KEEL_DISABLE_AUTO_MEMORY` nor `CLAUDE_CODE_DISABLE_AUTO_MEMORY` set to 1.
+pub fn enabled(setting: Option<bool>) -> bool {
+    let off = |k: &str| std::env::var(k).is_ok_and(|v| matches!(v.trim(), "1" | "true"));
+    setting.unwrap_or(true) && !off("KEEL_DISABLE_AUTO_MEMORY") && !off("CLAUDE_CODE_DISABLE_AUTO_MEMORY")
+}
+
+impl Memory {
+    /// The memory of the project containing `cwd` (read now; missing is empty).
+    pub fn load(keel_home: &Path, cwd: &Path) -> Memory {
+        let dir = crate::config::paths::project_dir(keel_home, &project_root(cwd)).join("memory");
+        Memory::at(dir)
+    }
+
+    pub fn at(dir: PathBuf) -> Memory {
+        let file = dir.join("MEMORY.md");
+        let mut m = Memory {
+            dir,
+            file,
+            head: String::new(),
+            more_lines: 0,
+        };
+        m.reload();
+        m
+    }
+
+    /// Reads MEMORY.md again; returns whether what is loaded changed.
+    pub fn reload(&mut self) -> bool {
+        let text = std::fs::read(&self.file)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        let mut head = String::new();
+        let mut taken = 0;
+        for line in text.lines() {
+            if taken >= HEAD_LINES || head.len() + line.len() + 1 > HEAD_BYTES {
+                break;
+            }
+            head.push_str(line);
+            head.push('\n');
+            taken += 1;
+        }
+        let more = text.lines().count().saturating_sub(taken);
+        let changed = head != self.head || more != self.more_lines;
+        self.head = head;
+        self.more_lines = more;
+        changed
+    }
+
+    /// The memory section of the system prompt.
+    pub fn render(&self) -> String {
+        let mut out = format!("{RULES}\n\nMemory folder: {}\n", self.dir.display());
+        if self.head.trim().is_empty() {
+            out.push_str(&format!("{} does not exist yet or is empty.", self.file.display()));
+        } else {
+            out.push_str(&format!(
+                "Contents of {} (the user's memory for this project, kept across sessions):\n\n{}",
+                self.file.display(),
+                self.head.trim_end()
+            ));
+            if self.more_lines > 0 {
+                out.push_str(&format!(
+                    "\n\n[{} more line(s) not loaded; Read the file for them]",
+                    self.more_lines
+                ));
+            }
+        }
+        out
+    }
+
+    /// Appends a note as one line of MEMORY.md (the TUI's `#` prefix); nothing is lost of the
+    /// file as it was.
+    pub fn append_note(&mut self, note: &str) -> std::io::Result<()> {
+        let note = note.split_whitespace().collect::<Vec<_>>().join(" ");
+        if note.is_empty() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "the note is empty",
+            ));
+        }
+        std::fs::create_dir_all(&self.dir)?;
+        let mut text = match std::fs::read_to_string(&self.file) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => "# Memory\n\n".to_string(),
+            Err(e) => return Err(e),
+        };
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!("- {note}\n"));
+        crate::fsutil::write_atomic(&self.file, text.as_bytes())?;
+        self.reload();
+        Ok(())
+    }
+
+    /// The permission rules that let the file tools use the memory folder without asking.
+    pub fn allow_rules(&self) -> Vec<String> {
+        let d = self.dir.display();
+        vec![format!("Read(/{d}/**)"), format!("Edit(/{d}/**)")]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loads_the_head_and_appends_notes() {
+        let t = tempfile::tempdir().unwrap();
+        let mut m = Memory::at(t.path().join("memory"));
+        assert!(m.render().contains("does not exist yet"));
+        m.append_note("  the user prefers   small commits ").unwrap();
+        assert!(m.head.contains("- the user prefers small commits"));
+        assert!(m.render().contains("- the user prefers small commits"));
+        assert!(m.append_note("   ").is_err());
+        let many: String = (0..250).map(|i| format!("- note {i}\n")).collect();
+        std::fs::write(&m.file, many).unwrap();
+        assert!(m.reload());
+        assert_eq!(m.head.lines().count(), HEAD_LINES);
+        assert_eq!(m.more_lines, 50);
+        let text = m.render();
+        assert!(text.contains("- note 199") && !text.contains("- note 200"));
+        assert!(text.contains("50 more line(s)"));
+        assert!(!m.reload(), "unchanged");
+    }
+
+    #[test]
+    fn the_project_is_the_repository_root() {
+        let t = tempfile::tempdir().unwrap();
+        let repo = t.path().join("r");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join("a/b")).unwrap();
+        assert_eq!(project_root(&repo.join("a/b")), repo);
+        let m = Memory::load(&t.path().join("home"), &repo.join("a/b"));
+        assert!(m.dir.ends_with("memory"));
+        assert!(
+            m.dir
+                .to_string_lossy()
+                .contains(&crate::config::paths::encode_cwd(&repo))
+        );
+    }
+}

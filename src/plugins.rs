@@ -1,0 +1,290 @@
+//! Plugins: a folder bundling skills, commands, agents, hooks and MCP servers in the
+//! reference's layout, loaded from `--plugin-dir DIR` and the `plugins` setting (a list of
+//! folders):
+//!
+//! ```text
+//! my-plugin/.claude-plugin/plugin.json   name, version, description (optional: the folder name)
+//! my-plugin/skills/<name>/SKILL.md       skills, named `my-plugin:<name>`
+//! my-plugin/commands/*.md                commands, `my-plugin:<name>`
+//! my-plugin/agents/*.md                  sub-agent types, `my-plugin:<name>`
+//! my-plugin/hooks/hooks.json             {"hooks": {...}}; `${CLAUDE_PLUGIN_ROOT}` is the folder
+//! my-plugin/.mcp.json                    {"mcpServers": {...}}; same substitution
+//! ```
+//!
+//! Skills, commands and agents are found by their catalogs (given each plugin's name and root);
+//! hooks join the settings as one more layer; MCP servers are handed to the MCP client.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::config::settings::{Layer, Scope, Settings, SettingsError};
+
+pub const ROOT_VAR: &str = "${CLAUDE_PLUGIN_ROOT}";
+
+#[derive(Debug, thiserror::Error)]
+pub enum PluginError {
+    #[error("plugin {path}: {problem}")]
+    Invalid { path: String, problem: String },
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plugin {
+    pub name: String,
+    pub root: PathBuf,
+    pub version: Option<String>,
+    pub description: Option<String>,
+    /// `hooks/hooks.json` (or the manifest's `hooks`) with the root substituted.
+    pub hooks: Option<(PathBuf, Value)>,
+    /// `.mcp.json` (or the manifest's `mcpServers`) with the root substituted, by server name.
+    pub mcp_servers: Map<String, Value>,
+    /// Where the plugin was configured (for its hooks' settings layer).
+    pub scope: Scope,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Plugins {
+    pub list: Vec<Plugin>,
+}
+
+impl Plugins {
+    /// Loads the folders of `--plugin-dir` and of the `plugins` setting (relative to the file
+    /// that names them). Two plugins with one name are an error.
+    pub fn load(cli_dirs: &[PathBuf], cwd: &Path, settings: &Settings) -> Result<Plugins, PluginError> {
+        let mut dirs: Vec<(PathBuf, Scope)> = Vec::new();
+        for (p, layer) in settings.strings(&["plugins"])? {
+            dirs.push((crate::tools::paths::resolve(&layer.base_dir, &p), layer.scope));
+        }
+        for d in cli_dirs {
+            dirs.push((crate::tools::paths::resolve(cwd, &d.to_string_lossy()), Scope::Cli));
+        }
+        let mut out = Plugins::default();
+        for (dir, scope) in dirs {
+            let plugin = load_one(&dir, scope)?;
+            if let Some(other) = out.list.iter().find(|p| p.name == plugin.name) {
+                if other.root == plugin.root {
+                    continue;
+                }
+                return Err(PluginError::Invalid {
+                    path: dir.display().to_string(),
+                    problem: format!(
+                        "its name `{}` is already used by the plugin in {}",
+                        plugin.name,
+                        other.root.display()
+                    ),
+                });
+            }
+            out.list.push(plugin);
+        }
+        Ok(out)
+    }
+
+    /// (name, root) of each plugin, for the skill and agent catalogs.
+    pub fn roots(&self) -> Vec<(String, PathBuf)> {
+        self.list.iter().map(|p| (p.name.clone(), p.root.clone())).collect()
+    }
+
+    /// Adds each plugin's hooks to the settings as one more layer.
+    pub fn add_hook_layers(&self, settings: &mut Settings) {
+        for p in &self.list {
+            if let Some((path, hooks)) = &p.hooks {
+                let mut value = Map::new();
+                value.insert("hooks".into(), hooks.clone());
+                settings.layers.push(Layer {
+                    scope: p.scope,
+                    path: Some(path.clone()),
+                    base_dir: p.root.clone(),
+                    value: Value::Object(value),
+                });
+            }
+        }
+    }
+
+    /// Every plugin's MCP servers as `plugin:server` → configuration.
+    pub fn mcp_servers(&self) -> Vec<(String, Value)> {
+        self.list
+            .iter()
+            .flat_map(|p| {
+                p.mcp_servers
+                    .iter()
+                    .map(move |(k, v)| (format!("{}:{k}", p.name), v.clone()))
+            })
+            .collect()
+    }
+
+    /// For `system/init`'s `plugins`: name and path.
+    pub fn describe(&self) -> Vec<Value> {
+        self.list
+            .iter()
+            .map(|p| serde_json::json!({"name": p.name, "path": p.root.display().to_string()}))
+            .collect()
+    }
+}
+
+fn invalid(dir: &Path, problem: impl Into<String>) -> PluginError {
+    PluginError::Invalid {
+        path: dir.display().to_string(),
+        problem: problem.into(),
+    }
+}
+
+fn read_json(path: &Path, dir: &Path) -> Result<Option<Value>, PluginError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(invalid(dir, format!("cannot read {}: {e}", path.display()))),
+    };
+    serde_json::from_str(&text).map(Some).map_err(|e| {
+        invalid(
+            dir,
+            format!("{}:{}:{}: invalid JSON: {e}", path.display(), e.line(), e.column()),
+        )
+    })
+}
+
+/// Loads one plugin folder.
+pub fn load_one(dir: &Path, scope: Scope) -> Result<Plugin, PluginError> {
+    let root = dir
+        .canonicalize()
+        .map_err(|e| invalid(dir, format!("the folder cannot be opened: {e}")))?;
+    if !root.is_dir() {
+        return Err(invalid(dir, "not a folder"));
+    }
+    let manifest = read_json(&root.join(".claude-plugin/plugin.json"), &root)?.unwrap_or(Value::Null);
+    if !manifest.is_null() && !manifest.is_object() {
+        return Err(invalid(&root, ".claude-plugin/plugin.json must be a JSON object"));
+    }
+    let text = |k: &str| manifest.get(k).and_then(Value::as_str).map(str::to_string);
+    let name = match text("name") {
+        Some(n) => n,
+        None if manifest.is_object() => {
+            return Err(invalid(&root, ".claude-plugin/plugin.json needs a `name`"));
+        }
+        None => root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    };
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        return Err(invalid(
+            &root,
+            format!("`{name}` is not a valid plugin name (letters, digits, `-`, `_`, `.`)"),
+        ));
+    }
+    let root_text = root.display().to_string();
+    let hooks = match manifest.get("hooks") {
+        Some(Value::Object(_)) => manifest
+            .get("hooks")
+            .map(|h| (root.join(".claude-plugin/plugin.json"), h.clone())),
+        Some(Value::String(rel)) => {
+            let path = root.join(rel.trim_start_matches("./").replace(ROOT_VAR, &root_text));
+            load_hooks(&path, &root)?.map(|h| (path, h))
+        }
+        _ => {
+            let path = root.join("hooks/hooks.json");
+            load_hooks(&path, &root)?.map(|h| (path, h))
+        }
+    };
+    let hooks = hooks.map(|(p, h)| (p, substitute(h, &root_text)));
+    let mcp = match manifest.get("mcpServers") {
+        Some(Value::Object(m)) => Some(Value::Object(m.clone())),
+        Some(Value::String(rel)) => {
+            let path = root.join(rel.trim_start_matches("./").replace(ROOT_VAR, &root_text));
+            read_json(&path, &root)?.map(|v| v.get("mcpServers").cloned().unwrap_or(v))
+        }
+        _ => read_json(&root.join(".mcp.json"), &root)?.map(|v| v.get("mcpServers").cloned().unwrap_or(Value::Null)),
+    };
+    let mcp_servers = match mcp.map(|v| substitute(v, &root_text)) {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(m)) => m,
+        Some(_) => return Err(invalid(&root, "`mcpServers` must be an object keyed by server name")),
+    };
+    Ok(Plugin {
+        name,
+        version: text("version"),
+        description: text("description"),
+        root,
+        hooks,
+        mcp_servers,
+        scope,
+    })
+}
+
+/// A hooks file: `{"hooks": {...}}` (the reference's plugin shape) or the event map itself.
+fn load_hooks(path: &Path, root: &Path) -> Result<Option<Value>, PluginError> {
+    Ok(read_json(path, root)?.map(|v| v.get("hooks").cloned().unwrap_or(v)))
+}
+
+/// Replaces `${CLAUDE_PLUGIN_ROOT}` in every string of `v`.
+fn substitute(v: Value, root: &str) -> Value {
+    match v {
+        Value::String(s) => Value::String(s.replace(ROOT_VAR, root)),
+        Value::Array(a) => Value::Array(a.into_iter().map(|x| substitute(x, root)).collect()),
+        Value::Object(m) => Value::Object(m.into_iter().map(|(k, x)| (k, substitute(x, root))).collect()),
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(p: PathBuf, s: &str) {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, s).unwrap();
+    }
+
+    #[test]
+    fn loads_a_plugin_folder() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap().join("ops-plugin");
+        write(
+            root.join(".claude-plugin/plugin.json"),
+            r#"{"name": "ops", "version": "1.2.0", "description": "Deploy tools"}"#,
+        );
+        write(
+            root.join("hooks/hooks.json"),
+            r#"{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/hooks/check.sh"}]}]}}"#,
+        );
+        write(
+            root.join(".mcp.json"),
+            r#"{"mcpServers": {"db": {"command": "${CLAUDE_PLUGIN_ROOT}/bin/db", "args": ["--ro"]}}}"#,
+        );
+        let p = load_one(&root, Scope::Cli).unwrap();
+        assert_eq!(p.name, "ops");
+        assert_eq!(p.version.as_deref(), Some("1.2.0"));
+        let (_, hooks) = p.hooks.as_ref().unwrap();
+        assert_eq!(
+            hooks["PreToolUse"][0]["hooks"][0]["command"],
+            format!("{}/hooks/check.sh", root.display())
+        );
+        let plugins = Plugins { list: vec![p] };
+        let servers = plugins.mcp_servers();
+        assert_eq!(servers[0].0, "ops:db");
+        assert_eq!(servers[0].1["command"], format!("{}/bin/db", root.display()));
+        let mut settings = Settings::default();
+        plugins.add_hook_layers(&mut settings);
+        let hc = crate::hooks::HookConfig::from_settings(&settings).unwrap();
+        assert_eq!(hc.matching(crate::hooks::Event::PreToolUse, Some("Bash")).len(), 1);
+    }
+
+    #[test]
+    fn problems_are_errors_naming_the_folder() {
+        let t = tempfile::tempdir().unwrap();
+        let missing = t.path().join("nope");
+        assert!(load_one(&missing, Scope::Cli).unwrap_err().to_string().contains("nope"));
+        let bad = t.path().join("bad");
+        write(bad.join(".claude-plugin/plugin.json"), "{\"name\": ");
+        let err = load_one(&bad, Scope::Cli).unwrap_err().to_string();
+        assert!(err.contains("plugin.json:1:") && err.contains("invalid JSON"), "{err}");
+        let nameless = t.path().join("bare-plugin");
+        std::fs::create_dir_all(&nameless).unwrap();
+        assert_eq!(load_one(&nameless, Scope::Cli).unwrap().name, "bare-plugin");
+    }
+}

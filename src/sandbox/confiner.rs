@@ -1,0 +1,189 @@
+//! The session's side of confinement: which policy one command gets, given how it was
+//! approved and what the kernel can enforce.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use super::policy::{Kind, Policy, config_paths};
+use super::secrets::{self, ScanCache};
+use super::{Confinement, SandboxMode, capabilities};
+
+type DenyFn = dyn Fn(&Path) -> bool + Send + Sync;
+
+/// Per-session confinement state: the working directories, the private temp dir and the
+/// credential scan.
+pub struct Confiner {
+    working_dirs: Vec<PathBuf>,
+    home: Option<PathBuf>,
+    tmp_dir: PathBuf,
+    cache: Mutex<ScanCache>,
+    /// Read deny rules, so files they name stay unreadable in the jail too.
+    denied: Arc<DenyFn>,
+}
+
+impl std::fmt::Debug for Confiner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Confiner")
+            .field("working_dirs", &self.working_dirs)
+            .field("tmp_dir", &self.tmp_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Confiner {
+    pub fn new(
+        working_dirs: Vec<PathBuf>,
+        home: Option<PathBuf>,
+        tmp_dir: PathBuf,
+        denied: impl Fn(&Path) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        Confiner {
+            working_dirs,
+            home,
+            tmp_dir,
+            cache: Mutex::new(ScanCache::default()),
+            denied: Arc::new(denied),
+        }
+    }
+
+    /// The same state for commands working in `to` instead of `from` (a sub-agent's git
+    /// worktree): `to` takes `from`'s place among the working directories.
+    pub fn rebased(&self, from: &Path, to: &Path) -> Confiner {
+        Confiner {
+            working_dirs: self
+                .working_dirs
+                .iter()
+                .map(|d| if d == from { to.to_path_buf() } else { d.clone() })
+                .collect(),
+            home: self.home.clone(),
+            tmp_dir: self.tmp_dir.clone(),
+            cache: Mutex::new(ScanCache::default()),
+            denied: self.denied.clone(),
+        }
+    }
+
+    /// Whether the kernel provides the read-only jail (else keel falls back to asking for
+    /// everything its allow-list of programs and options does not cover).
+    pub fn jail_available(&self) -> bool {
+        capabilities().jail
+    }
+
+    pub fn tmp_dir(&self) -> &Path {
+        &self.tmp_dir
+    }
+
+    /// The policy for one command approved `how`; `None` runs it unconfined; `Err` means it
+    /// must not run. `report` is keel's working-directory report file, which stays writable.
+    pub fn policy(&self, how: Confinement, sandbox: &SandboxMode, report: &Path) -> Result<Option<Policy>, String> {
+        if let SandboxMode::Refuse(reason) = sandbox {
+            return Err(reason.clone());
+        }
+        let jail = self.jail_available();
+        let policy = match (how, sandbox) {
+            (Confinement::ReadOnly, _) if jail => self.jail(report),
+            (Confinement::WorkspaceWrite, _) if jail => self.workspace(report),
+            (_, SandboxMode::Enforced(template)) => self.sandbox(template, report),
+            _ => return Ok(None),
+        };
+        Ok(Some(policy))
+    }
+
+    /// After a command ran: one that could write may have created credential files.
+    pub fn after_command(&self, policy: Option<&Policy>) {
+        if policy.is_none_or(|p| p.kind != Kind::Jail) {
+            self.cache.lock().unwrap_or_else(|p| p.into_inner()).invalidate();
+        }
+    }
+
+    fn hidden(&self, scan_workspace: bool) -> Vec<PathBuf> {
+        let mut hidden = secrets::fixed_locations(self.home.as_deref());
+        if scan_workspace {
+            let denied = self.denied.clone();
+            let scan = self
+                .cache
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&self.working_dirs, &move |p: &Path| denied(p));
+            hidden.extend(scan.found);
+        }
+        hidden
+    }
+
+    /// Jailed commands get a temp dir of their own, apart from the one commands that may
+    /// write use: nothing a jailed command leaves there (a link planted under a name another
+    /// command will write to) reaches a command with more rights.
+    fn jail_tmp(&self) -> PathBuf {
+        let mut name = self.tmp_dir.file_name().unwrap_or_default().to_os_string();
+        name.push("-jail");
+        self.tmp_dir.with_file_name(name)
+    }
+
+    fn jail(&self, report: &Path) -> Policy {
+        let tmp = self.jail_tmp();
+        Policy {
+            kind: Kind::Jail,
+            writable: vec![tmp.clone(), report.to_path_buf()],
+            protected: Vec::new(),
+            reserved: Vec::new(),
+            hidden: self.hidden(true),
+            allow_network: false,
+            tmp_dir: Some(tmp),
+        }
+    }
+
+    fn workspace(&self, report: &Path) -> Policy {
+        // Without a mount namespace the configuration cannot be bound read-only; the check
+        // already refused every path of these commands that names it.
+        let protected = if capabilities().mount_namespace {
+            config_paths(&self.working_dirs, self.home.as_deref()).0
+        } else {
+            Vec::new()
+        };
+        let tmp = self.jail_tmp();
+        let mut writable = self.working_dirs.clone();
+        writable.extend([tmp.clone(), report.to_path_buf()]);
+        Policy {
+            kind: Kind::Workspace,
+            writable,
+            protected,
+            reserved: Vec::new(),
+            hidden: self.hidden(true),
+            allow_network: false,
+            tmp_dir: Some(tmp),
+        }
+    }
+
+    fn sandbox(&self, template: &Policy, report: &Path) -> Policy {
+        let (protected, reserved) = config_paths(&self.working_dirs, self.home.as_deref());
+        let mut p = template.clone();
+        p.writable.push(report.to_path_buf());
+        p.protected = protected;
+        p.reserved = reserved;
+        p
+    }
+}
+
+/// Environment variables a jailed command does not get: names that look like they carry a
+/// secret (keel's own API key among them).
+pub fn secret_env_names() -> Vec<OsString> {
+    const MARKS: &[&str] = &[
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "AUTH",
+        "COOKIE",
+        "PRIVATE",
+        "SESSION",
+    ];
+    std::env::vars_os()
+        .map(|(k, _)| k)
+        .filter(|k| {
+            let upper = k.to_string_lossy().to_ascii_uppercase();
+            MARKS.iter().any(|m| upper.contains(m))
+        })
+        .collect()
+}

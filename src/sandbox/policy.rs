@@ -1,0 +1,195 @@
+//! What one confined shell command may do, and how that travels to the helper on its argv.
+//!
+//! Three kinds of confinement share one mechanism:
+//! - [`Kind::Jail`]: a command keel approved on its own because it only reads. Nothing is
+//!   writable but `/dev/null`, the command's private temp dir and keel's own report file;
+//!   no network, no unix sockets, credential locations unreadable, no capabilities.
+//! - [`Kind::Workspace`]: a file command acceptEdits approved (`mkdir`, `cp`, …): the jail
+//!   plus writes in the working directories, whose configuration stays read-only.
+//! - [`Kind::Sandbox`]: the opt-in write sandbox (`--sandbox`) for every other command:
+//!   writes in the working directories; configuration that runs code later stays unwritable
+//!   whether or not it exists (see [`config_paths`]).
+
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Jail,
+    Workspace,
+    Sandbox,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Jail => "jail",
+            Kind::Workspace => "workspace",
+            Kind::Sandbox => "sandbox",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Kind> {
+        [Kind::Jail, Kind::Workspace, Kind::Sandbox]
+            .into_iter()
+            .find(|k| k.as_str() == s)
+    }
+}
+
+/// What one confined command may do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Policy {
+    pub kind: Kind,
+    /// Write rights beneath each of these (directories or single files).
+    pub writable: Vec<PathBuf>,
+    /// Existing paths inside `writable` that stay read-only: each becomes a read-only mount
+    /// point, so it can be neither written nor replaced, moved or removed.
+    pub protected: Vec<PathBuf>,
+    /// Paths inside `writable` that do not exist but must not appear: their parent directory
+    /// (and its ancestors up to the writable root) lose the right to create entries, while
+    /// everything already inside stays writable.
+    pub reserved: Vec<PathBuf>,
+    /// Paths whose content the command cannot read (credential locations).
+    pub hidden: Vec<PathBuf>,
+    pub allow_network: bool,
+    /// The commands' private temporary directory, given to them as `TMPDIR`.
+    pub tmp_dir: Option<PathBuf>,
+}
+
+/// Names at the top of each working directory that configure programs keel, git or the
+/// reference tool run later, outside any sandbox. `.git` is kept whole: besides its config and
+/// hooks, `commondir`, `info/`, `modules/` and `config.worktree` redirect or extend what git
+/// runs, and moving `.git` itself away would let a new one take its place.
+pub const WORKSPACE_CONFIG: &[&str] = &[".git", ".keel", ".claude", ".mcp.json"];
+
+/// The same for the home directory, when it lies inside a writable directory.
+pub const HOME_CONFIG: &[&str] = &[
+    ".keel",
+    ".claude",
+    ".ssh",
+    ".gitconfig",
+    ".config/git",
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".profile",
+    ".zshrc",
+    ".zprofile",
+    ".zshenv",
+    ".zlogin",
+];
+
+/// The configuration paths of `working_dirs` (and of `home` when a working directory holds
+/// it): `(existing, missing)`.
+pub fn config_paths(working_dirs: &[PathBuf], home: Option<&Path>) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let mut candidates: Vec<PathBuf> = working_dirs
+        .iter()
+        .flat_map(|d| WORKSPACE_CONFIG.iter().map(move |n| d.join(n)))
+        .collect();
+    if let Some(h) = home
+        && working_dirs.iter().any(|d| h.starts_with(d))
+    {
+        candidates.extend(HOME_CONFIG.iter().map(|n| h.join(n)));
+    }
+    candidates.sort();
+    candidates.dedup();
+    // `symlink_metadata`: a dangling link still occupies the name, and is protected as it is.
+    candidates.into_iter().partition(|p| p.symlink_metadata().is_ok())
+}
+
+impl Policy {
+    /// The helper's arguments for this policy (before `--` and the command).
+    pub fn to_args(&self) -> Vec<String> {
+        let mut args = vec!["--kind".to_string(), self.kind.as_str().to_string()];
+        let mut push = |flag: &str, paths: &[PathBuf]| {
+            for p in paths {
+                args.push(flag.to_string());
+                args.push(p.display().to_string());
+            }
+        };
+        push("--write", &self.writable);
+        push("--protect", &self.protected);
+        push("--reserve", &self.reserved);
+        push("--hide", &self.hidden);
+        if self.allow_network {
+            args.push("--net".into());
+        }
+        args
+    }
+
+    /// Reads the arguments [`Policy::to_args`] wrote; returns the policy and the index of the
+    /// command after `--`.
+    pub fn from_args(args: &[String]) -> Result<(Policy, usize), String> {
+        let mut policy = Policy {
+            kind: Kind::Sandbox,
+            writable: Vec::new(),
+            protected: Vec::new(),
+            reserved: Vec::new(),
+            hidden: Vec::new(),
+            allow_network: false,
+            tmp_dir: None,
+        };
+        let mut i = 0;
+        while i < args.len() {
+            let value = || args.get(i + 1).ok_or_else(|| format!("{} needs a value", args[i]));
+            match args[i].as_str() {
+                "--kind" => {
+                    let v = value()?;
+                    policy.kind = Kind::parse(v).ok_or_else(|| format!("unknown kind {v}"))?;
+                }
+                "--write" => policy.writable.push(PathBuf::from(value()?)),
+                "--protect" => policy.protected.push(PathBuf::from(value()?)),
+                "--reserve" => policy.reserved.push(PathBuf::from(value()?)),
+                "--hide" => policy.hidden.push(PathBuf::from(value()?)),
+                "--net" => {
+                    policy.allow_network = true;
+                    i += 1;
+                    continue;
+                }
+                "--" => return Ok((policy, i + 1)),
+                other => return Err(format!("unknown option {other}")),
+            }
+            i += 2;
+        }
+        Err("no command to run".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_round_trip() {
+        let p = Policy {
+            kind: Kind::Jail,
+            writable: vec!["/tmp/x".into(), "/dev/null".into()],
+            protected: vec!["/w/.git".into()],
+            reserved: vec!["/w/.keel".into()],
+            hidden: vec!["/root/.ssh".into()],
+            allow_network: true,
+            tmp_dir: None,
+        };
+        let mut args = p.to_args();
+        args.extend(["--".into(), "bash".into()]);
+        let (back, at) = Policy::from_args(&args).unwrap();
+        assert_eq!(back, p);
+        assert_eq!(args[at], "bash");
+        assert!(Policy::from_args(&["--bogus".into()]).is_err());
+        assert!(Policy::from_args(&["--kind".into(), "jail".into()]).is_err());
+    }
+
+    #[test]
+    fn config_paths_split_existing_from_missing() {
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path().to_path_buf();
+        std::fs::create_dir(w.join(".git")).unwrap();
+        let (existing, missing) = config_paths(std::slice::from_ref(&w), None);
+        assert_eq!(existing, vec![w.join(".git")]);
+        assert!(missing.contains(&w.join(".keel")) && missing.contains(&w.join(".mcp.json")));
+        // A home inside the workspace brings its shell start-up files.
+        let home = w.join("home");
+        std::fs::create_dir(&home).unwrap();
+        let (_, missing) = config_paths(std::slice::from_ref(&w), Some(&home));
+        assert!(missing.contains(&home.join(".bashrc")));
+    }
+}

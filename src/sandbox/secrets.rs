@@ -1,0 +1,159 @@
+//! Where credentials are, so the jail can keep them unreadable: fixed locations in the home
+//! directory and the system, and credential files found in the working directories
+//! (`.env*`, `*.pem`, `*.key`, and files Read deny rules name).
+//!
+//! The scan skips directories that hold generated or vendored files (`.git`, `node_modules`,
+//! `target`, virtual environments, caches): a user's own secrets do not live there, and
+//! walking them would cost more than the command. Its result is reused for a few seconds,
+//! and dropped whenever a command that could write has run.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::permissions::protected::{HOME_CREDENTIALS, SYSTEM_CREDENTIALS, is_credential_name};
+
+/// Directories the scan does not enter.
+pub const SKIPPED_DIRS: &[&str] = &[
+    ".git",
+    "node_modules",
+    "target",
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".tox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".gradle",
+    ".next",
+];
+
+/// How long a scan is reused while nothing that could write has run.
+const FRESH_FOR: Duration = Duration::from_secs(3);
+/// Most entries one scan looks at; a larger tree is scanned up to here (see `truncated`).
+const MAX_ENTRIES: usize = 200_000;
+
+/// The fixed credential locations that exist.
+pub fn fixed_locations(home: Option<&Path>) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    if let Some(h) = home {
+        out.extend(HOME_CREDENTIALS.iter().map(|c| h.join(c)));
+    }
+    out.extend(SYSTEM_CREDENTIALS.iter().map(PathBuf::from));
+    out.retain(|p| p.symlink_metadata().is_ok());
+    out
+}
+
+/// One scan of the working directories.
+#[derive(Debug, Clone, Default)]
+pub struct Scan {
+    pub found: Vec<PathBuf>,
+    /// The tree was larger than the scan's limit.
+    pub truncated: bool,
+}
+
+/// Walks `dirs` for credential files: by name, or when `denied` (Read deny rules) says so.
+/// Symbolic links are not followed; a link whose target is a credential file names that
+/// target.
+pub fn scan(dirs: &[PathBuf], denied: &dyn Fn(&Path) -> bool) -> Scan {
+    let mut out = Scan::default();
+    let mut seen = 0usize;
+    let mut stack: Vec<PathBuf> = dirs.to_vec();
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for e in entries.flatten() {
+            seen += 1;
+            if seen > MAX_ENTRIES {
+                out.truncated = true;
+                return out;
+            }
+            let Ok(kind) = e.file_type() else { continue };
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            let path = e.path();
+            if kind.is_dir() {
+                if !SKIPPED_DIRS.contains(&name.as_ref()) {
+                    stack.push(path);
+                }
+            } else if kind.is_symlink() {
+                if let Ok(target) = path.canonicalize()
+                    && target.is_file()
+                    && (target
+                        .file_name()
+                        .is_some_and(|n| is_credential_name(&n.to_string_lossy()))
+                        || denied(&target))
+                {
+                    out.found.push(target);
+                }
+            } else if is_credential_name(&name) || denied(&path) {
+                out.found.push(path);
+            }
+        }
+    }
+    out.found.sort();
+    out.found.dedup();
+    out
+}
+
+/// A scan kept for reuse.
+#[derive(Debug, Default)]
+pub struct ScanCache {
+    last: Option<(Instant, Scan)>,
+}
+
+impl ScanCache {
+    /// The cached scan while fresh, else a new one.
+    pub fn get(&mut self, dirs: &[PathBuf], denied: &dyn Fn(&Path) -> bool) -> Scan {
+        if let Some((at, scan)) = &self.last
+            && at.elapsed() < FRESH_FOR
+        {
+            return scan.clone();
+        }
+        let scan = scan(dirs, denied);
+        self.last = Some((Instant::now(), scan.clone()));
+        scan
+    }
+
+    /// Forgets the scan (a command that could write has run).
+    pub fn invalidate(&mut self) {
+        self.last = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scan_finds_credential_files_and_link_targets_but_skips_vendored_trees() {
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path().canonicalize().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let secret_elsewhere = outside.path().canonicalize().unwrap().join("prod.pem");
+        std::fs::write(&secret_elsewhere, "k").unwrap();
+        for f in [
+            ".env",
+            "app/.env.local",
+            "app/certs/server.key",
+            "node_modules/x/.env",
+            "src/main.rs",
+            "deny/me.txt",
+        ] {
+            let p = w.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, "x").unwrap();
+        }
+        std::os::unix::fs::symlink(&secret_elsewhere, w.join("cert")).unwrap();
+        let s = scan(std::slice::from_ref(&w), &|p: &Path| p.ends_with("deny/me.txt"));
+        let mut want = vec![
+            w.join(".env"),
+            w.join("app/.env.local"),
+            w.join("app/certs/server.key"),
+            w.join("deny/me.txt"),
+            secret_elsewhere,
+        ];
+        want.sort();
+        assert_eq!(s.found, want);
+        assert!(!s.truncated);
+    }
+}
