@@ -4,6 +4,7 @@ pub mod args;
 pub mod doctor;
 mod doctor_models;
 pub mod extensions;
+pub mod mcp;
 pub mod model;
 pub mod rewind;
 pub mod setup;
@@ -50,6 +51,7 @@ pub async fn run() -> anyhow::Result<ExitCode> {
         }) => return Ok(doctor::run(provider, model, offline).await),
         Some(args::Command::Hooks) => return list_hooks(),
         Some(args::Command::Rewind(ref a)) => return rewind::run(a),
+        Some(args::Command::Mcp(command)) => return Ok(mcp::run(command)),
         Some(args::Command::Context) => {
             print!("{}", setup::context_report(&cli)?);
             return Ok(ExitCode::SUCCESS);

@@ -31,7 +31,7 @@ use crate::tools::SessionShared;
 enum Command {
     Turn(Vec<ContentBlock>),
     Initialize { id: String, init: Box<Initialize> },
-    SetModel(Option<String>),
+    SetModel(control::ModelChange),
 }
 
 /// What the reader shares with the turn loop.
@@ -43,6 +43,8 @@ struct Shared {
     /// The running turn's token, so `interrupt` can stop it.
     current: Mutex<Option<CancellationToken>>,
     replay: bool,
+    /// How `set_model` finds models (`None` with the script provider).
+    models: Option<control::ModelRoutes>,
 }
 
 pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: CancellationToken) -> ExitCode {
@@ -57,6 +59,11 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
         session_id: session_id.clone(),
         current: Mutex::new(None),
         replay: cli.programs.replay_user_messages,
+        models: prepared.catalog.clone().map(|catalog| control::ModelRoutes {
+            catalog,
+            fallback: prepared.fallback_model.clone(),
+            default_spec: prepared.model_spec.clone(),
+        }),
     });
     let state_events = std::env::var("CLAUDE_CODE_SDK_READS_SESSION_STATE").is_ok_and(|v| v == "1")
         || std::env::var("CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS").is_ok_and(|v| v == "1");
@@ -93,9 +100,7 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
                 }
                 Err(e) => out.line(&codec::error(&id, &e)),
             },
-            Command::SetModel(model) => {
-                control::set_model(&mut engine, model.as_deref(), &default_model);
-            }
+            Command::SetModel(change) => control::set_model(&mut engine, change, &default_model),
             Command::Turn(content) => {
                 if !started {
                     started = true;
@@ -187,6 +192,13 @@ fn init_line(engine: &Engine) -> Value {
         session_id: &engine.session.id,
         cwd: &cwd,
         tools: engine.registry.names(),
+        mcp_servers: engine
+            .session
+            .shared
+            .mcp
+            .as_ref()
+            .map(|h| h.init_json())
+            .unwrap_or_default(),
         model: &engine.config.model,
         permission_mode: engine.session.shared.mode().as_str(),
         api_key_source: control::api_key_source(),
@@ -287,17 +299,21 @@ fn answer(shared: &Shared, commands: &mpsc::UnboundedSender<Command>, id: String
                 ),
             )),
         },
-        ClientRequest::SetModel(model) => {
-            let resolved = model
-                .as_deref()
-                .map(crate::config::models::resolve_alias)
-                .unwrap_or_else(|| "default".into());
-            let _ = commands.send(Command::SetModel(model));
-            out.line(&codec::success(&id, json!({"model": resolved})));
-        }
+        ClientRequest::SetModel(model) => match control::route_model(shared.models.as_ref(), model.as_deref()) {
+            Ok((change, name)) => {
+                let _ = commands.send(Command::SetModel(change));
+                out.line(&codec::success(&id, json!({ "model": name })));
+            }
+            Err(e) => out.line(&codec::error(&id, &e)),
+        },
         ClientRequest::McpStatus => {
-            // No MCP servers are configured in this build of the session.
-            out.line(&codec::success(&id, json!({"mcpServers": []})));
+            let servers: Vec<Value> = shared
+                .session
+                .mcp
+                .as_ref()
+                .map(|h| h.statuses().iter().map(crate::mcp::ServerStatus::sdk_json).collect())
+                .unwrap_or_default();
+            out.line(&codec::success(&id, json!({ "mcpServers": servers })));
         }
         ClientRequest::Unsupported(subtype) => out.line(&codec::error(
             &id,

@@ -182,6 +182,58 @@ impl SseParser {
     }
 }
 
+/// Events of a streamed body (an MCP server's event stream): the same parser over `bytes`. A
+/// transport error or a refused event comes after the events framed before it, and ends the stream.
+pub fn event_stream<S, B, E>(bytes: S, cap: usize) -> impl futures_util::Stream<Item = Result<SseEvent, String>>
+where
+    S: futures_util::Stream<Item = Result<B, E>> + Unpin,
+    B: AsRef<[u8]>,
+    E: std::fmt::Display,
+{
+    use futures_util::StreamExt;
+    struct State<S> {
+        bytes: S,
+        parser: SseParser,
+        ready: std::collections::VecDeque<SseEvent>,
+        /// `Some(None)`: ended cleanly; `Some(Some(e))`: ended with an error not yet reported.
+        end: Option<Option<String>>,
+    }
+    let state = State {
+        bytes,
+        parser: SseParser::new(cap),
+        ready: Default::default(),
+        end: None,
+    };
+    futures_util::stream::unfold(state, |mut st| async move {
+        loop {
+            if let Some(ev) = st.ready.pop_front() {
+                return Some((Ok(ev), st));
+            }
+            match st.end.take() {
+                Some(Some(e)) => {
+                    st.end = Some(None);
+                    return Some((Err(e), st));
+                }
+                Some(None) => return None,
+                None => {}
+            }
+            let mut out = Vec::new();
+            let step = match st.bytes.next().await {
+                Some(Ok(chunk)) => st.parser.feed(chunk.as_ref(), &mut out).map_err(|e| e.to_string()),
+                Some(Err(e)) => Err(e.to_string()),
+                None => {
+                    st.end = Some(None);
+                    st.parser.finish(&mut out).map_err(|e| e.to_string())
+                }
+            };
+            st.ready.extend(out);
+            if let Err(e) = step {
+                st.end = Some(Some(e));
+            }
+        }
+    })
+}
+
 /// Parses a whole body at once (fixtures and tests), feeding it in `chunk`-byte pieces.
 pub fn parse_all(bytes: &[u8], chunk: usize) -> Result<Vec<SseEvent>, SseError> {
     let mut p = SseParser::default();
@@ -271,5 +323,28 @@ mod tests {
         let got = parse_all(body.as_bytes(), 16 * 1024).unwrap();
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].data.len(), text.len());
+    }
+
+    #[tokio::test]
+    async fn a_byte_stream_yields_events_then_its_error() {
+        use futures_util::StreamExt;
+        let chunks: Vec<Result<&[u8], String>> = vec![
+            Ok(b"event: endpoint\ndata: /po"),
+            Ok(b"st\n\ndata: {}\n\n"),
+            Err("connection reset".into()),
+            Ok(b"data: never\n\n"),
+        ];
+        let got: Vec<_> = event_stream(futures_util::stream::iter(chunks), 1024).collect().await;
+        assert_eq!(
+            got,
+            vec![
+                Ok(ev("endpoint", "/post")),
+                Ok(ev("", "{}")),
+                Err("connection reset".to_string())
+            ]
+        );
+        let big: Vec<Result<&[u8], String>> = vec![Ok(b"data: 0123456789\n\n")];
+        let got: Vec<_> = event_stream(futures_util::stream::iter(big), 8).collect().await;
+        assert_eq!(got, vec![Err(SseError::TooLarge { cap: 8 }.to_string())]);
     }
 }
