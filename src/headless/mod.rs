@@ -320,7 +320,7 @@ fn text_error(outcome: &TurnOutcome, max_turns: Option<u32>) -> String {
     }
 }
 
-fn api_key_source(cli: &Cli) -> &'static str {
+pub(crate) fn api_key_source(cli: &Cli) -> &'static str {
     use crate::cli::args::ProviderKind;
     let set = |k: &str| std::env::var(k).is_ok_and(|v| !v.is_empty());
     match cli.provider {

@@ -113,7 +113,7 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
                 if state_events {
                     out.line(&output::session_state_line("running", &session_id));
                 }
-                out.line(&init_line(&engine));
+                out.line(&init_line(&engine, super::api_key_source(cli)));
                 let before = (engine.session.totals.usage, engine.session.denials.len());
                 // A plain text message may be a slash command, as with -p.
                 match content.as_slice() {
@@ -185,7 +185,7 @@ fn usage_since(before: &crate::message::Usage, now: &crate::message::Usage) -> c
 }
 
 /// The `system/init` line that opens each turn.
-fn init_line(engine: &Engine) -> Value {
+fn init_line(engine: &Engine, api_key_source: &str) -> Value {
     let cwd = engine.session.shared.cwd.display().to_string();
     let inventory = engine.inventory();
     output::init_line(&output::InitInfo {
@@ -201,7 +201,7 @@ fn init_line(engine: &Engine) -> Value {
             .unwrap_or_default(),
         model: &engine.config.model,
         permission_mode: engine.session.shared.mode().as_str(),
-        api_key_source: control::api_key_source(),
+        api_key_source,
         agents: inventory.agents.iter().map(String::as_str).collect(),
         slash_commands: inventory.slash_commands.iter().map(String::as_str).collect(),
         skills: inventory.skills.iter().map(String::as_str).collect(),

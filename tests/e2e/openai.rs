@@ -586,3 +586,36 @@ async fn doctor_checks_each_endpoint_and_reports_the_window() {
     );
     assert_eq!(server.other_requests().len(), server_requests, "offline means offline");
 }
+
+#[tokio::test]
+async fn a_driven_session_on_the_openai_protocol_names_its_key_and_model() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    server.push(chat_answer("gpt-4.1", "driven answer"));
+    let input = json!({"type": "user", "message": {"role": "user", "content": "hi"}}).to_string() + "\n";
+    let out = env
+        .keel_openai(&server, "openai")
+        .args([
+            "--model",
+            "gpt-4.1",
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ])
+        .stdin(&input)
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines = out.lines();
+    let init = lines
+        .iter()
+        .find(|l| l["type"] == "system" && l["subtype"] == "init")
+        .expect("a system/init line");
+    assert_eq!(init["apiKeySource"], "OPENAI_API_KEY", "{init}");
+    assert_eq!(init["model"], "gpt-4.1");
+    let result = lines.iter().find(|l| l["type"] == "result").expect("a result line");
+    assert_eq!(result["result"], "driven answer");
+    assert_eq!(server.requests()[0].path, "/v1/chat/completions");
+}
