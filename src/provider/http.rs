@@ -237,10 +237,16 @@ impl Transport {
                 delay = remaining;
             }
             tracing::info!(attempt, status = cause.status, error = %cause.message, delay_ms = delay.as_millis() as u64, "retrying");
+            // A refused connection is retried fewer times than other faults: say so.
+            let max_retries = if cause.unreachable {
+                (attempt + self.retry.max_unreachable.saturating_sub(1 + unreachable)).min(self.retry.max_retries)
+            } else {
+                self.retry.max_retries
+            };
             let _ = tx
                 .send(Ok(ProviderEvent::Retry {
                     attempt,
-                    max_retries: self.retry.max_retries,
+                    max_retries,
                     delay_ms: delay.as_millis() as u64,
                     status: cause.status,
                     error: cause.message,

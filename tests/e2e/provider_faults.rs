@@ -41,6 +41,11 @@ async fn a_closed_port_is_retried_twice_then_named() {
     );
     // The first retry is announced without --verbose; the one-liner ends it.
     assert_eq!(out.stderr.matches("retrying in").count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("(attempt 1 of 2)"),
+        "the notice counts the retries a refused connection gets: {}",
+        out.stderr
+    );
     assert!(out.stderr.lines().count() <= 3, "{}", out.stderr);
 
     let out = env
