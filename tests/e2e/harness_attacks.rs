@@ -354,3 +354,52 @@ async fn a_repository_cannot_link_private_files_into_listings_or_raise_budgets()
         "{result}"
     );
 }
+
+/// A forked skill is a sub-agent too: a child at the deepest allowed level that loads one gets
+/// an error, so skills cannot nest sub-agents past `agents.maxDepth`, and the fork of the
+/// main agent counts against `agents.maxTotal` like an Agent call.
+#[tokio::test]
+async fn forked_skills_cannot_nest_past_the_spawn_budgets() {
+    let env = Env::new();
+    env.write(".claude/settings.json", r#"{"agents": {"maxDepth": 1, "maxTotal": 1}}"#);
+    env.write(
+        ".claude/skills/dig/SKILL.md",
+        "---\ndescription: Dig deeper\ncontext: fork\n---\nGRANDCHILD-TASK\n",
+    );
+    let server = ModelServer::start().await;
+    server.respond_with(|body| {
+        let first = opening(body);
+        if first.contains("GRANDCHILD-TASK") {
+            return Some(answer("grandchild ran"));
+        }
+        if !first.contains("CHILD-TASK") {
+            return None;
+        }
+        Some(match turns(body) {
+            1 => calls(vec![tool("k1", "Skill", json!({"skill": "dig"}))]),
+            _ => answer("child done"),
+        })
+    });
+    server
+        .push(calls(vec![tool(
+            "a1",
+            "Agent",
+            json!({"description": "child", "prompt": "CHILD-TASK"}),
+        )]))
+        .push(calls(vec![tool("k2", "Skill", json!({"skill": "dig"}))]))
+        .push(answer("done"));
+    let out = env.keel(&server).args(["-p", "go"]).run().await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let reqs = server.requests();
+    assert!(
+        conversation(&reqs, "GRANDCHILD-TASK").is_empty(),
+        "a forked skill ran past the budgets"
+    );
+    let child = conversation(&reqs, "CHILD-TASK");
+    let (r, is_error) = child.last().unwrap().tool_result_text("k1");
+    assert!(is_error && r.contains("sub-agents are not available here"), "{r}");
+    // The main agent already started its one sub-agent of agents.maxTotal 1.
+    let main = conversation(&reqs, "go");
+    let (r, is_error) = main.last().unwrap().tool_result_text("k2");
+    assert!(is_error && r.contains("agents.maxTotal = 1"), "{r}");
+}
