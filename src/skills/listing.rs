@@ -1,6 +1,7 @@
 //! The skill listing in the model's context: names and descriptions only, within a budget of
-//! about 1% of the context window in characters. Names are always kept; when the descriptions
-//! do not fit, the longest are trimmed first (all to one common length, as short as needed).
+//! about 1% of the context window in characters. Names are kept (up to four times the budget;
+//! past that the rest are counted); when the descriptions do not fit, the longest are trimmed
+//! first (all to one common length, as short as needed).
 
 use super::Skill;
 
@@ -106,16 +107,32 @@ pub fn fit(lead: &str, entries: &[(&str, String)], budget: usize) -> Option<Stri
         lo
     };
     let mut out = String::from(lead);
-    for (name, about) in entries {
+    // Names stay even past the budget, but not without end: a repository shipping thousands of
+    // skills must not fill every request with their names.
+    let ceiling = budget.saturating_mul(NAMES_CEILING);
+    let mut used = 0;
+    for (i, (name, about)) in entries.iter().enumerate() {
         let text = cut(about, limit);
-        if text.is_empty() {
-            out.push_str(&format!("\n- {name}"));
+        let line = if text.is_empty() {
+            format!("\n- {name}")
         } else {
-            out.push_str(&format!("\n- {name}: {text}"));
+            format!("\n- {name}: {text}")
+        };
+        used += line.chars().count();
+        if used > ceiling && i > 0 {
+            out.push_str(&format!(
+                "\n- … and {} more, not listed for want of room (load one by its exact name)",
+                entries.len() - i
+            ));
+            break;
         }
+        out.push_str(&line);
     }
     Some(out)
 }
+
+/// How many times the budget the names alone may take before the rest are only counted.
+const NAMES_CEILING: usize = 4;
 
 #[cfg(test)]
 mod tests {
@@ -193,5 +210,27 @@ mod tests {
         );
         assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{text:?}");
         assert_eq!(one_line(" a\n\t b ", 2), "a…");
+    }
+
+    /// Thousands of skills from a repository: names are kept while they fit four times the
+    /// budget, and the rest are counted instead of filling every request.
+    #[test]
+    fn a_flood_of_skills_is_counted_not_listed() {
+        let many: Vec<Skill> = (0..3000).map(|i| skill(&format!("skill-{i:04}"), "d")).collect();
+        let budget = 1_000;
+        let text = render(&many, budget).unwrap();
+        let e = entries(&text);
+        let listed: usize = e.iter().map(|l| l.chars().count() + 1).sum();
+        assert!(listed <= budget * NAMES_CEILING + 100, "{listed}");
+        let last = e.last().unwrap();
+        let more: usize = last
+            .trim_start_matches("- … and ")
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(e.len() - 1 + more, 3000, "{last}");
+        assert_eq!(e[0], "- skill-0000");
     }
 }
