@@ -13,6 +13,8 @@ use super::{Kind, Skill, Source, read_file};
 
 /// Most entries read from one directory (a hostile repository cannot make startup crawl).
 const MAX_ENTRIES: usize = 500;
+/// Most command files read from one commands folder and its subfolders.
+const MAX_COMMANDS: usize = 2_000;
 /// Deepest subdirectory of a commands folder (`a/b/c.md` is `a:b:c`).
 const MAX_COMMAND_DEPTH: usize = 3;
 
@@ -63,6 +65,12 @@ impl Catalog {
             }
             let mut files = Vec::new();
             collect_commands(&root, &root, 0, bound, &mut files);
+            if files.len() >= MAX_COMMANDS {
+                c.warnings.push(format!(
+                    "{}: more than {MAX_COMMANDS} command files; only the first {MAX_COMMANDS} found are read",
+                    root.display()
+                ));
+            }
             files.sort();
             for (name, path) in files {
                 if let Some(w) = leaves(&path, bound) {
@@ -279,6 +287,9 @@ fn collect_commands(root: &Path, dir: &Path, depth: usize, bound: Option<&Path>,
         return;
     };
     for e in entries.flatten().take(MAX_ENTRIES) {
+        if out.len() >= MAX_COMMANDS {
+            return;
+        }
         let path = e.path();
         if path.is_dir() {
             // A linked folder elsewhere (`/`, the home directory) is not crawled.
@@ -488,5 +499,35 @@ mod tests {
             );
         }
         assert!(c.warnings.iter().all(|w| !w.contains("SECRET123")), "{:?}", c.warnings);
+    }
+
+    /// A repository's commands folder nested to hold a huge number of files is read only up to
+    /// a bound, and says so.
+    #[test]
+    fn a_huge_commands_folder_is_read_up_to_a_bound() {
+        let t = tempfile::tempdir().unwrap();
+        let repo = t.path().canonicalize().unwrap();
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        for d in 0..5 {
+            let dir = repo.join(format!(".claude/commands/d{d}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            for f in 0..450 {
+                std::fs::write(dir.join(format!("c{f}.md")), "---\ndescription: x\n---\n").unwrap();
+            }
+        }
+        let c = Catalog::discover(&Places {
+            cwd: &repo,
+            user_home: None,
+            keel_home: None,
+            add_dirs: &[],
+            plugins: &[],
+            reserved: &[],
+        });
+        assert_eq!(c.len(), MAX_COMMANDS);
+        assert!(
+            c.warnings.iter().any(|w| w.contains("more than 2000 command files")),
+            "{:?}",
+            c.warnings
+        );
     }
 }
