@@ -92,6 +92,8 @@ pub struct Queued {
 #[derive(Debug, Clone)]
 pub struct Status {
     pub model: String,
+    /// Models `/model` offers (current first), as the user names them.
+    pub model_choices: Vec<String>,
     pub context_window: u64,
     pub totals: Totals,
     /// Tokens the last request occupied in the window.
@@ -177,6 +179,7 @@ impl App {
             completion_dismissed_for: None,
             status: Status {
                 context_window: models::info(&init.model).context_window,
+                model_choices: vec![init.model.clone()],
                 model: init.model,
                 totals: Totals::default(),
                 context_tokens: 0,
@@ -475,7 +478,11 @@ impl App {
                         let current = if *m == self.status.model { "current · " } else { "" };
                         PickItem {
                             label: m.clone(),
-                            detail: format!("{current}{}k context", info.context_window / 1000),
+                            detail: format!(
+                                "{current}{}k context, from {}",
+                                info.context_window / 1000,
+                                info.source.as_str()
+                            ),
                         }
                     })
                     .collect();
@@ -483,7 +490,7 @@ impl App {
                     " Model ",
                     items,
                     PickerKind::Model(names),
-                    "Enter to switch · type to filter, or a model id · Esc to cancel",
+                    "Enter to switch (saved as your default) · type to filter, or any id, PROVIDER/MODEL · Esc to cancel",
                 ));
             }
             Command::Exit => self.exit = Some(ExitReason::User),
@@ -579,9 +586,15 @@ impl App {
         self.dirty = true;
     }
 
-    /// The models `/model` offers: the current one first, then the known families.
+    /// The models `/model` offers: the current one first, then those configured (providers in
+    /// the settings, the fallback), then the known families.
     fn model_choices(&self) -> Vec<String> {
         let mut out = vec![self.status.model.clone()];
+        for m in &self.status.model_choices {
+            if !out.contains(m) {
+                out.push(m.clone());
+            }
+        }
         for alias in ["sonnet", "opus", "haiku"] {
             let m = models::resolve_alias(alias);
             if !out.contains(&m) {
@@ -601,9 +614,13 @@ impl App {
                 t.requests
             ),
         };
+        let total = if t.cost_known() {
+            format!("${:.4}", t.cost_usd)
+        } else {
+            "unknown".to_string()
+        };
         let mut s = format!(
-            "- Total cost: ${:.4}\n- API time: {}\n- Session time: {}\n- Requests: {}\n- Tokens: {} input, {} output, {} cache write, {} cache read\n",
-            t.cost_usd,
+            "- Total cost: {total}\n- API time: {}\n- Session time: {}\n- Requests: {}\n- Tokens: {} input, {} output, {} cache write, {} cache read\n",
             super::transcript::cells::format_duration(t.api_ms),
             super::transcript::cells::format_duration(self.status.started.elapsed().as_millis() as u64),
             requests,
@@ -613,17 +630,27 @@ impl App {
             t.usage.cache_read_input_tokens,
         );
         for (model, m) in &t.by_model {
+            let cost = if m.unpriced {
+                "cost unknown".to_string()
+            } else {
+                format!("${:.4}", m.cost_usd)
+            };
             s.push_str(&format!(
-                "- {model}: ${:.4} ({} in, {} out)\n",
-                m.cost_usd,
+                "- {model}: {cost} ({} in, {} out)\n",
                 m.usage.input_tokens + m.usage.cache_creation_input_tokens + m.usage.cache_read_input_tokens,
                 m.usage.output_tokens
             ));
         }
-        if models::info(&self.status.model).pricing.is_none() {
+        let unpriced = t.unpriced_models();
+        if !unpriced.is_empty() || models::info(&self.status.model).pricing.is_none() {
+            let names = if unpriced.is_empty() {
+                format!("`{}`", self.status.model)
+            } else {
+                unpriced.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")
+            };
             s.push_str(&format!(
-                "\nkeel has no price for `{}`; its cost counts as 0.\n",
-                self.status.model
+                "\nkeel has no price for {names}, so the cost is unknown; give prices with \
+                 \"models\": {{\"NAME\": {{\"inputPrice\": …, \"outputPrice\": …}}}} (USD per million tokens).\n"
             ));
         }
         s

@@ -266,6 +266,26 @@ fn slash_completion_and_commands() {
 }
 
 #[test]
+fn model_lists_the_configured_models_and_switching_is_a_job() {
+    let mut a = app();
+    a.status.model_choices = vec!["claude-sonnet-4-5".into(), "ollama/qwen3-coder".into()];
+    a.submit_text("/model");
+    assert!(jobs(&mut a).is_empty());
+    let p = a.picker.take().expect("model picker");
+    assert_eq!(p.items[0].label, "claude-sonnet-4-5");
+    assert!(p.items[0].detail.starts_with("current"), "{:?}", p.items[0]);
+    assert_eq!(p.items[1].label, "ollama/qwen3-coder");
+    a.submit_text("/model ollama/qwen3-coder");
+    assert!(matches!(&jobs(&mut a)[..], [Job::SetModel { model }] if model == "ollama/qwen3-coder"));
+    a.on_reply(Reply::ModelSet {
+        model: "ollama/qwen3-coder".into(),
+        notes: vec!["Saved as the default model in /x/settings.json.".into()],
+    });
+    assert_eq!(a.status.model, "ollama/qwen3-coder");
+    assert_eq!(a.status.context_window, 262_144);
+}
+
+#[test]
 fn custom_commands_and_skills_complete_and_go_to_the_engine() {
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().canonicalize().unwrap();
