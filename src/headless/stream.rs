@@ -19,6 +19,7 @@ use super::printer::Printer;
 use super::protocol::client::ClientLink;
 use super::protocol::codec::{self, ClientRequest, Inbound, Initialize};
 use super::protocol::control;
+use super::protocol::mcp_relay;
 use super::slash;
 use crate::cli::args::{Cli, OutputFormat};
 use crate::cli::setup::Prepared;
@@ -72,6 +73,12 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
 
     let (commands_tx, mut commands) = mpsc::unbounded_channel();
     let reader = tokio::spawn(read_input(shared.clone(), commands_tx));
+    // In-process servers of the program connect in the background (their messages need the
+    // reader); a turn starts only once they have answered or failed.
+    let mut connecting = Vec::new();
+    if let Some(hub) = engine.session.shared.mcp.clone() {
+        connecting.push(tokio::spawn(mcp_relay::connect_configured(hub, link.clone())));
+    }
 
     let mut started = false;
     let mut last: Option<TurnOutcome> = None;
@@ -90,6 +97,10 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
                         eprintln!("keel: warning: {w}");
                     }
                     out.line(&codec::success(&id, answer));
+                    if let (Some(hub), false) = (engine.session.shared.mcp.clone(), init.sdk_mcp_servers.is_empty()) {
+                        let names = init.sdk_mcp_servers.clone();
+                        connecting.push(tokio::spawn(mcp_relay::connect_named(hub, link.clone(), names)));
+                    }
                 }
                 Err(e) => out.line(&codec::error(&id, &e)),
             },
@@ -97,6 +108,11 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
                 control::set_model(&mut engine, model.as_deref(), &default_model);
             }
             Command::Turn(content) => {
+                for task in connecting.drain(..) {
+                    for w in task.await.unwrap_or_default() {
+                        eprintln!("keel: warning: {w}");
+                    }
+                }
                 if !started {
                     started = true;
                     engine

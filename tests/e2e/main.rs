@@ -24,6 +24,7 @@ mod rewind;
 mod robustness;
 mod sandbox;
 mod sdk_client;
+mod sdk_mcp;
 mod skills;
 mod stream_json;
 mod subagents;

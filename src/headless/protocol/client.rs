@@ -1,5 +1,5 @@
-//! keel's side of requests to the client: `can_use_tool`, `hook_callback` (and later
-//! `mcp_message`). Each request gets an id; the answer arrives on stdin and is routed back here
+//! keel's side of requests to the client: `can_use_tool`, `hook_callback`, `mcp_message`
+//! (see `mcp_relay.rs`). Each request gets an id; the answer arrives on stdin and is routed back here
 //! by the reader. When the client closes its input, every open request fails at once, so
 //! nothing waits forever.
 

@@ -24,12 +24,6 @@ pub fn initialize(
     init: &Initialize,
     link: &Arc<ClientLink>,
 ) -> Result<(Value, Vec<String>), String> {
-    if !init.sdk_mcp_servers.is_empty() {
-        return Err(format!(
-            "keel cannot host in-process SDK MCP servers yet (`sdkMcpServers`: {})",
-            init.sdk_mcp_servers.join(", ")
-        ));
-    }
     let (hooks, mut warnings) = hook_config(init)?;
     if let Some(agents) = init.agents.as_ref().filter(|a| !a.is_empty()) {
         let json = Value::Object(agents.clone()).to_string();
@@ -90,6 +84,18 @@ pub fn require_structured_output(engine: &mut Engine, schema: Value) -> Result<(
         return Err("the JSON schema for the answer must describe an object (\"type\": \"object\")".into());
     }
     let slot = StructuredSlot::default();
+    let tool: Arc<dyn Tool> = Arc::new(StructuredOutputTool::new(schema.clone(), slot.clone()));
+    if engine.registry.get(crate::tools::structured::NAME).is_none() {
+        // Added in place: MCP servers that connect later register into this same registry.
+        engine
+            .registry
+            .add(vec![tool], false)
+            .map_err(|e| format!("the JSON schema for the answer is not usable: {e}"))?;
+        engine.structured = Some(slot);
+        let project = engine.project.clone();
+        engine.set_project(project);
+        return Ok(());
+    }
     let mut tools: Vec<Arc<dyn Tool>> = engine
         .registry
         .names()
@@ -102,6 +108,9 @@ pub fn require_structured_output(engine: &mut Engine, schema: Value) -> Result<(
     let registry =
         ToolRegistry::new(tools).map_err(|e| format!("the JSON schema for the answer is not usable: {e}"))?;
     engine.registry = Arc::new(registry);
+    if let Some(hub) = &engine.session.shared.mcp {
+        hub.attach(&engine.registry);
+    }
     engine.structured = Some(slot);
     // Recounts the fixed part of every request (the tool list grew).
     let project = engine.project.clone();
