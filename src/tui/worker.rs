@@ -202,7 +202,7 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
                 append: config.append_system_prompt.as_deref(),
             });
             engine.set_project(project);
-            engine.config.model = model.clone();
+            engine.set_model(model.clone());
             engine
                 .session
                 .log_event("model_changed", serde_json::json!({"model": model}));

@@ -26,6 +26,7 @@ mod sandbox;
 mod sdk_client;
 mod sdk_mcp;
 mod skills;
+mod stream_control;
 mod stream_json;
 mod subagents;
 mod trust;

@@ -49,3 +49,152 @@ async fn an_sdk_mcp_tool_runs_in_the_program_and_its_result_reaches_the_model() 
         json!([{"name": "calc", "status": "connected"}])
     );
 }
+
+const SDK_CONFIG: &str = r#"{"mcpServers":{"calc":{"type":"sdk","name":"calc"}}}"#;
+
+/// How the hand-written program below answers each tool call.
+fn raw_answer(message: &Value) -> Option<Result<Value, String>> {
+    let id = message["id"].clone();
+    let ok = |result: Value| Some(Ok(json!({"mcp_response": {"jsonrpc": "2.0", "id": id, "result": result}})));
+    match message["method"].as_str().unwrap_or("") {
+        "initialize" => ok(json!({
+            "protocolVersion": message["params"]["protocolVersion"],
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "raw", "version": "0"}
+        })),
+        "tools/list" => {
+            let tools: Vec<Value> = ["fine", "garbled", "refused", "silent"]
+                .iter()
+                .map(|n| json!({"name": n, "description": n, "inputSchema": {"type": "object"}}))
+                .collect();
+            ok(json!({ "tools": tools }))
+        }
+        "tools/call" => match message["params"]["name"].as_str().unwrap_or("") {
+            "fine" => ok(json!({"content": [{"type": "text", "text": "all fine"}]})),
+            // An answer for some other request.
+            "garbled" => Some(Ok(
+                json!({"mcp_response": {"jsonrpc": "2.0", "id": 999, "result": {"content": []}}}),
+            )),
+            "refused" => Some(Err("boom in the program".into())),
+            _ => None,
+        },
+        _ => Some(Ok(json!({"mcp_response": {"jsonrpc": "2.0", "result": {}}}))),
+    }
+}
+
+/// A program that drives keel over stdin/stdout by hand and answers `mcp_message` requests
+/// with `raw_answer`: malformed, failed and never-given answers each end their own call with a
+/// clear error, and a late answer to a withdrawn request changes nothing.
+#[tokio::test]
+async fn bad_late_and_missing_mcp_answers_are_tool_errors_not_hangs() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![
+            tool("t1", "mcp__calc__fine", json!({})),
+            tool("t2", "mcp__calc__garbled", json!({})),
+            tool("t3", "mcp__calc__refused", json!({})),
+            tool("t4", "mcp__calc__silent", json!({})),
+        ]))
+        .push(answer("done"))
+        .push(answer("still working"));
+    let mut child = env
+        .keel(&server)
+        .args(["--input-format", "stream-json", "--output-format", "stream-json", "--verbose"])
+        .args(["--mcp-config", SDK_CONFIG, "--allowedTools", "mcp__calc"])
+        .env("MCP_TOOL_TIMEOUT", "1500")
+        .spawn_driven();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let user = |t: &str| json!({"type": "user", "message": {"role": "user", "content": t}}).to_string() + "\n";
+    stdin.write_all(user("use the calculator").as_bytes()).await.unwrap();
+    let mut lines = Vec::new();
+    let mut silent: Option<(String, Value)> = None;
+    let mut results = 0;
+    let drive = async {
+        while let Some(line) = stdout.next_line().await.unwrap() {
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["type"] == "control_request" && v["request"]["subtype"] == "mcp_message" {
+                assert_eq!(v["request"]["server_name"], "calc");
+                let id = v["request_id"].as_str().unwrap().to_string();
+                let message = &v["request"]["message"];
+                let reply = match raw_answer(message) {
+                    Some(Ok(r)) => json!({"type": "control_response", "response": {"subtype": "success", "request_id": id, "response": r}}),
+                    Some(Err(e)) => json!({"type": "control_response", "response": {"subtype": "error", "request_id": id, "error": e}}),
+                    None => {
+                        silent = Some((id, message["id"].clone()));
+                        lines.push(v);
+                        continue;
+                    }
+                };
+                stdin.write_all(format!("{reply}\n").as_bytes()).await.unwrap();
+            }
+            if v["type"] == "control_cancel_request"
+                && let Some((id, rpc_id)) = &silent
+                && v["request_id"] == id.as_str()
+            {
+                // The answer comes after keel gave up: it is ignored.
+                let late = json!({"type": "control_response", "response": {"subtype": "success", "request_id": id,
+                    "response": {"mcp_response": {"jsonrpc": "2.0", "id": rpc_id, "result": {"content": [{"type": "text", "text": "too late"}]}}}}});
+                stdin.write_all(format!("{late}\n").as_bytes()).await.unwrap();
+            }
+            if v["type"] == "result" {
+                results += 1;
+                if results == 1 {
+                    stdin.write_all(user("and now?").as_bytes()).await.unwrap();
+                } else {
+                    lines.push(v);
+                    break;
+                }
+            }
+            lines.push(v);
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), drive)
+        .await
+        .expect("keel answered within a minute");
+    drop(stdin);
+    let out = crate::support::finish(child).await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 3, "the session went on after the failed calls");
+    let result = |id: &str| reqs[1].tool_result_text(id);
+    assert_eq!(result("t1"), ("all fine".to_string(), false));
+    let (garbled, is_error) = result("t2");
+    assert!(is_error && garbled.contains("malformed MCP message"), "{garbled}");
+    let (refused, is_error) = result("t3");
+    assert!(is_error && refused.contains("boom in the program"), "{refused}");
+    let (silent_text, is_error) = result("t4");
+    assert!(is_error && silent_text.contains("did not answer within 1.5 s"), "{silent_text}");
+    assert!(!reqs[2].body.to_string().contains("too late"));
+    let (id, _) = silent.expect("the silent call was asked");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["type"] == "control_cancel_request" && l["request_id"] == id.as_str()),
+        "keel withdrew the unanswered request"
+    );
+}
+
+#[tokio::test]
+async fn an_sdk_server_without_a_driving_program_fails_clearly() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    server.push(answer("no calculator"));
+    let out = env
+        .keel(&server)
+        .args(["-p", "add 2 and 3", "--output-format", "json", "--mcp-config", SDK_CONFIG])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("MCP server `calc` failed") && out.stderr.contains("--input-format stream-json"),
+        "{}",
+        out.stderr
+    );
+    // A repository cannot declare one: only the program that drives keel can.
+    env.write(".mcp.json", r#"{"mcpServers":{"sneaky":{"type":"sdk"}}}"#);
+    let out = env.keel_offline().args(["mcp", "get", "sneaky"]).run().await;
+    assert!(out.stdout.contains("only --mcp-config may declare one"), "{}\n{}", out.stdout, out.stderr);
+}

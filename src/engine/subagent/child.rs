@@ -175,7 +175,7 @@ pub(super) async fn prepare(
         .model
         .as_deref()
         .map(models::resolve_alias)
-        .unwrap_or_else(|| r.model.clone());
+        .unwrap_or_else(|| r.model());
     let offers = |name: &str| registry.get(name).is_some();
     let mut listings = Vec::new();
     if offers("Agent")

@@ -68,8 +68,8 @@ pub struct SubagentRunner {
     events: EventSink,
     /// The owning engine's depth (the main agent is 0).
     depth: u32,
-    /// The owning engine's model (for `model: inherit`).
-    model: String,
+    /// The owning engine's model (for `model: inherit`); follows a model change of the session.
+    model: RwLock<String>,
     children: Arc<Children>,
     /// Budget places reserved for the Agent calls of the current message, by call id.
     pending: Mutex<HashMap<String, Result<Slot, String>>>,
@@ -85,6 +85,11 @@ impl SubagentRunner {
     /// The agent types in force.
     pub fn catalog(&self) -> Arc<AgentCatalog> {
         self.tree.agents.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The model children without a model of their own run on.
+    pub(crate) fn model(&self) -> String {
+        self.model.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     pub(crate) fn set_catalog(&self, catalog: Arc<AgentCatalog>) {
@@ -105,7 +110,7 @@ impl SubagentRunner {
             authorizer,
             events,
             depth: self.depth + 1,
-            model,
+            model: RwLock::new(model),
             children: Arc::default(),
             pending: Mutex::default(),
         }
@@ -148,7 +153,7 @@ impl Engine {
             authorizer: self.authorizer.clone(),
             events: self.events.clone(),
             depth: 0,
-            model: self.config.model.clone(),
+            model: RwLock::new(self.config.model.clone()),
             children: Arc::default(),
             pending: Mutex::default(),
         });
@@ -157,6 +162,14 @@ impl Engine {
         }
         self.subagents = Some(runner);
         Ok(())
+    }
+
+    /// Switches the session's model; sub-agents started afterwards inherit it.
+    pub fn set_model(&mut self, model: String) {
+        if let Some(r) = &self.subagents {
+            *r.model.write().unwrap_or_else(|p| p.into_inner()) = model.clone();
+        }
+        self.config.model = model;
     }
 
     pub(crate) fn subagent_runner(&self) -> Option<&Arc<SubagentRunner>> {

@@ -121,7 +121,7 @@ pub fn require_structured_output(engine: &mut Engine, schema: Value) -> Result<(
 /// `set_model`: `None` returns to `default`.
 pub fn set_model(engine: &mut Engine, model: Option<&str>, default: &str) -> String {
     let model = model.map(models::resolve_alias).unwrap_or_else(|| default.to_string());
-    engine.config.model = model.clone();
+    engine.set_model(model.clone());
     model
 }
 

@@ -232,6 +232,11 @@ impl Keel {
         child
     }
 
+    /// Starts keel with its stdin left open for the test to write to (a program driving it).
+    pub fn spawn_driven(&mut self) -> tokio::process::Child {
+        self.cmd.spawn().expect("spawn keel")
+    }
+
     pub async fn run(&mut self) -> Out {
         let child = self.spawn();
         finish(child).await
