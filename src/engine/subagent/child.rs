@@ -155,7 +155,7 @@ pub(super) async fn prepare(
                         .confiner
                         .as_ref()
                         .map(|c| Arc::new(c.rebased(&parent.cwd, &w.path)));
-                    child.extra_dirs = authorizer.working_dirs().iter().skip(1).cloned().collect();
+                    child.set_extra_dirs(authorizer.working_dirs().into_iter().skip(1).collect());
                     // Runs and changes in its own tree say nothing about the session's.
                     child.evidence = Arc::new(crate::evidence::Evidence::in_memory(&w.path, &child.session_dir));
                 }

@@ -82,7 +82,7 @@ impl ClientLink {
         let (reply, ignored) = codec::permission_reply(answer);
         if !ignored.is_empty() {
             eprintln!(
-                "keel: warning: the approval of {} came with permission updates keel does not apply: {}",
+                "keel: warning: the approval of {} came with permission updates keel cannot read, so none of them was applied: {}",
                 prompt.tool_name,
                 ignored.join(", ")
             );
