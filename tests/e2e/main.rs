@@ -25,6 +25,7 @@ mod robustness;
 mod sandbox;
 mod sdk_client;
 mod sdk_mcp;
+mod sdk_permissions;
 mod skills;
 mod stream_control;
 mod stream_json;
