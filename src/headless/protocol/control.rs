@@ -24,7 +24,13 @@ pub fn initialize(
     init: &Initialize,
     link: &Arc<ClientLink>,
 ) -> Result<(Value, Vec<String>), String> {
+    refuse_unsupported(init)?;
     let (hooks, mut warnings) = hook_config(init)?;
+    warnings.extend(
+        init.unknown_fields
+            .iter()
+            .map(|f| format!("initialize: keel does not know the field `{f}`; it has no effect")),
+    );
     if let Some(agents) = init.agents.as_ref().filter(|a| !a.is_empty()) {
         let json = Value::Object(agents.clone()).to_string();
         warnings.extend(engine.register_agents(&json).map_err(|e| format!("agents: {e}"))?);
@@ -48,6 +54,37 @@ pub fn initialize(
         engine.hooks.set_client_hooks(hooks, link.clone());
     }
     Ok((answer(engine), warnings))
+}
+
+/// Options keel cannot honour are refused by name rather than ignored. Their other values are
+/// what keel does anyway: the system prompt keeps its dynamic sections, is rebuilt when a
+/// session resumes (no snapshot), and sub-agents' messages are not forwarded.
+fn refuse_unsupported(init: &Initialize) -> Result<(), String> {
+    if init.exclude_dynamic_sections == Some(true) {
+        return Err(
+            "keel cannot move the dynamic sections of its system prompt (working directory, git status, memory) into              the first message (`excludeDynamicSections: true`); leave the option unset"
+                .into(),
+        );
+    }
+    if init.system_prompt_snapshot == Some(true) {
+        return Err(
+            "keel does not record the system prompt: it is rebuilt from the current files and options when a session              resumes (`systemPromptSnapshot: true`); leave the option unset or set it to false"
+                .into(),
+        );
+    }
+    if init.forward_subagent_text == Some(true) {
+        return Err(
+            "keel does not forward the messages of sub-agents to the program (`forwardSubagentText: true`); only the              Agent tool's result reaches it"
+                .into(),
+        );
+    }
+    if let Some(skills) = &init.skills {
+        return Err(format!(
+            "keel cannot limit the session's skills to a list (`skills`: [{}]); leave the option unset, or remove the              skills you do not want from the skill folders",
+            skills.join(", ")
+        ));
+    }
+    Ok(())
 }
 
 /// The client's hook registrations as handlers keel calls back. Events keel does not have are
