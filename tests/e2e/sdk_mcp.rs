@@ -50,6 +50,14 @@ async fn an_sdk_mcp_tool_runs_in_the_program_and_its_result_reaches_the_model() 
     );
 }
 
+const STREAM: [&str; 5] = [
+    "--input-format",
+    "stream-json",
+    "--output-format",
+    "stream-json",
+    "--verbose",
+];
+
 const SDK_CONFIG: &str = r#"{"mcpServers":{"calc":{"type":"sdk","name":"calc"}}}"#;
 
 /// How the hand-written program below answers each tool call.
@@ -82,41 +90,34 @@ fn raw_answer(message: &Value) -> Option<Result<Value, String>> {
     }
 }
 
-/// A program that drives keel over stdin/stdout by hand and answers `mcp_message` requests
-/// with `raw_answer`: malformed, failed and never-given answers each end their own call with a
-/// clear error, and a late answer to a withdrawn request changes nothing.
-#[tokio::test]
-async fn bad_late_and_missing_mcp_answers_are_tool_errors_not_hangs() {
+/// What the hand-written program saw: every line keel wrote, and the `mcp_message` it never
+/// answered (control request id, JSON-RPC id).
+struct Driven {
+    lines: Vec<Value>,
+    silent: Option<(String, Value)>,
+    out: crate::support::Out,
+}
+
+/// Drives keel by hand over stdin/stdout: writes `first` lines, then one user message per
+/// entry of `prompts`, each after the previous result; answers `mcp_message` requests with
+/// `raw_answer`, and answers a withdrawn request late (keel must ignore it).
+async fn drive(mut keel: crate::support::Keel, first: Vec<String>, prompts: &[&str]) -> Driven {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-    let env = Env::new();
-    let server = ModelServer::start().await;
-    server
-        .push(calls(vec![
-            tool("t1", "mcp__calc__fine", json!({})),
-            tool("t2", "mcp__calc__garbled", json!({})),
-            tool("t3", "mcp__calc__refused", json!({})),
-            tool("t4", "mcp__calc__silent", json!({})),
-        ]))
-        .push(answer("done"))
-        .push(answer("still working"));
-    let mut child = env
-        .keel(&server)
-        .args(["--input-format", "stream-json", "--output-format", "stream-json", "--verbose"])
-        .args(["--mcp-config", SDK_CONFIG, "--allowedTools", "mcp__calc"])
-        .env("MCP_TOOL_TIMEOUT", "1500")
-        .spawn_driven();
+    let mut child = keel.spawn_driven();
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
     let user = |t: &str| json!({"type": "user", "message": {"role": "user", "content": t}}).to_string() + "\n";
-    stdin.write_all(user("use the calculator").as_bytes()).await.unwrap();
+    for l in first {
+        stdin.write_all(format!("{l}\n").as_bytes()).await.unwrap();
+    }
+    stdin.write_all(user(prompts[0]).as_bytes()).await.unwrap();
     let mut lines = Vec::new();
     let mut silent: Option<(String, Value)> = None;
     let mut results = 0;
-    let drive = async {
+    let run = async {
         while let Some(line) = stdout.next_line().await.unwrap() {
             let v: Value = serde_json::from_str(&line).unwrap();
             if v["type"] == "control_request" && v["request"]["subtype"] == "mcp_message" {
-                assert_eq!(v["request"]["server_name"], "calc");
                 let id = v["request_id"].as_str().unwrap().to_string();
                 let message = &v["request"]["message"];
                 let reply = match raw_answer(message) {
@@ -134,29 +135,50 @@ async fn bad_late_and_missing_mcp_answers_are_tool_errors_not_hangs() {
                 && let Some((id, rpc_id)) = &silent
                 && v["request_id"] == id.as_str()
             {
-                // The answer comes after keel gave up: it is ignored.
                 let late = json!({"type": "control_response", "response": {"subtype": "success", "request_id": id,
                     "response": {"mcp_response": {"jsonrpc": "2.0", "id": rpc_id, "result": {"content": [{"type": "text", "text": "too late"}]}}}}});
                 stdin.write_all(format!("{late}\n").as_bytes()).await.unwrap();
             }
-            if v["type"] == "result" {
+            let done = v["type"] == "result";
+            lines.push(v);
+            if done {
                 results += 1;
-                if results == 1 {
-                    stdin.write_all(user("and now?").as_bytes()).await.unwrap();
-                } else {
-                    lines.push(v);
-                    break;
+                match prompts.get(results) {
+                    Some(p) => stdin.write_all(user(p).as_bytes()).await.unwrap(),
+                    None => break,
                 }
             }
-            lines.push(v);
         }
     };
-    tokio::time::timeout(std::time::Duration::from_secs(60), drive)
+    tokio::time::timeout(std::time::Duration::from_secs(60), run)
         .await
         .expect("keel answered within a minute");
     drop(stdin);
     let out = crate::support::finish(child).await;
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    Driven { lines, silent, out }
+}
+
+/// Malformed, failed and never-given answers each end their own call with a clear error, and
+/// a late answer to a withdrawn request changes nothing.
+#[tokio::test]
+async fn bad_late_and_missing_mcp_answers_are_tool_errors_not_hangs() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![
+            tool("t1", "mcp__calc__fine", json!({})),
+            tool("t2", "mcp__calc__garbled", json!({})),
+            tool("t3", "mcp__calc__refused", json!({})),
+            tool("t4", "mcp__calc__silent", json!({})),
+        ]))
+        .push(answer("done"))
+        .push(answer("still working"));
+    let mut keel = env.keel(&server);
+    keel.args(STREAM)
+        .args(["--mcp-config", SDK_CONFIG, "--allowedTools", "mcp__calc"])
+        .env("MCP_TOOL_TIMEOUT", "1500");
+    let d = drive(keel, Vec::new(), &["use the calculator", "and now?"]).await;
+    assert_eq!(d.out.code, 0, "{}", d.out.stderr);
     let reqs = server.requests();
     assert_eq!(reqs.len(), 3, "the session went on after the failed calls");
     let result = |id: &str| reqs[1].tool_result_text(id);
@@ -168,13 +190,39 @@ async fn bad_late_and_missing_mcp_answers_are_tool_errors_not_hangs() {
     let (silent_text, is_error) = result("t4");
     assert!(is_error && silent_text.contains("did not answer within 1.5 s"), "{silent_text}");
     assert!(!reqs[2].body.to_string().contains("too late"));
-    let (id, _) = silent.expect("the silent call was asked");
+    let (id, _) = d.silent.expect("the silent call was asked");
     assert!(
-        lines
+        d.lines
             .iter()
             .any(|l| l["type"] == "control_cancel_request" && l["request_id"] == id.as_str()),
         "keel withdrew the unanswered request"
     );
+}
+
+/// Servers named in initialize's `sdkMcpServers` (without `--mcp-config`) are relayed too.
+#[tokio::test]
+async fn servers_named_in_initialize_are_relayed() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool("t1", "mcp__calc__fine", json!({}))]))
+        .push(answer("fine"));
+    let mut keel = env.keel(&server);
+    keel.args(STREAM).args(["--allowedTools", "mcp__calc"]);
+    let init = json!({"type": "control_request", "request_id": "i1",
+        "request": {"subtype": "initialize", "sdkMcpServers": ["calc"]}});
+    let d = drive(keel, vec![init.to_string()], &["use it"]).await;
+    assert_eq!(d.out.code, 0, "{}", d.out.stderr);
+    let ok = d
+        .lines
+        .iter()
+        .find(|l| l["type"] == "control_response" && l["response"]["request_id"] == "i1")
+        .expect("initialize answered");
+    assert_eq!(ok["response"]["subtype"], "success");
+    let reqs = server.requests();
+    assert_eq!(reqs[1].tool_result_text("t1"), ("all fine".to_string(), false));
+    let init_line = d.lines.iter().find(|l| l["subtype"] == "init").unwrap();
+    assert_eq!(init_line["mcp_servers"], json!([{"name": "calc", "status": "connected"}]));
 }
 
 #[tokio::test]

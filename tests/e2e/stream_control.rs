@@ -1,5 +1,4 @@
-//! Control requests that change the session under `--input-format stream-json`: the model, the
-//! initialize options keel honours or refuses, and permission updates sent with approvals.
+//! Control requests that change the session under `--input-format stream-json`.
 
 use serde_json::{Value, json};
 
@@ -20,13 +19,6 @@ fn user(text: &str) -> String {
 
 fn request(id: &str, body: Value) -> String {
     json!({"type": "control_request", "request_id": id, "request": body}).to_string()
-}
-
-fn response_to<'a>(lines: &'a [Value], id: &str) -> &'a Value {
-    lines
-        .iter()
-        .find(|l| l["type"] == "control_response" && l["response"]["request_id"] == id)
-        .unwrap_or_else(|| panic!("no control_response for {id} in {lines:#?}"))
 }
 
 #[tokio::test]
