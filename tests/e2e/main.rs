@@ -31,4 +31,5 @@ mod stream_control;
 mod stream_json;
 mod subagents;
 mod trust;
+mod ts_sdk;
 mod tui;

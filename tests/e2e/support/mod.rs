@@ -5,6 +5,7 @@ pub mod sdk;
 pub mod server;
 pub mod sse;
 pub mod tmux;
+pub mod ts_sdk;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
