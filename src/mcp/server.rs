@@ -323,9 +323,7 @@ impl Server {
 
     /// Whether this server is meant to run (configured, allowed and reachable).
     pub fn startable(&self) -> bool {
-        !matches!(self.reach, Reach::None)
-            && self.state() != State::Disabled
-            && (!self.is_sdk() || self.has_relay())
+        !matches!(self.reach, Reach::None) && self.state() != State::Disabled && (!self.is_sdk() || self.has_relay())
     }
 
     /// Connects (if not connected) and lists the server's tools.

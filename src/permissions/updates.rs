@@ -159,7 +159,11 @@ fn parse_one(u: &Value) -> Result<Update, String> {
             let directories = u
                 .get("directories")
                 .and_then(Value::as_array)
-                .map(|a| a.iter().map(|d| d.as_str().map(str::to_string)).collect::<Option<Vec<_>>>())
+                .map(|a| {
+                    a.iter()
+                        .map(|d| d.as_str().map(str::to_string))
+                        .collect::<Option<Vec<_>>>()
+                })
                 .and_then(|d| d)
                 .ok_or_else(|| format!("{kind} without a list of directory strings"))?;
             return Ok(Update::Directories {

@@ -35,7 +35,12 @@ async fn an_sdk_mcp_tool_runs_in_the_program_and_its_result_reaches_the_model() 
     assert!(is_error && failed.contains("the calculator is broken"), "{failed}");
     // mcp_status and system/init list the program's server as connected.
     let status = &r.get("status")["value"]["mcpServers"];
-    let calc: Vec<&Value> = status.as_array().unwrap().iter().filter(|s| s["name"] == "calc").collect();
+    let calc: Vec<&Value> = status
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["name"] == "calc")
+        .collect();
     assert_eq!(calc.len(), 1, "{status}");
     assert_eq!(calc[0]["status"], "connected");
     assert_eq!(calc[0]["serverInfo"], "calc 1.2.3");
@@ -63,7 +68,11 @@ const SDK_CONFIG: &str = r#"{"mcpServers":{"calc":{"type":"sdk","name":"calc"}}}
 /// How the hand-written program below answers each tool call.
 fn raw_answer(message: &Value) -> Option<Result<Value, String>> {
     let id = message["id"].clone();
-    let ok = |result: Value| Some(Ok(json!({"mcp_response": {"jsonrpc": "2.0", "id": id, "result": result}})));
+    let ok = |result: Value| {
+        Some(Ok(
+            json!({"mcp_response": {"jsonrpc": "2.0", "id": id, "result": result}}),
+        ))
+    };
     match message["method"].as_str().unwrap_or("") {
         "initialize" => ok(json!({
             "protocolVersion": message["params"]["protocolVersion"],
@@ -121,8 +130,12 @@ async fn drive(mut keel: crate::support::Keel, first: Vec<String>, prompts: &[&s
                 let id = v["request_id"].as_str().unwrap().to_string();
                 let message = &v["request"]["message"];
                 let reply = match raw_answer(message) {
-                    Some(Ok(r)) => json!({"type": "control_response", "response": {"subtype": "success", "request_id": id, "response": r}}),
-                    Some(Err(e)) => json!({"type": "control_response", "response": {"subtype": "error", "request_id": id, "error": e}}),
+                    Some(Ok(r)) => {
+                        json!({"type": "control_response", "response": {"subtype": "success", "request_id": id, "response": r}})
+                    }
+                    Some(Err(e)) => {
+                        json!({"type": "control_response", "response": {"subtype": "error", "request_id": id, "error": e}})
+                    }
                     None => {
                         silent = Some((id, message["id"].clone()));
                         lines.push(v);
@@ -188,7 +201,10 @@ async fn bad_late_and_missing_mcp_answers_are_tool_errors_not_hangs() {
     let (refused, is_error) = result("t3");
     assert!(is_error && refused.contains("boom in the program"), "{refused}");
     let (silent_text, is_error) = result("t4");
-    assert!(is_error && silent_text.contains("did not answer within 1.5 s"), "{silent_text}");
+    assert!(
+        is_error && silent_text.contains("did not answer within 1.5 s"),
+        "{silent_text}"
+    );
     assert!(!reqs[2].body.to_string().contains("too late"));
     let (id, _) = d.silent.expect("the silent call was asked");
     assert!(
@@ -222,7 +238,10 @@ async fn servers_named_in_initialize_are_relayed() {
     let reqs = server.requests();
     assert_eq!(reqs[1].tool_result_text("t1"), ("all fine".to_string(), false));
     let init_line = d.lines.iter().find(|l| l["subtype"] == "init").unwrap();
-    assert_eq!(init_line["mcp_servers"], json!([{"name": "calc", "status": "connected"}]));
+    assert_eq!(
+        init_line["mcp_servers"],
+        json!([{"name": "calc", "status": "connected"}])
+    );
 }
 
 #[tokio::test]
@@ -232,7 +251,14 @@ async fn an_sdk_server_without_a_driving_program_fails_clearly() {
     server.push(answer("no calculator"));
     let out = env
         .keel(&server)
-        .args(["-p", "add 2 and 3", "--output-format", "json", "--mcp-config", SDK_CONFIG])
+        .args([
+            "-p",
+            "add 2 and 3",
+            "--output-format",
+            "json",
+            "--mcp-config",
+            SDK_CONFIG,
+        ])
         .run()
         .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -244,5 +270,10 @@ async fn an_sdk_server_without_a_driving_program_fails_clearly() {
     // A repository cannot declare one: only the program that drives keel can.
     env.write(".mcp.json", r#"{"mcpServers":{"sneaky":{"type":"sdk"}}}"#);
     let out = env.keel_offline().args(["mcp", "get", "sneaky"]).run().await;
-    assert!(out.stdout.contains("only --mcp-config may declare one"), "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("only --mcp-config may declare one"),
+        "{}\n{}",
+        out.stdout,
+        out.stderr
+    );
 }

@@ -53,5 +53,8 @@ async fn permission_updates_from_can_use_tool_apply_at_once_and_are_saved() {
     let local: Value =
         serde_json::from_str(&std::fs::read_to_string(env.path(".keel/settings.local.json")).unwrap()).unwrap();
     assert_eq!(local["permissions"]["allow"], json!(["Bash(touch three.txt)"]));
-    assert!(local["permissions"].get("additionalDirectories").is_none(), "the directory was for the session only");
+    assert!(
+        local["permissions"].get("additionalDirectories").is_none(),
+        "the directory was for the session only"
+    );
 }

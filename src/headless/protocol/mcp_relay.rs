@@ -198,7 +198,8 @@ mod tests {
 
     #[test]
     fn a_cancellation_names_the_request_it_withdraws() {
-        let n = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7, "reason": "t"}});
+        let n =
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7, "reason": "t"}});
         assert_eq!(cancelled_request(&n).as_deref(), Some("7"));
         assert_eq!(cancelled_request(&json!({"method": "tools/call", "id": 7})), None);
     }

@@ -197,8 +197,16 @@ mod tests {
     }
 
     fn decide(a: &Authorizer, command: &str, cwd: &Path) -> super::super::Verdict {
-        a.decide("Bash", &json!({"command": command}), false, Mode::Default, cwd, None, &[])
-            .verdict
+        a.decide(
+            "Bash",
+            &json!({"command": command}),
+            false,
+            Mode::Default,
+            cwd,
+            None,
+            &[],
+        )
+        .verdict
     }
 
     #[test]
@@ -217,30 +225,64 @@ mod tests {
         let a = authorizer(&dir, vec![startup]);
         assert!(matches!(decide(&a, "rm -f x", &dir), super::super::Verdict::Deny(_)));
 
-        a.update_rules(RuleOp::Add, Behavior::Deny, &["Bash(curl:*)".into()], Destination::Session)
-            .unwrap();
-        assert!(matches!(decide(&a, "curl example.com", &dir), super::super::Verdict::Deny(_)));
+        a.update_rules(
+            RuleOp::Add,
+            Behavior::Deny,
+            &["Bash(curl:*)".into()],
+            Destination::Session,
+        )
+        .unwrap();
+        assert!(matches!(
+            decide(&a, "curl example.com", &dir),
+            super::super::Verdict::Deny(_)
+        ));
         // Removing the file's deny rule lifts it now and in the file; other keys stay.
-        a.update_rules(RuleOp::Remove, Behavior::Deny, &["Bash(rm:*)".into()], Destination::LocalSettings)
-            .unwrap();
+        a.update_rules(
+            RuleOp::Remove,
+            Behavior::Deny,
+            &["Bash(rm:*)".into()],
+            Destination::LocalSettings,
+        )
+        .unwrap();
         assert!(!matches!(decide(&a, "rm -f x", &dir), super::super::Verdict::Deny(_)));
         let saved: Value = serde_json::from_str(&std::fs::read_to_string(&local).unwrap()).unwrap();
         assert_eq!(saved["model"], "kept");
         assert_eq!(saved["permissions"]["deny"], json!([]));
         // Ask rules saved to the project file; replace swaps the whole list.
-        a.update_rules(RuleOp::Add, Behavior::Ask, &["Bash(git push:*)".into()], Destination::ProjectSettings)
-            .unwrap();
-        assert!(matches!(decide(&a, "git push", &dir), super::super::Verdict::Ask { hard: true, .. }));
-        a.update_rules(RuleOp::Replace, Behavior::Ask, &["Bash(git tag:*)".into()], Destination::ProjectSettings)
-            .unwrap();
-        assert!(!matches!(decide(&a, "git push", &dir), super::super::Verdict::Ask { hard: true, .. }));
+        a.update_rules(
+            RuleOp::Add,
+            Behavior::Ask,
+            &["Bash(git push:*)".into()],
+            Destination::ProjectSettings,
+        )
+        .unwrap();
+        assert!(matches!(
+            decide(&a, "git push", &dir),
+            super::super::Verdict::Ask { hard: true, .. }
+        ));
+        a.update_rules(
+            RuleOp::Replace,
+            Behavior::Ask,
+            &["Bash(git tag:*)".into()],
+            Destination::ProjectSettings,
+        )
+        .unwrap();
+        assert!(!matches!(
+            decide(&a, "git push", &dir),
+            super::super::Verdict::Ask { hard: true, .. }
+        ));
         let project: Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join(".keel/settings.json")).unwrap()).unwrap();
         assert_eq!(project["permissions"]["ask"], json!(["Bash(git tag:*)"]));
         // An invalid rule changes nothing.
         assert!(
-            a.update_rules(RuleOp::Add, Behavior::Allow, &["Bash(".into()], Destination::LocalSettings)
-                .is_err()
+            a.update_rules(
+                RuleOp::Add,
+                Behavior::Allow,
+                &["Bash(".into()],
+                Destination::LocalSettings
+            )
+            .is_err()
         );
         a.save_mode(Mode::AcceptEdits, Destination::LocalSettings).unwrap();
         let saved: Value = serde_json::from_str(&std::fs::read_to_string(&local).unwrap()).unwrap();
@@ -258,14 +300,22 @@ mod tests {
             .update_directories(true, &[other_path.display().to_string()], Destination::LocalSettings)
             .unwrap();
         assert_eq!(dirs, vec![dir.clone(), other_path.clone()]);
-        let saved: Value = serde_json::from_str(
-            &std::fs::read_to_string(dir.join(".keel/settings.local.json")).unwrap(),
-        )
-        .unwrap();
-        assert_eq!(saved["permissions"]["additionalDirectories"][0], other_path.display().to_string());
-        assert!(a.update_directories(true, &["does/not/exist".into()], Destination::Session).is_err());
+        let saved: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(".keel/settings.local.json")).unwrap()).unwrap();
+        assert_eq!(
+            saved["permissions"]["additionalDirectories"][0],
+            other_path.display().to_string()
+        );
+        assert!(
+            a.update_directories(true, &["does/not/exist".into()], Destination::Session)
+                .is_err()
+        );
         let dirs = a
-            .update_directories(false, &[other_path.display().to_string(), dir.display().to_string()], Destination::Session)
+            .update_directories(
+                false,
+                &[other_path.display().to_string(), dir.display().to_string()],
+                Destination::Session,
+            )
             .unwrap();
         assert_eq!(dirs, vec![dir]);
     }

@@ -102,7 +102,10 @@ pub async fn run(env: &Env, server: &ModelServer, name: &str) -> Option<Report> 
         .expect("run node");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "the TypeScript SDK program {name} failed:\n{stderr}\n{stdout}");
+    assert!(
+        out.status.success(),
+        "the TypeScript SDK program {name} failed:\n{stderr}\n{stdout}"
+    );
     let lines = stdout
         .lines()
         .filter(|l| l.starts_with('{'))
