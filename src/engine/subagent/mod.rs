@@ -164,11 +164,13 @@ impl Engine {
         Ok(())
     }
 
-    /// Switches the session's model; sub-agents started afterwards inherit it.
+    /// Switches the session's model (and the output limit that goes with it); sub-agents
+    /// started afterwards inherit it.
     pub fn set_model(&mut self, model: String) {
         if let Some(r) = &self.subagents {
             *r.model.write().unwrap_or_else(|p| p.into_inner()) = model.clone();
         }
+        self.config.max_tokens = crate::config::models::info(&model).max_output;
         self.config.model = model;
     }
 
