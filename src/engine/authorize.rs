@@ -107,6 +107,17 @@ impl Pipeline<'_> {
                 .await;
             match agg.permission {
                 Some(Permission::Allow) => {
+                    let (list, bad) = updates::parse(&agg.updated_permissions);
+                    if !bad.is_empty() {
+                        self.events.notice(
+                            NoticeLevel::Warning,
+                            format!(
+                                "a PermissionRequest hook's permission updates cannot be read, so none was applied: {}",
+                                bad.join("; ")
+                            ),
+                        );
+                    }
+                    self.apply_updates(list);
                     self.after_approval(call, false);
                     return Ok(Approved {
                         resolved,
