@@ -64,6 +64,7 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
 
     let mut printer = Printer::new(out.clone(), OutputFormat::StreamJson, cli.verbose, session_id.clone());
     printer.include_hook_events = cli.programs.include_hook_events;
+    let forward_subagent_text = printer.forward_subagent_text.clone();
     if engine.config.interactive {
         printer.link = Some(link.clone());
     }
@@ -95,6 +96,9 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
                 Ok((answer, warnings)) => {
                     for w in warnings {
                         eprintln!("keel: warning: {w}");
+                    }
+                    if let Some(forward) = init.forward_subagent_text {
+                        forward_subagent_text.store(forward, std::sync::atomic::Ordering::Relaxed);
                     }
                     out.line(&codec::success(&id, answer));
                     if let (Some(hub), false) = (engine.session.shared.mcp.clone(), init.sdk_mcp_servers.is_empty()) {

@@ -82,3 +82,64 @@ async fn a_permission_request_hook_applies_its_permission_updates() {
     let (text, is_error) = server.requests()[2].tool_result_text("b2");
     assert!(is_error && text.contains("touch c.txt"), "{text}");
 }
+
+/// A sub-agent's tool calls and results reach the program as lines whose
+/// `parent_tool_use_id` is the Agent call; its text and thinking only with
+/// `forwardSubagentText`.
+#[tokio::test]
+async fn sub_agent_messages_are_forwarded_under_their_agent_call() {
+    for forward in [false, true] {
+        let env = Env::new();
+        env.write("notes.txt", "remember the milk\n");
+        let server = ModelServer::start().await;
+        server
+            .push(calls(vec![tool(
+                "a1",
+                "Agent",
+                json!({"description": "look", "prompt": "Read notes.txt.", "subagent_type": "general-purpose"}),
+            )]))
+            .push(calls(vec![
+                crate::support::sse::text("Reading it now."),
+                tool("r1", "Read", json!({"file_path": env.path("notes.txt")})),
+            ]))
+            .push(answer("It says: remember the milk."))
+            .push(answer("The notes say to remember the milk."));
+        let input = [
+            request("i1", json!({"subtype": "initialize", "forwardSubagentText": forward})),
+            user("what do the notes say?"),
+        ]
+        .join("\n")
+            + "\n";
+        let out = env.keel(&server).args(STREAM).stdin(&input).run().await;
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let lines = out.lines();
+        let nested: Vec<&Value> = lines.iter().filter(|l| l["parent_tool_use_id"] == "a1").collect();
+        let blocks: Vec<(String, String)> = nested
+            .iter()
+            .map(|l| {
+                let b = &l["message"]["content"][0];
+                (
+                    l["type"].as_str().unwrap().to_string(),
+                    b["type"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        let mut expected = vec![
+            ("assistant".to_string(), "tool_use".to_string()),
+            ("user".to_string(), "tool_result".to_string()),
+        ];
+        if forward {
+            expected.insert(0, ("assistant".into(), "text".into()));
+            expected.push(("assistant".into(), "text".into()));
+        }
+        assert_eq!(blocks, expected, "forwardSubagentText: {forward}");
+        let read = nested.iter().find(|l| l["type"] == "user").unwrap();
+        assert!(read["message"]["content"][0].to_string().contains("remember the milk"));
+        // The parent's own lines stay unnested.
+        let top: Vec<&Value> = lines
+            .iter()
+            .filter(|l| l["type"] == "assistant" && l["parent_tool_use_id"].is_null())
+            .collect();
+        assert_eq!(top.len(), 2, "the Agent call and the final answer");
+    }
+}

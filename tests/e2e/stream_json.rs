@@ -168,7 +168,6 @@ async fn initialize_refuses_what_keel_cannot_honour_instead_of_ignoring_it() {
     let cases = [
         ("excludeDynamicSections", json!(true)),
         ("systemPromptSnapshot", json!(true)),
-        ("forwardSubagentText", json!(true)),
         ("skills", json!(["review"])),
     ];
     let mut input = String::new();

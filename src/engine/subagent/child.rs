@@ -253,15 +253,26 @@ pub(super) async fn prepare(
         engine.session.shared.skills.grant(&req.description, rules);
     }
 
-    // Approvals, notices and hook runs of the child reach the user like the parent's own.
+    // Approvals, notices and hook runs of the child reach the user like the parent's own; the
+    // messages of a child the parent waits for go along tagged with the call that started it.
     let forward_to = r.events.clone();
+    let messages_of = (!req.background.unwrap_or(def.background)).then(|| req.tool_use_id.clone());
     let forward = tokio::spawn(async move {
         while let Some(ev) = events.recv().await {
-            if matches!(
-                ev,
-                EngineEvent::PermissionRequest(_) | EngineEvent::Notice { .. } | EngineEvent::HookRun(_)
-            ) {
-                forward_to.emit(ev);
+            match ev {
+                EngineEvent::PermissionRequest(_) | EngineEvent::Notice { .. } | EngineEvent::HookRun(_) => {
+                    forward_to.emit(ev);
+                }
+                EngineEvent::Assistant { .. } | EngineEvent::ToolResults(_) => {
+                    if let Some(id) = &messages_of {
+                        forward_to.emit(EngineEvent::Subagent {
+                            parent_tool_use_id: id.clone(),
+                            event: Box::new(ev),
+                        });
+                    }
+                }
+                EngineEvent::Subagent { .. } if messages_of.is_some() => forward_to.emit(ev),
+                _ => {}
             }
         }
     });

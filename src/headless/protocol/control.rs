@@ -57,30 +57,27 @@ pub fn initialize(
 }
 
 /// Options keel cannot honour are refused by name rather than ignored. Their other values are
-/// what keel does anyway: the system prompt keeps its dynamic sections, is rebuilt when a
-/// session resumes (no snapshot), and sub-agents' messages are not forwarded.
+/// what keel does anyway: the system prompt keeps its dynamic sections and is rebuilt when a
+/// session resumes (no snapshot).
 fn refuse_unsupported(init: &Initialize) -> Result<(), String> {
     if init.exclude_dynamic_sections == Some(true) {
         return Err(
-            "keel cannot move the dynamic sections of its system prompt (working directory, git status, memory) into              the first message (`excludeDynamicSections: true`); leave the option unset"
+            "keel cannot move the dynamic sections of its system prompt (working directory, git status, memory) into \
+             the first message (`excludeDynamicSections: true`); leave the option unset"
                 .into(),
         );
     }
     if init.system_prompt_snapshot == Some(true) {
         return Err(
-            "keel does not record the system prompt: it is rebuilt from the current files and options when a session              resumes (`systemPromptSnapshot: true`); leave the option unset or set it to false"
-                .into(),
-        );
-    }
-    if init.forward_subagent_text == Some(true) {
-        return Err(
-            "keel does not forward the messages of sub-agents to the program (`forwardSubagentText: true`); only the              Agent tool's result reaches it"
+            "keel does not record the system prompt: it is rebuilt from the current files and options when a session \
+             resumes (`systemPromptSnapshot: true`); leave the option unset or set it to false"
                 .into(),
         );
     }
     if let Some(skills) = &init.skills {
         return Err(format!(
-            "keel cannot limit the session's skills to a list (`skills`: [{}]); leave the option unset, or remove the              skills you do not want from the skill folders",
+            "keel cannot limit the session's skills to a list (`skills`: [{}]); leave the option unset, or remove the \
+             skills you do not want from the skill folders",
             skills.join(", ")
         ));
     }
