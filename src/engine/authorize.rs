@@ -242,6 +242,12 @@ impl Pipeline<'_> {
                     rules,
                     destination,
                 } => self.authorizer.update_rules(op, behavior, &rules, destination),
+                Update::SetMode { mode, .. }
+                    if mode == Mode::BypassPermissions
+                        && let Some(why) = &self.authorizer.bypass_disabled =>
+                {
+                    Err(why.clone())
+                }
                 Update::SetMode { mode, destination } => {
                     self.shared.set_mode(mode);
                     self.events.emit(EngineEvent::ModeChanged(mode));

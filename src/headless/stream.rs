@@ -44,6 +44,8 @@ struct Shared {
     /// The running turn's token, so `interrupt` can stop it.
     current: Mutex<Option<CancellationToken>>,
     replay: bool,
+    /// Why `set_permission_mode` may not enter bypassPermissions, if a setting forbids it.
+    bypass_disabled: Option<String>,
 }
 
 pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: CancellationToken) -> ExitCode {
@@ -58,6 +60,7 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
         session_id: session_id.clone(),
         current: Mutex::new(None),
         replay: cli.programs.replay_user_messages,
+        bypass_disabled: engine.authorizer.bypass_disabled.clone(),
     });
     let state_events = std::env::var("CLAUDE_CODE_SDK_READS_SESSION_STATE").is_ok_and(|v| v == "1")
         || std::env::var("CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS").is_ok_and(|v| v == "1");
@@ -301,6 +304,12 @@ fn answer(shared: &Shared, commands: &mpsc::UnboundedSender<Command>, id: String
             out.line(&codec::success(&id, json!({})));
         }
         ClientRequest::SetPermissionMode(m) => match Mode::parse(&m) {
+            Some(Mode::BypassPermissions) if shared.bypass_disabled.is_some() => {
+                out.line(&codec::error(
+                    &id,
+                    shared.bypass_disabled.as_deref().unwrap_or_default(),
+                ));
+            }
             Some(mode) => {
                 shared.session.set_mode(mode);
                 out.line(&codec::success(&id, json!({"mode": mode.as_str()})));

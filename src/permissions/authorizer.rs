@@ -67,6 +67,8 @@ pub struct Authorizer {
     anchors: Anchors,
     /// Where "allow always" rules are saved (`.keel/settings.local.json`).
     save_path: Option<PathBuf>,
+    /// Why bypassPermissions may not be entered during the session (`disableBypassPermissionsMode`).
+    pub bypass_disabled: Option<String>,
     /// Whether the read-only jail is in force (asked at the first shell command); without it
     /// keel approves only its allow-list of programs and options.
     jail: Option<JailProbe>,
@@ -89,6 +91,7 @@ impl Authorizer {
             dirs: RwLock::new(dirs),
             home,
             save_path,
+            bypass_disabled: None,
             jail: None,
         }
     }
@@ -140,6 +143,7 @@ impl Authorizer {
             dirs: RwLock::new(dirs),
             home: self.home.clone(),
             save_path: self.save_path.clone(),
+            bypass_disabled: self.bypass_disabled.clone(),
             jail: self.jail.clone(),
         }
     }

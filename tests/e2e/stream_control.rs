@@ -143,3 +143,58 @@ async fn sub_agent_messages_are_forwarded_under_their_agent_call() {
         assert_eq!(top.len(), 2, "the Agent call and the final answer");
     }
 }
+
+/// `disableBypassPermissionsMode` holds for the whole session: neither `set_permission_mode`
+/// nor a permission update may enter bypassPermissions.
+#[tokio::test]
+async fn bypass_mode_stays_out_of_reach_when_a_setting_disables_it() {
+    let env = Env::new();
+    let decision = json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {
+        "behavior": "allow",
+        "updatedPermissions": [{"type": "setMode", "mode": "bypassPermissions", "destination": "session"}]}}});
+    let hook = env.write("allow.sh", &format!("#!/bin/sh\ncat >/dev/null\necho '{decision}'\n"));
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    env.write(
+        ".claude/settings.json",
+        &json!({"permissions": {"disableBypassPermissionsMode": "disable"},
+                "hooks": {"PermissionRequest": [{"matcher": "Bash", "hooks": [{"type": "command",
+                    "command": hook.display().to_string()}]}]}})
+        .to_string(),
+    );
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool("b1", "Bash", json!({"command": "touch a.txt"}))]))
+        .push(calls(vec![tool(
+            "w1",
+            "Write",
+            json!({"file_path": "b.txt", "content": "b"}),
+        )]))
+        .push(answer("done"));
+    let input = [
+        request(
+            "m1",
+            json!({"subtype": "set_permission_mode", "mode": "bypassPermissions"}),
+        ),
+        user("make files"),
+    ]
+    .join("\n")
+        + "\n";
+    let out = env.keel(&server).args(STREAM).stdin(&input).run().await;
+    let lines = out.lines();
+    let m1 = lines
+        .iter()
+        .find(|l| l["type"] == "control_response" && l["response"]["request_id"] == "m1")
+        .expect("an answer to set_permission_mode");
+    assert_eq!(m1["response"]["subtype"], "error");
+    assert!(
+        m1["response"]["error"].as_str().unwrap().contains("disabled by"),
+        "{m1}"
+    );
+    assert!(env.path("a.txt").exists(), "the hook still allowed the call");
+    assert!(!env.path("b.txt").exists(), "the mode did not become bypassPermissions");
+    assert!(
+        out.stderr.contains("bypassPermissions mode is disabled"),
+        "{}",
+        out.stderr
+    );
+}
