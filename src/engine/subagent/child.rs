@@ -203,7 +203,7 @@ pub(super) async fn prepare(
     };
     let (mut engine, mut events) = Engine::new(
         config,
-        tree.provider.clone(),
+        tree.provider.read().unwrap_or_else(|p| p.into_inner()).clone(),
         registry.clone(),
         authorizer.clone(),
         tree.hooks.clone(),

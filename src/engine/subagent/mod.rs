@@ -47,7 +47,8 @@ pub struct SubagentInfo {
 
 /// What every runner of one session's agent tree shares.
 pub(crate) struct Tree {
-    provider: Arc<dyn Provider>,
+    /// Follows the session's model changes (`Engine::switch_model`).
+    provider: RwLock<Arc<dyn Provider>>,
     hooks: Arc<Hooks>,
     /// The main engine's configuration (window, compaction, whether a human answers).
     base: EngineConfig,
@@ -90,6 +91,12 @@ impl SubagentRunner {
     /// The model children without a model of their own run on.
     pub(crate) fn model(&self) -> String {
         self.model.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Sub-agents started from now on run on the session's new provider and model.
+    pub(crate) fn follow_model(&self, provider: Arc<dyn Provider>, model: String) {
+        *self.tree.provider.write().unwrap_or_else(|p| p.into_inner()) = provider;
+        *self.model.write().unwrap_or_else(|p| p.into_inner()) = model;
     }
 
     pub(crate) fn set_catalog(&self, catalog: Arc<AgentCatalog>) {
@@ -138,7 +145,7 @@ impl Engine {
         project.listings.clear();
         project.memory = None;
         let tree = Tree {
-            provider: self.provider.clone(),
+            provider: RwLock::new(self.provider.clone()),
             hooks: self.hooks.clone(),
             base: self.config.clone(),
             project,
@@ -162,16 +169,6 @@ impl Engine {
         }
         self.subagents = Some(runner);
         Ok(())
-    }
-
-    /// Switches the session's model (and the output limit that goes with it); sub-agents
-    /// started afterwards inherit it.
-    pub fn set_model(&mut self, model: String) {
-        if let Some(r) = &self.subagents {
-            *r.model.write().unwrap_or_else(|p| p.into_inner()) = model.clone();
-        }
-        self.config.max_tokens = crate::config::models::info(&model).max_output;
-        self.config.model = model;
     }
 
     pub(crate) fn subagent_runner(&self) -> Option<&Arc<SubagentRunner>> {
