@@ -92,6 +92,9 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
     }
 
     let mut started = false;
+    // The dynamic sections an `excludeDynamicSections` initialize took out of the system prompt
+    // go with the next user message.
+    let mut dynamic_pending = false;
     let mut last: Option<TurnOutcome> = None;
     loop {
         let gone = out.gone();
@@ -107,6 +110,7 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
                     for w in warnings {
                         eprintln!("keel: warning: {w}");
                     }
+                    dynamic_pending |= init.exclude_dynamic_sections == Some(true);
                     if let Some(forward) = init.forward_subagent_text {
                         forward_subagent_text.store(forward, std::sync::atomic::Ordering::Relaxed);
                     }
@@ -143,7 +147,10 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
                     [ContentBlock::Text { text, .. }] => {
                         let text = text.clone();
                         match slash::plan(&mut engine, &text, &cancel).await {
-                            slash::Plan::Turn(content) => engine.run_turn(content, cancel).await,
+                            slash::Plan::Turn(content) => {
+                                let content = with_dynamic(&engine, &mut dynamic_pending, content);
+                                engine.run_turn(content, cancel).await
+                            }
                             slash::Plan::Compact(instructions) => {
                                 engine.compact_turn(instructions.as_deref(), &cancel).await
                             }
@@ -152,6 +159,7 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
                         };
                     }
                     _ => {
+                        let content = with_dynamic(&engine, &mut dynamic_pending, content);
                         engine.run_turn(content, cancel).await;
                     }
                 }
@@ -192,6 +200,20 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
         Some(o) if o.is_error && !o.interrupted => ExitCode::from(1),
         _ => ExitCode::SUCCESS,
     }
+}
+
+/// Puts the system prompt's dynamic sections (environment, git snapshot, memory) in front of
+/// the message when `excludeDynamicSections` took them out and they were not sent yet.
+fn with_dynamic(engine: &Engine, pending: &mut bool, mut content: Vec<ContentBlock>) -> Vec<ContentBlock> {
+    if std::mem::take(pending)
+        && let Some(text) = engine.project.dynamic_text()
+    {
+        content.insert(
+            0,
+            ContentBlock::text(format!("<system-reminder>\n{text}\n</system-reminder>")),
+        );
+    }
+    content
 }
 
 fn usage_since(before: &crate::message::Usage, now: &crate::message::Usage) -> crate::message::Usage {

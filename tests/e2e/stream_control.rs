@@ -198,3 +198,40 @@ async fn bypass_mode_stays_out_of_reach_when_a_setting_disables_it() {
         out.stderr
     );
 }
+
+/// `excludeDynamicSections`: the system prompt loses the environment and git snapshot (the
+/// same for every user and folder), and the first user message carries them instead.
+#[tokio::test]
+async fn dynamic_sections_move_from_the_system_prompt_to_the_first_message() {
+    let env = Env::new();
+    env.write("CLAUDE.md", "Always run the linter.\n");
+    let server = ModelServer::start().await;
+    server.push(answer("one")).push(answer("two"));
+    let input = [
+        request("i1", json!({"subtype": "initialize", "excludeDynamicSections": true})),
+        user("first"),
+        user("second"),
+    ]
+    .join("\n")
+        + "\n";
+    let out = env.keel(&server).args(STREAM).stdin(&input).run().await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    let work = env.work.display().to_string();
+    for r in &reqs {
+        let system = r.body["system"].to_string();
+        assert!(!system.contains("Environment:"), "{system}");
+        assert!(!system.contains("Working directory"), "{system}");
+        // Instruction files stay: they must survive compaction.
+        assert!(system.contains("Always run the linter."));
+    }
+    let first = reqs[0].messages()[0]["content"].to_string();
+    assert!(
+        first.contains("<system-reminder>") && first.contains("Environment:") && first.contains(&work),
+        "{first}"
+    );
+    assert!(first.contains("first"));
+    let second_turn = reqs[1].messages().last().unwrap()["content"].to_string();
+    assert!(!second_turn.contains("<system-reminder>"), "sent once: {second_turn}");
+}

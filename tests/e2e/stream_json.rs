@@ -165,11 +165,7 @@ async fn initialize_answers_and_set_permission_mode_reports_the_mode() {
 async fn initialize_refuses_what_keel_cannot_honour_instead_of_ignoring_it() {
     let env = Env::new();
     let server = ModelServer::start().await;
-    let cases = [
-        ("excludeDynamicSections", json!(true)),
-        ("systemPromptSnapshot", json!(true)),
-        ("skills", json!(["review"])),
-    ];
+    let cases = [("systemPromptSnapshot", json!(true)), ("skills", json!(["review"]))];
     let mut input = String::new();
     for (i, (field, value)) in cases.iter().enumerate() {
         let mut body = json!({"subtype": "initialize"});

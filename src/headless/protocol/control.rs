@@ -50,6 +50,12 @@ pub fn initialize(
         });
         engine.set_project(project);
     }
+    if init.exclude_dynamic_sections == Some(true) {
+        // The stream loop puts them in front of the next user message.
+        let mut project = engine.project.clone();
+        project.dynamic_in_message = true;
+        engine.set_project(project);
+    }
     if !hooks.is_empty() {
         engine.hooks.set_client_hooks(hooks, link.clone());
     }
@@ -57,16 +63,8 @@ pub fn initialize(
 }
 
 /// Options keel cannot honour are refused by name rather than ignored. Their other values are
-/// what keel does anyway: the system prompt keeps its dynamic sections and is rebuilt when a
-/// session resumes (no snapshot).
+/// what keel does anyway: the system prompt is rebuilt when a session resumes (no snapshot).
 fn refuse_unsupported(init: &Initialize) -> Result<(), String> {
-    if init.exclude_dynamic_sections == Some(true) {
-        return Err(
-            "keel cannot move the dynamic sections of its system prompt (working directory, git status, memory) into \
-             the first message (`excludeDynamicSections: true`); leave the option unset"
-                .into(),
-        );
-    }
     if init.system_prompt_snapshot == Some(true) {
         return Err(
             "keel does not record the system prompt: it is rebuilt from the current files and options when a session \
