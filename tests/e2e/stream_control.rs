@@ -235,3 +235,64 @@ async fn dynamic_sections_move_from_the_system_prompt_to_the_first_message() {
     let second_turn = reqs[1].messages().last().unwrap()["content"].to_string();
     assert!(!second_turn.contains("<system-reminder>"), "sent once: {second_turn}");
 }
+
+/// `systemPromptSnapshot: true`: a resumed session sends the system prompt recorded at its
+/// start; without it the prompt is rebuilt from the current options.
+#[tokio::test]
+async fn a_snapshot_keeps_the_recorded_system_prompt_across_resume() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    server.push(answer("one")).push(answer("two")).push(answer("three"));
+    let session = |snapshot: bool, append: &str| {
+        [
+            request(
+                "i1",
+                json!({"subtype": "initialize", "systemPromptSnapshot": snapshot, "appendSystemPrompt": append}),
+            ),
+            user("hello"),
+        ]
+        .join("\n")
+            + "\n"
+    };
+    let out = env
+        .keel(&server)
+        .args(STREAM)
+        .stdin(&session(true, "Style A."))
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let id = out
+        .lines()
+        .iter()
+        .find(|l| l["type"] == "result")
+        .map(|l| l["session_id"].as_str().unwrap().to_string())
+        .unwrap();
+    let out = env
+        .keel(&server)
+        .args(STREAM)
+        .args(["--resume", &id])
+        .stdin(&session(true, "Style B."))
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = env
+        .keel(&server)
+        .args(STREAM)
+        .args(["--resume", &id])
+        .stdin(&session(false, "Style C."))
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let systems: Vec<String> = server.requests().iter().map(|r| r.body["system"].to_string()).collect();
+    assert!(systems[0].contains("Style A."));
+    assert!(
+        systems[1].contains("Style A.") && !systems[1].contains("Style B."),
+        "{}",
+        systems[1]
+    );
+    assert!(
+        systems[2].contains("Style C.") && !systems[2].contains("Style A."),
+        "{}",
+        systems[2]
+    );
+}

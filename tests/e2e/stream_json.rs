@@ -165,7 +165,7 @@ async fn initialize_answers_and_set_permission_mode_reports_the_mode() {
 async fn initialize_refuses_what_keel_cannot_honour_instead_of_ignoring_it() {
     let env = Env::new();
     let server = ModelServer::start().await;
-    let cases = [("systemPromptSnapshot", json!(true)), ("skills", json!(["review"]))];
+    let cases = [("skills", json!(["review"]))];
     let mut input = String::new();
     for (i, (field, value)) in cases.iter().enumerate() {
         let mut body = json!({"subtype": "initialize"});
@@ -176,8 +176,7 @@ async fn initialize_refuses_what_keel_cannot_honour_instead_of_ignoring_it() {
     input.push_str(
         &(request(
             "ok",
-            json!({"subtype": "initialize", "excludeDynamicSections": false, "systemPromptSnapshot": false,
-                   "forwardSubagentText": false, "somethingNew": 1}),
+            json!({"subtype": "initialize", "systemPromptSnapshot": false, "somethingNew": 1}),
         ) + "\n"),
     );
     let out = env.keel(&server).args(STREAM).stdin(&input).run().await;

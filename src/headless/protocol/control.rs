@@ -59,19 +59,15 @@ pub fn initialize(
     if !hooks.is_empty() {
         engine.hooks.set_client_hooks(hooks, link.clone());
     }
+    // Last: the prompt recorded is the one the options above produced.
+    if init.system_prompt_snapshot == Some(true) {
+        warnings.extend(super::snapshot::keep(engine, engine.session.transcript.is_recording()));
+    }
     Ok((answer(engine), warnings))
 }
 
-/// Options keel cannot honour are refused by name rather than ignored. Their other values are
-/// what keel does anyway: the system prompt is rebuilt when a session resumes (no snapshot).
+/// Options keel cannot honour are refused by name rather than ignored.
 fn refuse_unsupported(init: &Initialize) -> Result<(), String> {
-    if init.system_prompt_snapshot == Some(true) {
-        return Err(
-            "keel does not record the system prompt: it is rebuilt from the current files and options when a session \
-             resumes (`systemPromptSnapshot: true`); leave the option unset or set it to false"
-                .into(),
-        );
-    }
     if let Some(skills) = &init.skills {
         return Err(format!(
             "keel cannot limit the session's skills to a list (`skills`: [{}]); leave the option unset, or remove the \

@@ -6,3 +6,4 @@ pub mod client;
 pub mod codec;
 pub mod control;
 pub mod mcp_relay;
+pub mod snapshot;
