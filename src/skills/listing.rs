@@ -51,6 +51,11 @@ fn cut(text: &str, max: usize) -> String {
     s
 }
 
+/// How the skill listing begins (front ends find it among the project layer's sections by it).
+pub const LISTING_LEAD: &str = "Skills available in this session. When a task matches a skill's description, load the skill \
+     with the Skill tool (`skill`: its name, `args`: optional arguments) before doing the task; its full instructions \
+     arrive then. Only names and descriptions are listed here.";
+
 /// The listing text, or `None` when there is nothing to list. `budget` bounds the entries'
 /// characters (the fixed lead-in is not counted).
 pub fn render<'a>(skills: impl IntoIterator<Item = &'a Skill>, budget: usize) -> Option<String> {
@@ -78,11 +83,7 @@ pub fn render<'a>(skills: impl IntoIterator<Item = &'a Skill>, budget: usize) ->
         }
         lo
     };
-    let mut out = String::from(
-        "Skills available in this session. When a task matches a skill's description, load the skill with \
-         the Skill tool (`skill`: its name, `args`: optional arguments) before doing the task; its full \
-         instructions arrive then. Only names and descriptions are listed here.",
-    );
+    let mut out = String::from(LISTING_LEAD);
     for (name, about) in &entries {
         let text = cut(about, limit);
         if text.is_empty() {

@@ -296,3 +296,59 @@ async fn a_snapshot_keeps_the_recorded_system_prompt_across_resume() {
         systems[2]
     );
 }
+
+/// initialize's `skills` list: only the listed skills are offered; the Skill tool refuses the
+/// others and `/name` does not know them.
+#[tokio::test]
+async fn a_skills_list_limits_the_session_to_those_skills() {
+    let env = Env::new();
+    for name in ["review", "deploy"] {
+        env.write(
+            &format!(".claude/skills/{name}/SKILL.md"),
+            &format!("---\nname: {name}\ndescription: The {name} skill.\n---\nDo the {name}.\n"),
+        );
+    }
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![
+            tool("s1", "Skill", json!({"skill": "deploy"})),
+            tool("s2", "Skill", json!({"skill": "review"})),
+        ]))
+        .push(answer("reviewed"));
+    let input = [
+        request("i1", json!({"subtype": "initialize", "skills": ["review", "missing"]})),
+        user("go"),
+        user("/deploy now"),
+    ]
+    .join("\n")
+        + "\n";
+    let out = env.keel(&server).args(STREAM).stdin(&input).run().await;
+    let lines = out.lines();
+    let init = lines
+        .iter()
+        .find(|l| l["type"] == "control_response" && l["response"]["request_id"] == "i1")
+        .unwrap();
+    assert_eq!(init["response"]["subtype"], "success", "{init}");
+    assert!(out.stderr.contains("no skill named `missing`"), "{}", out.stderr);
+    let system_init = lines.iter().find(|l| l["subtype"] == "init").unwrap();
+    assert_eq!(system_init["skills"], json!(["review"]));
+    let reqs = server.requests();
+    let system = reqs[0].body["system"].to_string();
+    assert!(
+        system.contains("The review skill.") && !system.contains("The deploy skill."),
+        "{system}"
+    );
+    let (deploy, is_error) = reqs[1].tool_result_text("s1");
+    assert!(is_error && deploy.contains("Skill(deploy)"), "{deploy}");
+    let (review, is_error) = reqs[1].tool_result_text("s2");
+    assert!(!is_error && review.contains("review"), "{review}");
+    let round = reqs[1].messages().last().unwrap()["content"].to_string();
+    assert!(
+        round.contains("Do the review.") && !round.contains("Do the deploy."),
+        "{round}"
+    );
+    let results: Vec<&Value> = lines.iter().filter(|l| l["type"] == "result").collect();
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[1]["is_error"], true, "/deploy is unknown: {}", results[1]);
+    assert_eq!(reqs.len(), 2, "the unknown command never reached the model");
+}

@@ -162,17 +162,22 @@ async fn initialize_answers_and_set_permission_mode_reports_the_mode() {
 }
 
 #[tokio::test]
-async fn initialize_refuses_what_keel_cannot_honour_instead_of_ignoring_it() {
+async fn initialize_refuses_malformed_options_and_names_unknown_fields() {
     let env = Env::new();
     let server = ModelServer::start().await;
-    let cases = [("skills", json!(["review"]))];
+    let cases = [
+        ("skills", json!("all")),
+        ("excludeDynamicSections", json!("yes")),
+        ("systemPromptSnapshot", json!(1)),
+        ("forwardSubagentText", json!("true")),
+    ];
     let mut input = String::new();
     for (i, (field, value)) in cases.iter().enumerate() {
         let mut body = json!({"subtype": "initialize"});
         body[*field] = value.clone();
         input.push_str(&(request(&format!("i{i}"), body) + "\n"));
     }
-    // What keel does anyway is accepted.
+    // Well-formed options are accepted; an unknown field is named on stderr.
     input.push_str(
         &(request(
             "ok",

@@ -24,7 +24,6 @@ pub fn initialize(
     init: &Initialize,
     link: &Arc<ClientLink>,
 ) -> Result<(Value, Vec<String>), String> {
-    refuse_unsupported(init)?;
     let (hooks, mut warnings) = hook_config(init)?;
     warnings.extend(
         init.unknown_fields
@@ -50,6 +49,9 @@ pub fn initialize(
         });
         engine.set_project(project);
     }
+    if let Some(names) = &init.skills {
+        warnings.extend(super::skills_filter::keep_only(engine, names)?);
+    }
     if init.exclude_dynamic_sections == Some(true) {
         // The stream loop puts them in front of the next user message.
         let mut project = engine.project.clone();
@@ -64,18 +66,6 @@ pub fn initialize(
         warnings.extend(super::snapshot::keep(engine, engine.session.transcript.is_recording()));
     }
     Ok((answer(engine), warnings))
-}
-
-/// Options keel cannot honour are refused by name rather than ignored.
-fn refuse_unsupported(init: &Initialize) -> Result<(), String> {
-    if let Some(skills) = &init.skills {
-        return Err(format!(
-            "keel cannot limit the session's skills to a list (`skills`: [{}]); leave the option unset, or remove the \
-             skills you do not want from the skill folders",
-            skills.join(", ")
-        ));
-    }
-    Ok(())
 }
 
 /// The client's hook registrations as handlers keel calls back. Events keel does not have are

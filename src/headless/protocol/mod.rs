@@ -6,4 +6,5 @@ pub mod client;
 pub mod codec;
 pub mod control;
 pub mod mcp_relay;
+pub mod skills_filter;
 pub mod snapshot;
