@@ -63,8 +63,8 @@ pub struct Initialize {
     pub append_system_prompt: Option<String>,
     /// A JSON schema the final answer must match (`jsonSchema`).
     pub json_schema: Option<Value>,
-    /// Options keel answers with an error when they ask for what it does not do
-    /// (`excludeDynamicSections`, `systemPromptSnapshot`, `forwardSubagentText`, `skills`).
+    /// `excludeDynamicSections`, `systemPromptSnapshot`, `forwardSubagentText` and `skills`
+    /// (only the listed skills for the main session).
     pub exclude_dynamic_sections: Option<bool>,
     pub system_prompt_snapshot: Option<bool>,
     pub forward_subagent_text: Option<bool>,
