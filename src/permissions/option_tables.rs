@@ -123,7 +123,7 @@ pub const SPECS: &[(&str, &str)] = &[
         "-c|--compact-output -r|--raw-output -j|--join-output -a|--ascii-output -n|--null-input -s|--slurp \
          -e|--exit-status -S|--sort-keys -C|--color-output -M|--monochrome-output --tab --indent= --unbuffered \
          --stream --stream-errors --seq -f|--from-file=< --arg= --argjson= --slurpfile= --rawfile= --args --jsonargs \
-         -R|--raw-input --raw-output0 -L= -h|--help -V|--version --build-configuration",
+         -R|--raw-input --raw-output0 -L|--library-path= -h|--help -V|--version --build-configuration",
     ),
     (
         "md5sum",

@@ -30,6 +30,7 @@ impl Ctx<'_> {
             .rules
             .iter()
             .any(|r| r.behavior == Behavior::Deny && r.names_tool("Bash"));
+        let denied_programs = self.denied_programs();
         let mut hard_reasons = Vec::new();
         let mut unapproved: Vec<&SimpleCommand> = Vec::new();
         let mut soft_reasons = Vec::new();
@@ -101,7 +102,10 @@ impl Ctx<'_> {
             if let Some(r) = self.find(Behavior::Ask, "Bash", |r| texts.iter().any(|t| r.matches_command(t))) {
                 hard_reasons.push(format!("the rule `{}` asks for confirmation of `{text}`", r.text));
             }
-            if deny_rules && let Some(why) = commands::hidden_program(part) {
+            if deny_rules
+                && let Some(why) =
+                    commands::hidden_program(part).or_else(|| commands::may_start_denied(part, &denied_programs, strict))
+            {
                 hard_reasons.push(format!(
                     "{why}, so the Bash deny rules cannot be checked against it; such commands always need confirmation"
                 ));
@@ -124,13 +128,30 @@ impl Ctx<'_> {
             if self.mode == Mode::Plan && !observes {
                 return Verdict::Deny(plan_mode_message("Bash"));
             }
+            // Every path judged where it leads (links followed, a dangling one to the file it
+            // would create); entries a copy names only by their source's contents must not
+            // land at the top of a working directory, where configuration lives.
             let fs_inside = || {
-                commands::fs_paths(part).is_some_and(|paths| {
-                    paths.iter().all(|w| {
-                        matches!(cwd.as_deref().map(|c| shell::resolve_word(w, c, self.home)),
-                            Some(Resolved::Paths(ps)) if ps.iter().all(|p| self.inside(p) && protected::config_reason(p, self.home).is_none()))
+                let resolve = |w: &shell::Word| match cwd.as_deref().map(|c| shell::resolve_word(w, c, self.home)) {
+                    Some(Resolved::Paths(ps)) => Some(ps),
+                    _ => None,
+                };
+                let clean = |p: &PathBuf| {
+                    let real = super::real_path(p);
+                    self.inside(p)
+                        && self.inside(&real)
+                        && protected::config_reason(p, self.home).is_none()
+                        && protected::config_reason(&real, self.home).is_none()
+                };
+                let named = commands::fs_paths(part)
+                    .is_some_and(|paths| paths.iter().all(|w| resolve(w).is_some_and(|ps| ps.iter().all(clean))));
+                let into_top = commands::unnamed_destination(part).is_some_and(|dest| {
+                    resolve(&dest).is_none_or(|ps| {
+                        ps.iter()
+                            .any(|p| self.is_working_dir(p) || self.is_working_dir(&super::real_path(p)))
                     })
-                })
+                });
+                named && !into_top
             };
             let approved = explicitly_allowed
                 || self.find(Behavior::Allow, "Bash", Rule::is_whole_tool).is_some()
@@ -178,6 +199,25 @@ impl Ctx<'_> {
         self.ask(reasons.join("; "), rules_to_save, Vec::new())
     }
 
+    /// The program names Bash deny rules start with (`Bash(rm:*)`, `Bash(git push:*)`,
+    /// `Bash(rm *)` → `rm`, `git`).
+    fn denied_programs(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .rules
+            .iter()
+            .filter(|r| r.behavior == Behavior::Deny && r.names_tool("Bash"))
+            .filter_map(|r| {
+                let inner = r.text.split_once('(')?.1.strip_suffix(')')?;
+                let first = inner.split_whitespace().next()?.trim_end_matches(":*");
+                let name = first.rsplit('/').next().unwrap_or(first);
+                (!name.is_empty() && !name.contains(['*', '?'])).then(|| name.to_string())
+            })
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// Where `cd` takes the shell, as far as keel can tell: `None` when unknown (`cd -`, an
     /// expanded word, an option keel does not know).
     fn cd_target(&self, part: &SimpleCommand, cwd: Option<&Path>) -> Option<PathBuf> {
@@ -197,7 +237,12 @@ impl Ctx<'_> {
         let Some(w) = target else {
             return self.home.map(Path::to_path_buf);
         };
-        match shell::resolve_word(w, cwd?, self.home) {
+        let resolved = if physical {
+            shell::resolve_word(w, cwd?, self.home)
+        } else {
+            shell::resolve_word_logical(w, cwd?, self.home)
+        };
+        match resolved {
             Resolved::Paths(p) if p.len() == 1 => {
                 let p = p.into_iter().next()?;
                 Some(if physical { super::real_path(&p) } else { p })
