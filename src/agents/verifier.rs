@@ -25,11 +25,9 @@ pub struct Facts {
 }
 
 async fn git(cwd: &Path, args: &[&str]) -> Option<String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(cwd)
+    // keel's own git: no hook, filter, fsmonitor or other program the repository names runs.
+    let out = Command::from(crate::context::git::command(cwd))
         .args(args)
-        .stdin(std::process::Stdio::null())
         .output()
         .await
         .ok()?;

@@ -33,11 +33,9 @@ pub enum Outcome {
 }
 
 async fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
+    // keel's own git: no hook, filter, fsmonitor or other program the repository names runs.
+    let out = Command::from(crate::context::git::command(dir))
         .args(args)
-        .stdin(std::process::Stdio::null())
         .output()
         .await
         .map_err(|e| format!("cannot run git: {e}"))?;

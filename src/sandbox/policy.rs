@@ -92,8 +92,32 @@ pub fn config_paths(working_dirs: &[PathBuf], home: Option<&Path>) -> (Vec<PathB
     }
     candidates.sort();
     candidates.dedup();
-    // `symlink_metadata`: a dangling link still occupies the name, and is protected as it is.
-    candidates.into_iter().partition(|p| p.symlink_metadata().is_ok())
+    let (mut existing, mut missing) = (Vec::new(), Vec::new());
+    for c in candidates {
+        match c.symlink_metadata() {
+            Err(_) => missing.push(c),
+            // A link (a repository may commit `.claude -> somewhere`) cannot be a mount point:
+            // a mount would cover its target, and the link itself could then be removed and
+            // a real directory made in its place. So the name is reserved like a missing one,
+            // and what it leads to is protected where it exists, reserved where it does not
+            // (writing through a dangling link would create it).
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = crate::tools::paths::real_path(&c);
+                missing.push(c);
+                if target.symlink_metadata().is_ok_and(|t| !t.file_type().is_symlink()) {
+                    existing.push(target);
+                } else {
+                    missing.push(target);
+                }
+            }
+            Ok(_) => existing.push(c),
+        }
+    }
+    for list in [&mut existing, &mut missing] {
+        list.sort();
+        list.dedup();
+    }
+    (existing, missing)
 }
 
 impl Policy {
@@ -191,5 +215,21 @@ mod tests {
         std::fs::create_dir(&home).unwrap();
         let (_, missing) = config_paths(std::slice::from_ref(&w), Some(&home));
         assert!(missing.contains(&home.join(".bashrc")));
+    }
+
+    #[test]
+    fn linked_configuration_names_are_reserved_and_their_targets_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path().canonicalize().unwrap();
+        std::fs::create_dir(w.join("cfg")).unwrap();
+        std::os::unix::fs::symlink("cfg", w.join(".claude")).unwrap();
+        std::os::unix::fs::symlink("nowhere/mcp.json", w.join(".mcp.json")).unwrap();
+        let (existing, missing) = config_paths(std::slice::from_ref(&w), None);
+        // The links' names can be neither replaced nor recreated once removed.
+        assert!(missing.contains(&w.join(".claude")) && missing.contains(&w.join(".mcp.json")));
+        // An existing target is a read-only mount; a missing one may not be created.
+        assert!(existing.contains(&w.join("cfg")), "{existing:?}");
+        assert!(missing.contains(&w.join("nowhere/mcp.json")), "{missing:?}");
+        assert!(!existing.contains(&w.join(".claude")));
     }
 }

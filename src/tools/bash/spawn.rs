@@ -71,6 +71,32 @@ impl Confine<'_> {
     }
 }
 
+/// Configuration (command-line scope, above any repository's) for the git of commands keel
+/// approved on its own, after any the environment already carries: a bare repository
+/// committed inside a project (`vendor/x/{HEAD,config,objects,refs}`) is not taken for a
+/// repository unless named, and fsmonitor, hooks and external diff stay off. Without the jail
+/// this is what keeps `git -C vendor/x status` from running the program its config names.
+pub fn inert_git_env() -> Vec<(String, String)> {
+    const KEYS: &[(&str, &str)] = &[
+        ("safe.bareRepository", "explicit"),
+        ("core.fsmonitor", "false"),
+        ("core.hooksPath", "/dev/null"),
+        ("diff.external", ""),
+        ("core.pager", "cat"),
+    ];
+    let base: usize = std::env::var("GIT_CONFIG_COUNT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mut out = Vec::new();
+    for (i, (k, v)) in KEYS.iter().enumerate() {
+        out.push((format!("GIT_CONFIG_KEY_{}", base + i), k.to_string()));
+        out.push((format!("GIT_CONFIG_VALUE_{}", base + i), v.to_string()));
+    }
+    out.push(("GIT_CONFIG_COUNT".into(), (base + KEYS.len()).to_string()));
+    out
+}
+
 /// Builds (does not start) the process for `command`:
 /// - runs in `cwd` with stdin closed (`/dev/null`), so nothing waits for input;
 /// - stdout and stderr both go to `output`, one file description, so their order is kept;
@@ -135,10 +161,15 @@ pub fn shell_command(
         cmd.env("TMPDIR", tmp);
     }
     // A command keel approved on its own does not get keel's secrets (its API key among them),
-    // jail or not.
+    // jail or not, and its git runs no program a repository's configuration names.
     if confine.how != Confinement::Approved || policy.as_ref().is_some_and(|p| p.kind != Kind::Sandbox) {
         for name in crate::sandbox::confiner::secret_env_names() {
             cmd.env_remove(name);
+        }
+    }
+    if confine.how != Confinement::Approved {
+        for (k, v) in inert_git_env() {
+            cmd.env(k, v);
         }
     }
     cmd.args(&args)
