@@ -175,6 +175,8 @@ pub const HOME_CREDENTIALS: &[&str] = &[
     ".vault-token",
     ".pgpass",
     ".claude/.credentials.json",
+    // The reference tool's state: an API key saved by its login, MCP servers' environment.
+    ".claude.json",
 ];
 
 /// System files that hold password hashes or host keys (readable by root without privileges).

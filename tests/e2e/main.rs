@@ -18,6 +18,7 @@ mod jail;
 mod permissions;
 mod plugins;
 mod provider;
+mod red_team;
 mod sandbox;
 mod sdk_client;
 mod skills;
