@@ -199,7 +199,9 @@ impl Instructions {
             }
         };
         if let Some(why) = self.refused(&canonical, fenced) {
-            let by = importer.map(|i| format!(" (imported by {})", i.display())).unwrap_or_default();
+            let by = importer
+                .map(|i| format!(" (imported by {})", i.display()))
+                .unwrap_or_default();
             self.warnings.push(format!("{}{by}: {why}", path.display()));
             return;
         }
@@ -395,10 +397,15 @@ mod tests {
         let ins = Instructions::discover(&root.join("repo"), Some(&home));
         let text = render(&ins.files);
         assert!(!text.contains("SECRET"), "{text}");
-        assert!(text.contains("inside the repository") && text.contains("user notes"), "{text}");
+        assert!(
+            text.contains("inside the repository") && text.contains("user notes"),
+            "{text}"
+        );
         for name in ["id_rsa", ".bash_history", "environ", "AGENTS.md"] {
             assert!(
-                ins.warnings.iter().any(|w| w.contains(name) && w.contains("not loaded")),
+                ins.warnings
+                    .iter()
+                    .any(|w| w.contains(name) && w.contains("not loaded")),
                 "{name}: {:?}",
                 ins.warnings
             );

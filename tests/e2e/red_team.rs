@@ -53,7 +53,11 @@ fn git(dir: &Path, args: &[&str]) {
         .current_dir(dir)
         .output()
         .unwrap();
-    assert!(st.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&st.stderr));
+    assert!(
+        st.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&st.stderr)
+    );
 }
 
 fn commit_all(env: &Env) {
@@ -114,7 +118,10 @@ async fn accept_edits_file_commands_cannot_plant_configuration() {
     }
     assert!(env.path("notes.txt").exists() && env.path("out.txt").exists() && env.path("build").is_dir());
     assert!(!env.path(".claude").exists(), "a copy planted .claude");
-    assert!(env.path(".mcp.json").symlink_metadata().is_err(), "a link planted .mcp.json");
+    assert!(
+        env.path(".mcp.json").symlink_metadata().is_err(),
+        "a link planted .mcp.json"
+    );
     later_session(&env).await;
     assert!(!marker.exists(), "a planted hook ran");
 }
@@ -151,7 +158,10 @@ async fn linked_configuration_cannot_be_swapped_in_the_write_sandbox() {
             hook_settings(&marker)
         ),
     );
-    env.write("into.sh", &format!("echo '{}' > empty1/settings.json\n", hook_settings(&marker)));
+    env.write(
+        "into.sh",
+        &format!("echo '{}' > empty1/settings.json\n", hook_settings(&marker)),
+    );
     commit_all(&env);
     let steps = vec![bash("into", "bash into.sh"), bash("swap", "bash swap.sh")];
     let (_, last) = session(&env, &["--sandbox", "--dangerously-skip-permissions"], &[], steps).await;
@@ -230,7 +240,10 @@ async fn repository_instruction_files_import_nothing_from_outside() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let sent = serde_json::to_string(&server.requests()[0].body).unwrap();
     assert!(sent.contains("Use tabs."), "imports inside the repository still load");
-    assert!(!sent.contains("SECRETKEY") && !sent.contains("SECRET-HISTORY"), "{sent}");
+    assert!(
+        !sent.contains("SECRETKEY") && !sent.contains("SECRET-HISTORY"),
+        "a file from outside the repository reached the model"
+    );
 }
 
 /// Reads a check resolves differently from the kernel: `link/..` is the parent of the link's
@@ -286,7 +299,14 @@ async fn an_embedded_bare_repository_runs_nothing_under_keel_approved_git() {
         let bare = env.path("vendor/x");
         std::fs::create_dir_all(&bare).unwrap();
         git(&bare, &["init", "-q", "--bare"]);
-        git(&bare, &["config", "core.fsmonitor", &format!("touch {}; false", marker.display())]);
+        git(
+            &bare,
+            &[
+                "config",
+                "core.fsmonitor",
+                &format!("touch {}; false", marker.display()),
+            ],
+        );
         git(&bare, &["config", "core.bare", "false"]);
         git(&bare, &["config", "core.worktree", ".."]);
         for keep in ["objects/.keep", "refs/.keep"] {
@@ -311,7 +331,10 @@ async fn an_embedded_bare_repository_runs_nothing_under_keel_approved_git() {
 /// creates `target/` and `Cargo.lock`) and `python3 -m unittest`.
 #[tokio::test]
 async fn cargo_test_and_unittest_run_where_they_are_allowed() {
-    let have_cargo = Command::new("cargo").arg("--version").output().is_ok_and(|o| o.status.success());
+    let have_cargo = Command::new("cargo")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
     let have_python = Command::new("python3").arg("--version").output().is_ok();
     if !have_cargo || !have_python {
         eprintln!("skipped: cargo or python3 is not installed here");
@@ -343,10 +366,7 @@ async fn cargo_test_and_unittest_run_where_they_are_allowed() {
     let (_, last) = session(
         &env,
         &["--allowedTools", "Bash(cargo test:*) Bash(python3 -m unittest:*)"],
-        &[
-            ("CARGO_HOME", &cargo_home),
-            ("RUSTUP_HOME", &rustup_home),
-        ],
+        &[("CARGO_HOME", &cargo_home), ("RUSTUP_HOME", &rustup_home)],
         steps,
     )
     .await;

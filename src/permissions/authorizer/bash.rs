@@ -103,8 +103,8 @@ impl Ctx<'_> {
                 hard_reasons.push(format!("the rule `{}` asks for confirmation of `{text}`", r.text));
             }
             if deny_rules
-                && let Some(why) =
-                    commands::hidden_program(part).or_else(|| commands::may_start_denied(part, &denied_programs, strict))
+                && let Some(why) = commands::hidden_program(part)
+                    .or_else(|| commands::may_start_denied(part, &denied_programs, strict))
             {
                 hard_reasons.push(format!(
                     "{why}, so the Bash deny rules cannot be checked against it; such commands always need confirmation"

@@ -473,3 +473,70 @@ fn disguised_credential_reads_and_escapes_are_not_approved() {
         assert!(is_ask(&bash(&a, cmd, Mode::AcceptEdits)), "{cmd}");
     }
 }
+
+#[test]
+fn wrappers_code_strings_and_environment_cannot_hide_a_denied_program() {
+    let (a, _d) = authorizer(&[], &[], &["Bash(rm:*)"]);
+    for cmd in [
+        "ionice rm x",
+        "strace -o /dev/null rm x",
+        "taskset 1 rm x",
+        "runuser -u root -- rm x",
+        "trap 'rm x' EXIT",
+        "coproc rm x",
+        "hash -p /bin/rm cat; cat x",
+        "exec -a other rm x",
+        "git -c alias.x='!rm x' x",
+        "BASH_ENV=run.sh bash -c true",
+        "rg --pre rm x",
+    ] {
+        let v = bash(&a, cmd, Mode::BypassPermissions);
+        assert!(
+            matches!(v, Verdict::Ask { hard: true, .. } | Verdict::Deny(_)),
+            "{cmd}: {v:?}"
+        );
+    }
+    // Commands that only mention the word stay as they were.
+    for cmd in ["echo rm", "grep -n rm notes.txt", "git commit -m 'rm old files'"] {
+        let v = bash(&a, cmd, Mode::BypassPermissions);
+        assert!(is_allow(&v), "{cmd}: {v:?}");
+    }
+}
+
+#[test]
+fn file_commands_are_judged_where_their_paths_really_lead() {
+    let (a, d) = authorizer(&[], &[], &[]);
+    let w = cwd(&a);
+    std::fs::create_dir_all(w.join("tpl/.claude")).unwrap();
+    std::os::unix::fs::symlink(".mcp.json", w.join("cfg")).unwrap();
+    std::os::unix::fs::symlink(".", w.join("up")).unwrap();
+    let aws = d.path().join("home/.aws/sso");
+    std::fs::create_dir_all(&aws).unwrap();
+    std::fs::write(d.path().join("home/.aws/credentials"), "k").unwrap();
+    std::os::unix::fs::symlink(&aws, w.join("sso")).unwrap();
+    for cmd in [
+        "cp -r tpl/. .",
+        "cp -rT tpl .",
+        "cp -r tpl/./ up",
+        "touch cfg",
+        "echo '{}' > cfg",
+    ] {
+        assert!(is_ask(&bash(&a, cmd, Mode::AcceptEdits)), "{cmd}");
+    }
+    for cmd in ["touch new.txt", "mkdir build", "cp -r tpl copy", "cp -r tpl/. copy"] {
+        assert!(is_allow(&bash(&a, cmd, Mode::AcceptEdits)), "{cmd}");
+    }
+    // `sso/..` is the link target's parent: the credential file, not `./credentials`.
+    assert!(is_deny(&bash(&a, "cat sso/../credentials", Mode::Default)));
+    assert!(is_deny(&bash(
+        &a,
+        "jq -n --rawfile x ~/.aws/credentials '$x'",
+        Mode::Default
+    )));
+    assert!(is_ask(&bash(&a, "jq -n 'import \"x\" as $x; $x'", Mode::Default)));
+    assert!(is_allow(&bash(
+        &a,
+        "jq -n --arg x ~/.aws/credentials '$x'",
+        Mode::Default
+    )));
+}
