@@ -155,7 +155,17 @@ impl Confiner {
     }
 
     fn sandbox(&self, template: &Policy, report: &Path) -> Policy {
-        let (protected, reserved) = config_paths(&self.working_dirs, self.home.as_deref());
+        // Every writable root keeps its configuration, not only the working directories: an
+        // extra writable path (`sandbox.additionalWritePaths`) may hold a repository or the
+        // home directory with its shell start-up files and `~/.keel`.
+        let roots: Vec<PathBuf> = template
+            .writable
+            .iter()
+            .filter(|p| template.tmp_dir.as_ref() != Some(*p))
+            .chain(self.working_dirs.iter())
+            .cloned()
+            .collect();
+        let (protected, reserved) = config_paths(&roots, self.home.as_deref());
         let mut p = template.clone();
         p.writable.push(report.to_path_buf());
         p.protected = protected;

@@ -73,6 +73,16 @@ fn hook_settings(marker: &Path) -> String {
     )
 }
 
+/// Whether the write sandbox can be enforced here (keel's own probe).
+fn write_sandbox_available() -> bool {
+    let out = Command::new(env!("CARGO_BIN_EXE_keel"))
+        .args(["__sandbox-exec", "--probe"])
+        .output()
+        .unwrap();
+    let caps: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    caps["filesystem"] == true && caps["seccomp"] == true && caps["mount_namespace"] == true
+}
+
 fn refused(text: &str) -> bool {
     text.contains("Permission needed") || text.contains("Permission denied:")
 }
@@ -131,15 +141,7 @@ async fn accept_edits_file_commands_cannot_plant_configuration() {
 /// `.claude` with hooks in its place.
 #[tokio::test]
 async fn linked_configuration_cannot_be_swapped_in_the_write_sandbox() {
-    let caps: serde_json::Value = serde_json::from_slice(
-        &Command::new(env!("CARGO_BIN_EXE_keel"))
-            .args(["__sandbox-exec", "--probe"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
-    if !(caps["filesystem"] == true && caps["seccomp"] == true && caps["mount_namespace"] == true) {
+    if !write_sandbox_available() {
         eprintln!("skipped: the write sandbox cannot be enforced on this machine");
         return;
     }
@@ -176,6 +178,36 @@ async fn linked_configuration_cannot_be_swapped_in_the_write_sandbox() {
     assert!(!env.path("empty1/settings.json").exists(), "wrote through the link");
     later_session(&env).await;
     assert!(!marker.exists(), "a planted hook ran");
+}
+
+/// An extra writable path that holds the home directory must not open the user's shell
+/// start-up files or keel's own settings to sandboxed commands.
+#[tokio::test]
+async fn extra_writable_paths_keep_the_configuration_they_hold() {
+    if !write_sandbox_available() {
+        eprintln!("skipped: the write sandbox cannot be enforced on this machine");
+        return;
+    }
+    let env = Env::new();
+    env.write(
+        "plant.sh",
+        "echo 'touch /tmp/planted' >> ~/.bashrc; mkdir -p ~/.keel && echo '{}' > ~/.keel/settings.json\n",
+    );
+    let settings = json!({"sandbox": {"additionalWritePaths": [env.home.display().to_string()]}}).to_string();
+    let (_, last) = session(
+        &env,
+        &["--sandbox", "--dangerously-skip-permissions", "--settings", &settings],
+        &[],
+        vec![bash("plant", "bash plant.sh")],
+    )
+    .await;
+    let (text, is_error) = last.tool_result_text("plant");
+    assert!(is_error, "{text}");
+    assert!(!env.home.join(".bashrc").exists(), "the sandbox wrote ~/.bashrc");
+    assert!(
+        !env.home.join(".keel/settings.json").exists(),
+        "the sandbox wrote keel's settings"
+    );
 }
 
 /// With a Bash deny rule, bypass mode still runs nothing the rule names, whatever starts it:
