@@ -43,6 +43,12 @@ pub const BUILTINS: &[Builtin] = &[
         "continue an earlier session of this directory",
         false,
     ),
+    b(
+        "rewind",
+        "[N [code|conversation]]",
+        "take back changes: list the points, or restore to before prompt N",
+        false,
+    ),
     b("todos", "", "the session's task list", false),
     b("tasks", "", "background sub-agents and their status", false),
     b("skills", "", "skills and custom commands available here", false),

@@ -27,10 +27,9 @@ impl EventSink {
     }
 
     pub fn notice(&self, level: NoticeLevel, message: impl Into<String>) {
-        self.emit(EngineEvent::Notice {
-            level,
-            message: message.into(),
-        });
+        let message = message.into();
+        tracing::info!(?level, %message, "notice");
+        self.emit(EngineEvent::Notice { level, message });
     }
 }
 

@@ -3,6 +3,7 @@
 //! See docs/ARCHITECTURE.md for the map of the modules and how a prompt flows through them.
 
 pub mod agents;
+pub mod checkpoint;
 pub mod cli;
 pub mod commands;
 pub mod compact;
@@ -21,6 +22,7 @@ pub mod permissions;
 pub mod plugins;
 pub mod provider;
 pub mod sandbox;
+pub mod shutdown;
 pub mod skills;
 pub mod tools;
 pub mod transcript;

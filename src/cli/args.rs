@@ -106,9 +106,10 @@ pub struct Cli {
     #[arg(long)]
     pub sandbox: bool,
 
-    /// Diagnostics on stderr
-    #[arg(long)]
-    pub debug: bool,
+    /// Diagnostics: spans and events into the session's debug.log (headless: also on stderr).
+    /// FILTER: a level, keel module names or target=level, e.g. --debug=provider,hooks
+    #[arg(long, value_name = "FILTER", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub debug: Option<String>,
 
     /// Where model turns come from
     #[arg(long, value_enum, default_value_t = ProviderKind::Anthropic)]
@@ -248,4 +249,33 @@ pub enum Command {
     Hooks,
     /// Show what keel puts in front of the conversation here: layers, instruction files, sizes
     Context,
+    /// Take back what keel did: list a session's points, or restore files and/or the
+    /// conversation to the moment before one
+    Rewind(RewindArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RewindArgs {
+    /// List the points (user prompts, earlier rewinds) and how many files changed since each
+    #[arg(long, conflicts_with = "to", required_unless_present = "to")]
+    pub list: bool,
+    /// Restore to the moment before point N
+    #[arg(long, value_name = "N")]
+    pub to: Option<u32>,
+    /// What to restore
+    #[arg(long, value_enum, default_value_t = RestoreArg::Both)]
+    pub restore: RestoreArg,
+    /// Show what would be restored without changing anything
+    #[arg(long, requires = "to")]
+    pub dry_run: bool,
+    /// The session (default: the latest one in this directory)
+    #[arg(short = 'r', long = "resume", value_name = "SESSION_ID")]
+    pub session: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RestoreArg {
+    Code,
+    Conversation,
+    Both,
 }

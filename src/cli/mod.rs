@@ -3,11 +3,13 @@
 pub mod args;
 pub mod doctor;
 pub mod extensions;
+pub mod rewind;
 pub mod setup;
 
 use std::process::ExitCode;
 
 use clap::Parser;
+use tracing::Instrument;
 
 /// Entry point used by `main`: starts the async runtime and runs the chosen mode; errors
 /// become one line on stderr and exit status 1.
@@ -41,16 +43,21 @@ pub async fn run() -> anyhow::Result<ExitCode> {
     match cli.command {
         Some(args::Command::Doctor) => return Ok(doctor::run()),
         Some(args::Command::Hooks) => return list_hooks(),
+        Some(args::Command::Rewind(ref a)) => return rewind::run(a),
         Some(args::Command::Context) => {
             print!("{}", setup::context_report(&cli)?);
             return Ok(ExitCode::SUCCESS);
         }
         None => {}
     }
-    if cli.print || cli.programs.input_format == args::InputFormat::StreamJson {
-        return Ok(crate::headless::run(cli).await?);
+    crate::debug::init(cli.debug.as_deref(), cli.print && cli.debug.is_some())?;
+    let headless = cli.print || cli.programs.input_format == args::InputFormat::StreamJson;
+    let mode = if headless { "headless" } else { "tui" };
+    let span = tracing::info_span!("session", mode);
+    if headless {
+        return Ok(crate::headless::run(cli).instrument(span).await?);
     }
-    Ok(crate::tui::run(cli).await?)
+    Ok(crate::tui::run(cli).instrument(span).await?)
 }
 
 /// `keel hooks`: what is configured, by event and source file.

@@ -82,9 +82,6 @@ pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupErr
         .map_err(|e| SetupError::Invalid(format!("cannot determine the working directory: {e}")))?;
     let home =
         paths::keel_home().ok_or_else(|| SetupError::Invalid("cannot find a home directory; set KEEL_HOME".into()))?;
-    if cli.debug {
-        crate::debug::enable();
-    }
     crate::fsutil::stale::start(&home);
     let user_home = dirs::home_dir();
     let mut settings = Settings::load(user_home.as_deref(), &home, &cwd, cli.settings.as_deref())?;
@@ -175,6 +172,9 @@ pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupErr
     };
     warnings.extend(resume_warnings);
     let session_dir = project_dir.join(&session_id);
+    if let Some(log) = crate::debug::attach_session(&session_dir) {
+        tracing::info!(id = %session_id, log = %log.display(), resumed = history.is_some(), "session");
+    }
     let (sandbox_mode, sandbox_warning) = SandboxMode::decide(
         &sandbox_config,
         permissions.authorizer.working_dirs(),
@@ -213,7 +213,8 @@ pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupErr
     }
     let resumed = history.is_some();
     let forked = resumed && cli.programs.fork_session;
-    if let Some((h, todos)) = history {
+    let mut loss = None;
+    if let Some((h, todos, unsaved)) = history {
         if forked {
             // The fork's own file starts with the conversation it continues.
             session.write_meta(&model);
@@ -226,6 +227,7 @@ pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupErr
         }
         session.set_history(h);
         session.restore_todos(todos);
+        loss = unsaved;
     } else {
         session.write_meta(&model);
     }
@@ -234,6 +236,7 @@ pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupErr
             if forked { "forked" } else { "resumed" },
             serde_json::json!({"model": model}),
         );
+        session.log_loss(loss.as_ref());
     }
 
     let structured_schema = match &cli.programs.json_schema {
@@ -491,7 +494,11 @@ fn permission_mode(cli: &Cli) -> Result<Option<Mode>, SetupError> {
 type Resolved = (
     String,
     PathBuf,
-    Option<(Vec<crate::message::Message>, Vec<crate::tools::Todo>)>,
+    Option<(
+        Vec<crate::message::Message>,
+        Vec<crate::tools::Todo>,
+        Option<transcript::UnsavedRecord>,
+    )>,
     Vec<String>,
 );
 
@@ -525,26 +532,6 @@ fn resolve_session(cli: &Cli, home: &std::path::Path, project_dir: &std::path::P
         .and_then(|s| s.to_str())
         .map(str::to_string)
         .ok_or_else(|| SetupError::Invalid(format!("odd transcript file name {}", path.display())))?;
-    let mut warnings = Vec::new();
-    if !loaded.bad_lines.is_empty() {
-        warnings.push(format!(
-            "transcript {}: skipped {} unreadable line(s) ({})",
-            path.display(),
-            loaded.bad_lines.len(),
-            loaded
-                .bad_lines
-                .iter()
-                .map(|n| n.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
-    if loaded.repaired_calls > 0 {
-        warnings.push(format!(
-            "transcript {}: {} tool call(s) had no result (the session ended mid-turn); they are marked interrupted",
-            path.display(),
-            loaded.repaired_calls
-        ));
-    }
-    Ok((id, path, Some((loaded.history, loaded.todos)), warnings))
+    let warnings = loaded.warnings(&path);
+    Ok((id, path, Some((loaded.history, loaded.todos, loaded.unsaved)), warnings))
 }

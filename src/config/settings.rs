@@ -283,7 +283,7 @@ fn warn_unknown(layer: &Layer) {
     if let Value::Object(map) = &layer.value {
         for key in map.keys() {
             if !KNOWN_KEYS.contains(&key.as_str()) {
-                crate::debug::log(format!("{}: ignoring unknown setting `{key}`", layer.label()));
+                tracing::debug!("{}: ignoring unknown setting `{key}`", layer.label());
             }
         }
     }

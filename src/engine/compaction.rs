@@ -211,6 +211,7 @@ impl Engine {
 
     /// Compacts the conversation now: the manual `/compact [instructions]` and the automatic
     /// path alike.
+    #[tracing::instrument(name = "compaction", level = "info", skip_all, fields(trigger = trigger.as_str()))]
     pub async fn compact(
         &mut self,
         custom_instructions: Option<&str>,

@@ -10,6 +10,7 @@ mod compaction;
 pub mod harness;
 mod lifecycle;
 pub mod pipeline;
+pub mod rewind;
 pub mod session;
 pub mod skills;
 pub mod subagent;
@@ -23,6 +24,7 @@ use tokio::sync::mpsc;
 pub use crate::events;
 pub use crate::events::{EngineEvent, EventSink, NoticeLevel, ResultSubtype, TerminalReason, TurnOutcome};
 pub use compaction::{CompactError, CompactReport};
+pub use rewind::RewindReport;
 pub use session::Session;
 
 pub use crate::compact::CompactSettings;

@@ -120,6 +120,7 @@ impl Pipeline<'_> {
             .await
     }
 
+    #[tracing::instrument(name = "tool", level = "info", skip_all, fields(name = %call.name, id = %call.id))]
     async fn run_one(&self, call: ToolCall, broken: &[BrokenToolCall], cancel: &CancellationToken) -> CallRecord {
         let started = Instant::now();
         self.events.emit(EngineEvent::ToolStarted {
@@ -135,6 +136,16 @@ impl Pipeline<'_> {
             duration_ms: started.elapsed().as_millis() as u64,
             stop: done.stop,
         };
+        tracing::debug!(
+            is_error = record.output.is_error,
+            denied = record.denied,
+            duration_ms = record.duration_ms,
+            "tool finished"
+        );
+        if record.output.is_error {
+            // Only formatted when tracing is on: field values are evaluated lazily.
+            tracing::debug!(error = %record.output.content.as_text(), "tool error");
+        }
         self.events.emit(EngineEvent::ToolFinished {
             id: record.call.id.clone(),
             name: record.call.name.clone(),

@@ -159,14 +159,44 @@ impl Session {
         self.history = Arc::new(history);
     }
 
+    /// Replaces the conversation after a rewind to before point `to`: the transcript gets a
+    /// `rewind_boundary` line and the kept messages, so a resumed session continues from here.
+    pub fn rewind_history(&mut self, history: Vec<Message>, to: u32) {
+        let r = self.transcript.write_line(serde_json::json!({
+            "type": crate::transcript::REWIND_BOUNDARY,
+            "toPoint": to,
+        }));
+        self.note_transcript(r);
+        for m in &history {
+            let r = self.transcript.message(m);
+            self.note_transcript(r);
+        }
+        self.history = Arc::new(history);
+    }
+
     pub fn log_event(&mut self, name: &str, data: Value) {
         let r = self.transcript.event(name, data);
         self.note_transcript(r);
     }
 
+    /// Records in the resumed transcript what the previous run could not save, so the loss
+    /// stays on file after its record beside the transcript is reset.
+    pub fn log_loss(&mut self, unsaved: Option<&crate::transcript::UnsavedRecord>) {
+        if let Some(u) = unsaved {
+            self.log_event(
+                crate::transcript::LOSS_EVENT,
+                serde_json::json!({"lines": u.lines, "messages": u.messages, "error": u.error, "since": u.since}),
+            );
+        }
+    }
+
+    /// A failed write is reported once per distinct error (a full disk fails every line).
     fn note_transcript(&mut self, r: Result<(), TranscriptError>) {
         if let Err(e) = r {
-            self.transcript_errors.push(e.to_string());
+            let e = e.to_string();
+            if !self.transcript_errors.contains(&e) {
+                self.transcript_errors.push(e);
+            }
         }
     }
 

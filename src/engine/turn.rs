@@ -27,6 +27,7 @@ struct TurnStats {
 
 impl Engine {
     /// Runs one user turn to its end and returns (and emits) its outcome.
+    #[tracing::instrument(name = "turn", level = "info", skip_all, fields(requests = tracing::field::Empty))]
     pub async fn run_turn(&mut self, content: Vec<ContentBlock>, cancel: CancellationToken) -> TurnOutcome {
         let mut stats = TurnStats {
             started: Instant::now(),
@@ -51,6 +52,7 @@ impl Engine {
                 o
             }
             PromptVerdict::Accept => {
+                self.begin_prompt_point(&content);
                 self.session.push_user(content);
                 self.drive(&mut stats, &cancel).await
             }
@@ -58,14 +60,27 @@ impl Engine {
         // A skill's allowed tools and model last for the turn that loaded it.
         self.session.shared.skills.end_turn();
         self.absorb_subagents();
+        tracing::Span::current().record("requests", stats.requests);
+        tracing::info!(
+            subtype = outcome.subtype.as_str(),
+            is_error = outcome.is_error,
+            "turn finished"
+        );
+        if outcome.is_error {
+            tracing::warn!(error = %outcome.result, "turn failed");
+        }
         let outcome = TurnOutcome {
             num_turns: stats.requests,
             duration_ms: stats.started.elapsed().as_millis() as u64,
             duration_api_ms: stats.api_ms,
             ..outcome
         };
-        for err in std::mem::take(&mut self.session.transcript_errors) {
-            self.events.notice(NoticeLevel::Warning, err);
+        let write_errors = std::mem::take(&mut self.session.transcript_errors);
+        match self.session.transcript.health() {
+            Some(unsaved) if !write_errors.is_empty() => self.events.notice(NoticeLevel::Warning, unsaved),
+            _ => write_errors
+                .into_iter()
+                .for_each(|e| self.events.notice(NoticeLevel::Warning, e)),
         }
         self.session.log_event(
             "turn_finished",

@@ -19,6 +19,14 @@ use crate::engine::{EngineEvent, NoticeLevel, ResultSubtype, TurnOutcome};
 use out::Out;
 use printer::Printer;
 
+/// Like `eprintln!`, but a closed stderr (a hung-up terminal) is not a panic.
+macro_rules! err_line {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($t)*);
+    }};
+}
+
 /// Largest prompt accepted on stdin.
 const MAX_STDIN: u64 = 10 * 1024 * 1024;
 
@@ -144,10 +152,16 @@ async fn run_inner(cli: &Cli, out: Arc<Out>) -> Result<ExitCode, HeadlessError> 
     check_flags(cli)?;
     let stream_in = cli.programs.input_format == InputFormat::StreamJson;
     let prompt = if stream_in { String::new() } else { read_prompt(cli)? };
+    // A second signal ends keel even where the first cannot be acted on (work stuck in a
+    // blocking call, stdout not being read).
+    if let Err(e) = crate::shutdown::install_forced_exit() {
+        err_line!("keel: warning: cannot install the signal handlers for a forced exit: {e}");
+    }
     let prepared = setup::prepare(cli)?;
     for w in &prepared.warnings {
-        eprintln!("keel: warning: {w}");
+        err_line!("keel: warning: {w}");
     }
+    let mut warnings = prepared.warnings.clone();
     let cancel = CancellationToken::new();
     let signal = watch_signals(cancel.clone());
     if stream_in {
@@ -201,21 +215,21 @@ async fn run_inner(cli: &Cli, out: Arc<Out>) -> Result<ExitCode, HeadlessError> 
     let leftover = printing.await.ok();
     engine.session_end("other").await;
     let s = engine.compactor.stats;
-    crate::debug::log(format!(
-        "compactor: {} views, {} rebuilds, {:.2} ms CPU ({:.2} ms rebuilding), {:.2} ms wall",
-        s.views,
-        s.rebuilds,
-        s.cpu.as_secs_f64() * 1000.0,
-        s.rebuild_cpu.as_secs_f64() * 1000.0,
-        s.time.as_secs_f64() * 1000.0
-    ));
+    tracing::debug!(
+        views = s.views,
+        rebuilds = s.rebuilds,
+        cpu_ms = s.cpu.as_secs_f64() * 1000.0,
+        rebuild_cpu_ms = s.rebuild_cpu.as_secs_f64() * 1000.0,
+        wall_ms = s.time.as_secs_f64() * 1000.0,
+        "compactor"
+    );
     // Problems of SessionEnd hooks still reach the user, after the result.
     if let Some((_, mut rx)) = leftover {
         while let Ok(ev) = rx.try_recv() {
             if let EngineEvent::Notice { level, message } = ev
                 && level != NoticeLevel::Info
             {
-                eprintln!("keel: {message}");
+                err_line!("keel: {message}");
             }
         }
     }
@@ -223,11 +237,23 @@ async fn run_inner(cli: &Cli, out: Arc<Out>) -> Result<ExitCode, HeadlessError> 
         // `keel … | head -1`: the reader is gone; end quietly, as a pipeline writer does.
         return Ok(ExitCode::from(141));
     }
-    let result = output::result_object(&outcome, &session_id, &engine.session.totals, &engine.session.denials);
+    // Lines the transcript still holds back (a full disk) get a last try; what stays unsaved
+    // is part of the result, so a script sees that `--continue` will lack it.
+    let _ = engine.session.transcript.retry_pending();
+    if let Some(unsaved) = engine.session.transcript.health() {
+        if cli.output_format == OutputFormat::Text {
+            err_line!("keel: warning: {unsaved}");
+        }
+        warnings.push(unsaved);
+    }
+    let result = output::with_warnings(
+        output::result_object(&outcome, &session_id, &engine.session.totals, &engine.session.denials),
+        &warnings,
+    );
     match cli.output_format {
         OutputFormat::Text => {
             if outcome.is_error {
-                eprintln!("Error: {}", text_error(&outcome, cli.max_turns));
+                err_line!("Error: {}", text_error(&outcome, cli.max_turns));
             } else {
                 out.text(&outcome.result);
             }
@@ -235,12 +261,12 @@ async fn run_inner(cli: &Cli, out: Arc<Out>) -> Result<ExitCode, HeadlessError> 
         OutputFormat::Json | OutputFormat::StreamJson => {
             out.line(&result);
             if outcome.is_error && !outcome.interrupted {
-                eprintln!("Error: {}", text_error(&outcome, cli.max_turns));
+                err_line!("Error: {}", text_error(&outcome, cli.max_turns));
             }
         }
     }
     if let Some(line) = denial_note(&engine.session.denials, engine.session.shared.mode()) {
-        eprintln!("{line}");
+        err_line!("{line}");
     }
     let code = match signal.triggered() {
         Some(sig) => 128 + sig,
@@ -289,7 +315,8 @@ fn api_key_source(cli: &Cli) -> &'static str {
     }
 }
 
-/// Cancels the turn on SIGINT/SIGTERM and remembers which signal came.
+/// Cancels the turn on SIGINT, SIGTERM or SIGHUP (a closed terminal, a dropped ssh session)
+/// and remembers which signal came.
 struct SignalWatch(std::sync::Arc<std::sync::atomic::AtomicI32>);
 
 impl SignalWatch {
@@ -307,12 +334,18 @@ fn watch_signals(cancel: CancellationToken) -> SignalWatch {
     let which = std::sync::Arc::new(AtomicI32::new(0));
     let flag = which.clone();
     tokio::spawn(async move {
-        let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
+        let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+            signal(SignalKind::hangup()),
+        ) else {
             return;
         };
+        crate::shutdown::set_graceful(true);
         let sig = tokio::select! {
-            _ = int.recv() => 2,
-            _ = term.recv() => 15,
+            _ = int.recv() => libc::SIGINT,
+            _ = term.recv() => libc::SIGTERM,
+            _ = hup.recv() => libc::SIGHUP,
         };
         flag.store(sig, Ordering::SeqCst);
         cancel.cancel();

@@ -342,6 +342,15 @@ pub fn startup_error_object(message: &str, session_id: Option<&str>) -> Value {
     Value::Object(m)
 }
 
+/// Adds keel's warnings (startup problems, transcript lines that could not be saved) to a
+/// result object as `warnings`, when there are any.
+pub fn with_warnings(mut result: Value, warnings: &[String]) -> Value {
+    if let (false, Value::Object(m)) = (warnings.is_empty(), &mut result) {
+        m.insert("warnings".into(), json!(warnings));
+    }
+    result
+}
+
 fn round6(x: f64) -> f64 {
     (x * 1e6).round() / 1e6
 }

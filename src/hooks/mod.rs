@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
+use tracing::Instrument;
 
 pub use callback::HookCallbacks;
 pub use config::{Event, HookConfig, HookConfigError};
@@ -233,6 +234,7 @@ impl Hooks {
                 _ => runner::run(h, &payload, &env, self.default_timeout).await,
             }
         }))
+        .instrument(tracing::debug_span!("hook", event = event.as_str()))
         .await;
         let transcript = self.session().1;
         for ((h, r), name) in foreground.iter().zip(runs).zip(&names) {
@@ -266,6 +268,15 @@ fn record(
     i: &outcome::Interpreted,
     background: bool,
 ) {
+    tracing::debug!(
+        event = event.as_str(),
+        handler = label,
+        exit_code = r.exit_code,
+        duration_ms = r.duration_ms,
+        outcome = i.outcome,
+        background,
+        "hook ran"
+    );
     let run = HookRun {
         hook_id: name.hook_id.clone(),
         hook_name: name.hook_name.clone(),

@@ -116,6 +116,9 @@ async fn run_command(
         Err(e) => return failed(format!("cannot start: {e}")),
     };
     let pid = child.id();
+    let _registered = pid
+        .and_then(|p| i32::try_from(p).ok())
+        .map_or_else(crate::shutdown::GroupGuard::none, crate::shutdown::GroupGuard::register);
     let mut pipe_in = child.stdin.take();
     let payload = stdin.to_vec();
     let feed = async move {

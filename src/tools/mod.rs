@@ -60,6 +60,8 @@ pub struct SessionShared {
     pub shell_cwd: Mutex<PathBuf>,
     /// Background shells; all of them are killed when the session ends (and on drop).
     pub shells: bash::background::BackgroundShells,
+    /// Previous contents of changed files, for rewinding (shared with sub-agents).
+    pub checkpoints: Arc<crate::checkpoint::Checkpoints>,
     /// Loads skills for the Skill tool (installed by the engine).
     pub skill_runner: Option<Arc<dyn skill::SkillRunner>>,
     /// Temporary allow rules, pending instructions and the record of loaded skills.
@@ -117,7 +119,7 @@ pub enum TodoStatus {
 impl SessionShared {
     pub fn new(cwd: PathBuf, session_dir: PathBuf) -> Self {
         SessionShared {
-            session_dir,
+            session_dir: session_dir.clone(),
             file_state: Mutex::new(FileStateMap::default()),
             mode: Mutex::new(crate::permissions::Mode::Default),
             todos: Mutex::new(Vec::new()),
@@ -130,6 +132,7 @@ impl SessionShared {
             subagent_tally: Mutex::new(agent::SubagentTally::default()),
             shell_cwd: Mutex::new(cwd.clone()),
             shells: bash::background::BackgroundShells::default(),
+            checkpoints: Arc::new(crate::checkpoint::Checkpoints::new(&session_dir)),
             skill_runner: None,
             skills: crate::skills::SkillState::default(),
             tasks: Arc::default(),
@@ -188,6 +191,16 @@ impl SessionShared {
 
     pub fn todos(&self) -> Vec<Todo> {
         self.todos.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Logs the previous content of `path` before a tool changes it (`None`: absent), so the
+    /// change can be rewound. Returns a note for the tool result when it cannot be.
+    pub fn checkpoint(&self, path: &std::path::Path, before: Option<&[u8]>, after: &[u8], by: &str) -> Option<String> {
+        let mode = before.map_or(0o666 & !0o022, |_| crate::checkpoint::mode_of(path));
+        match self.checkpoints.record(path, before, Some(after), mode, by) {
+            Ok(note) => note,
+            Err(e) => Some(format!("Note: {e}; this change cannot be rewound.")),
+        }
     }
 
     /// Locks the read-file state; a poisoned lock (a panicking tool) is recovered because the

@@ -62,12 +62,14 @@ impl Tool for WriteTool {
 fn write_file(path: &Path, real: &Path, content: &str, shared: &SessionShared) -> Result<ToolOutput, ToolError> {
     let roots = shared.roots();
     let Some(existing) = disk::load(path, real, &roots, "Write")? else {
+        let undo_note = shared.checkpoint(real, None, content.as_bytes(), "Write");
         let meta = disk::store(path, real, &roots, content.as_bytes(), None)?;
         record(shared, path, &meta, content.as_bytes());
         return Ok(ToolOutput::text(format!(
-            "Created {} ({} lines).",
+            "Created {} ({} lines).{}",
             path.display(),
-            content.lines().count()
+            content.lines().count(),
+            undo_note.map(|n| format!("\n\n{n}")).unwrap_or_default()
         ))
         .with_structured(json!({
             "type": "create",
@@ -97,6 +99,7 @@ fn write_file(path: &Path, real: &Path, content: &str, shared: &SessionShared) -
     }
     new_text.push_str(&body);
 
+    let undo_note = shared.checkpoint(real, Some(old_bytes), new_text.as_bytes(), "Write");
     let meta = disk::store(path, real, &roots, new_text.as_bytes(), Some(&existing.meta))?;
     record(shared, path, &meta, new_text.as_bytes());
 
@@ -109,6 +112,9 @@ fn write_file(path: &Path, real: &Path, content: &str, shared: &SessionShared) -
     );
     if !kept.is_empty() {
         msg.push_str(&format!(" Kept the file's {}.", kept.join(" and ")));
+    }
+    if let Some(n) = undo_note {
+        msg.push_str(&format!("\n\n{n}"));
     }
     Ok(ToolOutput::text(msg).with_structured(json!({
         "type": "update",

@@ -3,15 +3,30 @@
 //! Line types: `meta` (session header), `user` and `assistant` (conversation messages, enough
 //! to rebuild the history), `compact_boundary` (the history was compacted: the messages after
 //! it replace those before), `event` (retries, hook runs, denials, notices: for audit only).
+//!
+//! Nothing is lost silently: a line that cannot be written (disk full) is kept in memory and
+//! retried, in order, before the next one, so the file is always a prefix of the session; what
+//! is still unwritten is recorded in a small preallocated side file (`unsaved.rs`) that resume
+//! reads to say what was lost. A cut last line (a crash mid-write) is terminated before the
+//! next append, so it never swallows the following line.
 
+mod load;
+mod repair;
+mod unsaved;
+
+use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::message::{ContentBlock, Message, Role, ToolResultContent};
+pub use load::{Loaded, REWIND_BOUNDARY, load, load_until};
+pub use repair::{Repairs, interrupted_result, repair};
+pub use unsaved::{Unsaved, UnsavedRecord};
+
+use crate::message::{Message, Role};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TranscriptError {
@@ -41,10 +56,78 @@ pub struct SessionMeta {
     pub version: String,
 }
 
+/// Where transcript lines go: a file, or a test's faulty writer.
+pub trait Sink: Send {
+    /// Appends one whole line; on failure nothing of it may remain (or the sink must
+    /// terminate the fragment before its next append).
+    fn append(&mut self, bytes: &[u8]) -> std::io::Result<()>;
+}
+
+/// An append-only file that undoes a partial write (truncating back to the last whole line)
+/// and, when even that fails, starts its next append on a fresh line.
+struct FileSink {
+    file: File,
+    len: u64,
+    cut: bool,
+}
+
+impl FileSink {
+    fn open(path: &Path) -> std::io::Result<FileSink> {
+        let mut file = OpenOptions::new().create(true).read(true).append(true).open(path)?;
+        let len = file.metadata()?.len();
+        let mut cut = false;
+        if len > 0 {
+            // A line cut by a crash or a full disk must not swallow the next session's first line.
+            let mut last = [0u8; 1];
+            file.seek(SeekFrom::Start(len - 1))?;
+            file.read_exact(&mut last)?;
+            cut = last[0] != b'\n';
+        }
+        Ok(FileSink { file, len, cut })
+    }
+}
+
+impl Sink for FileSink {
+    fn append(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        if self.cut {
+            self.file.write_all(b"\n")?;
+            self.len += 1;
+            self.cut = false;
+        }
+        match self.file.write_all(bytes).and_then(|_| self.file.flush()) {
+            Ok(()) => {
+                self.len += bytes.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                if self.file.set_len(self.len).is_err() {
+                    self.cut = true;
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Most bytes of unwritten lines kept in memory for a later retry; beyond it lines are counted
+/// as lost and only the count is kept.
+const PENDING_CAP: usize = 64 * 1024 * 1024;
+
+struct Pending {
+    bytes: Vec<u8>,
+    message: bool,
+}
+
 /// An open transcript. Every write is flushed: a crash loses at most the line in flight.
 pub struct Transcript {
     path: PathBuf,
-    file: Option<File>,
+    sink: Option<Box<dyn Sink>>,
+    unsaved: Option<Unsaved>,
+    pending: VecDeque<Pending>,
+    pending_bytes: usize,
+    /// Lines dropped because the pending queue was full (messages among them).
+    dropped: (u64, u64),
+    last_error: Option<String>,
     /// `sessionId` and `cwd` of every conversation line (the reference's transcript fields).
     context: Option<(String, PathBuf)>,
     /// The previous conversation line, for `parentUuid`.
@@ -53,33 +136,43 @@ pub struct Transcript {
 
 impl Transcript {
     pub fn create(path: &Path) -> Result<Self, TranscriptError> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|source| TranscriptError::Open {
-                path: path.to_path_buf(),
-                source,
-            })?;
-        }
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|source| TranscriptError::Open {
-                path: path.to_path_buf(),
-                source,
-            })?;
-        Ok(Transcript {
+        let open_err = |source| TranscriptError::Open {
             path: path.to_path_buf(),
-            file: Some(file),
+            source,
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(open_err)?;
+        }
+        let sink = FileSink::open(path).map_err(open_err)?;
+        Ok(Transcript::with_sink(path, Box::new(sink), Some(Unsaved::open(path))))
+    }
+
+    /// A transcript writing into `sink` (fault injection in tests), with an optional record of
+    /// unsaved lines.
+    pub fn with_sink(path: &Path, sink: Box<dyn Sink>, unsaved: Option<Unsaved>) -> Self {
+        Transcript {
+            path: path.to_path_buf(),
+            sink: Some(sink),
+            unsaved,
+            pending: VecDeque::new(),
+            pending_bytes: 0,
+            dropped: (0, 0),
+            last_error: None,
             context: None,
             last_uuid: None,
-        })
+        }
     }
 
     /// A transcript that records nothing (`--no-session-persistence`).
     pub fn disabled(path: PathBuf) -> Self {
         Transcript {
             path,
-            file: None,
+            sink: None,
+            unsaved: None,
+            pending: VecDeque::new(),
+            pending_bytes: 0,
+            dropped: (0, 0),
+            last_error: None,
             context: None,
             last_uuid: None,
         }
@@ -94,21 +187,92 @@ impl Transcript {
         &self.path
     }
 
-    pub fn write_line(&mut self, mut line: Value) -> Result<(), TranscriptError> {
-        let Some(file) = self.file.as_mut() else {
+    pub fn write_line(&mut self, line: Value) -> Result<(), TranscriptError> {
+        self.write_kind(line, false)
+    }
+
+    fn write_kind(&mut self, mut line: Value, message: bool) -> Result<(), TranscriptError> {
+        if self.sink.is_none() {
             return Ok(());
-        };
+        }
         if let Value::Object(m) = &mut line {
             m.insert("timestamp".into(), Value::String(chrono::Utc::now().to_rfc3339()));
         }
         let mut bytes = serde_json::to_vec(&line).unwrap_or_default();
         bytes.push(b'\n');
-        file.write_all(&bytes)
-            .and_then(|_| file.flush())
-            .map_err(|source| TranscriptError::Write {
-                path: self.path.clone(),
-                source,
-            })
+        self.pending_bytes += bytes.len();
+        self.pending.push_back(Pending { bytes, message });
+        while self.pending_bytes > PENDING_CAP
+            && let Some(p) = self.pending.pop_front()
+        {
+            self.pending_bytes -= p.bytes.len();
+            self.dropped.0 += 1;
+            self.dropped.1 += u64::from(p.message);
+        }
+        self.flush_pending()
+    }
+
+    /// Writes what is pending, oldest first; stops at the first failure (order is kept).
+    fn flush_pending(&mut self) -> Result<(), TranscriptError> {
+        let Some(sink) = self.sink.as_mut() else {
+            return Ok(());
+        };
+        let recovering = self.last_error.is_some();
+        while let Some(p) = self.pending.front() {
+            if let Err(source) = sink.append(&p.bytes) {
+                self.last_error = Some(source.to_string());
+                self.record_unsaved();
+                return Err(TranscriptError::Write {
+                    path: self.path.clone(),
+                    source,
+                });
+            }
+            self.pending_bytes -= p.bytes.len();
+            self.pending.pop_front();
+        }
+        if recovering {
+            if self.dropped.0 == 0 {
+                // Everything held back reached the file after all.
+                self.last_error = None;
+                if let Some(u) = self.unsaved.as_mut() {
+                    u.clear();
+                }
+            } else {
+                self.record_unsaved();
+            }
+        }
+        Ok(())
+    }
+
+    /// Lines (and messages among them) not in the file now.
+    pub fn unsaved_counts(&self) -> (u64, u64) {
+        let lines = self.pending.len() as u64 + self.dropped.0;
+        let messages = self.pending.iter().filter(|p| p.message).count() as u64 + self.dropped.1;
+        (lines, messages)
+    }
+
+    fn record_unsaved(&mut self) {
+        let (lines, messages) = self.unsaved_counts();
+        let error = self.last_error.clone().unwrap_or_default();
+        if let Some(u) = self.unsaved.as_mut() {
+            u.record(lines, messages, &error);
+        }
+    }
+
+    /// A sentence for the user when lines are still unwritten: how many, why, and what it
+    /// means for resuming.
+    pub fn health(&self) -> Option<String> {
+        let (lines, messages) = self.unsaved_counts();
+        if lines == 0 {
+            return None;
+        }
+        Some(format!(
+            "the session transcript {} is incomplete: {lines} line(s), {messages} of them conversation \
+             messages, could not be written ({}); resuming this session will lack them. Free space where \
+             keel keeps its data (KEEL_HOME) to keep the record whole.",
+            self.path.display(),
+            self.last_error.as_deref().unwrap_or("unknown error")
+        ))
     }
 
     pub fn meta(&mut self, meta: &SessionMeta) -> Result<(), TranscriptError> {
@@ -164,7 +328,7 @@ impl Transcript {
             m.insert("message".into(), body);
         }
         self.last_uuid = Some(uuid);
-        self.write_line(line)
+        self.write_kind(line, true)
     }
 
     pub fn event(&mut self, name: &str, data: Value) -> Result<(), TranscriptError> {
@@ -172,8 +336,20 @@ impl Transcript {
     }
 }
 
+impl Drop for Transcript {
+    fn drop(&mut self) {
+        // A last chance for lines held back by a full disk.
+        if !self.pending.is_empty() {
+            let _ = self.flush_pending();
+        }
+    }
+}
+
 /// The event that records the task list after TodoWrite changed it; the last one wins on resume.
 pub const TODOS_EVENT: &str = "todos";
+
+/// The event a resumed session logs when the previous run could not save all its lines.
+pub const LOSS_EVENT: &str = "transcript_loss";
 
 /// A transcript shared by the session and the components that log into it (hooks).
 #[derive(Clone)]
@@ -218,119 +394,16 @@ impl SharedTranscript {
     pub fn write_line(&self, line: Value) -> Result<(), TranscriptError> {
         self.with(|t| t.write_line(line))
     }
-}
 
-/// What a transcript file yields when resumed.
-#[derive(Debug, Default)]
-pub struct Loaded {
-    pub meta: Option<SessionMeta>,
-    pub history: Vec<Message>,
-    /// 1-based numbers of lines that could not be parsed (reported, then skipped).
-    pub bad_lines: Vec<usize>,
-    /// Tool calls that had no result (a crash mid-turn); synthesized results were added.
-    pub repaired_calls: usize,
-    /// The session's latest task list.
-    pub todos: Vec<crate::tools::Todo>,
-}
-
-pub fn load(path: &Path) -> Result<Loaded, TranscriptError> {
-    let file = File::open(path).map_err(|source| TranscriptError::Open {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let mut out = Loaded::default();
-    for (i, line) in BufReader::new(file).split(b'\n').enumerate() {
-        let Ok(line) = line else {
-            out.bad_lines.push(i + 1);
-            continue;
-        };
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let Ok(v) = serde_json::from_slice::<Value>(&line) else {
-            out.bad_lines.push(i + 1);
-            continue;
-        };
-        match v.get("type").and_then(Value::as_str) {
-            Some("meta") => out.meta = serde_json::from_value(v).ok(),
-            // The conversation was compacted: what follows replaces everything before.
-            Some("compact_boundary") => out.history.clear(),
-            Some("user") | Some("assistant") => match serde_json::from_value::<Message>(v["message"].clone()) {
-                Ok(m) => out.history.push(m),
-                Err(_) => out.bad_lines.push(i + 1),
-            },
-            Some("event") if v["event"] == TODOS_EVENT => match serde_json::from_value(v["data"]["todos"].clone()) {
-                Ok(todos) => out.todos = todos,
-                Err(_) => out.bad_lines.push(i + 1),
-            },
-            _ => {}
-        }
+    /// See [`Transcript::health`].
+    pub fn health(&self) -> Option<String> {
+        self.with(|t| t.health())
     }
-    out.repaired_calls = repair(&mut out.history);
-    Ok(out)
-}
 
-/// Makes a history valid for the API again: every tool_use gets a tool_result.
-pub fn repair(history: &mut Vec<Message>) -> usize {
-    let mut repaired = 0;
-    let mut i = 0;
-    while i < history.len() {
-        if history[i].role == Role::Assistant {
-            let ids: Vec<String> = history[i].tool_uses().map(|t| t.id.to_string()).collect();
-            if !ids.is_empty() {
-                let answered: Vec<String> = history
-                    .get(i + 1)
-                    .filter(|m| m.role == Role::User)
-                    .map(|m| {
-                        m.content
-                            .iter()
-                            .filter_map(|b| match b {
-                                ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.clone()),
-                                _ => None,
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let missing: Vec<ContentBlock> = ids
-                    .iter()
-                    .filter(|id| !answered.contains(id))
-                    .map(|id| interrupted_result(id))
-                    .collect();
-                if !missing.is_empty() {
-                    repaired += missing.len();
-                    match history.get_mut(i + 1).filter(|m| m.role == Role::User) {
-                        Some(next) => {
-                            // tool_result blocks must come first in the message.
-                            let rest = std::mem::take(&mut next.content);
-                            next.content = missing;
-                            next.content.extend(rest);
-                        }
-                        None => history.insert(
-                            i + 1,
-                            Message {
-                                role: Role::User,
-                                content: missing,
-                            },
-                        ),
-                    }
-                }
-            }
-        }
-        i += 1;
+    /// Retries lines held back by an earlier failure.
+    pub fn retry_pending(&self) -> Result<(), TranscriptError> {
+        self.with(|t| t.flush_pending())
     }
-    repaired
-}
-
-pub fn interrupted_result(tool_use_id: &str) -> ContentBlock {
-    ContentBlock::tool_result(
-        tool_use_id,
-        ToolResultContent::Text(
-            "<tool_use_error>This call was interrupted before it finished; its effects, if any, are unknown. \
-             Check the current state before repeating it.</tool_use_error>"
-                .into(),
-        ),
-        true,
-    )
 }
 
 /// The newest transcript in a project directory.
@@ -366,54 +439,4 @@ pub fn find_session(home: &Path, project_dir: &Path, id: &str) -> Result<PathBuf
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn corrupt_lines_are_skipped_and_reported() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("s.jsonl");
-        let mut t = Transcript::create(&p).unwrap();
-        t.message(&Message::user_text("hello")).unwrap();
-        drop(t);
-        let mut f = OpenOptions::new().append(true).open(&p).unwrap();
-        f.write_all(b"{\"type\":\"assistant\",\"message\":{\"role\":\"assis")
-            .unwrap();
-        let loaded = load(&p).unwrap();
-        assert_eq!(loaded.history.len(), 1);
-        assert_eq!(loaded.bad_lines, vec![2]);
-    }
-
-    #[test]
-    fn a_compact_boundary_starts_the_history_afresh() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("s.jsonl");
-        let mut t = Transcript::create(&p).unwrap();
-        t.message(&Message::user_text("old")).unwrap();
-        t.message(&Message::assistant(vec![ContentBlock::text("old answer")]))
-            .unwrap();
-        t.write_line(json!({"type": "compact_boundary", "compactMetadata": {"trigger": "manual"}}))
-            .unwrap();
-        t.message(&Message::user_text("hand-off")).unwrap();
-        drop(t);
-        let loaded = load(&p).unwrap();
-        assert_eq!(loaded.history, vec![Message::user_text("hand-off")]);
-    }
-
-    #[test]
-    fn dangling_tool_use_gets_a_result() {
-        let mut h = vec![
-            Message::user_text("go"),
-            Message::assistant(vec![ContentBlock::ToolUse {
-                id: "t1".into(),
-                name: "Read".into(),
-                input: json!({}),
-            }]),
-        ];
-        assert_eq!(repair(&mut h), 1);
-        assert_eq!(h.len(), 3);
-        assert!(
-            matches!(&h[2].content[0], ContentBlock::ToolResult { tool_use_id, is_error: true, .. } if tool_use_id == "t1")
-        );
-    }
-}
+mod tests;

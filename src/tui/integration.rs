@@ -224,3 +224,67 @@ pub fn mention_check(authorizer: &Authorizer, shared: &SessionShared, path: &Pat
             .unwrap_or_else(|| crate::tools::paths::real_path(path))),
     }
 }
+
+/// What `/rewind` did: text to show, and the conversation to show when it was rewound.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rewound {
+    pub text: String,
+    pub history: Option<Vec<crate::message::Message>>,
+}
+
+/// `/rewind`: without an argument, the points; with `N [code|conversation]`, a rewind to before
+/// point N (code and conversation unless one is named).
+pub fn rewind(engine: &mut Engine, arg: Option<&str>) -> Result<Rewound, IntegrationError> {
+    use crate::checkpoint::{PointKind, Restore};
+    let Some(arg) = arg else {
+        let points = engine.rewind_points();
+        let mut text = String::from("Points to rewind to (/rewind N, optionally `code` or `conversation`):");
+        if points.is_empty() {
+            text = "Nothing to rewind yet: each prompt you send becomes a point.".into();
+        }
+        for p in points {
+            let kind = if p.kind == PointKind::Rewind {
+                "rewind"
+            } else {
+                "prompt"
+            };
+            text.push_str(&format!(
+                "\n  {}  {kind}  {} file(s) changed since  {}",
+                p.point, p.files_changed, p.text
+            ));
+        }
+        return Ok(Rewound { text, history: None });
+    };
+    let mut words = arg.split_whitespace();
+    let n: u32 = words
+        .next()
+        .and_then(|w| w.parse().ok())
+        .ok_or_else(|| IntegrationError::Failed(format!("`{arg}`: give a point number, e.g. /rewind 3")))?;
+    let restore = match words.next() {
+        None | Some("both") => Restore::Both,
+        Some("code") => Restore::Code,
+        Some("conversation") => Restore::Conversation,
+        Some(w) => {
+            return Err(IntegrationError::Failed(format!(
+                "`{w}`: say code, conversation or nothing"
+            )));
+        }
+    };
+    let report = engine
+        .rewind(n, restore)
+        .map_err(|e| IntegrationError::Failed(e.to_string()))?;
+    let mut text = format!("Rewound to before point {n}.");
+    if restore.code() {
+        text.push_str(&format!(" {} file(s) restored.", report.files.len()));
+    }
+    if let Some(prompt) = &report.prompt
+        && restore.conversation()
+    {
+        text.push_str(&format!(" The prompt was: {prompt}"));
+    }
+    text.push_str(&format!(" `/rewind {}` undoes this.", report.point));
+    Ok(Rewound {
+        text,
+        history: report.messages.map(|_| engine.session.history().to_vec()),
+    })
+}

@@ -101,6 +101,7 @@ pub fn fresh(place: &SessionPlace, model: &str) -> Result<Session, String> {
     let path = place.project_dir.join(format!("{id}.jsonl"));
     let transcript = transcript_for(place, &path)?;
     let mut session = Session::new(id.clone(), place.cwd.clone(), place.project_dir.join(&id), transcript);
+    crate::debug::attach_session(&session.shared.session_dir);
     session.write_meta(model);
     Ok(session)
 }
@@ -113,24 +114,13 @@ pub fn resume(place: &SessionPlace, path: &Path, model: &str) -> Result<(Session
         .and_then(|s| s.to_str())
         .ok_or_else(|| format!("odd transcript file name {}", path.display()))?
         .to_string();
-    let mut warnings = Vec::new();
-    if !loaded.bad_lines.is_empty() {
-        warnings.push(format!(
-            "skipped {} unreadable line(s) of {}",
-            loaded.bad_lines.len(),
-            path.display()
-        ));
-    }
-    if loaded.repaired_calls > 0 {
-        warnings.push(format!(
-            "{} tool call(s) had no result (the session ended mid-turn); they are marked interrupted",
-            loaded.repaired_calls
-        ));
-    }
+    let warnings = loaded.warnings(path);
     let transcript = transcript_for(place, path)?;
     let mut session = Session::new(id.clone(), place.cwd.clone(), place.project_dir.join(&id), transcript);
+    crate::debug::attach_session(&session.shared.session_dir);
     session.set_history(loaded.history);
     session.log_event("resumed", serde_json::json!({"model": model}));
+    session.log_loss(loaded.unsaved.as_ref());
     Ok((session, warnings))
 }
 

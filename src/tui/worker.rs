@@ -54,6 +54,10 @@ pub enum Job {
     Context,
     Permissions,
     Hooks,
+    /// `/rewind [N [code|conversation]]`.
+    Rewind {
+        arg: Option<String>,
+    },
 }
 
 /// A new session is in place (after `/clear` or `/resume`).
@@ -75,6 +79,7 @@ pub enum Reply {
     Context(Result<ContextReport, String>),
     Permissions(Result<PermissionsReport, String>),
     Hooks(Result<Vec<HookEntry>, String>),
+    Rewound(Result<integration::Rewound, String>),
     Notice(NoticeLevel, String),
     Failed(String),
 }
@@ -186,6 +191,7 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
         Job::Context => Reply::Context(integration::context(engine).map_err(|e| e.to_string())),
         Job::Permissions => Reply::Permissions(integration::permissions(engine).map_err(|e| e.to_string())),
         Job::Hooks => Reply::Hooks(integration::hooks(engine).map_err(|e| e.to_string())),
+        Job::Rewind { arg } => Reply::Rewound(integration::rewind(engine, arg.as_deref()).map_err(|e| e.to_string())),
     }
 }
 

@@ -19,6 +19,8 @@ mod permissions;
 mod plugins;
 mod provider;
 mod red_team;
+mod rewind;
+mod robustness;
 mod sandbox;
 mod sdk_client;
 mod skills;

@@ -158,6 +158,8 @@ pub(super) async fn prepare(
                 }
                 None => {
                     *child.file_state.get_mut().unwrap_or_else(|p| p.into_inner()) = parent.files().clone();
+                    // Its changes are the session's: one rewind takes back the parent's and the child's.
+                    child.checkpoints = parent.checkpoints.clone();
                 }
             }
         }

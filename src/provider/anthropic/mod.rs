@@ -151,6 +151,7 @@ enum AttemptError {
 type Tx = mpsc::Sender<Result<ProviderEvent, ProviderError>>;
 
 impl AnthropicProvider {
+    #[tracing::instrument(name = "provider_request", level = "info", skip_all, fields(provider = "anthropic"))]
     async fn run(
         &self,
         request: ModelRequest,
@@ -158,6 +159,7 @@ impl AnthropicProvider {
         tx: &Tx,
     ) -> Result<ModelResponse, ProviderError> {
         let body = wire_body(&request)?;
+        tracing::debug!(bytes = body.len(), messages = request.messages.len(), "request body");
         // Release our handle on the history at once so the engine can append without a copy.
         drop(request);
         let headers = self.headers()?;
@@ -181,6 +183,7 @@ impl AnthropicProvider {
                 });
             }
             let delay = self.retry.delay(attempt, hint);
+            tracing::info!(attempt, status, error = %message, delay_ms = delay.as_millis() as u64, "retrying");
             let _ = tx
                 .send(Ok(ProviderEvent::Retry {
                     attempt,
@@ -197,6 +200,7 @@ impl AnthropicProvider {
         }
     }
 
+    #[tracing::instrument(name = "attempt", level = "debug", skip_all)]
     async fn attempt(
         &self,
         url: &str,
@@ -217,6 +221,7 @@ impl AnthropicProvider {
                 hint: None,
             })?;
         let status = resp.status().as_u16();
+        tracing::debug!(status, "response headers");
         if !resp.status().is_success() {
             let header = |k: &str| resp.headers().get(k).and_then(|v| v.to_str().ok()).map(str::to_owned);
             let hint = server_delay(header("retry-after-ms").as_deref(), header("retry-after").as_deref());

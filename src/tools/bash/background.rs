@@ -48,6 +48,8 @@ struct Shell {
     command: String,
     child: tokio::process::Child,
     pgid: Option<Pid>,
+    /// Lets a forced exit (a second signal) kill the group too.
+    _registered: crate::shutdown::GroupGuard,
     log: PathBuf,
     read_to: u64,
     status: ShellStatus,
@@ -140,6 +142,9 @@ impl BackgroundShells {
                 command: command.to_string(),
                 child,
                 pgid,
+                _registered: pgid.map_or_else(crate::shutdown::GroupGuard::none, |p| {
+                    crate::shutdown::GroupGuard::register(p.as_raw())
+                }),
                 log: log.clone(),
                 read_to: 0,
                 status: ShellStatus::Running,

@@ -146,6 +146,7 @@ impl Tool for BashTool {
         if let Some(dir) = &finished.final_cwd {
             update_shell_cwd(&ctx.shared, dir, &mut notes);
         }
+        notes.extend(run::capture_note(&out_dir));
         let failed = !matches!(&finished.ending, Ending::Exited(s) if s.success());
         if failed
             && let Some(policy) = &finished.policy

@@ -9,12 +9,16 @@ use nix::unistd::Pid;
 #[derive(Debug)]
 pub struct ProcessGroup {
     pgid: Option<Pid>,
+    /// Lets a forced exit (a second signal) kill the group too.
+    _registered: crate::shutdown::GroupGuard,
 }
 
 impl ProcessGroup {
     pub fn of(child: &tokio::process::Child) -> ProcessGroup {
+        let pgid = child.id().and_then(|id| i32::try_from(id).ok());
         ProcessGroup {
-            pgid: child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw),
+            pgid: pgid.map(Pid::from_raw),
+            _registered: pgid.map_or_else(crate::shutdown::GroupGuard::none, crate::shutdown::GroupGuard::register),
         }
     }
 

@@ -41,11 +41,17 @@ pub async fn run_foreground(
     cancel: &CancellationToken,
     confine: &Confine<'_>,
 ) -> Result<Finished, ToolError> {
-    let io = |what: &str, e| ToolError::io(format!("{what} {}", out_dir.display()), e);
-    std::fs::create_dir_all(out_dir).map_err(|e| io("cannot create the output directory", e))?;
+    let io = |e: std::io::Error| {
+        ToolError::invalid(format!(
+            "keel could not create the file that captures the command's output in {} ({e}), so the command \
+             was NOT run. This is a problem with keel's own storage (KEEL_HOME), not with the command.",
+            out_dir.display()
+        ))
+    };
+    std::fs::create_dir_all(out_dir).map_err(io)?;
     let log = out_dir.join(format!("{name}.log"));
     let cwd_file = out_dir.join(format!("{name}.cwd"));
-    let file = std::fs::File::create(&log).map_err(|e| io("cannot create an output file in", e))?;
+    let file = std::fs::File::create(&log).map_err(io)?;
     let (mut cmd, policy) = shell_command(command, cwd, &file, &cwd_file, confine).map_err(|e| refused(cwd, e))?;
     let mut child = cmd.spawn().map_err(|e| refused(cwd, e))?;
     drop(file);
@@ -84,6 +90,26 @@ pub async fn run_foreground(
         output,
         final_cwd,
         policy,
+    })
+}
+
+/// Free bytes below which the file system holding the output counts as full.
+const FULL_BELOW: u64 = 64 * 1024;
+
+/// A note for the model when the file system that holds the command's captured output is full:
+/// the capture, not necessarily the command, failed (missing output, "No space left on device",
+/// a nonzero exit from a failed write).
+pub fn capture_note(out_dir: &Path) -> Option<String> {
+    let stat = nix::sys::statvfs::statvfs(out_dir).ok()?;
+    let free = stat.blocks_available().saturating_mul(stat.fragment_size());
+    (free < FULL_BELOW).then(|| {
+        format!(
+            "Note: keel's own capture of this command's output failed: the file system holding keel's session data \
+             ({}) is full ({free} bytes free). The output above may be incomplete, and a \"No space left on device\" \
+             or write error and the exit code may come from keel's capture, not from the command itself. Free \
+             space there (KEEL_HOME) before relying on this result.",
+            out_dir.display()
+        )
     })
 }
 

@@ -122,7 +122,7 @@ fn edit_file(path: &Path, real: &Path, input: &Input, shared: &SessionShared) ->
             changed: 0..input.new_string.len(),
             replacements: 1,
         };
-        return write_change(target, body, change, view.kind, shared, input);
+        return write_change(target, body, change, view.kind, shared, input, bytes);
     }
     let applied = apply::apply(body, &input.old_string, &input.new_string, input.replace_all)
         .map_err(|e| anchor_error(e, path, &input.old_string, view.kind))?;
@@ -132,7 +132,7 @@ fn edit_file(path: &Path, real: &Path, input: &Input, shared: &SessionShared) ->
         changed: applied.first,
         replacements: applied.replacements,
     };
-    write_change(target, body, change, view.kind, shared, input)
+    write_change(target, body, change, view.kind, shared, input, bytes)
 }
 
 /// The file an edit goes to: the tool's path, where it resolved, and the file that was read.
@@ -158,6 +158,7 @@ fn write_change(
     kind: ViewKind,
     shared: &SessionShared,
     input: &Input,
+    old: &[u8],
 ) -> Result<ToolOutput, ToolError> {
     let path = target.path;
     let mut new_text = String::with_capacity(change.body.len() + 3);
@@ -165,6 +166,7 @@ fn write_change(
         new_text.push(text::BOM);
     }
     new_text.push_str(&change.body);
+    let undo_note = shared.checkpoint(target.real, Some(old), new_text.as_bytes(), "Edit");
     let meta = disk::store(
         path,
         target.real,
@@ -183,8 +185,9 @@ fn write_change(
         format!("replaced all {replacements} occurrences (the first is shown)")
     };
     let snippet = text::numbered_snippet(&change.body, change.changed);
+    let undo_note = undo_note.map(|n| format!("\n\n{n}")).unwrap_or_default();
     Ok(ToolOutput::text(format!(
-        "Edited {}: {what}. The lines around the change now read:\n{snippet}",
+        "Edited {}: {what}. The lines around the change now read:\n{snippet}{undo_note}",
         path.display()
     ))
     .with_structured(json!({
@@ -200,15 +203,17 @@ fn write_change(
 }
 
 fn create_file(path: &Path, real: &Path, content: &str, shared: &SessionShared) -> Result<ToolOutput, ToolError> {
+    let undo_note = shared.checkpoint(real, None, content.as_bytes(), "Edit");
     let meta = disk::store(path, real, &shared.roots(), content.as_bytes(), None)?;
     shared.files().record(
         path.to_path_buf(),
         FileView::new(content.as_bytes(), file_mtime(&meta), ViewKind::Complete),
     );
     Ok(ToolOutput::text(format!(
-        "Created {} ({} lines).",
+        "Created {} ({} lines).{}",
         path.display(),
-        content.lines().count()
+        content.lines().count(),
+        undo_note.map(|n| format!("\n\n{n}")).unwrap_or_default()
     ))
     .with_structured(json!({
         "type": "create",

@@ -430,6 +430,7 @@ impl App {
             Command::Model(Some(m)) => Job::SetModel { model: m },
             Command::Permissions => Job::Permissions,
             Command::Hooks => Job::Hooks,
+            Command::Rewind(arg) => Job::Rewind { arg },
             Command::Resume(Some(id)) => {
                 let path = self.project_dir.join(format!("{id}.jsonl"));
                 if !path.is_file() {

@@ -79,6 +79,14 @@ impl App {
             Reply::Context(r) => self.show_context(r),
             Reply::Permissions(r) => self.show_permissions(r),
             Reply::Hooks(r) => self.show_hooks(r),
+            Reply::Rewound(Ok(r)) => {
+                if let Some(h) = &r.history {
+                    self.transcript.clear();
+                    history::fill(&mut self.transcript, h, &self.cwd);
+                }
+                self.notice(NoticeLevel::Info, r.text);
+            }
+            Reply::Rewound(Err(e)) => self.notice(NoticeLevel::Error, format!("/rewind: {e}")),
             Reply::Notice(level, text) => self.notice(level, text),
             Reply::Failed(e) => self.notice(NoticeLevel::Error, e),
         }

@@ -17,6 +17,7 @@ pub enum Command {
     Permissions,
     Hooks,
     Resume(Option<String>),
+    Rewind(Option<String>),
     Todos,
     Tasks,
     Skills,
@@ -42,6 +43,7 @@ impl Command {
                 | Command::Permissions
                 | Command::Hooks
                 | Command::Resume(_)
+                | Command::Rewind(_)
                 | Command::Skill { .. }
         )
     }
@@ -75,6 +77,7 @@ pub fn parse(input: &str, skills: &Catalog) -> Option<Result<Command, String>> {
         "permissions" => no_args(Command::Permissions),
         "hooks" => no_args(Command::Hooks),
         "resume" => Ok(Command::Resume(arg)),
+        "rewind" => Ok(Command::Rewind(arg)),
         "todos" => no_args(Command::Todos),
         "tasks" => no_args(Command::Tasks),
         "skills" => no_args(Command::Skills),

@@ -23,6 +23,10 @@ struct Harness {
 }
 
 fn start(script: &str) -> Harness {
+    start_in_mode(script, crate::permissions::Mode::Default)
+}
+
+fn start_in_mode(script: &str, mode: crate::permissions::Mode) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().canonicalize().unwrap();
     std::fs::write(cwd.join("notes.txt"), "remember the milk\n").unwrap();
@@ -35,6 +39,7 @@ fn start(script: &str) -> Harness {
         project.join("first"),
         Transcript::create(&project.join("first.jsonl")).unwrap(),
     );
+    session.shared.set_mode(mode);
     let config = EngineConfig {
         model: "claude-sonnet-4-5".into(),
         max_tokens: 1000,
@@ -172,6 +177,68 @@ async fn permission_and_hook_commands_report_the_engine_state() {
             assert!(r.rule_sets.is_empty());
             assert!(r.additional_directories.is_empty());
         }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn rewind_lists_points_and_restores_files_and_conversation() {
+    // The engine is interactive with no front end answering, so the Write runs in bypass mode.
+    let mut h = start_in_mode(
+        r#"{"turns": [{"text": "One."},
+                      {"tool_calls": [{"name": "Write", "input": {"file_path": "made.txt", "content": "new\n"}}]},
+                      {"text": "Two."}]}"#,
+        crate::permissions::Mode::BypassPermissions,
+    );
+    h.jobs.send(Job::Rewind { arg: None }).unwrap();
+    match h.replies.recv().await.unwrap() {
+        Reply::Rewound(Ok(r)) => assert!(r.text.contains("Nothing to rewind yet"), "{}", r.text),
+        other => panic!("{other:?}"),
+    }
+    for text in ["first", "second"] {
+        h.jobs
+            .send(Job::Turn {
+                text: text.into(),
+                cancel: CancellationToken::new(),
+            })
+            .unwrap();
+        assert!(matches!(h.replies.recv().await.unwrap(), Reply::TurnDone));
+    }
+    drain(&mut h.events);
+    assert!(h.cwd.join("made.txt").is_file(), "the second prompt wrote the file");
+    h.jobs.send(Job::Rewind { arg: None }).unwrap();
+    match h.replies.recv().await.unwrap() {
+        Reply::Rewound(Ok(r)) => {
+            assert!(
+                r.text.contains("1  prompt  1 file(s) changed since  first"),
+                "{}",
+                r.text
+            );
+            assert!(
+                r.text.contains("2  prompt  1 file(s) changed since  second"),
+                "{}",
+                r.text
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    h.jobs.send(Job::Rewind { arg: Some("2".into()) }).unwrap();
+    match h.replies.recv().await.unwrap() {
+        Reply::Rewound(Ok(r)) => {
+            assert!(r.text.contains("1 file(s) restored"), "{}", r.text);
+            let history = r.history.expect("the conversation was rewound");
+            assert_eq!(history.len(), 2, "first prompt and its answer: {history:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!h.cwd.join("made.txt").exists());
+    h.jobs
+        .send(Job::Rewind {
+            arg: Some("9 code".into()),
+        })
+        .unwrap();
+    match h.replies.recv().await.unwrap() {
+        Reply::Rewound(Err(e)) => assert!(e.contains("no point 9"), "{e}"),
         other => panic!("{other:?}"),
     }
 }

@@ -1,0 +1,105 @@
+//! `keel rewind`: the headless undo. Lists a session's points or restores the code, the
+//! conversation or both to the moment before one (see `checkpoint` and `engine::rewind`).
+
+use std::process::ExitCode;
+
+use super::args::{RestoreArg, RewindArgs};
+use crate::checkpoint::{PointKind, Restore};
+use crate::config::paths;
+use crate::engine::Session;
+use crate::transcript::{self, Transcript};
+
+pub fn run(args: &RewindArgs) -> anyhow::Result<ExitCode> {
+    let cwd = std::env::current_dir()?.canonicalize()?;
+    let home = paths::keel_home().ok_or_else(|| anyhow::anyhow!("cannot find a home directory; set KEEL_HOME"))?;
+    let project_dir = paths::project_dir(&home, &cwd);
+    let path = match &args.session {
+        Some(id) => transcript::find_session(&home, &project_dir, id)?,
+        None => transcript::latest_in(&project_dir)?,
+    };
+    let id = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .ok_or_else(|| anyhow::anyhow!("odd transcript file name {}", path.display()))?
+        .to_string();
+    let session_dir = path.with_extension("");
+    let loaded = transcript::load(&path)?;
+    // Only a real rewind appends to the transcript; listing leaves it (and its record of
+    // unsaved lines, which the next resume reports) alone.
+    let writes = args.to.is_some() && !args.dry_run;
+    let transcript = if writes {
+        Transcript::create(&path)?
+    } else {
+        Transcript::disabled(path.clone())
+    };
+    let mut session = Session::new(id.clone(), cwd, session_dir, transcript);
+    session.set_history(loaded.history);
+    if writes {
+        session.log_loss(loaded.unsaved.as_ref());
+    }
+    let store = session.shared.checkpoints.clone();
+
+    let Some(to) = args.to else {
+        let points = store.points();
+        if points.is_empty() {
+            println!("Session {id} has no points to rewind to yet.");
+            return Ok(ExitCode::SUCCESS);
+        }
+        println!("Points of session {id} (rewind with `keel rewind --to N`):");
+        for p in points {
+            let kind = match p.kind {
+                PointKind::Prompt => "prompt",
+                PointKind::Rewind => "rewind",
+            };
+            let when = p.at.get(..19).unwrap_or(&p.at).replace('T', " ");
+            println!(
+                "{:>4}  {kind:<6}  {when}  {:>3} file(s) changed since  {}",
+                p.point, p.files_changed, p.text
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    };
+    let restore = match args.restore {
+        RestoreArg::Code => Restore::Code,
+        RestoreArg::Conversation => Restore::Conversation,
+        RestoreArg::Both => Restore::Both,
+    };
+    if args.dry_run {
+        let plan = store.plan(to)?;
+        for f in &plan.files {
+            println!("would restore {}", f.path.display());
+        }
+        for c in &plan.conflicts {
+            println!("changed outside keel since: {}\n{}", c.path.display(), c.diff);
+        }
+        for p in &plan.too_big {
+            println!("cannot restore (too big to have been kept): {}", p.display());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    match crate::engine::rewind::rewind(&mut session, to, restore) {
+        Ok(report) => {
+            for f in &report.files {
+                println!("restored {}", f.display());
+            }
+            if report.files.is_empty() && restore.code() {
+                println!("no files needed restoring");
+            }
+            if let Some(n) = report.messages {
+                println!("the conversation now ends before point {to} ({n} messages); continue it with `keel -c`");
+            }
+            println!(
+                "this rewind is point {}: `keel rewind --to {}` undoes it",
+                report.point, report.point
+            );
+            if let Some(problem) = session.transcript.health() {
+                eprintln!("keel: warning: {problem}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("Error: {e}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}

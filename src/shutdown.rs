@@ -1,0 +1,89 @@
+//! Process-wide shutdown: the process groups keel's children run in, and the forced exit when
+//! a termination signal comes a second time.
+//!
+//! The first SIGINT/SIGTERM/SIGHUP cancels the turn through the async runtime (see
+//! `headless::watch_signals`), which records the interruption and prints the result. If keel
+//! is stuck where that cannot happen (a blocking read, a full stdout pipe), the second signal
+//! ends the process from the signal handler itself: every registered process group is killed
+//! and the process exits at once, without waiting for any thread.
+
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+
+/// Slots for live process groups (a free slot holds 0). More concurrent groups than this are
+/// still killed by their owners; only the forced exit would miss them.
+const SLOTS: usize = 256;
+
+static GROUPS: [AtomicI32; SLOTS] = [const { AtomicI32::new(0) }; SLOTS];
+
+/// A process group registered for the forced exit; unregistered on drop.
+#[derive(Debug)]
+pub struct GroupGuard(Option<usize>);
+
+impl GroupGuard {
+    /// Registers the process group `pgid` (a child started with its own group).
+    pub fn register(pgid: i32) -> GroupGuard {
+        if pgid <= 1 {
+            return GroupGuard(None);
+        }
+        let slot = GROUPS
+            .iter()
+            .position(|s| s.compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst).is_ok());
+        GroupGuard(slot)
+    }
+
+    pub fn none() -> GroupGuard {
+        GroupGuard(None)
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(slot) = self.0.take() {
+            GROUPS[slot].store(0, Ordering::SeqCst);
+        }
+    }
+}
+
+/// SIGKILL to every registered group. Async-signal-safe: atomics and `kill(2)` only.
+pub fn kill_registered_groups() {
+    for slot in &GROUPS {
+        let pgid = slot.load(Ordering::SeqCst);
+        if pgid > 1 {
+            // SAFETY: kill(2) is async-signal-safe; a group that is gone yields ESRCH.
+            unsafe {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+static SIGNALS_SEEN: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether something handles the first signal gracefully (the headless run's watcher). Until it
+/// does (during setup), the first signal already ends the process, as the default action would.
+static GRACEFUL: AtomicBool = AtomicBool::new(false);
+
+/// Says that the first signal from now on is handled by cancelling the turn.
+pub fn set_graceful(on: bool) {
+    GRACEFUL.store(on, Ordering::SeqCst);
+}
+
+/// Installs the forced exit: on the second of SIGINT, SIGTERM or SIGHUP (any mix), or on the
+/// first while no graceful handler is set, kill every registered process group and exit with
+/// 128 + the signal number at once.
+pub fn install_forced_exit() -> std::io::Result<()> {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the action only touches atomics and calls kill(2) and _exit(2), which are
+        // async-signal-safe.
+        unsafe {
+            signal_hook_registry::register(sig, move || {
+                let seen = SIGNALS_SEEN.fetch_add(1, Ordering::SeqCst);
+                if seen >= 1 || !GRACEFUL.load(Ordering::SeqCst) {
+                    kill_registered_groups();
+                    libc::_exit(128 + sig);
+                }
+            })?;
+        }
+    }
+    Ok(())
+}
