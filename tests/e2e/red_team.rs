@@ -409,3 +409,67 @@ async fn cargo_test_and_unittest_run_where_they_are_allowed() {
     let (text, is_error) = last.tool_result_text("status");
     assert!(!is_error && text.contains("Cargo.lock"), "status: {text}");
 }
+
+/// `keel rewind` runs outside any sandbox, so it must not write through a link a command put
+/// where keel once wrote: a sandboxed command can swap `sub/evil` for `sub/evil -> ~` after
+/// keel wrote `sub/evil/.bashrc`, and a rewind would then put keel's earlier content into the
+/// user's real `~/.bashrc`.
+#[tokio::test]
+async fn rewind_never_writes_through_a_link_swapped_in_since() {
+    let env = Env::new();
+    let victim = env.home.join("victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    std::fs::write(victim.join(".bashrc"), "# the user's own\n").unwrap();
+    let file = env.path("sub/evil/.bashrc");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let run = |turns: serde_json::Value, resume: bool| {
+        let script = env.home.join("s.json");
+        std::fs::write(&script, turns.to_string()).unwrap();
+        let mut k = env.keel_offline();
+        if resume {
+            k.arg("-c");
+        }
+        k.args([
+            "-p",
+            "go",
+            "--provider",
+            "script",
+            "--permission-mode",
+            "acceptEdits",
+            "--script",
+        ])
+        .arg(&script);
+        k
+    };
+    let write =
+        |content: &str| json!({"tool_calls": [{"name": "Write", "input": {"file_path": file, "content": content}}]});
+    let out = run(json!([write("touch /tmp/planted\n"), {"text": "ok"}]), false)
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let read = json!({"tool_calls": [{"name": "Read", "input": {"file_path": file}}]});
+    let out = run(json!([read, write("# the user's own\n"), {"text": "ok"}]), true)
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // What a sandboxed command can do in its own workspace.
+    std::fs::remove_dir_all(env.path("sub/evil")).unwrap();
+    std::os::unix::fs::symlink(&victim, env.path("sub/evil")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_keel"))
+        .args(["rewind", "--to", "2", "--restore", "code"])
+        .current_dir(&env.work)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", &env.home)
+        .env("KEEL_HOME", env.home.join(".keel"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the rewind went through: {stderr}");
+    assert!(stderr.contains("symbolic link"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(victim.join(".bashrc")).unwrap(),
+        "# the user's own\n",
+        "the rewind wrote through the link"
+    );
+}
