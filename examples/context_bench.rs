@@ -50,10 +50,10 @@ struct Unbudgeted(Arc<dyn Tool>);
 
 #[async_trait]
 impl Tool for Unbudgeted {
-    fn name(&self) -> &'static str {
+    fn name(&self) -> &str {
         self.0.name()
     }
-    fn description(&self) -> &'static str {
+    fn description(&self) -> &str {
         self.0.description()
     }
     fn input_schema(&self) -> Value {

@@ -37,6 +37,7 @@ pub const BUILTINS: &[Builtin] = &[
     b("model", "[name]", "show or switch the model", false),
     b("permissions", "", "permission mode and rules in force", false),
     b("hooks", "", "configured hooks by event", false),
+    b("mcp", "", "MCP servers, their status and tools", false),
     b(
         "resume",
         "[session-id]",
@@ -54,6 +55,12 @@ pub const BUILTINS: &[Builtin] = &[
     b("skills", "", "skills and custom commands available here", false),
     b("agents", "", "sub-agent types available here", false),
     b("memory", "", "open the project's memory file in $EDITOR", false),
+    b(
+        "evidence",
+        "",
+        "the verification ledger: test runs, changes, weakened tests",
+        false,
+    ),
     b("exit", "", "leave keel", false),
 ];
 

@@ -90,6 +90,14 @@ pub struct Cli {
     #[arg(long, value_name = "FILE|JSON")]
     pub settings: Option<String>,
 
+    /// MCP servers: a JSON file or inline JSON with `mcpServers` (repeatable)
+    #[arg(long = "mcp-config", num_args = 1.., value_name = "FILE|JSON")]
+    pub mcp_config: Vec<String>,
+
+    /// Use only the MCP servers given with --mcp-config
+    #[arg(long)]
+    pub strict_mcp_config: bool,
+
     /// More working directories the tools may use
     #[arg(long = "add-dir", num_args = 1.., value_name = "DIR")]
     pub add_dir: Vec<PathBuf>,
@@ -249,6 +257,9 @@ pub enum Command {
     Hooks,
     /// Show what keel puts in front of the conversation here: layers, instruction files, sizes
     Context,
+    /// Configure MCP servers: list, get, add, add-json, remove
+    #[command(subcommand)]
+    Mcp(super::mcp::McpCommand),
     /// Take back what keel did: list a session's points, or restore files and/or the
     /// conversation to the moment before one
     Rewind(RewindArgs),

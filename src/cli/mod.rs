@@ -3,6 +3,7 @@
 pub mod args;
 pub mod doctor;
 pub mod extensions;
+pub mod mcp;
 pub mod rewind;
 pub mod setup;
 
@@ -44,6 +45,7 @@ pub async fn run() -> anyhow::Result<ExitCode> {
         Some(args::Command::Doctor) => return Ok(doctor::run()),
         Some(args::Command::Hooks) => return list_hooks(),
         Some(args::Command::Rewind(ref a)) => return rewind::run(a),
+        Some(args::Command::Mcp(command)) => return Ok(mcp::run(command)),
         Some(args::Command::Context) => {
             print!("{}", setup::context_report(&cli)?);
             return Ok(ExitCode::SUCCESS);

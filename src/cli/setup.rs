@@ -51,6 +51,10 @@ pub struct Prepared {
     pub resumed: bool,
     /// Things to tell the user once at startup (unreadable transcript lines, sandbox limits).
     pub warnings: Vec<String>,
+    /// The session's MCP servers (planned, not started: front ends start them).
+    pub mcp: Arc<crate::mcp::McpHub>,
+    /// Project MCP servers waiting for the user's approval (interactive mode only).
+    pub mcp_pending: Vec<crate::mcp::setup::PendingApproval>,
     /// What the session takes from the project's own settings (see `config::trust`).
     pub trust: ProjectTrust,
 }
@@ -289,6 +293,17 @@ pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupErr
         )));
     }
     extensions.decorate(&mut project, &registry, context_window.unwrap_or(info.context_window));
+    let (verification, verification_warnings) =
+        crate::evidence::Config::from_settings(&settings, project.instructions.all().map(|f| f.content.as_str()))?;
+    warnings.extend(verification_warnings);
+    if let Some(shared) = Arc::get_mut(&mut session.shared) {
+        shared.evidence = Arc::new(crate::evidence::Evidence::new(
+            &cwd,
+            &shared.session_dir,
+            verification,
+            !cli.no_session_persistence,
+        ));
+    }
     let config = EngineConfig {
         system: project.system_blocks(),
         model,
@@ -303,8 +318,39 @@ pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupErr
     let hook_config = HookConfig::from_settings(&settings)?;
     warnings.extend(hook_config.warnings.iter().cloned());
     let hooks = Hooks::new(hook_config, cwd.clone(), session.id.clone(), session.transcript.clone());
+    let window = tokens::Window::new(info.context_window, context_window, info.max_output);
+    let denies = authorizer.clone();
+    let mcp = crate::mcp::setup::build(&crate::mcp::setup::McpInputs {
+        cli_configs: &cli.mcp_config,
+        strict: cli.strict_mcp_config,
+        settings: &settings,
+        cwd: &cwd,
+        home: user_home.as_deref(),
+        keel_home: &home,
+        session_dir: &session.shared.session_dir,
+        context_window: window.total,
+        interactive: !cli.print,
+        hidden: Arc::new(move |name| denies.denies_whole_tool(name)),
+        project_trusted: trust.allows_project_commands(),
+        plugin_servers: extensions
+            .plugins
+            .list
+            .iter()
+            .flat_map(|p| {
+                p.mcp_servers
+                    .iter()
+                    .map(move |(k, v)| (format!("{}:{k}", p.name), v.clone(), p.scope))
+            })
+            .collect(),
+    })
+    .map_err(SetupError::Invalid)?;
+    warnings.extend(mcp.notices);
+    mcp.hub.attach(&registry);
     hooks.set_env_file(session.shared.hook_env_file());
     let (mut engine, events) = Engine::new(config, provider, registry, authorizer, Arc::new(hooks), session);
+    if let Some(shared) = Arc::get_mut(&mut engine.session.shared) {
+        shared.mcp = Some(mcp.hub.clone());
+    }
     engine.set_project(project);
     extensions.install(&mut engine)?;
     if let Some(schema) = structured_schema {
@@ -317,6 +363,8 @@ pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupErr
         permission_mode,
         warnings,
         resumed,
+        mcp: mcp.hub,
+        mcp_pending: mcp.pending,
         trust,
     })
 }
@@ -445,7 +493,7 @@ pub fn context_report(cli: &Cli) -> Result<String, SetupError> {
         threshold: window.threshold(compact.threshold_pct),
         auto: compact.auto,
         project: &project,
-        tools: registry.definitions(),
+        tools: registry.tool_set().as_slice(),
     }))
 }
 

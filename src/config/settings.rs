@@ -29,11 +29,14 @@ const KNOWN_KEYS: &[&str] = &[
     "enableAllProjectMcpServers",
     "enabledMcpjsonServers",
     "disabledMcpjsonServers",
+    "mcpServers",
+    "toolSearch",
     "apiKeyHelper",
     "forceLoginMethod",
     "spinnerTipsEnabled",
     "alwaysThinkingEnabled",
     "feedbackSurveyState",
+    "verification",
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -65,6 +65,13 @@ impl Engine {
     /// The next model request. When the context is nearly full, the view tiers are squeezed
     /// and, if that is not enough, the conversation is compacted first. `None`: cancelled.
     pub(super) async fn next_request(&mut self, cancel: &CancellationToken) -> Option<ModelRequest> {
+        // Tools added or activated since the last request (MCP servers, ToolSearch) count too.
+        let generation = self.registry.generation();
+        if generation != self.tools_generation {
+            self.tools_generation = generation;
+            self.compactor
+                .set_fixed_tokens(tokens::system(&self.config.system) + tokens::tool_set(&self.registry.tool_set()));
+        }
         let mut view = self.current_view();
         if self.compactor.settings.auto && view.tokens >= self.compactor.threshold() {
             let store = self.session.history_handle();
@@ -92,7 +99,7 @@ impl Engine {
             &model,
             self.compactor.request_max_tokens(self.config.max_tokens),
             &self.config.system,
-            self.registry.tool_set(),
+            &self.registry.tool_set(),
             view.messages,
         );
         request.reasoning = self.config.reasoning.clone();
@@ -134,6 +141,7 @@ impl Engine {
         if let Some(e) = self.session.tool_log.write_error.take() {
             self.events.notice(NoticeLevel::Warning, e);
         }
+        self.session.shared.evidence.flush();
         if found.is_empty() {
             return Vec::new();
         }
@@ -272,7 +280,7 @@ impl Engine {
             &self.config.model,
             window.output_reserve.clamp(1, u32::MAX as u64) as u32,
             &self.config.system,
-            self.registry.tool_set(),
+            &self.registry.tool_set(),
             std::sync::Arc::new(messages),
         );
         let response = self.stream_quietly(request, cancel).await?;
@@ -295,6 +303,7 @@ impl Engine {
             .count();
         let input_bytes = (window.input_budget() * tokens::BYTES_PER_TOKEN) as usize;
         let transcript_path = self.session.transcript.path();
+        let verification = self.session.shared.evidence.handoff_section();
         let text = handoff::render(&handoff::Handoff {
             trigger,
             pre_tokens,
@@ -306,6 +315,7 @@ impl Engine {
             failures: &failures,
             files: &files,
             other_changes,
+            verification: &verification,
         });
         self.session.shared.files().mark_all_partial();
         let plan = remount::latest_plan(&store);
@@ -313,7 +323,7 @@ impl Engine {
         if self.project.reload_instructions() {
             self.config.system = self.project.system_blocks();
             self.compactor
-                .set_fixed_tokens(tokens::system(&self.config.system) + tokens::tool_set(self.registry.tool_set()));
+                .set_fixed_tokens(tokens::system(&self.config.system) + tokens::tool_set(&self.registry.tool_set()));
         }
         let mut blocks = vec![ContentBlock::text(text.clone())];
         blocks.extend(hot.map(ContentBlock::text));

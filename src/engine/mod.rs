@@ -16,6 +16,7 @@ pub mod skills;
 pub mod subagent;
 mod tool_hooks;
 mod turn;
+mod verification;
 
 use std::sync::Arc;
 
@@ -73,6 +74,8 @@ pub struct Engine {
     pending_context: Vec<String>,
     /// Set when this engine runs a sub-agent (its Stop hooks fire as SubagentStop).
     pub subagent: Option<subagent::SubagentInfo>,
+    /// The registry generation the compactor's fixed token count was computed for.
+    tools_generation: u64,
     /// Where the StructuredOutput tool leaves the final answer, when one is required
     /// (`--json-schema`): a turn then ends only with a valid one.
     pub structured: Option<crate::tools::structured::StructuredSlot>,
@@ -98,7 +101,8 @@ impl Engine {
             config.max_tokens,
         );
         let mut compactor = Compactor::new(window, config.compact);
-        compactor.set_fixed_tokens(tokens::system(&config.system) + tokens::tool_set(registry.tool_set()));
+        let tools_generation = registry.generation();
+        compactor.set_fixed_tokens(tokens::system(&config.system) + tokens::tool_set(&registry.tool_set()));
         let project = ProjectContext::bare(&session.shared.cwd, "");
         (
             Engine {
@@ -113,6 +117,7 @@ impl Engine {
                 events,
                 pending_context: Vec::new(),
                 subagent: None,
+                tools_generation,
                 structured: None,
                 harness: harness::Harness::default(),
                 subagents: None,
@@ -128,7 +133,7 @@ impl Engine {
         self.config.system = project.system_blocks();
         self.project = project;
         self.compactor
-            .set_fixed_tokens(tokens::system(&self.config.system) + tokens::tool_set(self.registry.tool_set()));
+            .set_fixed_tokens(tokens::system(&self.config.system) + tokens::tool_set(&self.registry.tool_set()));
     }
 
     /// An engine without permission rules (only the session's directory counts as a working

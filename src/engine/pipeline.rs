@@ -180,7 +180,7 @@ impl Pipeline<'_> {
                 problems.join("\n- ")
             )));
         }
-        let pre = match self.pre_tool_hooks(call, registered).await {
+        let pre = match self.pre_tool_hooks(call, &registered).await {
             Ok(p) => p,
             Err(refusal) => return self.refused(call, refusal),
         };
@@ -243,6 +243,12 @@ impl Pipeline<'_> {
             confinement,
         };
         let tool = registered.tool.clone();
+        let shell_cwd = self.shared.shell_cwd.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let watch = self
+            .shared
+            .evidence
+            .before(&call.name, &effective.input, &shell_cwd)
+            .await;
         let result = if tool.handles_cancellation() {
             tool.call(effective.input.clone(), &ctx).await
         } else {
@@ -258,6 +264,13 @@ impl Pipeline<'_> {
             Err(e) => ToolOutput::error(e.to_string()),
         };
         let mut output = budget::apply(output, tool.result_budget(), &self.shared.session_dir, &call.id);
+        let known = |p: &std::path::Path| {
+            self.shared
+                .files()
+                .get(p)
+                .and_then(|v| v.snapshot.as_deref().map(str::to_string))
+        };
+        self.shared.evidence.after(watch, &mut output, &known).await;
         let post_stop = self
             .post_tool_hooks(
                 &effective,

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Engine;
 use super::events::{EngineEvent, NoticeLevel, ResultSubtype, TerminalReason, TurnOutcome};
-use super::lifecycle::{PromptVerdict, StopVerdict};
+use super::lifecycle::{MAX_STOP_BLOCKS, PromptVerdict, StopVerdict};
 use super::pipeline::{Pipeline, ToolCall};
 use super::session::Denial;
 use crate::message::{ContentBlock, Message, StopReason};
@@ -35,6 +35,7 @@ impl Engine {
             requests: 0,
         };
         let mut content = content;
+        self.begin_verification_turn();
         self.hooks.set_prompt_id(uuid::Uuid::new_v4().to_string());
         if let Some(slot) = &self.structured {
             slot.take();
@@ -287,6 +288,15 @@ impl Engine {
                 continue;
             }
             match self.stop_check(stop_blocks > 0, stop_blocks).await {
+                // The verification gate sends the model back like a Stop hook, under the same
+                // loop guard.
+                StopVerdict::Stop if stop_blocks < MAX_STOP_BLOCKS => {
+                    if let Some(note) = self.verification_gate() {
+                        stop_blocks += 1;
+                        self.session.push_user(vec![ContentBlock::text(note)]);
+                        continue;
+                    }
+                }
                 StopVerdict::Stop => {}
                 StopVerdict::Halt(reason) => return self.halted(reason, TerminalReason::StopHookPrevented),
                 StopVerdict::Continue(feedback) => {

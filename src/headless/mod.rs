@@ -63,9 +63,13 @@ pub fn read_prompt(cli: &Cli) -> Result<String, HeadlessError> {
     }
     if prompt.trim().is_empty() {
         let mut msg = String::from("no prompt: give one as an argument (keel -p \"...\") or on stdin");
-        if !cli.allowed_tools.is_empty() || !cli.disallowed_tools.is_empty() || !cli.add_dir.is_empty() {
+        if !cli.allowed_tools.is_empty()
+            || !cli.disallowed_tools.is_empty()
+            || !cli.add_dir.is_empty()
+            || !cli.mcp_config.is_empty()
+        {
             msg.push_str(
-                "; note that --allowedTools, --disallowedTools and --add-dir take every following word, so put \
+                "; note that --allowedTools, --disallowedTools, --add-dir and --mcp-config take every following word, so put \
                  the prompt before them or end their list with --",
             );
         }
@@ -162,10 +166,15 @@ async fn run_inner(cli: &Cli, out: Arc<Out>) -> Result<ExitCode, HeadlessError> 
         err_line!("keel: warning: {w}");
     }
     let mut warnings = prepared.warnings.clone();
+    let mcp = prepared.mcp.clone();
+    let prompt = crate::mcp::startup::headless(&mcp, prompt)
+        .await
+        .map_err(HeadlessError::Usage)?;
     let cancel = CancellationToken::new();
     let signal = watch_signals(cancel.clone());
     if stream_in {
         let code = stream::run(cli, prepared, out, cancel).await;
+        mcp.shutdown().await;
         return Ok(match signal.triggered() {
             Some(sig) => ExitCode::from((128 + sig) as u8),
             None => code,
@@ -182,6 +191,7 @@ async fn run_inner(cli: &Cli, out: Arc<Out>) -> Result<ExitCode, HeadlessError> 
             session_id: &session_id,
             cwd: &cwd,
             tools: engine.registry.names(),
+            mcp_servers: mcp.init_json(),
             model: &engine.config.model,
             permission_mode: prepared.permission_mode.as_str(),
             api_key_source: api_key_source(cli),
@@ -211,6 +221,7 @@ async fn run_inner(cli: &Cli, out: Arc<Out>) -> Result<ExitCode, HeadlessError> 
     };
     // The session ends with the turn: nothing it started in the background may outlive it.
     engine.session.shared.end();
+    mcp.shutdown().await;
     // The drain task ends at TurnFinished; a panic in it only loses progress lines.
     let leftover = printing.await.ok();
     engine.session_end("other").await;
@@ -246,12 +257,19 @@ async fn run_inner(cli: &Cli, out: Arc<Out>) -> Result<ExitCode, HeadlessError> 
         }
         warnings.push(unsaved);
     }
-    let result = output::with_warnings(
+    let mut result = output::with_warnings(
         output::result_object(&outcome, &session_id, &engine.session.totals, &engine.session.denials),
         &warnings,
     );
+    let evidence = engine.session.shared.evidence.clone();
+    if let Some(m) = result.as_object_mut() {
+        m.insert("verification".into(), evidence.report_json());
+    }
     match cli.output_format {
         OutputFormat::Text => {
+            if let Some(line) = evidence.text_line() {
+                eprintln!("{line}");
+            }
             if outcome.is_error {
                 err_line!("Error: {}", text_error(&outcome, cli.max_turns));
             } else {

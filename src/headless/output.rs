@@ -19,7 +19,9 @@ fn timestamp() -> String {
 pub struct InitInfo<'a> {
     pub session_id: &'a str,
     pub cwd: &'a str,
-    pub tools: Vec<&'a str>,
+    pub tools: Vec<String>,
+    /// `[{"name", "status"}]` per MCP server.
+    pub mcp_servers: Vec<Value>,
     pub model: &'a str,
     pub permission_mode: &'a str,
     pub api_key_source: &'a str,
@@ -38,7 +40,7 @@ pub fn init_line(i: &InitInfo<'_>) -> Value {
         "cwd": i.cwd,
         "session_id": i.session_id,
         "tools": i.tools,
-        "mcp_servers": [],
+        "mcp_servers": i.mcp_servers,
         "model": i.model,
         "permissionMode": i.permission_mode,
         "slash_commands": i.slash_commands,

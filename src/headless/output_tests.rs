@@ -37,7 +37,8 @@ fn system_init() {
     let line = init_line(&InitInfo {
         session_id: "s1",
         cwd: "/w",
-        tools: vec!["Read", "Bash"],
+        tools: vec!["Read".to_string(), "Bash".to_string()],
+        mcp_servers: Vec::new(),
         model: "claude-sonnet-4-5",
         permission_mode: "default",
         api_key_source: "ANTHROPIC_API_KEY",

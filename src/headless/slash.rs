@@ -92,6 +92,6 @@ fn context(engine: &Engine) -> String {
         threshold: engine.compactor.threshold(),
         auto: engine.compactor.settings.auto,
         project: &engine.project,
-        tools: engine.registry.definitions(),
+        tools: engine.registry.tool_set().as_slice(),
     })
 }

@@ -187,6 +187,13 @@ fn init_line(engine: &Engine) -> Value {
         session_id: &engine.session.id,
         cwd: &cwd,
         tools: engine.registry.names(),
+        mcp_servers: engine
+            .session
+            .shared
+            .mcp
+            .as_ref()
+            .map(|h| h.init_json())
+            .unwrap_or_default(),
         model: &engine.config.model,
         permission_mode: engine.session.shared.mode().as_str(),
         api_key_source: control::api_key_source(),
@@ -296,8 +303,13 @@ fn answer(shared: &Shared, commands: &mpsc::UnboundedSender<Command>, id: String
             out.line(&codec::success(&id, json!({"model": resolved})));
         }
         ClientRequest::McpStatus => {
-            // No MCP servers are configured in this build of the session.
-            out.line(&codec::success(&id, json!({"mcpServers": []})));
+            let servers: Vec<Value> = shared
+                .session
+                .mcp
+                .as_ref()
+                .map(|h| h.statuses().iter().map(crate::mcp::ServerStatus::sdk_json).collect())
+                .unwrap_or_default();
+            out.line(&codec::success(&id, json!({ "mcpServers": servers })));
         }
         ClientRequest::Unsupported(subtype) => out.line(&codec::error(
             &id,

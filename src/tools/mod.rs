@@ -60,8 +60,12 @@ pub struct SessionShared {
     pub shell_cwd: Mutex<PathBuf>,
     /// Background shells; all of them are killed when the session ends (and on drop).
     pub shells: bash::background::BackgroundShells,
+    /// The verification ledger (shared with sub-agents: their runs and changes are the session's).
+    pub evidence: Arc<crate::evidence::Evidence>,
     /// Previous contents of changed files, for rewinding (shared with sub-agents).
     pub checkpoints: Arc<crate::checkpoint::Checkpoints>,
+    /// The session's MCP servers (shared with sub-agents and sessions swapped in by /clear).
+    pub mcp: Option<Arc<crate::mcp::McpHub>>,
     /// Loads skills for the Skill tool (installed by the engine).
     pub skill_runner: Option<Arc<dyn skill::SkillRunner>>,
     /// Temporary allow rules, pending instructions and the record of loaded skills.
@@ -132,7 +136,9 @@ impl SessionShared {
             subagent_tally: Mutex::new(agent::SubagentTally::default()),
             shell_cwd: Mutex::new(cwd.clone()),
             shells: bash::background::BackgroundShells::default(),
+            evidence: Arc::new(crate::evidence::Evidence::in_memory(&cwd, &session_dir)),
             checkpoints: Arc::new(crate::checkpoint::Checkpoints::new(&session_dir)),
+            mcp: None,
             skill_runner: None,
             skills: crate::skills::SkillState::default(),
             tasks: Arc::default(),
@@ -156,7 +162,7 @@ impl SessionShared {
     }
 
     /// Takes over the startup decisions of another session's state (sandbox, added
-    /// directories, permission mode) when a front end swaps sessions.
+    /// directories, permission mode, verification settings) when a front end swaps sessions.
     pub fn inherit_from(&mut self, other: &SessionShared) {
         self.sandbox = other.sandbox.clone();
         self.confiner = other.confiner.clone();
@@ -164,6 +170,8 @@ impl SessionShared {
         self.extra_dirs = other.extra_dirs.clone();
         self.read_guard = other.read_guard.clone();
         self.agents = other.agents.clone();
+        self.mcp = other.mcp.clone();
+        self.evidence = Arc::new(other.evidence.for_session(&self.session_dir));
         self.skill_runner = other.skill_runner.clone();
         self.set_mode(other.mode());
     }
@@ -299,8 +307,8 @@ impl ToolError {
 #[async_trait]
 pub trait Tool: Send + Sync {
     /// The exact name the model calls (same string as in permission rules and hook matchers).
-    fn name(&self) -> &'static str;
-    fn description(&self) -> &'static str;
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
     fn input_schema(&self) -> Value;
     /// Whether this call only observes. Read-only calls of one message run concurrently.
     fn is_read_only(&self, _input: &Value) -> bool {
@@ -319,6 +327,11 @@ pub trait Tool: Send + Sync {
     /// was stopped (Bash kills its process group). The pipeline waits for such a tool instead of
     /// dropping its future on cancellation.
     fn handles_cancellation(&self) -> bool {
+        false
+    }
+    /// Whether the registry appends the names of deferred tools to this tool's description
+    /// (the tool that loads them: ToolSearch).
+    fn lists_deferred(&self) -> bool {
         false
     }
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;

@@ -1,7 +1,7 @@
 //! The tool registry: lookup by name and schema validation (schemas compiled once).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use jsonschema::error::ValidationErrorKind;
 use serde_json::Value;
@@ -22,109 +22,252 @@ pub struct RegisteredTool {
     validator: jsonschema::Validator,
 }
 
+/// The tools of a session. Tools may be added while the session runs (MCP servers connect,
+/// SDK servers register) and deferred tools may be activated by ToolSearch; what is offered to
+/// the model only ever grows at its end, so the tool prefix of every request stays byte-stable
+/// for the prompt cache.
 pub struct ToolRegistry {
-    tools: BTreeMap<String, RegisteredTool>,
-    /// Registration order, which is also the order offered to the model (stable for caching).
+    inner: RwLock<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    tools: BTreeMap<String, Arc<RegisteredTool>>,
+    /// Registration order.
     order: Vec<String>,
+    /// What is offered to the model, in the order sent: tools registered as offered, then
+    /// deferred tools in the order they were activated.
+    offered: Vec<String>,
+    /// Tools registered as deferred (activated or not), in registration order: the listing the
+    /// model sees in the description of the tool that loads them.
+    deferred: Vec<String>,
     definitions: ToolSet,
+    /// Bumped whenever `definitions` changes.
+    generation: u64,
 }
 
 impl ToolRegistry {
     pub fn new(tools: Vec<Arc<dyn Tool>>) -> Result<Self, RegistryError> {
-        let mut map = BTreeMap::new();
-        let mut order = Vec::new();
-        for tool in tools {
-            let name = tool.name().to_string();
-            let schema = tool.input_schema();
-            let validator = jsonschema::validator_for(&schema).map_err(|e| RegistryError::BadSchema {
-                name: name.clone(),
-                message: e.to_string(),
-            })?;
-            if map.insert(name.clone(), RegisteredTool { tool, validator }).is_some() {
-                return Err(RegistryError::Duplicate(name));
-            }
-            order.push(name);
-        }
-        let mut registry = ToolRegistry {
-            tools: map,
-            order,
-            definitions: ToolSet::default(),
+        let registry = ToolRegistry {
+            inner: RwLock::new(Inner::default()),
         };
-        registry.rebuild_definitions();
+        registry.add(tools, false)?;
         Ok(registry)
     }
 
-    pub fn get(&self, name: &str) -> Option<&RegisteredTool> {
-        self.tools.get(name)
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
+        // The registry holds plain data that stays consistent per operation.
+        self.inner.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn names(&self) -> Vec<&str> {
-        self.order.iter().map(String::as_str).collect()
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
+        self.inner.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Registers more tools at the end. Deferred tools are not offered until activated; their
+    /// names are listed in the description of the tool that loads them ([`Tool::lists_deferred`]).
+    /// Either all tools are added or none (a bad schema or a duplicate name refuses the lot).
+    pub fn add(&self, tools: Vec<Arc<dyn Tool>>, deferred: bool) -> Result<Vec<String>, RegistryError> {
+        let mut compiled = Vec::with_capacity(tools.len());
+        {
+            let inner = self.read();
+            let mut seen = std::collections::BTreeSet::new();
+            for tool in tools {
+                let name = tool.name().to_string();
+                if inner.tools.contains_key(&name) || !seen.insert(name.clone()) {
+                    return Err(RegistryError::Duplicate(name));
+                }
+                let schema = tool.input_schema();
+                let validator = jsonschema::validator_for(&schema).map_err(|e| RegistryError::BadSchema {
+                    name: name.clone(),
+                    message: e.to_string(),
+                })?;
+                compiled.push((name, RegisteredTool { tool, validator }));
+            }
+        }
+        let mut inner = self.write();
+        let mut names = Vec::with_capacity(compiled.len());
+        for (name, registered) in compiled {
+            if inner.tools.contains_key(&name) {
+                return Err(RegistryError::Duplicate(name));
+            }
+            inner.tools.insert(name.clone(), Arc::new(registered));
+            inner.order.push(name.clone());
+            if deferred {
+                inner.deferred.push(name.clone());
+            } else {
+                inner.offered.push(name.clone());
+            }
+            names.push(name);
+        }
+        if !names.is_empty() {
+            inner.rebuild_definitions();
+        }
+        Ok(names)
+    }
+
+    /// Offers deferred tools from now on (appended, in the given order). Returns the names that
+    /// were activated by this call; unknown and already offered names are skipped.
+    pub fn activate(&self, names: &[String]) -> Vec<String> {
+        let mut inner = self.write();
+        let mut done = Vec::new();
+        for name in names {
+            if inner.deferred.contains(name) && !inner.offered.contains(name) {
+                inner.offered.push(name.clone());
+                done.push(name.clone());
+            }
+        }
+        if !done.is_empty() {
+            inner.rebuild_definitions();
+        }
+        done
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<RegisteredTool>> {
+        self.read().tools.get(name).cloned()
+    }
+
+    /// Every registered tool, offered or deferred, in registration order.
+    pub fn names(&self) -> Vec<String> {
+        self.read().order.clone()
+    }
+
+    /// Tools registered as deferred that are not offered yet.
+    pub fn deferred_pending(&self) -> Vec<String> {
+        let inner = self.read();
+        inner
+            .deferred
+            .iter()
+            .filter(|n| !inner.offered.contains(n))
+            .cloned()
+            .collect()
+    }
+
+    /// Whether a tool was registered as deferred (activated since or not).
+    pub fn is_deferred(&self, name: &str) -> bool {
+        self.read().deferred.iter().any(|n| n == name)
+    }
+
+    /// Whether a tool is offered to the model now.
+    pub fn is_offered(&self, name: &str) -> bool {
+        self.read().offered.iter().any(|n| n == name)
+    }
+
+    /// Every registered tool with its registration entry, in registration order.
+    pub fn all(&self) -> Vec<Arc<RegisteredTool>> {
+        let inner = self.read();
+        inner.order.iter().filter_map(|n| inner.tools.get(n).cloned()).collect()
     }
 
     /// A registry of the tools `keep` accepts, in the same order (a sub-agent's tool set: the
-    /// filter is enforced here, where calls are looked up, not by the prompt).
+    /// filter is enforced here, where calls are looked up, not by the prompt). Deferred tools
+    /// stay deferred; the tool that loads them is bound to this registry and is left out (see
+    /// `mcp::add_loader`).
     pub fn subset(&self, mut keep: impl FnMut(&str) -> bool) -> Result<ToolRegistry, RegistryError> {
-        ToolRegistry::new(
-            self.order
+        let (offered, deferred) = {
+            let inner = self.read();
+            let offered: Vec<Arc<dyn Tool>> = inner
+                .offered
                 .iter()
-                .filter(|n| keep(n))
-                .filter_map(|n| self.tools.get(n).map(|t| t.tool.clone()))
-                .collect(),
-        )
+                .filter_map(|n| inner.tools.get(n))
+                .filter(|t| !t.tool.lists_deferred())
+                .map(|t| t.tool.clone())
+                .collect();
+            let deferred: Vec<Arc<dyn Tool>> = inner
+                .deferred
+                .iter()
+                .filter(|n| !inner.offered.contains(n))
+                .filter_map(|n| inner.tools.get(n))
+                .map(|t| t.tool.clone())
+                .collect();
+            (offered, deferred)
+        };
+        let offered: Vec<Arc<dyn Tool>> = offered.into_iter().filter(|t| keep(t.name())).collect();
+        let deferred: Vec<Arc<dyn Tool>> = deferred.into_iter().filter(|t| keep(t.name())).collect();
+        let child = ToolRegistry::new(offered)?;
+        child.add(deferred, true)?;
+        Ok(child)
     }
 
     /// Adds a tool after the others (session-specific tools such as Skill).
     pub fn with(self, tool: Arc<dyn Tool>) -> Result<ToolRegistry, RegistryError> {
-        let mut tools: Vec<Arc<dyn Tool>> = self
-            .order
-            .iter()
-            .filter_map(|n| self.tools.get(n).map(|t| t.tool.clone()))
-            .collect();
-        tools.push(tool);
-        ToolRegistry::new(tools)
+        self.add(vec![tool], false)?;
+        Ok(self)
     }
 
     /// Removes tools the model must not be offered (e.g. bare-name deny rules).
     pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
-        self.order.retain(|n| keep(n));
-        let order = &self.order;
-        self.tools.retain(|n, _| order.contains(n));
-        self.rebuild_definitions();
+        let inner = self.inner.get_mut().unwrap_or_else(|p| p.into_inner());
+        inner.order.retain(|n| keep(n));
+        let order = inner.order.clone();
+        inner.tools.retain(|n, _| order.contains(n));
+        inner.offered.retain(|n| order.contains(n));
+        inner.deferred.retain(|n| order.contains(n));
+        inner.rebuild_definitions();
     }
 
-    /// What the model is offered, in a stable order (built once; byte-identical per session).
-    pub fn definitions(&self) -> &[ToolDefinition] {
-        self.definitions.as_slice()
+    /// The definitions as sent with the next request (shared, encoded once per change).
+    pub fn tool_set(&self) -> ToolSet {
+        self.read().definitions.clone()
     }
 
-    /// The definitions as sent with every request (shared, encoded once).
-    pub fn tool_set(&self) -> &ToolSet {
-        &self.definitions
-    }
-
-    fn rebuild_definitions(&mut self) {
-        self.definitions = ToolSet::new(
-            self.order
-                .iter()
-                .filter_map(|n| self.tools.get(n))
-                .map(|t| ToolDefinition {
-                    name: t.tool.name().to_string(),
-                    description: t.tool.description().to_string(),
-                    input_schema: t.tool.input_schema(),
-                    cache_control: None,
-                })
-                .collect(),
-        );
+    /// Changes whenever the offered definitions change (tools added or activated).
+    pub fn generation(&self) -> u64 {
+        self.read().generation
     }
 
     /// The message for a call to a tool that does not exist.
     pub fn unknown_tool_message(&self, name: &str) -> String {
+        let inner = self.read();
+        if inner.deferred.iter().any(|n| n == name) {
+            return format!(
+                "`{name}` is a deferred tool: load its definition first with ToolSearch (query `select:{name}`), then call it."
+            );
+        }
         format!(
             "No tool named `{name}` exists. Available tools: {}. Call one of these by its exact name.",
-            self.order.join(", ")
+            inner.offered.join(", ")
         )
     }
+}
+
+impl Inner {
+    fn rebuild_definitions(&mut self) {
+        let listing = deferred_listing(&self.deferred);
+        self.definitions = ToolSet::new(
+            self.offered
+                .iter()
+                .filter_map(|n| self.tools.get(n))
+                .map(|t| {
+                    let mut description = t.tool.description().to_string();
+                    if t.tool.lists_deferred() && !listing.is_empty() {
+                        description.push_str(&listing);
+                    }
+                    ToolDefinition {
+                        name: t.tool.name().to_string(),
+                        description,
+                        input_schema: t.tool.input_schema(),
+                        cache_control: None,
+                    }
+                })
+                .collect(),
+        );
+        self.generation += 1;
+    }
+}
+
+/// The names of the deferred tools, appended to the loader's description. It lists every tool
+/// registered as deferred, activated or not, so activating one does not change it.
+fn deferred_listing(deferred: &[String]) -> String {
+    if deferred.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\n\nDeferred tools (load before calling):");
+    for name in deferred {
+        out.push_str("\n- ");
+        out.push_str(name);
+    }
+    out
 }
 
 impl RegisteredTool {

@@ -118,7 +118,7 @@ pub fn context(engine: &Engine) -> Result<ContextReport, IntegrationError> {
         },
         ContextCategory {
             name: "tool definitions".into(),
-            tokens: tokens::tool_set(engine.registry.tool_set()),
+            tokens: tokens::tool_set(&engine.registry.tool_set()),
         },
         ContextCategory {
             name: "environment and git".into(),
@@ -184,6 +184,14 @@ pub fn permissions(engine: &Engine) -> Result<PermissionsReport, IntegrationErro
         rule_sets,
         additional_directories: engine.authorizer.working_dirs().iter().skip(1).cloned().collect(),
     })
+}
+
+/// `/mcp`: each server's status, transport, tools and problems, as markdown.
+pub fn mcp(engine: &Engine) -> String {
+    match &engine.session.shared.mcp {
+        Some(hub) if !hub.is_empty() => crate::mcp::report::markdown(&hub.statuses()),
+        _ => crate::mcp::report::markdown(&[]),
+    }
 }
 
 /// `/hooks`: the configured hooks.

@@ -67,6 +67,14 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
         return Ok(ExitCode::SUCCESS);
     };
     let prepared = setup::prepare_with(&cli, trust)?;
+    // Asked before the interface takes the terminal: a plain question, answered once per project.
+    let mcp = prepared.mcp.clone();
+    let approval_notes = match paths::keel_home() {
+        Some(home) => {
+            crate::mcp::startup::ask_approvals(&mcp, &prepared.mcp_pending, &home, &prepared.engine.session.shared.cwd)
+        }
+        None => Vec::new(),
+    };
     render::theme::set_truecolor(render::theme::truecolor_from_env());
     render::highlight::preload();
 
@@ -88,7 +96,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
         project_dir: project_dir.clone(),
     });
     transcript::history::fill(&mut app.transcript, engine.session.history(), &cwd);
-    for w in &prepared.warnings {
+    for w in prepared.warnings.iter().chain(&approval_notes) {
         app.notice(NoticeLevel::Warning, w.clone());
     }
 
@@ -126,6 +134,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
     app.drop_pending();
     drop(job_tx);
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, worker).await;
+    mcp.shutdown().await;
     drop(tui);
 
     let reason = result?;

@@ -58,6 +58,11 @@ pub enum Job {
     Rewind {
         arg: Option<String>,
     },
+    Mcp,
+    McpPrompt {
+        line: String,
+        cancel: CancellationToken,
+    },
 }
 
 /// A new session is in place (after `/clear` or `/resume`).
@@ -74,12 +79,16 @@ pub enum Reply {
     TurnDone,
     ShellDone(ShellResult),
     Session(NewSession),
-    ModelSet { model: String },
+    ModelSet {
+        model: String,
+    },
     Compacted(Result<CompactReport, String>),
     Context(Result<ContextReport, String>),
     Permissions(Result<PermissionsReport, String>),
     Hooks(Result<Vec<HookEntry>, String>),
     Rewound(Result<integration::Rewound, String>),
+    /// `/mcp`: the servers as markdown.
+    Mcp(String),
     Notice(NoticeLevel, String),
     Failed(String),
 }
@@ -103,6 +112,13 @@ pub async fn run(
     engine
         .session_start(if config.resumed { "resume" } else { "startup" })
         .await;
+    // The servers start while the interface is up; the first turn waits for them.
+    if let Some(hub) = engine.session.shared.mcp.clone() {
+        hub.start_all().await;
+        for line in crate::mcp::startup::problems(&hub) {
+            engine.events().notice(NoticeLevel::Warning, line);
+        }
+    }
     while let Some(job) = jobs.recv().await {
         let reply = handle(&mut engine, job, &config).await;
         if replies.send(reply).is_err() {
@@ -116,6 +132,7 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
     match job {
         Job::Turn { text, cancel } => {
             let checker = (engine.session.shared.clone(), engine.authorizer.clone());
+            let mcp_text = text.clone();
             let Some(resolved) = attach_mentions(checker, text, &cancel).await else {
                 engine.events().notice(
                     NoticeLevel::Warning,
@@ -123,10 +140,18 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
                 );
                 return Reply::TurnDone;
             };
-            for note in resolved.notes {
+            let mut blocks = resolved.blocks;
+            let mut notes = resolved.notes;
+            if let Some(hub) = engine.session.shared.mcp.clone() {
+                let attached = crate::mcp::mentions::resolve(&hub, &mcp_text, &cancel).await;
+                blocks.extend(attached.blocks);
+                notes.retain(|n| !attached.handled.iter().any(|h| n.starts_with(&format!("@{h}:"))));
+                notes.extend(attached.notes);
+            }
+            for note in notes {
                 engine.events().notice(NoticeLevel::Warning, note);
             }
-            engine.run_turn(resolved.blocks, cancel).await;
+            engine.run_turn(blocks, cancel).await;
             Reply::TurnDone
         }
         Job::Slash { name, args, cancel } => match engine.expand_slash_skill(&name, &args, &cancel).await {
@@ -192,6 +217,21 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
         Job::Permissions => Reply::Permissions(integration::permissions(engine).map_err(|e| e.to_string())),
         Job::Hooks => Reply::Hooks(integration::hooks(engine).map_err(|e| e.to_string())),
         Job::Rewind { arg } => Reply::Rewound(integration::rewind(engine, arg.as_deref()).map_err(|e| e.to_string())),
+        Job::Mcp => Reply::Mcp(integration::mcp(engine)),
+        Job::McpPrompt { line, cancel } => {
+            let expanded = match engine.session.shared.mcp.clone() {
+                Some(hub) => hub.expand_prompt(&line).await,
+                None => None,
+            };
+            match expanded {
+                Some(Ok(text)) => {
+                    engine.run_turn(vec![ContentBlock::text(text)], cancel).await;
+                    Reply::TurnDone
+                }
+                Some(Err(e)) => Reply::Failed(e),
+                None => Reply::Failed("no MCP servers are configured".into()),
+            }
+        }
     }
 }
 

@@ -120,6 +120,9 @@ fn the_output_cap_setting_is_checked() {
 /// leave the helper's tree).
 #[tokio::test]
 async fn the_cgroup_catches_orphans_of_a_killed_helper() {
+    // Durations unique to this run: other test runs on the machine must not be mistaken for ours.
+    let base = 40_000 + 2 * (std::process::id() % 20_000);
+    let (orphan, child) = (format!("sleep {base}"), format!("sleep {}", base + 1));
     let mut helper = std::process::Command::new(env!("CARGO_BIN_EXE_keel"))
         .args([
             "__sandbox-exec",
@@ -131,14 +134,14 @@ async fn the_cgroup_catches_orphans_of_a_killed_helper() {
             "bash",
             "-c",
         ])
-        .arg("setsid sleep 4251 & sleep 4252")
+        .arg(format!("setsid {orphan} & {child}"))
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let pid = helper.id() as i32;
     let dir = keel::sandbox::contain::cgroup_dir(pid);
     let mut waited = 0;
-    while waited < 500 && (processes_with("sleep 4251").is_empty() || processes_with("sleep 4252").is_empty()) {
+    while waited < 500 && (processes_with(&orphan).is_empty() || processes_with(&child).is_empty()) {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         waited += 1;
     }
@@ -146,7 +149,7 @@ async fn the_cgroup_catches_orphans_of_a_killed_helper() {
         let _ = helper.kill();
         let _ = helper.wait();
         keel::sandbox::contain::kill_descendants(pid, false);
-        for n in ["sleep 4251", "sleep 4252"] {
+        for n in [&orphan, &child] {
             for p in processes_with(n) {
                 let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), nix::sys::signal::Signal::SIGKILL);
             }
@@ -157,12 +160,18 @@ async fn the_cgroup_catches_orphans_of_a_killed_helper() {
     helper.kill().unwrap();
     helper.wait().unwrap();
     assert!(
-        !processes_with("sleep 4251").is_empty(),
+        !processes_with(&orphan).is_empty(),
         "the orphan should still run before the cgroup is killed"
     );
     keel::sandbox::contain::remove_cgroup(pid);
-    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    for n in ["sleep 4251", "sleep 4252"] {
+    // Killing is asynchronous: give a loaded machine time before calling a process a survivor.
+    for _ in 0..250 {
+        if processes_with(&orphan).is_empty() && processes_with(&child).is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    for n in [&orphan, &child] {
         assert!(processes_with(n).is_empty(), "`{n}` survived");
     }
     assert!(!dir.unwrap().exists(), "the cgroup was removed");

@@ -105,6 +105,8 @@ pub struct Handoff<'a> {
     pub files: &'a [FileChange],
     /// Calls of tools that may change files without naming them (shell commands).
     pub other_changes: usize,
+    /// The verification ledger's section (`evidence::report::handoff_section`).
+    pub verification: &'a str,
 }
 
 pub fn render(h: &Handoff<'_>) -> String {
@@ -124,6 +126,10 @@ pub fn render(h: &Handoff<'_>) -> String {
     out.push_str("\n\n## Files changed (recorded by keel)");
     render_files(&mut out, h.files, h.other_changes);
     out.push_str("\n\n## Open verification items and failed checks");
+    if !h.verification.is_empty() {
+        out.push('\n');
+        out.push_str(h.verification);
+    }
     render_failures(&mut out, h.failures);
     if let Some(items) = &h.summary.open_items {
         out.push_str("\n\nOpen items from the summary:\n");

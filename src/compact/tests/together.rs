@@ -128,7 +128,7 @@ fn request_layout_with_cache_breakpoints() {
         "claude-sonnet-4-5",
         32_000,
         &project.system_blocks(),
-        tools.tool_set(),
+        &tools.tool_set(),
         Arc::new(h.messages.clone()),
     );
     insta::assert_snapshot!("request_layout", layout::request(&req, &[]));

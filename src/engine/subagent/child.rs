@@ -136,6 +136,7 @@ pub(super) async fn prepare(
     let depth = r.depth + 1;
     let offer_agent = depth < tree.budget.limits.max_depth;
     let registry = Arc::new(child_registry(&r.registry, def, offer_agent, mode)?);
+    crate::mcp::add_loader(&registry);
     let authorizer = match &worktree {
         Some(w) => Arc::new(r.authorizer.rebased(&parent.cwd, &w.path)),
         None => r.authorizer.clone(),
@@ -155,9 +156,13 @@ pub(super) async fn prepare(
                         .as_ref()
                         .map(|c| Arc::new(c.rebased(&parent.cwd, &w.path)));
                     child.extra_dirs = authorizer.working_dirs().iter().skip(1).cloned().collect();
+                    // Runs and changes in its own tree say nothing about the session's.
+                    child.evidence = Arc::new(crate::evidence::Evidence::in_memory(&w.path, &child.session_dir));
                 }
                 None => {
                     *child.file_state.get_mut().unwrap_or_else(|p| p.into_inner()) = parent.files().clone();
+                    // The sub-agent's runs and changes are the session's evidence.
+                    child.evidence = parent.evidence.clone();
                     // Its changes are the session's: one rewind takes back the parent's and the child's.
                     child.checkpoints = parent.checkpoints.clone();
                 }

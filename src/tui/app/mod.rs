@@ -383,6 +383,7 @@ impl App {
             Command::Agents => self.info("Agents", self.agents_report()),
             Command::Memory => self.open_memory(),
             Command::Cost => self.info("Cost", self.cost_report()),
+            Command::Evidence => self.info("Evidence", format!("```text\n{}```", self.shared.evidence.listing())),
             Command::Todos => {
                 let todos = self.shared.todos();
                 let text = if todos.is_empty() {
@@ -431,6 +432,11 @@ impl App {
             Command::Permissions => Job::Permissions,
             Command::Hooks => Job::Hooks,
             Command::Rewind(arg) => Job::Rewind { arg },
+            Command::Mcp => Job::Mcp,
+            Command::McpPrompt(line) => Job::McpPrompt {
+                line,
+                cancel: cancel.clone(),
+            },
             Command::Resume(Some(id)) => {
                 let path = self.project_dir.join(format!("{id}.jsonl"));
                 if !path.is_file() {

@@ -87,6 +87,7 @@ impl App {
                 self.notice(NoticeLevel::Info, r.text);
             }
             Reply::Rewound(Err(e)) => self.notice(NoticeLevel::Error, format!("/rewind: {e}")),
+            Reply::Mcp(md) => self.info("MCP servers", md),
             Reply::Notice(level, text) => self.notice(level, text),
             Reply::Failed(e) => self.notice(NoticeLevel::Error, e),
         }

@@ -16,6 +16,9 @@ pub enum Command {
     Model(Option<String>),
     Permissions,
     Hooks,
+    Mcp,
+    /// `/mcp__server__prompt args`: an MCP prompt, expanded by its server into the message.
+    McpPrompt(String),
     Resume(Option<String>),
     Rewind(Option<String>),
     Todos,
@@ -23,6 +26,7 @@ pub enum Command {
     Skills,
     Agents,
     Memory,
+    Evidence,
     Exit,
     /// A skill or custom command: `/name args`.
     Skill {
@@ -42,6 +46,8 @@ impl Command {
                 | Command::Model(Some(_))
                 | Command::Permissions
                 | Command::Hooks
+                | Command::Mcp
+                | Command::McpPrompt(_)
                 | Command::Resume(_)
                 | Command::Rewind(_)
                 | Command::Skill { .. }
@@ -51,6 +57,10 @@ impl Command {
 
 /// Parses a slash command. `None` when the input is not one.
 pub fn parse(input: &str, skills: &Catalog) -> Option<Result<Command, String>> {
+    // MCP prompts (`/mcp__server__prompt args`) are known only to their servers.
+    if is_command(input) && input.trim_start().starts_with("/mcp__") {
+        return Some(Ok(Command::McpPrompt(input.trim().to_string())));
+    }
     let slash = match shared::parse(input, skills)? {
         Ok(s) => s,
         Err(e) => return Some(Err(e)),
@@ -76,6 +86,7 @@ pub fn parse(input: &str, skills: &Catalog) -> Option<Result<Command, String>> {
         "model" => Ok(Command::Model(arg)),
         "permissions" => no_args(Command::Permissions),
         "hooks" => no_args(Command::Hooks),
+        "mcp" => no_args(Command::Mcp),
         "resume" => Ok(Command::Resume(arg)),
         "rewind" => Ok(Command::Rewind(arg)),
         "todos" => no_args(Command::Todos),
@@ -83,6 +94,7 @@ pub fn parse(input: &str, skills: &Catalog) -> Option<Result<Command, String>> {
         "skills" => no_args(Command::Skills),
         "agents" => no_args(Command::Agents),
         "memory" => no_args(Command::Memory),
+        "evidence" => no_args(Command::Evidence),
         "exit" => no_args(Command::Exit),
         other => Err(format!("/{other} is not available here")),
     })

@@ -84,10 +84,16 @@ pub fn line(app: &App, now: Instant, width: usize) -> Line<'static> {
     let t = &app.status.totals;
     let input = t.usage.input_tokens + t.usage.cache_creation_input_tokens + t.usage.cache_read_input_tokens;
     // Right side, most important first; dropped from the end when space runs out.
-    let mut right: Vec<Span<'static>> = vec![
-        mode_span(app.mode()),
-        Span::styled(app.status.model.clone(), theme::dim()),
-    ];
+    let mut right: Vec<Span<'static>> = vec![mode_span(app.mode())];
+    if let Some(label) = app.shared.evidence.status_label() {
+        let style = if label == "tests: passed" {
+            theme::dim()
+        } else {
+            theme::warning()
+        };
+        right.push(Span::styled(label, style));
+    }
+    right.push(Span::styled(app.status.model.clone(), theme::dim()));
     if let Some(p) = app.context_percent() {
         let style = if p >= 90 {
             theme::error()

@@ -3,6 +3,7 @@
 //! Snapshots show the screen text, then the styled runs of each row (colour and modifiers),
 //! so a change of colour shows up in review like a change of text.
 
+mod evidence;
 mod keys;
 mod snapshots;
 mod worker;

@@ -128,6 +128,9 @@ impl Env {
             .env("HOME", &self.home)
             .env("KEEL_HOME", self.home.join(".keel"))
             .env("LANG", "C.UTF-8")
+            // The stop gate would send every scripted edit back for a test run; the evidence
+            // tests turn it on again.
+            .env("KEEL_VERIFICATION_GATE", "off")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -203,6 +206,11 @@ impl Keel {
 
     pub fn env(&mut self, k: &str, v: impl AsRef<std::ffi::OsStr>) -> &mut Self {
         self.cmd.env(k, v);
+        self
+    }
+
+    pub fn env_remove(&mut self, k: &str) -> &mut Self {
+        self.cmd.env_remove(k);
         self
     }
 

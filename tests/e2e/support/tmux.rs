@@ -42,6 +42,7 @@ impl Tmux {
             ("TERM", "tmux-256color".to_string()),
             ("ANTHROPIC_BASE_URL", server.url()),
             ("ANTHROPIC_API_KEY", "test-key".to_string()),
+            ("KEEL_VERIFICATION_GATE", "off".to_string()),
         ];
         let status_file = env.home.join(format!("{socket}.status"));
         let mut cmd = String::from("env -i");

@@ -1,0 +1,160 @@
+//! The stop gate: when the model ends its turn after changing files and the ledger holds no
+//! fresh passing test run (or tests were weakened), keel sends it back with a short factual
+//! note. Setting `verification.stopGate`: `nudge` (once per turn, the default), `require` (up to
+//! three times), `off`. Pure: the engine decides when to ask and counts the sends.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+use super::ledger::{Ledger, Status};
+use crate::tools::{Todo, TodoStatus};
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum GateMode {
+    #[default]
+    Nudge,
+    Require,
+    Off,
+}
+
+impl GateMode {
+    pub fn parse(s: &str) -> Option<GateMode> {
+        match s {
+            "nudge" => Some(GateMode::Nudge),
+            "require" => Some(GateMode::Require),
+            "off" => Some(GateMode::Off),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GateMode::Nudge => "nudge",
+            GateMode::Require => "require",
+            GateMode::Off => "off",
+        }
+    }
+
+    /// How often one turn may be sent back.
+    pub fn max_sends(self) -> u32 {
+        match self {
+            GateMode::Nudge => 1,
+            GateMode::Require => 3,
+            GateMode::Off => 0,
+        }
+    }
+}
+
+/// Whether a todo is about verifying (testing, checking, building, linting…).
+pub fn is_verification_step(todo: &Todo) -> bool {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(
+            r"(?i)\b(tests?|testing|verify|verif\w*|validat\w*|check\w*|lint\w*|build|compile|type-?check\w*|pytest|jest|vitest|ci|qa|run the suite)\b",
+        )
+        .expect("constant regex")
+    });
+    re.is_match(&todo.content) || re.is_match(&todo.active_form)
+}
+
+/// The todo-list rule: three or more completed todos and none of them a verification step.
+pub fn todos_unverified(todos: &[Todo]) -> Option<usize> {
+    let done: Vec<&Todo> = todos.iter().filter(|t| t.status == TodoStatus::Completed).collect();
+    (done.len() >= 3 && !done.iter().any(|t| is_verification_step(t))).then_some(done.len())
+}
+
+/// The note that sends the model back, or `None` when the turn may end: nothing changed in this
+/// turn (`turn_start` is the version the turn began at), or a fresh passing run stands and no
+/// test was weakened. `send` is 1 for the first note of the turn.
+pub fn note(ledger: &Ledger, turn_start: u64, todos: &[Todo], send: u32, mode: GateMode) -> Option<String> {
+    if mode == GateMode::Off || send > mode.max_sends() {
+        return None;
+    }
+    ledger.work_since(turn_start).next()?;
+    let status = ledger.status();
+    if status == Status::Passed && ledger.weakened.is_empty() {
+        return None;
+    }
+    let mut lines: Vec<String> = Vec::new();
+    let last = ledger.last_test_run();
+    let since = |v: u64| -> String {
+        let files = ledger.changed_since(v);
+        let shown: Vec<String> = files.iter().take(8).map(|(p, by)| format!("{p} ({by})")).collect();
+        let more = files.len().saturating_sub(8);
+        let mut s = shown.join(", ");
+        if more > 0 {
+            s.push_str(&format!(" and {more} more"));
+        }
+        s
+    };
+    match (status, last) {
+        (Status::Stale, Some(run)) => lines.push(format!(
+            "Tests last passed in run {} {}, but files changed since: {}.",
+            run.id,
+            run.describe(),
+            since(run.version)
+        )),
+        (Status::Failed, _) => {
+            let failed = ledger
+                .runs
+                .iter()
+                .rev()
+                .find(|r| r.outcome == super::ledger::Outcome::Failed)
+                .map(|r| (r.id, r.describe(), r.version));
+            if let Some((id, what, version)) = failed {
+                lines.push(format!("Run {id} failed: {what}."));
+                if version < ledger.version {
+                    lines.push(format!("Changed after it, not run since: {}.", since(version)));
+                }
+            }
+        }
+        (Status::NotRun, Some(run)) => lines.push(format!(
+            "The last test run executed zero tests, which is not a pass: {}.",
+            run.describe()
+        )),
+        (Status::Unverified, Some(run)) => lines.push(format!(
+            "keel could not read a result from the last test run: {}{}.",
+            run.describe(),
+            run.note.as_deref().map(|n| format!(" — {n}")).unwrap_or_default()
+        )),
+        (Status::Unverified | Status::None, None) | (Status::Stale | Status::NotRun, None) => lines.push(format!(
+            "No test run is recorded in this session, and these files changed: {}.",
+            since(0)
+        )),
+        (Status::Passed | Status::None, _) => {}
+    }
+    for w in ledger.weakened.values() {
+        lines.push(format!(
+            "Weakened tests in {}: {} (by {}). A pass with weakened tests is no evidence that the original tests pass.",
+            w.file,
+            w.weakening.describe(),
+            w.by
+        ));
+    }
+    if let Some(n) = todos_unverified(todos) {
+        lines.push(format!(
+            "{n} todos are completed and none of them was a verification step."
+        ));
+    }
+    let mut text = String::from("[keel: verification] Before you finish, the evidence ledger shows:\n");
+    for l in &lines {
+        text.push_str("- ");
+        text.push_str(l);
+        text.push('\n');
+    }
+    text.push_str(
+        "Run the tests that cover your changes and read their result before you finish. If they cannot run \
+         here, say so plainly in your answer instead of claiming they pass.",
+    );
+    if ledger.weakened.values().next().is_some() {
+        text.push_str(" Restore the weakened tests, or tell the user exactly what you weakened and why.");
+    }
+    if mode == GateMode::Require {
+        text.push_str(&format!(
+            " (This check is required: reminder {send} of {}.)",
+            mode.max_sends()
+        ));
+    }
+    Some(text)
+}

@@ -1,0 +1,627 @@
+//! The evidence ledger: no claim of "tests pass" outruns what actually ran.
+//!
+//! keel watches every Bash, Edit and Write call of the session (`engine::pipeline` calls
+//! [`Evidence::before`] and [`Evidence::after`] around each one):
+//! - Edit and Write step the working-tree version; a shell command steps it when the workspace
+//!   fingerprint ([`crate::workspace`]) differs before and after it, and changes between two
+//!   commands that no keel tool made are recorded as made outside;
+//! - a command line is read for verification runs ([`runners`]), whose output is parsed
+//!   ([`parse`]) and classified ([`classify`]) into the [`ledger`], with the log kept on disk;
+//! - a change to a test file is compared with the file as the session first saw it
+//!   ([`weakened`]): removed assertions, added skip markers and deleted tests are flagged in the
+//!   tool result and the ledger.
+//!
+//! The engine asks the stop [`gate`] before a turn may end; the front ends show the
+//! [`report`]. The ledger is host state, persisted as `evidence.json` in the session directory,
+//! so compaction cannot rewrite it and `--resume` continues it.
+
+pub mod classify;
+pub mod command;
+mod config;
+pub mod declared;
+pub mod gate;
+pub mod ledger;
+pub mod parse;
+pub mod report;
+pub mod runners;
+mod store;
+pub mod weakened;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+use serde_json::Value;
+
+pub use config::Config;
+pub use gate::GateMode;
+pub use ledger::{Ledger, Status};
+use ledger::{Run, Source, Weakened};
+use runners::Declared;
+use store::baselines_path;
+
+use crate::fsutil::open::{ReadError, read_file_capped};
+use crate::message::{ToolResultBlock, ToolResultContent};
+use crate::tools::ToolOutput;
+use crate::workspace::{Fingerprinter, Snapshot};
+
+/// Test files larger than this are not kept as a baseline (nor compared).
+const MAX_BASELINE_BYTES: usize = 512 * 1024;
+
+/// Tools whose successful calls change the file named in their input.
+const EDIT_TOOLS: &[&str] = &["Edit", "MultiEdit", "Write", "NotebookEdit"];
+
+/// What [`Evidence::before`] saw, for [`Evidence::after`].
+pub enum Watch {
+    /// Nothing to watch.
+    None,
+    /// An edit of one file.
+    Edit { tool: String, rel: String, path: PathBuf },
+    /// A foreground shell command and the workspace before it.
+    Bash {
+        command: String,
+        cwd: PathBuf,
+        started: Instant,
+        started_at: std::time::SystemTime,
+    },
+}
+
+struct State {
+    ledger: Ledger,
+    /// The latest fingerprint (after the last command).
+    last: Option<Snapshot>,
+    /// Paths keel's own tools changed since `last` was taken.
+    touched: HashSet<String>,
+    /// The version the current turn began at, and the gate's sends in it.
+    turn_start: u64,
+    sends: u32,
+    /// The first failure to save the ledger (reported once).
+    write_error: Option<String>,
+    /// What the saved files hold: (version, runs, weakened files, digest), baselines.
+    saved: Option<(u64, usize, usize, Option<u64>)>,
+    saved_baselines: usize,
+}
+
+/// The session's evidence: the ledger and what keeps it current.
+pub struct Evidence {
+    cwd: PathBuf,
+    fingerprinter: Fingerprinter,
+    config: Config,
+    /// `evidence.json`; `None` without session persistence.
+    store: Option<PathBuf>,
+    /// Where run logs go.
+    log_dir: PathBuf,
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for Evidence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Evidence")
+            .field("cwd", &self.cwd)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Evidence {
+    /// A ledger kept in memory, stop gate off: for embedding and tests (`cli::setup` builds the
+    /// configured one).
+    pub fn in_memory(cwd: &Path, session_dir: &Path) -> Evidence {
+        Evidence::new(
+            cwd,
+            session_dir,
+            Config {
+                gate: GateMode::Off,
+                declared: Declared::default(),
+            },
+            false,
+        )
+    }
+
+    /// The session's evidence; with `persist`, `evidence.json` in `session_dir` is continued
+    /// (a resumed session) and kept up to date. Files that changed while a resumed session was
+    /// closed make its earlier passes stale.
+    pub fn new(cwd: &Path, session_dir: &Path, config: Config, persist: bool) -> Evidence {
+        let store = persist.then(|| session_dir.join("evidence.json"));
+        let mut ledger: Ledger = store
+            .as_ref()
+            .and_then(|p| std::fs::read(p).ok())
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        if let Some(baselines) = store
+            .as_ref()
+            .and_then(|p| std::fs::read(baselines_path(p)).ok())
+            .and_then(|b| serde_json::from_slice(&b).ok())
+        {
+            ledger.baselines = baselines;
+        }
+        let saved_baselines = ledger.baselines.len();
+        // The session directory may lie inside the workspace (KEEL_HOME there): its files are
+        // keel's, not the project's.
+        let fingerprinter = Fingerprinter::new(cwd).excluding(session_dir);
+        let mut state = State {
+            ledger,
+            last: None,
+            touched: HashSet::new(),
+            turn_start: 0,
+            sends: 0,
+            write_error: None,
+            saved: None,
+            saved_baselines,
+        };
+        if let Some(digest) = state.ledger.digest {
+            let now = fingerprinter.snapshot();
+            if now.digest() != digest {
+                state.ledger.change(Vec::new(), Source::Outside, true);
+            }
+            state.ledger.digest = Some(now.digest());
+            state.last = Some(now);
+        }
+        state.turn_start = state.ledger.version;
+        Evidence {
+            cwd: cwd.to_path_buf(),
+            fingerprinter,
+            config,
+            store,
+            log_dir: session_dir.join("evidence"),
+            state: Mutex::new(state),
+        }
+    }
+
+    /// The evidence of another session of the same workspace (a front end swapped sessions):
+    /// same settings and persistence, that session's own ledger.
+    pub fn for_session(&self, session_dir: &Path) -> Evidence {
+        Evidence::new(&self.cwd, session_dir, self.config.clone(), self.store.is_some())
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn gate_mode(&self) -> GateMode {
+        self.config.gate
+    }
+
+    /// A copy of the ledger now.
+    pub fn ledger(&self) -> Ledger {
+        self.lock().ledger.clone()
+    }
+
+    /// Reads the ledger without copying it.
+    pub fn with_ledger<T>(&self, f: impl FnOnce(&Ledger) -> T) -> T {
+        f(&self.lock().ledger)
+    }
+
+    /// A new user turn begins: the gate judges changes from here on, and may send again.
+    pub fn begin_turn(&self) {
+        let mut s = self.lock();
+        s.turn_start = s.ledger.version;
+        s.sends = 0;
+    }
+
+    /// The stop gate's note for a model that wants to end its turn, counted as one send.
+    pub fn gate(&self, todos: &[crate::tools::Todo]) -> Option<String> {
+        let mut s = self.lock();
+        let note = gate::note(&s.ledger, s.turn_start, todos, s.sends + 1, self.config.gate)?;
+        s.sends += 1;
+        Some(note)
+    }
+
+    /// Saves the ledger if it changed (the engine calls this after each round of tool calls, so
+    /// a round of edits costs one write).
+    pub fn flush(&self) {
+        let mut s = self.lock();
+        self.save(&mut s);
+    }
+
+    /// The first failure to save the ledger, once.
+    pub fn take_write_error(&self) -> Option<String> {
+        self.lock().write_error.take()
+    }
+
+    /// Before a tool call: fingerprints the workspace before a foreground command (recording
+    /// changes made since the last one by anything but keel's tools), and keeps the baseline
+    /// of a test file about to be edited.
+    pub async fn before(&self, tool: &str, input: &Value, shell_cwd: &Path) -> Watch {
+        if tool == "Bash" {
+            if input.get("run_in_background").and_then(Value::as_bool) == Some(true) {
+                return Watch::None;
+            }
+            let Some(command) = input.get("command").and_then(Value::as_str) else {
+                return Watch::None;
+            };
+            // One fingerprint per command: the one taken after the previous command stands for
+            // the tree before this one (the session's first command takes its own).
+            if self.lock().last.is_none() {
+                let first = self.fingerprint().await;
+                self.lock().last = Some(first);
+            }
+            let mut s = self.lock();
+            // Test files the command names: keep what they hold now, in case it changes them.
+            for seg in command::split(command) {
+                for w in seg.words.iter().chain(&seg.writes) {
+                    let path = crate::tools::paths::resolve(shell_cwd, w);
+                    if weakened::is_test_file(&path) && path.is_file() {
+                        let rel = self.rel(&path);
+                        keep_baseline(&mut s.ledger, &rel, &path);
+                    }
+                }
+            }
+            return Watch::Bash {
+                command: command.to_string(),
+                cwd: shell_cwd.to_path_buf(),
+                started: Instant::now(),
+                started_at: std::time::SystemTime::now(),
+            };
+        }
+        if EDIT_TOOLS.contains(&tool)
+            && let Some(p) = input
+                .get("file_path")
+                .or_else(|| input.get("notebook_path"))
+                .and_then(Value::as_str)
+        {
+            let path = crate::tools::paths::resolve(&self.cwd, p);
+            let rel = self.rel(&path);
+            let mut s = self.lock();
+            keep_baseline(&mut s.ledger, &rel, &path);
+            return Watch::Edit {
+                tool: tool.to_string(),
+                rel,
+                path,
+            };
+        }
+        Watch::None
+    }
+
+    /// After the call: records the change or the runs, flags weakened tests, and appends what
+    /// the model must know to the result (zero tests executed, a hidden failure, weakened tests).
+    /// The ledger is saved by [`Evidence::flush`].
+    pub async fn after(&self, watch: Watch, output: &mut ToolOutput, known: &(dyn Fn(&Path) -> Option<String> + Sync)) {
+        let notes = match watch {
+            Watch::None => return,
+            Watch::Edit { tool, rel, path } => {
+                if output.is_error {
+                    return;
+                }
+                let mut s = self.lock();
+                s.ledger
+                    .change(vec![rel.clone()], Source::Tool { tool: tool.clone() }, false);
+                s.touched.insert(rel.clone());
+                // Edit and Write kept the baseline before the call; the read state already
+                // holds the new content, so it is no baseline.
+                let _ = known;
+                self.check_weakened(&mut s.ledger, &rel, &path, &tool, &|_| None)
+                    .into_iter()
+                    .collect::<Vec<_>>()
+            }
+            Watch::Bash {
+                command,
+                cwd,
+                started,
+                started_at,
+            } => {
+                let after = self.fingerprint().await;
+                let duration = started.elapsed().as_millis() as u64;
+                self.after_command(&command, &cwd, started_at, after, output, duration, known)
+            }
+        };
+        for n in notes {
+            append_note(output, &n);
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn after_command(
+        &self,
+        command: &str,
+        shell_cwd: &Path,
+        started_at: std::time::SystemTime,
+        after: Snapshot,
+        output: &ToolOutput,
+        duration_ms: u64,
+        known: &(dyn Fn(&Path) -> Option<String> + Sync),
+    ) -> Vec<String> {
+        let reading = runners::recognise(command, &self.config.declared);
+        let mut s = self.lock();
+        let changes = s.last.as_ref().map(|b| b.diff(&after)).unwrap_or_default();
+        let (during, outside) = split_by_time(&changes, &after, started_at, &s.touched);
+        s.touched.clear();
+        if !outside.is_empty() {
+            s.ledger.change(outside, Source::Outside, false);
+        }
+        drop(s);
+        let mut text = output
+            .structured
+            .get("stdout")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .unwrap_or_else(|| output.content.as_text());
+        // `pytest > out.log`: the runner's report went to a file.
+        let segments = command::split(command);
+        for r in &reading.runs {
+            for w in segments.get(r.segment).map(|s| s.writes.as_slice()).unwrap_or_default() {
+                let path = crate::tools::paths::resolve(shell_cwd, w);
+                if let Ok(log) = read_file_capped(&path, crate::tools::bash::output::MAX_LOADED_BYTES) {
+                    text.push('\n');
+                    text.push_str(&String::from_utf8_lossy(&log));
+                }
+            }
+        }
+        let exit = match output.structured.get("exitCode") {
+            Some(Value::Number(n)) => n.as_i64().map(|n| n as i32),
+            _ => None,
+        };
+        let mut notes = Vec::new();
+        let mut s = self.lock();
+        let version_before = s.ledger.version;
+        let verification = reading.only_observes && !reading.runs.is_empty();
+        let uncertain = changes.uncertain && !reading.only_observes;
+        if !during.is_empty() || uncertain {
+            s.ledger.change(
+                during.clone(),
+                Source::Shell {
+                    command: command.to_string(),
+                    verification,
+                },
+                uncertain,
+            );
+        }
+        // A command that never started (refused, not valid) gives no runs.
+        let started = output.structured.get("interrupted").is_some();
+        let drafts = if started {
+            classify::drafts(command, &reading, &text, exit)
+        } else {
+            Vec::new()
+        };
+        let mut log: Option<PathBuf> = None;
+        for d in drafts {
+            let version = match reading.runs.iter().find(|r| r.runner == d.runner && r.kind == d.kind) {
+                Some(r) if r.mutation_after => version_before,
+                _ => s.ledger.version,
+            };
+            if log.is_none() {
+                log = self.write_log(s.ledger.runs.len() as u32 + 1, &text);
+            }
+            let run = Run {
+                id: 0,
+                command: command.to_string(),
+                runner_command: d.runner_command,
+                runner: d.runner,
+                kind: d.kind,
+                exit_code: exit,
+                runner_exit: d.runner_exit,
+                exit_hidden: d.exit_hidden,
+                counts: d.counts,
+                outcome: d.outcome,
+                note: d.note.clone(),
+                duration_ms,
+                log: log.clone(),
+                version,
+                at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            };
+            let run = s.ledger.push_run(run);
+            if let Some(n) = run_note(run) {
+                notes.push(n);
+            }
+        }
+        for rel in &during {
+            let path = self.cwd.join(rel);
+            let rel = rel.as_str();
+            notes.extend(self.check_weakened(
+                &mut s.ledger,
+                rel,
+                &path,
+                &format!("shell `{}`", ledger::clip(command, 60)),
+                known,
+            ));
+        }
+        if !changes.is_empty() || s.ledger.digest.is_none() {
+            s.ledger.digest = Some(after.digest());
+        }
+        s.last = Some(after);
+        notes
+    }
+
+    /// Compares a changed test file with its baseline; returns the note for the tool result
+    /// when this change made it weaker.
+    fn check_weakened(
+        &self,
+        ledger: &mut Ledger,
+        rel: &str,
+        path: &Path,
+        by: &str,
+        known: &(dyn Fn(&Path) -> Option<String> + Sync),
+    ) -> Option<String> {
+        if !weakened::is_test_file(path) && path.extension().is_none_or(|e| e != "rs") {
+            return None;
+        }
+        // Never a FIFO or a device a repository planted (the read would block), never huge.
+        let now = match read_file_capped(path, MAX_BASELINE_BYTES as u64) {
+            Ok(b) => String::from_utf8(b).ok()?,
+            Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(_) => return None,
+        };
+        let base = match ledger.baselines.get(rel) {
+            Some(b) => b.clone(),
+            None => {
+                let b = known(path).or_else(|| git_head(&self.cwd, rel))?;
+                if !weakened::holds_tests(path, &b, &now) {
+                    return None;
+                }
+                ledger.baselines.insert(rel.to_string(), b.clone());
+                b
+            }
+        };
+        if !weakened::holds_tests(path, &base, &now) {
+            return None;
+        }
+        let w = weakened::compare(path, &base, &now);
+        let previous = ledger.weakened.get(rel).map(|x| x.weakening).unwrap_or_default();
+        if w.is_empty() {
+            ledger.weakened.remove(rel);
+            return None;
+        }
+        ledger.weakened.insert(
+            rel.to_string(),
+            Weakened {
+                file: rel.to_string(),
+                weakening: w,
+                by: by.to_string(),
+            },
+        );
+        w.exceeds(&previous).then(|| {
+            format!(
+                "[keel: weakened tests] {rel} is now weaker than when this session began: {}. keel records this in \
+                 its verification ledger; a passing run no longer shows that the original tests pass. Restore them, \
+                 or tell the user exactly what you weakened and why.",
+                w.describe()
+            )
+        })
+    }
+
+    async fn fingerprint(&self) -> Snapshot {
+        let fp = self.fingerprinter.clone();
+        tokio::task::spawn_blocking(move || fp.snapshot())
+            .await
+            .unwrap_or_default()
+    }
+
+    fn rel(&self, path: &Path) -> String {
+        match path.strip_prefix(&self.cwd) {
+            Ok(r) => rel_string(r),
+            Err(_) => path.display().to_string(),
+        }
+    }
+
+    /// The `verification` object of the headless result.
+    pub fn report_json(&self) -> Value {
+        report::json(&self.lock().ledger)
+    }
+
+    /// The line text mode prints on stderr, when the work is not shown to be verified.
+    pub fn text_line(&self) -> Option<String> {
+        report::text_line(&self.lock().ledger)
+    }
+
+    /// The TUI status line's label.
+    pub fn status_label(&self) -> Option<String> {
+        report::status_label(&self.lock().ledger)
+    }
+
+    /// `/evidence`.
+    pub fn listing(&self) -> String {
+        report::listing(&self.lock().ledger, self.config.gate.as_str())
+    }
+
+    /// The compaction hand-off's verification section.
+    pub fn handoff_section(&self) -> String {
+        report::handoff_section(&self.lock().ledger)
+    }
+}
+
+/// What the model must be told about a run right away (the rest is in the ledger).
+fn run_note(run: &Run) -> Option<String> {
+    use ledger::Outcome;
+    let what = match run.outcome {
+        Outcome::NotRun => "executed zero tests, which is not a pass".to_string(),
+        Outcome::Unknown => format!(
+            "gave no result keel could read ({})",
+            run.note.as_deref().unwrap_or("output not understood")
+        ),
+        Outcome::Failed if run.exit_hidden && run.exit_code == Some(0) => {
+            format!(
+                "failed although the command line exited 0: {}",
+                run.note.as_deref().unwrap_or("")
+            )
+        }
+        _ => return None,
+    };
+    Some(format!("[keel: verification] `{}` {what}.", run.runner_command))
+}
+
+fn keep_baseline(ledger: &mut Ledger, rel: &str, path: &Path) {
+    if ledger.baselines.contains_key(rel) {
+        return;
+    }
+    let Ok(bytes) = read_file_capped(path, MAX_BASELINE_BYTES as u64) else {
+        return;
+    };
+    let Ok(text) = String::from_utf8(bytes) else { return };
+    if weakened::holds_tests(path, &text, "") {
+        ledger.baselines.insert(rel.to_string(), text);
+    }
+}
+
+/// The committed content of a file, when the workspace is a git repository.
+fn git_head(cwd: &Path, rel: &str) -> Option<String> {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(cwd)
+        .args(["show", &format!("HEAD:./{rel}")])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8(out.stdout).ok())
+        .flatten()
+}
+
+/// A change whose inode changed this long before the command started still counts as the
+/// command's (the kernel stamps change times from a coarse clock).
+const CLOCK_SLACK_NS: i64 = 10_000_000;
+
+/// Splits what changed since the last fingerprint into what the command did (changed at or
+/// after its start) and what happened before it, outside keel's tools (files keel's Edit and
+/// Write changed in between are already recorded). A removed file has no time left; it counts
+/// as the command's.
+fn split_by_time(
+    changes: &crate::workspace::Changes,
+    after: &Snapshot,
+    started_at: std::time::SystemTime,
+    touched: &HashSet<String>,
+) -> (Vec<String>, Vec<String>) {
+    let start_ns = started_at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+        - CLOCK_SLACK_NS;
+    let (mut during, mut outside) = (Vec::new(), Vec::new());
+    for p in changes.added.iter().chain(&changes.modified) {
+        let rel = rel_string(p);
+        match after.get(p) {
+            Some(stamp) if stamp.ctime_ns >= start_ns => during.push(rel),
+            _ if touched.contains(&rel) => {}
+            _ => outside.push(rel),
+        }
+    }
+    for p in &changes.removed {
+        let rel = rel_string(p);
+        if !touched.contains(&rel) {
+            during.push(rel);
+        }
+    }
+    (during, outside)
+}
+
+fn rel_string(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+/// Adds a paragraph to a tool result.
+pub fn append_note(output: &mut ToolOutput, note: &str) {
+    match &mut output.content {
+        ToolResultContent::Text(t) => {
+            t.push_str("\n\n");
+            t.push_str(note);
+        }
+        ToolResultContent::Blocks(blocks) => blocks.push(ToolResultBlock::Text {
+            text: format!("\n\n{note}"),
+        }),
+    }
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

@@ -1,0 +1,188 @@
+//! Lowering the MCP front doors (`--mcp-config`, `--strict-mcp-config`, configuration files,
+//! settings, environment) into a planned [`McpHub`], once, before the session starts.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::config::Scope;
+use super::search;
+use super::server::Timeouts;
+use super::sources::{self, Approval, Sources};
+use super::{HubOptions, McpHub, Planned};
+use crate::config::settings::{Scope as SettingsScope, Settings};
+
+/// Default start-up limit (`MCP_TIMEOUT`).
+pub const DEFAULT_STARTUP: Duration = Duration::from_secs(30);
+/// Default limit of one tool call (`MCP_TOOL_TIMEOUT`).
+pub const DEFAULT_TOOL: Duration = Duration::from_secs(600);
+/// Default cap of one tool result in tokens (`MAX_MCP_OUTPUT_TOKENS`).
+pub const DEFAULT_OUTPUT_TOKENS: usize = 25_000;
+
+pub struct McpInputs<'a> {
+    pub cli_configs: &'a [String],
+    pub strict: bool,
+    pub settings: &'a Settings,
+    pub cwd: &'a Path,
+    pub home: Option<&'a Path>,
+    pub keel_home: &'a Path,
+    pub session_dir: &'a Path,
+    pub context_window: u64,
+    /// Whether a person can approve project servers now.
+    pub interactive: bool,
+    pub hidden: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+    /// Whether the folder's own configuration may run programs at all (workspace trust); when
+    /// not, project servers stay off without a question.
+    pub project_trusted: bool,
+    /// Plugins' servers: `plugin:server`, its entry, and where the plugin was configured.
+    pub plugin_servers: Vec<(String, serde_json::Value, SettingsScope)>,
+}
+
+pub struct McpSetup {
+    pub hub: Arc<McpHub>,
+    /// One line each: skipped files, servers not started.
+    pub notices: Vec<String>,
+    /// Project servers waiting for a person's approval (interactive mode).
+    pub pending: Vec<PendingApproval>,
+}
+
+#[derive(Debug, Clone)]
+pub struct PendingApproval {
+    pub name: String,
+    pub source: String,
+    /// The command line or URL it would run or reach, as written (variables not expanded).
+    pub target: String,
+    /// Environment variables its configuration reads (their values would reach the server).
+    pub variables: Vec<String>,
+}
+
+pub fn build(inputs: &McpInputs<'_>) -> Result<McpSetup, String> {
+    let env = |k: &str| std::env::var(k).ok();
+    let src = Sources {
+        cwd: inputs.cwd,
+        home: inputs.home,
+        keel_home: inputs.keel_home,
+        settings: inputs.settings,
+        cli_configs: inputs.cli_configs,
+        strict: inputs.strict,
+    };
+    let mut loaded = sources::load(&src, &env)?;
+    if !inputs.strict {
+        // A plugin configured by the repository is the repository's: its servers need approval.
+        for (name, raw, scope) in &inputs.plugin_servers {
+            let scope = match scope {
+                SettingsScope::User => Scope::User,
+                SettingsScope::Cli => Scope::Cli,
+                SettingsScope::Project | SettingsScope::Local => Scope::Project,
+            };
+            loaded.entries.push(sources::Entry {
+                name: name.clone(),
+                scope,
+                source: format!("plugin {}", name.split(':').next().unwrap_or(name)),
+                raw: raw.clone(),
+                spec: super::config::resolve_entry(name, raw, &env),
+                shadows: Vec::new(),
+            });
+        }
+    }
+    let mut notices = loaded.warnings;
+    let mut pending = Vec::new();
+    let mut planned = Vec::new();
+    for entry in loaded.entries {
+        let disabled = if entry.scope == Scope::Project && !inputs.project_trusted {
+            Some("this folder is not trusted, so its MCP servers do not run".to_string())
+        } else if entry.scope == Scope::Project {
+            match sources::project_approval(&entry.name, &src) {
+                Approval::Approved => None,
+                Approval::Rejected => Some("rejected for this project (disabledMcpjsonServers)".to_string()),
+                Approval::Pending => {
+                    if inputs.interactive {
+                        // Shown as written, so `${SECRET}` in a URL or header reads as what it is.
+                        pending.push(PendingApproval {
+                            name: entry.name.clone(),
+                            source: entry.source.clone(),
+                            target: super::config::parse_entry(&entry.name, &entry.raw)
+                                .map(|s| s.target())
+                                .unwrap_or_default(),
+                            variables: super::config::variables(&entry.raw),
+                        });
+                    } else {
+                        notices.push(format!(
+                            "MCP server `{}` from {} was not started: project servers run only once approved (approve it in an interactive session, or list it in enabledMcpjsonServers in your user settings)",
+                            entry.name, entry.source
+                        ));
+                    }
+                    Some("waiting for approval of this project's server".to_string())
+                }
+            }
+        } else {
+            None
+        };
+        if let Err(e) = &entry.spec {
+            notices.push(format!("MCP server `{}` ({}): {e}", entry.name, entry.source));
+        }
+        planned.push(Planned {
+            name: entry.name,
+            scope: entry.scope,
+            source: entry.source,
+            spec: entry.spec,
+            disabled,
+        });
+    }
+    let hub = McpHub::new(HubOptions {
+        timeouts: Timeouts {
+            startup: env_millis("MCP_TIMEOUT")?.unwrap_or(DEFAULT_STARTUP),
+            tool: env_millis("MCP_TOOL_TIMEOUT")?.unwrap_or(DEFAULT_TOOL),
+        },
+        output_budget: output_tokens()?.saturating_mul(crate::context::tokens::BYTES_PER_TOKEN as usize),
+        tool_search: tool_search_mode(inputs.settings)?,
+        context_window: inputs.context_window,
+        project_dir: inputs.cwd.to_path_buf(),
+        log_dir: inputs.session_dir.join("mcp-logs"),
+        hidden: inputs.hidden.clone(),
+    });
+    hub.plan(planned);
+    Ok(McpSetup { hub, notices, pending })
+}
+
+/// A duration in milliseconds from the environment, as the reference reads `MCP_TIMEOUT` and
+/// `MCP_TOOL_TIMEOUT`.
+fn env_millis(key: &str) -> Result<Option<Duration>, String> {
+    match std::env::var(key).ok().filter(|v| !v.trim().is_empty()) {
+        None => Ok(None),
+        Some(raw) => match raw.trim().parse::<u64>() {
+            Ok(ms) if ms > 0 => Ok(Some(Duration::from_millis(ms))),
+            _ => Err(format!("{key} must be a positive number of milliseconds, got `{raw}`")),
+        },
+    }
+}
+
+fn output_tokens() -> Result<usize, String> {
+    match std::env::var("MAX_MCP_OUTPUT_TOKENS")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    {
+        None => Ok(DEFAULT_OUTPUT_TOKENS),
+        Some(raw) => match raw.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!(
+                "MAX_MCP_OUTPUT_TOKENS must be a positive number of tokens, got `{raw}`"
+            )),
+        },
+    }
+}
+
+/// `ENABLE_TOOL_SEARCH` wins over the `toolSearch` setting; the default defers above 10% of
+/// the context window.
+fn tool_search_mode(settings: &Settings) -> Result<search::Mode, String> {
+    if let Some(raw) = std::env::var("ENABLE_TOOL_SEARCH")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    {
+        return search::Mode::parse(&raw).map_err(|e| format!("ENABLE_TOOL_SEARCH: {e}"));
+    }
+    match settings.scalar("toolSearch") {
+        Some((v, layer)) => search::Mode::from_value(v).map_err(|e| format!("{}: {e}", layer.label())),
+        None => Ok(search::Mode::default()),
+    }
+}
