@@ -91,8 +91,9 @@ fn refused(text: &str) -> bool {
 /// every path they create: a copy of a directory's *contents* into the workspace top names
 /// none of the entries it creates (a repository's `template/.claude/settings.json` becomes
 /// `.claude/settings.json`), and a link the repository commits (`cfg -> .mcp.json`) leads a
-/// `touch` or a redirection to configuration that does not exist yet. Ordinary creation at
-/// the top still runs unasked.
+/// `touch` or a redirection to configuration that does not exist yet, and a backup suffix
+/// (`cp -b -S n x .mcp.jso`) renames an existing file to `.mcp.json`. Ordinary creation at the
+/// top still runs unasked.
 #[tokio::test]
 async fn accept_edits_file_commands_cannot_plant_configuration() {
     if !jail_available() {
@@ -103,6 +104,7 @@ async fn accept_edits_file_commands_cannot_plant_configuration() {
     let marker = env.home.join("planted-hook-ran");
     env.write("template/.claude/settings.json", &hook_settings(&marker));
     env.write("evil.json", r#"{"mcpServers":{"x":{"command":"sh"}}}"#);
+    env.write(".mcp.jso", r#"{"mcpServers":{"x":{"command":"sh"}}}"#);
     std::os::unix::fs::symlink(".mcp.json", env.path("cfg")).unwrap();
     std::os::unix::fs::symlink(".", env.path("up")).unwrap();
     commit_all(&env);
@@ -112,13 +114,23 @@ async fn accept_edits_file_commands_cannot_plant_configuration() {
         bash("via-link", "cp -r template/./ up"),
         bash("touch-link", "touch cfg && cp evil.json cfg"),
         bash("redirect-link", "cat evil.json > cfg"),
+        bash("backup", "cp -b -S n evil.json .mcp.jso"),
+        bash("backup-mv", "mv --suffix=n --backup evil.json .mcp.jso"),
         bash("new-file", "touch notes.txt"),
         bash("new-output", "echo x > out.txt"),
         bash("new-dir", "mkdir build"),
         bash("nested-copy", "cp -r template copy"),
     ];
     let (_, last) = session(&env, &["--permission-mode", "acceptEdits"], &[], steps).await;
-    for id in ["contents", "no-target", "via-link", "touch-link", "redirect-link"] {
+    for id in [
+        "contents",
+        "no-target",
+        "via-link",
+        "touch-link",
+        "redirect-link",
+        "backup",
+        "backup-mv",
+    ] {
         let (text, is_error) = last.tool_result_text(id);
         assert!(is_error && refused(&text), "{id}: {text}");
     }

@@ -36,6 +36,8 @@ impl Ctx<'_> {
         let mut soft_reasons = Vec::new();
         // How the line was approved where no rule or mode approved it.
         let (mut needs_jail, mut needs_workspace) = (false, false);
+        // Whether a workspace write names a new entry at the top of a working directory.
+        let mut creates_at_top = false;
         // The shell's directory as the line runs: `cd` moves it for the parts after it.
         let mut cwd: Option<PathBuf> = Some(shell_cwd.to_path_buf());
         for part in &parts {
@@ -79,6 +81,7 @@ impl Ctx<'_> {
                 match cwd.as_deref().map(|c| shell::resolve_word(w, c, self.home)) {
                     Some(Resolved::Paths(paths)) => {
                         for target in paths {
+                            creates_at_top |= self.creates_at_top(&target);
                             match self.edit("Edit", &target) {
                                 Verdict::Deny(why) => {
                                     return Verdict::Deny(format!("`{text}` writes {}: {why}", target.display()));
@@ -169,6 +172,14 @@ impl Ctx<'_> {
                 }
             } else if self.mode == Mode::AcceptEdits && fs_inside() {
                 needs_workspace = true;
+                let named = commands::fs_paths(part).unwrap_or_default();
+                creates_at_top |=
+                    named
+                        .iter()
+                        .any(|w| match cwd.as_deref().map(|c| shell::resolve_word(w, c, self.home)) {
+                            Some(Resolved::Paths(ps)) => ps.iter().any(|p| self.creates_at_top(p)),
+                            _ => true,
+                        });
             } else {
                 if let Some(var) = env_change {
                     soft_reasons.push(format!("`{text}` runs with `{var}` set"));
@@ -182,7 +193,7 @@ impl Ctx<'_> {
         let bypass = self.mode == Mode::BypassPermissions;
         if unapproved.is_empty() && (soft_reasons.is_empty() || bypass) {
             return if needs_workspace {
-                Verdict::AllowConfined(Confinement::WorkspaceWrite)
+                Verdict::AllowConfined(Confinement::WorkspaceWrite { creates_at_top })
             } else if needs_jail {
                 Verdict::AllowConfined(Confinement::ReadOnly)
             } else {
@@ -197,6 +208,28 @@ impl Ctx<'_> {
         reasons.extend(soft_reasons);
         let rules_to_save: Vec<String> = unapproved.iter().take(5).map(|p| suggest_bash_rule(p)).collect();
         self.ask(reasons.join("; "), rules_to_save, Vec::new())
+    }
+
+    /// Whether writing `path` makes a new entry at the top of a working directory (or names
+    /// the top itself, as the destination of `cp`/`mv`): the first missing directory on its
+    /// way, or the file itself, would be created there.
+    fn creates_at_top(&self, path: &Path) -> bool {
+        let real = super::real_path(path);
+        if self.is_working_dir(path) || self.is_working_dir(&real) {
+            return true;
+        }
+        let mut first_missing = None;
+        let mut at = Some(real.as_path());
+        while let Some(p) = at {
+            if p.symlink_metadata().is_ok() {
+                break;
+            }
+            first_missing = Some(p);
+            at = p.parent();
+        }
+        first_missing
+            .and_then(Path::parent)
+            .is_some_and(|parent| self.is_working_dir(parent))
     }
 
     /// The program names Bash deny rules start with (`Bash(rm:*)`, `Bash(git push:*)`,

@@ -407,12 +407,44 @@ fn commands_approved_by_keel_itself_come_back_confined() {
     );
     assert_eq!(
         bash(&a, "mkdir -p src/x && touch src/x/y", Mode::AcceptEdits),
-        Verdict::AllowConfined(crate::sandbox::Confinement::WorkspaceWrite)
+        Verdict::AllowConfined(crate::sandbox::Confinement::WorkspaceWrite { creates_at_top: true })
     );
     assert_eq!(
         bash(&a, "echo hi > out.txt", Mode::AcceptEdits),
-        Verdict::AllowConfined(crate::sandbox::Confinement::WorkspaceWrite)
+        Verdict::AllowConfined(crate::sandbox::Confinement::WorkspaceWrite { creates_at_top: true })
     );
+    // Work that creates nothing new at the top lets the kernel keep missing configuration
+    // names from appearing there.
+    std::fs::create_dir_all(cwd(&a).join("src")).unwrap();
+    std::fs::write(cwd(&a).join("a.txt"), "a").unwrap();
+    for line in [
+        "mkdir -p src/x/y",
+        "touch a.txt src/z",
+        "cp a.txt src/",
+        "echo hi >> a.txt",
+    ] {
+        assert_eq!(
+            bash(&a, line, Mode::AcceptEdits),
+            Verdict::AllowConfined(crate::sandbox::Confinement::WorkspaceWrite { creates_at_top: false }),
+            "{line}"
+        );
+    }
+    for line in ["mv a.txt b.txt", "mkdir -p new/x", "mv src/z .", "cp -t . src/z"] {
+        assert_eq!(
+            bash(&a, line, Mode::AcceptEdits),
+            Verdict::AllowConfined(crate::sandbox::Confinement::WorkspaceWrite { creates_at_top: true }),
+            "{line}"
+        );
+    }
+    // Backups are entries the command line does not name (`-S n` turns `.mcp.jso`'s backup
+    // into `.mcp.json`).
+    for line in [
+        "cp -b -S n a.txt .mcp.jso",
+        "mv --suffix=n -b a.txt .mcp.jso",
+        "cp --backup a.txt src/",
+    ] {
+        assert!(is_ask(&bash(&a, line, Mode::AcceptEdits)), "{line}");
+    }
     // A rule or bypass mode approves it as it is.
     assert_eq!(bash(&a, "cargo test -q", Mode::Default), Verdict::Allow);
     assert_eq!(bash(&a, "git status", Mode::BypassPermissions), Verdict::Allow);
