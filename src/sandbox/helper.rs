@@ -117,7 +117,7 @@ pub fn confine(policy: &Policy) -> Result<(), String> {
         Kind::Sandbox if in_netns => SocketRule::NoUnix,
         Kind::Sandbox => SocketRule::None,
     };
-    lockdown::apply_seccomp(sockets)
+    lockdown::apply_seccomp(sockets, policy.kind == Kind::Jail)
 }
 
 /// Makes each path read-only for this process and its children: a read-only bind mount of
@@ -280,7 +280,7 @@ fn probe_here() -> Capabilities {
             .push("cannot create a mount namespace (user namespaces may be disabled)".into());
     }
     caps.network_landlock_tcp = caps.landlock_abi.is_some_and(|a| a >= 4);
-    caps.seccomp = in_child(|| lockdown::apply_seccomp(SocketRule::NoUnix).is_ok());
+    caps.seccomp = in_child(|| lockdown::apply_seccomp(SocketRule::NoUnix, false).is_ok());
     if !caps.seccomp {
         caps.problems.push("seccomp filters are not available".into());
     }
@@ -298,7 +298,8 @@ fn probe_here() -> Capabilities {
     caps
 }
 
-/// Sets up a jail and checks it holds: no writes, the hidden file unreadable, no sockets.
+/// Sets up a jail and checks it holds: no writes, the hidden file unreadable and its mode
+/// unchangeable, no sockets.
 fn probe_jail(dir: &Path, secret: &Path) -> bool {
     let policy = Policy {
         kind: Kind::Jail,
@@ -314,7 +315,11 @@ fn probe_jail(dir: &Path, secret: &Path) -> bool {
     }
     // SAFETY: socket(2) with constant arguments; a returned descriptor is closed at exit.
     let sock = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0) };
-    std::fs::write(dir.join("w"), b"x").is_err() && std::fs::read(secret).is_err() && sock < 0
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(dir.join("w"), b"x").is_err()
+        && std::fs::read(secret).is_err()
+        && std::fs::set_permissions(secret, std::fs::Permissions::from_mode(0o644)).is_err()
+        && sock < 0
 }
 
 /// Runs `f` in a forked child (this process is single-threaded) and returns its verdict.
