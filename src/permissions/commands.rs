@@ -424,6 +424,144 @@ pub fn may_start_denied(cmd: &SimpleCommand, denied: &[String], strict: bool) ->
     None
 }
 
+/// With Bash deny rules naming `denied` programs: why keel cannot tell that the program this
+/// command runs is not one of them — a path to a file that does not exist when the line is
+/// checked (`cp /bin/rm x && ./x`), a program found nowhere (made earlier in the same line),
+/// or a copy or link of a denied program under another name.
+pub fn unseen_program(cmd: &SimpleCommand, cwd: Option<&std::path::Path>, denied: &[String]) -> Option<String> {
+    use std::path::PathBuf;
+    let program = cmd.program();
+    if denied.is_empty() || program.is_empty() || cmd.words.first().is_some_and(|w| w.dynamic) {
+        return None;
+    }
+    let path: PathBuf = if program.contains('/') {
+        match cwd {
+            Some(c) => c.join(program),
+            None => return Some(format!("keel cannot tell where `{program}` is")),
+        }
+    } else if BASH_BUILTINS.contains(&program) {
+        return None;
+    } else {
+        match on_path(program) {
+            Some(p) => p,
+            None => return Some(format!("`{program}` is not an installed program")),
+        }
+    };
+    let Ok(real) = path.canonicalize() else {
+        return Some(format!(
+            "`{program}` does not exist yet, so keel cannot tell which program it is"
+        ));
+    };
+    let Ok(meta) = real.metadata() else { return None };
+    for d in denied {
+        let Some(denied_path) = on_path(d).and_then(|p| p.canonicalize().ok()) else {
+            continue;
+        };
+        if denied_path == real || program_name(&real.to_string_lossy()) == d.as_str() {
+            return None; // the program under its own name: the rules see it
+        }
+        let same = denied_path
+            .metadata()
+            .is_ok_and(|m| m.len() == meta.len() && std::fs::read(&denied_path).ok() == std::fs::read(&real).ok());
+        if same {
+            return Some(format!("`{program}` is a copy of `{d}`"));
+        }
+    }
+    None
+}
+
+/// Where `name` is found on `PATH`.
+fn on_path(name: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file())
+}
+
+/// Builtins and keywords bash runs itself (never looked up on `PATH`).
+const BASH_BUILTINS: &[&str] = &[
+    ".",
+    ":",
+    "[",
+    "[[",
+    "alias",
+    "bg",
+    "bind",
+    "break",
+    "builtin",
+    "caller",
+    "case",
+    "cd",
+    "command",
+    "compgen",
+    "complete",
+    "compopt",
+    "continue",
+    "coproc",
+    "declare",
+    "dirs",
+    "disown",
+    "do",
+    "done",
+    "echo",
+    "elif",
+    "else",
+    "enable",
+    "esac",
+    "eval",
+    "exec",
+    "exit",
+    "export",
+    "false",
+    "fc",
+    "fg",
+    "fi",
+    "for",
+    "function",
+    "getopts",
+    "hash",
+    "help",
+    "history",
+    "if",
+    "in",
+    "jobs",
+    "kill",
+    "let",
+    "local",
+    "logout",
+    "mapfile",
+    "popd",
+    "printf",
+    "pushd",
+    "pwd",
+    "read",
+    "readarray",
+    "readonly",
+    "return",
+    "select",
+    "set",
+    "shift",
+    "shopt",
+    "source",
+    "suspend",
+    "test",
+    "then",
+    "time",
+    "times",
+    "trap",
+    "true",
+    "type",
+    "typeset",
+    "ulimit",
+    "umask",
+    "unalias",
+    "unset",
+    "until",
+    "wait",
+    "while",
+    "{",
+    "}",
+    "!",
+];
+
 /// For `cp`/`mv`: the destination directory when the command puts entries there under names
 /// its command line does not spell (`cp -r src/. dest`, `cp -rT src dest`), whose names the
 /// check therefore cannot judge.

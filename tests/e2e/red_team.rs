@@ -224,8 +224,8 @@ async fn extra_writable_paths_keep_the_configuration_they_hold() {
 
 /// With a Bash deny rule, bypass mode still runs nothing the rule names, whatever starts it:
 /// wrappers keel does not know, builtins that take code (`trap`, `coproc`, `hash -p`),
-/// `exec -a`, git aliases given on the command line, and environment that makes programs
-/// run others.
+/// `exec -a`, git aliases given on the command line, environment that makes programs run
+/// others, and a copy of the program under another name.
 #[tokio::test]
 async fn deny_rules_hold_against_wrappers_builtins_and_environment() {
     let env = Env::new();
@@ -242,7 +242,15 @@ async fn deny_rules_hold_against_wrappers_builtins_and_environment() {
         ("bashenv", "BASH_ENV=run.sh bash -c true", "v-bashenv"),
         ("hash", "hash -p /bin/rm cat; cat v-hash", "v-hash"),
         ("mapfile", "mapfile -C 'rm v-mapfile #' -c 1 < run.sh", "v-mapfile"),
+        // A copy of the program under another name, made in the line or before it.
+        ("copy", "cp /bin/r[m] zz && ./zz v-copy", "v-copy"),
+        ("copied", "./tidy v-copied", "v-copied"),
     ];
+    let rm = ["/bin/rm", "/usr/bin/rm"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+        .unwrap();
+    std::fs::copy(rm, env.path("tidy")).unwrap();
     let mut steps = Vec::new();
     for (id, cmd, victim) in cases {
         env.write(victim, "keep me\n");

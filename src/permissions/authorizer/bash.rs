@@ -108,6 +108,7 @@ impl Ctx<'_> {
             if deny_rules
                 && let Some(why) = commands::hidden_program(part)
                     .or_else(|| commands::may_start_denied(part, &denied_programs, strict))
+                    .or_else(|| commands::unseen_program(part, cwd.as_deref(), &denied_programs))
             {
                 hard_reasons.push(format!(
                     "{why}, so the Bash deny rules cannot be checked against it; such commands always need confirmation"

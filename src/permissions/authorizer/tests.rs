@@ -572,3 +572,25 @@ fn file_commands_are_judged_where_their_paths_really_lead() {
         Mode::Default
     )));
 }
+
+/// With a Bash deny rule, a program keel cannot identify — one that does not exist when the
+/// line is checked, or a copy of a denied program under another name — asks, even in bypass.
+#[test]
+fn deny_rules_see_copies_of_denied_programs() {
+    let (a, _d) = authorizer(&[], &[], &["Bash(rm:*)"]);
+    let rm = ["/bin/rm", "/usr/bin/rm"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .unwrap();
+    std::fs::copy(rm, cwd(&a).join("tidy")).unwrap();
+    for line in [
+        "./tidy -f x",
+        "cp /bin/r[m] zz && ./zz -f x",
+        "not-a-program-anywhere x",
+    ] {
+        assert!(is_ask(&bash(&a, line, Mode::BypassPermissions)), "{line}");
+    }
+    for line in ["ls -la", "git status", "cd . && pwd", "echo hi"] {
+        assert!(is_allow(&bash(&a, line, Mode::BypassPermissions)), "{line}");
+    }
+}
