@@ -562,6 +562,24 @@ const BASH_BUILTINS: &[&str] = &[
     "!",
 ];
 
+/// For `cp`/`mv`: the files they read (every operand but the destination). A copy or move of
+/// a credential file to another name would let any later command read it.
+pub fn copy_sources(cmd: &SimpleCommand) -> Vec<Word> {
+    let name = program_name(cmd.program());
+    if !matches!(name, "cp" | "mv") {
+        return Vec::new();
+    }
+    let Some(table) = options::table(name) else {
+        return Vec::new();
+    };
+    let p = options::parse(cmd.args(), table, false);
+    let mut sources = p.operands.clone();
+    if p.value("target-directory", Some('t')).is_none() {
+        sources.pop();
+    }
+    sources
+}
+
 /// For `cp`/`mv`: the destination directory when the command puts entries there under names
 /// its command line does not spell (`cp -r src/. dest`, `cp -rT src dest`), whose names the
 /// check therefore cannot judge.

@@ -493,3 +493,37 @@ async fn rewind_never_writes_through_a_link_swapped_in_since() {
         "the rewind wrote through the link"
     );
 }
+
+/// A copy or move of a credential file to an innocent name would let a later command read
+/// it. acceptEdits approves file commands, and without the jail nothing but the check stands
+/// between them and the file: naming a credential file as a source is refused, jail or not.
+#[tokio::test]
+async fn credential_files_are_not_copied_to_readable_names() {
+    for envs in [vec![], vec![("KEEL_SANDBOX_ASSUME_UNSUPPORTED", "1")]] {
+        let env = Env::new();
+        env.write(".env", "API_TOKEN=SECRETKEY-DOTENV\n");
+        env.write("sub/keep.txt", "x\n");
+        let steps = vec![
+            bash("cp", "cp .env sub/y"),
+            bash("cat-cp", "cat sub/y"),
+            bash("mv", "mv .env sub/z"),
+            bash("cat-mv", "cat sub/z"),
+            bash("cp-t", "cp -t sub .env"),
+            bash("plain", "cp sub/keep.txt sub/copy.txt"),
+        ];
+        let (_, last) = session(&env, &["--permission-mode", "acceptEdits"], &envs, steps).await;
+        for id in ["cp", "cat-cp", "mv", "cat-mv", "cp-t"] {
+            let (text, _) = last.tool_result_text(id);
+            assert!(!text.contains("SECRETKEY"), "{envs:?} {id} leaked the secret: {text}");
+        }
+        for id in ["cp", "mv", "cp-t"] {
+            let (text, is_error) = last.tool_result_text(id);
+            assert!(
+                is_error && text.contains("may hold credentials"),
+                "{envs:?} {id}: {text}"
+            );
+        }
+        assert!(env.path(".env").exists(), "the credential file was moved");
+        assert!(!last.tool_result_text("plain").1, "ordinary copies still run");
+    }
+}

@@ -77,6 +77,15 @@ impl Ctx<'_> {
                     }
                 }
             }
+            for w in commands::copy_sources(part) {
+                if let Some(Resolved::Paths(paths)) = cwd.as_deref().map(|c| shell::resolve_word(&w, c, self.home)) {
+                    for p in paths {
+                        if let Verdict::Deny(why) = self.read("Read", &p) {
+                            return Verdict::Deny(format!("`{text}` reads {}: {why}", p.display()));
+                        }
+                    }
+                }
+            }
             for w in part.writes.iter().filter(|w| w.text != "/dev/null") {
                 match cwd.as_deref().map(|c| shell::resolve_word(w, c, self.home)) {
                     Some(Resolved::Paths(paths)) => {
