@@ -230,7 +230,7 @@ pub fn config_reason(path: &Path, home: Option<&Path>) -> Option<String> {
         && crate::sandbox::policy::HOME_CONFIG.iter().any(|c| rel.starts_with(c))
     {
         return Some(format!(
-            "{} configures your shell, git or ssh, which run it later",
+            "{} configures your shell, git, ssh or other tools, or holds programs found first on PATH, which run later",
             path.display()
         ));
     }

@@ -61,7 +61,9 @@ pub struct Policy {
 /// runs, and moving `.git` itself away would let a new one take its place.
 pub const WORKSPACE_CONFIG: &[&str] = &[".git", ".keel", ".claude", ".mcp.json"];
 
-/// The same for the home directory, when it lies inside a writable directory.
+/// The same for the home directory, when it lies inside a writable directory: start-up and
+/// tool configuration that runs programs, and the directories on a usual `PATH` where a
+/// program named like a common one (`git`) would be found first.
 pub const HOME_CONFIG: &[&str] = &[
     ".keel",
     ".claude",
@@ -71,11 +73,20 @@ pub const HOME_CONFIG: &[&str] = &[
     ".bashrc",
     ".bash_profile",
     ".bash_login",
+    ".bash_logout",
     ".profile",
     ".zshrc",
     ".zprofile",
     ".zshenv",
     ".zlogin",
+    ".config/fish",
+    ".config/systemd",
+    ".config/autostart",
+    ".npmrc",
+    ".cargo/config.toml",
+    ".cargo/config",
+    ".cargo/bin",
+    ".local/bin",
 ];
 
 /// The configuration paths of `working_dirs` (and of `home` when a working directory holds
@@ -215,6 +226,8 @@ mod tests {
         std::fs::create_dir(&home).unwrap();
         let (_, missing) = config_paths(std::slice::from_ref(&w), Some(&home));
         assert!(missing.contains(&home.join(".bashrc")));
+        // And the directories where a program named like a common one would be found first.
+        assert!(missing.contains(&home.join(".local/bin")) && missing.contains(&home.join(".cargo/bin")));
     }
 
     #[test]

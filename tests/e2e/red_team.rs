@@ -193,7 +193,8 @@ async fn linked_configuration_cannot_be_swapped_in_the_write_sandbox() {
 }
 
 /// An extra writable path that holds the home directory must not open the user's shell
-/// start-up files or keel's own settings to sandboxed commands.
+/// start-up files, keel's own settings, tool configuration or `~/.local/bin` to sandboxed
+/// commands.
 #[tokio::test]
 async fn extra_writable_paths_keep_the_configuration_they_hold() {
     if !write_sandbox_available() {
@@ -205,14 +206,32 @@ async fn extra_writable_paths_keep_the_configuration_they_hold() {
         "plant.sh",
         "echo 'touch /tmp/planted' >> ~/.bashrc; mkdir -p ~/.keel && echo '{}' > ~/.keel/settings.json\n",
     );
+    env.write(
+        "path.sh",
+        "mkdir -p ~/.local/bin && printf '#!/bin/sh\\ntouch /tmp/planted\\n' > ~/.local/bin/git
+         mkdir -p ~/.cargo && echo '[build]' > ~/.cargo/config.toml
+",
+    );
+    // As in most homes, their parents exist.
+    std::fs::create_dir_all(env.home.join(".local/share")).unwrap();
+    std::fs::create_dir_all(env.home.join(".cargo/registry")).unwrap();
     let settings = json!({"sandbox": {"additionalWritePaths": [env.home.display().to_string()]}}).to_string();
     let (_, last) = session(
         &env,
         &["--sandbox", "--dangerously-skip-permissions", "--settings", &settings],
         &[],
-        vec![bash("plant", "bash plant.sh")],
+        vec![bash("plant", "bash plant.sh"), bash("path", "bash path.sh")],
     )
     .await;
+    // A program put first on a usual PATH, or tool configuration, would run outside later.
+    assert!(
+        !env.home.join(".local/bin/git").exists(),
+        "the sandbox planted ~/.local/bin/git"
+    );
+    assert!(
+        !env.home.join(".cargo/config.toml").exists(),
+        "the sandbox wrote cargo's configuration"
+    );
     let (text, is_error) = last.tool_result_text("plant");
     assert!(is_error, "{text}");
     assert!(!env.home.join(".bashrc").exists(), "the sandbox wrote ~/.bashrc");
