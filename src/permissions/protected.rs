@@ -177,6 +177,25 @@ pub const HOME_CREDENTIALS: &[&str] = &[
     ".claude/.credentials.json",
     // The reference tool's state: an API key saved by its login, MCP servers' environment.
     ".claude.json",
+    // Other tools' saved logins and tokens.
+    ".codex/auth.json",
+    ".terraform.d/credentials.tfrc.json",
+    ".config/rclone",
+    ".config/op",
+    ".config/hub",
+    ".config/doctl",
+    ".s3cfg",
+    ".boto",
+    ".m2/settings.xml",
+    ".gradle/gradle.properties",
+    ".local/share/keyrings",
+    // Browser profiles (cookies, saved passwords) and shell history (secrets typed on the
+    // command line).
+    ".mozilla",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".bash_history",
+    ".zsh_history",
 ];
 
 /// System files that hold password hashes or host keys (readable by root without privileges).

@@ -56,6 +56,17 @@ fn credentials_and_configuration() {
     assert!(credential_reason(Path::new("/p/tls/server.key"), home).is_some());
     assert!(credential_reason(Path::new("/home/u/.ssh/config"), home).is_some());
     assert!(credential_reason(Path::new("/p/src/env.rs"), home).is_none());
+    // Other tools' logins, browser profiles and shell history.
+    for p in [
+        "/home/u/.codex/auth.json",
+        "/home/u/.mozilla/firefox/x/cookies.sqlite",
+        "/home/u/.bash_history",
+    ] {
+        assert!(credential_reason(Path::new(p), home).is_some(), "{p}");
+    }
+    // A PATH directory and tool configuration in the home count as configuration.
+    assert!(config_reason(Path::new("/home/u/.local/bin/git"), home).is_some());
+    assert!(config_reason(Path::new("/home/u/.cargo/config.toml"), home).is_some());
     assert!(config_reason(Path::new("/p/.git/config"), home).is_some());
     assert!(config_reason(Path::new("/p/.git/hooks/pre-commit"), home).is_some());
     assert!(config_reason(Path::new("/p/.claude/settings.json"), home).is_some());
