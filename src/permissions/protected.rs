@@ -96,6 +96,31 @@ fn git_destructive(args: &[&str]) -> Option<String> {
                 });
             hits_default.then(|| "force-pushing can overwrite the default branch".into())
         }
+        // What keeps lost commits and stashes recoverable.
+        "reflog" if rest.first().is_some_and(|a| matches!(*a, "expire" | "delete")) => {
+            Some("`git reflog expire/delete` removes the record that makes lost commits recoverable".into())
+        }
+        "stash" if rest.first().is_some_and(|a| matches!(*a, "clear" | "drop")) => {
+            Some("`git stash clear/drop` deletes stashed work".into())
+        }
+        "prune" => Some("`git prune` deletes unreachable commits for good".into()),
+        "gc" if rest.iter().any(|a| matches!(*a, "--prune=now" | "--prune=all")) => {
+            Some("`git gc --prune=now` deletes unreachable commits for good".into())
+        }
+        "branch"
+            if rest.iter().any(|a| *a == "-D")
+                || (rest.iter().any(|a| matches!(*a, "-d" | "--delete"))
+                    && rest.iter().any(|a| matches!(*a, "-f" | "--force"))) =>
+        {
+            Some("`git branch -D` deletes a branch whether or not it was merged".into())
+        }
+        "checkout" | "switch"
+            if rest
+                .iter()
+                .any(|a| matches!(*a, "-f" | "--force" | "--discard-changes")) =>
+        {
+            Some(format!("`git {sub} --force` discards uncommitted work"))
+        }
         _ => None,
     }
 }

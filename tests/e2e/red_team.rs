@@ -546,3 +546,36 @@ async fn credential_files_are_not_copied_to_readable_names() {
         assert!(!last.tool_result_text("plain").1, "ordinary copies still run");
     }
 }
+
+/// What makes lost work recoverable is not thrown away without a human, even in bypass mode:
+/// stashes, the reflog and unreachable commits.
+#[tokio::test]
+async fn recovery_records_survive_bypass_mode() {
+    let env = Env::new();
+    env.write("a.txt", "one\n");
+    commit_all(&env);
+    env.write("a.txt", "work in progress\n");
+    git(&env.work, &["stash", "-q"]);
+    let steps = vec![
+        bash("stash", "git stash clear"),
+        bash("reflog", "git reflog expire --expire=now --all"),
+        bash("gc", "git gc -q --prune=now"),
+    ];
+    let (_, last) = session(&env, &["--dangerously-skip-permissions"], &[], steps).await;
+    for id in ["stash", "reflog", "gc"] {
+        let (text, is_error) = last.tool_result_text(id);
+        assert!(is_error && refused(&text), "{id}: {text}");
+    }
+    let stashes = Command::new("git")
+        .args(["stash", "list"])
+        .current_dir(&env.work)
+        .output()
+        .unwrap();
+    assert!(!stashes.stdout.is_empty(), "the stash was cleared");
+    let reflog = Command::new("git")
+        .args(["reflog"])
+        .current_dir(&env.work)
+        .output()
+        .unwrap();
+    assert!(!reflog.stdout.is_empty(), "the reflog was expired");
+}

@@ -32,6 +32,16 @@ fn destructive_commands() {
         "terraform destroy -auto-approve",
         "pulumi destroy",
         "cdk destroy",
+        "git reflog expire --expire=now --all",
+        "git reflog delete HEAD@{1}",
+        "git stash clear",
+        "git stash drop",
+        "git prune",
+        "git gc --prune=now",
+        "git branch -D topic",
+        "git branch --delete --force topic",
+        "git checkout -f main",
+        "git switch --discard-changes main",
     ] {
         assert!(d(s).is_some(), "{s}");
     }
@@ -43,6 +53,11 @@ fn destructive_commands() {
         "rm -rf target",
         "rm -f /tmp/x",
         "terraform plan",
+        "git reflog",
+        "git stash list",
+        "git branch -d done",
+        "git checkout main",
+        "git gc",
     ] {
         assert!(d(s).is_none(), "{s}");
     }
