@@ -108,7 +108,7 @@ fn git_destructive(args: &[&str]) -> Option<String> {
             Some("`git gc --prune=now` deletes unreachable commits for good".into())
         }
         "branch"
-            if rest.iter().any(|a| *a == "-D")
+            if rest.contains(&"-D")
                 || (rest.iter().any(|a| matches!(*a, "-d" | "--delete"))
                     && rest.iter().any(|a| matches!(*a, "-f" | "--force"))) =>
         {
