@@ -27,6 +27,17 @@ fn start(script: &str) -> Harness {
 }
 
 fn start_in_mode(script: &str, mode: crate::permissions::Mode) -> Harness {
+    start_with(script, mode, None, |_| {})
+}
+
+/// [`start_in_mode`] with a model switch and the engine prepared by `prepare` before the task
+/// takes it.
+fn start_with(
+    script: &str,
+    mode: crate::permissions::Mode,
+    models: Option<worker::ModelSwitch>,
+    prepare: impl FnOnce(&mut crate::engine::Engine),
+) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().canonicalize().unwrap();
     std::fs::write(cwd.join("notes.txt"), "remember the milk\n").unwrap();
@@ -50,7 +61,8 @@ fn start_in_mode(script: &str, mode: crate::permissions::Mode) -> Harness {
         compact: Default::default(),
         ..Default::default()
     };
-    let (engine, events) = crate::engine::Engine::basic(config, provider, registry, session);
+    let (mut engine, events) = crate::engine::Engine::basic(config, provider, registry, session);
+    prepare(&mut engine);
     let (jobs, job_rx) = mpsc::unbounded_channel();
     let (reply_tx, replies) = mpsc::unbounded_channel();
     tokio::spawn(worker::run(
@@ -66,6 +78,7 @@ fn start_in_mode(script: &str, mode: crate::permissions::Mode) -> Harness {
             system_prompt: None,
             append_system_prompt: None,
             resumed: false,
+            models,
         },
     ));
     Harness {
@@ -141,7 +154,7 @@ async fn clear_starts_a_new_session_and_keeps_the_mode() {
         .unwrap();
     h.replies.recv().await.unwrap();
     h.jobs.send(Job::SetModel { model: "opus".into() }).unwrap();
-    assert!(matches!(h.replies.recv().await.unwrap(), Reply::ModelSet { model } if model == "claude-opus-4-5"));
+    assert!(matches!(h.replies.recv().await.unwrap(), Reply::ModelSet { model, .. } if model == "claude-opus-4-5"));
     h.jobs.send(Job::Clear).unwrap();
     let s = match h.replies.recv().await.unwrap() {
         Reply::Session(s) => s,
@@ -166,6 +179,35 @@ async fn clear_starts_a_new_session_and_keeps_the_mode() {
     }
 }
 
+/// `agents.maxTotal` counts per session: `/clear` starts a new one with a fresh budget.
+#[tokio::test]
+async fn clear_gives_the_new_session_its_own_spawn_budget() {
+    let agent = r#"{"tool_calls": [{"name": "Agent", "input": {"description": "look", "prompt": "Look"}}]}"#;
+    let script = format!(
+        r#"{{"turns": [{agent}, {{"text": "child one"}}, {{"text": "done one"}}, {agent}, {{"text": "child two"}}, {{"text": "done two"}}]}}"#
+    );
+    let mut h = start_with(&script, crate::permissions::Mode::Default, None, |engine| {
+        engine.harness.limits.max_total = 1;
+        engine.install_subagents().unwrap();
+    });
+    let turn = |text: &str| Job::Turn {
+        text: text.into(),
+        cancel: CancellationToken::new(),
+    };
+    h.jobs.send(turn("first")).unwrap();
+    assert!(matches!(h.replies.recv().await.unwrap(), Reply::TurnDone));
+    h.jobs.send(Job::Clear).unwrap();
+    let s = match h.replies.recv().await.unwrap() {
+        Reply::Session(s) => s,
+        other => panic!("{other:?}"),
+    };
+    h.jobs.send(turn("second")).unwrap();
+    assert!(matches!(h.replies.recv().await.unwrap(), Reply::TurnDone));
+    let transcript = std::fs::read_to_string(h.cwd.join(format!(".home/projects/p/{}.jsonl", s.id))).unwrap();
+    assert!(transcript.contains("done two"), "{transcript}");
+    assert!(!transcript.contains("agents.maxTotal"), "{transcript}");
+}
+
 #[tokio::test]
 async fn permission_and_hook_commands_report_the_engine_state() {
     let mut h = start(r#"{"turns": [{"text": "x"}]}"#);
@@ -179,6 +221,90 @@ async fn permission_and_hook_commands_report_the_engine_state() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[tokio::test]
+async fn model_switches_provider_and_saves_the_choice() {
+    use crate::config::settings::{Layer, Scope, Settings};
+    use crate::provider::catalog::{Catalog, Kind};
+    let dir = tempfile::tempdir().unwrap();
+    // Nothing listens on port 9 of loopback: a request that reaches this provider is refused.
+    let settings = Settings {
+        layers: vec![Layer {
+            scope: Scope::User,
+            path: None,
+            base_dir: dir.path().to_path_buf(),
+            value: serde_json::json!({"providers": {
+                "local": {"type": "openai", "baseUrl": "http://127.0.0.1:9/v1"},
+                "keyless": {"type": "openai", "baseUrl": "http://127.0.0.1:9/v1", "apiKeyEnv": "KEEL_TEST_NEVER_SET_7"}
+            }}),
+        }],
+    };
+    let catalog = Catalog::new(
+        &settings,
+        Kind::Anthropic,
+        crate::provider::retry::RetryPolicy::default(),
+        crate::provider::http::Timeouts::default(),
+        false,
+    )
+    .unwrap();
+    let settings_path = dir.path().join("keel/settings.json");
+    let mut h = start_with(
+        r#"{"turns": [{"text": "from the script"}]}"#,
+        crate::permissions::Mode::Default,
+        Some(worker::ModelSwitch {
+            catalog: Arc::new(catalog),
+            fallback: None,
+            settings_path: settings_path.clone(),
+        }),
+        |_| {},
+    );
+    h.jobs
+        .send(Job::SetModel {
+            model: "local/gpt-4o".into(),
+        })
+        .unwrap();
+    match h.replies.recv().await.unwrap() {
+        Reply::ModelSet { model, notes } => {
+            assert_eq!(model, "local/gpt-4o");
+            assert!(notes.iter().any(|n| n.contains("Saved as the default")), "{notes:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&settings_path).unwrap()).unwrap();
+    assert_eq!(saved["model"], "local/gpt-4o");
+    // The next turn goes to the new provider (refused there), not to the script.
+    h.jobs
+        .send(Job::Turn {
+            text: "hello".into(),
+            cancel: CancellationToken::new(),
+        })
+        .unwrap();
+    assert!(matches!(h.replies.recv().await.unwrap(), Reply::TurnDone));
+    let outcome = drain(&mut h.events)
+        .into_iter()
+        .find_map(|e| match e {
+            EngineEvent::TurnFinished(o) => Some(o),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        outcome.is_error && outcome.result.contains("connection refused"),
+        "{}",
+        outcome.result
+    );
+    // A provider that cannot be built leaves everything as it was.
+    h.jobs
+        .send(Job::SetModel {
+            model: "keyless/m".into(),
+        })
+        .unwrap();
+    match h.replies.recv().await.unwrap() {
+        Reply::Failed(e) => assert!(e.contains("KEEL_TEST_NEVER_SET_7"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&settings_path).unwrap()).unwrap();
+    assert_eq!(saved["model"], "local/gpt-4o");
 }
 
 #[tokio::test]
