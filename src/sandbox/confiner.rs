@@ -176,6 +176,13 @@ impl Confiner {
         p.writable.push(report.to_path_buf());
         p.protected = protected;
         p.reserved = reserved;
+        // Without the network no sandboxed command needs the user's keys and tokens, and a
+        // command the check could not see into (a script, inline code) must not print them
+        // into the conversation. (The working directories are not scanned here: commands
+        // that write would force a new scan every time.)
+        if !p.allow_network {
+            p.hidden = self.hidden(false);
+        }
         p
     }
 }

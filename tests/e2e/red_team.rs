@@ -579,3 +579,35 @@ async fn recovery_records_survive_bypass_mode() {
         .unwrap();
     assert!(!reflog.stdout.is_empty(), "the reflog was expired");
 }
+
+/// Bypass mode with the write sandbox runs what the check cannot see into (a script, inline
+/// code); with the network off such a command still cannot read the user's keys and print
+/// them into the conversation.
+#[tokio::test]
+async fn the_write_sandbox_hides_credentials_while_the_network_is_off() {
+    if !write_sandbox_available() {
+        eprintln!("skipped: the write sandbox cannot be enforced on this machine");
+        return;
+    }
+    let env = Env::new();
+    std::fs::create_dir_all(env.home.join(".ssh")).unwrap();
+    std::fs::write(env.home.join(".ssh/id_rsa"), "SECRETKEY-SSH\n").unwrap();
+    env.write(
+        "show.py",
+        "import os\nprint(open(os.path.expanduser('~/.ssh/id_rsa')).read())\n",
+    );
+    let (_, last) = session(
+        &env,
+        &["--sandbox", "--dangerously-skip-permissions"],
+        &[],
+        vec![
+            bash("script", "python3 show.py"),
+            bash("ok", "python3 -c 'print(6 * 7)'"),
+        ],
+    )
+    .await;
+    let (text, is_error) = last.tool_result_text("script");
+    assert!(is_error && !text.contains("SECRETKEY"), "{text}");
+    assert!(text.contains("credential files"), "the note says why: {text}");
+    assert!(last.tool_result_text("ok").0.contains("42"));
+}
