@@ -105,15 +105,36 @@ fn conflict_message(conflicts: &[Conflict]) -> String {
     s
 }
 
-/// The file's current content (`None`: absent).
+/// The file's current content (`None`: absent). Recorded paths are resolved ones, so no link
+/// is followed on the way: a directory swapped for a link since (a command can make
+/// `src -> ~`) makes the rewind refuse instead of reading, and writing, through it.
 fn read_current(path: &Path) -> Result<Option<Vec<u8>>, RewindError> {
-    match std::fs::read(path) {
-        Ok(b) => Ok(Some(b)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(RewindError::Read {
-            path: path.to_path_buf(),
-            source,
-        }),
+    use crate::fsutil::open::{self, OpenError};
+    let read_err = |source: std::io::Error| RewindError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    match open::regular(path, &[]) {
+        Ok(mut opened) => {
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut opened.file, &mut bytes).map_err(read_err)?;
+            Ok(Some(bytes))
+        }
+        Err(OpenError::NotFound(_)) => Ok(None),
+        Err(e) => Err(read_err(std::io::Error::other(not_followed(e)))),
+    }
+}
+
+/// Why a path was not opened, worded for a rewind.
+fn not_followed(e: crate::fsutil::open::OpenError) -> String {
+    use crate::fsutil::open::OpenError;
+    match e {
+        OpenError::Moved(_) | OpenError::DanglingLink { .. } => {
+            "a symbolic link now stands where keel changed a file or directory, and a rewind never \
+             writes through one"
+                .into()
+        }
+        e => e.to_string(),
     }
 }
 
@@ -250,19 +271,36 @@ impl Checkpoints {
     }
 }
 
-/// Puts `content` (bytes and permission bits) at `path` atomically, or removes the file.
+/// Puts `content` (bytes and permission bits) at `path` atomically, or removes the file;
+/// the directory is opened without following any link (see [`read_current`]), and a link at
+/// the file's own name is replaced, never written through.
 fn put(path: &Path, content: Option<(&[u8], u32)>) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
+    use crate::fsutil::open::{self, OpenError};
+    use crate::fsutil::replace::{self, Options, Replace};
+    let (Some(dir_path), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file path"));
+    };
+    let dir = match open::directory(dir_path, &[], content.is_some()) {
+        Ok(d) => d,
+        Err(OpenError::NotFound(_)) if content.is_none() => return Ok(()),
+        Err(e) => return Err(std::io::Error::other(not_followed(e))),
+    };
     match content {
-        None => match std::fs::remove_file(path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
+        None => match nix::unistd::unlinkat(
+            std::os::fd::AsFd::as_fd(&dir),
+            name,
+            nix::unistd::UnlinkatFlags::NoRemoveDir,
+        ) {
+            Ok(()) | Err(nix::errno::Errno::ENOENT) => Ok(()),
+            Err(e) => Err(e.into()),
         },
         Some((bytes, mode)) => {
-            crate::fsutil::write_atomic(path, bytes)?;
-            if mode_of(path) != mode {
-                std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
-            }
+            let opts = Options {
+                sync: true,
+                mode,
+                replace: Replace::Any,
+            };
+            replace::write_in_dir(&dir, dir_path, name, bytes, opts).map_err(std::io::Error::from)?;
             Ok(())
         }
     }

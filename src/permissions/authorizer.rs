@@ -389,6 +389,11 @@ impl Ctx<'_> {
         self.dirs.iter().any(|d| path.starts_with(d) && real.starts_with(d))
     }
 
+    /// The top of a working directory itself, where configuration lives.
+    fn is_working_dir(&self, path: &Path) -> bool {
+        self.dirs.iter().any(|d| d == path)
+    }
+
     fn ask(&self, reason: String, rules_to_save: Vec<String>, session_grants: Vec<String>) -> Verdict {
         Verdict::Ask {
             hard: false,

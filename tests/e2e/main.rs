@@ -23,6 +23,7 @@ mod permissions;
 mod plugins;
 mod provider;
 mod provider_faults;
+mod red_team;
 mod rewind;
 mod robustness;
 mod sandbox;
