@@ -5,11 +5,14 @@
 //! files weigh more). Files in directories below the working directory are loaded when a tool
 //! first touches that directory. `@path` imports are followed (relative to the importing file,
 //! at most [`MAX_DEPTH`] files deep, each file at most once, so cycles end), and an imported
-//! file comes before the file that imports it.
+//! file comes before the file that imports it. What an import may read is decided by
+//! [`ImportPolicy`]: never a credential location, and from a project file nothing outside the
+//! project unless the user approved it.
 
 use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
 
+use super::import_policy::{ImportPolicy, Verdict};
 use super::imports;
 
 /// The names looked for in each directory, in load order.
@@ -53,6 +56,21 @@ impl Scope {
     }
 }
 
+/// An import (or a linked instruction file) that leads outside the project, read or not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExternalImport {
+    /// The file holding the `@` reference (for a linked instruction file, the link).
+    pub importer: PathBuf,
+    /// The reference as written (`~/notes/style.md`), or the link's own path.
+    pub reference: String,
+    /// Where it leads, canonical.
+    pub target: PathBuf,
+    /// Whether it was read (approved).
+    pub loaded: bool,
+    /// An instruction file that is itself a link out of the project, not an `@` reference.
+    pub link: bool,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct InstructionFile {
     pub path: PathBuf,
@@ -85,6 +103,12 @@ pub struct Instructions {
     visited_dirs: HashSet<PathBuf>,
     /// Problems found while loading (missing imports, oversized files, deep chains).
     pub warnings: Vec<String>,
+    /// What may be read.
+    policy: ImportPolicy,
+    /// Imports of project files that lead outside the project, in the order met.
+    pub external: Vec<ExternalImport>,
+    /// Imports not read because they name a credential location, as notices.
+    pub refused: Vec<String>,
 }
 
 impl Instructions {
@@ -98,15 +122,52 @@ impl Instructions {
             seen: HashSet::new(),
             visited_dirs: HashSet::new(),
             warnings: Vec::new(),
+            policy: ImportPolicy::strict(cwd, None),
+            external: Vec::new(),
+            refused: Vec::new(),
         }
     }
 
-    /// Loads the start set for `cwd`; `home` is the user's home directory.
+    /// Loads the start set for `cwd`; `home` is the user's home directory. No import of a
+    /// project file leaves the project.
     pub fn discover(cwd: &Path, home: Option<&Path>) -> Self {
+        Self::discover_with(cwd, home, ImportPolicy::strict(cwd, home))
+    }
+
+    /// Loads the start set for `cwd` under `policy`.
+    pub fn discover_with(cwd: &Path, home: Option<&Path>, policy: ImportPolicy) -> Self {
         let mut this = Instructions::none(cwd);
         this.home = home.map(Path::to_path_buf);
+        this.policy = policy;
         this.load_start_set();
         this
+    }
+
+    /// One line per import not read, naming the file and the import (for the startup notices).
+    pub fn skipped_notices(&self) -> Vec<String> {
+        let mut out = self.refused.clone();
+        for e in self.external.iter().filter(|e| !e.loaded) {
+            let what = if e.link {
+                "not loaded: it is a link".to_string()
+            } else {
+                format!("@{} not loaded: it", e.reference)
+            };
+            out.push(format!(
+                "{}: {what} leads outside the project to {}; such files are read only when you approve them \
+                 (keel asks once in an interactive session here)",
+                self.shown(&e.importer),
+                e.target.display()
+            ));
+        }
+        out
+    }
+
+    /// A path as the user knows it: relative to the project when inside it.
+    fn shown(&self, path: &Path) -> String {
+        match path.strip_prefix(&self.policy.root) {
+            Ok(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
+            _ => path.display().to_string(),
+        }
     }
 
     fn load_start_set(&mut self) {
@@ -128,6 +189,8 @@ impl Instructions {
         self.visited_dirs.clear();
         self.nested.clear();
         self.warnings.clear();
+        self.external.clear();
+        self.refused.clear();
         self.load_start_set();
     }
 
@@ -163,6 +226,9 @@ impl Instructions {
                 return;
             }
         };
+        if importer.is_none() && !self.root_allowed(path, &canonical, scope) {
+            return;
+        }
         if !self.seen.insert(canonical.clone()) {
             return;
         }
@@ -196,7 +262,7 @@ impl Instructions {
                 ));
                 continue;
             }
-            self.load(&target, scope, depth + 1, Some(&canonical), out);
+            self.load_import(&reference, &target, scope, depth + 1, &canonical, out);
         }
         out.push(InstructionFile {
             path: canonical,
@@ -205,6 +271,73 @@ impl Instructions {
             imported_by: importer.map(Path::to_path_buf),
             depth,
         });
+    }
+
+    /// Loads one import if the policy lets it be read.
+    fn load_import(
+        &mut self,
+        reference: &str,
+        target: &Path,
+        scope: Scope,
+        depth: u8,
+        importer: &Path,
+        out: &mut Vec<InstructionFile>,
+    ) {
+        let Ok(canonical) = target.canonicalize() else {
+            // Reported as missing by `load`.
+            return self.load(target, scope, depth, Some(importer), out);
+        };
+        match self.policy.check(&canonical, target, scope == Scope::User) {
+            Verdict::Credential(why) => {
+                self.refused.push(format!(
+                    "{}: @{reference} not loaded: {why}, and instruction files never bring credentials into the context",
+                    self.shown(importer)
+                ));
+                return;
+            }
+            Verdict::External => return self.note_external(importer, reference, &canonical, false, false),
+            Verdict::Read if scope != Scope::User && !self.policy.is_inside(&canonical) => {
+                self.note_external(importer, reference, &canonical, true, false)
+            }
+            Verdict::Read => {}
+        }
+        self.load(target, scope, depth, Some(importer), out);
+    }
+
+    /// Whether an instruction file found by name may be read: never a link to a credential
+    /// location; one inside the project that is a link leading out of it counts as an
+    /// external import. Files found in directories above the project are read as they are.
+    fn root_allowed(&mut self, path: &Path, canonical: &Path, scope: Scope) -> bool {
+        let verdict = self.policy.check(canonical, path, scope == Scope::User);
+        if let Verdict::Credential(why) = &verdict {
+            self.refused.push(format!(
+                "{}: not loaded: it is a link to {}: {why}, and instruction files never bring credentials into the \
+                 context",
+                self.shown(path),
+                canonical.display()
+            ));
+            return false;
+        }
+        if scope == Scope::User || !path.starts_with(&self.policy.root) || self.policy.is_inside(canonical) {
+            return true;
+        }
+        let loaded = verdict == Verdict::Read;
+        let link = self.shown(path);
+        self.note_external(path, &link, canonical, loaded, true);
+        loaded
+    }
+
+    fn note_external(&mut self, importer: &Path, reference: &str, target: &Path, loaded: bool, link: bool) {
+        let e = ExternalImport {
+            importer: importer.to_path_buf(),
+            reference: reference.to_string(),
+            target: target.to_path_buf(),
+            loaded,
+            link,
+        };
+        if !self.external.contains(&e) {
+            self.external.push(e);
+        }
     }
 
     /// Called with a path a tool is about to work on or just worked on: loads the instruction
