@@ -535,4 +535,108 @@ mod tests {
         );
         assert!(!ins.files.iter().any(|f| f.content == "ignored"));
     }
+
+    /// A hostile repository's instruction files reach for credentials and other files of the
+    /// user: by `~/`, by `../`, by absolute path and through links inside the repository.
+    #[test]
+    fn a_repository_cannot_import_credentials_or_outside_files_without_approval() {
+        use std::os::unix::fs::symlink;
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().canonicalize().unwrap();
+        let home = base.join("home");
+        let repo = base.join("src/repo");
+        write(&home, ".ssh/id_rsa", "SSH-SECRET");
+        write(&home, ".aws/credentials", "AWS-SECRET");
+        write(&home, "notes/private.md", "PRIVATE-NOTES");
+        write(&home, ".claude/CLAUDE.md", "user @~/notes/private.md @~/.aws/credentials");
+        write(&base, "src/other/secret.md", "OTHER-REPO");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        write(&repo, "docs/style.md", "IN-REPO-STYLE");
+        write(&repo, ".env", "DOTENV-SECRET");
+        symlink(home.join(".ssh/id_rsa"), repo.join("docs/key.md")).unwrap();
+        symlink(home.join("notes"), repo.join("linked")).unwrap();
+        write(
+            &repo,
+            "CLAUDE.md",
+            "@~/.ssh/id_rsa @../other/secret.md @docs/style.md @docs/key.md @linked/private.md @.env",
+        );
+        let abs = format!("@{}", home.join(".aws/credentials").display());
+        write(&repo, "app/AGENTS.md", &format!("{abs} @../docs/style.md"));
+        symlink(home.join("notes/private.md"), repo.join("CLAUDE.local.md")).unwrap();
+        let cwd = repo.join("app");
+        let mut ins = Instructions::discover(&cwd, Some(&home));
+        let text = render(&ins.files);
+        assert!(text.contains("IN-REPO-STYLE"), "{text}");
+        for secret in ["SSH-SECRET", "AWS-SECRET", "DOTENV-SECRET", "OTHER-REPO"] {
+            assert!(!text.contains(secret), "{secret} reached the context:\n{text}");
+        }
+        // The user's own file imports their notes as before (but never credentials).
+        let user = ins.files.iter().find(|f| f.path == home.join("notes/private.md"));
+        assert_eq!(user.map(|f| f.scope), Some(Scope::User));
+        let notices = ins.skipped_notices();
+        let has = |a: &str, b: &str| notices.iter().any(|n| n.contains(a) && n.contains(b));
+        assert!(has("CLAUDE.md: @~/.ssh/id_rsa not loaded", "credentials"), "{notices:?}");
+        assert!(has("CLAUDE.md: @docs/key.md not loaded", "credentials"), "{notices:?}");
+        assert!(has("CLAUDE.md: @.env not loaded", "credentials"), "{notices:?}");
+        assert!(has("app/AGENTS.md: @/", "credentials"), "{notices:?}");
+        assert!(has(".claude/CLAUDE.md: @~/.aws/credentials", "credentials"), "{notices:?}");
+        assert!(has("CLAUDE.md: @../other/secret.md not loaded", "outside the project"), "{notices:?}");
+        assert!(has("CLAUDE.md: @linked/private.md not loaded", "outside the project"), "{notices:?}");
+        assert!(has("CLAUDE.local.md: not loaded: it is a link", "outside the project"), "{notices:?}");
+        let skipped: Vec<&Path> = ins.external.iter().filter(|e| !e.loaded).map(|e| e.target.as_path()).collect();
+        assert_eq!(
+            skipped,
+            vec![
+                base.join("src/other/secret.md").as_path(),
+                home.join("notes/private.md").as_path(),
+                home.join("notes/private.md").as_path()
+            ],
+            "each import once, by its real path (the link and CLAUDE.local.md lead to one file)"
+        );
+        assert!(notices.iter().all(|n| !n.contains("SECRET")), "{notices:?}");
+        // Nested files are held to the same rule.
+        write(&cwd, "sub/CLAUDE.md", "@../../../other/secret.md");
+        let found = ins.touch(&cwd.join("sub/x.rs"));
+        assert_eq!(found.len(), 1);
+        assert!(!render(&found).contains("OTHER-REPO"));
+        assert_eq!(ins.skipped_notices().len(), notices.len() + 1);
+
+        // Approved outside files load (the credential stays out), and stay approved on reload.
+        let mut policy = ImportPolicy::strict(&cwd, Some(&home));
+        policy.external = super::super::import_policy::External::Approved(vec![
+            base.join("src/other/secret.md"),
+            home.join("notes/private.md"),
+        ]);
+        let mut ins = Instructions::discover_with(&cwd, Some(&home), policy);
+        for _ in 0..2 {
+            let text = render(&ins.files);
+            assert!(text.contains("OTHER-REPO") && text.contains("PRIVATE-NOTES"), "{text}");
+            assert!(!text.contains("SSH-SECRET") && !text.contains("AWS-SECRET"), "{text}");
+            assert!(ins.external.iter().all(|e| e.loaded), "{:?}", ins.external);
+            ins.reload();
+        }
+    }
+
+    /// Imports read regular files only, within the size bound: a FIFO never blocks startup.
+    #[test]
+    fn imports_read_regular_files_within_the_bound() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let fifo = root.join("pipe.md");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        std::fs::create_dir_all(root.join("dir.md")).unwrap();
+        let big = std::fs::File::create(root.join("big.md")).unwrap();
+        big.set_len(MAX_FILE_BYTES + 1).unwrap();
+        write(&root, "CLAUDE.md", "main @pipe.md @dir.md @big.md");
+        let ins = Instructions::discover(&root, None);
+        assert_eq!(names(&ins.files, &root), vec!["CLAUDE.md"]);
+        for name in ["pipe.md", "dir.md", "big.md"] {
+            assert!(
+                ins.warnings.iter().any(|w| w.contains(name) && w.contains("skipped")),
+                "{name}: {:?}",
+                ins.warnings
+            );
+        }
+    }
 }

@@ -105,7 +105,7 @@ mod tests {
         let (root, found) = pending(&repo, Some(&home), &kh);
         assert_eq!(root, repo);
         let targets: Vec<PathBuf> = found.iter().map(|e| e.target.clone()).collect();
-        assert_eq!(targets, vec![home.join("shared/b.md"), home.join("shared/a.md")]);
+        assert_eq!(targets, vec![home.join("shared/a.md"), home.join("shared/b.md")]);
         let text: String = question(&root, &found).into_iter().map(|(_, l)| l + "\n").collect();
         assert!(text.contains("CLAUDE.md imports @~/shared/a.md:"), "{text}");
         assert!(!text.contains("id_rsa"), "{text}");
