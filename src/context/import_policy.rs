@@ -39,6 +39,8 @@ pub struct ImportPolicy {
     /// recognised under both).
     homes: Vec<PathBuf>,
     pub external: External,
+    /// Targets the user declined for this project (for the notices).
+    pub declined: Vec<PathBuf>,
 }
 
 /// What becomes of one file about to be read as an import (or as a linked instruction file).
@@ -65,6 +67,7 @@ impl ImportPolicy {
             root,
             homes,
             external: External::Approved(Vec::new()),
+            declined: Vec::new(),
         }
     }
 
@@ -73,7 +76,9 @@ impl ImportPolicy {
     pub fn for_session(cwd: &Path, home: Option<&Path>, keel_home: Option<&Path>) -> Self {
         let mut policy = Self::strict(cwd, home);
         if let Some(kh) = keel_home {
-            policy.external = External::Approved(Answers::load(kh, &policy.root).approved);
+            let answers = Answers::load(kh, &policy.root);
+            policy.external = External::Approved(answers.approved);
+            policy.declined = answers.declined;
         }
         policy
     }

@@ -152,9 +152,13 @@ impl Instructions {
             } else {
                 format!("@{} not loaded: it", e.reference)
             };
+            let why = if self.policy.declined.contains(&e.target) {
+                "you declined it for this project"
+            } else {
+                "such files are read only once you approve them (keel asks in an interactive session here)"
+            };
             out.push(format!(
-                "{}: {what} leads outside the project to {}; such files are read only when you approve them \
-                 (keel asks once in an interactive session here)",
+                "{}: {what} leads outside the project to {}; {why}",
                 self.shown(&e.importer),
                 e.target.display()
             ));

@@ -17,12 +17,7 @@ pub fn pending(cwd: &Path, home: Option<&Path>, keel_home: &Path) -> (PathBuf, V
     // what approved files import in turn.
     policy.external = External::All;
     let found = Instructions::discover_with(cwd, home, policy.clone());
-    let mut out: Vec<ExternalImport> = Vec::new();
-    for e in found.external {
-        if !answers.decided(&e.target) && !out.iter().any(|o| o.target == e.target) {
-            out.push(e);
-        }
-    }
+    let out = found.external.into_iter().filter(|e| !answers.decided(&e.target)).collect();
     (policy.root, out)
 }
 
@@ -39,7 +34,12 @@ pub fn decide(cwd: &Path, home: Option<&Path>, keel_home: &Path) -> std::io::Res
         Answer::Decline => false,
         Answer::Quit => return Ok(false),
     };
-    let targets: Vec<PathBuf> = found.into_iter().map(|e| e.target).collect();
+    let mut targets: Vec<PathBuf> = Vec::new();
+    for e in found {
+        if !targets.contains(&e.target) {
+            targets.push(e.target);
+        }
+    }
     if let Err(e) = Answers::record(keel_home, &root, &targets, approve) {
         eprintln!("keel: could not record the answer in {}: {e}", keel_home.display());
     }
