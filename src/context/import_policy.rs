@@ -41,6 +41,9 @@ pub struct ImportPolicy {
     pub external: External,
     /// Targets the user declined for this project (for the notices).
     pub declined: Vec<PathBuf>,
+    /// The session's other working directories (`--add-dir`, `additionalDirectories`),
+    /// canonical: inside like the project.
+    pub extra: Vec<PathBuf>,
 }
 
 /// What becomes of one file about to be read as an import (or as a linked instruction file).
@@ -68,6 +71,7 @@ impl ImportPolicy {
             homes,
             external: External::Approved(Vec::new()),
             declined: Vec::new(),
+            extra: Vec::new(),
         }
     }
 
@@ -99,9 +103,9 @@ impl ImportPolicy {
         }
     }
 
-    /// Whether `path` (canonical) lies in the project.
+    /// Whether `path` (canonical) lies in the project or another working directory.
     pub fn is_inside(&self, path: &Path) -> bool {
-        path.starts_with(&self.root)
+        path.starts_with(&self.root) || self.extra.iter().any(|d| path.starts_with(d))
     }
 
     fn credential(&self, path: &Path) -> Option<String> {

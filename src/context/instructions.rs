@@ -143,6 +143,27 @@ impl Instructions {
         this
     }
 
+    /// Counts the session's other working directories as inside the project (imports from
+    /// them need no approval); loads the start set again when that lets a skipped import in.
+    pub fn include_dirs(&mut self, dirs: &[PathBuf]) {
+        let mut added = false;
+        for d in dirs {
+            let d = d.canonicalize().unwrap_or_else(|_| d.clone());
+            if !self.policy.extra.contains(&d) {
+                self.policy.extra.push(d);
+                added = true;
+            }
+        }
+        if added && self.external.iter().any(|e| !e.loaded && self.policy.is_inside(&e.target)) {
+            self.reload();
+        }
+    }
+
+    /// The working directories counted as inside besides the project.
+    pub fn included_dirs(&self) -> &[PathBuf] {
+        &self.policy.extra
+    }
+
     /// One line per import not read, naming the file and the import (for the startup notices).
     pub fn skipped_notices(&self) -> Vec<String> {
         let mut out = self.refused.clone();
@@ -619,6 +640,24 @@ mod tests {
             assert!(ins.external.iter().all(|e| e.loaded), "{:?}", ins.external);
             ins.reload();
         }
+    }
+
+    /// The session's other working directories count as inside; credentials in them do not.
+    #[test]
+    fn other_working_directories_are_inside_the_project() {
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().canonicalize().unwrap();
+        write(&base, "shared/conventions.md", "SHARED-CONVENTIONS");
+        write(&base, "shared/.env.local", "SHARED-SECRET");
+        write(&base, "repo/CLAUDE.md", "@../shared/conventions.md @../shared/.env.local");
+        let cwd = base.join("repo");
+        let mut ins = Instructions::discover(&cwd, None);
+        assert!(!render(&ins.files).contains("SHARED-CONVENTIONS"));
+        ins.include_dirs(&[base.join("shared")]);
+        let text = render(&ins.files);
+        assert!(text.contains("SHARED-CONVENTIONS") && !text.contains("SHARED-SECRET"), "{text}");
+        assert_eq!(ins.included_dirs(), &[base.join("shared")]);
+        assert_eq!(ins.skipped_notices().len(), 1, "{:?}", ins.skipped_notices());
     }
 
     /// Imports read regular files only, within the size bound: a FIFO never blocks startup.

@@ -137,6 +137,7 @@ impl ProjectContext {
     /// Takes over the sections keel added to another project layer (a model switch rebuilds
     /// the layer from disk).
     pub fn adopt_sections(&mut self, from: &ProjectContext) {
+        self.instructions.include_dirs(from.instructions.included_dirs());
         if self.listings.is_empty() {
             self.listings = from.listings.clone();
         }

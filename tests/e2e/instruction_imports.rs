@@ -134,6 +134,18 @@ async fn an_approved_outside_import_loads_and_credentials_still_do_not() {
     let out = env.keel(&server).args(["-p", "hi"]).run().await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!request_text(&server.requests()[1]).contains("OUTSIDE-NOTE-e2e"));
+    // A working directory the user adds counts as inside; credentials stay out all the same.
+    server.push(answer("ok"));
+    let notes = env.home.join("notes");
+    let out = env
+        .keel(&server)
+        .args(["-p", "hi", "--add-dir", notes.to_str().unwrap()])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let sent = request_text(&server.requests()[2]);
+    assert!(sent.contains("OUTSIDE-NOTE-e2e"));
+    assert_no_secret(&sent);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
