@@ -41,6 +41,9 @@ pub struct ImportPolicy {
     pub external: External,
     /// Targets the user declined for this project (for the notices).
     pub declined: Vec<PathBuf>,
+    /// Where keel and the reference tool keep their own state (sessions of every project,
+    /// settings with server tokens): never imported by a project file, approved or not.
+    private: Vec<PathBuf>,
     /// The session's other working directories (`--add-dir`, `additionalDirectories`),
     /// canonical: inside like the project.
     pub extra: Vec<PathBuf>,
@@ -66,9 +69,17 @@ impl ImportPolicy {
         {
             homes.push(real);
         }
+        let mut private = Vec::new();
+        for h in &homes {
+            private.extend([h.join(".keel"), h.join(".claude.json"), h.join(".claude/projects")]);
+        }
+        if let Some(kh) = crate::config::paths::keel_home() {
+            private.push(kh.canonicalize().unwrap_or(kh));
+        }
         ImportPolicy {
             root,
             homes,
+            private,
             external: External::Approved(Vec::new()),
             declined: Vec::new(),
             extra: Vec::new(),
@@ -93,7 +104,20 @@ impl ImportPolicy {
         if let Some(why) = self.credential(target).or_else(|| self.credential(lexical)) {
             return Verdict::Credential(why);
         }
-        if user || self.is_inside(target) {
+        if user {
+            return Verdict::Read;
+        }
+        if let Some(p) = self
+            .private
+            .iter()
+            .find(|p| target.starts_with(p) || lexical.starts_with(p))
+        {
+            return Verdict::Credential(format!(
+                "{} holds agent state (sessions, settings with tokens)",
+                p.display()
+            ));
+        }
+        if self.is_inside(target) {
             return Verdict::Read;
         }
         match &self.external {
@@ -120,9 +144,7 @@ impl ImportPolicy {
 /// `cwd` itself (the boundary skills and agents use too).
 pub fn project_root(cwd: &Path) -> PathBuf {
     let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
-    crate::skills::discover::project_dirs(&cwd)
-        .pop()
-        .unwrap_or(cwd)
+    crate::skills::discover::project_dirs(&cwd).pop().unwrap_or(cwd)
 }
 
 /// The user's recorded answers for one project: targets approved and declined (canonical).
@@ -229,12 +251,34 @@ mod tests {
             );
         }
         // A link named harmlessly whose real file is a credential, and the reverse.
-        assert!(matches!(p.check(&home.join(".ssh/id_rsa"), &inside, false), Verdict::Credential(_)));
-        assert!(matches!(p.check(&inside, &home.join(".aws/config"), false), Verdict::Credential(_)));
+        assert!(matches!(
+            p.check(&home.join(".ssh/id_rsa"), &inside, false),
+            Verdict::Credential(_)
+        ));
+        assert!(matches!(
+            p.check(&inside, &home.join(".aws/config"), false),
+            Verdict::Credential(_)
+        ));
+        // Agent state: no project file imports it, approved or not; the user's own may.
         let mut approved = p.clone();
+        let state = home.join(".keel/projects/x/session.jsonl");
+        approved.external = External::All;
+        assert!(matches!(approved.check(&state, &state, false), Verdict::Credential(_)));
+        assert!(matches!(
+            approved.check(&home.join(".claude.json"), &home.join(".claude.json"), false),
+            Verdict::Credential(_)
+        ));
+        assert_eq!(approved.check(&state, &state, true), Verdict::Read);
+        assert_eq!(
+            approved.check(&home.join(".claude/team.md"), &home.join(".claude/team.md"), false),
+            Verdict::Read
+        );
         approved.external = External::Approved(vec![outside.clone()]);
         assert_eq!(approved.check(&outside, &outside, false), Verdict::Read);
-        assert_eq!(approved.check(&home.join("notes/c.md"), &home.join("notes/c.md"), false), Verdict::External);
+        assert_eq!(
+            approved.check(&home.join("notes/c.md"), &home.join("notes/c.md"), false),
+            Verdict::External
+        );
     }
 
     #[test]
@@ -253,7 +297,9 @@ mod tests {
         assert!(got.decided(&b) && !got.decided(Path::new("/x/c.md")));
         // A record kept for another folder (same directory name) is not this project's.
         let file = answers_file(&kh, &root);
-        let text = std::fs::read_to_string(&file).unwrap().replace(root.to_str().unwrap(), "/elsewhere");
+        let text = std::fs::read_to_string(&file)
+            .unwrap()
+            .replace(root.to_str().unwrap(), "/elsewhere");
         std::fs::write(&file, text).unwrap();
         assert_eq!(Answers::load(&kh, &root), Answers::default());
         let p = ImportPolicy::for_session(&root, None, Some(&kh));

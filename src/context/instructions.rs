@@ -154,7 +154,12 @@ impl Instructions {
                 added = true;
             }
         }
-        if added && self.external.iter().any(|e| !e.loaded && self.policy.is_inside(&e.target)) {
+        if added
+            && self
+                .external
+                .iter()
+                .any(|e| !e.loaded && self.policy.is_inside(&e.target))
+        {
             self.reload();
         }
     }
@@ -573,7 +578,11 @@ mod tests {
         write(&home, ".ssh/id_rsa", "SSH-SECRET");
         write(&home, ".aws/credentials", "AWS-SECRET");
         write(&home, "notes/private.md", "PRIVATE-NOTES");
-        write(&home, ".claude/CLAUDE.md", "user @~/notes/private.md @~/.aws/credentials");
+        write(
+            &home,
+            ".claude/CLAUDE.md",
+            "user @~/notes/private.md @~/.aws/credentials",
+        );
         write(&base, "src/other/secret.md", "OTHER-REPO");
         std::fs::create_dir_all(repo.join(".git")).unwrap();
         write(&repo, "docs/style.md", "IN-REPO-STYLE");
@@ -600,15 +609,35 @@ mod tests {
         assert_eq!(user.map(|f| f.scope), Some(Scope::User));
         let notices = ins.skipped_notices();
         let has = |a: &str, b: &str| notices.iter().any(|n| n.contains(a) && n.contains(b));
-        assert!(has("CLAUDE.md: @~/.ssh/id_rsa not loaded", "credentials"), "{notices:?}");
+        assert!(
+            has("CLAUDE.md: @~/.ssh/id_rsa not loaded", "credentials"),
+            "{notices:?}"
+        );
         assert!(has("CLAUDE.md: @docs/key.md not loaded", "credentials"), "{notices:?}");
         assert!(has("CLAUDE.md: @.env not loaded", "credentials"), "{notices:?}");
         assert!(has("app/AGENTS.md: @/", "credentials"), "{notices:?}");
-        assert!(has(".claude/CLAUDE.md: @~/.aws/credentials", "credentials"), "{notices:?}");
-        assert!(has("CLAUDE.md: @../other/secret.md not loaded", "outside the project"), "{notices:?}");
-        assert!(has("CLAUDE.md: @linked/private.md not loaded", "outside the project"), "{notices:?}");
-        assert!(has("CLAUDE.local.md: not loaded: it is a link", "outside the project"), "{notices:?}");
-        let skipped: Vec<&Path> = ins.external.iter().filter(|e| !e.loaded).map(|e| e.target.as_path()).collect();
+        assert!(
+            has(".claude/CLAUDE.md: @~/.aws/credentials", "credentials"),
+            "{notices:?}"
+        );
+        assert!(
+            has("CLAUDE.md: @../other/secret.md not loaded", "outside the project"),
+            "{notices:?}"
+        );
+        assert!(
+            has("CLAUDE.md: @linked/private.md not loaded", "outside the project"),
+            "{notices:?}"
+        );
+        assert!(
+            has("CLAUDE.local.md: not loaded: it is a link", "outside the project"),
+            "{notices:?}"
+        );
+        let skipped: Vec<&Path> = ins
+            .external
+            .iter()
+            .filter(|e| !e.loaded)
+            .map(|e| e.target.as_path())
+            .collect();
         assert_eq!(
             skipped,
             vec![
@@ -649,13 +678,20 @@ mod tests {
         let base = t.path().canonicalize().unwrap();
         write(&base, "shared/conventions.md", "SHARED-CONVENTIONS");
         write(&base, "shared/.env.local", "SHARED-SECRET");
-        write(&base, "repo/CLAUDE.md", "@../shared/conventions.md @../shared/.env.local");
+        write(
+            &base,
+            "repo/CLAUDE.md",
+            "@../shared/conventions.md @../shared/.env.local",
+        );
         let cwd = base.join("repo");
         let mut ins = Instructions::discover(&cwd, None);
         assert!(!render(&ins.files).contains("SHARED-CONVENTIONS"));
         ins.include_dirs(&[base.join("shared")]);
         let text = render(&ins.files);
-        assert!(text.contains("SHARED-CONVENTIONS") && !text.contains("SHARED-SECRET"), "{text}");
+        assert!(
+            text.contains("SHARED-CONVENTIONS") && !text.contains("SHARED-SECRET"),
+            "{text}"
+        );
         assert_eq!(ins.included_dirs(), &[base.join("shared")]);
         assert_eq!(ins.skipped_notices().len(), 1, "{:?}", ins.skipped_notices());
     }

@@ -17,7 +17,11 @@ pub fn pending(cwd: &Path, home: Option<&Path>, keel_home: &Path) -> (PathBuf, V
     // what approved files import in turn.
     policy.external = External::All;
     let found = Instructions::discover_with(cwd, home, policy.clone());
-    let out = found.external.into_iter().filter(|e| !answers.decided(&e.target)).collect();
+    let out = found
+        .external
+        .into_iter()
+        .filter(|e| !answers.decided(&e.target))
+        .collect();
     (policy.root, out)
 }
 
@@ -69,7 +73,10 @@ fn question(root: &Path, found: &[ExternalImport]) -> Vec<(bool, String)> {
         } else {
             format!("imports @{}:", e.reference)
         };
-        lines.push((false, format!("  • {} {what} {}", shown(&e.importer), e.target.display())));
+        lines.push((
+            false,
+            format!("  • {} {what} {}", shown(&e.importer), e.target.display()),
+        ));
     }
     lines.extend([
         (false, String::new()),

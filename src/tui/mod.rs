@@ -68,8 +68,10 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
         return Ok(ExitCode::SUCCESS);
     };
     // Also before setup, which loads the instruction files: imports from outside the project.
-    if let (Some(keel_home), Ok(cwd)) = (paths::keel_home(), std::env::current_dir().and_then(|d| d.canonicalize()))
-        && !imports::decide(&cwd, dirs::home_dir().as_deref(), &keel_home)?
+    if let (Some(keel_home), Ok(cwd)) = (
+        paths::keel_home(),
+        std::env::current_dir().and_then(|d| d.canonicalize()),
+    ) && !imports::decide(&cwd, dirs::home_dir().as_deref(), &keel_home)?
     {
         return Ok(ExitCode::SUCCESS);
     }

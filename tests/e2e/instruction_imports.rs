@@ -80,7 +80,10 @@ async fn headless_runs_send_no_credential_and_skip_unapproved_outside_imports_wi
     let sent = request_text(&reqs[0]);
     assert!(sent.contains("IN-REPO-STYLE-e2e"), "the in-repository import is loaded");
     assert_no_secret(&sent);
-    assert!(!sent.contains("OUTSIDE-NOTE-e2e"), "an unapproved outside file was sent");
+    assert!(
+        !sent.contains("OUTSIDE-NOTE-e2e"),
+        "an unapproved outside file was sent"
+    );
     // One line per import not loaded, naming the file and the import.
     let err = &out.stderr;
     for (file, import) in [
@@ -160,7 +163,10 @@ async fn the_tui_asks_once_per_project_and_remembers_the_answer() {
     assert!(s.contains("Load instruction files from outside this project?"), "{s}");
     assert!(s.contains("CLAUDE.md imports @shared/team-style.md"), "{s}");
     assert!(s.contains("AGENTS.md imports @../home/notes/team-style.md"), "{s}");
-    assert!(!s.contains("id_rsa") && !s.contains(".aws"), "credentials are not offered:\n{s}");
+    assert!(
+        !s.contains("id_rsa") && !s.contains(".aws"),
+        "credentials are not offered:\n{s}"
+    );
     t.press(&["1"]);
     t.wait_for_text("Ask keel").await;
     t.type_text("hello");
