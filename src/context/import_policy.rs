@@ -62,7 +62,6 @@ pub enum Verdict {
 impl ImportPolicy {
     /// No approvals: imports of project files stay inside the project of `cwd`.
     pub fn strict(cwd: &Path, home: Option<&Path>) -> Self {
-        let root = project_root(cwd);
         let mut homes: Vec<PathBuf> = home.map(Path::to_path_buf).into_iter().collect();
         if let Some(real) = home.and_then(|h| h.canonicalize().ok())
             && !homes.contains(&real)
@@ -76,6 +75,7 @@ impl ImportPolicy {
         if let Some(kh) = crate::config::paths::keel_home() {
             private.push(kh.canonicalize().unwrap_or(kh));
         }
+        let root = project_root(cwd, &homes);
         ImportPolicy {
             root,
             homes,
@@ -141,10 +141,18 @@ impl ImportPolicy {
 }
 
 /// The project of `cwd` (canonical): the nearest directory above it holding `.git`, else
-/// `cwd` itself (the boundary skills and agents use too).
-pub fn project_root(cwd: &Path) -> PathBuf {
+/// `cwd` itself (the boundary skills and agents use too). A repository at the home directory
+/// or above it (a dotfiles repository) does not make the whole home the project: a folder
+/// unpacked somewhere below would otherwise import any file of the user's.
+pub fn project_root(cwd: &Path, homes: &[PathBuf]) -> PathBuf {
     let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
-    crate::skills::discover::project_dirs(&cwd).pop().unwrap_or(cwd)
+    let root = crate::skills::discover::project_dirs(&cwd)
+        .pop()
+        .unwrap_or_else(|| cwd.clone());
+    if root != cwd && homes.iter().any(|h| h.starts_with(&root)) {
+        return cwd;
+    }
+    root
 }
 
 /// The user's recorded answers for one project: targets approved and declined (canonical).
@@ -231,6 +239,13 @@ mod tests {
         std::fs::create_dir_all(repo.join("app")).unwrap();
         let p = ImportPolicy::strict(&repo.join("app"), Some(&home));
         assert_eq!(p.root, repo, "the repository root, not the working directory");
+        // A dotfiles repository at home does not make the home directory the project.
+        std::fs::create_dir_all(home.join(".git")).unwrap();
+        let unpacked = home.join("Downloads/unpacked");
+        std::fs::create_dir_all(&unpacked).unwrap();
+        assert_eq!(ImportPolicy::strict(&unpacked, Some(&home)).root, unpacked);
+        assert_eq!(ImportPolicy::strict(&home, Some(&home)).root, home);
+        assert_eq!(ImportPolicy::strict(&repo.join("app"), Some(&home)).root, repo);
         let inside = repo.join("docs/a.md");
         let outside = home.join("notes/b.md");
         assert_eq!(p.check(&inside, &inside, false), Verdict::Read);
