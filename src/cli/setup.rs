@@ -261,6 +261,8 @@ pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupErr
         replace: replace.as_deref(),
         append: append.as_deref(),
     });
+    project.instructions.include_dirs(&authorizer.working_dirs()[1..]);
+    warnings.extend(project.instructions.skipped_notices());
     // Headless runs ask nobody, unless the driving program answers (`--permission-prompt-tool stdio`).
     let headless = cli.print || cli.programs.input_format == InputFormat::StreamJson;
     let program_answers = cli.programs.permission_prompt_tool.as_deref() == Some("stdio");

@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use super::git::{self, GitSnapshot};
+use super::import_policy::ImportPolicy;
 use super::instructions::{self, Instructions};
 use super::system_prompt;
 use crate::message::CacheControl;
@@ -55,7 +56,11 @@ impl ProjectContext {
             core: g.replace.unwrap_or(system_prompt::core()).to_string(),
             environment: system_prompt::environment(g.cwd, g.model),
             git: git::snapshot(g.cwd),
-            instructions: Instructions::discover(g.cwd, g.home),
+            instructions: Instructions::discover_with(
+                g.cwd,
+                g.home,
+                ImportPolicy::for_session(g.cwd, g.home, crate::config::paths::keel_home().as_deref()),
+            ),
             append: g.append.filter(|s| !s.trim().is_empty()).map(str::to_string),
             listings: Vec::new(),
             memory: None,
@@ -151,6 +156,7 @@ impl ProjectContext {
     /// Takes over the sections keel added to another project layer (a model switch rebuilds
     /// the layer from disk).
     pub fn adopt_sections(&mut self, from: &ProjectContext) {
+        self.instructions.include_dirs(from.instructions.included_dirs());
         if self.listings.is_empty() {
             self.listings = from.listings.clone();
         }

@@ -16,6 +16,7 @@ mod headless;
 mod headless_programs;
 mod hooks;
 mod hooks_integration;
+mod instruction_imports;
 mod jail;
 mod mcp;
 mod openai;
