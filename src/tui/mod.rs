@@ -100,7 +100,8 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
         model: prepared.model_spec.clone(),
         session_id: session_id.clone(),
         shared: engine.session.shared.clone(),
-        bypass_available: prepared.permission_mode == Mode::BypassPermissions,
+        bypass_available: prepared.permission_mode == Mode::BypassPermissions
+            || (cli.allow_dangerously_skip_permissions && engine.authorizer.bypass_disabled.is_none()),
         harness: engine.harness.clone(),
         project_dir: project_dir.clone(),
     });
