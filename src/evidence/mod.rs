@@ -67,8 +67,21 @@ pub enum Watch {
     },
 }
 
+/// What the last foreground shell command changed, paths relative to the workspace root (for
+/// its checkpoint).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommandChanges {
+    pub added: Vec<PathBuf>,
+    pub modified: Vec<PathBuf>,
+    pub removed: Vec<PathBuf>,
+    /// The fingerprint was incomplete: files beyond its limit may have changed unseen.
+    pub uncertain: bool,
+}
+
 struct State {
     ledger: Ledger,
+    /// What the last command changed, until taken.
+    command_changes: Option<CommandChanges>,
     /// The latest fingerprint (after the last command).
     last: Option<Snapshot>,
     /// Paths keel's own tools changed since `last` was taken.
@@ -141,6 +154,7 @@ impl Evidence {
         let fingerprinter = Fingerprinter::new(cwd).excluding(session_dir);
         let mut state = State {
             ledger,
+            command_changes: None,
             last: None,
             touched: HashSet::new(),
             turn_start: 0,
@@ -212,6 +226,19 @@ impl Evidence {
     pub fn flush(&self) {
         let mut s = self.lock();
         self.save(&mut s);
+    }
+
+    /// Reads the fingerprint that stands for the workspace before the next command (taken after
+    /// the last one) and the paths keel's own tools changed since, so the shell checkpoint
+    /// reuses it instead of walking the workspace again.
+    pub fn with_last<R>(&self, f: impl FnOnce(Option<&Snapshot>, &HashSet<String>) -> R) -> R {
+        let s = self.lock();
+        f(s.last.as_ref(), &s.touched)
+    }
+
+    /// What the last foreground command changed (once).
+    pub fn take_command_changes(&self) -> Option<CommandChanges> {
+        self.lock().command_changes.take()
     }
 
     /// The first failure to save the ledger, once.
@@ -415,6 +442,7 @@ impl Evidence {
                 known,
             ));
         }
+        s.command_changes = Some(command_changes(&changes, &during));
         if !changes.is_empty() || s.ledger.digest.is_none() {
             s.ledger.digest = Some(after.digest());
         }
@@ -603,6 +631,25 @@ fn split_by_time(
         }
     }
     (during, outside)
+}
+
+/// Sorts the command's own changes (`during`) by kind.
+fn command_changes(changes: &crate::workspace::Changes, during: &[String]) -> CommandChanges {
+    let mut out = CommandChanges {
+        uncertain: changes.uncertain,
+        ..CommandChanges::default()
+    };
+    for rel in during {
+        let p = PathBuf::from(rel);
+        if changes.added.binary_search(&p).is_ok() {
+            out.added.push(p);
+        } else if changes.removed.binary_search(&p).is_ok() {
+            out.removed.push(p);
+        } else {
+            out.modified.push(p);
+        }
+    }
+    out
 }
 
 fn rel_string(p: &Path) -> String {

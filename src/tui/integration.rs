@@ -256,8 +256,12 @@ pub fn rewind(engine: &mut Engine, arg: Option<&str>) -> Result<Rewound, Integra
             } else {
                 "prompt"
             };
+            let lost = match p.not_restorable {
+                0 => String::new(),
+                n => format!(" ({n} not restorable: changed by a shell command)"),
+            };
             text.push_str(&format!(
-                "\n  {}  {kind}  {} file(s) changed since  {}",
+                "\n  {}  {kind}  {} file(s) changed since{lost}  {}",
                 p.point, p.files_changed, p.text
             ));
         }
@@ -284,6 +288,12 @@ pub fn rewind(engine: &mut Engine, arg: Option<&str>) -> Result<Rewound, Integra
     let mut text = format!("Rewound to before point {n}.");
     if restore.code() {
         text.push_str(&format!(" {} file(s) restored.", report.files.len()));
+        for (p, why) in &report.not_restorable {
+            text.push_str(&format!(
+                "\n  not restorable (changed by a shell command), left as it is: {} — {why}",
+                p.display()
+            ));
+        }
     }
     if let Some(prompt) = &report.prompt
         && restore.conversation()

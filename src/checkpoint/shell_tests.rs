@@ -1,0 +1,210 @@
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use crate::checkpoint::{Checkpoints, PointKind, RewindError};
+use crate::workspace::Fingerprinter;
+
+struct Ws {
+    _t: tempfile::TempDir,
+    root: PathBuf,
+    outside: PathBuf,
+    store: Checkpoints,
+    fp: Fingerprinter,
+}
+
+fn ws() -> Ws {
+    let t = tempfile::tempdir().unwrap();
+    let base = t.path().canonicalize().unwrap();
+    let root = base.join("ws");
+    let outside = base.join("outside");
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    let store = Checkpoints::new(&base.join("session"));
+    let fp = Fingerprinter::new(&root);
+    Ws {
+        _t: t,
+        root,
+        outside,
+        store,
+        fp,
+    }
+}
+
+impl Ws {
+    /// Runs `command` in the workspace the way the engine does: stash before, log after.
+    fn run(&self, command: &str) -> Vec<(PathBuf, String)> {
+        let before = self.fp.snapshot();
+        let due = self.store.due_before_shell(Some(&before), &HashSet::new(), &[]);
+        self.store.stash_before_shell(&self.root, due);
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .current_dir(&self.root)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{command}: {}", String::from_utf8_lossy(&out.stderr));
+        let c = before.diff(&self.fp.snapshot());
+        self.store.record_shell(&self.root, &c.added, &c.modified, &c.removed)
+    }
+
+    /// Every entry below the root: path, and content or link target.
+    fn tree(&self) -> Vec<(PathBuf, String)> {
+        let mut out = Vec::new();
+        for e in walk(&self.root) {
+            let rel = e.strip_prefix(&self.root).unwrap().to_path_buf();
+            let meta = std::fs::symlink_metadata(&e).unwrap();
+            let what = if meta.file_type().is_symlink() {
+                format!("-> {}", std::fs::read_link(&e).unwrap().display())
+            } else {
+                use std::os::unix::fs::PermissionsExt;
+                format!("{:o} {:?}", meta.permissions().mode() & 0o777, std::fs::read(&e).unwrap())
+            };
+            out.push((rel, what));
+        }
+        out.sort();
+        out
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let t = e.file_type().unwrap();
+        if t.is_dir() {
+            out.extend(walk(&e.path()));
+        } else {
+            out.push(e.path());
+        }
+    }
+    out
+}
+
+#[test]
+fn changes_made_by_real_commands_are_rewound_byte_exact_and_the_rewind_undone() {
+    use std::os::unix::fs::PermissionsExt;
+    let w = ws();
+    std::fs::write(w.root.join("a.txt"), b"one\r\ntwo\xff\n").unwrap();
+    std::fs::set_permissions(w.root.join("a.txt"), std::fs::Permissions::from_mode(0o751)).unwrap();
+    std::fs::write(w.root.join("b.txt"), "bee\n").unwrap();
+    std::fs::write(w.root.join("c.txt"), "sea\n").unwrap();
+    std::fs::write(w.root.join("sub/d.txt"), "dee\n").unwrap();
+    std::os::unix::fs::symlink("b.txt", w.root.join("link")).unwrap();
+    let original = w.tree();
+
+    w.store.begin(PointKind::Prompt, "first").unwrap();
+    let lost = w.run(
+        "sed -i 's/one/ONE/' a.txt && rm b.txt && mv c.txt moved.txt && echo new > created.txt \
+         && rm -r sub && rm link && ln -s a.txt link",
+    );
+    assert!(lost.is_empty(), "{lost:?}");
+    let changed = w.tree();
+    assert_ne!(changed, original);
+
+    let plan = w.store.plan(1).unwrap();
+    let mut planned: Vec<String> = plan
+        .files
+        .iter()
+        .map(|f| f.path.strip_prefix(&w.root).unwrap().display().to_string())
+        .collect();
+    planned.sort();
+    assert_eq!(
+        planned,
+        ["a.txt", "b.txt", "c.txt", "created.txt", "link", "moved.txt", "sub/d.txt"]
+    );
+    assert!(plan.not_restorable.is_empty() && plan.conflicts.is_empty());
+
+    w.store.restore_code(1).unwrap();
+    assert_eq!(w.tree(), original, "byte for byte, modes and link targets too");
+    // The rewind is point 2: rewinding to it puts the command's work back.
+    w.store.restore_code(2).unwrap();
+    assert_eq!(w.tree(), changed);
+}
+
+#[test]
+fn a_second_command_copies_only_what_changed_and_keel_edits_in_between_are_seen() {
+    let w = ws();
+    std::fs::write(w.root.join("a.txt"), "v1\n").unwrap();
+    w.store.begin(PointKind::Prompt, "go").unwrap();
+    w.run("sed -i 's/v1/v2/' a.txt");
+    // keel's own Edit between two commands: its stamp in the old fingerprint is stale.
+    let a = w.root.join("a.txt");
+    w.store.record(&a, Some(b"v2\n"), Some(b"v3\n"), 0o644, "Edit").unwrap();
+    std::fs::write(&a, "v3\n").unwrap();
+    let before = w.fp.snapshot();
+    let touched: HashSet<String> = ["a.txt".to_string()].into();
+    let due = w.store.due_before_shell(Some(&before), &touched, &[]);
+    assert_eq!(due.len(), 1, "only the edited file is copied again");
+    w.store.stash_before_shell(&w.root, due);
+    std::process::Command::new("sh")
+        .args(["-c", "sed -i 's/v3/v4/' a.txt"])
+        .current_dir(&w.root)
+        .status()
+        .unwrap();
+    let c = before.diff(&w.fp.snapshot());
+    assert!(w.store.record_shell(&w.root, &c.added, &c.modified, &c.removed).is_empty());
+    let changes = w.store.changes_since(1);
+    let last = changes.last().unwrap();
+    assert_eq!(last.before.hash(), Some(crate::checkpoint::hex_hash(b"v3\n").as_str()));
+    w.store.restore_code(1).unwrap();
+    assert_eq!(std::fs::read_to_string(&a).unwrap(), "v1\n");
+}
+
+#[test]
+fn files_beyond_the_budget_are_listed_as_not_restorable_and_the_rest_is_rewound() {
+    let mut w = ws();
+    w.store.stash_budget = (6, 100);
+    std::fs::write(w.root.join("big.txt"), "0123456789\n").unwrap();
+    std::fs::write(w.root.join("small"), "tiny\n").unwrap();
+    w.store.begin(PointKind::Prompt, "go").unwrap();
+    let lost = w.run("sed -i 's/0/X/' big.txt && sed -i s/tiny/TINY/ small && echo x > new.txt");
+    assert_eq!(lost.len(), 1, "{lost:?}");
+    assert_eq!(lost[0].0, w.root.join("big.txt"));
+    let points = w.store.points();
+    assert_eq!((points[0].files_changed, points[0].not_restorable), (3, 1));
+    let plan = w.store.plan(1).unwrap();
+    assert_eq!(plan.not_restorable.len(), 1);
+    assert_eq!(plan.files.len(), 2);
+    w.store.restore_code(1).unwrap();
+    assert_eq!(std::fs::read_to_string(w.root.join("small")).unwrap(), "tiny\n");
+    assert!(!w.root.join("new.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(w.root.join("big.txt")).unwrap(),
+        "X123456789\n",
+        "left as it is, and said so"
+    );
+}
+
+#[test]
+fn a_directory_swapped_for_a_link_out_of_the_workspace_is_never_written_through() {
+    let w = ws();
+    std::fs::write(w.root.join("sub/d.txt"), "inside\n").unwrap();
+    // The outside file holds just what keel left inside, so a restore that followed the link
+    // would find "its" content there and overwrite it.
+    std::fs::write(w.outside.join("d.txt"), "changed\n").unwrap();
+    w.store.begin(PointKind::Prompt, "go").unwrap();
+    w.run("sed -i 's/inside/changed/' sub/d.txt");
+    // A later command replaces the directory by a link to the outside.
+    let swap = format!("mv sub sub.real && ln -s {} sub", w.outside.display());
+    std::process::Command::new("sh")
+        .args(["-c", &swap])
+        .current_dir(&w.root)
+        .status()
+        .unwrap();
+    let err = w.store.restore_code(1).unwrap_err();
+    assert!(matches!(err, RewindError::Read { .. }), "{err}");
+    assert!(err.to_string().contains("nothing was changed"), "{err}");
+    assert_eq!(std::fs::read_to_string(w.outside.join("d.txt")).unwrap(), "changed\n");
+    assert_eq!(std::fs::read_dir(&w.outside).unwrap().count(), 1, "nothing written outside");
+    assert_eq!(
+        std::fs::read_to_string(w.root.join("sub.real/d.txt")).unwrap(),
+        "changed\n"
+    );
+}
+
+#[test]
+fn read_only_commands_are_recognised() {
+    assert!(super::only_reads("ls -la && cat a.txt | grep x"));
+    assert!(!super::only_reads("sed -i s/a/b/ f"));
+    assert!(!super::only_reads("echo hi > f"));
+    assert!(!super::only_reads("rm f"));
+}
