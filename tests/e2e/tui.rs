@@ -249,3 +249,38 @@ async fn resume_without_an_id_opens_the_session_picker() {
     let s = t.wait_for_text("Resume a session").await;
     assert!(s.contains("an earlier question"), "{s}");
 }
+
+/// keel waits for the editor `/memory` opened; a signal from outside cannot be acted on while
+/// it does (the editor here ignores signals and never ends). The first SIGTERM is held for a
+/// graceful shutdown; the second ends keel at once, terminal restored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_sigterm_ends_a_stuck_tui() {
+    use crate::support::procs::{alive, unique_sleep, wait_until_running};
+    let env = Env::new();
+    let marker = unique_sleep();
+    let editor = env.home.join("stuck-editor.sh");
+    std::fs::write(&editor, format!("trap '' INT TERM HUP\nexec sleep {marker}\n")).unwrap();
+    let server = ModelServer::start().await;
+    let visual = format!("sh {}", editor.display());
+    let t = Tmux::start_with(&env, &server, &[], W, H, &[("VISUAL", visual)]);
+    t.wait_for_text("Ask keel").await;
+    let pid = nix::unistd::Pid::from_raw(t.keel_pid());
+    t.type_text("/memory");
+    t.press(&["Enter"]);
+    wait_until_running(&marker).await;
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        nix::sys::signal::kill(pid, None).is_ok(),
+        "keel was not stuck after all (the test needs it to be)"
+    );
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    assert_eq!(t.wait_exit().await, 143);
+    assert_restored(&t);
+    // The editor is the user's program: keel leaves it be; the test ends it.
+    for line in alive(&marker) {
+        if let Some(p) = line.split_whitespace().next().and_then(|p| p.parse().ok()) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+}
