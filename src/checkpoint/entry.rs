@@ -81,9 +81,12 @@ pub fn read(path: &Path) -> std::io::Result<Entry> {
     match st.st_mode & libc::S_IFMT {
         libc::S_IFLNK => {
             let target = nix::fcntl::readlinkat(dir.as_fd(), name)?;
-            let target = target
-                .into_string()
-                .map_err(|_| other(format!("{} is a symbolic link to a path that is not UTF-8", path.display())))?;
+            let target = target.into_string().map_err(|_| {
+                other(format!(
+                    "{} is a symbolic link to a path that is not UTF-8",
+                    path.display()
+                ))
+            })?;
             Ok(Entry::Link(target))
         }
         libc::S_IFREG => {
@@ -101,7 +104,10 @@ pub fn read(path: &Path) -> std::io::Result<Entry> {
             Ok(Entry::File(file, meta))
         }
         libc::S_IFDIR => Err(other(format!("{} is now a directory", path.display()))),
-        _ => Err(other(format!("{} is now a special file (FIFO, socket or device)", path.display()))),
+        _ => Err(other(format!(
+            "{} is now a special file (FIFO, socket or device)",
+            path.display()
+        ))),
     }
 }
 

@@ -235,10 +235,9 @@ impl Checkpoints {
         for f in &plan.files {
             let target = match &f.target {
                 Snap::Absent => Content::Absent,
-                Snap::Stored { hash, mode, .. } => Content::File(
-                    self.blobs().get(hash).map_err(read_err(&f.path))?,
-                    *mode,
-                ),
+                Snap::Stored { hash, mode, .. } => {
+                    Content::File(self.blobs().get(hash).map_err(read_err(&f.path))?, *mode)
+                }
                 Snap::Link { target, .. } => Content::Link(target.clone()),
                 Snap::TooBig { .. } | Snap::NotKept { .. } => {
                     return Err(RewindError::TooBig(vec![f.path.clone()]));
@@ -285,4 +284,3 @@ impl Checkpoints {
         })
     }
 }
-

@@ -164,11 +164,7 @@ impl Checkpoints {
             .chain(modified.iter().chain(removed).map(|p| (p, false)));
         for (rel, is_new) in changed {
             let path = root.join(rel);
-            let before = if is_new {
-                Snap::Absent
-            } else {
-                self.take_stashed(rel)
-            };
+            let before = if is_new { Snap::Absent } else { self.take_stashed(rel) };
             if let Snap::NotKept { why, .. } = &before {
                 lost.push((path.clone(), why.clone()));
             }
@@ -438,7 +434,11 @@ pub async fn after(shared: &crate::tools::SessionShared, was_shell: bool, output
         notes.push(format!(
             "Note: keel held no earlier copy of {}{}, changed by this command, so that change cannot be rewound ({}).",
             names.join(", "),
-            if more > 0 { format!(" and {more} more") } else { String::new() },
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            },
             lost[0].1
         ));
     }

@@ -42,7 +42,11 @@ impl Ws {
             .current_dir(&self.root)
             .output()
             .unwrap();
-        assert!(out.status.success(), "{command}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{command}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let c = before.diff(&self.fp.snapshot());
         self.store.record_shell(&self.root, &c.added, &c.modified, &c.removed)
     }
@@ -57,7 +61,11 @@ impl Ws {
                 format!("-> {}", std::fs::read_link(&e).unwrap().display())
             } else {
                 use std::os::unix::fs::PermissionsExt;
-                format!("{:o} {:?}", meta.permissions().mode() & 0o777, std::fs::read(&e).unwrap())
+                format!(
+                    "{:o} {:?}",
+                    meta.permissions().mode() & 0o777,
+                    std::fs::read(&e).unwrap()
+                )
             };
             out.push((rel, what));
         }
@@ -109,7 +117,15 @@ fn changes_made_by_real_commands_are_rewound_byte_exact_and_the_rewind_undone() 
     planned.sort();
     assert_eq!(
         planned,
-        ["a.txt", "b.txt", "c.txt", "created.txt", "link", "moved.txt", "sub/d.txt"]
+        [
+            "a.txt",
+            "b.txt",
+            "c.txt",
+            "created.txt",
+            "link",
+            "moved.txt",
+            "sub/d.txt"
+        ]
     );
     assert!(plan.not_restorable.is_empty() && plan.conflicts.is_empty());
 
@@ -141,7 +157,11 @@ fn a_second_command_copies_only_what_changed_and_keel_edits_in_between_are_seen(
         .status()
         .unwrap();
     let c = before.diff(&w.fp.snapshot());
-    assert!(w.store.record_shell(&w.root, &c.added, &c.modified, &c.removed).is_empty());
+    assert!(
+        w.store
+            .record_shell(&w.root, &c.added, &c.modified, &c.removed)
+            .is_empty()
+    );
     let changes = w.store.changes_since(1);
     let last = changes.last().unwrap();
     assert_eq!(last.before.hash(), Some(crate::checkpoint::hex_hash(b"v3\n").as_str()));
@@ -194,7 +214,11 @@ fn a_directory_swapped_for_a_link_out_of_the_workspace_is_never_written_through(
     assert!(matches!(err, RewindError::Read { .. }), "{err}");
     assert!(err.to_string().contains("nothing was changed"), "{err}");
     assert_eq!(std::fs::read_to_string(w.outside.join("d.txt")).unwrap(), "changed\n");
-    assert_eq!(std::fs::read_dir(&w.outside).unwrap().count(), 1, "nothing written outside");
+    assert_eq!(
+        std::fs::read_dir(&w.outside).unwrap().count(),
+        1,
+        "nothing written outside"
+    );
     assert_eq!(
         std::fs::read_to_string(w.root.join("sub.real/d.txt")).unwrap(),
         "changed\n"

@@ -93,7 +93,10 @@ pub fn run(args: &RewindArgs) -> anyhow::Result<ExitCode> {
                 println!("no files needed restoring");
             }
             for (p, why) in &report.not_restorable {
-                println!("not restorable (changed by a shell command), left as it is: {} — {why}", p.display());
+                println!(
+                    "not restorable (changed by a shell command), left as it is: {} — {why}",
+                    p.display()
+                );
             }
             if let Some(n) = report.messages {
                 println!("the conversation now ends before point {to} ({n} messages); continue it with `keel -c`");

@@ -69,23 +69,38 @@ fn save_termios() {
 }
 
 /// [`restore`] for a signal handler (the forced exit on a second signal): system calls only.
-/// Frames still queued for the terminal are dropped (a stuck write may be why keel is being
-/// forced out), the restoring bytes are written without blocking, and the saved terminal
-/// settings are put back.
+/// A terminal that stopped reading may be why keel is being forced out, so the restoring bytes
+/// are written without blocking, waiting at most about a second for room; the saved terminal
+/// settings are put back in any case.
 pub fn restore_from_signal() {
     if !ACTIVE.swap(false, Ordering::SeqCst) {
         return;
     }
-    // SAFETY: tcflush, fcntl, write and tcsetattr are async-signal-safe; the buffers are
-    // statics that live for the whole process.
+    // SAFETY: fcntl, write, poll and tcsetattr are async-signal-safe; the buffers are statics
+    // that live for the whole process.
     unsafe {
         let out = libc::STDOUT_FILENO;
-        libc::tcflush(out, libc::TCOFLUSH);
         let flags = libc::fcntl(out, libc::F_GETFL);
         if flags >= 0 {
             libc::fcntl(out, libc::F_SETFL, flags | libc::O_NONBLOCK);
         }
-        libc::write(out, RESTORE_BYTES.as_ptr().cast(), RESTORE_BYTES.len());
+        let mut done = 0usize;
+        let mut waits = 0;
+        while done < RESTORE_BYTES.len() && waits < 20 {
+            let rest = &RESTORE_BYTES[done..];
+            let n = libc::write(out, rest.as_ptr().cast(), rest.len());
+            if n > 0 {
+                done += n as usize;
+                continue;
+            }
+            let mut pfd = libc::pollfd {
+                fd: out,
+                events: libc::POLLOUT,
+                revents: 0,
+            };
+            libc::poll(&mut pfd, 1, 50);
+            waits += 1;
+        }
         if flags >= 0 {
             // The descriptor is shared with the shell that started keel: leave it as it was.
             libc::fcntl(out, libc::F_SETFL, flags);

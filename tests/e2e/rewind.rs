@@ -184,7 +184,11 @@ async fn changes_made_by_shell_commands_are_rewound_and_unkept_ones_are_listed()
         .await;
     assert_eq!(dry.code, 0, "{}", dry.stderr);
     for f in ["a.txt", "gone.txt", "old.txt", "new.txt", "made.txt"] {
-        assert!(dry.stdout.contains(&format!("would restore {}", env.path(f).display())), "{f}: {}", dry.stdout);
+        assert!(
+            dry.stdout.contains(&format!("would restore {}", env.path(f).display())),
+            "{f}: {}",
+            dry.stdout
+        );
     }
     assert!(
         dry.stdout.contains(&format!(

@@ -284,3 +284,88 @@ async fn a_second_sigterm_ends_a_stuck_tui() {
         }
     }
 }
+
+/// keel blocks in a write to the terminal (the terminal stopped reading: its tmux server is
+/// stopped while an answer scrolls the screen), so the first SIGTERM cannot be acted on. The
+/// second ends keel from the signal handler while the terminal is still stopped, and the
+/// terminal's settings (raw mode) are put back; the screen-mode bytes cannot reach a terminal
+/// that does not read, and keel does not wait for it longer than about a second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_sigterm_ends_keel_stuck_writing_to_the_terminal() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    // One line per delta: every frame scrolls the whole screen.
+    let lines: String = (0..10_000).map(|i| format!("scrolling line-{i}\n")).collect();
+    server.push(Reply::Sse {
+        chunks: frames(&[text(&lines)], "end_turn", 100, 300),
+        pace: Duration::from_millis(2),
+    });
+    let t = Tmux::start(&env, &server, &[], W, H);
+    t.wait_for_text("Ask keel").await;
+    let pid = Pid::from_raw(t.keel_pid());
+    let tmux_server = Pid::from_raw(t.format("#{pid}").parse().unwrap());
+    let tty = t.format("#{pane_tty}");
+    t.type_text("scroll");
+    t.press(&["Enter"]);
+    t.wait_for_text("scrolling line-").await;
+    kill(tmux_server, Signal::SIGSTOP).unwrap();
+    // Until the terminal's buffer is full and keel's write blocks.
+    let mut stuck = false;
+    let mut seen = Vec::new();
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        seen = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|d| {
+                d.flatten()
+                    .map(|t| std::fs::read_to_string(t.path().join("wchan")).unwrap_or_default())
+                    .collect()
+            })
+            .unwrap_or_default();
+        // A write to a terminal with no room waits in `wait_woken` (n_tty_write).
+        if seen
+            .iter()
+            .any(|w: &String| w.contains("wait_woken") || w.contains("tty"))
+        {
+            stuck = true;
+            break;
+        }
+    }
+    let alive = |pid| {
+        kill(pid, None).is_ok()
+            && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z"))
+    };
+    if !stuck {
+        kill(tmux_server, Signal::SIGCONT).unwrap();
+        panic!("keel never blocked writing to the terminal; the test needs it to: {seen:?}");
+    }
+    kill(pid, Signal::SIGTERM).unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let first_ended = !alive(pid);
+    kill(pid, Signal::SIGTERM).unwrap_or(());
+    let mut gone = false;
+    for _ in 0..100 {
+        if !alive(pid) {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let stty = std::process::Command::new("stty")
+        .args(["-F", &tty, "-a"])
+        .output()
+        .unwrap();
+    kill(tmux_server, Signal::SIGCONT).unwrap();
+    assert!(!first_ended, "keel was not stuck after all (the test needs it to be)");
+    assert!(
+        gone,
+        "the second signal did not end keel while the terminal was stopped"
+    );
+    let modes = String::from_utf8_lossy(&stty.stdout);
+    let words: Vec<&str> = modes.split_whitespace().collect();
+    for m in ["icanon", "echo", "isig"] {
+        assert!(words.contains(&m), "`{m}` is not back on the terminal:\n{modes}");
+    }
+    assert_eq!(t.wait_exit().await, 143);
+}

@@ -58,7 +58,11 @@ impl Tmux {
         ];
         let status_file = env.home.join(format!("{socket}.status"));
         let mut cmd = String::from("env -i");
-        for (k, v) in vars.iter().map(|(k, v)| (*k, v.as_str())).chain(extra.iter().map(|(k, v)| (*k, v.as_str()))) {
+        for (k, v) in vars
+            .iter()
+            .map(|(k, v)| (*k, v.as_str()))
+            .chain(extra.iter().map(|(k, v)| (*k, v.as_str())))
+        {
             cmd.push_str(&format!(" {k}={}", shell_quote(v)));
         }
         cmd.push(' ');
