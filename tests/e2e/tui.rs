@@ -369,3 +369,40 @@ async fn a_second_sigterm_ends_keel_stuck_writing_to_the_terminal() {
     }
     assert_eq!(t.wait_exit().await, 143);
 }
+
+/// `/rewind` in the TUI (listed with Esc Esc on the empty prompt) takes back what a shell
+/// command did, byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn esc_esc_lists_points_and_rewind_restores_a_shell_change() {
+    let env = Env::new();
+    let original = "line one\r\nzwei \u{e9}\n";
+    env.write("data.txt", original);
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool(
+            "b1",
+            "Bash",
+            json!({"command": "sed -i 's/one/ONE/' data.txt && rm -f gone.txt && echo new > made.txt"}),
+        )]))
+        .push(answer("Changed it."));
+    env.write("gone.txt", "precious\n");
+    let t = Tmux::start(&env, &server, &["--permission-mode", "bypassPermissions"], W, H);
+    t.wait_for_text("Ask keel").await;
+    t.type_text("change the data");
+    t.press(&["Enter"]);
+    t.wait_for_text("Changed it.").await;
+    assert_ne!(std::fs::read_to_string(env.path("data.txt")).unwrap(), original);
+    // Two presses as a person makes them (sent together, a terminal reads them as Alt+Esc).
+    t.press(&["Escape"]);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    t.press(&["Escape"]);
+    t.wait_for_text("3 file(s) changed since").await;
+    t.type_text("/rewind 1 code");
+    t.press(&["Enter"]);
+    t.wait_for_text("3 file(s) restored").await;
+    assert_eq!(std::fs::read_to_string(env.path("data.txt")).unwrap(), original);
+    assert_eq!(std::fs::read_to_string(env.path("gone.txt")).unwrap(), "precious\n");
+    assert!(!env.path("made.txt").exists());
+    t.press(&["C-d"]);
+    assert_eq!(t.wait_exit().await, 0);
+}
