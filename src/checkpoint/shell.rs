@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use super::entry::{self, Entry};
 use super::{Checkpoints, Snap, hex_hash};
-use crate::fsutil::open::{self, OpenError};
+use crate::fsutil::open;
 use crate::workspace::fingerprint::{Snapshot, Stamp};
 
 /// Most bytes the stash holds (`KEEL_CHECKPOINT_SHELL_BYTES`; 0 turns shell undo off).
@@ -36,6 +36,10 @@ pub(super) struct Stash {
     seq: u64,
     /// Leftovers of dead processes were removed (once per process).
     swept: bool,
+    /// The last stash left files out for lack of budget.
+    saturated: bool,
+    /// Files that changed while kept: likely to change again, so copied first.
+    hot: HashSet<PathBuf>,
 }
 
 #[derive(Debug)]
@@ -53,6 +57,7 @@ struct Kept {
 pub struct Due {
     rel: PathBuf,
     named: bool,
+    hot: bool,
     size: u64,
 }
 
@@ -76,75 +81,125 @@ impl Checkpoints {
     /// Which files need a fresh copy before a command, given the fingerprint that stands for
     /// the workspace now (`None`: not taken yet) and the paths keel's tools changed since it was
     /// taken (their stamps in it are stale). Copies of files that changed or vanished are
-    /// dropped. Cheap: map lookups, no file is touched.
+    /// dropped. Cheap: map lookups, no file is touched; nothing at all once the stash is full
+    /// and nothing in it changed.
     pub fn due_before_shell(&self, last: Option<&Snapshot>, touched: &HashSet<String>, named: &[PathBuf]) -> Vec<Due> {
         let Some(last) = last else {
             return Vec::new();
         };
+        if self.stash_budget.0 == 0 || self.stash_budget.1 == 0 {
+            return Vec::new();
+        }
         self.with_stash(|stash| {
+            let mut dropped: HashSet<PathBuf> = HashSet::new();
             let mut dead = Vec::new();
+            let mut freed = 0u64;
             stash.entries.retain(|rel, kept| {
                 let fresh = last.get(rel) == Some(&kept.stamp) && !touched.contains(rel.to_string_lossy().as_ref());
                 if !fresh {
                     dead.extend(kept.copy.clone());
-                    stash.bytes = stash.bytes.saturating_sub(kept.size);
+                    freed += kept.size;
+                    dropped.insert(rel.clone());
                 }
                 fresh
             });
+            stash.bytes = stash.bytes.saturating_sub(freed);
+            stash.hot.extend(dropped.iter().cloned());
             for copy in dead {
                 let _ = std::fs::remove_file(copy);
+            }
+            if stash.saturated && dropped.is_empty() && named.is_empty() {
+                return Vec::new();
             }
             last.iter()
                 .filter(|(rel, _)| !stash.entries.contains_key(*rel))
                 .map(|(rel, stamp)| Due {
-                    rel: rel.clone(),
                     named: named.iter().any(|n| n == rel),
+                    // A file that changed before is likely to change again.
+                    hot: stash.hot.contains(rel),
+                    rel: rel.clone(),
                     size: stamp.size,
                 })
                 .collect()
         })
     }
 
-    /// Copies the due files into the stash: files the command names first, then the smallest,
-    /// until the budget is spent. Blocking; run it off the async runtime.
+    /// Copies the due files into the stash: files the command names first, then files that
+    /// changed before, then the smallest, as far as the budget goes. Blocking; run it off the
+    /// async runtime.
     pub fn stash_before_shell(&self, root: &Path, mut due: Vec<Due>) {
         let (budget_bytes, budget_files) = self.stash_budget;
-        if budget_bytes == 0 || due.is_empty() {
+        if due.is_empty() {
             return;
         }
-        due.sort_by_key(|d| (!d.named, d.size));
-        let dir = self.stash_dir();
-        self.with_stash(|stash| {
-            if !stash.swept {
-                stash.swept = true;
+        due.sort_by_key(|d| (!d.named, !d.hot, d.size));
+        let first_seq = self.with_stash(|s| {
+            if !s.swept {
+                s.swept = true;
                 sweep_dead_stashes(&self.dir);
             }
+            let first = s.seq;
+            s.seq += due.len() as u64;
+            first
         });
+        let dir = self.stash_dir();
+        let Ok(root_fd) = nix::fcntl::open(
+            root,
+            nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_DIRECTORY | nix::fcntl::OFlag::O_CLOEXEC,
+            nix::sys::stat::Mode::empty(),
+        ) else {
+            return;
+        };
         if std::fs::create_dir_all(&dir).is_err() {
             return;
         }
-        let roots = [root.to_path_buf()];
-        for d in due {
-            let (bytes, files, seq) = self.with_stash(|s| {
-                s.seq += 1;
-                (s.bytes, s.entries.len(), s.seq)
-            });
-            if files >= budget_files || d.size > self.max_bytes || bytes + d.size > budget_bytes {
-                continue;
+        // Rounds: what fits the budget is copied; entries that could not be (not regular files)
+        // leave room for the next candidates.
+        let mut rest = due.into_iter().enumerate().peekable();
+        let mut saturated = false;
+        loop {
+            let (mut bytes, mut files) = self.with_stash(|s| (s.bytes, s.entries.len()));
+            let mut chosen = Vec::new();
+            while let Some((_, d)) = rest.peek() {
+                if files >= budget_files {
+                    saturated = true;
+                    break;
+                }
+                let Some((i, d)) = (if d.size > self.max_bytes || bytes + d.size > budget_bytes {
+                    saturated = true;
+                    rest.next();
+                    None
+                } else {
+                    rest.next()
+                }) else {
+                    continue;
+                };
+                bytes += d.size;
+                files += 1;
+                chosen.push((dir.join((first_seq + i as u64 + 1).to_string()), d.rel));
             }
-            let copy = dir.join(seq.to_string());
-            if let Some(kept) = copy_file(&root.join(&d.rel), &roots, &copy, self.max_bytes) {
-                self.with_stash(|s| {
-                    s.bytes += kept.size;
-                    if let Some(old) = s.entries.insert(d.rel, kept) {
+            if chosen.is_empty() {
+                break;
+            }
+            let wanted = chosen.len();
+            let kept = copy_all(&root_fd, root, chosen, self.max_bytes);
+            let got = kept.len();
+            self.with_stash(|s| {
+                for (rel, k) in kept {
+                    s.bytes += k.size;
+                    if let Some(old) = s.entries.insert(rel, k) {
                         s.bytes = s.bytes.saturating_sub(old.size);
                         if let Some(c) = old.copy {
                             let _ = std::fs::remove_file(c);
                         }
                     }
-                });
+                }
+            });
+            if got == wanted || rest.peek().is_none() {
+                break;
             }
         }
+        self.with_stash(|s| s.saturated = saturated);
     }
 
     /// Logs what a shell command changed (paths relative to `root`) under the current point.
@@ -187,6 +242,9 @@ impl Checkpoints {
     /// The stashed copy of `rel` as a stored object (the stash entry is used up).
     fn take_stashed(&self, rel: &Path) -> Snap {
         let Some(kept) = self.with_stash(|s| {
+            // Changed: there is room again, and the file is likely to change again.
+            s.saturated = false;
+            s.hot.insert(rel.to_path_buf());
             let k = s.entries.remove(rel)?;
             s.bytes = s.bytes.saturating_sub(k.size);
             Some(k)
@@ -282,31 +340,64 @@ pub(super) fn hash_stream(file: &mut std::fs::File) -> std::io::Result<(String, 
     Ok((h.finalize().iter().map(|b| format!("{b:02x}")).collect(), size))
 }
 
-/// Copies one regular file (opened with no symbolic link followed) to `copy`; `None` when it
-/// is not a regular file, too big, or changed while it was copied.
-fn copy_file(path: &Path, roots: &[PathBuf], copy: &Path, cap: u64) -> Option<Kept> {
-    let o = match open::regular(path, roots) {
-        Ok(o) => o,
-        Err(OpenError::Moved(_) | OpenError::DanglingLink { .. }) => return keep_link(path),
-        Err(_) => return None,
-    };
-    if o.meta.len() > cap {
+/// Copies `(copy, rel)` pairs, a few threads overlapping the system calls.
+fn copy_all(
+    root_fd: &std::os::fd::OwnedFd,
+    root: &Path,
+    chosen: Vec<(PathBuf, PathBuf)>,
+    cap: u64,
+) -> Vec<(PathBuf, Kept)> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get().clamp(2, 4))
+        .unwrap_or(2)
+        .min(chosen.len().div_ceil(64));
+    let chunk = chosen.len().div_ceil(threads.max(1));
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = chosen
+            .chunks(chunk.max(1))
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .filter_map(|(copy, rel)| copy_file(root_fd, root, rel, copy, cap).map(|k| (rel.clone(), k)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().unwrap_or_default()).collect()
+    })
+}
+
+/// Copies one regular file, opened below the root with no symbolic link followed, to `copy`;
+/// `None` when it is not a regular file, too big, or changed while it was copied.
+fn copy_file(root_fd: &std::os::fd::OwnedFd, root: &Path, rel: &Path, copy: &Path, cap: u64) -> Option<Kept> {
+    use nix::fcntl::{AtFlags, OFlag};
+    use std::os::fd::AsFd;
+    // Looked at before it is opened: a FIFO or a device is never opened at all.
+    let st = nix::sys::stat::fstatat(root_fd.as_fd(), rel, AtFlags::AT_SYMLINK_NOFOLLOW).ok()?;
+    match st.st_mode & libc::S_IFMT {
+        libc::S_IFREG => {}
+        libc::S_IFLNK => return keep_link(&root.join(rel)),
+        _ => return None,
+    }
+    let flags = OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_NOCTTY;
+    let mut src = std::fs::File::from(open::open_beneath(root_fd.as_fd(), rel, flags).ok()?);
+    let meta = src.metadata().ok()?;
+    if !meta.is_file() || meta.ino() != st.st_ino || meta.len() > cap {
         return None;
     }
     let mut out = std::fs::File::create(copy).ok()?;
-    let mut src = o.file;
     let copied = std::io::copy(&mut src, &mut out);
     let now = src.metadata().ok()?;
-    if copied.ok() != Some(o.meta.len()) || Stamp::of(&now) != Stamp::of(&o.meta) {
+    if copied.ok() != Some(meta.len()) || Stamp::of(&now) != Stamp::of(&meta) {
         let _ = std::fs::remove_file(copy);
         return None;
     }
     Some(Kept {
-        stamp: Stamp::of(&o.meta),
+        stamp: Stamp::of(&meta),
         copy: Some(copy.to_path_buf()),
         link: None,
-        size: o.meta.len(),
-        mode: o.meta.mode() & 0o7777,
+        size: meta.len(),
+        mode: meta.mode() & 0o7777,
     })
 }
 

@@ -232,3 +232,31 @@ fn read_only_commands_are_recognised() {
     assert!(!super::only_reads("echo hi > f"));
     assert!(!super::only_reads("rm f"));
 }
+
+#[test]
+fn a_full_stash_keeps_the_files_that_change_and_never_opens_a_fifo() {
+    let mut w = ws();
+    w.store.stash_budget = (1024, 1);
+    std::fs::write(w.root.join("a.txt"), "a\n").unwrap();
+    std::fs::write(w.root.join("bb.txt"), "bb\n").unwrap();
+    nix::unistd::mkfifo(&w.root.join("pipe"), nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+    w.store.begin(PointKind::Prompt, "go").unwrap();
+    // Room for one file: the smallest, a.txt; the command changes bb.txt, which was not kept.
+    let lost = w.run("echo BB > bb.txt");
+    assert_eq!(lost.len(), 1, "{lost:?}");
+    // The next command changes a.txt (kept) and bb.txt: a.txt's change can be taken back.
+    let lost = w.run("echo A > a.txt && echo B3 > bb.txt");
+    assert_eq!(
+        lost.iter().map(|l| l.0.clone()).collect::<Vec<_>>(),
+        vec![w.root.join("bb.txt")]
+    );
+    // a.txt changed before: it is copied again in preference to other files.
+    let lost = w.run("echo A2 > a.txt");
+    assert!(lost.is_empty(), "{lost:?}");
+    let plan = w.store.plan(1).unwrap();
+    let restorable: Vec<&Path> = plan.files.iter().map(|f| f.path.as_path()).collect();
+    assert_eq!(restorable, vec![w.root.join("a.txt").as_path()]);
+    assert_eq!(plan.not_restorable.len(), 1);
+    w.store.restore_code(1).unwrap();
+    assert_eq!(std::fs::read_to_string(w.root.join("a.txt")).unwrap(), "a\n");
+}
