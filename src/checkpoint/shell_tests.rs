@@ -228,6 +228,7 @@ fn a_directory_swapped_for_a_link_out_of_the_workspace_is_never_written_through(
 #[test]
 fn read_only_commands_are_recognised() {
     assert!(super::only_reads("ls -la && cat a.txt | grep x"));
+    assert!(super::only_reads("git status && git diff"));
     assert!(!super::only_reads("sed -i s/a/b/ f"));
     assert!(!super::only_reads("echo hi > f"));
     assert!(!super::only_reads("rm f"));
