@@ -5,14 +5,20 @@ Runs a scripted session of ~90 model turns (Glob/Grep/Read, Edit/Write and Bash 
 repo of 40 files, a fresh copy per run) through the release binary and reports wall time, CPU
 time (user+sys) and peak RSS of the keel process, per run and per turn. CPU time includes the
 processes keel starts for Bash calls; their cost, measured by starting the same processes
-directly, is subtracted for "keel's own CPU". Two transports:
+directly, is subtracted for "keel's own CPU". Transports:
 
-  script  the script provider: engine, tools and transcript, no network
-  sse     a loopback HTTP server speaking the Anthropic SSE protocol: adds the HTTP client,
-          SSE framing and stream assembly
+  script     the script provider: engine, tools and transcript, no network
+  sse        a loopback HTTP server speaking the Anthropic SSE protocol: adds the HTTP client,
+             SSE framing and stream assembly
+  openai     the same server speaking OpenAI Chat Completions (--provider openai)
+  responses  the same server speaking the OpenAI Responses API (--provider openai-responses)
 
-Usage: scripts/bench.py [--runs N] [--turns N] [--keel PATH] [--mode script|sse|both]
-Independent of keel's code: it only runs the binary and reads rusage from the kernel.
+Over HTTP the server also samples keel's own CPU time (utime + stime from /proc, without its
+children) at every request, so the cost per turn can be shown for the first and the last
+hundred turns of a long session (--turns 1000): it must not grow with the history.
+
+Usage: scripts/bench.py [--runs N] [--turns N] [--keel PATH] [--mode script|sse|openai|responses|both|all]
+Independent of keel's code: it only runs the binary and reads rusage and /proc from the kernel.
 """
 
 import argparse
@@ -65,8 +71,7 @@ def make_turns(root, turns):
         elif k == 2:
             call = {"name": "Read", "input": {"file_path": path}}
         elif k == 3:
-            call = {"name": "Edit", "input": {"file_path": path, "old_string": f"pub fn handler_{f}_0(",
-                                              "new_string": f"pub fn handler_{f}_0_checked("}}
+            call = {"name": "Edit", "input": edit(path, f, c, 0)}
         elif k == 4:
             call = {"name": "Grep", "input": {"pattern": "TODO check 1", "output_mode": "files_with_matches"}}
         elif k == 5:
@@ -78,13 +83,24 @@ def make_turns(root, turns):
         elif k == 7:
             call = {"name": "Bash", "input": {"command": f"grep -c TODO {path}", "description": "count TODOs"}}
         elif k == 8:
-            call = {"name": "Edit", "input": {"file_path": path, "old_string": f"pub fn handler_{f}_25(",
-                                              "new_string": f"pub fn handler_{f}_25_checked("}}
+            call = {"name": "Edit", "input": edit(path, f, c, 25)}
         else:
             call = {"name": "Grep", "input": {"pattern": "Result<u32", "output_mode": "count"}}
         out.append({"text": f"Step {t + 1}.", "tool_calls": [call]})
     out.append({"text": "Finished the survey."})
     return out
+
+
+def edit(path, f, c, line):
+    """An edit whose anchor is unique and still there: the first round over the 40 files renames a
+    handler, later rounds (long sessions) change a different value line each time."""
+    r = c // 40
+    if r == 0:
+        return {"file_path": path, "old_string": f"pub fn handler_{f}_{line}(",
+                "new_string": f"pub fn handler_{f}_{line}_checked("}
+    n = line + r
+    return {"file_path": path, "old_string": f"let value_{n} = compute(input, {n});",
+            "new_string": f"let value_{n} = compute_checked(input, {n});"}
 
 
 def shell_commands(turns):
@@ -139,10 +155,92 @@ def sse_for(turn, n):
     return "".join(parts).encode()
 
 
+def words(text):
+    return [w + " " for w in text.split(" ")]
+
+
+def chat_for(turn, n):
+    def chunk(delta, finish=None):
+        return "data: " + json.dumps({"id": f"chatcmpl-{n}", "object": "chat.completion.chunk", "model": "gpt-4.1",
+                                      "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}) + "\n\n"
+    parts = [chunk({"role": "assistant", "content": ""})]
+    for w in words(turn.get("text", "")) if turn.get("text") else []:
+        parts.append(chunk({"content": w}))
+    for i, c in enumerate(turn.get("tool_calls", [])):
+        parts.append(chunk({"tool_calls": [{"index": i, "id": f"call_{n}_{i}", "type": "function",
+                                            "function": {"name": c["name"], "arguments": ""}}]}))
+        js = json.dumps(c["input"])
+        for k in range(0, len(js), 8):
+            parts.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": js[k:k + 8]}}]}))
+    parts.append(chunk({}, "tool_calls" if turn.get("tool_calls") else "stop"))
+    parts.append("data: " + json.dumps({"id": f"chatcmpl-{n}", "object": "chat.completion.chunk", "model": "gpt-4.1",
+                                        "choices": [], "usage": {"prompt_tokens": 1000, "completion_tokens": 50}}) + "\n\n")
+    parts.append("data: [DONE]\n\n")
+    return "".join(parts).encode()
+
+
+def responses_for(turn, n):
+    seq = [0]
+
+    def ev(kind, data):
+        data = dict(data, type=kind, sequence_number=seq[0])
+        seq[0] += 1
+        return f"event: {kind}\ndata: {json.dumps(data)}\n\n"
+    parts = [ev("response.created", {"response": {"id": f"resp_{n}", "status": "in_progress", "model": "gpt-4.1"}})]
+    idx = 0
+    if turn.get("text"):
+        parts.append(ev("response.output_item.added", {"output_index": idx, "item": {"id": f"msg_{n}", "type": "message", "role": "assistant", "content": []}}))
+        for w in words(turn["text"]):
+            parts.append(ev("response.output_text.delta", {"output_index": idx, "item_id": f"msg_{n}", "content_index": 0, "delta": w}))
+        parts.append(ev("response.output_item.done", {"output_index": idx, "item": {"id": f"msg_{n}", "type": "message", "role": "assistant",
+                                                                                      "content": [{"type": "output_text", "text": turn["text"]}]}}))
+        idx += 1
+    for i, c in enumerate(turn.get("tool_calls", [])):
+        js = json.dumps(c["input"])
+        item = {"id": f"fc_{n}_{i}", "type": "function_call", "call_id": f"call_{n}_{i}", "name": c["name"], "arguments": ""}
+        parts.append(ev("response.output_item.added", {"output_index": idx, "item": item}))
+        for k in range(0, len(js), 8):
+            parts.append(ev("response.function_call_arguments.delta", {"output_index": idx, "item_id": item["id"], "delta": js[k:k + 8]}))
+        parts.append(ev("response.output_item.done", {"output_index": idx, "item": dict(item, arguments=js, status="completed")}))
+        idx += 1
+    parts.append(ev("response.completed", {"response": {"id": f"resp_{n}", "status": "completed", "model": "gpt-4.1",
+                                                           "usage": {"input_tokens": 1000, "output_tokens": 50}}}))
+    return "".join(parts).encode()
+
+
+PROTOCOLS = {"sse": sse_for, "openai": chat_for, "responses": responses_for}
+
+
+def self_cpu(pid):
+    """utime + stime of one process (not its children), in seconds."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def peak_rss_mib(pid):
+    """VmHWM (peak resident set) of one process, in MiB."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 class Server:
-    def __init__(self, turns):
-        self.bodies = [sse_for(t, n) for n, t in enumerate(turns)]
+    def __init__(self, turns, protocol="sse", piece=None):
+        self.bodies = [PROTOCOLS[protocol](t, n) for n, t in enumerate(turns)]
+        self.piece = piece
         self.next = 0
+        self.pid = None
+        self.samples = []
+        self.hwm = None
         self.lock = threading.Lock()
         outer = self
 
@@ -159,11 +257,20 @@ class Server:
                 with outer.lock:
                     body = outer.bodies[outer.next]
                     outer.next += 1
+                    if outer.pid:
+                        outer.samples.append(self_cpu(outer.pid))
+                        outer.hwm = peak_rss_mib(outer.pid)
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
                 self.send_header("content-length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                step = outer.piece or len(body) or 1
+                for k in range(0, len(body), step):
+                    # A real server streams: the client sees the body in many small reads.
+                    self.wfile.write(body[k:k + step])
+                    self.wfile.flush()
+                    if outer.piece:
+                        time.sleep(0.0005)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
@@ -177,7 +284,7 @@ class Server:
         self.httpd.shutdown()
 
 
-def run_once(keel, template, mode, turns, script_path):
+def run_once(keel, template, mode, turns, script_path, piece=None):
     home = tempfile.mkdtemp(prefix="keel-bench-home-")
     repo = os.path.join(home, "repo")
     shutil.copytree(template, repo)
@@ -188,11 +295,30 @@ def run_once(keel, template, mode, turns, script_path):
     if mode == "script":
         args += ["--provider", "script", "--script", script_path]
     else:
-        server = Server(turns)
-        env.update({"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "bench"})
+        server = Server(turns, mode, piece)
+        if mode == "sse":
+            env.update({"ANTHROPIC_BASE_URL": server.url, "ANTHROPIC_API_KEY": "bench"})
+        else:
+            provider = "openai" if mode == "openai" else "openai-responses"
+            # The same window as the Anthropic model, so compaction treats every transport alike.
+            env.update({"OPENAI_BASE_URL": server.url + "/v1", "OPENAI_API_KEY": "bench",
+                        "KEEL_CONTEXT_WINDOW": "200000"})
+            args += ["--provider", provider, "--model", "gpt-4.1"]
     start = time.perf_counter()
     proc = subprocess.Popen(args, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if server:
+        server.pid = proc.pid
+    peak = [None]
+
+    def watch():
+        # keel's own peak RSS, read while it runs (VmHWM disappears with the process).
+        while proc.poll() is None:
+            peak[0] = peak_rss_mib(proc.pid) or peak[0]
+            time.sleep(0.02)
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     out, err = proc.communicate()
+    watcher.join()
     wall = time.perf_counter() - start
     if server:
         server.close()
@@ -201,6 +327,8 @@ def run_once(keel, template, mode, turns, script_path):
     result = json.loads(out)
     check_edits(repo, turns)
     shutil.rmtree(home, ignore_errors=True)
+    result["cpu_samples"] = server.samples if server else []
+    result["peak_rss"] = max(v for v in (peak[0], server.hwm if server else None, 0.0) if v is not None) or None
     return wall, result
 
 
@@ -216,15 +344,26 @@ def check_edits(repo, turns):
                 sys.exit(f"write not applied: {c['input']['file_path']}")
 
 
-def measure(keel, repo, mode, turns, script_path):
+def measure(keel, repo, mode, turns, script_path, piece=None):
     import resource
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    wall, result = run_once(keel, repo, mode, turns, script_path)
+    wall, result = run_once(keel, repo, mode, turns, script_path, piece)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    # ru_maxrss of RUSAGE_CHILDREN is the largest child so far; runs are ordered so the first
-    # run's value is exact and later ones are a max over runs (reported as such).
-    return wall, cpu, after.ru_maxrss / 1024.0, result["num_turns"]
+    # keel's own VmHWM, read while it ran (ru_maxrss of RUSAGE_CHILDREN would also count what a
+    # forked child inherits from this script before it execs keel).
+    rss = result["peak_rss"] or after.ru_maxrss / 1024.0
+    return wall, cpu, rss, result["num_turns"], window_costs(result["cpu_samples"])
+
+
+def window_costs(samples, width=100):
+    """keel's own CPU per turn over the first and the last `width` turns (ms), from the samples
+    taken at each request; None when the session is too short or /proc was unreadable."""
+    if len(samples) < 2 * width + 1 or any(s is None for s in samples):
+        return None
+    first = (samples[width] - samples[0]) / width
+    last = (samples[-1] - samples[-1 - width]) / width
+    return first * 1000, last * 1000
 
 
 def main():
@@ -232,8 +371,12 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--turns", type=int, default=90)
     ap.add_argument("--keel", default=os.path.join(ROOT, "target", "release", "keel"))
-    ap.add_argument("--mode", default="both", choices=["script", "sse", "both"])
+    ap.add_argument("--mode", default="both", choices=["script", "sse", "openai", "responses", "both", "all"])
     ap.add_argument("--wrap", default="", help="command prefix for keel, e.g. a profiler")
+    ap.add_argument("--giant", action="store_true",
+                    help="also time one answer made of a single 10 MB text event, streamed in 16 KB writes "
+                         "(SSE parsing must be linear)")
+    ap.add_argument("--giant-piece", type=int, default=16 * 1024, help="write size of the giant event's body")
     args = ap.parse_args()
     WRAP.extend(args.wrap.split())
     if not os.path.exists(args.keel):
@@ -246,7 +389,7 @@ def main():
     script_path = os.path.join(work, "script.json")
     with open(script_path, "w") as f:
         json.dump({"model": "claude-sonnet-4-5", "turns": turns}, f)
-    modes = ["script", "sse"] if args.mode == "both" else [args.mode]
+    modes = {"both": ["script", "sse"], "all": ["script", "sse", "openai", "responses"]}.get(args.mode, [args.mode])
     shells = statistics.median(shell_cpu(repo, shell_commands(turns)) for _ in range(args.runs))
     counts = {}
     for t in turns:
@@ -255,19 +398,35 @@ def main():
     print(f"keel benchmark: {args.turns} model turns, 40-file repo, {args.runs} runs per mode")
     print("tool calls: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
     print(f"CPU of the processes the Bash calls start (setsid, bash, command), run directly: {shells * 1000:.0f} ms")
-    print("| mode | turns | wall (median) | CPU (median) | CPU per turn | keel's own CPU per turn | peak RSS (max) |")
-    print("|---|---|---|---|---|---|---|")
+    print("| mode | turns | wall (median) | CPU (median) | CPU per turn | keel's own CPU per turn | peak RSS (max) "
+          "| own CPU per turn, first / last 100 turns |")
+    print("|---|---|---|---|---|---|---|---|")
     for mode in modes:
-        walls, cpus, rss, n = [], [], 0.0, 0
+        walls, cpus, rss, n, windows = [], [], 0.0, 0, []
         for _ in range(args.runs):
-            w, c, r, n = measure(args.keel, repo, mode, turns, script_path)
+            w, c, r, n, win = measure(args.keel, repo, mode, turns, script_path)
             walls.append(w)
             cpus.append(c)
             rss = max(rss, r)
+            if win:
+                windows.append(win)
         cpu = statistics.median(cpus)
         own = max(cpu - shells, 0.0)
+        growth = "–"
+        if windows:
+            growth = (f"{statistics.median(w[0] for w in windows):.2f} / "
+                      f"{statistics.median(w[1] for w in windows):.2f} ms")
         print(f"| {mode} | {n} | {statistics.median(walls) * 1000:.0f} ms | {cpu * 1000:.0f} ms | "
-              f"{cpu * 1000 / n:.2f} ms | {own * 1000 / n:.2f} ms | {rss:.1f} MiB |")
+              f"{cpu * 1000 / n:.2f} ms | {own * 1000 / n:.2f} ms | {rss:.1f} MiB | {growth} |")
+    if args.giant:
+        giant = [{"text": "x" * (10 * 1024 * 1024)}]
+        cpus, walls = [], []
+        for _ in range(args.runs):
+            w, c, _, _, _ = measure(args.keel, repo, "sse", giant, script_path, piece=args.giant_piece)
+            walls.append(w)
+            cpus.append(c)
+        print(f"one 10 MB text event (SSE, sent in {args.giant_piece} byte writes): wall {statistics.median(walls) * 1000:.0f} ms, "
+              f"CPU {statistics.median(cpus) * 1000:.0f} ms (median of {args.runs})")
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -38,9 +38,14 @@ pub struct Cli {
     #[arg(long)]
     pub max_turns: Option<u32>,
 
-    /// Model id or alias (sonnet, opus, haiku)
+    /// Model id or alias (sonnet, opus, haiku), or PROVIDER/MODEL for a provider named in the
+    /// settings (ollama/qwen3-coder)
     #[arg(long)]
     pub model: Option<String>,
+
+    /// Model to continue on when the main model is overloaded (also the fallbackModel setting)
+    #[arg(long, value_name = "MODEL")]
+    pub fallback_model: Option<String>,
 
     /// Replace keel's system prompt
     #[arg(long)]
@@ -119,9 +124,9 @@ pub struct Cli {
     #[arg(long, value_name = "FILTER", num_args = 0..=1, require_equals = true, default_missing_value = "")]
     pub debug: Option<String>,
 
-    /// Where model turns come from
-    #[arg(long, value_enum, default_value_t = ProviderKind::Anthropic)]
-    pub provider: ProviderKind,
+    /// Where model turns come from (default anthropic, or the provider the model names)
+    #[arg(long, value_enum)]
+    pub provider: Option<ProviderKind>,
 
     /// Script of assistant turns for --provider script
     #[arg(long)]
@@ -245,14 +250,32 @@ pub enum OutputFormat {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ProviderKind {
+    /// Anthropic Messages API (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL)
     Anthropic,
+    /// OpenAI Chat Completions and compatible servers (OPENAI_BASE_URL, OPENAI_API_KEY)
+    #[value(name = "openai")]
+    OpenAi,
+    /// OpenAI Responses API (OPENAI_BASE_URL, OPENAI_API_KEY)
+    #[value(name = "openai-responses")]
+    OpenAiResponses,
+    /// Scripted turns from a file (--script)
     Script,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Report what this machine and configuration support (sandbox, settings, model access)
-    Doctor,
+    Doctor {
+        /// Do not contact the model servers
+        #[arg(long)]
+        offline: bool,
+        /// Check this provider's endpoint and model (as `keel --provider` would use it)
+        #[arg(long, value_enum)]
+        provider: Option<ProviderKind>,
+        /// Report this model's context window
+        #[arg(long)]
+        model: Option<String>,
+    },
     /// List the configured hooks by event and source file
     Hooks,
     /// Show what keel puts in front of the conversation here: layers, instruction files, sizes

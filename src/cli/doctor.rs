@@ -3,11 +3,12 @@
 use std::path::Path;
 use std::process::ExitCode;
 
+use super::args::ProviderKind;
 use crate::config::paths;
 use crate::config::settings::Settings;
 use crate::sandbox::{self, SandboxConfig};
 
-pub fn run() -> ExitCode {
+pub async fn run(provider: Option<ProviderKind>, model: Option<String>, offline: bool) -> ExitCode {
     let mut problems = 0;
     println!(
         "keel {} on {} ({})",
@@ -41,16 +42,9 @@ pub fn run() -> ExitCode {
     };
 
     println!("\nModel access");
-    let key = |k: &str| std::env::var(k).is_ok_and(|v| !v.trim().is_empty());
-    if key("ANTHROPIC_API_KEY") {
-        println!("  ok   ANTHROPIC_API_KEY is set");
-    } else if key("ANTHROPIC_AUTH_TOKEN") {
-        println!("  ok   ANTHROPIC_AUTH_TOKEN is set");
-    } else {
-        println!("  --   no API key: headless and interactive sessions need ANTHROPIC_API_KEY (or --provider script)");
-    }
-    if let Ok(url) = std::env::var("ANTHROPIC_BASE_URL") {
-        println!("  --   ANTHROPIC_BASE_URL = {url}");
+    match &settings {
+        Some(s) => problems += super::doctor_models::report(provider, model, s, offline).await,
+        None => println!("  --   skipped: the settings must load first"),
     }
 
     let caps = sandbox::capabilities();

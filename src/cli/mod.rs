@@ -2,8 +2,10 @@
 
 pub mod args;
 pub mod doctor;
+mod doctor_models;
 pub mod extensions;
 pub mod mcp;
+pub mod model;
 pub mod rewind;
 pub mod setup;
 
@@ -42,7 +44,11 @@ pub fn main() -> ExitCode {
 pub async fn run() -> anyhow::Result<ExitCode> {
     let cli = args::Cli::parse();
     match cli.command {
-        Some(args::Command::Doctor) => return Ok(doctor::run()),
+        Some(args::Command::Doctor {
+            offline,
+            provider,
+            model,
+        }) => return Ok(doctor::run(provider, model, offline).await),
         Some(args::Command::Hooks) => return list_hooks(),
         Some(args::Command::Rewind(ref a)) => return rewind::run(a),
         Some(args::Command::Mcp(command)) => return Ok(mcp::run(command)),

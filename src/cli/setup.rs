@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::args::{Cli, InputFormat, ProviderKind};
+use super::args::{Cli, InputFormat};
 use crate::compact::CompactSettings;
 use crate::compact::record::ToolLog;
 use crate::config::settings::{Scope, Settings, SettingsError};
@@ -16,10 +16,8 @@ use crate::engine::{Engine, EngineConfig, EngineEvent, Session};
 use crate::hooks::{HookConfig, HookConfigError, Hooks};
 use crate::permissions::Mode;
 use crate::permissions::config::{self as permission_config, CliPermissions, PermissionConfigError};
-use crate::provider::anthropic::{AnthropicConfig, AnthropicProvider};
-use crate::provider::retry::RetryPolicy;
-use crate::provider::script::ScriptProvider;
-use crate::provider::{Provider, ProviderError};
+use crate::provider::ProviderError;
+use crate::provider::catalog::Catalog;
 use crate::sandbox::{SandboxConfig, SandboxMode};
 use crate::tools::builtin_tools;
 use crate::tools::registry::{RegistryError, ToolRegistry};
@@ -57,6 +55,12 @@ pub struct Prepared {
     pub mcp_pending: Vec<crate::mcp::setup::PendingApproval>,
     /// What the session takes from the project's own settings (see `config::trust`).
     pub trust: ProjectTrust,
+    /// The model as the user named it (`ollama/qwen3-coder`).
+    pub model_spec: String,
+    /// Builds providers for `/model` switches (`None` with the script provider).
+    pub catalog: Option<Arc<Catalog>>,
+    /// The fallback model, kept across `/model` switches.
+    pub fallback_model: Option<String>,
 }
 
 /// Setup for a run that asks no trust question: headless runs apply project settings as they
@@ -134,35 +138,11 @@ pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupErr
     let sandbox_config = SandboxConfig::from_settings(&settings, cli.sandbox)?;
     let output_cap = crate::sandbox::contain::output_cap(&settings)?;
 
-    let (provider, script_model): (Arc<dyn Provider>, Option<String>) = match cli.provider {
-        ProviderKind::Anthropic => {
-            if cli.script.is_some() {
-                return Err(SetupError::Invalid("--script needs --provider script".into()));
-            }
-            let retry = RetryPolicy::from_env().map_err(SetupError::Invalid)?;
-            let config = AnthropicConfig::from_env()?;
-            (
-                Arc::new(AnthropicProvider::new(config, retry, cli.include_partial_messages)?),
-                None,
-            )
-        }
-        ProviderKind::Script => {
-            let path = cli
-                .script
-                .as_ref()
-                .ok_or_else(|| SetupError::Invalid("--provider script needs --script FILE".into()))?;
-            let p = ScriptProvider::load(path)?;
-            let model = p.model().to_string();
-            (Arc::new(p), Some(model))
-        }
-    };
-    let model = cli
-        .model
-        .clone()
-        .or_else(|| std::env::var("ANTHROPIC_MODEL").ok().filter(|m| !m.trim().is_empty()))
-        .map(|m| models::resolve_alias(&m))
-        .or(script_model)
-        .unwrap_or_else(|| models::DEFAULT_MODEL.to_string());
+    let (context_window, compact) = context_settings(&settings)?;
+    let choice = super::model::choose(cli, &settings, context_window.is_some())?;
+    warnings.extend(choice.warnings.iter().cloned());
+    let provider = choice.provider.clone();
+    let model = choice.model.clone();
 
     let project_dir = paths::project_dir(&home, &cwd);
     let (session_id, transcript_path, history, resume_warnings) = resolve_session(cli, &home, &project_dir)?;
@@ -272,7 +252,6 @@ pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupErr
     registry.retain(|n| !authorizer.denies_whole_tool(n));
     let registry = Arc::new(registry);
     let info = models::info(&model);
-    let (context_window, compact) = context_settings(&settings)?;
     let home_dir = dirs::home_dir();
     let (replace, append) = system_prompt_texts(cli)?;
     let mut project = ProjectContext::gather(&Gather {
@@ -366,6 +345,9 @@ pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupErr
         mcp: mcp.hub,
         mcp_pending: mcp.pending,
         trust,
+        model_spec: choice.spec,
+        catalog: choice.catalog,
+        fallback_model: choice.fallback,
     })
 }
 

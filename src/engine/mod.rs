@@ -153,4 +153,14 @@ impl Engine {
     pub fn events(&self) -> &EventSink {
         &self.events
     }
+
+    /// Continues the session on another model (and possibly another provider): the output
+    /// limit and the context window follow the new model.
+    pub fn switch_model(&mut self, provider: Arc<dyn Provider>, model: String) {
+        let info = models::info(&model);
+        self.provider = provider;
+        self.config.max_tokens = info.max_output;
+        self.config.model = model;
+        self.compactor.window = Window::new(info.context_window, self.config.context_window, info.max_output);
+    }
 }

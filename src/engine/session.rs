@@ -17,11 +17,14 @@ use crate::transcript::{SessionMeta, SharedTranscript, Transcript, TranscriptErr
 pub struct ModelTotals {
     pub usage: Usage,
     pub cost_usd: f64,
+    /// keel has no price for this model: its cost is unknown, not zero.
+    pub unpriced: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Totals {
     pub usage: Usage,
+    /// The cost of the priced models (see [`Totals::cost_known`]).
     pub cost_usd: f64,
     pub api_ms: u64,
     pub requests: u32,
@@ -30,13 +33,29 @@ pub struct Totals {
 
 impl Totals {
     pub fn record(&mut self, model: &str, usage: &Usage) {
-        let cost = models::info(model).pricing.map(|p| p.cost(usage)).unwrap_or(0.0);
+        let pricing = models::info(model).pricing;
+        let cost = pricing.map(|p| p.cost(usage)).unwrap_or(0.0);
         self.usage.add(usage);
         self.cost_usd += cost;
         self.requests += 1;
         let entry = self.by_model.entry(model.to_string()).or_default();
         entry.usage.add(usage);
         entry.cost_usd += cost;
+        entry.unpriced |= pricing.is_none();
+    }
+
+    /// Whether every model used has a price (otherwise the total is unknown).
+    pub fn cost_known(&self) -> bool {
+        self.by_model.values().all(|m| !m.unpriced)
+    }
+
+    /// The models keel has no price for.
+    pub fn unpriced_models(&self) -> Vec<&str> {
+        self.by_model
+            .iter()
+            .filter(|(_, m)| m.unpriced)
+            .map(|(n, _)| n.as_str())
+            .collect()
     }
 }
 

@@ -223,6 +223,14 @@ impl Engine {
                 content.extend(self.note_tool_round(&records));
                 content.extend(self.loaded_skills(&records));
                 content.extend(self.background_notes());
+                // Calls cut by the output limit never ran: the model must hear it and go on.
+                if response
+                    .broken_tool_calls
+                    .iter()
+                    .any(|b| b.reason == BrokenReason::Truncated)
+                {
+                    content.push(ContentBlock::text(continuation_note(&response)));
+                }
                 let results = Message {
                     role: crate::message::Role::User,
                     content,
@@ -329,6 +337,7 @@ impl Engine {
                     self.events.emit(EngineEvent::ToolCallStreaming { id, name })
                 }
                 ProviderEvent::Raw(v) => self.events.emit(EngineEvent::RawStream(v)),
+                ProviderEvent::Notice(message) => self.events.notice(NoticeLevel::Warning, message),
                 ProviderEvent::Retry {
                     attempt,
                     max_retries,

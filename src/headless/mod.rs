@@ -320,16 +320,16 @@ fn text_error(outcome: &TurnOutcome, max_turns: Option<u32>) -> String {
     }
 }
 
-fn api_key_source(cli: &Cli) -> &'static str {
+pub(crate) fn api_key_source(cli: &Cli) -> &'static str {
+    use crate::cli::args::ProviderKind;
+    let set = |k: &str| std::env::var(k).is_ok_and(|v| !v.is_empty());
     match cli.provider {
-        crate::cli::args::ProviderKind::Script => "none",
-        crate::cli::args::ProviderKind::Anthropic => {
-            if std::env::var("ANTHROPIC_API_KEY").is_ok_and(|v| !v.is_empty()) {
-                "ANTHROPIC_API_KEY"
-            } else {
-                "ANTHROPIC_AUTH_TOKEN"
-            }
-        }
+        Some(ProviderKind::Script) => "none",
+        Some(ProviderKind::OpenAi | ProviderKind::OpenAiResponses) if set("OPENAI_API_KEY") => "OPENAI_API_KEY",
+        Some(ProviderKind::OpenAi | ProviderKind::OpenAiResponses) => "none",
+        _ if set("ANTHROPIC_API_KEY") => "ANTHROPIC_API_KEY",
+        _ if set("ANTHROPIC_AUTH_TOKEN") => "ANTHROPIC_AUTH_TOKEN",
+        _ => "none",
     }
 }
 

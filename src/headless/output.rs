@@ -279,7 +279,13 @@ pub fn result_object(outcome: &TurnOutcome, session_id: &str, totals: &Totals, d
         outcome.stop_reason.clone().map(Value::String).unwrap_or(Value::Null),
     );
     m.insert("session_id".into(), session_id.into());
-    m.insert("total_cost_usd".into(), json!(round6(totals.cost_usd)));
+    // Unknown (no price for a model used) is not zero.
+    let total = if totals.cost_known() {
+        json!(round6(totals.cost_usd))
+    } else {
+        Value::Null
+    };
+    m.insert("total_cost_usd".into(), total);
     m.insert("usage".into(), usage_json(&totals.usage));
     let model_usage: Map<String, Value> = totals
         .by_model
@@ -292,7 +298,7 @@ pub fn result_object(outcome: &TurnOutcome, session_id: &str, totals: &Totals, d
                     "outputTokens": t.usage.output_tokens,
                     "cacheReadInputTokens": t.usage.cache_read_input_tokens,
                     "cacheCreationInputTokens": t.usage.cache_creation_input_tokens,
-                    "costUSD": round6(t.cost_usd),
+                    "costUSD": if t.unpriced { Value::Null } else { json!(round6(t.cost_usd)) },
                 }),
             )
         })

@@ -194,7 +194,8 @@ impl Printer {
                         &self.session_id,
                     ));
                 }
-                if self.verbose {
+                // The first retry of a request is always shown: a silent wait looks like a hang.
+                if self.verbose || attempt == 1 {
                     eprintln!("keel: {error}; retrying in {delay_ms} ms (attempt {attempt} of {max_retries})");
                 }
             }

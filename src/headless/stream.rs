@@ -31,7 +31,7 @@ use crate::tools::SessionShared;
 enum Command {
     Turn(Vec<ContentBlock>),
     Initialize { id: String, init: Box<Initialize> },
-    SetModel(Option<String>),
+    SetModel(control::ModelChange),
 }
 
 /// What the reader shares with the turn loop.
@@ -43,6 +43,8 @@ struct Shared {
     /// The running turn's token, so `interrupt` can stop it.
     current: Mutex<Option<CancellationToken>>,
     replay: bool,
+    /// How `set_model` finds models (`None` with the script provider).
+    models: Option<control::ModelRoutes>,
 }
 
 pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: CancellationToken) -> ExitCode {
@@ -57,6 +59,11 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
         session_id: session_id.clone(),
         current: Mutex::new(None),
         replay: cli.programs.replay_user_messages,
+        models: prepared.catalog.clone().map(|catalog| control::ModelRoutes {
+            catalog,
+            fallback: prepared.fallback_model.clone(),
+            default_spec: prepared.model_spec.clone(),
+        }),
     });
     let state_events = std::env::var("CLAUDE_CODE_SDK_READS_SESSION_STATE").is_ok_and(|v| v == "1")
         || std::env::var("CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS").is_ok_and(|v| v == "1");
@@ -93,9 +100,7 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
                 }
                 Err(e) => out.line(&codec::error(&id, &e)),
             },
-            Command::SetModel(model) => {
-                control::set_model(&mut engine, model.as_deref(), &default_model);
-            }
+            Command::SetModel(change) => control::set_model(&mut engine, change, &default_model),
             Command::Turn(content) => {
                 if !started {
                     started = true;
@@ -108,7 +113,7 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
                 if state_events {
                     out.line(&output::session_state_line("running", &session_id));
                 }
-                out.line(&init_line(&engine));
+                out.line(&init_line(&engine, super::api_key_source(cli)));
                 let before = (engine.session.totals.usage, engine.session.denials.len());
                 // A plain text message may be a slash command, as with -p.
                 match content.as_slice() {
@@ -180,7 +185,7 @@ fn usage_since(before: &crate::message::Usage, now: &crate::message::Usage) -> c
 }
 
 /// The `system/init` line that opens each turn.
-fn init_line(engine: &Engine) -> Value {
+fn init_line(engine: &Engine, api_key_source: &str) -> Value {
     let cwd = engine.session.shared.cwd.display().to_string();
     let inventory = engine.inventory();
     output::init_line(&output::InitInfo {
@@ -196,7 +201,7 @@ fn init_line(engine: &Engine) -> Value {
             .unwrap_or_default(),
         model: &engine.config.model,
         permission_mode: engine.session.shared.mode().as_str(),
-        api_key_source: control::api_key_source(),
+        api_key_source,
         agents: inventory.agents.iter().map(String::as_str).collect(),
         slash_commands: inventory.slash_commands.iter().map(String::as_str).collect(),
         skills: inventory.skills.iter().map(String::as_str).collect(),
@@ -294,14 +299,13 @@ fn answer(shared: &Shared, commands: &mpsc::UnboundedSender<Command>, id: String
                 ),
             )),
         },
-        ClientRequest::SetModel(model) => {
-            let resolved = model
-                .as_deref()
-                .map(crate::config::models::resolve_alias)
-                .unwrap_or_else(|| "default".into());
-            let _ = commands.send(Command::SetModel(model));
-            out.line(&codec::success(&id, json!({"model": resolved})));
-        }
+        ClientRequest::SetModel(model) => match control::route_model(shared.models.as_ref(), model.as_deref()) {
+            Ok((change, name)) => {
+                let _ = commands.send(Command::SetModel(change));
+                out.line(&codec::success(&id, json!({ "model": name })));
+            }
+            Err(e) => out.line(&codec::error(&id, &e)),
+        },
         ClientRequest::McpStatus => {
             let servers: Vec<Value> = shared
                 .session

@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 
-use eventsource_stream::Eventsource;
 use futures_util::StreamExt;
 use futures_util::stream::BoxStream;
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
@@ -13,6 +12,7 @@ use rmcp::service::RoleClient;
 use rmcp::transport::Transport;
 
 use super::transport::OpenError;
+use crate::provider::sse::{DEFAULT_EVENT_CAP, SseEvent, event_stream};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SseError {
@@ -22,7 +22,7 @@ pub enum SseError {
     Status(u16),
 }
 
-type Events = BoxStream<'static, Result<eventsource_stream::Event, String>>;
+type Events = BoxStream<'static, Result<SseEvent, String>>;
 
 pub struct SseTransport {
     client: reqwest::Client,
@@ -63,11 +63,9 @@ impl SseTransport {
         if !resp.status().is_success() {
             return Err(OpenError::Failed(format!("GET {url} answered HTTP {status}")));
         }
-        let mut events: Events = resp
-            .bytes_stream()
-            .eventsource()
-            .map(|r| r.map_err(|e| e.to_string()))
-            .boxed();
+        // keel's own linear parser, with its cap: a hostile server's giant event costs no more
+        // than its bytes.
+        let mut events: Events = event_stream(Box::pin(resp.bytes_stream()), DEFAULT_EVENT_CAP).boxed();
         let endpoint = loop {
             match events.next().await {
                 Some(Ok(ev)) if ev.event == "endpoint" => break ev.data,

@@ -5,8 +5,17 @@
 //! reported as `Retry` events so the UI can discard partial output of the failed attempt.
 
 pub mod anthropic;
+pub mod catalog;
+pub mod endpoint;
+pub mod fallback;
+pub mod http;
+pub mod openai;
+pub mod prefix;
+pub mod probe;
+pub mod reasoning;
 pub mod retry;
 pub mod script;
+pub mod sse;
 
 use std::sync::Arc;
 
@@ -78,6 +87,11 @@ impl ToolSet {
 
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()
+    }
+
+    /// Whether both are the same set (not merely equal): lets encoders cache per set.
+    pub fn same(&self, other: &ToolSet) -> bool {
+        Arc::ptr_eq(&self.list, &other.list)
     }
 }
 
@@ -158,6 +172,9 @@ pub enum ProviderEvent {
         id: String,
         name: String,
     },
+    /// Something the user should know about the request (a slow server, a switch to the
+    /// fallback model, a response stopped by a content filter).
+    Notice(String),
     /// A retryable failure; the attempt's partial output is void.
     Retry {
         attempt: u32,
@@ -175,10 +192,23 @@ pub enum ProviderError {
     Auth { status: u16, message: String },
     #[error("the API rejected the request ({status}): {message}")]
     Rejected { status: u16, message: String },
-    #[error("gave up after {attempts} attempts: {last}")]
+    #[error("gave up after {attempts} {}: {last}", if *.attempts == 1 { "attempt" } else { "attempts" })]
     RetriesExhausted { attempts: u32, last: String },
     #[error("malformed response stream: {0}")]
     Stream(String),
+    /// The server could not be reached at all (refused, unknown host), after a few attempts.
+    #[error("{0}")]
+    Unreachable(String),
+    /// The server answered, but not with an event stream (an HTML page, a JSON document, a
+    /// TLS mismatch): retrying cannot help.
+    #[error("{0}")]
+    BadResponse(String),
+    /// The server reported an error inside the stream that retrying cannot fix.
+    #[error("the server reported an error: {0}")]
+    ServerError(String),
+    /// The model was overloaded several times in a row and a fallback model is configured.
+    #[error("the model is overloaded ({attempts} attempts in a row): {message}")]
+    Overloaded { attempts: u32, message: String },
     #[error("request cancelled")]
     Cancelled,
     #[error("{0}")]
@@ -198,6 +228,48 @@ impl ProviderError {
 }
 
 pub type ProviderStream = BoxStream<'static, Result<ProviderEvent, ProviderError>>;
+
+/// A stream-level failure found by an assembler. `retryable` ones make the client send the
+/// request again; `overloaded` ones count towards switching to the fallback model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamFailure {
+    pub message: String,
+    pub retryable: bool,
+    pub overloaded: bool,
+}
+
+impl StreamFailure {
+    pub fn retry(message: impl Into<String>) -> StreamFailure {
+        StreamFailure {
+            message: message.into(),
+            retryable: true,
+            overloaded: false,
+        }
+    }
+
+    pub fn fatal(message: impl Into<String>) -> StreamFailure {
+        StreamFailure {
+            message: message.into(),
+            retryable: false,
+            overloaded: false,
+        }
+    }
+}
+
+/// A pure state machine that turns one protocol's SSE events into a [`ModelResponse`].
+pub trait StreamAssembler: Send {
+    /// Feeds one event (`event` is the SSE event name, often empty); returns UI events.
+    fn handle(&mut self, event: &str, data: &str) -> Result<Vec<ProviderEvent>, StreamFailure>;
+    /// The stream said it is over (no need to wait for the connection to close).
+    fn is_done(&self) -> bool;
+    /// The response is complete enough to finish if the stream goes quiet (a stop reason came;
+    /// only optional trailers such as usage may follow).
+    fn can_finish(&self) -> bool {
+        self.is_done()
+    }
+    /// Ends the stream; an incomplete response is a retryable failure.
+    fn finish(self) -> Result<ModelResponse, StreamFailure>;
+}
 
 pub trait Provider: Send + Sync {
     /// Short name for `system/init` and diagnostics.

@@ -1,4 +1,5 @@
-//! Retry policy for model requests: exponential backoff with jitter, `retry-after` wins.
+//! Retry policy for model requests: exponential backoff with jitter, `retry-after` wins, but
+//! the total time spent waiting is capped.
 
 use std::time::Duration;
 
@@ -7,7 +8,18 @@ pub struct RetryPolicy {
     pub max_retries: u32,
     pub base: Duration,
     pub cap: Duration,
+    /// Longest total wait between attempts of one request (`maxRetryWaitSeconds`): a server
+    /// asking for more is answered with an error that says so.
+    pub max_total_wait: Duration,
+    /// Attempts that could not reach the server at all (refused, unknown host) before giving up.
+    pub max_unreachable: u32,
+    /// Overload errors in a row after which the request gives up so the fallback model can take
+    /// over; `None` without a fallback model.
+    pub overloads_before_fallback: Option<u32>,
 }
+
+/// Default cap on the total wait of one request.
+pub const DEFAULT_MAX_TOTAL_WAIT: Duration = Duration::from_secs(300);
 
 impl Default for RetryPolicy {
     fn default() -> Self {
@@ -15,12 +27,16 @@ impl Default for RetryPolicy {
             max_retries: 10,
             base: Duration::from_millis(500),
             cap: Duration::from_secs(32),
+            max_total_wait: DEFAULT_MAX_TOTAL_WAIT,
+            max_unreachable: 3,
+            overloads_before_fallback: None,
         }
     }
 }
 
 impl RetryPolicy {
-    /// Reads `KEEL_MAX_RETRIES` (or the reference's `CLAUDE_CODE_MAX_RETRIES`).
+    /// Reads `KEEL_MAX_RETRIES` (or the reference's `CLAUDE_CODE_MAX_RETRIES`) and
+    /// `KEEL_MAX_RETRY_WAIT_SECS`.
     pub fn from_env() -> Result<Self, String> {
         let mut policy = RetryPolicy::default();
         for var in ["KEEL_MAX_RETRIES", "CLAUDE_CODE_MAX_RETRIES"] {
@@ -31,6 +47,9 @@ impl RetryPolicy {
                     .map_err(|_| format!("{var} must be a whole number, got `{raw}`"))?;
                 break;
             }
+        }
+        if let Ok(raw) = std::env::var("KEEL_MAX_RETRY_WAIT_SECS") {
+            policy.max_total_wait = parse_wait("KEEL_MAX_RETRY_WAIT_SECS", &raw)?;
         }
         Ok(policy)
     }
@@ -50,6 +69,16 @@ impl RetryPolicy {
     }
 }
 
+/// Seconds (fractions allowed) of a wait cap, from a setting or the environment.
+pub fn parse_wait(what: &str, raw: &str) -> Result<Duration, String> {
+    raw.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .and_then(|s| Duration::try_from_secs_f64(s.min(86_400.0)).ok())
+        .ok_or_else(|| format!("{what} must be a number of seconds, got `{raw}`"))
+}
+
 /// Whether an HTTP status is worth retrying.
 pub fn is_retryable_status(status: u16) -> bool {
     matches!(status, 408 | 409 | 429 | 529) || (500..600).contains(&status)
@@ -58,7 +87,7 @@ pub fn is_retryable_status(status: u16) -> bool {
 /// Parses `retry-after-ms` or `retry-after` (seconds; HTTP dates are ignored). Values that are
 /// not finite non-negative numbers are ignored; huge ones are capped (the caller caps again).
 pub fn server_delay(retry_after_ms: Option<&str>, retry_after: Option<&str>) -> Option<Duration> {
-    let secs = |v: f64| Duration::try_from_secs_f64(v.min(86_400.0)).ok();
+    let secs = |v: f64| Duration::try_from_secs_f64(v.min(31_536_000.0)).ok();
     if let Some(ms) = retry_after_ms.and_then(|v| v.trim().parse::<f64>().ok())
         && ms.is_finite()
         && ms >= 0.0
@@ -94,9 +123,17 @@ mod tests {
         assert_eq!(server_delay(None, Some("3")), Some(Duration::from_secs(3)));
         assert_eq!(server_delay(None, Some("Wed, 21 Oct 2015 07:28:00 GMT")), None);
         // Hostile or broken values never panic.
-        assert_eq!(server_delay(None, Some("1e30")), Some(Duration::from_secs(86_400)));
+        assert_eq!(server_delay(None, Some("1e30")), Some(Duration::from_secs(31_536_000)));
         assert_eq!(server_delay(Some("NaN"), Some("inf")), None);
         assert_eq!(server_delay(None, Some("-3")), None);
+    }
+
+    #[test]
+    fn wait_caps_parse_strictly() {
+        assert_eq!(parse_wait("x", "90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_wait("x", " 0.5 "), Ok(Duration::from_millis(500)));
+        assert!(parse_wait("x", "-1").is_err());
+        assert!(parse_wait("x", "soon").unwrap_err().contains("`soon`"));
     }
 
     #[test]

@@ -88,13 +88,17 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
     let session_id = engine.session.id.clone();
     let mut app = App::new(AppInit {
         cwd: cwd.clone(),
-        model: engine.config.model.clone(),
+        model: prepared.model_spec.clone(),
         session_id: session_id.clone(),
         shared: engine.session.shared.clone(),
         bypass_available: prepared.permission_mode == Mode::BypassPermissions,
         harness: engine.harness.clone(),
         project_dir: project_dir.clone(),
     });
+    if let Some(catalog) = &prepared.catalog {
+        let configured: Vec<String> = prepared.fallback_model.iter().cloned().collect();
+        app.status.model_choices = catalog.choices(&prepared.model_spec, &configured);
+    }
     transcript::history::fill(&mut app.transcript, engine.session.history(), &cwd);
     for w in prepared.warnings.iter().chain(&approval_notes) {
         app.notice(NoticeLevel::Warning, w.clone());
@@ -113,6 +117,14 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
         system_prompt: prompt_texts.0,
         append_system_prompt: prompt_texts.1,
         resumed: prepared.resumed,
+        models: match (&prepared.catalog, &keel_home) {
+            (Some(catalog), Some(home)) => Some(worker::ModelSwitch {
+                catalog: catalog.clone(),
+                fallback: prepared.fallback_model.clone(),
+                settings_path: home.join("settings.json"),
+            }),
+            _ => None,
+        },
     };
     let worker = tokio::spawn(worker::run(engine, job_rx, reply_tx, config));
 

@@ -79,8 +79,10 @@ pub enum Reply {
     TurnDone,
     ShellDone(ShellResult),
     Session(NewSession),
+    /// The model in use now (as named, e.g. `ollama/qwen3-coder`), and what to tell the user.
     ModelSet {
         model: String,
+        notes: Vec<String>,
     },
     Compacted(Result<CompactReport, String>),
     Context(Result<ContextReport, String>),
@@ -94,13 +96,25 @@ pub enum Reply {
 }
 
 /// What the worker needs to build new sessions and system prompts.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct WorkerConfig {
     pub place: SessionPlace,
     pub system_prompt: Option<String>,
     pub append_system_prompt: Option<String>,
     /// Whether the first session continues an earlier one (SessionStart `resume`).
     pub resumed: bool,
+    /// How `/model` finds providers and where it saves the choice (`None`: the script
+    /// provider, where only the model id changes).
+    pub models: Option<ModelSwitch>,
+}
+
+#[derive(Clone)]
+pub struct ModelSwitch {
+    pub catalog: Arc<crate::provider::catalog::Catalog>,
+    /// Kept behind every model the user switches to.
+    pub fallback: Option<String>,
+    /// The user's settings file, where the choice is saved as the default.
+    pub settings_path: PathBuf,
 }
 
 pub async fn run(
@@ -190,24 +204,24 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
             }
             Err(e) => Reply::Failed(format!("cannot resume {}: {e}", path.display())),
         },
-        Job::SetModel { model } => {
-            let model = models::resolve_alias(&model);
-            engine.config.max_tokens = models::info(&model).max_output;
-            let home = dirs::home_dir();
-            let project = ProjectContext::gather(&Gather {
-                cwd: &engine.session.shared.cwd,
-                model: &model,
-                home: home.as_deref(),
-                replace: config.system_prompt.as_deref(),
-                append: config.append_system_prompt.as_deref(),
-            });
-            engine.set_project(project);
-            engine.config.model = model.clone();
-            engine
-                .session
-                .log_event("model_changed", serde_json::json!({"model": model}));
-            Reply::ModelSet { model }
-        }
+        Job::SetModel { model } => match switch_model(engine, &model, config).await {
+            Ok((spec, notes)) => {
+                let home = dirs::home_dir();
+                let project = ProjectContext::gather(&Gather {
+                    cwd: &engine.session.shared.cwd,
+                    model: &engine.config.model,
+                    home: home.as_deref(),
+                    replace: config.system_prompt.as_deref(),
+                    append: config.append_system_prompt.as_deref(),
+                });
+                engine.set_project(project);
+                engine
+                    .session
+                    .log_event("model_changed", serde_json::json!({"model": spec}));
+                Reply::ModelSet { model: spec, notes }
+            }
+            Err(e) => Reply::Failed(format!("/model {model}: {e}")),
+        },
         Job::Compact { instructions, cancel } => Reply::Compacted(
             integration::compact(engine, instructions.as_deref(), &cancel)
                 .await
@@ -233,6 +247,46 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
             }
         }
     }
+}
+
+/// Moves the engine to another model; with a catalog, possibly to another provider, and the
+/// choice is saved as the default. Returns the model as named and notes for the user.
+async fn switch_model(
+    engine: &mut Engine,
+    wanted: &str,
+    config: &WorkerConfig,
+) -> Result<(String, Vec<String>), String> {
+    let Some(switch) = &config.models else {
+        let model = models::resolve_alias(wanted);
+        let provider = engine.provider.clone();
+        engine.switch_model(provider, model.clone());
+        return Ok((model, Vec::new()));
+    };
+    let resolved = match &switch.fallback {
+        Some(f) if f != wanted => switch.catalog.resolve_with_fallback(Some(wanted), f),
+        _ => switch.catalog.resolve(Some(wanted)),
+    }
+    .map_err(|e| e.to_string())?;
+    let mut notes = Vec::new();
+    if models::info(&resolved.model).source == models::Source::Default
+        && engine.config.context_window.is_none()
+        && resolved.kind != crate::provider::catalog::Kind::Anthropic
+    {
+        let probe = crate::provider::probe::context_window(&resolved.endpoint, &resolved.model).await;
+        crate::cli::model::learn(&resolved.model, &probe, &mut notes);
+        if models::info(&resolved.model).source == models::Source::Default {
+            notes.push(crate::cli::model::unknown_window_note(&resolved.model, true));
+        }
+    }
+    engine.switch_model(resolved.provider, resolved.model);
+    match models::save_default(&switch.settings_path, &resolved.spec) {
+        Ok(()) => notes.push(format!(
+            "Saved as the default model in {}.",
+            switch.settings_path.display()
+        )),
+        Err(e) => notes.push(format!("Not saved as the default: {e}")),
+    }
+    Ok((resolved.spec, notes))
 }
 
 /// Resolves a prompt's `@path` mentions on the blocking pool, so file I/O never stalls this

@@ -22,6 +22,18 @@ fn processes_with(needle: &str) -> Vec<i32> {
     out
 }
 
+/// Processes whose whole command line is `cmdline` (a `bash -c` line that merely mentions it
+/// does not count: it shows before the command itself has started).
+fn processes_running(cmdline: &str) -> Vec<i32> {
+    processes_with(cmdline)
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).replace('\0', " ").trim() == cmdline)
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn detached_and_double_forked_processes_die_with_the_command() {
     let env = Env::new();
@@ -141,7 +153,7 @@ async fn the_cgroup_catches_orphans_of_a_killed_helper() {
     let pid = helper.id() as i32;
     let dir = keel::sandbox::contain::cgroup_dir(pid);
     let mut waited = 0;
-    while waited < 500 && (processes_with(&orphan).is_empty() || processes_with(&child).is_empty()) {
+    while waited < 500 && (processes_running(&orphan).is_empty() || processes_running(&child).is_empty()) {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         waited += 1;
     }
@@ -160,7 +172,7 @@ async fn the_cgroup_catches_orphans_of_a_killed_helper() {
     helper.kill().unwrap();
     helper.wait().unwrap();
     assert!(
-        !processes_with(&orphan).is_empty(),
+        !processes_running(&orphan).is_empty(),
         "the orphan should still run before the cgroup is killed"
     );
     keel::sandbox::contain::remove_cgroup(pid);

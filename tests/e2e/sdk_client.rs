@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::support::sdk::{self, Report};
-use crate::support::sse::{answer, calls, text, tool};
+use crate::support::sse::{answer, api_error, calls, text, tool};
 use crate::support::{Env, ModelServer};
 
 fn of_type<'a>(r: &'a Report, t: &str) -> Vec<&'a Value> {
@@ -354,6 +354,33 @@ async fn the_model_option_and_set_model_choose_the_model_requested() {
     assert_eq!(reqs[0].body["model"], "claude-opus-4-5");
     assert_eq!(reqs[1].body["model"], "claude-haiku-4-5");
     assert_eq!(results(&r).len(), 2);
+}
+
+#[tokio::test]
+async fn the_fallback_model_option_hands_over_after_overloads() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    for _ in 0..3 {
+        server.push(api_error(529, "overloaded_error", "Overloaded"));
+    }
+    server.push(answer("answered by the fallback"));
+    let Some(r) = sdk::run(&env, &server, "fallback_model").await else {
+        return;
+    };
+    let models: Vec<Value> = server.requests().iter().map(|q| q.body["model"].clone()).collect();
+    assert_eq!(
+        models,
+        [
+            "claude-sonnet-4-5",
+            "claude-sonnet-4-5",
+            "claude-sonnet-4-5",
+            "claude-haiku-4-5"
+        ]
+    );
+    let res = results(&r);
+    assert_eq!(res.len(), 1);
+    assert_eq!(res[0]["result"], "answered by the fallback");
+    assert_eq!(res[0]["is_error"], false);
 }
 
 #[tokio::test]

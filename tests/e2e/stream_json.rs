@@ -4,7 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::hooks::{group, script, settings};
-use crate::support::sse::{answer, calls, tool};
+use crate::support::sse::{answer, api_error, calls, tool};
 use crate::support::{Env, ModelServer};
 
 const STREAM: [&str; 5] = [
@@ -338,4 +338,115 @@ async fn slash_commands_run_in_stream_input_as_with_print() {
     );
     assert!(server.requests().is_empty(), "no model request for commands");
     assert_eq!(out.code, 1, "the last turn failed");
+}
+
+#[tokio::test]
+async fn the_fallback_model_takes_over_in_a_driven_session() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    for _ in 0..3 {
+        server.push(api_error(529, "overloaded_error", "Overloaded"));
+    }
+    server
+        .push(answer("answered by the fallback"))
+        .push(answer("still the fallback"));
+    let input = [user("one"), user("two")].join("\n") + "\n";
+    let out = env
+        .keel(&server)
+        .args(STREAM)
+        .args(["--model", "sonnet", "--fallback-model", "haiku"])
+        .stdin(&input)
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let models: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.body["model"].as_str().unwrap_or_default().to_string())
+        .collect();
+    // Three overloads, then the fallback; the next turn goes to it at once.
+    assert_eq!(
+        models,
+        [
+            "claude-sonnet-4-5",
+            "claude-sonnet-4-5",
+            "claude-sonnet-4-5",
+            "claude-haiku-4-5",
+            "claude-haiku-4-5"
+        ]
+    );
+    let lines = out.lines();
+    let notices = lines_of(&lines, "system", Some("notice"));
+    assert!(
+        notices.iter().any(|n| n["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("continuing on the fallback model claude-haiku-4-5"))),
+        "the switch is a line of the output: {notices:#?}"
+    );
+    let results = lines_of(&lines, "result", None);
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0]["result"], "answered by the fallback");
+    assert_eq!(results[0]["is_error"], false);
+    assert_eq!(results[1]["result"], "still the fallback");
+}
+
+#[tokio::test]
+async fn set_model_keeps_the_fallback_and_refuses_a_model_it_cannot_reach() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    std::fs::create_dir_all(env.home.join(".keel")).unwrap();
+    std::fs::write(
+        env.home.join(".keel/settings.json"),
+        json!({"providers": {"locked": {"type": "openai", "baseUrl": format!("{}/v1", server.url()),
+                                         "apiKeyEnv": "KEEL_TEST_KEY_NEVER_SET"}}})
+        .to_string(),
+    )
+    .unwrap();
+    for _ in 0..3 {
+        server.push(api_error(529, "overloaded_error", "Overloaded"));
+    }
+    server.push(answer("from the fallback"));
+    let input = [
+        request("m1", json!({"subtype": "set_model", "model": "locked/gpt-4.1"})),
+        request("m2", json!({"subtype": "set_model", "model": "opus"})),
+        user("go"),
+    ]
+    .join("\n")
+        + "\n";
+    let out = env
+        .keel(&server)
+        .args(STREAM)
+        .args(["--model", "sonnet", "--fallback-model", "haiku"])
+        .stdin(&input)
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines = out.lines();
+    let refused = response_to(&lines, "m1");
+    assert_eq!(refused["response"]["subtype"], "error", "{refused}");
+    assert!(
+        refused["response"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("KEEL_TEST_KEY_NEVER_SET")),
+        "{refused}"
+    );
+    let switched = response_to(&lines, "m2");
+    assert_eq!(switched["response"]["subtype"], "success", "{switched}");
+    assert_eq!(switched["response"]["response"]["model"], "claude-opus-4-5");
+    let models: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.body["model"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        models,
+        [
+            "claude-opus-4-5",
+            "claude-opus-4-5",
+            "claude-opus-4-5",
+            "claude-haiku-4-5"
+        ],
+        "the new model has the session's fallback behind it"
+    );
+    assert_eq!(lines_of(&lines, "result", None)[0]["result"], "from the fallback");
 }

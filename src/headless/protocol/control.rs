@@ -109,11 +109,64 @@ pub fn require_structured_output(engine: &mut Engine, schema: Value) -> Result<(
     Ok(())
 }
 
-/// `set_model`: `None` returns to `default`.
-pub fn set_model(engine: &mut Engine, model: Option<&str>, default: &str) -> String {
-    let model = model.map(models::resolve_alias).unwrap_or_else(|| default.to_string());
-    engine.config.model = model.clone();
-    model
+/// How `set_model` reaches other models: the session's providers and its fallback model.
+pub struct ModelRoutes {
+    pub catalog: Arc<crate::provider::catalog::Catalog>,
+    /// Kept behind every model the client switches to.
+    pub fallback: Option<String>,
+    /// The model the session started with (`set_model` with `default` or no model).
+    pub default_spec: String,
+}
+
+/// A model change, checked when the request arrives and applied between turns.
+pub enum ModelChange {
+    /// The script provider: only the id changes (`None`: back to the session's default).
+    Id(Option<String>),
+    /// Another model, possibly on another provider, with the fallback behind it.
+    Routed {
+        provider: Arc<dyn crate::provider::Provider>,
+        model: String,
+    },
+}
+
+/// Resolves `set_model`: the change to apply and the model to name in the answer, or why the
+/// model cannot be used (an unknown provider name, a missing key), answered at once.
+pub fn route_model(routes: Option<&ModelRoutes>, wanted: Option<&str>) -> Result<(ModelChange, String), String> {
+    let Some(routes) = routes else {
+        let name = wanted.map(models::resolve_alias).unwrap_or_else(|| "default".into());
+        return Ok((ModelChange::Id(wanted.map(str::to_string)), name));
+    };
+    let spec = wanted.unwrap_or(&routes.default_spec);
+    let resolved = match &routes.fallback {
+        Some(f) if *f != spec && models::resolve_alias(f) != models::resolve_alias(spec) => {
+            routes.catalog.resolve_with_fallback(Some(spec), f)
+        }
+        _ => routes.catalog.resolve(Some(spec)),
+    }
+    .map_err(|e| e.to_string())?;
+    let name = resolved.spec.clone();
+    Ok((
+        ModelChange::Routed {
+            provider: resolved.provider,
+            model: resolved.model,
+        },
+        name,
+    ))
+}
+
+/// Applies a checked `set_model` (`default`: the session's first model id).
+pub fn set_model(engine: &mut Engine, change: ModelChange, default: &str) {
+    match change {
+        ModelChange::Id(model) => {
+            let model = model
+                .as_deref()
+                .map(models::resolve_alias)
+                .unwrap_or_else(|| default.to_string());
+            let provider = engine.provider.clone();
+            engine.switch_model(provider, model);
+        }
+        ModelChange::Routed { provider, model } => engine.switch_model(provider, model),
+    }
 }
 
 /// What `initialize` answers: what this keel offers.

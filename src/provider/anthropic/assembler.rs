@@ -7,14 +7,8 @@
 use serde_json::Value;
 
 use crate::message::{ContentBlock, StopReason, Usage};
-use crate::provider::{BrokenReason, BrokenToolCall, ModelResponse, ProviderEvent};
-
-/// A stream-level failure. `retryable` ones make the client send the request again.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StreamFailure {
-    pub message: String,
-    pub retryable: bool,
-}
+pub use crate::provider::StreamFailure;
+use crate::provider::{BrokenReason, BrokenToolCall, ModelResponse, ProviderEvent, StreamAssembler};
 
 #[derive(Debug)]
 enum Partial {
@@ -58,10 +52,8 @@ impl Assembler {
         if data.trim().is_empty() {
             return Ok(Vec::new());
         }
-        let v: Value = serde_json::from_str(data).map_err(|e| StreamFailure {
-            message: format!("event `{event}` carried invalid JSON: {e}"),
-            retryable: true,
-        })?;
+        let v: Value = serde_json::from_str(data)
+            .map_err(|e| StreamFailure::retry(format!("event `{event}` carried invalid JSON: {e}")))?;
         // The `type` field is authoritative; the `event:` line may be missing on some proxies.
         let kind = v.get("type").and_then(Value::as_str).unwrap_or(event).to_string();
         let mut out = Vec::new();
@@ -128,13 +120,10 @@ impl Assembler {
                     }
                     (Some("citations_delta"), _) | (_, Partial::Ignored) => {}
                     (other, _) => {
-                        return Err(StreamFailure {
-                            message: format!(
-                                "delta of type {} does not fit content block {index}",
-                                other.unwrap_or("<none>")
-                            ),
-                            retryable: true,
-                        });
+                        return Err(StreamFailure::retry(format!(
+                            "delta of type {} does not fit content block {index}",
+                            other.unwrap_or("<none>")
+                        )));
                     }
                 }
             }
@@ -165,6 +154,7 @@ impl Assembler {
                         kind,
                         "overloaded_error" | "api_error" | "rate_limit_error" | "timeout_error"
                     ),
+                    overloaded: kind == "overloaded_error",
                 });
             }
             _ => {}
@@ -183,10 +173,9 @@ impl Assembler {
     /// Ends the stream. A stream that ends without a stop reason was cut off (retryable).
     pub fn finish(self) -> Result<ModelResponse, StreamFailure> {
         let Some(stop_reason) = self.stop_reason else {
-            return Err(StreamFailure {
-                message: "the response stream ended before the message was complete".into(),
-                retryable: true,
-            });
+            return Err(StreamFailure::retry(
+                "the response stream ended before the message was complete",
+            ));
         };
         let mut content = Vec::new();
         let mut broken = Vec::new();
@@ -257,17 +246,14 @@ fn str_of(v: &Value) -> String {
 }
 
 fn index_of(v: &Value) -> Result<usize, StreamFailure> {
-    v["index"].as_u64().map(|i| i as usize).ok_or_else(|| StreamFailure {
-        message: "content block event without an index".into(),
-        retryable: true,
-    })
+    v["index"]
+        .as_u64()
+        .map(|i| i as usize)
+        .ok_or_else(|| StreamFailure::retry("content block event without an index"))
 }
 
 fn unknown_block(index: usize) -> StreamFailure {
-    StreamFailure {
-        message: format!("event for content block {index}, which was never started"),
-        retryable: true,
-    }
+    StreamFailure::retry(format!("event for content block {index}, which was never started"))
 }
 
 fn merge_usage(usage: &mut Usage, v: &Value) {
@@ -280,6 +266,24 @@ fn merge_usage(usage: &mut Usage, v: &Value) {
     set(&mut usage.cache_creation_input_tokens, "cache_creation_input_tokens");
     set(&mut usage.cache_read_input_tokens, "cache_read_input_tokens");
     set(&mut usage.output_tokens, "output_tokens");
+}
+
+impl StreamAssembler for Assembler {
+    fn handle(&mut self, event: &str, data: &str) -> Result<Vec<ProviderEvent>, StreamFailure> {
+        Assembler::handle(self, event, data)
+    }
+
+    fn is_done(&self) -> bool {
+        self.stopped
+    }
+
+    fn can_finish(&self) -> bool {
+        self.stopped
+    }
+
+    fn finish(self) -> Result<ModelResponse, StreamFailure> {
+        Assembler::finish(self)
+    }
 }
 
 #[cfg(test)]

@@ -89,6 +89,8 @@ pub struct Picker {
 #[derive(Debug, Clone)]
 pub struct Status {
     pub model: String,
+    /// Models `/model` offers (current first), as the user names them.
+    pub model_choices: Vec<String>,
     pub context_window: u64,
     pub totals: Totals,
     /// Tokens the last request occupied in the window.
@@ -160,6 +162,7 @@ impl App {
             completion_dismissed_for: None,
             status: Status {
                 context_window: models::info(&init.model).context_window,
+                model_choices: vec![init.model.clone()],
                 model: init.model,
                 totals: Totals::default(),
                 context_tokens: 0,
@@ -410,14 +413,21 @@ impl App {
             }
             Command::Model(None) => {
                 let info = models::info(&self.status.model);
-                self.info(
-                    "Model",
-                    format!(
-                        "Current model: `{}` (context window {} tokens).\n\n\
-                         Switch with `/model NAME`: an id, or one of `sonnet`, `opus`, `haiku`.",
-                        self.status.model, info.context_window
-                    ),
+                let mut text = format!(
+                    "Current model: `{}` (context window {} tokens, from {}).\n\nConfigured models:\n",
+                    self.status.model,
+                    info.context_window,
+                    info.source.as_str()
                 );
+                for m in &self.status.model_choices {
+                    let mark = if *m == self.status.model { " (current)" } else { "" };
+                    text.push_str(&format!("- `{m}`{mark}\n"));
+                }
+                text.push_str(
+                    "\nSwitch with `/model NAME`: one of these, any model id, `PROVIDER/MODEL` for a provider in \
+                     the settings, or `sonnet`, `opus`, `haiku`. The choice is saved as your default.",
+                );
+                self.info("Model", text);
             }
             Command::Exit => self.exit = Some(ExitReason::User),
             other => self.notice(NoticeLevel::Error, format!("{other:?} needs the engine")),
@@ -522,9 +532,13 @@ impl App {
 
     fn cost_report(&self) -> String {
         let t = &self.status.totals;
+        let total = if t.cost_known() {
+            format!("${:.4}", t.cost_usd)
+        } else {
+            "unknown".to_string()
+        };
         let mut s = format!(
-            "- Total cost: ${:.4}\n- API time: {}\n- Session time: {}\n- Requests: {}\n- Tokens: {} input, {} output, {} cache write, {} cache read\n",
-            t.cost_usd,
+            "- Total cost: {total}\n- API time: {}\n- Session time: {}\n- Requests: {}\n- Tokens: {} input, {} output, {} cache write, {} cache read\n",
             super::transcript::cells::format_duration(t.api_ms),
             super::transcript::cells::format_duration(self.status.started.elapsed().as_millis() as u64),
             t.requests,
@@ -534,17 +548,27 @@ impl App {
             t.usage.cache_read_input_tokens,
         );
         for (model, m) in &t.by_model {
+            let cost = if m.unpriced {
+                "cost unknown".to_string()
+            } else {
+                format!("${:.4}", m.cost_usd)
+            };
             s.push_str(&format!(
-                "- {model}: ${:.4} ({} in, {} out)\n",
-                m.cost_usd,
+                "- {model}: {cost} ({} in, {} out)\n",
                 m.usage.input_tokens + m.usage.cache_creation_input_tokens + m.usage.cache_read_input_tokens,
                 m.usage.output_tokens
             ));
         }
-        if models::info(&self.status.model).pricing.is_none() {
+        let unpriced = t.unpriced_models();
+        if !unpriced.is_empty() || models::info(&self.status.model).pricing.is_none() {
+            let names = if unpriced.is_empty() {
+                format!("`{}`", self.status.model)
+            } else {
+                unpriced.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")
+            };
             s.push_str(&format!(
-                "\nkeel has no price for `{}`; its cost counts as 0.\n",
-                self.status.model
+                "\nkeel has no price for {names}, so the cost is unknown; give prices with \
+                 \"models\": {{\"NAME\": {{\"inputPrice\": …, \"outputPrice\": …}}}} (USD per million tokens).\n"
             ));
         }
         s

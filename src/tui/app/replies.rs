@@ -58,9 +58,19 @@ impl App {
                 };
                 self.notice(NoticeLevel::Info, what);
             }
-            Reply::ModelSet { model } => {
-                self.status.context_window = models::info(&model).context_window;
-                self.notice(NoticeLevel::Info, format!("Model set to {model} for this session."));
+            Reply::ModelSet { model, notes } => {
+                let info = models::info(&model);
+                self.status.context_window = info.context_window;
+                self.notice(
+                    NoticeLevel::Info,
+                    format!("Model set to {model} (context window {} tokens).", info.context_window),
+                );
+                for n in notes {
+                    self.notice(NoticeLevel::Info, n);
+                }
+                if !self.status.model_choices.contains(&model) {
+                    self.status.model_choices.push(model.clone());
+                }
                 self.status.model = model;
             }
             Reply::Compacted(r) => match r {

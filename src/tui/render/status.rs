@@ -114,7 +114,12 @@ pub fn line(app: &App, now: Instant, width: usize) -> Line<'static> {
             ),
             theme::dim(),
         ));
-        right.push(Span::styled(format!("${:.4}", t.cost_usd), theme::dim()));
+        let cost = if t.cost_known() {
+            format!("${:.4}", t.cost_usd)
+        } else {
+            "cost unknown".to_string()
+        };
+        right.push(Span::styled(cost, theme::dim()));
     }
     let left_width: usize = left.iter().map(Span::width).sum();
     let sep_width = 3;

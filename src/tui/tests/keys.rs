@@ -266,6 +266,28 @@ fn slash_completion_and_commands() {
 }
 
 #[test]
+fn model_lists_the_configured_models_and_switching_is_a_job() {
+    let mut a = app();
+    a.status.model_choices = vec!["claude-sonnet-4-5".into(), "ollama/qwen3-coder".into()];
+    a.submit_text("/model");
+    assert!(jobs(&mut a).is_empty());
+    let text = match a.transcript.cells().last() {
+        Some(CellKind::Info { title, markdown }) if title == "Model" => markdown.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(text.contains("`claude-sonnet-4-5` (current)"), "{text}");
+    assert!(text.contains("`ollama/qwen3-coder`"), "{text}");
+    a.submit_text("/model ollama/qwen3-coder");
+    assert!(matches!(&jobs(&mut a)[..], [Job::SetModel { model }] if model == "ollama/qwen3-coder"));
+    a.on_reply(Reply::ModelSet {
+        model: "ollama/qwen3-coder".into(),
+        notes: vec!["Saved as the default model in /x/settings.json.".into()],
+    });
+    assert_eq!(a.status.model, "ollama/qwen3-coder");
+    assert_eq!(a.status.context_window, 262_144);
+}
+
+#[test]
 fn custom_commands_and_skills_complete_and_go_to_the_engine() {
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().canonicalize().unwrap();

@@ -27,6 +27,10 @@ fn start(script: &str) -> Harness {
 }
 
 fn start_in_mode(script: &str, mode: crate::permissions::Mode) -> Harness {
+    start_with(script, mode, None)
+}
+
+fn start_with(script: &str, mode: crate::permissions::Mode, models: Option<worker::ModelSwitch>) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().canonicalize().unwrap();
     std::fs::write(cwd.join("notes.txt"), "remember the milk\n").unwrap();
@@ -66,6 +70,7 @@ fn start_in_mode(script: &str, mode: crate::permissions::Mode) -> Harness {
             system_prompt: None,
             append_system_prompt: None,
             resumed: false,
+            models,
         },
     ));
     Harness {
@@ -141,7 +146,7 @@ async fn clear_starts_a_new_session_and_keeps_the_mode() {
         .unwrap();
     h.replies.recv().await.unwrap();
     h.jobs.send(Job::SetModel { model: "opus".into() }).unwrap();
-    assert!(matches!(h.replies.recv().await.unwrap(), Reply::ModelSet { model } if model == "claude-opus-4-5"));
+    assert!(matches!(h.replies.recv().await.unwrap(), Reply::ModelSet { model, .. } if model == "claude-opus-4-5"));
     h.jobs.send(Job::Clear).unwrap();
     let s = match h.replies.recv().await.unwrap() {
         Reply::Session(s) => s,
@@ -179,6 +184,89 @@ async fn permission_and_hook_commands_report_the_engine_state() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[tokio::test]
+async fn model_switches_provider_and_saves_the_choice() {
+    use crate::config::settings::{Layer, Scope, Settings};
+    use crate::provider::catalog::{Catalog, Kind};
+    let dir = tempfile::tempdir().unwrap();
+    // Nothing listens on port 9 of loopback: a request that reaches this provider is refused.
+    let settings = Settings {
+        layers: vec![Layer {
+            scope: Scope::User,
+            path: None,
+            base_dir: dir.path().to_path_buf(),
+            value: serde_json::json!({"providers": {
+                "local": {"type": "openai", "baseUrl": "http://127.0.0.1:9/v1"},
+                "keyless": {"type": "openai", "baseUrl": "http://127.0.0.1:9/v1", "apiKeyEnv": "KEEL_TEST_NEVER_SET_7"}
+            }}),
+        }],
+    };
+    let catalog = Catalog::new(
+        &settings,
+        Kind::Anthropic,
+        crate::provider::retry::RetryPolicy::default(),
+        crate::provider::http::Timeouts::default(),
+        false,
+    )
+    .unwrap();
+    let settings_path = dir.path().join("keel/settings.json");
+    let mut h = start_with(
+        r#"{"turns": [{"text": "from the script"}]}"#,
+        crate::permissions::Mode::Default,
+        Some(worker::ModelSwitch {
+            catalog: Arc::new(catalog),
+            fallback: None,
+            settings_path: settings_path.clone(),
+        }),
+    );
+    h.jobs
+        .send(Job::SetModel {
+            model: "local/gpt-4o".into(),
+        })
+        .unwrap();
+    match h.replies.recv().await.unwrap() {
+        Reply::ModelSet { model, notes } => {
+            assert_eq!(model, "local/gpt-4o");
+            assert!(notes.iter().any(|n| n.contains("Saved as the default")), "{notes:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&settings_path).unwrap()).unwrap();
+    assert_eq!(saved["model"], "local/gpt-4o");
+    // The next turn goes to the new provider (refused there), not to the script.
+    h.jobs
+        .send(Job::Turn {
+            text: "hello".into(),
+            cancel: CancellationToken::new(),
+        })
+        .unwrap();
+    assert!(matches!(h.replies.recv().await.unwrap(), Reply::TurnDone));
+    let outcome = drain(&mut h.events)
+        .into_iter()
+        .find_map(|e| match e {
+            EngineEvent::TurnFinished(o) => Some(o),
+            _ => None,
+        })
+        .unwrap();
+    assert!(
+        outcome.is_error && outcome.result.contains("connection refused"),
+        "{}",
+        outcome.result
+    );
+    // A provider that cannot be built leaves everything as it was.
+    h.jobs
+        .send(Job::SetModel {
+            model: "keyless/m".into(),
+        })
+        .unwrap();
+    match h.replies.recv().await.unwrap() {
+        Reply::Failed(e) => assert!(e.contains("KEEL_TEST_NEVER_SET_7"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    let saved: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&settings_path).unwrap()).unwrap();
+    assert_eq!(saved["model"], "local/gpt-4o");
 }
 
 #[tokio::test]

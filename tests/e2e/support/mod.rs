@@ -1,5 +1,6 @@
 //! Test support: a scripted model server and a runner for the real `keel` binary.
 
+pub mod openai;
 pub mod procs;
 pub mod sdk;
 pub mod server;
@@ -116,6 +117,15 @@ impl Env {
         let mut k = self.keel_offline();
         k.env("ANTHROPIC_BASE_URL", server.url())
             .env("ANTHROPIC_API_KEY", "test-key");
+        k
+    }
+
+    /// keel speaking an OpenAI protocol (`openai` or `openai-responses`) to `server`.
+    pub fn keel_openai(&self, server: &ModelServer, provider: &str) -> Keel {
+        let mut k = self.keel_offline();
+        k.env("OPENAI_BASE_URL", format!("{}/v1", server.url()))
+            .env("OPENAI_API_KEY", "test-openai-key")
+            .args(["--provider", provider]);
         k
     }
 

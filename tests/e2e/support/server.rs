@@ -1,5 +1,9 @@
 //! A scripted model server on loopback: real HTTP, real SSE, per-chunk pacing, every request
-//! recorded. Replies are queued by the test and served in order.
+//! recorded. Replies are queued by the test and served in order to the three API paths
+//! (`/v1/messages`, `/v1/chat/completions`, `/v1/responses`) and other POST endpoints (hooks);
+//! wrong API paths and probes get a 404 like a real server's, unless the test routes them
+//! (model lists, `/props`, `/api/show`). Fault modes: a
+//! reply that never sends headers, a body that never ends, any raw body (an HTML page).
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -30,6 +34,37 @@ pub enum Reply {
         body: Value,
         headers: Vec<(String, String)>,
     },
+    /// Any body with any content type (an HTML page from a proxy).
+    Raw {
+        status: u16,
+        content_type: String,
+        body: String,
+    },
+    /// Accepts the request and never sends the response headers.
+    Hang,
+    /// Headers, then `chunk` every `pace`, forever.
+    Endless {
+        status: u16,
+        content_type: String,
+        chunk: String,
+        pace: Duration,
+    },
+}
+
+/// The model API paths: a request to a path that merely ends like one (`/v1/v1/messages`,
+/// `/chat/completions` without `/v1`) gets a 404, as from a real server.
+pub const API_PATHS: [&str; 3] = ["/v1/messages", "/v1/chat/completions", "/v1/responses"];
+
+/// Whether queued replies answer this request: POSTs to the API paths, and to any other path
+/// that does not look like a model API or probe path (a hook endpoint).
+fn takes_queue(method: &hyper::Method, path: &str) -> bool {
+    if API_PATHS.contains(&path) {
+        return true;
+    }
+    let api_like = ["/messages", "/chat/completions", "/responses"]
+        .iter()
+        .any(|p| path.ends_with(p));
+    method == hyper::Method::POST && !api_like && !path.starts_with("/api/")
 }
 
 #[derive(Debug, Clone)]
@@ -101,6 +136,9 @@ struct State {
     responder: Option<Responder>,
     replies: VecDeque<Reply>,
     requests: Vec<Recorded>,
+    /// Requests to other paths (probes, model lists), with the method.
+    others: Vec<(String, String)>,
+    routes: Vec<(String, Reply)>,
     /// SSE bodies whose client went away before the last chunk.
     abandoned: usize,
 }
@@ -153,6 +191,23 @@ impl ModelServer {
         self.state.lock().unwrap().requests.clone()
     }
 
+    /// Answers every request to `path` (outside the API paths) with `reply`.
+    pub fn route(&self, path: &str, reply: Reply) -> &Self {
+        self.state.lock().unwrap().routes.push((path.to_string(), reply));
+        self
+    }
+
+    /// `METHOD path` of the requests outside the API paths.
+    pub fn other_requests(&self) -> Vec<String> {
+        self.state
+            .lock()
+            .unwrap()
+            .others
+            .iter()
+            .map(|(m, p)| format!("{m} {p}"))
+            .collect()
+    }
+
     pub fn abandoned(&self) -> usize {
         self.state.lock().unwrap().abandoned
     }
@@ -162,6 +217,20 @@ type Body = BoxBody<Bytes, std::io::Error>;
 
 async fn handle(req: Request<hyper::body::Incoming>, state: Arc<Mutex<State>>) -> Result<Response<Body>, Infallible> {
     let path = req.uri().path().to_string();
+    if !takes_queue(req.method(), &path) {
+        let method = req.method().to_string();
+        let reply = {
+            let mut s = state.lock().unwrap();
+            s.others.push((method, path.clone()));
+            s.routes.iter().find(|(p, _)| *p == path).map(|(_, r)| r.clone())
+        };
+        let reply = reply.unwrap_or_else(|| Reply::Json {
+            status: 404,
+            body: serde_json::json!({"error": {"message": format!("no route for {path}"), "type": "not_found_error"}}),
+            headers: Vec::new(),
+        });
+        return Ok(respond(reply, state).await);
+    }
     let headers = req
         .headers()
         .iter()
@@ -190,11 +259,50 @@ async fn handle(req: Request<hyper::body::Incoming>, state: Arc<Mutex<State>>) -
             &[],
         ));
     };
-    Ok(match reply {
+    Ok(respond(reply, state).await)
+}
+
+async fn respond(reply: Reply, state: Arc<Mutex<State>>) -> Response<Body> {
+    match reply {
         Reply::Json { status, body, headers } => json_response(status, body, &headers),
         Reply::Sse { chunks, pace } => sse_response(chunks, pace, false, state),
         Reply::SseThenDrop { chunks } => sse_response(chunks, Duration::ZERO, true, state),
-    })
+        Reply::Raw {
+            status,
+            content_type,
+            body,
+        } => {
+            let full = Full::new(Bytes::from(body)).map_err(|never: Infallible| match never {});
+            Response::builder()
+                .status(status)
+                .header("content-type", content_type)
+                .body(full.boxed())
+                .expect("response")
+        }
+        Reply::Hang => std::future::pending().await,
+        Reply::Endless {
+            status,
+            content_type,
+            chunk,
+            pace,
+        } => {
+            let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(4);
+            tokio::spawn(async move {
+                loop {
+                    if tx.send(Ok(Frame::data(Bytes::from(chunk.clone())))).await.is_err() {
+                        return;
+                    }
+                    tokio::time::sleep(pace).await;
+                }
+            });
+            let stream = futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|f| (f, rx)) });
+            Response::builder()
+                .status(status)
+                .header("content-type", content_type)
+                .body(BodyExt::boxed(StreamBody::new(stream)))
+                .expect("response")
+        }
+    }
 }
 
 fn json_response(status: u16, body: Value, headers: &[(String, String)]) -> Response<Body> {

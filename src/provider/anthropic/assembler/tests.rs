@@ -1,8 +1,6 @@
 //! The assembler against keel's own recorded-style streams (tests/fixtures/anthropic).
 
 use super::*;
-use eventsource_stream::Eventsource;
-use futures_util::StreamExt;
 use serde_json::json;
 
 fn fixture(name: &str) -> Vec<u8> {
@@ -10,21 +8,14 @@ fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
-/// Splits raw bytes into SSE events with the same framing code the client uses, feeding the
-/// bytes in small chunks to exercise events split across reads.
+/// Splits raw bytes into SSE events with the parser the client uses, feeding the bytes in small
+/// chunks to exercise events split across reads.
 fn sse_events(bytes: Vec<u8>) -> Vec<(String, String)> {
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    rt.block_on(async move {
-        let chunks: Vec<Result<Vec<u8>, std::io::Error>> = bytes.chunks(7).map(|c| Ok(c.to_vec())).collect();
-        futures_util::stream::iter(chunks)
-            .eventsource()
-            .map(|e| {
-                let e = e.unwrap();
-                (e.event, e.data)
-            })
-            .collect()
-            .await
-    })
+    crate::provider::sse::parse_all(&bytes, 7)
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.event, e.data))
+        .collect()
 }
 
 fn run(name: &str) -> (Result<ModelResponse, StreamFailure>, Vec<ProviderEvent>) {

@@ -1,0 +1,222 @@
+//! Lowers `--provider`, `--model`, `--fallback-model` and the `model`, `fallbackModel`,
+//! `providers`, `models` and `maxRetryWaitSeconds` settings into a ready provider and model,
+//! once, with the warnings the user must see at start (an unknown context window, a base URL
+//! that will not work as meant, a model without tools).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::args::{Cli, ProviderKind};
+use super::setup::SetupError;
+use crate::config::models::{self, Source};
+use crate::config::settings::{Scope, Settings};
+use crate::provider::catalog::{Catalog, Endpoint, Kind};
+use crate::provider::http::Timeouts;
+use crate::provider::retry::{RetryPolicy, parse_wait};
+use crate::provider::script::ScriptProvider;
+use crate::provider::{Provider, probe};
+
+/// The model a session runs on.
+pub struct Choice {
+    pub provider: Arc<dyn Provider>,
+    /// The id sent to the server.
+    pub model: String,
+    /// The name as written (`ollama/qwen3-coder`): what `/model` shows and saves.
+    pub spec: String,
+    /// Serves `/model` switches; `None` for the script provider.
+    pub catalog: Option<Arc<Catalog>>,
+    /// The fallback model's name, kept across `/model` switches.
+    pub fallback: Option<String>,
+    pub endpoint: Option<Endpoint>,
+    pub warnings: Vec<String>,
+}
+
+/// Chooses the provider and model. `explicit_window`: the user set the context window
+/// (`KEEL_CONTEXT_WINDOW` or `contextWindow`), so an unknown model needs no probe or warning.
+pub fn choose(cli: &Cli, settings: &Settings, explicit_window: bool) -> Result<Choice, SetupError> {
+    install_overrides(settings)?;
+    let retry = retry_policy(settings)?;
+    if cli.provider == Some(ProviderKind::Script) {
+        let path = cli
+            .script
+            .as_ref()
+            .ok_or_else(|| SetupError::Invalid("--provider script needs --script FILE".into()))?;
+        let p = ScriptProvider::load(path)?;
+        let model = cli
+            .model
+            .clone()
+            .map(|m| models::resolve_alias(&m))
+            .unwrap_or_else(|| p.model().to_string());
+        return Ok(Choice {
+            provider: Arc::new(p),
+            spec: model.clone(),
+            model,
+            catalog: None,
+            fallback: None,
+            endpoint: None,
+            warnings: Vec::new(),
+        });
+    }
+    if cli.script.is_some() {
+        return Err(SetupError::Invalid("--script needs --provider script".into()));
+    }
+    let kind = match cli.provider {
+        Some(ProviderKind::OpenAi) => Kind::OpenAi,
+        Some(ProviderKind::OpenAiResponses) => Kind::OpenAiResponses,
+        _ => Kind::Anthropic,
+    };
+    let catalog = Catalog::new(
+        settings,
+        kind,
+        retry,
+        Timeouts::from_env()?,
+        cli.include_partial_messages,
+    )?;
+    let setting = |key: &str| -> Result<Option<String>, SetupError> {
+        match settings.scalar(key) {
+            None => Ok(None),
+            Some((serde_json::Value::String(s), _)) if !s.trim().is_empty() => Ok(Some(s.clone())),
+            Some((v, layer)) => Err(SetupError::Invalid(format!(
+                "{}: {key} must be a model name, found {v}",
+                layer.label()
+            ))),
+        }
+    };
+    let env_model = std::env::var("ANTHROPIC_MODEL").ok().filter(|m| !m.trim().is_empty());
+    // The `model` setting belongs to the default provider choice; `--provider openai` without
+    // `--model` means that provider's default.
+    let spec = match &cli.model {
+        Some(m) => Some(m.clone()),
+        None if kind == Kind::Anthropic && env_model.is_some() => env_model,
+        None if cli.provider.is_none() || kind == Kind::Anthropic => setting("model")?,
+        None => None,
+    };
+    let fallback = match &cli.fallback_model {
+        Some(f) => Some(f.clone()),
+        None => setting("fallbackModel")?,
+    };
+    let resolved = match &fallback {
+        Some(f) => catalog.resolve_with_fallback(spec.as_deref(), f)?,
+        None => catalog.resolve(spec.as_deref())?,
+    };
+    let mut warnings = Vec::new();
+    if resolved.kind == Kind::Anthropic {
+        warnings.extend(crate::provider::anthropic::base_url_warning(
+            &resolved.endpoint.base_url,
+        ));
+    }
+    warnings.extend(window_notes(
+        &resolved.model,
+        &resolved.endpoint,
+        resolved.kind,
+        explicit_window,
+        true,
+    ));
+    if !models::info(&resolved.model).caps.tools {
+        warnings.push(format!(
+            "{} cannot call tools (keel's model table; override with \"models\": {{\"{}\": {{\"tools\": true}}}}): \
+             it runs without them and can only answer",
+            resolved.model, resolved.model
+        ));
+    }
+    Ok(Choice {
+        provider: resolved.provider,
+        model: resolved.model,
+        spec: resolved.spec,
+        catalog: Some(Arc::new(catalog)),
+        fallback,
+        endpoint: Some(resolved.endpoint),
+        warnings,
+    })
+}
+
+/// For a model the table does not know: ask the server, and say what window keel assumes.
+/// `blocking`: called from synchronous start-up code.
+pub fn window_notes(
+    model: &str,
+    endpoint: &Endpoint,
+    kind: Kind,
+    explicit_window: bool,
+    blocking: bool,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if explicit_window || models::info(model).source != Source::Default || kind == Kind::Anthropic {
+        return notes;
+    }
+    let probed = if endpoint.base_url.as_str() == crate::provider::openai::DEFAULT_BASE_URL {
+        None
+    } else if blocking {
+        Some(probe::context_window_blocking(endpoint, model))
+    } else {
+        None
+    };
+    if let Some(p) = &probed {
+        learn(model, p, &mut notes);
+    }
+    if models::info(model).source == Source::Default {
+        notes.push(unknown_window_note(model, probed.is_some()));
+    }
+    notes
+}
+
+/// Records what a probe found.
+pub fn learn(model: &str, p: &probe::Probe, notes: &mut Vec<String>) {
+    if let Some(w) = p.window {
+        models::learn_window(model, w);
+    }
+    if let Some(n) = &p.note {
+        notes.push(n.clone());
+    }
+}
+
+pub fn unknown_window_note(model: &str, asked: bool) -> String {
+    format!(
+        "keel does not know the context window of {model}{}; it assumes {} tokens. Set the real size with \
+         \"models\": {{\"{model}\": {{\"contextWindow\": N}}}} in the settings",
+        if asked { " and the server did not say" } else { "" },
+        models::UNKNOWN_WINDOW
+    )
+}
+
+/// The `models` setting, merged over the layers field by field.
+fn install_overrides(settings: &Settings) -> Result<(), SetupError> {
+    let mut merged: HashMap<String, models::Override> = HashMap::new();
+    for layer in &settings.layers {
+        let Some(map) = layer.value.get("models").filter(|v| !v.is_null()) else {
+            continue;
+        };
+        let map = map.as_object().ok_or_else(|| {
+            SetupError::Invalid(format!(
+                "{}: `models` must be an object keyed by model name",
+                layer.label()
+            ))
+        })?;
+        let trusted = matches!(layer.scope, Scope::User | Scope::Cli);
+        for (name, v) in map {
+            let what = format!("{}: models.{name}", layer.label());
+            let o = models::Override::parse(&what, v).map_err(SetupError::Invalid)?;
+            if !trusted && o.has_prices() {
+                return Err(SetupError::Invalid(format!(
+                    "{what}: prices are only accepted in your own settings (~/.keel/settings.json or --settings), \
+                     not in a repository's: they decide what the session is said to cost"
+                )));
+            }
+            merged.entry(name.clone()).or_default().merge(o);
+        }
+    }
+    models::install_overrides(merged);
+    Ok(())
+}
+
+/// `KEEL_MAX_RETRIES`, and the total wait cap from `KEEL_MAX_RETRY_WAIT_SECS` or the
+/// `maxRetryWaitSeconds` setting.
+fn retry_policy(settings: &Settings) -> Result<RetryPolicy, SetupError> {
+    let mut retry = RetryPolicy::from_env().map_err(SetupError::Invalid)?;
+    if std::env::var_os("KEEL_MAX_RETRY_WAIT_SECS").is_none()
+        && let Some((v, layer)) = settings.scalar("maxRetryWaitSeconds")
+    {
+        retry.max_total_wait = parse_wait(&format!("{}: maxRetryWaitSeconds", layer.label()), &v.to_string())
+            .map_err(SetupError::Invalid)?;
+    }
+    Ok(retry)
+}
