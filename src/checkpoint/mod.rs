@@ -124,6 +124,8 @@ pub struct Checkpoints {
     stash: Mutex<shell::Stash>,
     /// Most bytes and files the stash holds.
     stash_budget: (u64, usize),
+    /// Tells this store's stash from another's of the same session in this process.
+    instance: u64,
 }
 
 #[derive(Debug, Default)]
@@ -148,6 +150,10 @@ impl Checkpoints {
                 shell::env_or("KEEL_CHECKPOINT_SHELL_BYTES", shell::DEFAULT_STASH_BYTES),
                 shell::env_or("KEEL_CHECKPOINT_SHELL_FILES", shell::DEFAULT_STASH_FILES),
             ),
+            instance: {
+                static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            },
         }
     }
 

@@ -1,6 +1,6 @@
 //! Undo for shell commands. A command can change any file, and its previous content is gone
 //! once it ran, so it must be kept *before*: ahead of each foreground Bash call that may write,
-//! keel copies the workspace's files into a per-process *stash* (`checkpoints/stash-<pid>/`).
+//! keel copies the workspace's files into a per-process *stash* (`checkpoints/stash-<pid>-<n>/`).
 //! The copies are made by the kernel (`copy_file_range`, a reflink where the file system has
 //! them), nothing is hashed; a file is copied again only when the workspace fingerprint shows it
 //! changed, so after the first command the cost is that of what changed. The fingerprint is the
@@ -70,7 +70,7 @@ pub(super) fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 
 impl Checkpoints {
     fn stash_dir(&self) -> PathBuf {
-        self.dir.join(format!("stash-{}", std::process::id()))
+        self.dir.join(format!("stash-{}-{}", std::process::id(), self.instance))
     }
 
     fn with_stash<R>(&self, f: impl FnOnce(&mut Stash) -> R) -> R {
@@ -426,6 +426,7 @@ fn sweep_dead_stashes(dir: &Path) {
         let Some(pid) = name
             .to_str()
             .and_then(|n| n.strip_prefix("stash-"))
+            .and_then(|p| p.split('-').next())
             .and_then(|p| p.parse::<i32>().ok())
         else {
             continue;

@@ -261,3 +261,26 @@ fn a_full_stash_keeps_the_files_that_change_and_never_opens_a_fifo() {
     w.store.restore_code(1).unwrap();
     assert_eq!(std::fs::read_to_string(w.root.join("a.txt")).unwrap(), "a\n");
 }
+
+#[test]
+fn stashes_of_dead_processes_are_swept_and_live_ones_kept() {
+    let w = ws();
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let gone = w.store.dir().join(format!("stash-{dead}-0"));
+    let live = w.store.dir().join(format!("stash-{}-999", std::process::id()));
+    for d in [&gone, &live] {
+        std::fs::create_dir_all(d).unwrap();
+        std::fs::write(d.join("1"), "copy").unwrap();
+    }
+    std::fs::write(w.root.join("a.txt"), "a\n").unwrap();
+    w.store.begin(PointKind::Prompt, "go").unwrap();
+    w.run("echo b > a.txt");
+    assert!(!gone.exists(), "a dead process's stash is removed");
+    assert!(live.exists(), "another store of this process keeps its own");
+    let own = w.store.stash_dir();
+    assert!(own.exists());
+    drop(w.store);
+    assert!(!own.exists(), "the stash goes with its store");
+}

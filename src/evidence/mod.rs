@@ -442,7 +442,17 @@ impl Evidence {
                 known,
             ));
         }
-        s.command_changes = Some(command_changes(&changes, &during));
+        // Accumulated until taken: a concurrent command (a sub-agent's) must not erase these.
+        let new = command_changes(&changes, &during);
+        match &mut s.command_changes {
+            Some(c) => {
+                c.added.extend(new.added);
+                c.modified.extend(new.modified);
+                c.removed.extend(new.removed);
+                c.uncertain |= new.uncertain;
+            }
+            None => s.command_changes = Some(new),
+        }
         if !changes.is_empty() || s.ledger.digest.is_none() {
             s.ledger.digest = Some(after.digest());
         }

@@ -177,6 +177,15 @@ async fn changes_made_by_shell_commands_are_rewound_and_unkept_ones_are_listed()
         "the model is told which change cannot be taken back: {text}"
     );
 
+    // The stash of copies goes with the process that kept it.
+    let checkpoints = env.transcripts()[0].with_extension("").join("checkpoints");
+    let stashes: Vec<_> = std::fs::read_dir(&checkpoints)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("stash-"))
+        .collect();
+    assert!(stashes.is_empty(), "{stashes:?}");
+
     let dry = env
         .keel_offline()
         .args(["rewind", "--to", "1", "--dry-run"])
