@@ -284,3 +284,36 @@ fn stashes_of_dead_processes_are_swept_and_live_ones_kept() {
     drop(w.store);
     assert!(!own.exists(), "the stash goes with its store");
 }
+
+#[test]
+fn a_git_checkout_is_rewound_in_the_working_tree() {
+    let w = ws();
+    let git = |args: &str| {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "git -c user.name=t -c user.email=t@t -c init.defaultBranch=main {args}"
+            ))
+            .current_dir(&w.root)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    std::fs::write(w.root.join("a.txt"), "v1\n").unwrap();
+    git("init -q && git add a.txt && git -c user.name=t -c user.email=t@t commit -qm one");
+    git(
+        "checkout -qb other && echo v2 > a.txt && echo b > b.txt && git add . && git -c user.name=t -c user.email=t@t commit -qm two && git checkout -q main",
+    );
+    std::fs::write(w.root.join("a.txt"), "v1 with my uncommitted work\n").unwrap();
+    w.store.begin(PointKind::Prompt, "go").unwrap();
+    let lost = w.run("git checkout -q -f other");
+    assert!(lost.is_empty(), "{lost:?}");
+    assert_eq!(std::fs::read_to_string(w.root.join("a.txt")).unwrap(), "v2\n");
+    w.store.restore_code(1).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(w.root.join("a.txt")).unwrap(),
+        "v1 with my uncommitted work\n",
+        "the uncommitted work a forced checkout threw away is back"
+    );
+    assert!(!w.root.join("b.txt").exists());
+}
