@@ -108,7 +108,10 @@ impl Checkpoints {
             for copy in dead {
                 let _ = std::fs::remove_file(copy);
             }
-            if stash.saturated && dropped.is_empty() && named.is_empty() {
+            let named_due = named
+                .iter()
+                .any(|n| last.get(n).is_some() && !stash.entries.contains_key(n));
+            if stash.saturated && dropped.is_empty() && !named_due {
                 return Vec::new();
             }
             last.iter()
@@ -213,6 +216,10 @@ impl Checkpoints {
         removed: &[PathBuf],
     ) -> Vec<(PathBuf, String)> {
         let mut lost = Vec::new();
+        if !(added.is_empty() && modified.is_empty() && removed.is_empty()) {
+            // The workspace changed: a full stash may have better candidates now.
+            self.with_stash(|s| s.saturated = false);
+        }
         let changed = added
             .iter()
             .map(|p| (p, true))

@@ -317,3 +317,24 @@ fn a_git_checkout_is_rewound_in_the_working_tree() {
     );
     assert!(!w.root.join("b.txt").exists());
 }
+
+#[test]
+fn a_file_a_command_turned_into_a_link_out_is_restored_as_a_file_not_written_through() {
+    let w = ws();
+    std::fs::write(w.root.join("a.txt"), "mine\n").unwrap();
+    std::fs::write(w.outside.join("target"), "outside\n").unwrap();
+    w.store.begin(PointKind::Prompt, "go").unwrap();
+    let cmd = format!("ln -sf {} a.txt", w.outside.join("target").display());
+    assert!(w.run(&cmd).is_empty());
+    assert!(
+        std::fs::symlink_metadata(w.root.join("a.txt"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    w.store.restore_code(1).unwrap();
+    let meta = std::fs::symlink_metadata(w.root.join("a.txt")).unwrap();
+    assert!(meta.is_file(), "the link itself is replaced");
+    assert_eq!(std::fs::read_to_string(w.root.join("a.txt")).unwrap(), "mine\n");
+    assert_eq!(std::fs::read_to_string(w.outside.join("target")).unwrap(), "outside\n");
+}
