@@ -8,6 +8,7 @@
 //! does not parse is an error, reported with its line in the file.
 
 use serde_json::{Map, Value};
+use yaml_rust2::parser::{Event, Parser};
 use yaml_rust2::{Yaml, YamlLoader};
 
 /// A parsed markdown document.
@@ -72,6 +73,7 @@ fn opening_fence(text: &str) -> Option<usize> {
 
 /// Parses the YAML between the fences (file line 2 onwards) into a JSON object.
 fn parse_yaml(yaml: &str) -> Result<Map<String, Value>, FrontMatterError> {
+    refuse_aliases(yaml)?;
     let docs = match YamlLoader::load_from_str(yaml) {
         Ok(d) => d,
         Err(strict) => {
@@ -101,6 +103,26 @@ fn parse_yaml(yaml: &str) -> Result<Map<String, Value>, FrontMatterError> {
             line: 2,
             message: "the front matter must be a mapping of `key: value` lines".into(),
         }),
+    }
+}
+
+/// The loader copies an anchored node for every alias (`*name`) to it, so a few hundred bytes
+/// of nested aliases expand to gigabytes; a file from a cloned repository must not be able to
+/// exhaust memory. Front matter has no use for them: any alias is an error. (Syntax errors are
+/// left to the loader, which reports them.)
+fn refuse_aliases(yaml: &str) -> Result<(), FrontMatterError> {
+    let mut parser = Parser::new_from_str(yaml);
+    loop {
+        match parser.next_token() {
+            Ok((Event::Alias(_), mark)) => {
+                return Err(FrontMatterError {
+                    line: mark.line() + 1,
+                    message: "YAML aliases (`*name`) are not supported in front matter".into(),
+                });
+            }
+            Ok((Event::StreamEnd, _)) | Err(_) => return Ok(()),
+            Ok(_) => {}
+        }
     }
 }
 
@@ -296,5 +318,23 @@ mod tests {
         assert!(err.message.contains("never closed"));
         let err = parse("---\n- a\n- b\n---\n").unwrap_err();
         assert!(err.message.contains("mapping"));
+    }
+
+    #[test]
+    fn aliases_are_refused_before_they_can_expand() {
+        // Ten aliases per level: a million copies at five levels (each further level multiplies
+        // by ten, so a file under a kilobyte can ask for terabytes).
+        let mut yaml = String::from("---\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..6 {
+            let refs = vec![format!("*a{}", i - 1); 10].join(", ");
+            yaml.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+        }
+        yaml.push_str("description: boom\n---\nbody\n");
+        let err = parse(&yaml).unwrap_err();
+        assert_eq!(err.line, 3, "{err}");
+        assert!(err.message.contains("aliases"), "{err}");
+        // Anchors alone, and `*` inside text, are fine.
+        let doc = parse("---\nname: &n review\ndescription: \"*bold* and *a\"\n---\n").unwrap();
+        assert_eq!(doc.meta["name"], "review");
     }
 }

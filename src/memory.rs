@@ -28,7 +28,12 @@ pub struct Memory {
     pub head: String,
     /// Lines of MEMORY.md not loaded.
     pub more_lines: usize,
+    /// Why MEMORY.md could not be read (said in the prompt instead of an empty memory).
+    pub problem: Option<String>,
 }
+
+/// Largest MEMORY.md read (its head is loaded; the rest is counted).
+const MAX_FILE: u64 = 8 * 1024 * 1024;
 
 /// The project a directory belongs to: its repository root, or itself.
 pub fn project_root(cwd: &Path) -> PathBuf {
@@ -59,6 +64,7 @@ impl Memory {
             file,
             head: String::new(),
             more_lines: 0,
+            problem: None,
         };
         m.reload();
         m
@@ -66,9 +72,15 @@ impl Memory {
 
     /// Reads MEMORY.md again; returns whether what is loaded changed.
     pub fn reload(&mut self) -> bool {
-        let text = std::fs::read(&self.file)
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .unwrap_or_default();
+        use crate::fsutil::open::{ReadError, read_file_capped};
+        // Never a FIFO or a device in its place, never an endless file.
+        let (text, problem) = match read_file_capped(&self.file, MAX_FILE) {
+            Ok(b) => (String::from_utf8_lossy(&b).into_owned(), None),
+            Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => (String::new(), None),
+            Err(e) => (String::new(), Some(e.to_string())),
+        };
+        let problem_changed = problem != self.problem;
+        self.problem = problem;
         let mut head = String::new();
         let mut taken = 0;
         for line in text.lines() {
@@ -80,7 +92,7 @@ impl Memory {
             taken += 1;
         }
         let more = text.lines().count().saturating_sub(taken);
-        let changed = head != self.head || more != self.more_lines;
+        let changed = head != self.head || more != self.more_lines || problem_changed;
         self.head = head;
         self.more_lines = more;
         changed
@@ -89,7 +101,12 @@ impl Memory {
     /// The memory section of the system prompt.
     pub fn render(&self) -> String {
         let mut out = format!("{RULES}\n\nMemory folder: {}\n", self.dir.display());
-        if self.head.trim().is_empty() {
+        if let Some(problem) = &self.problem {
+            out.push_str(&format!(
+                "{} could not be loaded ({problem}); tell the user, and do not overwrite it.",
+                self.file.display()
+            ));
+        } else if self.head.trim().is_empty() {
             out.push_str(&format!("{} does not exist yet or is empty.", self.file.display()));
         } else {
             out.push_str(&format!(
@@ -118,6 +135,13 @@ impl Memory {
             ));
         }
         std::fs::create_dir_all(&self.dir)?;
+        self.reload();
+        if let Some(problem) = &self.problem {
+            return Err(std::io::Error::other(format!(
+                "{} cannot be read ({problem}), so nothing was added",
+                self.file.display()
+            )));
+        }
         let mut text = match std::fs::read_to_string(&self.file) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => "# Memory\n\n".to_string(),
@@ -177,5 +201,36 @@ mod tests {
                 .to_string_lossy()
                 .contains(&crate::config::paths::encode_cwd(&repo))
         );
+    }
+
+    /// Something other than a text file in MEMORY.md's place (a FIFO would block every
+    /// session's start) or a file too large is said, not read and not taken for an empty memory.
+    #[test]
+    fn a_memory_file_that_cannot_be_read_is_said_not_blocked_on() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = t.path().join("memory");
+        std::fs::create_dir_all(&dir).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(dir.join("MEMORY.md"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let mut m = Memory::at(dir.clone());
+        assert!(
+            m.problem.as_deref().is_some_and(|p| p.contains("not a regular file")),
+            "{m:?}"
+        );
+        let err = m.append_note("a note").unwrap_err().to_string();
+        assert!(err.contains("nothing was added"), "{err}");
+        let text = m.render();
+        assert!(
+            text.contains("could not be loaded") && !text.contains("does not exist yet"),
+            "{text}"
+        );
+        std::fs::remove_file(dir.join("MEMORY.md")).unwrap();
+        let f = std::fs::File::create(dir.join("MEMORY.md")).unwrap();
+        f.set_len(MAX_FILE + 1).unwrap();
+        let m = Memory::at(dir);
+        assert!(m.problem.as_deref().is_some_and(|p| p.contains("larger than")), "{m:?}");
     }
 }

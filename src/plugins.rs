@@ -102,14 +102,24 @@ impl Plugins {
         }
     }
 
-    /// Every plugin's MCP servers as `plugin:server` → configuration.
-    pub fn mcp_servers(&self) -> Vec<(String, Value)> {
+    /// Marks each plugin's hooks as its own, so they run with `CLAUDE_PLUGIN_ROOT` set.
+    pub fn tag_hooks(&self, config: &mut crate::hooks::HookConfig) {
+        for p in &self.list {
+            if let Some((path, _)) = &p.hooks {
+                config.set_plugin_root(&path.display().to_string(), &p.root);
+            }
+        }
+    }
+
+    /// Every plugin's MCP servers as `plugin:server`, configuration, and where the plugin was
+    /// configured (a repository's plugin is the repository's: its servers need approval).
+    pub fn mcp_servers(&self) -> Vec<(String, Value, Scope)> {
         self.list
             .iter()
             .flat_map(|p| {
                 p.mcp_servers
                     .iter()
-                    .map(move |(k, v)| (format!("{}:{k}", p.name), v.clone()))
+                    .map(move |(k, v)| (format!("{}:{k}", p.name), v.clone(), p.scope))
             })
             .collect()
     }
@@ -130,12 +140,34 @@ fn invalid(dir: &Path, problem: impl Into<String>) -> PluginError {
     }
 }
 
+/// Largest manifest, hooks or MCP file read.
+const MAX_JSON: u64 = 1024 * 1024;
+
+/// Reads a plugin's JSON file like keel's other reads of configuration it did not write: never
+/// a FIFO or a device, never more than [`MAX_JSON`].
+/// `dir` is the plugin's (canonical) folder: a file leading outside it (`"hooks":
+/// "../../x.json"`, an absolute path, a link) is an error, so a plugin runs and configures only
+/// what it ships.
 fn read_json(path: &Path, dir: &Path) -> Result<Option<Value>, PluginError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+    use crate::fsutil::open::{ReadError, read_file_capped};
+    match path.canonicalize() {
+        Ok(real) if !real.starts_with(dir) => {
+            return Err(invalid(
+                dir,
+                format!(
+                    "{} leads outside the plugin's folder; a plugin's files must be inside it",
+                    path.display()
+                ),
+            ));
+        }
+        _ => {}
+    }
+    let bytes = match read_file_capped(path, MAX_JSON) {
+        Ok(b) => b,
+        Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(invalid(dir, format!("cannot read {}: {e}", path.display()))),
     };
+    let text = String::from_utf8(bytes).map_err(|_| invalid(dir, format!("{}: not UTF-8 text", path.display())))?;
     serde_json::from_str(&text).map(Some).map_err(|e| {
         invalid(
             dir,
@@ -168,13 +200,14 @@ pub fn load_one(dir: &Path, scope: Scope) -> Result<Plugin, PluginError> {
             .unwrap_or_default(),
     };
     if name.is_empty()
+        || name.starts_with('.')
         || !name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
     {
         return Err(invalid(
             &root,
-            format!("`{name}` is not a valid plugin name (letters, digits, `-`, `_`, `.`)"),
+            format!("`{name}` is not a valid plugin name (letters, digits, `-`, `_`, `.`; not starting with `.`)"),
         ));
     }
     let root_text = root.display().to_string();
@@ -183,7 +216,7 @@ pub fn load_one(dir: &Path, scope: Scope) -> Result<Plugin, PluginError> {
             .get("hooks")
             .map(|h| (root.join(".claude-plugin/plugin.json"), h.clone())),
         Some(Value::String(rel)) => {
-            let path = root.join(rel.trim_start_matches("./").replace(ROOT_VAR, &root_text));
+            let path = named(&root, &root_text, "hooks", rel)?;
             load_hooks(&path, &root)?.map(|h| (path, h))
         }
         _ => {
@@ -195,7 +228,7 @@ pub fn load_one(dir: &Path, scope: Scope) -> Result<Plugin, PluginError> {
     let mcp = match manifest.get("mcpServers") {
         Some(Value::Object(m)) => Some(Value::Object(m.clone())),
         Some(Value::String(rel)) => {
-            let path = root.join(rel.trim_start_matches("./").replace(ROOT_VAR, &root_text));
+            let path = named(&root, &root_text, "mcpServers", rel)?;
             read_json(&path, &root)?.map(|v| v.get("mcpServers").cloned().unwrap_or(v))
         }
         _ => read_json(&root.join(".mcp.json"), &root)?.map(|v| v.get("mcpServers").cloned().unwrap_or(Value::Null)),
@@ -214,6 +247,23 @@ pub fn load_one(dir: &Path, scope: Scope) -> Result<Plugin, PluginError> {
         mcp_servers,
         scope,
     })
+}
+
+/// A file the manifest names (`"hooks": "./config/hooks.json"`): inside the plugin, no `..`,
+/// and there (a file named but missing is an error, not a plugin without hooks).
+fn named(root: &Path, root_text: &str, key: &str, rel: &str) -> Result<PathBuf, PluginError> {
+    let rel = rel.replace(ROOT_VAR, root_text);
+    let path = root.join(rel.trim_start_matches("./"));
+    if path.components().any(|c| matches!(c, std::path::Component::ParentDir)) || !path.starts_with(root) {
+        return Err(invalid(
+            root,
+            format!("`{key}` names {rel}, which leads outside the plugin's folder; a plugin's files must be inside it"),
+        ));
+    }
+    if !path.exists() {
+        return Err(invalid(root, format!("`{key}` names {rel}, which does not exist")));
+    }
+    Ok(path)
 }
 
 /// A hooks file: `{"hooks": {...}}` (the reference's plugin shape) or the event map itself.
@@ -268,6 +318,7 @@ mod tests {
         let servers = plugins.mcp_servers();
         assert_eq!(servers[0].0, "ops:db");
         assert_eq!(servers[0].1["command"], format!("{}/bin/db", root.display()));
+        assert_eq!(servers[0].2, Scope::Cli);
         let mut settings = Settings::default();
         plugins.add_hook_layers(&mut settings);
         let hc = crate::hooks::HookConfig::from_settings(&settings).unwrap();
@@ -283,8 +334,84 @@ mod tests {
         write(bad.join(".claude-plugin/plugin.json"), "{\"name\": ");
         let err = load_one(&bad, Scope::Cli).unwrap_err().to_string();
         assert!(err.contains("plugin.json:1:") && err.contains("invalid JSON"), "{err}");
+        // A FIFO in place of the manifest is refused at once instead of blocking startup.
+        let fifo = t.path().join("fifo-plugin");
+        std::fs::create_dir_all(fifo.join(".claude-plugin")).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(fifo.join(".claude-plugin/plugin.json"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // Should a reader block on it, a writer comes by and closes it, so the test ends.
+        let pipe = fifo.join(".claude-plugin/plugin.json");
+        std::thread::spawn(move || {
+            use std::os::unix::fs::OpenOptionsExt;
+            for _ in 0..100 {
+                let opened = std::fs::OpenOptions::new()
+                    .write(true)
+                    .custom_flags(libc::O_NONBLOCK)
+                    .open(&pipe);
+                if opened.is_ok() {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        });
+        let err = load_one(&fifo, Scope::Cli).unwrap_err().to_string();
+        assert!(err.contains("not a regular file"), "{err}");
         let nameless = t.path().join("bare-plugin");
         std::fs::create_dir_all(&nameless).unwrap();
         assert_eq!(load_one(&nameless, Scope::Cli).unwrap().name, "bare-plugin");
+    }
+
+    /// A plugin (perhaps one a cloned repository configures) points its manifest at files
+    /// outside its folder, or links them there, or names itself `..`: each is an error naming
+    /// the file, and nothing of it is loaded.
+    #[test]
+    fn a_plugins_files_must_be_inside_it() {
+        use std::os::unix::fs::symlink;
+        let t = tempfile::tempdir().unwrap();
+        let base = t.path().canonicalize().unwrap();
+        let outside = base.join("outside.json");
+        write(
+            outside.clone(),
+            r#"{"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "touch /tmp/x"}]}]}}"#,
+        );
+        let cases = [
+            (r#"{"name": "a", "hooks": "../outside.json"}"#, None),
+            (r#"{"name": "b", "hooks": "./hooks/../../outside.json"}"#, None),
+            (
+                format!(r#"{{"name": "c", "mcpServers": "{}"}}"#, outside.display()).leak() as &str,
+                None,
+            ),
+            (r#"{"name": "d"}"#, Some("hooks/hooks.json")),
+            (r#"{"name": "e"}"#, Some(".mcp.json")),
+        ];
+        for (i, (manifest, link)) in cases.into_iter().enumerate() {
+            let root = base.join(format!("p{i}"));
+            write(root.join(".claude-plugin/plugin.json"), manifest);
+            if let Some(l) = link {
+                std::fs::create_dir_all(root.join(l).parent().unwrap()).unwrap();
+                symlink(&outside, root.join(l)).unwrap();
+            }
+            let err = load_one(&root, Scope::Project).unwrap_err().to_string();
+            assert!(err.contains("leads outside the plugin's folder"), "{manifest}: {err}");
+        }
+        // A link inside the plugin is fine.
+        let root = base.join("inside");
+        write(root.join(".claude-plugin/plugin.json"), r#"{"name": "inside"}"#);
+        write(root.join("shared/hooks.json"), r#"{"hooks": {}}"#);
+        std::fs::create_dir_all(root.join("hooks")).unwrap();
+        symlink(root.join("shared/hooks.json"), root.join("hooks/hooks.json")).unwrap();
+        assert!(load_one(&root, Scope::Project).unwrap().hooks.is_some());
+        for name in ["..", ".", ".hidden"] {
+            let root = base.join(format!("named{name}"));
+            write(
+                root.join(".claude-plugin/plugin.json"),
+                &format!(r#"{{"name": "{name}"}}"#),
+            );
+            let err = load_one(&root, Scope::Project).unwrap_err().to_string();
+            assert!(err.contains("not a valid plugin name"), "{name}: {err}");
+        }
     }
 }

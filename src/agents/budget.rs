@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::config::settings::{Settings, SettingsError};
+use crate::config::settings::{Scope, Settings, SettingsError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -27,15 +27,28 @@ impl Default for Limits {
 
 impl Limits {
     /// The `agents` settings (`maxDepth`, `maxChildren`, `maxTotal`); absent keys keep defaults.
-    pub fn from_settings(settings: &Settings) -> Result<Limits, SettingsError> {
+    /// A repository's settings (project and local files) may lower a budget but not raise it
+    /// above the default or the user's own value: a cloned repository must not let a model
+    /// spawn a thousand sub-agents. Returns the limits and one warning per value refused.
+    pub fn from_settings(settings: &Settings) -> Result<(Limits, Vec<String>), SettingsError> {
         let mut l = Limits::default();
+        let mut warnings = Vec::new();
         for (key, slot) in [
             ("maxDepth", &mut l.max_depth),
             ("maxChildren", &mut l.max_children),
             ("maxTotal", &mut l.max_total),
         ] {
-            if let Some((v, layer)) = settings.nested(&["agents", key]) {
-                *slot = v
+            let mut ceiling = *slot;
+            for layer in &settings.layers {
+                let Some(v) = layer
+                    .value
+                    .get("agents")
+                    .and_then(|a| a.get(key))
+                    .filter(|v| !v.is_null())
+                else {
+                    continue;
+                };
+                let n = v
                     .as_u64()
                     .filter(|n| *n <= 1000)
                     .ok_or_else(|| SettingsError::Invalid {
@@ -43,9 +56,21 @@ impl Limits {
                         key: format!("agents.{key}"),
                         problem: format!("must be a whole number from 0 to 1000, found {v}"),
                     })? as u32;
+                match layer.scope {
+                    Scope::Project | Scope::Local if n > ceiling => warnings.push(format!(
+                        "{}: agents.{key} = {n} is ignored: a project's settings may lower a spawn budget, not raise \
+                         it above {ceiling} (set it in your user settings)",
+                        layer.label()
+                    )),
+                    Scope::Project | Scope::Local => *slot = n,
+                    Scope::User | Scope::Cli => {
+                        *slot = n;
+                        ceiling = n;
+                    }
+                }
             }
         }
-        Ok(l)
+        Ok((l, warnings))
     }
 }
 
@@ -189,10 +214,13 @@ mod tests {
         .unwrap();
         assert_eq!(
             Limits::from_settings(&s).unwrap(),
-            Limits {
-                max_total: 4,
-                ..Limits::default()
-            }
+            (
+                Limits {
+                    max_total: 4,
+                    ..Limits::default()
+                },
+                Vec::new()
+            )
         );
         let s = Settings::load(
             None,
@@ -207,5 +235,61 @@ mod tests {
                 .to_string()
                 .contains("agents.maxDepth")
         );
+    }
+
+    /// A cloned repository's settings cannot lift the budgets a hostile model would need to
+    /// spawn without end; they may still lower them, and the user's own settings may raise them.
+    #[test]
+    fn a_repository_may_lower_budgets_but_not_raise_them() {
+        let d = tempfile::tempdir().unwrap();
+        let home = d.path().join("home");
+        let repo = d.path().join("repo");
+        let write = |p: std::path::PathBuf, text: &str| {
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        write(
+            repo.join(".claude/settings.json"),
+            r#"{"agents": {"maxDepth": 1000, "maxChildren": 3, "maxTotal": 1000}}"#,
+        );
+        write(
+            repo.join(".claude/settings.local.json"),
+            r#"{"agents": {"maxDepth": 50}}"#,
+        );
+        let load = |cli: Option<&str>| Settings::load(Some(&home), &d.path().join("k"), &repo, cli).unwrap();
+        let (l, warnings) = Limits::from_settings(&load(None)).unwrap();
+        assert_eq!(
+            l,
+            Limits {
+                max_depth: 2,
+                max_children: 3,
+                max_total: 20
+            }
+        );
+        assert_eq!(warnings.len(), 3, "{warnings:?}");
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("settings.json") && w.contains("agents.maxTotal = 1000") && w.contains("above 20")),
+            "{warnings:?}"
+        );
+        // The user's own settings set the ceiling the repository stays under.
+        write(
+            home.join(".claude/settings.json"),
+            r#"{"agents": {"maxDepth": 60, "maxTotal": 100}}"#,
+        );
+        let (l, warnings) = Limits::from_settings(&load(None)).unwrap();
+        assert_eq!(
+            l,
+            Limits {
+                max_depth: 50,
+                max_children: 3,
+                max_total: 100
+            }
+        );
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        // `--settings` is the user's too.
+        let (l, _) = Limits::from_settings(&load(Some(r#"{"agents": {"maxTotal": 300}}"#))).unwrap();
+        assert_eq!(l.max_total, 300);
     }
 }

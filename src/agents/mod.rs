@@ -23,6 +23,8 @@ pub use definition::{AgentDef, AgentSource, Isolation, Role};
 pub const LISTING_LEAD: &str = "Sub-agent types defined for this project, besides the built-in ones (the Agent \
 tool's `subagent_type`; each works in its own conversation and reports back):";
 
+/// Most characters of one type's description in the listing.
+const MAX_DESCRIPTION: usize = 600;
 /// Most definition files read from one folder tree.
 const MAX_FILES: usize = 500;
 const MAX_DEPTH: usize = 4;
@@ -58,29 +60,39 @@ impl AgentCatalog {
         for def in p.cli {
             c.add(def);
         }
-        let mut roots: Vec<(PathBuf, AgentSource, Option<String>)> = Vec::new();
-        for d in crate::skills::discover::project_dirs(p.cwd) {
-            roots.push((d.join(".claude/agents"), AgentSource::Project, None));
-            roots.push((d.join(".keel/agents"), AgentSource::Project, None));
+        // Each folder with the folder its files must really lie in (see `skills::discover::leaves`).
+        #[allow(clippy::type_complexity)]
+        let mut roots: Vec<(PathBuf, AgentSource, Option<String>, Option<PathBuf>)> = Vec::new();
+        let project = crate::skills::discover::project_dirs(p.cwd);
+        let repo = project.last().cloned();
+        for d in &project {
+            roots.push((d.join(".claude/agents"), AgentSource::Project, None, repo.clone()));
+            roots.push((d.join(".keel/agents"), AgentSource::Project, None, repo.clone()));
         }
         if let Some(h) = p.user_home {
-            roots.push((h.join(".claude/agents"), AgentSource::User, None));
+            roots.push((h.join(".claude/agents"), AgentSource::User, None, None));
         }
         if let Some(k) = p.keel_home {
-            roots.push((k.join("agents"), AgentSource::User, None));
+            roots.push((k.join("agents"), AgentSource::User, None, None));
         }
         for (name, root) in p.plugins {
             roots.push((
                 root.join("agents"),
                 AgentSource::Plugin(name.clone()),
                 Some(name.clone()),
+                Some(root.clone()),
             ));
         }
-        for (root, source, ns) in roots {
+        for (root, source, ns, bound) in roots {
+            let bound = bound.as_deref();
             let mut files = Vec::new();
-            collect(&root, 0, &mut files);
+            collect(&root, 0, bound, &mut files);
             files.sort();
             for f in files {
+                if let Some(w) = crate::skills::discover::leaves(&f, bound) {
+                    c.warnings.push(w);
+                    continue;
+                }
                 let text = match read(&f) {
                     Ok(t) => t,
                     Err(e) => {
@@ -157,19 +169,22 @@ impl AgentCatalog {
     }
 
     /// The listing of the custom types for the model's context (the built-in ones are
-    /// described by the Agent tool itself); `None` when there are none.
-    pub fn listing(&self) -> Option<String> {
-        let custom: Vec<&AgentDef> = self.defs.iter().filter(|d| d.source != AgentSource::BuiltIn).collect();
-        if custom.is_empty() {
-            return None;
-        }
-        let mut out = String::from(LISTING_LEAD);
-        for d in custom {
-            let about: String = d.description.split_whitespace().collect::<Vec<_>>().join(" ");
-            let about: String = about.chars().take(600).collect();
-            out.push_str(&format!("\n- {}: {about}", d.name));
-        }
-        Some(out)
+    /// described by the Agent tool itself), within `budget` characters like the skill listing
+    /// (a repository's hundreds of definitions must not fill the context); `None` when there
+    /// are none.
+    pub fn listing(&self, budget: usize) -> Option<String> {
+        let entries: Vec<(&str, String)> = self
+            .defs
+            .iter()
+            .filter(|d| d.source != AgentSource::BuiltIn)
+            .map(|d| {
+                (
+                    d.name.as_str(),
+                    crate::skills::listing::one_line(&d.description, MAX_DESCRIPTION),
+                )
+            })
+            .collect();
+        crate::skills::listing::fit(LISTING_LEAD, &entries, budget)
     }
 }
 
@@ -179,7 +194,7 @@ fn read(path: &Path) -> Result<String, String> {
     String::from_utf8(bytes).map_err(|_| format!("{}: not UTF-8 text; not loaded", path.display()))
 }
 
-fn collect(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+fn collect(dir: &Path, depth: usize, bound: Option<&Path>, out: &mut Vec<PathBuf>) {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return;
     };
@@ -189,8 +204,9 @@ fn collect(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
         }
         let p = e.path();
         if p.is_dir() {
-            if depth < MAX_DEPTH {
-                collect(&p, depth + 1, out);
+            // A linked folder elsewhere (`/`, the home directory) is not crawled.
+            if depth < MAX_DEPTH && crate::skills::discover::within(&p, bound) {
+                collect(&p, depth + 1, bound, out);
             }
         } else if p.extension().is_some_and(|x| x == "md") {
             out.push(p);
@@ -252,11 +268,89 @@ mod tests {
             msg.contains("general-purpose") && msg.contains("reviewer") && msg.contains("ops:deployer"),
             "{msg}"
         );
-        let listing = c.listing().unwrap();
+        let listing = c.listing(10_000).unwrap();
         assert!(
             listing.contains("- reviewer: project reviewer") && !listing.contains("verifier"),
             "{listing}"
         );
-        assert_eq!(AgentCatalog::builtin().listing(), None);
+        assert_eq!(AgentCatalog::builtin().listing(10_000), None);
+    }
+
+    /// A repository with hundreds of long definitions does not fill the context: the listing
+    /// keeps every name within its budget.
+    #[test]
+    fn the_listing_stays_within_its_budget() {
+        let t = tempfile::tempdir().unwrap();
+        let cwd = t.path().canonicalize().unwrap();
+        let long = "Use this agent for everything, always, proactively. ".repeat(20);
+        for i in 0..300 {
+            write(
+                cwd.join(format!(".claude/agents/a{i:03}.md")),
+                &format!("---\nname: agent-{i:03}\ndescription: {long}\n---\nP\n"),
+            );
+        }
+        let c = AgentCatalog::discover(AgentPlaces {
+            cwd: &cwd,
+            user_home: None,
+            keel_home: None,
+            cli: Vec::new(),
+            plugins: &[],
+        });
+        let budget = 8_000;
+        let listing = c.listing(budget).unwrap();
+        let entries: usize = listing.lines().skip(1).map(|l| l.chars().count() + 1).sum();
+        assert!(entries <= budget, "{entries} characters");
+        assert!(listing.contains("- agent-000") && listing.contains("- agent-299"));
+    }
+
+    /// A repository's or plugin's agent file linked to a file outside it (the user's private
+    /// notes, another project's prompts) is not read, and a linked folder is not crawled.
+    #[test]
+    fn a_repositorys_links_to_files_outside_it_are_not_read() {
+        use std::os::unix::fs::symlink;
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let cwd = root.join("repo");
+        std::fs::create_dir_all(cwd.join(".claude/agents")).unwrap();
+        std::fs::create_dir_all(cwd.join(".git")).unwrap();
+        let private = root.join("private");
+        write(
+            private.join("notes.md"),
+            "---\nname: notes\ndescription: PRIVATE-NOTES\n---\nPRIVATE-BODY\n",
+        );
+        symlink(private.join("notes.md"), cwd.join(".claude/agents/notes.md")).unwrap();
+        symlink(&private, cwd.join(".claude/agents/linked")).unwrap();
+        let plugin = root.join("plug");
+        std::fs::create_dir_all(plugin.join("agents")).unwrap();
+        symlink(private.join("notes.md"), plugin.join("agents/notes.md")).unwrap();
+        write(
+            cwd.join("docs/reviewer.md"),
+            "---\nname: reviewer\ndescription: shared\n---\nP\n",
+        );
+        symlink(cwd.join("docs/reviewer.md"), cwd.join(".claude/agents/reviewer.md")).unwrap();
+        let c = AgentCatalog::discover(AgentPlaces {
+            cwd: &cwd,
+            user_home: None,
+            keel_home: None,
+            cli: Vec::new(),
+            plugins: &[("ops".into(), plugin)],
+        });
+        assert!(
+            c.get("reviewer").is_some(),
+            "a link inside the repository: {:?}",
+            c.warnings
+        );
+        assert!(c.get("notes").is_none() && c.get("ops:notes").is_none());
+        assert!(
+            c.listing(10_000).is_some_and(|l| !l.contains("PRIVATE")),
+            "{:?}",
+            c.listing(10_000)
+        );
+        assert_eq!(
+            c.warnings.iter().filter(|w| w.contains("leads outside")).count(),
+            2,
+            "{:?}",
+            c.warnings
+        );
     }
 }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use tokio::process::Command;
 
+use crate::fsutil::rebase_path as moved;
 use crate::sandbox::SandboxMode;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,12 +33,12 @@ pub enum Outcome {
     },
 }
 
+/// keel's own git call: the repository's configuration runs nothing (no hooks on
+/// `worktree add`, no filters on checkout, no fsmonitor on status; see `context::git`).
 async fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
+    let mut cmd = Command::from(crate::context::git::command(dir));
+    let out = cmd
         .args(args)
-        .stdin(std::process::Stdio::null())
         .output()
         .await
         .map_err(|e| format!("cannot run git: {e}"))?;
@@ -67,25 +68,26 @@ pub fn home(cwd: &Path, fallback: &Path) -> PathBuf {
     }
 }
 
-/// The sandbox of a sub-agent in the worktree `to`: the parent's directory `from` is no longer
-/// writable, the worktree is (with its agent configuration and git hooks read-only).
+/// The sandbox of a sub-agent in the worktree `to` of the repository `from`: what was writable
+/// in the repository is writable at the same place in the worktree instead (the parent's tree
+/// no longer), with the worktree's agent configuration and git hooks read-only.
 pub fn rebase_sandbox(mode: &SandboxMode, from: &Path, to: &Path) -> SandboxMode {
     let SandboxMode::Enforced(policy) = mode else {
         return mode.clone();
     };
     let mut p = policy.clone();
-    for w in &mut p.writable {
-        if w == from {
-            *w = to.to_path_buf();
-        }
-    }
+    // A writable folder the worktree does not have (an untracked build folder) is left out.
+    p.writable = p
+        .writable
+        .iter()
+        .map(|w| (moved(w, from, to), w.starts_with(from)))
+        .filter(|(w, was_moved)| !was_moved || w.exists())
+        .map(|(w, _)| w)
+        .collect();
     p.protected = p
         .protected
         .iter()
-        .map(|x| match x.strip_prefix(from) {
-            Ok(rel) => to.join(rel),
-            Err(_) => x.clone(),
-        })
+        .map(|x| moved(x, from, to))
         .filter(|x| x.exists())
         .collect();
     SandboxMode::Enforced(p)
@@ -186,6 +188,50 @@ mod tests {
         sh(&r, &["add", "."]);
         sh(&r, &["commit", "-qm", "init"]);
         (t, r)
+    }
+
+    /// A repository whose configuration runs programs on checkout (a hook, a smudge filter) and
+    /// on status (fsmonitor): a plain `git worktree add` runs them; keel's worktree runs none.
+    #[tokio::test]
+    async fn making_and_finishing_a_worktree_runs_no_repository_program() {
+        let (t, r) = repo();
+        let marker = t.path().join("ran");
+        std::fs::write(r.join(".gitattributes"), "* filter=x\n").unwrap();
+        sh(&r, &["add", "."]);
+        sh(&r, &["commit", "-qm", "attributes"]);
+        let plant = |what: &str| format!("sh -c 'echo {what} >> \"{}\"; cat'", marker.display());
+        sh(&r, &["config", "filter.x.smudge", &plant("smudge")]);
+        sh(&r, &["config", "filter.x.clean", &plant("clean")]);
+        sh(&r, &["config", "core.fsmonitor", &plant("fsmonitor")]);
+        let hook = r.join(".git/hooks/post-checkout");
+        std::fs::write(&hook, format!("#!/bin/sh\necho hook >> \"{}\"\n", marker.display())).unwrap();
+        std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let wt_dir = t.path().join("wts");
+        sh(
+            &r,
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                "plain",
+                &wt_dir.join("plain").display().to_string(),
+            ],
+        );
+        assert!(
+            marker.exists(),
+            "the fixture must make a plain `git worktree add` run them"
+        );
+        std::fs::remove_file(&marker).unwrap();
+
+        let w = create(&r, &wt_dir, "agent-1").await.unwrap();
+        assert_eq!(std::fs::read_to_string(w.path.join("src/a.txt")).unwrap(), "one\n");
+        assert_eq!(finish(&w).await.unwrap(), Outcome::Removed);
+        assert!(
+            !marker.exists(),
+            "keel ran a repository program: {}",
+            std::fs::read_to_string(&marker).unwrap_or_default()
+        );
     }
 
     #[tokio::test]

@@ -63,19 +63,15 @@ pub fn load(
         cli: cli_agents,
         plugins: &roots,
     });
-    let limits = Limits::from_settings(settings)?;
+    let (limits, refused) = Limits::from_settings(settings)?;
     let memory = crate::memory::enabled(settings.flag(&["autoMemoryEnabled"])?).then(|| Memory::load(keel_home, cwd));
-    let mut warnings: Vec<String> = skills.warnings.iter().chain(&agents.warnings).cloned().collect();
-    for p in &plugins.list {
-        if !p.mcp_servers.is_empty() {
-            let names: Vec<&str> = p.mcp_servers.keys().map(String::as_str).collect();
-            warnings.push(format!(
-                "plugin `{}` declares MCP server(s) {}; this build of keel has no MCP client, so they are not started",
-                p.name,
-                names.join(", ")
-            ));
-        }
-    }
+    let warnings: Vec<String> = skills
+        .warnings
+        .iter()
+        .chain(&agents.warnings)
+        .chain(&refused)
+        .cloned()
+        .collect();
     Ok(Extensions {
         plugins: Arc::new(plugins),
         skills: Arc::new(skills),
@@ -124,7 +120,7 @@ impl Extensions {
             project.listings.push(l);
         }
         if registry.get("Agent").is_some()
-            && let Some(l) = self.agents.listing()
+            && let Some(l) = self.agents.listing(listing::budget(window))
         {
             project.listings.push(l);
         }

@@ -294,7 +294,8 @@ pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupErr
         max_budget_usd: cli.programs.max_budget_usd,
         reasoning: reasoning(cli, info.max_output)?,
     };
-    let hook_config = HookConfig::from_settings(&settings)?;
+    let mut hook_config = HookConfig::from_settings(&settings)?;
+    extensions.plugins.tag_hooks(&mut hook_config);
     warnings.extend(hook_config.warnings.iter().cloned());
     let hooks = Hooks::new(hook_config, cwd.clone(), session.id.clone(), session.transcript.clone());
     let window = tokens::Window::new(info.context_window, context_window, info.max_output);
@@ -311,16 +312,7 @@ pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupErr
         interactive: !cli.print,
         hidden: Arc::new(move |name| denies.denies_whole_tool(name)),
         project_trusted: trust.allows_project_commands(),
-        plugin_servers: extensions
-            .plugins
-            .list
-            .iter()
-            .flat_map(|p| {
-                p.mcp_servers
-                    .iter()
-                    .map(move |(k, v)| (format!("{}:{k}", p.name), v.clone(), p.scope))
-            })
-            .collect(),
+        plugin_servers: extensions.plugins.mcp_servers(),
     })
     .map_err(SetupError::Invalid)?;
     warnings.extend(mcp.notices);

@@ -95,7 +95,10 @@ impl Engine {
         if self.registry.get("Agent").is_some() {
             let mut project = self.project.clone();
             project.listings.retain(|l| !l.starts_with(crate::agents::LISTING_LEAD));
-            project.listings.extend(catalog.listing());
+            let window = self.compactor.window.total;
+            project
+                .listings
+                .extend(catalog.listing(crate::skills::listing::budget(window)));
             self.set_project(project);
         }
         Ok(warnings)

@@ -85,7 +85,7 @@ impl SkillInvoker {
     ) -> Result<Loaded, String> {
         let grants = grant_rules(skill, &shared.cwd)?;
         // The rules count for the skill's own commands; a forked skill's task gets them too.
-        shared.skills.grant(&skill.name, grants);
+        shared.skills.grant(&skill.name, grants.clone());
         let vars = Vars {
             session_id: &self.session_id,
             project_dir: &shared.cwd,
@@ -124,7 +124,7 @@ impl SkillInvoker {
                     tool_use_id: call_id.to_string(),
                     background: Some(false),
                     worktree: false,
-                    allowed_tools: skill.allowed_tools.clone(),
+                    grants,
                 },
                 shared,
                 cancel.clone(),
@@ -229,7 +229,7 @@ fn injected(name: &str, text: &str) -> String {
 impl SkillRunner for SkillInvoker {
     fn grants(&self, skill: &str) -> Vec<String> {
         self.catalog
-            .get(skill.trim_start_matches('/'))
+            .get(skill)
             .map(|s| s.allowed_tools.clone())
             .unwrap_or_default()
     }

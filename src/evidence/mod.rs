@@ -551,6 +551,12 @@ impl Evidence {
         report::listing(&self.lock().ledger, self.config.gate.as_str())
     }
 
+    /// How the ledger reads a command line (with the project's declared commands): the one
+    /// recogniser of test, build and lint runs, for others that label commands.
+    pub fn recognise(&self, command: &str) -> runners::Reading {
+        runners::recognise(command, &self.config.declared)
+    }
+
     /// The compaction hand-off's verification section.
     pub fn handoff_section(&self) -> String {
         report::handoff_section(&self.lock().ledger)

@@ -10,6 +10,16 @@ use std::path::Path;
 
 use replace::{Options, Replace};
 
+/// `path` moved from below `from` to the same place below `to` (unchanged when it is not below
+/// `from`): a repository path's twin in a git worktree of it.
+pub fn rebase_path(path: &Path, from: &Path, to: &Path) -> std::path::PathBuf {
+    match path.strip_prefix(from) {
+        Ok(rel) if rel.as_os_str().is_empty() => to.to_path_buf(),
+        Ok(rel) => to.join(rel),
+        Err(_) => path.to_path_buf(),
+    }
+}
+
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory is written,
 /// fsynced, given the old file's permissions, and renamed over the target. Parent directories
 /// are created. A crash at any point leaves either the old or the new content.

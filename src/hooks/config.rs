@@ -75,6 +75,8 @@ pub enum Handler {
         shell: Option<String>,
         timeout_secs: Option<u64>,
         run_async: bool,
+        /// A plugin's hook: its folder, `CLAUDE_PLUGIN_ROOT` in the process's environment.
+        plugin_root: Option<std::path::PathBuf>,
     },
     Http {
         url: String,
@@ -200,6 +202,18 @@ impl HookConfig {
         Ok(config)
     }
 
+    /// Marks the command hooks read from the file `source` as a plugin's, run with
+    /// `CLAUDE_PLUGIN_ROOT` set to `root` (the reference's plugin scripts read it).
+    pub fn set_plugin_root(&mut self, source: &str, root: &std::path::Path) {
+        for g in self.events.values_mut().flatten().filter(|g| g.source == source) {
+            for h in &mut g.handlers {
+                if let Handler::Command { plugin_root, .. } = h {
+                    *plugin_root = Some(root.to_path_buf());
+                }
+            }
+        }
+    }
+
     /// Handlers for an event whose matcher fits `target`, each distinct handler once, in
     /// configuration order.
     pub fn matching(&self, event: Event, target: Option<&str>) -> Vec<Handler> {
@@ -318,6 +332,7 @@ fn parse_handler(h: &Value) -> Result<Option<Handler>, String> {
                 shell: h.get("shell").and_then(Value::as_str).map(str::to_string),
                 timeout_secs,
                 run_async: h.get("async").and_then(Value::as_bool).unwrap_or(false),
+                plugin_root: None,
             }))
         }
         "http" => {

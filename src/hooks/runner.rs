@@ -1,7 +1,7 @@
 //! Runs hook handlers: command hooks as processes (JSON event on stdin, own process group,
 //! killed on timeout), HTTP hooks as a POST of the same JSON.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -43,6 +43,7 @@ pub async fn run(handler: &Handler, stdin: &[u8], env: &HookEnv, default_timeout
             args,
             shell,
             timeout_secs,
+            plugin_root,
             ..
         } => {
             let timeout = timeout_secs.map(Duration::from_secs).unwrap_or(default_timeout);
@@ -50,6 +51,7 @@ pub async fn run(handler: &Handler, stdin: &[u8], env: &HookEnv, default_timeout
                 command.as_deref(),
                 args.as_deref(),
                 shell.as_deref(),
+                plugin_root.as_deref(),
                 stdin,
                 env,
                 timeout,
@@ -72,10 +74,12 @@ pub async fn run(handler: &Handler, stdin: &[u8], env: &HookEnv, default_timeout
     result
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn run_command(
     command: Option<&str>,
     args: Option<&[String]>,
     shell: Option<&str>,
+    plugin_root: Option<&Path>,
     stdin: &[u8],
     env: &HookEnv,
     timeout: Duration,
@@ -102,6 +106,9 @@ async fn run_command(
     };
     if let Some(file) = &env.env_file {
         cmd.env("CLAUDE_ENV_FILE", file).env("KEEL_ENV_FILE", file);
+    }
+    if let Some(root) = plugin_root {
+        cmd.env("CLAUDE_PLUGIN_ROOT", root);
     }
     cmd.current_dir(&env.cwd)
         .env("CLAUDE_PROJECT_DIR", &env.project_dir)

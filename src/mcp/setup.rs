@@ -67,7 +67,23 @@ pub fn build(inputs: &McpInputs<'_>) -> Result<McpSetup, String> {
         strict: inputs.strict,
     };
     let mut loaded = sources::load(&src, &env)?;
+    let mut notices = Vec::new();
     if !inputs.strict {
+        // A plugin's servers' names (and the tool names and rules made of them) are the
+        // plugin's: `.mcp.json` naming a server `ops:db` or `ops_db` must not pass for the
+        // `ops` plugin's `db` and inherit the user's `mcp__ops_db` rules.
+        loaded
+            .entries
+            .retain(|e| match plugin_claim(&e.name, &inputs.plugin_servers) {
+                Some(owner) => {
+                    notices.push(format!(
+                        "MCP server `{}` from {} was not started: its name belongs to the plugin server `{owner}`",
+                        e.name, e.source
+                    ));
+                    false
+                }
+                None => true,
+            });
         // A plugin configured by the repository is the repository's: its servers need approval.
         for (name, raw, scope) in &inputs.plugin_servers {
             let scope = match scope {
@@ -85,7 +101,7 @@ pub fn build(inputs: &McpInputs<'_>) -> Result<McpSetup, String> {
             });
         }
     }
-    let mut notices = loaded.warnings;
+    notices.splice(0..0, loaded.warnings);
     let mut pending = Vec::new();
     let mut planned = Vec::new();
     for entry in loaded.entries {
@@ -145,6 +161,20 @@ pub fn build(inputs: &McpInputs<'_>) -> Result<McpSetup, String> {
     Ok(McpSetup { hub, notices, pending })
 }
 
+/// The plugin server whose name `name` would take: one in a loaded plugin's namespace, or one
+/// whose tool names it would share (`ops_db` and `ops:db` both make `mcp__ops_db__`).
+fn plugin_claim(name: &str, plugin_servers: &[(String, serde_json::Value, SettingsScope)]) -> Option<String> {
+    let prefix = super::names::server_prefix(name);
+    plugin_servers
+        .iter()
+        .find(|(owned, _, _)| {
+            let ns = owned.split(':').next().unwrap_or(owned);
+            name.strip_prefix(ns).is_some_and(|rest| rest.starts_with(':'))
+                || super::names::server_prefix(owned) == prefix
+        })
+        .map(|(owned, _, _)| owned.clone())
+}
+
 /// A duration in milliseconds from the environment, as the reference reads `MCP_TIMEOUT` and
 /// `MCP_TOOL_TIMEOUT`.
 fn env_millis(key: &str) -> Result<Option<Duration>, String> {
@@ -184,5 +214,69 @@ fn tool_search_mode(settings: &Settings) -> Result<search::Mode, String> {
     match settings.scalar("toolSearch") {
         Some((v, layer)) => search::Mode::from_value(v).map_err(|e| format!("{}: {e}", layer.label())),
         None => Ok(search::Mode::default()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A repository's `.mcp.json` names servers after a loaded plugin's (`ops:db`, `ops_db`,
+    /// `ops:other`): none of them is planned, so none takes the plugin's tool names or the
+    /// rules the user wrote for them; other servers are untouched.
+    #[test]
+    fn a_projects_server_cannot_take_a_plugin_servers_name() {
+        let t = tempfile::tempdir().unwrap();
+        let cwd = t.path().join("repo");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let server = json!({"command": "true"});
+        std::fs::write(
+            cwd.join(".mcp.json"),
+            json!({"mcpServers": {"ops:db": server, "ops_db": server, "ops:other": server, "opsdb": server, "docs": server}})
+                .to_string(),
+        )
+        .unwrap();
+        let settings = Settings::default();
+        let setup = build(&McpInputs {
+            cli_configs: &[],
+            strict: false,
+            settings: &settings,
+            cwd: &cwd,
+            home: None,
+            keel_home: &t.path().join("keel"),
+            session_dir: &t.path().join("session"),
+            context_window: 200_000,
+            interactive: false,
+            hidden: Arc::new(|_| false),
+            project_trusted: true,
+            plugin_servers: vec![("ops:db".into(), server.clone(), SettingsScope::Cli)],
+        })
+        .unwrap();
+        let mut planned: Vec<(String, String)> = setup
+            .hub
+            .servers()
+            .iter()
+            .map(|s| (s.name.clone(), s.source.clone()))
+            .collect();
+        planned.sort();
+        assert_eq!(
+            planned.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+            vec!["docs", "ops:db", "opsdb"]
+        );
+        assert!(
+            planned.iter().any(|(n, src)| n == "ops:db" && src == "plugin ops"),
+            "{planned:?}"
+        );
+        for name in ["ops:db", "ops_db", "ops:other"] {
+            assert!(
+                setup
+                    .notices
+                    .iter()
+                    .any(|n| n.contains(&format!("`{name}`")) && n.contains("belongs to the plugin server `ops:db`")),
+                "{name}: {:?}",
+                setup.notices
+            );
+        }
     }
 }

@@ -98,46 +98,6 @@ impl Authorizer {
         self.jail.as_ref().is_some_and(|p| p())
     }
 
-    /// The same rules and session grants for a sub-agent working in `to` instead of `from` (a
-    /// git worktree): `from` stops being a working directory, `to` takes its place, relative
-    /// rules resolve there. Nothing is added that the parent could not do in its own tree.
-    pub fn rebased(&self, from: &Path, to: &Path) -> Authorizer {
-        let dirs = self
-            .dirs
-            .iter()
-            .map(|d| if d == from { to.to_path_buf() } else { d.clone() })
-            .collect();
-        let session = self.session.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let mut rules = self.rules.clone();
-        // The file tools never write the parent's tree from a worktree, whatever the mode.
-        let anchors = Anchors {
-            cwd: to.to_path_buf(),
-            base_dir: to.to_path_buf(),
-            home: self.home.clone(),
-        };
-        if let Ok(r) = Rule::parse(
-            &format!("Edit(/{}/**)", from.display()),
-            Behavior::Deny,
-            "worktree isolation (the parent's working tree)",
-            &anchors,
-        ) {
-            rules.push(r);
-        }
-        Authorizer {
-            rules,
-            session: Mutex::new(session),
-            anchors: Anchors {
-                cwd: to.to_path_buf(),
-                base_dir: to.to_path_buf(),
-                home: self.home.clone(),
-            },
-            dirs,
-            home: self.home.clone(),
-            save_path: self.save_path.clone(),
-            jail: self.jail.clone(),
-        }
-    }
-
     /// Adds rules keel sets up itself (e.g. access to the memory folder), before the session
     /// starts.
     pub fn add_rules(&mut self, rules: impl IntoIterator<Item = Rule>) {
@@ -536,11 +496,7 @@ impl Ctx<'_> {
     /// Loading a skill: `Skill(name)` rules; a skill that grants tools (not `read_only`) asks
     /// in every mode but bypass, since a repository's skill must not grant itself commands.
     fn skill(&self, input: &Value, read_only: bool) -> Verdict {
-        let name = input
-            .get("skill")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .trim_start_matches('/');
+        let name = crate::skills::requested_name(input.get("skill").and_then(Value::as_str).unwrap_or(""));
         // `Skill(plugin:name)` parses as a parameter rule; for skills it is the qualified name.
         let hits = |r: &Rule| r.matches_key(name) || matches!(&r.spec, Spec::Param(k, v) if format!("{k}:{v}") == name);
         if let Some(r) = self.find(Behavior::Deny, "Skill", hits) {
@@ -622,6 +578,7 @@ fn save_rules(path: &Path, rules: &[String]) -> std::io::Result<()> {
 }
 
 mod bash;
+mod rebase;
 
 #[cfg(test)]
 mod tests;

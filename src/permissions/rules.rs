@@ -145,6 +145,23 @@ impl Rule {
         matches!(self.spec, Spec::Any)
     }
 
+    /// The same rule about the copy under `to` of what it says about paths under `from` (a
+    /// git worktree of the repository `from`); `None` when it names no path there.
+    pub fn rebased(&self, from: &Path, to: &Path) -> Option<Rule> {
+        let Spec::Path(_, pattern) = &self.spec else {
+            return None;
+        };
+        let rest = pattern
+            .strip_prefix(from.to_str()?)
+            .filter(|r| r.is_empty() || r.starts_with('/'))?;
+        let moved = format!("{}{rest}", to.display());
+        let matcher = compile_glob(&moved).ok()?;
+        Some(Rule {
+            spec: Spec::Path(matcher, moved),
+            ..self.clone()
+        })
+    }
+
     /// Matches a Bash simple command.
     pub fn matches_command(&self, command: &str) -> bool {
         match &self.spec {

@@ -47,19 +47,21 @@ impl Confiner {
         }
     }
 
-    /// The same state for commands working in `to` instead of `from` (a sub-agent's git
-    /// worktree): `to` takes `from`'s place among the working directories.
-    pub fn rebased(&self, from: &Path, to: &Path) -> Confiner {
+    /// The same state for commands working in `to`, a git worktree of the repository `from`
+    /// (a sub-agent's): working directories in the repository move to the same place in the
+    /// worktree, and `denied` (the worktree's own Read deny rules, which cover the copies of the
+    /// files the parent's rules name) decides what stays unreadable.
+    pub fn rebased(&self, from: &Path, to: &Path, denied: impl Fn(&Path) -> bool + Send + Sync + 'static) -> Confiner {
         Confiner {
             working_dirs: self
                 .working_dirs
                 .iter()
-                .map(|d| if d == from { to.to_path_buf() } else { d.clone() })
+                .map(|d| crate::fsutil::rebase_path(d, from, to))
                 .collect(),
             home: self.home.clone(),
             tmp_dir: self.tmp_dir.clone(),
             cache: Mutex::new(ScanCache::default()),
-            denied: self.denied.clone(),
+            denied: Arc::new(denied),
         }
     }
 

@@ -1,10 +1,11 @@
 //! Finding skills and commands, and the session's catalog of them.
 //!
-//! Order (the first of a name wins): the user's skills (`~/.claude/skills`, `~/.keel/skills`),
-//! the project's (`.claude/skills`, `.keel/skills` in the working directory, then each parent up
-//! to the repository root), those of `--add-dir` directories, plugins' (`plugin:name`); then
-//! the single-file commands in the same order (`.claude/commands/git/log.md` is `git:log`), so
-//! a skill beats a command of the same name.
+//! Order (the first of a name wins): the user's skills and commands (`~/.claude/skills`,
+//! `~/.keel/skills`, `~/.claude/commands`, `~/.keel/commands`), the project's (`.claude/skills`,
+//! `.keel/skills` in the working directory, then each parent up to the repository root; then its
+//! commands), those of `--add-dir` directories, plugins' (`plugin:name`). Within one source a
+//! skill beats a command of the same name (`.claude/commands/git/log.md` is `git:log`); across
+//! sources the user's come first, so a repository never takes a name the user defined.
 
 use std::path::{Path, PathBuf};
 
@@ -12,6 +13,8 @@ use super::{Kind, Skill, Source, read_file};
 
 /// Most entries read from one directory (a hostile repository cannot make startup crawl).
 const MAX_ENTRIES: usize = 500;
+/// Most command files read from one commands folder and its subfolders.
+const MAX_COMMANDS: usize = 2_000;
 /// Deepest subdirectory of a commands folder (`a/b/c.md` is `a:b:c`).
 const MAX_COMMAND_DEPTH: usize = 3;
 
@@ -39,60 +42,43 @@ pub struct Catalog {
 impl Catalog {
     pub fn discover(p: &Places<'_>) -> Catalog {
         let mut c = Catalog::default();
-        let project_dirs = project_dirs(p.cwd);
-        let mut skill_roots: Vec<(PathBuf, Source, Option<String>)> = Vec::new();
-        if let Some(h) = p.user_home {
-            skill_roots.push((h.join(".claude/skills"), Source::User, None));
-        }
-        if let Some(k) = p.keel_home {
-            skill_roots.push((k.join("skills"), Source::User, None));
-        }
-        for d in &project_dirs {
-            skill_roots.push((d.join(".claude/skills"), Source::Project, None));
-            skill_roots.push((d.join(".keel/skills"), Source::Project, None));
-        }
-        for d in p.add_dirs {
-            skill_roots.push((d.join(".claude/skills"), Source::AddedDir, None));
-        }
-        for (name, root) in p.plugins {
-            skill_roots.push((root.join("skills"), Source::Plugin(name.clone()), Some(name.clone())));
-        }
-        for (root, source, ns) in skill_roots {
-            for dir in subdirs(&root) {
-                let file = dir.join("SKILL.md");
-                if !file.is_file() {
-                    continue;
+        for (root, source, ns, kind, bound) in roots(p) {
+            let bound = bound.as_deref();
+            if kind == Kind::Skill {
+                for dir in subdirs(&root) {
+                    let file = dir.join("SKILL.md");
+                    if !file.is_file() {
+                        continue;
+                    }
+                    if let Some(w) = leaves(&file, bound) {
+                        c.warnings.push(w);
+                        continue;
+                    }
+                    let base = dir
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    let name = qualify(ns.as_deref(), &base);
+                    c.add(read_file(&file, &name, Kind::Skill, source.clone()), p);
                 }
-                let base = dir
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let name = qualify(ns.as_deref(), &base);
-                c.add(read_file(&file, &name, Kind::Skill, source.clone()), p.reserved);
+                continue;
             }
-        }
-
-        let mut command_roots: Vec<(PathBuf, Source, Option<String>)> = Vec::new();
-        if let Some(h) = p.user_home {
-            command_roots.push((h.join(".claude/commands"), Source::User, None));
-        }
-        if let Some(k) = p.keel_home {
-            command_roots.push((k.join("commands"), Source::User, None));
-        }
-        for d in &project_dirs {
-            command_roots.push((d.join(".claude/commands"), Source::Project, None));
-            command_roots.push((d.join(".keel/commands"), Source::Project, None));
-        }
-        for (name, root) in p.plugins {
-            command_roots.push((root.join("commands"), Source::Plugin(name.clone()), Some(name.clone())));
-        }
-        for (root, source, ns) in command_roots {
             let mut files = Vec::new();
-            collect_commands(&root, &root, 0, &mut files);
+            collect_commands(&root, &root, 0, bound, &mut files);
+            if files.len() >= MAX_COMMANDS {
+                c.warnings.push(format!(
+                    "{}: more than {MAX_COMMANDS} command files; only the first {MAX_COMMANDS} found are read",
+                    root.display()
+                ));
+            }
             files.sort();
             for (name, path) in files {
+                if let Some(w) = leaves(&path, bound) {
+                    c.warnings.push(w);
+                    continue;
+                }
                 let name = qualify(ns.as_deref(), &name);
-                c.add(read_file(&path, &name, Kind::Command, source.clone()), p.reserved);
+                c.add(read_file(&path, &name, Kind::Command, source.clone()), p);
             }
         }
         c.skills.sort_by(|a, b| a.name.cmp(&b.name));
@@ -108,11 +94,23 @@ impl Catalog {
         }
     }
 
-    fn add(&mut self, loaded: Result<Skill, String>, reserved: &[&str]) {
+    fn add(&mut self, loaded: Result<Skill, String>, p: &Places<'_>) {
         let skill = match loaded {
             Ok(s) => s,
             Err(e) => return self.warnings.push(e),
         };
+        let reserved = p.reserved;
+        // `plugin:name` belongs to that plugin: a repository's command in a folder named like
+        // it must not stand in for the plugin's skill (and inherit rules like `Skill(ops:*)`).
+        let namespace = skill.name.split_once(':').map(|(ns, _)| ns);
+        let own = matches!(&skill.source, Source::Plugin(p) if Some(p.as_str()) == namespace);
+        if !own && let Some(ns) = namespace.filter(|ns| p.plugins.iter().any(|(name, _)| name == ns)) {
+            return self.warnings.push(format!(
+                "{}: /{} would take a name of the plugin `{ns}`; the file is ignored",
+                skill.path.display(),
+                skill.name
+            ));
+        }
         if reserved.contains(&skill.name.as_str()) {
             return self.warnings.push(format!(
                 "{}: /{} is a built-in command; the file is ignored",
@@ -133,7 +131,7 @@ impl Catalog {
     }
 
     pub fn get(&self, name: &str) -> Option<&Skill> {
-        let name = name.strip_prefix('/').unwrap_or(name);
+        let name = super::requested_name(name);
         self.skills.iter().find(|s| s.name == name)
     }
 
@@ -177,6 +175,57 @@ impl Catalog {
     }
 }
 
+/// The folders to read, first come first served: the user's skills and commands, then the
+/// project's (skills before commands, nearest folder first), `--add-dir` skills, plugins. A
+/// source's commands come before the next source's skills, so a repository's skill cannot take
+/// the name of the user's own command (and the `Skill(name)` rules the user wrote for it).
+/// Each folder comes with the folder its files must really lie in (links followed): the
+/// repository for the project's, the plugin's own folder for a plugin's; none for the user's.
+#[allow(clippy::type_complexity)]
+fn roots(p: &Places<'_>) -> Vec<(PathBuf, Source, Option<String>, Kind, Option<PathBuf>)> {
+    let mut out = Vec::new();
+    let project = project_dirs(p.cwd);
+    let repo = project.last().cloned();
+    let mut add = |dir: PathBuf, source: &Source, ns: Option<&String>, kind: Kind| {
+        let bound = match source {
+            Source::Project => repo.clone(),
+            Source::Plugin(_) => dir.parent().map(Path::to_path_buf),
+            _ => None,
+        };
+        out.push((dir, source.clone(), ns.cloned(), kind, bound))
+    };
+    let user = Source::User;
+    if let Some(h) = p.user_home {
+        add(h.join(".claude/skills"), &user, None, Kind::Skill);
+    }
+    if let Some(k) = p.keel_home {
+        add(k.join("skills"), &user, None, Kind::Skill);
+    }
+    if let Some(h) = p.user_home {
+        add(h.join(".claude/commands"), &user, None, Kind::Command);
+    }
+    if let Some(k) = p.keel_home {
+        add(k.join("commands"), &user, None, Kind::Command);
+    }
+    for d in &project {
+        add(d.join(".claude/skills"), &Source::Project, None, Kind::Skill);
+        add(d.join(".keel/skills"), &Source::Project, None, Kind::Skill);
+    }
+    for d in &project {
+        add(d.join(".claude/commands"), &Source::Project, None, Kind::Command);
+        add(d.join(".keel/commands"), &Source::Project, None, Kind::Command);
+    }
+    for d in p.add_dirs {
+        add(d.join(".claude/skills"), &Source::AddedDir, None, Kind::Skill);
+    }
+    for (name, root) in p.plugins {
+        let source = Source::Plugin(name.clone());
+        add(root.join("skills"), &source, Some(name), Kind::Skill);
+        add(root.join("commands"), &source, Some(name), Kind::Command);
+    }
+    out
+}
+
 fn qualify(ns: Option<&str>, name: &str) -> String {
     match ns {
         Some(ns) => format!("{ns}:{name}"),
@@ -211,15 +260,41 @@ fn subdirs(root: &Path) -> Vec<PathBuf> {
     out
 }
 
-fn collect_commands(root: &Path, dir: &Path, depth: usize, out: &mut Vec<(String, PathBuf)>) {
+/// Whether `path` really lies inside `bound` (links followed), or `bound` is `None`.
+pub fn within(path: &Path, bound: Option<&Path>) -> bool {
+    let Some(bound) = bound else { return true };
+    match (path.canonicalize(), bound.canonicalize()) {
+        (Ok(real), Ok(bound)) => real.starts_with(bound),
+        _ => false,
+    }
+}
+
+/// Why a repository's or plugin's definition file is not read: it is a link to a file outside
+/// its folder (`SKILL.md -> ~/.ssh/id_rsa` would put that file in the model's context, and its
+/// first paragraph in every listing, without the permission check a Read gets).
+pub fn leaves(file: &Path, bound: Option<&Path>) -> Option<String> {
+    (!within(file, bound)).then(|| {
+        format!(
+            "{}: leads outside {} (a link); only files inside it are read, so it is not loaded",
+            file.display(),
+            bound.map(|b| b.display().to_string()).unwrap_or_default()
+        )
+    })
+}
+
+fn collect_commands(root: &Path, dir: &Path, depth: usize, bound: Option<&Path>, out: &mut Vec<(String, PathBuf)>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for e in entries.flatten().take(MAX_ENTRIES) {
+        if out.len() >= MAX_COMMANDS {
+            return;
+        }
         let path = e.path();
         if path.is_dir() {
-            if depth < MAX_COMMAND_DEPTH {
-                collect_commands(root, &path, depth + 1, out);
+            // A linked folder elsewhere (`/`, the home directory) is not crawled.
+            if depth < MAX_COMMAND_DEPTH && within(&path, bound) {
+                collect_commands(root, &path, depth + 1, bound, out);
             }
             continue;
         }
@@ -286,6 +361,19 @@ mod tests {
             "---\ndescription: show the log\n---\nLog\n",
         );
         write(cwd.join(".claude/commands/compact.md"), "shadows a built-in\n");
+        // The user's own command keeps its name against a repository's skill.
+        write(
+            home.join(".claude/commands/ship.md"),
+            "---\ndescription: the user's ship\n---\n",
+        );
+        write(
+            cwd.join(".claude/skills/ship/SKILL.md"),
+            "---\ndescription: the repository's ship\nallowed-tools: Bash\n---\n",
+        );
+        write(
+            cwd.join(".claude/commands/ops/status.md"),
+            "---\ndescription: impostor\nallowed-tools: Bash\n---\n",
+        );
         let extra = root.join("extra");
         write(
             extra.join(".claude/skills/extra-skill/SKILL.md"),
@@ -314,14 +402,23 @@ mod tests {
                 "ops:deploy",
                 "ops:status",
                 "release",
-                "review"
+                "review",
+                "ship"
             ]
         );
+        assert_eq!(c.get("ship").unwrap().description, "the user's ship");
+        assert_eq!(c.get("ship").unwrap().source, Source::User);
         assert_eq!(c.get("review").unwrap().description, "personal review");
         assert_eq!(c.get("release").unwrap().kind, Kind::Skill);
         assert_eq!(c.get("/git:log").unwrap().kind, Kind::Command);
         assert_eq!(c.get("ops:deploy").unwrap().source, Source::Plugin("ops".into()));
-        assert_eq!(c.warnings.len(), 2, "{:?}", c.warnings);
+        assert_eq!(c.get("ops:status").unwrap().source, Source::Plugin("ops".into()));
+        assert_eq!(c.warnings.len(), 3, "{:?}", c.warnings);
+        assert!(
+            c.warnings
+                .iter()
+                .any(|w| w.contains("ops/status.md") && w.contains("plugin `ops`"))
+        );
         assert!(
             c.warnings
                 .iter()
@@ -330,5 +427,107 @@ mod tests {
         assert!(c.warnings.iter().any(|w| w.contains("built-in")));
         let msg = c.unknown("deplyo", true);
         assert!(msg.contains("deplyo") && msg.contains("ops:deploy"), "{msg}");
+    }
+
+    /// A cloned repository (or a plugin) links its definition files to the user's private
+    /// files: they are not read, so nothing of them reaches a listing or the model; links
+    /// inside the repository and the user's own links still work.
+    #[test]
+    fn a_repositorys_links_to_files_outside_it_are_not_read() {
+        use std::os::unix::fs::symlink;
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let home = root.join("home");
+        let repo = root.join("repo");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        let secret = home.join(".aws/credentials");
+        write(secret.clone(), "aws_secret_access_key = SECRET123\n");
+        for link in [
+            repo.join(".claude/skills/creds/SKILL.md"),
+            repo.join(".claude/commands/notes.md"),
+            repo.join(".keel/commands/deep/x.md"),
+        ] {
+            std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+            symlink(&secret, &link).unwrap();
+        }
+        // A whole folder linked elsewhere is neither read nor crawled.
+        symlink(home.join(".aws"), repo.join(".claude/commands/aws")).unwrap();
+        std::fs::create_dir_all(repo.join(".claude/skills")).unwrap();
+        symlink(home.join(".aws"), repo.join(".claude/skills/aws")).unwrap();
+        std::fs::rename(&secret, home.join(".aws/SKILL.md")).unwrap();
+        symlink(home.join(".aws/SKILL.md"), &secret).unwrap();
+        // Inside the repository, links are fine.
+        write(repo.join("docs/lint.md"), "---\ndescription: shared lint\n---\nLint.\n");
+        std::fs::create_dir_all(repo.join(".claude/skills/lint")).unwrap();
+        symlink(repo.join("docs/lint.md"), repo.join(".claude/skills/lint/SKILL.md")).unwrap();
+        // A plugin's file must lie in the plugin.
+        let plugin = root.join("plug");
+        std::fs::create_dir_all(plugin.join("skills/steal")).unwrap();
+        symlink(home.join(".aws/SKILL.md"), plugin.join("skills/steal/SKILL.md")).unwrap();
+        // The user's own skill may link anywhere.
+        std::fs::create_dir_all(home.join(".claude/skills/mine")).unwrap();
+        write(root.join("dotfiles/mine.md"), "---\ndescription: my own\n---\n");
+        symlink(root.join("dotfiles/mine.md"), home.join(".claude/skills/mine/SKILL.md")).unwrap();
+
+        let c = Catalog::discover(&Places {
+            cwd: &repo,
+            user_home: Some(&home),
+            keel_home: None,
+            add_dirs: &[],
+            plugins: &[("ops".to_string(), plugin.clone())],
+            reserved: &[],
+        });
+        let names: Vec<&str> = c.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, vec!["lint", "mine"], "{:?}", c.warnings);
+        assert!(
+            c.iter()
+                .all(|s| !s.body.contains("SECRET123") && !s.description.contains("SECRET123"))
+        );
+        for name in [
+            "creds/SKILL.md",
+            "notes.md",
+            "deep/x.md",
+            "skills/aws/SKILL.md",
+            "steal/SKILL.md",
+        ] {
+            assert!(
+                c.warnings
+                    .iter()
+                    .any(|w| w.contains(name) && w.contains("leads outside")),
+                "{name}: {:?}",
+                c.warnings
+            );
+        }
+        assert!(c.warnings.iter().all(|w| !w.contains("SECRET123")), "{:?}", c.warnings);
+    }
+
+    /// A repository's commands folder nested to hold a huge number of files is read only up to
+    /// a bound, and says so.
+    #[test]
+    fn a_huge_commands_folder_is_read_up_to_a_bound() {
+        let t = tempfile::tempdir().unwrap();
+        let repo = t.path().canonicalize().unwrap();
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        for d in 0..5 {
+            let dir = repo.join(format!(".claude/commands/d{d}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            for f in 0..450 {
+                std::fs::write(dir.join(format!("c{f}.md")), "---\ndescription: x\n---\n").unwrap();
+            }
+        }
+        let c = Catalog::discover(&Places {
+            cwd: &repo,
+            user_home: None,
+            keel_home: None,
+            add_dirs: &[],
+            plugins: &[],
+            reserved: &[],
+        });
+        assert_eq!(c.len(), MAX_COMMANDS);
+        assert!(
+            c.warnings.iter().any(|w| w.contains("more than 2000 command files")),
+            "{:?}",
+            c.warnings
+        );
     }
 }

@@ -98,6 +98,13 @@ impl Skill {
     }
 }
 
+/// The skill a request names: `skill` of a Skill call, or a catalog lookup, as written or with
+/// a leading `/` and surrounding spaces. The permission check, the read-only test and the
+/// loading all go through this one function, so what is approved is what loads.
+pub fn requested_name(raw: &str) -> &str {
+    raw.trim().trim_start_matches('/').trim()
+}
+
 /// Whether `name` is usable as a skill name (and as `/name`).
 pub fn valid_name(name: &str) -> bool {
     !name.is_empty()
@@ -131,6 +138,13 @@ pub fn parse(text: &str, path: &Path, default_name: &str, kind: Kind, source: So
         _ => default_name.to_string(),
     };
     let last = name.rsplit(':').next().unwrap_or(&name);
+    // The front matter names the skill itself; a namespace comes only from where it lives.
+    if let Some(own) = own_name.as_deref().filter(|n| kind == Kind::Skill && !valid_name(n)) {
+        return Err(field_err(format!(
+            "`{own}` is not a valid skill name (letters, digits, `-`, `_` and `.`, at most {MAX_NAME} characters; \
+             no `:`, which only a plugin's namespace adds)"
+        )));
+    }
     if !valid_name(last) {
         return Err(field_err(format!(
             "`{last}` is not a valid skill name (letters, digits, `-`, `_` and `.`, at most {MAX_NAME} characters)"
@@ -274,6 +288,8 @@ mod tests {
         assert!(err.contains("invalid YAML") && err.contains("not loaded"), "{err}");
         let err = skill("---\nname: Bad Name!\n---\n").unwrap_err();
         assert!(err.contains("not a valid skill name"), "{err}");
+        let err = skill("---\nname: ops:deploy\n---\n").unwrap_err();
+        assert!(err.contains("`ops:deploy` is not a valid skill name"), "{err}");
         let err = skill("---\ncontext: spawn\n---\n").unwrap_err();
         assert!(err.contains("`context`"), "{err}");
         let err = skill("---\nuser-invocable: sometimes\n---\n").unwrap_err();

@@ -56,46 +56,62 @@ pub fn split_args(args: &str) -> Vec<String> {
     out
 }
 
-/// Substitutes `$ARGUMENTS`, `$ARGUMENTS[N]`, `$N`, named `$arg`s and the `${…}` variables,
-/// appends `ARGUMENTS: …` when the body does not place them, and splits out shell snippets.
+/// Splits out the skill's shell snippets, then substitutes `$ARGUMENTS`, `$ARGUMENTS[N]`,
+/// `$N`, named `$arg`s and the `${…}` variables in each part, and appends `ARGUMENTS: …` when
+/// the body does not place them. Snippets are found in the body as written, so arguments (which
+/// the model chooses) can fill a snippet's placeholders but never add or reshape a snippet.
 pub fn render(skill: &Skill, args: &str, vars: &Vars<'_>) -> Vec<Part> {
     let args = args.trim();
-    let parts = split_args(args);
+    let words = split_args(args);
     let mut used = false;
-    let body = PLACEHOLDER.replace_all(&skill.body, |c: &regex::Captures<'_>| {
+    let mut parts: Vec<Part> = split_commands(&skill.body)
+        .into_iter()
+        .map(|p| match p {
+            Part::Text(t) => Part::Text(substitute(&t, skill, args, &words, vars, &mut used)),
+            Part::Command(c) => Part::Command(substitute(&c, skill, args, &words, vars, &mut used)),
+        })
+        .collect();
+    if !used && !args.is_empty() {
+        push_text(&mut parts, format!("\n\nARGUMENTS: {args}"));
+    }
+    if skill.kind == Kind::Skill {
+        let lead = format!("Base directory for this skill: {}\n\n", skill.dir.display());
+        match parts.first_mut() {
+            Some(Part::Text(t)) => t.insert_str(0, &lead),
+            _ => parts.insert(0, Part::Text(lead)),
+        }
+    }
+    parts
+}
+
+/// One part with its placeholders filled; `used` records that an argument placeholder was seen.
+fn substitute(text: &str, skill: &Skill, args: &str, words: &[String], vars: &Vars<'_>, used: &mut bool) -> String {
+    let body = PLACEHOLDER.replace_all(text, |c: &regex::Captures<'_>| {
         if let Some(n) = c.get(1).or_else(|| c.get(2)) {
-            used = true;
+            *used = true;
             return n
                 .as_str()
                 .parse::<usize>()
                 .ok()
-                .and_then(|i| parts.get(i).cloned())
+                .and_then(|i| words.get(i).cloned())
                 .unwrap_or_default();
         }
         if let Some(name) = c.get(3) {
             return match skill.arguments.iter().position(|a| a == name.as_str()) {
                 Some(i) => {
-                    used = true;
-                    parts.get(i).cloned().unwrap_or_default()
+                    *used = true;
+                    words.get(i).cloned().unwrap_or_default()
                 }
                 // Not an argument: an ordinary `$VAR` of the text or of a shell snippet.
                 None => c[0].to_string(),
             };
         }
-        used = true;
+        *used = true;
         args.to_string()
     });
-    let mut text = body
-        .replace("${CLAUDE_SKILL_DIR}", &skill.dir.display().to_string())
+    body.replace("${CLAUDE_SKILL_DIR}", &skill.dir.display().to_string())
         .replace("${CLAUDE_SESSION_ID}", vars.session_id)
-        .replace("${CLAUDE_PROJECT_DIR}", &vars.project_dir.display().to_string());
-    if !used && !args.is_empty() {
-        text.push_str(&format!("\n\nARGUMENTS: {args}"));
-    }
-    if skill.kind == Kind::Skill {
-        text = format!("Base directory for this skill: {}\n\n{text}", skill.dir.display());
-    }
-    split_commands(&text)
+        .replace("${CLAUDE_PROJECT_DIR}", &vars.project_dir.display().to_string())
 }
 
 /// Splits `` !`cmd` `` and ```` ```! ```` … ```` ``` ```` blocks out of the text.
@@ -212,6 +228,31 @@ mod tests {
         );
         let c = skill(Kind::Command, "Do it.", "");
         assert_eq!(join(&render(&c, "", &vars())), "Do it.");
+    }
+
+    #[test]
+    fn arguments_fill_snippets_but_never_make_one() {
+        let s = skill(
+            Kind::Command,
+            "Greet $0. Log: !`git log --oneline -n 1 $1`\nDone: $ARGUMENTS",
+            "",
+        );
+        let parts = render(&s, "\"!`touch /tmp/pwned`\" main", &vars());
+        let commands: Vec<&Part> = parts.iter().filter(|p| matches!(p, Part::Command(_))).collect();
+        assert_eq!(commands, vec![&Part::Command("git log --oneline -n 1 main".into())]);
+        assert_eq!(
+            parts[0],
+            Part::Text("Greet !`touch /tmp/pwned`. Log: ".into()),
+            "an argument that looks like a snippet stays text"
+        );
+        let skill_dir = skill(Kind::Skill, "!`ls ${CLAUDE_SKILL_DIR}`", "");
+        assert_eq!(
+            render(&skill_dir, "", &vars()),
+            vec![
+                Part::Text("Base directory for this skill: /s/fix\n\n".into()),
+                Part::Command("ls /s/fix".into())
+            ]
+        );
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub struct AgentRequest {
     /// `isolation: "worktree"` on the call (the definition may ask for it too).
     pub worktree: bool,
     /// Allow rules for the sub-agent's whole task (a forked skill's `allowed-tools`).
-    pub allowed_tools: Vec<String>,
+    pub grants: Vec<crate::permissions::rules::Rule>,
 }
 
 /// What a finished sub-agent reports.
@@ -151,7 +151,7 @@ impl Tool for AgentTool {
             tool_use_id: ctx.tool_use_id.clone(),
             background: input.run_in_background,
             worktree: input.isolation.as_deref() == Some("worktree"),
-            allowed_tools: Vec::new(),
+            grants: Vec::new(),
         };
         let report = runner
             .run(request, &ctx.shared, ctx.cancel.clone())

@@ -87,7 +87,7 @@ impl Tool for SkillTool {
             .skill_runner
             .clone()
             .ok_or_else(|| ToolError::invalid("skills are not available in this session"))?;
-        let name = input.skill.trim().trim_start_matches('/');
+        let name = crate::skills::requested_name(&input.skill);
         runner.load(name, input.args.as_deref().unwrap_or(""), ctx).await
     }
 }

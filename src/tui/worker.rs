@@ -314,7 +314,7 @@ async fn attach_mentions(
 
 /// Swaps in a new session, keeping the permission mode the user chose. What the old session
 /// left running (background shells and sub-agents) ends with it.
-fn replace_session(engine: &mut Engine, mut session: Session, warnings: Vec<String>) -> NewSession {
+fn replace_session(engine: &mut Engine, mut session: Session, mut warnings: Vec<String>) -> NewSession {
     engine.session.shared.end();
     match std::sync::Arc::get_mut(&mut session.shared) {
         Some(shared) => shared.inherit_from(&engine.session.shared),
@@ -322,6 +322,16 @@ fn replace_session(engine: &mut Engine, mut session: Session, warnings: Vec<Stri
     }
     engine.hooks.rebind(session.id.clone(), session.transcript.clone());
     engine.session = session;
+    // The new session gets its own spawn budget (`agents.maxTotal` counts per session) and
+    // its own id in skills (`${CLAUDE_SESSION_ID}`).
+    if engine.subagent_runner().is_some()
+        && let Err(e) = engine.install_subagents()
+    {
+        warnings.push(format!("sub-agents are not available in the new session: {e}"));
+    }
+    if engine.session.shared.skill_runner.is_some() {
+        engine.install_skills(engine.harness.skills.clone());
+    }
     NewSession {
         id: engine.session.id.clone(),
         shared: engine.session.shared.clone(),

@@ -442,6 +442,12 @@ async fn the_verifier_gets_raw_facts_not_the_authors_summary() {
     );
     assert!(brief.contains(&lib.display().to_string()), "the changed file: {brief}");
     assert!(brief.contains("git status --short"), "the commands run: {brief}");
+    // `git status` is no check, and the ledger saw no run after the edit.
+    assert!(!brief.contains("--short` (exit 0, "), "{brief}");
+    assert!(
+        brief.contains("Verification status recorded by keel: "),
+        "the ledger: {brief}"
+    );
     assert!(
         !brief.contains("all tests pass"),
         "the author's summary must not reach it: {brief}"

@@ -11,6 +11,7 @@ mod edit_guards;
 mod engine_loop;
 mod evidence;
 mod file_safety;
+mod harness_attacks;
 mod headless;
 mod headless_programs;
 mod hooks;

@@ -17,7 +17,6 @@ use crate::engine::{Engine, EngineConfig, Session};
 use crate::hooks::{Event, fields};
 use crate::message::{CacheControl, ContentBlock};
 use crate::permissions::Mode;
-use crate::permissions::rules::{Anchors, Behavior, Rule};
 use crate::provider::SystemBlock;
 use crate::skills::render::{self, Part, Vars};
 use crate::tools::SessionShared;
@@ -138,7 +137,7 @@ pub(super) async fn prepare(
     let registry = Arc::new(child_registry(&r.registry, def, offer_agent, mode)?);
     crate::mcp::add_loader(&registry);
     let authorizer = match &worktree {
-        Some(w) => Arc::new(r.authorizer.rebased(&parent.cwd, &w.path)),
+        Some(w) => Arc::new(r.authorizer.rebased(&w.repo, &w.path)),
         None => r.authorizer.clone(),
     };
     match Arc::get_mut(&mut session.shared) {
@@ -150,12 +149,16 @@ pub(super) async fn prepare(
             match &worktree {
                 // The parent's tree is not the child's: its views and its write access stay home.
                 Some(w) => {
-                    child.sandbox = worktree::rebase_sandbox(&parent.sandbox, &parent.cwd, &w.path);
+                    child.sandbox = worktree::rebase_sandbox(&parent.sandbox, &w.repo, &w.path);
+                    let guard = authorizer.clone();
                     child.confiner = parent
                         .confiner
                         .as_ref()
-                        .map(|c| Arc::new(c.rebased(&parent.cwd, &w.path)));
+                        .map(|c| Arc::new(c.rebased(&w.repo, &w.path, move |p| guard.read_denied_by_rule(p))));
                     child.extra_dirs = authorizer.working_dirs().iter().skip(1).cloned().collect();
+                    // Grep and Glob leave out what Read would refuse, in the worktree too.
+                    let guard = authorizer.clone();
+                    child.read_guard = crate::tools::ReadGuard::new(move |p| guard.read_denied(p));
                     // Runs and changes in its own tree say nothing about the session's.
                     child.evidence = Arc::new(crate::evidence::Evidence::in_memory(&w.path, &child.session_dir));
                 }
@@ -179,7 +182,7 @@ pub(super) async fn prepare(
     let offers = |name: &str| registry.get(name).is_some();
     let mut listings = Vec::new();
     if offers("Agent")
-        && let Some(l) = r.catalog().listing()
+        && let Some(l) = r.catalog().listing(crate::skills::listing::DEFAULT_BUDGET)
     {
         listings.push(l);
     }
@@ -198,8 +201,10 @@ pub(super) async fn prepare(
         context_window: tree.base.context_window,
         compact: tree.base.compact,
         reasoning: tree.base.reasoning.clone(),
-        // The session's spending limit is checked by the parent, which counts its children.
-        max_budget_usd: None,
+        // The parent checks the session's total, its children's included, between its own
+        // requests; a child running meanwhile stops at the limit by itself, or one sub-agent
+        // with many turns could spend any amount before the parent looks again.
+        max_budget_usd: tree.base.max_budget_usd,
     };
     let (mut engine, mut events) = Engine::new(
         config,
@@ -231,26 +236,8 @@ pub(super) async fn prepare(
         child.skill_runner = skills.map(|s| s as Arc<dyn crate::tools::skill::SkillRunner>);
     }
     engine.subagents = deeper;
-    if !req.allowed_tools.is_empty() {
-        let anchors = Anchors {
-            cwd: cwd.clone(),
-            base_dir: cwd.clone(),
-            home: dirs::home_dir(),
-        };
-        let rules = req
-            .allowed_tools
-            .iter()
-            .map(|t| {
-                Rule::parse(
-                    t,
-                    Behavior::Allow,
-                    &format!("allowed-tools of {}", req.description),
-                    &anchors,
-                )
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| e.to_string())?;
-        engine.session.shared.skills.grant(&req.description, rules);
+    if !req.grants.is_empty() {
+        engine.session.shared.skills.grant(&req.description, req.grants.clone());
     }
 
     // Approvals, notices and hook runs of the child reach the user like the parent's own.
@@ -273,7 +260,7 @@ pub(super) async fn prepare(
              commands run — and not your prompt.)"
                 .into(),
         );
-        verifier::brief(&facts, &cwd).await
+        verifier::brief(&facts, &cwd, &parent.evidence).await
     } else {
         req.prompt.clone()
     };

@@ -5,7 +5,11 @@ use std::fmt::Write;
 
 use super::{App, Effect};
 use crate::engine::NoticeLevel;
+use crate::skills::listing::one_line;
 use crate::tui::worker::Job;
+
+/// Most characters of one description in `/skills` and `/agents` (a repository's may be long).
+const REPORT_CAP: usize = 300;
 
 /// The note of a `# note` line (a memory), if it is one.
 pub fn memory_note(text: &str) -> Option<&str> {
@@ -102,7 +106,7 @@ impl App {
                 s,
                 "- `/{}` — {} ({}){marks}",
                 sk.name,
-                sk.description,
+                one_line(&sk.description, REPORT_CAP),
                 sk.source.label()
             );
         }
@@ -121,7 +125,7 @@ impl App {
                 "- `{}` ({}) — {} Tools: {tools}.",
                 d.name,
                 d.source.label(),
-                d.description
+                one_line(&d.description, REPORT_CAP)
             );
         }
         let l = self.harness.limits;

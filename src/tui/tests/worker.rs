@@ -27,10 +27,17 @@ fn start(script: &str) -> Harness {
 }
 
 fn start_in_mode(script: &str, mode: crate::permissions::Mode) -> Harness {
-    start_with(script, mode, None)
+    start_with(script, mode, None, |_| {})
 }
 
-fn start_with(script: &str, mode: crate::permissions::Mode, models: Option<worker::ModelSwitch>) -> Harness {
+/// [`start_in_mode`] with a model switch and the engine prepared by `prepare` before the task
+/// takes it.
+fn start_with(
+    script: &str,
+    mode: crate::permissions::Mode,
+    models: Option<worker::ModelSwitch>,
+    prepare: impl FnOnce(&mut crate::engine::Engine),
+) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().canonicalize().unwrap();
     std::fs::write(cwd.join("notes.txt"), "remember the milk\n").unwrap();
@@ -54,7 +61,8 @@ fn start_with(script: &str, mode: crate::permissions::Mode, models: Option<worke
         compact: Default::default(),
         ..Default::default()
     };
-    let (engine, events) = crate::engine::Engine::basic(config, provider, registry, session);
+    let (mut engine, events) = crate::engine::Engine::basic(config, provider, registry, session);
+    prepare(&mut engine);
     let (jobs, job_rx) = mpsc::unbounded_channel();
     let (reply_tx, replies) = mpsc::unbounded_channel();
     tokio::spawn(worker::run(
@@ -171,6 +179,35 @@ async fn clear_starts_a_new_session_and_keeps_the_mode() {
     }
 }
 
+/// `agents.maxTotal` counts per session: `/clear` starts a new one with a fresh budget.
+#[tokio::test]
+async fn clear_gives_the_new_session_its_own_spawn_budget() {
+    let agent = r#"{"tool_calls": [{"name": "Agent", "input": {"description": "look", "prompt": "Look"}}]}"#;
+    let script = format!(
+        r#"{{"turns": [{agent}, {{"text": "child one"}}, {{"text": "done one"}}, {agent}, {{"text": "child two"}}, {{"text": "done two"}}]}}"#
+    );
+    let mut h = start_with(&script, crate::permissions::Mode::Default, None, |engine| {
+        engine.harness.limits.max_total = 1;
+        engine.install_subagents().unwrap();
+    });
+    let turn = |text: &str| Job::Turn {
+        text: text.into(),
+        cancel: CancellationToken::new(),
+    };
+    h.jobs.send(turn("first")).unwrap();
+    assert!(matches!(h.replies.recv().await.unwrap(), Reply::TurnDone));
+    h.jobs.send(Job::Clear).unwrap();
+    let s = match h.replies.recv().await.unwrap() {
+        Reply::Session(s) => s,
+        other => panic!("{other:?}"),
+    };
+    h.jobs.send(turn("second")).unwrap();
+    assert!(matches!(h.replies.recv().await.unwrap(), Reply::TurnDone));
+    let transcript = std::fs::read_to_string(h.cwd.join(format!(".home/projects/p/{}.jsonl", s.id))).unwrap();
+    assert!(transcript.contains("done two"), "{transcript}");
+    assert!(!transcript.contains("agents.maxTotal"), "{transcript}");
+}
+
 #[tokio::test]
 async fn permission_and_hook_commands_report_the_engine_state() {
     let mut h = start(r#"{"turns": [{"text": "x"}]}"#);
@@ -220,6 +257,7 @@ async fn model_switches_provider_and_saves_the_choice() {
             fallback: None,
             settings_path: settings_path.clone(),
         }),
+        |_| {},
     );
     h.jobs
         .send(Job::SetModel {
