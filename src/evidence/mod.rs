@@ -17,6 +17,7 @@
 
 pub mod classify;
 pub mod command;
+mod command_changes;
 mod config;
 pub mod declared;
 pub mod gate;
@@ -34,6 +35,8 @@ use std::time::Instant;
 
 use serde_json::Value;
 
+pub use command_changes::CommandChanges;
+use command_changes::command_changes;
 pub use config::Config;
 pub use gate::GateMode;
 pub use ledger::{Ledger, Status};
@@ -65,17 +68,6 @@ pub enum Watch {
         started: Instant,
         started_at: std::time::SystemTime,
     },
-}
-
-/// What the last foreground shell command changed, paths relative to the workspace root (for
-/// its checkpoint).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CommandChanges {
-    pub added: Vec<PathBuf>,
-    pub modified: Vec<PathBuf>,
-    pub removed: Vec<PathBuf>,
-    /// The fingerprint was incomplete: files beyond its limit may have changed unseen.
-    pub uncertain: bool,
 }
 
 struct State {
@@ -444,15 +436,7 @@ impl Evidence {
         }
         // Accumulated until taken: a concurrent command (a sub-agent's) must not erase these.
         let new = command_changes(&changes, &during);
-        match &mut s.command_changes {
-            Some(c) => {
-                c.added.extend(new.added);
-                c.modified.extend(new.modified);
-                c.removed.extend(new.removed);
-                c.uncertain |= new.uncertain;
-            }
-            None => s.command_changes = Some(new),
-        }
+        s.command_changes.get_or_insert_default().absorb(new);
         if !changes.is_empty() || s.ledger.digest.is_none() {
             s.ledger.digest = Some(after.digest());
         }
@@ -647,25 +631,6 @@ fn split_by_time(
         }
     }
     (during, outside)
-}
-
-/// Sorts the command's own changes (`during`) by kind.
-fn command_changes(changes: &crate::workspace::Changes, during: &[String]) -> CommandChanges {
-    let mut out = CommandChanges {
-        uncertain: changes.uncertain,
-        ..CommandChanges::default()
-    };
-    for rel in during {
-        let p = PathBuf::from(rel);
-        if changes.added.binary_search(&p).is_ok() {
-            out.added.push(p);
-        } else if changes.removed.binary_search(&p).is_ok() {
-            out.removed.push(p);
-        } else {
-            out.modified.push(p);
-        }
-    }
-    out
 }
 
 fn rel_string(p: &Path) -> String {
