@@ -382,11 +382,21 @@ async fn esc_esc_lists_points_and_rewind_restores_a_shell_change() {
         .push(calls(vec![tool(
             "b1",
             "Bash",
-            json!({"command": "sed -i 's/one/ONE/' data.txt && rm -f gone.txt && echo new > made.txt"}),
+            json!({"command": "sed -i 's/one/ONE/' data.txt && rm -f gone.txt && echo new > made.txt && sed -i 's/z/Z/' big.txt"}),
         )]))
         .push(answer("Changed it."));
     env.write("gone.txt", "precious\n");
-    let t = Tmux::start(&env, &server, &["--permission-mode", "bypassPermissions"], W, H);
+    env.write("big.txt", &"z".repeat(2000));
+    // Room for the small files: big.txt is beyond the undo budget.
+    let budget = [("KEEL_CHECKPOINT_SHELL_BYTES", "500".to_string())];
+    let t = Tmux::start_with(
+        &env,
+        &server,
+        &["--permission-mode", "bypassPermissions"],
+        W,
+        H,
+        &budget,
+    );
     t.wait_for_text("Ask keel").await;
     t.type_text("change the data");
     t.press(&["Enter"]);
@@ -396,13 +406,26 @@ async fn esc_esc_lists_points_and_rewind_restores_a_shell_change() {
     t.press(&["Escape"]);
     tokio::time::sleep(Duration::from_millis(200)).await;
     t.press(&["Escape"]);
-    t.wait_for_text("3 file(s) changed since").await;
+    t.wait_for_text("4 file(s) changed since (1 not restorable").await;
+    t.type_text("/rewind 1 preview");
+    t.press(&["Enter"]);
+    t.wait_for_text("not restorable (changed by a shell command), left as it is:")
+        .await;
+    assert_ne!(
+        std::fs::read_to_string(env.path("data.txt")).unwrap(),
+        original,
+        "a preview changes nothing"
+    );
     t.type_text("/rewind 1 code");
     t.press(&["Enter"]);
     t.wait_for_text("3 file(s) restored").await;
     assert_eq!(std::fs::read_to_string(env.path("data.txt")).unwrap(), original);
     assert_eq!(std::fs::read_to_string(env.path("gone.txt")).unwrap(), "precious\n");
     assert!(!env.path("made.txt").exists());
+    assert!(
+        std::fs::read_to_string(env.path("big.txt")).unwrap().starts_with('Z'),
+        "left as it is"
+    );
     t.press(&["C-d"]);
     assert_eq!(t.wait_exit().await, 0);
 }
