@@ -4,7 +4,9 @@
 //! The copies are made by the kernel (`copy_file_range`, a reflink where the file system has
 //! them), nothing is hashed; a file is copied again only when the workspace fingerprint shows it
 //! changed, so after the first command the cost is that of what changed. The fingerprint is the
-//! evidence ledger's (taken after each command anyway), never a second walk.
+//! evidence ledger's (taken after each command anyway), never a second walk; the kept files
+//! alone are looked at again (one `lstat` each), because one edited outside keel after that
+//! fingerprint was taken must be copied again before the next command changes it.
 //!
 //! After the command, the ledger says which files the command changed; for each, the stashed
 //! copy becomes the change's `before` in the log (moved into `objects/` by its hash) and the new
@@ -125,6 +127,65 @@ impl Checkpoints {
                 })
                 .collect()
         })
+    }
+
+    /// Looks at every kept file again (one `lstat` each, a few threads): a file changed since
+    /// the fingerprint was taken — in an editor, by a background shell — has a stale copy, which
+    /// is dropped; it is returned to be copied again, so the change a command makes next is
+    /// logged against what the file really held before it. Blocking.
+    pub fn revalidate(&self, root: &Path) -> Vec<Due> {
+        let kept: Vec<(PathBuf, Stamp)> =
+            self.with_stash(|s| s.entries.iter().map(|(r, k)| (r.clone(), k.stamp)).collect());
+        if kept.is_empty() {
+            return Vec::new();
+        }
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get().clamp(1, 4))
+            .unwrap_or(1);
+        let chunk = kept.len().div_ceil(threads);
+        let stale: Vec<(PathBuf, u64)> = std::thread::scope(|scope| {
+            let workers: Vec<_> = kept
+                .chunks(chunk.max(1))
+                .map(|part| {
+                    scope.spawn(move || {
+                        part.iter()
+                            .filter_map(|(rel, stamp)| {
+                                let now = std::fs::symlink_metadata(root.join(rel)).ok();
+                                match now.map(|m| Stamp::of(&m)) {
+                                    Some(n) if n == *stamp => None,
+                                    n => Some((rel.clone(), n.map_or(0, |n| n.size))),
+                                }
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            workers.into_iter().flat_map(|w| w.join().unwrap_or_default()).collect()
+        });
+        if stale.is_empty() {
+            return Vec::new();
+        }
+        self.with_stash(|s| {
+            for (rel, _) in &stale {
+                if let Some(k) = s.entries.remove(rel) {
+                    s.bytes = s.bytes.saturating_sub(k.size);
+                    if let Some(c) = k.copy {
+                        let _ = std::fs::remove_file(c);
+                    }
+                }
+                s.hot.insert(rel.clone());
+            }
+            s.saturated = false;
+        });
+        stale
+            .into_iter()
+            .map(|(rel, size)| Due {
+                rel,
+                named: false,
+                hot: true,
+                size,
+            })
+            .collect()
     }
 
     /// Copies the due files into the stash: files the command names first, then files that
@@ -491,9 +552,12 @@ pub async fn before(
     let due = shared
         .evidence
         .with_last(|last, touched| store.due_before_shell(last, touched, &named));
-    if !due.is_empty() {
-        let _ = tokio::task::spawn_blocking(move || store.stash_before_shell(&root, due)).await;
-    }
+    let _ = tokio::task::spawn_blocking(move || {
+        let mut due = due;
+        due.extend(store.revalidate(&root));
+        store.stash_before_shell(&root, due);
+    })
+    .await;
     true
 }
 

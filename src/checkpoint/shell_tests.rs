@@ -34,7 +34,8 @@ impl Ws {
     /// Runs `command` in the workspace the way the engine does: stash before, log after.
     fn run(&self, command: &str) -> Vec<(PathBuf, String)> {
         let before = self.fp.snapshot();
-        let due = self.store.due_before_shell(Some(&before), &HashSet::new(), &[]);
+        let mut due = self.store.due_before_shell(Some(&before), &HashSet::new(), &[]);
+        due.extend(self.store.revalidate(&self.root));
         self.store.stash_before_shell(&self.root, due);
         let out = std::process::Command::new("sh")
             .arg("-c")
@@ -337,4 +338,50 @@ fn a_file_a_command_turned_into_a_link_out_is_restored_as_a_file_not_written_thr
     assert!(meta.is_file(), "the link itself is replaced");
     assert_eq!(std::fs::read_to_string(w.root.join("a.txt")).unwrap(), "mine\n");
     assert_eq!(std::fs::read_to_string(w.outside.join("target")).unwrap(), "outside\n");
+}
+
+#[test]
+fn a_file_changed_outside_keel_between_commands_is_copied_again_before_the_next() {
+    let w = ws();
+    let a = w.root.join("a.txt");
+    std::fs::write(&a, "original\n").unwrap();
+    w.store.begin(PointKind::Prompt, "go").unwrap();
+    w.run("echo other > b.txt");
+    // The fingerprint after that command stands for the tree before the next one; the user then
+    // edits a.txt in an editor, and the next command changes it again.
+    let last = w.fp.snapshot();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(&a, "the user's edit\n").unwrap();
+    let mut due = w.store.due_before_shell(Some(&last), &HashSet::new(), &[]);
+    let a_rel = Path::new("a.txt");
+    assert!(
+        !due.iter().any(|d| d.rel == a_rel),
+        "the fingerprint alone does not show the edit"
+    );
+    due.extend(w.store.revalidate(&w.root));
+    assert!(due.iter().any(|d| d.rel == a_rel));
+    w.store.stash_before_shell(&w.root, due);
+    std::process::Command::new("sh")
+        .args(["-c", "sed -i s/edit/EDIT/ a.txt"])
+        .current_dir(&w.root)
+        .status()
+        .unwrap();
+    let c = last.diff(&w.fp.snapshot());
+    assert!(
+        w.store
+            .record_shell(&w.root, &c.added, &c.modified, &c.removed)
+            .is_empty()
+    );
+    let change = w
+        .store
+        .changes_since(1)
+        .into_iter()
+        .rev()
+        .find(|c| c.path == a)
+        .unwrap();
+    assert_eq!(
+        change.before.hash(),
+        Some(crate::checkpoint::hex_hash(b"the user's edit\n").as_str()),
+        "the command's change is logged against what the file held, the user's edit kept"
+    );
 }
