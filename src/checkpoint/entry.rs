@@ -63,6 +63,9 @@ fn open_dir(dir: &Path, create: bool) -> std::io::Result<Option<OwnedFd>> {
         Err(OpenError::NotFound(_)) if !create => Ok(None),
         Err(OpenError::Io { source, .. }) if source.raw_os_error() == Some(libc::ENOENT) && !create => Ok(None),
         Err(OpenError::Io { source, .. }) => Err(source),
+        Err(OpenError::Moved(_) | OpenError::DanglingLink { .. }) => Err(other(
+            "a symbolic link now stands where keel changed a file or directory, and a rewind never writes through one",
+        )),
         Err(e) => Err(other(e)),
     }
 }

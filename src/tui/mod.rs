@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod commands;
+pub mod imports;
 pub mod input;
 pub mod integration;
 pub mod render;
@@ -66,6 +67,14 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
     let Some(trust) = trust::decide(&cli)? else {
         return Ok(ExitCode::SUCCESS);
     };
+    // Also before setup, which loads the instruction files: imports from outside the project.
+    if let (Some(keel_home), Ok(cwd)) = (
+        paths::keel_home(),
+        std::env::current_dir().and_then(|d| d.canonicalize()),
+    ) && !imports::decide(&cwd, dirs::home_dir().as_deref(), &keel_home)?
+    {
+        return Ok(ExitCode::SUCCESS);
+    }
     let prepared = setup::prepare_with(&cli, trust)?;
     // Asked before the interface takes the terminal: a plain question, answered once per project.
     let mcp = prepared.mcp.clone();

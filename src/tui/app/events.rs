@@ -220,6 +220,8 @@ impl App {
                 }
             }
             EngineEvent::TurnFinished(outcome) => self.on_turn_finished(&outcome),
+            // The transcript shows a sub-agent's work through its Agent call.
+            EngineEvent::Subagent { .. } => {}
         }
     }
 
