@@ -148,6 +148,8 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
 
     let mut tui = terminal::Tui::enter()?;
     let result = event_loop(&mut tui, &mut app, prepared.events, reply_rx, &job_tx).await;
+    // Nothing waits for a signal any more: one now (a stuck shutdown) ends keel at once.
+    crate::shutdown::set_graceful(false);
 
     // Shutdown: stop the running job and let the engine record it before the terminal goes.
     if let Some(b) = &app.busy {
@@ -183,6 +185,12 @@ async fn event_loop(
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
     let mut sigint = signal(SignalKind::interrupt())?;
+    // The first signal ends the loop below; a second one, if keel is stuck before it can act
+    // on the first or while shutting down, ends the process (terminal restored).
+    crate::shutdown::set_graceful(true);
+    if let Err(e) = crate::shutdown::install_forced_exit() {
+        tracing::warn!("cannot install the forced exit on a second signal: {e}");
+    }
     let (files_tx, mut files_rx) = mpsc::unbounded_channel::<Arc<Vec<String>>>();
     let mut last_draw: Option<Instant> = None;
     let mut events_open = true;

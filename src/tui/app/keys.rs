@@ -75,6 +75,7 @@ impl App {
         if !(ctrl && key.code == KeyCode::Char('c')) {
             self.exit_armed = None;
         }
+        let rewind_armed = self.rewind_armed.take();
         // Keys that work whatever the editor holds.
         match key.code {
             KeyCode::Char('c') if ctrl => return self.ctrl_c(now),
@@ -121,6 +122,12 @@ impl App {
                     self.dismiss_completion();
                 } else if self.busy.is_some() {
                     self.interrupt();
+                } else if self.editor.is_empty() {
+                    // Esc Esc on an empty prompt: the points to rewind to.
+                    match rewind_armed {
+                        Some(t) if now.duration_since(t) < super::EXIT_CONFIRM => self.submit_text("/rewind"),
+                        _ => self.rewind_armed = Some(now),
+                    }
                 }
                 return;
             }

@@ -126,6 +126,9 @@ pub struct App {
     pub picker: Option<Picker>,
     pub show_todos: bool,
     pub exit_armed: Option<Instant>,
+    /// When Esc was last pressed on an empty, idle prompt (a second press lists the rewind
+    /// points).
+    pub rewind_armed: Option<Instant>,
     pub exit: Option<ExitReason>,
     effects: Vec<Effect>,
     pub dirty: bool,
@@ -175,6 +178,7 @@ impl App {
             picker: None,
             show_todos: false,
             exit_armed: None,
+            rewind_armed: None,
             exit: None,
             effects: Vec::new(),
             dirty: true,

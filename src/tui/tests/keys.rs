@@ -577,3 +577,27 @@ fn resume_opens_a_picker_of_earlier_sessions() {
     a.submit_text("/resume no-such-id");
     assert!(jobs(&mut a).is_empty());
 }
+
+#[test]
+fn esc_esc_on_an_empty_idle_prompt_lists_the_rewind_points() {
+    let mut a = app();
+    key(&mut a, KeyCode::Esc);
+    assert!(jobs(&mut a).is_empty(), "one Esc does nothing");
+    key(&mut a, KeyCode::Esc);
+    assert!(matches!(jobs(&mut a)[..], [Job::Rewind { arg: None }]));
+    // Not with text in the editor, and not when another key came in between.
+    typed(&mut a, "x");
+    key(&mut a, KeyCode::Esc);
+    key(&mut a, KeyCode::Esc);
+    assert!(jobs(&mut a).is_empty());
+    key(&mut a, KeyCode::Backspace);
+    key(&mut a, KeyCode::Esc);
+    key(&mut a, KeyCode::Left);
+    key(&mut a, KeyCode::Esc);
+    assert!(jobs(&mut a).is_empty());
+    // Too slow: the first press has expired.
+    let t0 = Instant::now();
+    a.on_key(KeyEvent::from(KeyCode::Esc), t0);
+    a.on_key(KeyEvent::from(KeyCode::Esc), t0 + Duration::from_secs(5));
+    assert!(jobs(&mut a).is_empty());
+}

@@ -26,6 +26,18 @@ fn shell_quote(s: &str) -> String {
 impl Tmux {
     /// Starts keel in a `width`×`height` pane in the env's work directory, pointed at `server`.
     pub fn start(env: &Env, server: &ModelServer, args: &[&str], width: u16, height: u16) -> Tmux {
+        Tmux::start_with(env, server, args, width, height, &[])
+    }
+
+    /// [`Tmux::start`] with more environment variables for keel.
+    pub fn start_with(
+        env: &Env,
+        server: &ModelServer,
+        args: &[&str],
+        width: u16,
+        height: u16,
+        extra: &[(&str, String)],
+    ) -> Tmux {
         let socket = format!(
             "keel-e2e-{}-{}",
             std::process::id(),
@@ -46,8 +58,12 @@ impl Tmux {
         ];
         let status_file = env.home.join(format!("{socket}.status"));
         let mut cmd = String::from("env -i");
-        for (k, v) in vars {
-            cmd.push_str(&format!(" {k}={}", shell_quote(&v)));
+        for (k, v) in vars
+            .iter()
+            .map(|(k, v)| (*k, v.as_str()))
+            .chain(extra.iter().map(|(k, v)| (*k, v.as_str())))
+        {
+            cmd.push_str(&format!(" {k}={}", shell_quote(v)));
         }
         cmd.push(' ');
         cmd.push_str(&shell_quote(env!("CARGO_BIN_EXE_keel")));
