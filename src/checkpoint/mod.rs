@@ -135,6 +135,24 @@ struct State {
     log: Option<File>,
 }
 
+/// The undo limits set in the environment, checked once at start: a value that is not a whole
+/// number is an error, never a silent fall back to the default.
+pub fn check_env() -> Result<(), String> {
+    for name in [
+        "KEEL_CHECKPOINT_MAX_BYTES",
+        "KEEL_CHECKPOINT_SHELL_BYTES",
+        "KEEL_CHECKPOINT_SHELL_FILES",
+    ] {
+        if let Some(raw) = std::env::var_os(name) {
+            let raw = raw.to_string_lossy();
+            if raw.trim().parse::<u64>().is_err() {
+                return Err(format!("{name} must be a whole number (0 or more), got `{raw}`"));
+            }
+        }
+    }
+    Ok(())
+}
+
 impl Checkpoints {
     pub fn new(session_dir: &Path) -> Checkpoints {
         let max_bytes = std::env::var("KEEL_CHECKPOINT_MAX_BYTES")

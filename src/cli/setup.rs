@@ -90,6 +90,7 @@ pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupErr
         .map_err(|e| SetupError::Invalid(format!("cannot determine the working directory: {e}")))?;
     let home =
         paths::keel_home().ok_or_else(|| SetupError::Invalid("cannot find a home directory; set KEEL_HOME".into()))?;
+    crate::checkpoint::check_env().map_err(SetupError::Invalid)?;
     crate::fsutil::stale::start(&home);
     let user_home = dirs::home_dir();
     let mut settings = Settings::load(user_home.as_deref(), &home, &cwd, cli.settings.as_deref())?;

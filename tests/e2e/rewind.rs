@@ -223,3 +223,25 @@ async fn changes_made_by_shell_commands_are_rewound_and_unkept_ones_are_listed()
         "left as the command made it"
     );
 }
+
+/// The undo limits come from the environment; a value keel cannot read stops it with the
+/// variable's name instead of quietly using the default.
+#[tokio::test]
+async fn an_unreadable_undo_limit_is_a_startup_error() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    for name in [
+        "KEEL_CHECKPOINT_MAX_BYTES",
+        "KEEL_CHECKPOINT_SHELL_BYTES",
+        "KEEL_CHECKPOINT_SHELL_FILES",
+    ] {
+        let out = env.keel(&server).args(["-p", "x"]).env(name, "lots").run().await;
+        assert_ne!(out.code, 0, "{name}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(name) && out.stderr.contains("`lots`"),
+            "{}",
+            out.stderr
+        );
+    }
+    assert!(server.requests().is_empty(), "no request before the error");
+}
