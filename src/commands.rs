@@ -46,8 +46,8 @@ pub const BUILTINS: &[Builtin] = &[
     ),
     b(
         "rewind",
-        "[N [code|conversation]]",
-        "take back changes: list the points, or restore to before prompt N",
+        "[N [code|conversation|preview]]",
+        "take back changes: list the points (Esc Esc), preview or restore to before prompt N",
         false,
     ),
     b("todos", "", "the session's task list", false),

@@ -139,6 +139,12 @@ pub enum EngineEvent {
         post_tokens: u64,
     },
     TurnFinished(TurnOutcome),
+    /// A message of a sub-agent the Agent call `parent_tool_use_id` started (its `Assistant`
+    /// and `ToolResults` events), for front ends that show them nested.
+    Subagent {
+        parent_tool_use_id: String,
+        event: Box<EngineEvent>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -2,10 +2,11 @@
 //! a termination signal comes a second time.
 //!
 //! The first SIGINT/SIGTERM/SIGHUP cancels the turn through the async runtime (see
-//! `headless::watch_signals`), which records the interruption and prints the result. If keel
-//! is stuck where that cannot happen (a blocking read, a full stdout pipe), the second signal
-//! ends the process from the signal handler itself: every registered process group is killed
-//! and the process exits at once, without waiting for any thread.
+//! `headless::watch_signals`; the TUI's event loop), which records the interruption and prints
+//! the result. If keel is stuck where that cannot happen (a blocking read, a full stdout pipe,
+//! a child it waits for), the second signal ends the process from the signal handler itself:
+//! the terminal is put back (when the TUI registered how), every registered process group is
+//! killed and the process exits at once, without waiting for any thread.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 
@@ -59,6 +60,14 @@ pub fn kill_registered_groups() {
 
 static SIGNALS_SEEN: AtomicUsize = AtomicUsize::new(0);
 
+/// How to put the terminal back from a signal handler (set by the TUI; async-signal-safe).
+static TERMINAL_RESTORE: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// Registers the TUI's async-signal-safe terminal restore for the forced exit.
+pub fn set_terminal_restore(f: fn()) {
+    let _ = TERMINAL_RESTORE.set(f);
+}
+
 /// Whether something handles the first signal gracefully (the headless run's watcher). Until it
 /// does (during setup), the first signal already ends the process, as the default action would.
 static GRACEFUL: AtomicBool = AtomicBool::new(false);
@@ -79,6 +88,9 @@ pub fn install_forced_exit() -> std::io::Result<()> {
             signal_hook_registry::register(sig, move || {
                 let seen = SIGNALS_SEEN.fetch_add(1, Ordering::SeqCst);
                 if seen >= 1 || !GRACEFUL.load(Ordering::SeqCst) {
+                    if let Some(restore) = TERMINAL_RESTORE.get() {
+                        restore();
+                    }
                     kill_registered_groups();
                     libc::_exit(128 + sig);
                 }

@@ -278,4 +278,32 @@ mod tests {
                 .contains("git repository")
         );
     }
+    /// keel's own git here runs nothing the repository's configuration names: no hook on
+    /// checkout, no fsmonitor, no filter driver (a command approved earlier could have
+    /// written that configuration).
+    #[tokio::test]
+    async fn worktrees_run_no_program_the_repository_names() {
+        let (t, r) = repo();
+        let marker = t.path().join("ran");
+        std::fs::write(r.join(".gitattributes"), "*.txt filter=x\n").unwrap();
+        sh(&r, &["add", "."]);
+        sh(&r, &["commit", "-qm", "attributes"]);
+        let plant = |what: &str| format!("sh -c 'echo {what} >> \"{}\"; cat'", marker.display());
+        sh(&r, &["config", "filter.x.smudge", &plant("smudge")]);
+        sh(&r, &["config", "filter.x.clean", &plant("clean")]);
+        sh(&r, &["config", "core.fsmonitor", &plant("fsmonitor")]);
+        let hook = r.join(".git/hooks/post-checkout");
+        std::fs::write(&hook, format!("#!/bin/sh\necho hook >> \"{}\"\n", marker.display())).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let w = create(&r, &t.path().join("wts"), "agent-h").await.unwrap();
+        assert_eq!(std::fs::read_to_string(w.path.join("src/a.txt")).unwrap(), "one\n");
+        std::fs::write(w.path.join("src/a.txt"), "two\n").unwrap();
+        assert!(matches!(finish(&w).await.unwrap(), Outcome::Kept { .. }));
+        assert!(
+            !marker.exists(),
+            "keel's git ran a repository program: {}",
+            std::fs::read_to_string(&marker).unwrap_or_default()
+        );
+    }
 }

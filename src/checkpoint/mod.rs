@@ -12,7 +12,9 @@
 //! from the transcript, where each point leaves a `checkpoint` event.
 
 mod blobs;
+pub mod entry;
 pub mod rewind;
+pub mod shell;
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -62,6 +64,10 @@ pub struct Point {
     /// Files changed from this point on (filled when the list is read).
     #[serde(skip)]
     pub files_changed: usize,
+    /// Of those, files a shell command changed before keel held a copy: a rewind to this point
+    /// cannot restore them.
+    #[serde(skip)]
+    pub not_restorable: usize,
 }
 
 /// A file's content at one moment, as the log records it.
@@ -74,13 +80,17 @@ pub enum Snap {
     Stored { hash: String, size: u64, mode: u32 },
     /// Too big to keep: only its hash is known.
     TooBig { hash: String, size: u64 },
+    /// A symbolic link; `hash` stands for its target ([`entry::link_hash`]).
+    Link { target: String, hash: String },
+    /// Changed by a shell command before keel held a copy: the content is unknown.
+    NotKept { why: String },
 }
 
 impl Snap {
     pub fn hash(&self) -> Option<&str> {
         match self {
-            Snap::Absent => None,
-            Snap::Stored { hash, .. } | Snap::TooBig { hash, .. } => Some(hash),
+            Snap::Absent | Snap::NotKept { .. } => None,
+            Snap::Stored { hash, .. } | Snap::TooBig { hash, .. } | Snap::Link { hash, .. } => Some(hash),
         }
     }
 }
@@ -110,6 +120,12 @@ pub struct Checkpoints {
     dir: PathBuf,
     max_bytes: u64,
     state: Mutex<State>,
+    /// Copies kept ahead of shell commands (`shell.rs`).
+    stash: Mutex<shell::Stash>,
+    /// Most bytes and files the stash holds.
+    stash_budget: (u64, usize),
+    /// Tells this store's stash from another's of the same session in this process.
+    instance: u64,
 }
 
 #[derive(Debug, Default)]
@@ -117,6 +133,24 @@ struct State {
     /// The newest point (0 before the first prompt); `None` until the log was read.
     current: Option<u32>,
     log: Option<File>,
+}
+
+/// The undo limits set in the environment, checked once at start: a value that is not a whole
+/// number is an error, never a silent fall back to the default.
+pub fn check_env() -> Result<(), String> {
+    for name in [
+        "KEEL_CHECKPOINT_MAX_BYTES",
+        "KEEL_CHECKPOINT_SHELL_BYTES",
+        "KEEL_CHECKPOINT_SHELL_FILES",
+    ] {
+        if let Some(raw) = std::env::var_os(name) {
+            let raw = raw.to_string_lossy();
+            if raw.trim().parse::<u64>().is_err() {
+                return Err(format!("{name} must be a whole number (0 or more), got `{raw}`"));
+            }
+        }
+    }
+    Ok(())
 }
 
 impl Checkpoints {
@@ -129,6 +163,15 @@ impl Checkpoints {
             dir: session_dir.join("checkpoints"),
             max_bytes,
             state: Mutex::new(State::default()),
+            stash: Mutex::default(),
+            stash_budget: (
+                shell::env_or("KEEL_CHECKPOINT_SHELL_BYTES", shell::DEFAULT_STASH_BYTES),
+                shell::env_or("KEEL_CHECKPOINT_SHELL_FILES", shell::DEFAULT_STASH_FILES),
+            ),
+            instance: {
+                static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            },
         }
     }
 
@@ -198,6 +241,7 @@ impl Checkpoints {
                 text: short,
                 at: chrono::Utc::now().to_rfc3339(),
                 files_changed: 0,
+                not_restorable: 0,
             };
             self.append(state, &LogLine::Point(point))?;
             state.current = Some(n);
@@ -243,18 +287,22 @@ impl Checkpoints {
             )),
             _ => None,
         };
-        self.with_state(|state| {
-            let point = self.current(state);
-            let change = Change {
-                point,
-                path: path.to_path_buf(),
-                before: before_snap,
-                after: after_snap,
-                by: by.to_string(),
-            };
-            self.append(state, &LogLine::Change { change })
+        self.log_change(Change {
+            point: 0,
+            path: path.to_path_buf(),
+            before: before_snap,
+            after: after_snap,
+            by: by.to_string(),
         })?;
         Ok(note)
+    }
+
+    /// Appends `change` to the log under the newest point (its `point` is set here).
+    fn log_change(&self, mut change: Change) -> Result<(), CheckpointError> {
+        self.with_state(|state| {
+            change.point = self.current(state);
+            self.append(state, &LogLine::Change { change })
+        })
     }
 
     /// Every line of the log; a torn last line (a crash) is ignored.
@@ -285,6 +333,15 @@ impl Checkpoints {
             files.sort();
             files.dedup();
             p.files_changed = files.len();
+            p.not_restorable = files
+                .iter()
+                .filter(|f| {
+                    changes
+                        .iter()
+                        .find(|c| c.point >= p.point && c.path == **f)
+                        .is_some_and(|c| matches!(c.before, Snap::NotKept { .. }))
+                })
+                .count();
         }
         points
     }

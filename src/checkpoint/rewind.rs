@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use similar::TextDiff;
 
-use super::{Change, CheckpointError, Checkpoints, PointKind, Snap, hex_hash, mode_of};
+use super::entry::{self, Content, Entry};
+use super::{Change, CheckpointError, Checkpoints, PointKind, Snap};
 
 /// What a rewind restores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +53,9 @@ pub struct Plan {
     pub conflicts: Vec<Conflict>,
     /// Files whose earlier content was too big to keep.
     pub too_big: Vec<PathBuf>,
+    /// Files a shell command changed before keel held a copy of them, and why: a rewind leaves
+    /// them as they are and says so.
+    pub not_restorable: Vec<(PathBuf, String)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -105,20 +109,27 @@ fn conflict_message(conflicts: &[Conflict]) -> String {
     s
 }
 
-/// The file's current content (`None`: absent).
-fn read_current(path: &Path) -> Result<Option<Vec<u8>>, RewindError> {
-    match std::fs::read(path) {
-        Ok(b) => Ok(Some(b)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(RewindError::Read {
-            path: path.to_path_buf(),
-            source,
-        }),
+fn read_err(path: &Path) -> impl Fn(std::io::Error) -> RewindError + '_ {
+    move |source| RewindError::Read {
+        path: path.to_path_buf(),
+        source,
     }
+}
+
+/// The log's hash of what stands at `path` now (`None`: absent), the file streamed through the
+/// hash; no link is followed and only a regular file or a link is looked at.
+fn current_hash(path: &Path) -> Result<Option<String>, RewindError> {
+    Ok(match entry::read(path).map_err(read_err(path))? {
+        Entry::Absent => None,
+        Entry::Link(t) => Some(entry::link_hash(&t)),
+        Entry::File(mut f, _) => Some(super::shell::hash_stream(&mut f).map_err(read_err(path))?.0),
+    })
 }
 
 /// Longest diff shown per conflicting file.
 const MAX_DIFF_LINES: usize = 200;
+/// Files larger than this are not diffed.
+const MAX_DIFF_BYTES: u64 = 4 * 1024 * 1024;
 
 impl Checkpoints {
     /// What rewinding to point `to` would do, without doing it.
@@ -137,15 +148,18 @@ impl Checkpoints {
             let (Some(first), Some(last)) = (of_path.first(), of_path.last()) else {
                 continue;
             };
-            let current = read_current(path)?;
-            let current_hash = current.as_deref().map(hex_hash);
+            if let Snap::NotKept { why } = &first.before {
+                plan.not_restorable.push((path.to_path_buf(), why.clone()));
+                continue;
+            }
+            let current_hash = current_hash(path)?;
             if current_hash.as_deref() == first.before.hash() {
                 continue; // already as it was
             }
             if current_hash.as_deref() != last.after.hash() {
                 plan.conflicts.push(Conflict {
                     path: path.to_path_buf(),
-                    diff: self.diff(path, &last.after, current.as_deref()),
+                    diff: self.diff(path, &last.after),
                 });
                 continue;
             }
@@ -162,16 +176,21 @@ impl Checkpoints {
         Ok(plan)
     }
 
-    fn diff(&self, path: &Path, keel: &Snap, now: Option<&[u8]>) -> String {
+    fn diff(&self, path: &Path, keel: &Snap) -> String {
         let keel_bytes = match keel {
             Snap::Absent => Some(Vec::new()),
             Snap::Stored { hash, .. } => self.blobs().get(hash).ok(),
-            Snap::TooBig { .. } => None,
+            Snap::TooBig { .. } | Snap::NotKept { .. } | Snap::Link { .. } => None,
         };
-        let (Some(old), now) = (keel_bytes, now.unwrap_or_default()) else {
+        let now = match entry::read_content(path, MAX_DIFF_BYTES) {
+            Ok(Content::File(b, _)) => Some(b),
+            Ok(Content::Absent) => Some(Vec::new()),
+            _ => None,
+        };
+        let (Some(old), Some(now)) = (keel_bytes, now) else {
             return String::new();
         };
-        let (Ok(old), Ok(new)) = (std::str::from_utf8(&old), std::str::from_utf8(now)) else {
+        let (Ok(old), Ok(new)) = (std::str::from_utf8(&old), std::str::from_utf8(&now)) else {
             return String::new();
         };
         let shown = path.display().to_string();
@@ -214,56 +233,54 @@ impl Checkpoints {
         // Everything is read before anything is written.
         let mut contents = Vec::with_capacity(plan.files.len());
         for f in &plan.files {
-            let bytes = match &f.target {
-                Snap::Absent => None,
-                Snap::Stored { hash, mode, .. } => Some((
-                    self.blobs().get(hash).map_err(|source| RewindError::Read {
-                        path: f.path.clone(),
-                        source,
-                    })?,
-                    *mode,
-                )),
-                Snap::TooBig { .. } => return Err(RewindError::TooBig(vec![f.path.clone()])),
+            let target = match &f.target {
+                Snap::Absent => Content::Absent,
+                Snap::Stored { hash, mode, .. } => {
+                    Content::File(self.blobs().get(hash).map_err(read_err(&f.path))?, *mode)
+                }
+                Snap::Link { target, .. } => Content::Link(target.clone()),
+                Snap::TooBig { .. } | Snap::NotKept { .. } => {
+                    return Err(RewindError::TooBig(vec![f.path.clone()]));
+                }
             };
-            let now = read_current(&f.path)?;
-            contents.push((f, bytes, now));
+            let now = entry::read_content(&f.path, self.max_bytes).map_err(read_err(&f.path))?;
+            contents.push((f, target, now));
         }
         let point = self.begin(PointKind::Rewind, label)?;
-        let mut done: Vec<(&Path, Option<Vec<u8>>, u32)> = Vec::new();
+        let mut done: Vec<(&Path, &Content)> = Vec::new();
         for (f, target, now) in &contents {
-            let mode = mode_of(&f.path);
-            let target_bytes = target.as_ref().map(|(b, _)| b.as_slice());
-            self.record(&f.path, now.as_deref(), target_bytes, mode, "rewind")?;
-            if let Err(source) = put(&f.path, target.as_ref().map(|(b, m)| (b.as_slice(), *m))) {
-                for (path, previous, mode) in done.into_iter().rev() {
-                    let _ = put(path, previous.as_deref().map(|b| (b, mode)));
+            let change = super::Change {
+                point: 0,
+                path: f.path.clone(),
+                before: self.snap_content(now)?,
+                after: self.snap_content(target)?,
+                by: "rewind".into(),
+            };
+            self.log_change(change)?;
+            if let Err(source) = entry::write(&f.path, target) {
+                for (path, previous) in done.into_iter().rev() {
+                    let _ = entry::write(path, previous);
                 }
-                let _ = put(&f.path, now.as_deref().map(|b| (b, mode)));
+                let _ = entry::write(&f.path, now);
                 return Err(RewindError::Write {
                     path: f.path.clone(),
                     source,
                 });
             }
-            done.push((&f.path, now.clone(), mode));
+            done.push((&f.path, now));
         }
         Ok((point, plan.files.iter().map(|f| f.path.clone()).collect()))
     }
-}
 
-/// Puts `content` (bytes and permission bits) at `path` atomically, or removes the file.
-fn put(path: &Path, content: Option<(&[u8], u32)>) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    match content {
-        None => match std::fs::remove_file(path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
-        },
-        Some((bytes, mode)) => {
-            crate::fsutil::write_atomic(path, bytes)?;
-            if mode_of(path) != mode {
-                std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
-            }
-            Ok(())
-        }
+    /// The log's snapshot of a content (kept durably: it may be about to be overwritten).
+    fn snap_content(&self, c: &Content) -> Result<Snap, CheckpointError> {
+        Ok(match c {
+            Content::Absent => Snap::Absent,
+            Content::File(b, mode) => self.snap(Some(b), *mode, true)?,
+            Content::Link(t) => Snap::Link {
+                target: t.clone(),
+                hash: entry::link_hash(t),
+            },
+        })
     }
 }

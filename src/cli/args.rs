@@ -63,6 +63,10 @@ pub struct Cli {
     #[arg(long)]
     pub dangerously_skip_permissions: bool,
 
+    /// Offer bypassPermissions among the modes to switch to (Shift+Tab) without starting in it
+    #[arg(long)]
+    pub allow_dangerously_skip_permissions: bool,
+
     /// Continue the most recent session in this directory
     #[arg(short = 'c', long = "continue")]
     pub continue_session: bool,

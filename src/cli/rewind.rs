@@ -52,8 +52,12 @@ pub fn run(args: &RewindArgs) -> anyhow::Result<ExitCode> {
                 PointKind::Rewind => "rewind",
             };
             let when = p.at.get(..19).unwrap_or(&p.at).replace('T', " ");
+            let lost = match p.not_restorable {
+                0 => String::new(),
+                n => format!(" ({n} not restorable)"),
+            };
             println!(
-                "{:>4}  {kind:<6}  {when}  {:>3} file(s) changed since  {}",
+                "{:>4}  {kind:<6}  {when}  {:>3} file(s) changed since{lost}  {}",
                 p.point, p.files_changed, p.text
             );
         }
@@ -75,6 +79,9 @@ pub fn run(args: &RewindArgs) -> anyhow::Result<ExitCode> {
         for p in &plan.too_big {
             println!("cannot restore (too big to have been kept): {}", p.display());
         }
+        for (p, why) in &plan.not_restorable {
+            println!("not restorable (changed by a shell command): {} — {why}", p.display());
+        }
         return Ok(ExitCode::SUCCESS);
     }
     match crate::engine::rewind::rewind(&mut session, to, restore) {
@@ -84,6 +91,12 @@ pub fn run(args: &RewindArgs) -> anyhow::Result<ExitCode> {
             }
             if report.files.is_empty() && restore.code() {
                 println!("no files needed restoring");
+            }
+            for (p, why) in &report.not_restorable {
+                println!(
+                    "not restorable (changed by a shell command), left as it is: {} — {why}",
+                    p.display()
+                );
             }
             if let Some(n) = report.messages {
                 println!("the conversation now ends before point {to} ({n} messages); continue it with `keel -c`");

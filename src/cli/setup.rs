@@ -90,6 +90,7 @@ pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupErr
         .map_err(|e| SetupError::Invalid(format!("cannot determine the working directory: {e}")))?;
     let home =
         paths::keel_home().ok_or_else(|| SetupError::Invalid("cannot find a home directory; set KEEL_HOME".into()))?;
+    crate::checkpoint::check_env().map_err(SetupError::Invalid)?;
     crate::fsutil::stale::start(&home);
     let user_home = dirs::home_dir();
     let mut settings = Settings::load(user_home.as_deref(), &home, &cwd, cli.settings.as_deref())?;
@@ -161,7 +162,7 @@ pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupErr
     }
     let (sandbox_mode, sandbox_warning) = SandboxMode::decide(
         &sandbox_config,
-        permissions.authorizer.working_dirs(),
+        &permissions.authorizer.working_dirs(),
         &session_dir.join("tmp"),
     );
     warnings.extend(sandbox_warning);
@@ -193,7 +194,7 @@ pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupErr
         )));
         shared.sandbox = sandbox_mode;
         shared.output_cap = output_cap;
-        shared.extra_dirs = authorizer.working_dirs().iter().skip(1).cloned().collect();
+        shared.set_extra_dirs(authorizer.working_dirs().into_iter().skip(1).collect());
     }
     let resumed = history.is_some();
     let forked = resumed && cli.programs.fork_session;
@@ -261,6 +262,8 @@ pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupErr
         replace: replace.as_deref(),
         append: append.as_deref(),
     });
+    project.instructions.include_dirs(&authorizer.working_dirs()[1..]);
+    warnings.extend(project.instructions.skipped_notices());
     // Headless runs ask nobody, unless the driving program answers (`--permission-prompt-tool stdio`).
     let headless = cli.print || cli.programs.input_format == InputFormat::StreamJson;
     let program_answers = cli.programs.permission_prompt_tool.as_deref() == Some("stdio");

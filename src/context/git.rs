@@ -61,6 +61,7 @@ pub fn command(cwd: &Path) -> Command {
     let mut cmd = Command::new("git");
     cmd.arg("-C").arg(cwd).arg("--no-pager");
     for (key, value) in [
+        ("safe.bareRepository", "explicit"),
         ("core.fsmonitor", "false"),
         ("core.hooksPath", "/dev/null"),
         ("core.pager", "cat"),
@@ -102,18 +103,37 @@ fn quiet_env(cmd: &mut Command) {
 }
 
 /// Filter and diff drivers that configuration defines with something to run: `(kind, name)`.
+/// Those of the user's own (global and system) configuration stay, such as git-lfs: they are
+/// the user's programs, and a worktree checked out without them would hold pointer files.
+/// Where git cannot say which file a key comes from (before 2.26), every driver is emptied.
 fn configured_drivers(cwd: &Path) -> Vec<(String, String)> {
-    let mut cmd = Command::new("git");
-    cmd.arg("-C")
-        .arg(cwd)
-        .args(["config", "--null", "--name-only", "--get-regexp"])
-        .arg(r"^(filter|diff)\..*\.(clean|smudge|process|textconv|command)$");
-    quiet_env(&mut cmd);
-    let Some(out) = wait_output(cmd) else {
-        return Vec::new();
+    let query = |scoped: bool| {
+        let mut cmd = Command::new("git");
+        cmd.arg("-C").arg(cwd).arg("config");
+        if scoped {
+            cmd.arg("--show-scope");
+        }
+        cmd.args(["--null", "--name-only", "--get-regexp"])
+            .arg(r"^(filter|diff)\..*\.(clean|smudge|process|textconv|command)$");
+        quiet_env(&mut cmd);
+        wait_output(cmd)
     };
-    let mut drivers: Vec<(String, String)> = out
-        .split('\0')
+    let keys: Vec<String> = match query(true) {
+        Some(out) => {
+            let fields: Vec<&str> = out.split('\0').collect();
+            fields
+                .chunks(2)
+                .filter(|pair| pair.len() == 2 && !matches!(pair[0], "global" | "system"))
+                .map(|pair| pair[1].to_string())
+                .collect()
+        }
+        None => match query(false) {
+            Some(out) => out.split('\0').map(str::to_string).collect(),
+            None => return Vec::new(),
+        },
+    };
+    let mut drivers: Vec<(String, String)> = keys
+        .iter()
         .filter_map(|key| {
             let (kind, rest) = key.split_once('.')?;
             let (name, _) = rest.rsplit_once('.')?;

@@ -5,11 +5,14 @@
 //! files weigh more). Files in directories below the working directory are loaded when a tool
 //! first touches that directory. `@path` imports are followed (relative to the importing file,
 //! at most [`MAX_DEPTH`] files deep, each file at most once, so cycles end), and an imported
-//! file comes before the file that imports it.
+//! file comes before the file that imports it. What an import may read is decided by
+//! [`ImportPolicy`]: never a credential location, and from a project file nothing outside the
+//! project unless the user approved it.
 
 use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
 
+use super::import_policy::{ImportPolicy, Verdict};
 use super::imports;
 
 /// The names looked for in each directory, in load order.
@@ -53,6 +56,21 @@ impl Scope {
     }
 }
 
+/// An import (or a linked instruction file) that leads outside the project, read or not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExternalImport {
+    /// The file holding the `@` reference (for a linked instruction file, the link).
+    pub importer: PathBuf,
+    /// The reference as written (`~/notes/style.md`), or the link's own path.
+    pub reference: String,
+    /// Where it leads, canonical.
+    pub target: PathBuf,
+    /// Whether it was read (approved).
+    pub loaded: bool,
+    /// An instruction file that is itself a link out of the project, not an `@` reference.
+    pub link: bool,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct InstructionFile {
     pub path: PathBuf,
@@ -85,6 +103,12 @@ pub struct Instructions {
     visited_dirs: HashSet<PathBuf>,
     /// Problems found while loading (missing imports, oversized files, deep chains).
     pub warnings: Vec<String>,
+    /// What may be read.
+    policy: ImportPolicy,
+    /// Imports of project files that lead outside the project, in the order met.
+    pub external: Vec<ExternalImport>,
+    /// Imports not read because they name a credential location, as notices.
+    pub refused: Vec<String>,
 }
 
 impl Instructions {
@@ -98,15 +122,82 @@ impl Instructions {
             seen: HashSet::new(),
             visited_dirs: HashSet::new(),
             warnings: Vec::new(),
+            policy: ImportPolicy::strict(cwd, None),
+            external: Vec::new(),
+            refused: Vec::new(),
         }
     }
 
-    /// Loads the start set for `cwd`; `home` is the user's home directory.
+    /// Loads the start set for `cwd`; `home` is the user's home directory. No import of a
+    /// project file leaves the project.
     pub fn discover(cwd: &Path, home: Option<&Path>) -> Self {
+        Self::discover_with(cwd, home, ImportPolicy::strict(cwd, home))
+    }
+
+    /// Loads the start set for `cwd` under `policy`.
+    pub fn discover_with(cwd: &Path, home: Option<&Path>, policy: ImportPolicy) -> Self {
         let mut this = Instructions::none(cwd);
         this.home = home.map(Path::to_path_buf);
+        this.policy = policy;
         this.load_start_set();
         this
+    }
+
+    /// Counts the session's other working directories as inside the project (imports from
+    /// them need no approval); loads the start set again when that lets a skipped import in.
+    pub fn include_dirs(&mut self, dirs: &[PathBuf]) {
+        let mut added = false;
+        for d in dirs {
+            let d = d.canonicalize().unwrap_or_else(|_| d.clone());
+            if !self.policy.extra.contains(&d) {
+                self.policy.extra.push(d);
+                added = true;
+            }
+        }
+        if added
+            && self
+                .external
+                .iter()
+                .any(|e| !e.loaded && self.policy.is_inside(&e.target))
+        {
+            self.reload();
+        }
+    }
+
+    /// The working directories counted as inside besides the project.
+    pub fn included_dirs(&self) -> &[PathBuf] {
+        &self.policy.extra
+    }
+
+    /// One line per import not read, naming the file and the import (for the startup notices).
+    pub fn skipped_notices(&self) -> Vec<String> {
+        let mut out = self.refused.clone();
+        for e in self.external.iter().filter(|e| !e.loaded) {
+            let what = if e.link {
+                "not loaded: it is a link".to_string()
+            } else {
+                format!("@{} not loaded: it", e.reference)
+            };
+            let why = if self.policy.declined.contains(&e.target) {
+                "you declined it for this project"
+            } else {
+                "such files are read only once you approve them (keel asks in an interactive session here)"
+            };
+            out.push(format!(
+                "{}: {what} leads outside the project to {}; {why}",
+                self.shown(&e.importer),
+                e.target.display()
+            ));
+        }
+        out
+    }
+
+    /// A path as the user knows it: relative to the project when inside it.
+    fn shown(&self, path: &Path) -> String {
+        match path.strip_prefix(&self.policy.root) {
+            Ok(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
+            _ => path.display().to_string(),
+        }
     }
 
     fn load_start_set(&mut self) {
@@ -128,6 +219,8 @@ impl Instructions {
         self.visited_dirs.clear();
         self.nested.clear();
         self.warnings.clear();
+        self.external.clear();
+        self.refused.clear();
         self.load_start_set();
     }
 
@@ -163,6 +256,9 @@ impl Instructions {
                 return;
             }
         };
+        if importer.is_none() && !self.root_allowed(path, &canonical, scope) {
+            return;
+        }
         if !self.seen.insert(canonical.clone()) {
             return;
         }
@@ -196,7 +292,7 @@ impl Instructions {
                 ));
                 continue;
             }
-            self.load(&target, scope, depth + 1, Some(&canonical), out);
+            self.load_import(&reference, &target, scope, depth + 1, &canonical, out);
         }
         out.push(InstructionFile {
             path: canonical,
@@ -205,6 +301,73 @@ impl Instructions {
             imported_by: importer.map(Path::to_path_buf),
             depth,
         });
+    }
+
+    /// Loads one import if the policy lets it be read.
+    fn load_import(
+        &mut self,
+        reference: &str,
+        target: &Path,
+        scope: Scope,
+        depth: u8,
+        importer: &Path,
+        out: &mut Vec<InstructionFile>,
+    ) {
+        let Ok(canonical) = target.canonicalize() else {
+            // Reported as missing by `load`.
+            return self.load(target, scope, depth, Some(importer), out);
+        };
+        match self.policy.check(&canonical, target, scope == Scope::User) {
+            Verdict::Credential(why) => {
+                self.refused.push(format!(
+                    "{}: @{reference} not loaded: {why}, and instruction files never bring credentials into the context",
+                    self.shown(importer)
+                ));
+                return;
+            }
+            Verdict::External => return self.note_external(importer, reference, &canonical, false, false),
+            Verdict::Read if scope != Scope::User && !self.policy.is_inside(&canonical) => {
+                self.note_external(importer, reference, &canonical, true, false)
+            }
+            Verdict::Read => {}
+        }
+        self.load(target, scope, depth, Some(importer), out);
+    }
+
+    /// Whether an instruction file found by name may be read: never a link to a credential
+    /// location; one inside the project that is a link leading out of it counts as an
+    /// external import. Files found in directories above the project are read as they are.
+    fn root_allowed(&mut self, path: &Path, canonical: &Path, scope: Scope) -> bool {
+        let verdict = self.policy.check(canonical, path, scope == Scope::User);
+        if let Verdict::Credential(why) = &verdict {
+            self.refused.push(format!(
+                "{}: not loaded: it is a link to {}: {why}, and instruction files never bring credentials into the \
+                 context",
+                self.shown(path),
+                canonical.display()
+            ));
+            return false;
+        }
+        if scope == Scope::User || !path.starts_with(&self.policy.root) || self.policy.is_inside(canonical) {
+            return true;
+        }
+        let loaded = verdict == Verdict::Read;
+        let link = self.shown(path);
+        self.note_external(path, &link, canonical, loaded, true);
+        loaded
+    }
+
+    fn note_external(&mut self, importer: &Path, reference: &str, target: &Path, loaded: bool, link: bool) {
+        let e = ExternalImport {
+            importer: importer.to_path_buf(),
+            reference: reference.to_string(),
+            target: target.to_path_buf(),
+            loaded,
+            link,
+        };
+        if !self.external.contains(&e) {
+            self.external.push(e);
+        }
     }
 
     /// Called with a path a tool is about to work on or just worked on: loads the instruction
@@ -278,128 +441,5 @@ pub fn render_reminder(files: &[InstructionFile]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn write(root: &Path, rel: &str, text: &str) -> PathBuf {
-        let p = root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(&p, text).unwrap();
-        p
-    }
-
-    fn names(files: &[InstructionFile], root: &Path) -> Vec<String> {
-        files
-            .iter()
-            .map(|f| f.path.strip_prefix(root).unwrap().display().to_string())
-            .collect()
-    }
-
-    #[test]
-    fn loads_user_then_root_to_cwd_in_order() {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path().canonicalize().unwrap();
-        write(&root, "home/.claude/CLAUDE.md", "user rules");
-        write(&root, "repo/CLAUDE.md", "repo rules");
-        write(&root, "repo/AGENTS.md", "agents rules");
-        write(&root, "repo/CLAUDE.local.md", "local rules");
-        write(&root, "repo/app/.claude/CLAUDE.md", "app rules");
-        write(&root, "repo/app/sub/CLAUDE.md", "nested rules");
-        let cwd = root.join("repo/app");
-        let ins = Instructions::discover(&cwd, Some(&root.join("home")));
-        assert_eq!(
-            names(&ins.files, &root),
-            vec![
-                "home/.claude/CLAUDE.md",
-                "repo/CLAUDE.md",
-                "repo/AGENTS.md",
-                "repo/CLAUDE.local.md",
-                "repo/app/.claude/CLAUDE.md"
-            ]
-        );
-        assert_eq!(ins.files[0].scope, Scope::User);
-        assert_eq!(ins.files[3].scope, Scope::Local);
-        assert!(ins.warnings.is_empty(), "{:?}", ins.warnings);
-        let text = render(&ins.files);
-        assert!(text.find("user rules").unwrap() < text.find("app rules").unwrap());
-        assert!(!text.contains("nested rules"));
-    }
-
-    #[test]
-    fn nested_files_load_once_when_a_tool_touches_their_subtree() {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path().canonicalize().unwrap();
-        write(&root, "CLAUDE.md", "top");
-        write(&root, "a/CLAUDE.md", "a rules");
-        write(&root, "a/b/AGENTS.md", "b rules");
-        let file = write(&root, "a/b/code.rs", "fn x() {}");
-        write(&root, "c/CLAUDE.md", "c rules");
-        let mut ins = Instructions::discover(&root, None);
-        assert_eq!(names(&ins.files, &root), vec!["CLAUDE.md"]);
-        let found = ins.touch(&file);
-        assert_eq!(names(&found, &root), vec!["a/CLAUDE.md", "a/b/AGENTS.md"]);
-        assert!(found.iter().all(|f| f.scope == Scope::Nested));
-        assert!(ins.touch(&file).is_empty(), "each directory is looked at once");
-        assert!(ins.touch(&root.join("a/other.rs")).is_empty());
-        // A directory given as a path (Grep/Glob `path`) counts itself.
-        assert_eq!(names(&ins.touch(&root.join("c")), &root), vec!["c/CLAUDE.md"]);
-        // Paths outside the working directory or the directory itself load nothing.
-        assert!(ins.touch(Path::new("/etc/hosts")).is_empty());
-        assert!(ins.touch(&root).is_empty());
-        assert_eq!(ins.all().count(), 4);
-        let reminder = render_reminder(&ins.nested);
-        assert!(reminder.starts_with("<system-reminder>") && reminder.contains("b rules"));
-        // After a reload (compaction) nested files load again on the next touch.
-        ins.reload();
-        assert!(ins.nested.is_empty());
-        assert_eq!(ins.touch(&file).len(), 2);
-    }
-
-    #[test]
-    fn imports_come_first_are_cycle_safe_and_depth_limited() {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path().canonicalize().unwrap();
-        write(&root, "CLAUDE.md", "main @docs/one.md and `@docs/ignored.md`\n");
-        write(&root, "docs/one.md", "one @two.md");
-        write(&root, "docs/two.md", "two @../CLAUDE.md @three.md");
-        write(&root, "docs/three.md", "three @four.md");
-        write(&root, "docs/four.md", "four @five.md");
-        write(&root, "docs/five.md", "five");
-        write(&root, "docs/ignored.md", "ignored");
-        write(&root, "AGENTS.md", "agents @docs/missing.md @docs/one.md");
-        let ins = Instructions::discover(&root, None);
-        // CLAUDE.md → one → two → three → four is five files deep; five.md is one too many.
-        assert_eq!(
-            names(&ins.files, &root),
-            vec![
-                "docs/four.md",
-                "docs/three.md",
-                "docs/two.md",
-                "docs/one.md",
-                "CLAUDE.md",
-                "AGENTS.md"
-            ]
-        );
-        let depths: Vec<u8> = ins.files.iter().map(|f| f.depth).collect();
-        assert_eq!(depths, vec![5, 4, 3, 2, 1, 1]);
-        assert_eq!(
-            ins.files[3].imported_by.as_deref(),
-            Some(root.join("CLAUDE.md").as_path())
-        );
-        assert!(
-            ins.warnings
-                .iter()
-                .any(|w| w.contains("@five.md") && w.contains("5 files deep")),
-            "{:?}",
-            ins.warnings
-        );
-        assert!(
-            ins.warnings
-                .iter()
-                .any(|w| w.contains("missing.md") && w.contains("does not exist")),
-            "{:?}",
-            ins.warnings
-        );
-        assert!(!ins.files.iter().any(|f| f.content == "ignored"));
-    }
-}
+#[path = "instructions_tests.rs"]
+mod tests;

@@ -5,6 +5,8 @@
 //! - `project`: the project layer (environment, git snapshot, instruction files) and the
 //!   system blocks with their cache breakpoints.
 //! - `instructions`, `imports`: CLAUDE.md / AGENTS.md discovery and `@path` imports.
+//! - `import_policy`: which imports are read (never credentials; outside the project only
+//!   when the user approved) and where the answers are kept.
 //! - `git`: the repository snapshot from the real `git`.
 //! - `tokens`: estimates, the provider-calibrated counter and the window.
 //! - `assemble`: a request from the layers and the view, with cache breakpoints on its tail.
@@ -12,6 +14,7 @@
 
 pub mod assemble;
 pub mod git;
+pub mod import_policy;
 pub mod imports;
 pub mod instructions;
 pub mod project;

@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use super::git::{self, GitSnapshot};
+use super::import_policy::ImportPolicy;
 use super::instructions::{self, Instructions};
 use super::system_prompt;
 use crate::message::CacheControl;
@@ -29,6 +30,10 @@ pub struct ProjectContext {
     pub listings: Vec<String>,
     /// The project's memory (the main agent's only).
     pub memory: Option<crate::memory::Memory>,
+    /// The environment, git snapshot and memory go in the session's first user message instead
+    /// (a driving program's `excludeDynamicSections`), so the system prompt is the same for
+    /// every user and folder and its cache is shared.
+    pub dynamic_in_message: bool,
 }
 
 /// What to gather for a session.
@@ -51,10 +56,15 @@ impl ProjectContext {
             core: g.replace.unwrap_or(system_prompt::core()).to_string(),
             environment: system_prompt::environment(g.cwd, g.model),
             git: git::snapshot(g.cwd),
-            instructions: Instructions::discover(g.cwd, g.home),
+            instructions: Instructions::discover_with(
+                g.cwd,
+                g.home,
+                ImportPolicy::for_session(g.cwd, g.home, crate::config::paths::keel_home().as_deref()),
+            ),
             append: g.append.filter(|s| !s.trim().is_empty()).map(str::to_string),
             listings: Vec::new(),
             memory: None,
+            dynamic_in_message: false,
         }
     }
 
@@ -69,37 +79,51 @@ impl ProjectContext {
             append: None,
             listings: Vec::new(),
             memory: None,
+            dynamic_in_message: false,
         }
     }
 
     /// The text of the project layer: the base (environment, git, instruction files), the
     /// listings and the memory.
     pub fn project_text(&self) -> String {
-        let mut out = self.base_text();
-        for l in &self.listings {
-            out.push_str("\n\n");
-            out.push_str(l);
+        let mut parts = Vec::new();
+        if !self.dynamic_in_message {
+            parts.push(self.environment.clone());
+            parts.extend(self.git.as_ref().map(GitSnapshot::render));
         }
-        if let Some(m) = &self.memory {
-            out.push_str("\n\n");
-            out.push_str(&m.render());
+        parts.push(instructions::render(&self.instructions.files));
+        parts.extend(self.listings.iter().cloned());
+        if !self.dynamic_in_message {
+            parts.extend(self.memory.as_ref().map(|m| m.render()));
         }
-        out
+        let text = parts
+            .into_iter()
+            .filter(|p| !p.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        if text.is_empty() {
+            // The API rejects empty text blocks.
+            "No project instructions.".into()
+        } else {
+            text
+        }
     }
 
-    /// Environment, git snapshot and instruction files.
-    pub fn base_text(&self) -> String {
-        let mut out = self.environment.clone();
-        if let Some(g) = &self.git {
-            out.push_str("\n\n");
-            out.push_str(&g.render());
+    /// What `dynamic_in_message` keeps out of the system prompt, for the first user message.
+    pub fn dynamic_text(&self) -> Option<String> {
+        if !self.dynamic_in_message {
+            return None;
         }
-        let files = instructions::render(&self.instructions.files);
-        if !files.is_empty() {
-            out.push_str("\n\n");
-            out.push_str(&files);
-        }
-        out
+        let mut parts = vec![self.environment.clone()];
+        parts.extend(self.git.as_ref().map(GitSnapshot::render));
+        parts.extend(self.memory.as_ref().map(|m| m.render()));
+        Some(
+            parts
+                .into_iter()
+                .filter(|p| !p.is_empty())
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+        )
     }
 
     /// The system blocks, with cache breakpoints on the core and on the last block.
@@ -132,12 +156,14 @@ impl ProjectContext {
     /// Takes over the sections keel added to another project layer (a model switch rebuilds
     /// the layer from disk).
     pub fn adopt_sections(&mut self, from: &ProjectContext) {
+        self.instructions.include_dirs(from.instructions.included_dirs());
         if self.listings.is_empty() {
             self.listings = from.listings.clone();
         }
         if self.memory.is_none() {
             self.memory = from.memory.clone();
         }
+        self.dynamic_in_message |= from.dynamic_in_message;
     }
 
     pub fn core_text(&self) -> &str {
@@ -184,5 +210,14 @@ mod tests {
         std::fs::write(cwd.join("CLAUDE.md"), "New rule.").unwrap();
         assert!(ctx.reload_instructions());
         assert!(ctx.system_blocks()[1].text.contains("New rule."));
+        assert_eq!(ctx.dynamic_text(), None);
+        // A program's excludeDynamicSections: the environment leaves the system prompt.
+        ctx.dynamic_in_message = true;
+        let project = &ctx.system_blocks()[1].text;
+        assert!(
+            !project.contains("Environment:") && project.contains("New rule."),
+            "{project}"
+        );
+        assert!(ctx.dynamic_text().unwrap().starts_with("Environment:"));
     }
 }

@@ -86,9 +86,10 @@ pub fn render(r: &Report<'_>) -> String {
             let _ = writeln!(out, "  {:>9}  nested   {}", human(size), path.display());
         }
     }
-    if !p.instructions.warnings.is_empty() {
+    let skipped = p.instructions.skipped_notices();
+    if !p.instructions.warnings.is_empty() || !skipped.is_empty() {
         out.push_str("\nWarnings:\n");
-        for w in &p.instructions.warnings {
+        for w in p.instructions.warnings.iter().chain(&skipped) {
             let _ = writeln!(out, "  {w}");
         }
     }

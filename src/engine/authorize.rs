@@ -108,6 +108,17 @@ impl Pipeline<'_> {
             match agg.permission {
                 Some(Permission::Allow) => {
                     self.record_decision(call, "hook", "allow", json!({}));
+                    let (list, bad) = updates::parse(&agg.updated_permissions);
+                    if !bad.is_empty() {
+                        self.events.notice(
+                            NoticeLevel::Warning,
+                            format!(
+                                "a PermissionRequest hook's permission updates cannot be read, so none was applied: {}",
+                                bad.join("; ")
+                            ),
+                        );
+                    }
+                    self.apply_updates(list);
                     self.after_approval(call, false);
                     return Ok(Approved {
                         resolved,
@@ -262,30 +273,42 @@ impl Pipeline<'_> {
         let _ = self.hooks.transcript().event("permission_decision", data);
     }
 
-    /// Applies the permission updates a program sent with its approval.
+    /// Applies the permission updates a program sent with its approval; one that cannot be
+    /// applied is reported, never dropped silently.
     fn apply_updates(&self, list: Vec<Update>) {
         for u in list {
-            match u {
-                Update::AllowRules { rules, save } => {
-                    let info = if save {
-                        AskInfo {
-                            rules_to_save: rules,
-                            ..AskInfo::default()
-                        }
-                    } else {
-                        AskInfo {
-                            session_grants: rules,
-                            ..AskInfo::default()
-                        }
-                    };
-                    if let Some(warning) = self.authorizer.grant(&info) {
-                        self.events.notice(NoticeLevel::Warning, warning);
-                    }
+            let outcome = match u {
+                Update::Rules {
+                    op,
+                    behavior,
+                    rules,
+                    destination,
+                } => self.authorizer.update_rules(op, behavior, &rules, destination),
+                Update::SetMode { mode, .. }
+                    if mode == Mode::BypassPermissions
+                        && let Some(why) = &self.authorizer.bypass_disabled =>
+                {
+                    Err(why.clone())
                 }
-                Update::SetMode(mode) => {
+                Update::SetMode { mode, destination } => {
                     self.shared.set_mode(mode);
                     self.events.emit(EngineEvent::ModeChanged(mode));
+                    self.authorizer.save_mode(mode, destination)
                 }
+                Update::Directories {
+                    add,
+                    directories,
+                    destination,
+                } => self
+                    .authorizer
+                    .update_directories(add, &directories, destination)
+                    .map(|dirs| self.shared.set_extra_dirs(dirs.into_iter().skip(1).collect())),
+            };
+            if let Err(e) = outcome {
+                self.events.notice(
+                    NoticeLevel::Warning,
+                    format!("a permission update sent with an approval was not applied: {e}"),
+                );
             }
         }
     }

@@ -162,5 +162,8 @@ impl Engine {
         self.config.max_tokens = info.max_output;
         self.config.model = model;
         self.compactor.window = Window::new(info.context_window, self.config.context_window, info.max_output);
+        if let Some(r) = &self.subagents {
+            r.follow_model(self.provider.clone(), self.config.model.clone());
+        }
     }
 }

@@ -249,6 +249,7 @@ impl Pipeline<'_> {
             .evidence
             .before(&call.name, &effective.input, &shell_cwd)
             .await;
+        let shell_undo = crate::checkpoint::shell::before(self.shared, &watch, ctx.confinement).await;
         let result = if tool.handles_cancellation() {
             tool.call(effective.input.clone(), &ctx).await
         } else {
@@ -271,6 +272,7 @@ impl Pipeline<'_> {
                 .and_then(|v| v.snapshot.as_deref().map(str::to_string))
         };
         self.shared.evidence.after(watch, &mut output, &known).await;
+        crate::checkpoint::shell::after(self.shared, shell_undo, &mut output).await;
         let post_stop = self
             .post_tool_hooks(
                 &effective,

@@ -21,6 +21,8 @@ pub struct RewindReport {
     pub messages: Option<usize>,
     /// The rewound point's prompt (shortened), e.g. to offer it again for editing.
     pub prompt: Option<String>,
+    /// Files a shell command changed that keel could not restore (no copy was kept), and why.
+    pub not_restorable: Vec<(PathBuf, String)>,
 }
 
 impl Engine {
@@ -126,6 +128,7 @@ pub fn rewind(session: &mut Session, to: u32, restore: Restore) -> Result<Rewind
     Ok(RewindReport {
         point,
         files,
+        not_restorable: plan.not_restorable,
         messages,
         prompt: (target.kind == PointKind::Prompt).then(|| target.text.clone()),
     })

@@ -17,6 +17,7 @@
 
 pub mod classify;
 pub mod command;
+mod command_changes;
 mod config;
 pub mod declared;
 pub mod gate;
@@ -34,6 +35,8 @@ use std::time::Instant;
 
 use serde_json::Value;
 
+pub use command_changes::CommandChanges;
+use command_changes::command_changes;
 pub use config::Config;
 pub use gate::GateMode;
 pub use ledger::{Ledger, Status};
@@ -69,6 +72,8 @@ pub enum Watch {
 
 struct State {
     ledger: Ledger,
+    /// What the last command changed, until taken.
+    command_changes: Option<CommandChanges>,
     /// The latest fingerprint (after the last command).
     last: Option<Snapshot>,
     /// Paths keel's own tools changed since `last` was taken.
@@ -141,6 +146,7 @@ impl Evidence {
         let fingerprinter = Fingerprinter::new(cwd).excluding(session_dir);
         let mut state = State {
             ledger,
+            command_changes: None,
             last: None,
             touched: HashSet::new(),
             turn_start: 0,
@@ -212,6 +218,19 @@ impl Evidence {
     pub fn flush(&self) {
         let mut s = self.lock();
         self.save(&mut s);
+    }
+
+    /// Reads the fingerprint that stands for the workspace before the next command (taken after
+    /// the last one) and the paths keel's own tools changed since, so the shell checkpoint
+    /// reuses it instead of walking the workspace again.
+    pub fn with_last<R>(&self, f: impl FnOnce(Option<&Snapshot>, &HashSet<String>) -> R) -> R {
+        let s = self.lock();
+        f(s.last.as_ref(), &s.touched)
+    }
+
+    /// What the last foreground command changed (once).
+    pub fn take_command_changes(&self) -> Option<CommandChanges> {
+        self.lock().command_changes.take()
     }
 
     /// The first failure to save the ledger, once.
@@ -415,6 +434,9 @@ impl Evidence {
                 known,
             ));
         }
+        // Accumulated until taken: a concurrent command (a sub-agent's) must not erase these.
+        let new = command_changes(&changes, &during);
+        s.command_changes.get_or_insert_default().absorb(new);
         if !changes.is_empty() || s.ledger.digest.is_none() {
             s.ledger.digest = Some(after.digest());
         }

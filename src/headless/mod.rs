@@ -167,6 +167,10 @@ async fn run_inner(cli: &Cli, out: Arc<Out>) -> Result<ExitCode, HeadlessError> 
     }
     let mut warnings = prepared.warnings.clone();
     let mcp = prepared.mcp.clone();
+    if stream_in {
+        // The program's in-process servers connect once its messages can be read.
+        mcp.expect_relays();
+    }
     let prompt = crate::mcp::startup::headless(&mcp, prompt)
         .await
         .map_err(HeadlessError::Usage)?;

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
@@ -24,6 +25,9 @@ pub struct Printer {
     pub session_id: String,
     /// Answers permission questions (`--permission-prompt-tool stdio`).
     pub link: Option<Arc<ClientLink>>,
+    /// Sub-agents' text and thinking go out too, not only their tool calls and results
+    /// (`initialize`'s `forwardSubagentText`).
+    pub forward_subagent_text: Arc<AtomicBool>,
     structured: HashMap<String, Value>,
 }
 
@@ -36,6 +40,7 @@ impl Printer {
             include_hook_events: false,
             session_id,
             link: None,
+            forward_subagent_text: Arc::default(),
             structured: HashMap::new(),
         }
     }
@@ -97,6 +102,10 @@ impl Printer {
                     self.line(&l);
                 }
             }
+            EngineEvent::Subagent {
+                parent_tool_use_id,
+                event,
+            } if stream => self.subagent(&parent_tool_use_id, *event),
             EngineEvent::ToolFinished { id, structured, .. } if stream => {
                 self.structured.insert(id, structured);
             }
@@ -227,6 +236,45 @@ impl Printer {
                     eprintln!("keel: {message}");
                 }
             }
+            _ => {}
+        }
+    }
+
+    /// A sub-agent's message, as lines whose `parent_tool_use_id` names the Agent call: its
+    /// tool calls and results, and its text and thinking when the program asked for them.
+    fn subagent(&mut self, parent: &str, event: EngineEvent) {
+        let tag = |mut line: Value| {
+            line["parent_tool_use_id"] = Value::String(parent.to_string());
+            line
+        };
+        match event {
+            EngineEvent::Assistant {
+                id,
+                model,
+                mut message,
+                stop_reason,
+                usage,
+            } => {
+                if !self.forward_subagent_text.load(Ordering::Relaxed) {
+                    message.content.retain(|b| matches!(b, ContentBlock::ToolUse { .. }));
+                }
+                for l in output::assistant_lines(&id, &model, &message, &stop_reason, &usage, &self.session_id) {
+                    self.line(&tag(l));
+                }
+            }
+            EngineEvent::ToolResults(message) => {
+                for block in message
+                    .content
+                    .iter()
+                    .filter(|b| matches!(b, ContentBlock::ToolResult { .. }))
+                {
+                    self.line(&tag(output::tool_result_line(block, None, &self.session_id)));
+                }
+            }
+            EngineEvent::Subagent {
+                parent_tool_use_id,
+                event,
+            } => self.subagent(&parent_tool_use_id, *event),
             _ => {}
         }
     }

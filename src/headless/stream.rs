@@ -19,6 +19,7 @@ use super::printer::Printer;
 use super::protocol::client::ClientLink;
 use super::protocol::codec::{self, ClientRequest, Inbound, Initialize};
 use super::protocol::control;
+use super::protocol::mcp_relay;
 use super::slash;
 use crate::cli::args::{Cli, OutputFormat};
 use crate::cli::setup::Prepared;
@@ -43,6 +44,8 @@ struct Shared {
     /// The running turn's token, so `interrupt` can stop it.
     current: Mutex<Option<CancellationToken>>,
     replay: bool,
+    /// Why `set_permission_mode` may not enter bypassPermissions, if a setting forbids it.
+    bypass_disabled: Option<String>,
     /// How `set_model` finds models (`None` with the script provider).
     models: Option<control::ModelRoutes>,
 }
@@ -59,6 +62,7 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
         session_id: session_id.clone(),
         current: Mutex::new(None),
         replay: cli.programs.replay_user_messages,
+        bypass_disabled: engine.authorizer.bypass_disabled.clone(),
         models: prepared.catalog.clone().map(|catalog| control::ModelRoutes {
             catalog,
             fallback: prepared.fallback_model.clone(),
@@ -70,6 +74,7 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
 
     let mut printer = Printer::new(out.clone(), OutputFormat::StreamJson, cli.verbose, session_id.clone());
     printer.include_hook_events = cli.programs.include_hook_events;
+    let forward_subagent_text = printer.forward_subagent_text.clone();
     if engine.config.interactive {
         printer.link = Some(link.clone());
     }
@@ -79,8 +84,17 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
 
     let (commands_tx, mut commands) = mpsc::unbounded_channel();
     let reader = tokio::spawn(read_input(shared.clone(), commands_tx));
+    // In-process servers of the program connect in the background (their messages need the
+    // reader); a turn starts only once they have answered or failed.
+    let mut connecting = Vec::new();
+    if let Some(hub) = engine.session.shared.mcp.clone() {
+        connecting.push(tokio::spawn(mcp_relay::connect_configured(hub, link.clone())));
+    }
 
     let mut started = false;
+    // The dynamic sections an `excludeDynamicSections` initialize took out of the system prompt
+    // go with the next user message.
+    let mut dynamic_pending = false;
     let mut last: Option<TurnOutcome> = None;
     loop {
         let gone = out.gone();
@@ -96,12 +110,25 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
                     for w in warnings {
                         eprintln!("keel: warning: {w}");
                     }
+                    dynamic_pending |= init.exclude_dynamic_sections == Some(true);
+                    if let Some(forward) = init.forward_subagent_text {
+                        forward_subagent_text.store(forward, std::sync::atomic::Ordering::Relaxed);
+                    }
                     out.line(&codec::success(&id, answer));
+                    if let (Some(hub), false) = (engine.session.shared.mcp.clone(), init.sdk_mcp_servers.is_empty()) {
+                        let names = init.sdk_mcp_servers.clone();
+                        connecting.push(tokio::spawn(mcp_relay::connect_named(hub, link.clone(), names)));
+                    }
                 }
                 Err(e) => out.line(&codec::error(&id, &e)),
             },
             Command::SetModel(change) => control::set_model(&mut engine, change, &default_model),
             Command::Turn(content) => {
+                for task in connecting.drain(..) {
+                    for w in task.await.unwrap_or_default() {
+                        eprintln!("keel: warning: {w}");
+                    }
+                }
                 if !started {
                     started = true;
                     engine
@@ -120,7 +147,10 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
                     [ContentBlock::Text { text, .. }] => {
                         let text = text.clone();
                         match slash::plan(&mut engine, &text, &cancel).await {
-                            slash::Plan::Turn(content) => engine.run_turn(content, cancel).await,
+                            slash::Plan::Turn(content) => {
+                                let content = with_dynamic(&engine, &mut dynamic_pending, content);
+                                engine.run_turn(content, cancel).await
+                            }
                             slash::Plan::Compact(instructions) => {
                                 engine.compact_turn(instructions.as_deref(), &cancel).await
                             }
@@ -129,6 +159,7 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
                         };
                     }
                     _ => {
+                        let content = with_dynamic(&engine, &mut dynamic_pending, content);
                         engine.run_turn(content, cancel).await;
                     }
                 }
@@ -169,6 +200,20 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
         Some(o) if o.is_error && !o.interrupted => ExitCode::from(1),
         _ => ExitCode::SUCCESS,
     }
+}
+
+/// Puts the system prompt's dynamic sections (environment, git snapshot, memory) in front of
+/// the message when `excludeDynamicSections` took them out and they were not sent yet.
+fn with_dynamic(engine: &Engine, pending: &mut bool, mut content: Vec<ContentBlock>) -> Vec<ContentBlock> {
+    if std::mem::take(pending)
+        && let Some(text) = engine.project.dynamic_text()
+    {
+        content.insert(
+            0,
+            ContentBlock::text(format!("<system-reminder>\n{text}\n</system-reminder>")),
+        );
+    }
+    content
 }
 
 fn usage_since(before: &crate::message::Usage, now: &crate::message::Usage) -> crate::message::Usage {
@@ -286,6 +331,12 @@ fn answer(shared: &Shared, commands: &mpsc::UnboundedSender<Command>, id: String
             out.line(&codec::success(&id, json!({})));
         }
         ClientRequest::SetPermissionMode(m) => match Mode::parse(&m) {
+            Some(Mode::BypassPermissions) if shared.bypass_disabled.is_some() => {
+                out.line(&codec::error(
+                    &id,
+                    shared.bypass_disabled.as_deref().unwrap_or_default(),
+                ));
+            }
             Some(mode) => {
                 shared.session.set_mode(mode);
                 out.line(&codec::success(&id, json!({"mode": mode.as_str()})));

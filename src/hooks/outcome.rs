@@ -42,6 +42,8 @@ pub struct Aggregate {
     pub permission_reasons: Vec<String>,
     /// The first hook's `updatedInput` (configuration order decides).
     pub updated_input: Option<Value>,
+    /// PermissionRequest allow: the `updatedPermissions` of the hooks that allowed, in order.
+    pub updated_permissions: Vec<Value>,
     /// `additionalContext` and, where the event allows it, plain stdout.
     pub context: Vec<String>,
     /// `continue: false`: stop the agent, with this reason for the user.
@@ -245,6 +247,11 @@ fn apply_json(event: Event, j: &Value, agg: &mut Aggregate) -> Option<String> {
                 && agg.updated_input.is_none()
             {
                 agg.updated_input = Some(u.clone());
+            }
+            if p == Permission::Allow
+                && let Some(list) = d.get("updatedPermissions").and_then(Value::as_array)
+            {
+                agg.updated_permissions.extend(list.iter().cloned());
             }
             decision = Some(p.as_str().into());
         }

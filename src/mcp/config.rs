@@ -62,6 +62,9 @@ pub enum ServerSpec {
         url: String,
         headers: BTreeMap<String, String>,
     },
+    /// A server inside the program driving keel (the Agent SDK's `"type": "sdk"`), reached
+    /// through `mcp_message` control requests; only `--mcp-config` may declare one.
+    Sdk,
 }
 
 impl ServerSpec {
@@ -70,6 +73,7 @@ impl ServerSpec {
             ServerSpec::Stdio { .. } => "stdio",
             ServerSpec::Http { .. } => "http",
             ServerSpec::Sse { .. } => "sse",
+            ServerSpec::Sdk => "sdk",
         }
     }
 
@@ -85,6 +89,7 @@ impl ServerSpec {
                 s
             }
             ServerSpec::Http { url, .. } | ServerSpec::Sse { url, .. } => url.clone(),
+            ServerSpec::Sdk => "in-process (the program driving keel)".into(),
         }
     }
 }
@@ -164,11 +169,12 @@ fn lower(name: &str, raw: &Value, expand: &dyn Fn(&str) -> Result<String, String
                 ServerSpec::Http { url, headers }
             })
         }
+        "sdk" => Ok(ServerSpec::Sdk),
         "ws" => Err(format!(
             "server `{name}`: WebSocket servers (`\"type\": \"ws\"`) are not supported; use \"http\" or \"sse\""
         )),
         other => Err(format!(
-            "server `{name}`: unknown `type` `{other}`; use \"stdio\", \"http\" or \"sse\""
+            "server `{name}`: unknown `type` `{other}`; use \"stdio\", \"http\" or \"sse\" (or \"sdk\" for a program's in-process server)"
         )),
     }
 }

@@ -234,6 +234,7 @@ pub fn get(src: &Sources<'_>, name: &str) -> Result<String, String> {
                 out.push_str(&format!("  header: {k}: {v}\n"));
             }
         }
+        Ok(config::ServerSpec::Sdk) => out.push_str("  type: sdk (a server inside the program driving keel)\n"),
         Err(err) => out.push_str(&format!("  invalid: {err}\n")),
     }
     if let Err(err) = &e.spec {

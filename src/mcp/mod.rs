@@ -65,6 +65,9 @@ pub struct McpHub {
     mcp_tokens: Mutex<u64>,
     search_registered: AtomicBool,
     resources_registered: AtomicBool,
+    /// A program relays in-process SDK servers (`--input-format stream-json`); without one
+    /// they are reported failed instead of waiting.
+    relays_expected: AtomicBool,
 }
 
 impl std::fmt::Debug for McpHub {
@@ -99,6 +102,7 @@ impl McpHub {
             mcp_tokens: Mutex::new(0),
             search_registered: AtomicBool::new(false),
             resources_registered: AtomicBool::new(false),
+            relays_expected: AtomicBool::new(false),
         })
     }
 
@@ -181,6 +185,11 @@ impl McpHub {
     /// Starts every startable server that is not connected yet, all at once, and registers
     /// their tools in configuration order.
     pub async fn start_all(&self) {
+        if !self.relays_expected.load(Ordering::Relaxed) {
+            for s in self.servers() {
+                s.fail_unrelayed();
+            }
+        }
         let servers: Vec<Arc<Server>> = self
             .servers()
             .into_iter()
@@ -236,6 +245,20 @@ impl McpHub {
             self.register(vec![(server.clone(), tools)]).await;
         }
         Ok(server.status())
+    }
+
+    /// The driving program will relay in-process SDK servers: they wait for
+    /// [`McpHub::sdk_servers_to_relay`] instead of failing at start.
+    pub fn expect_relays(&self) {
+        self.relays_expected.store(true, Ordering::Relaxed);
+    }
+
+    /// In-process SDK servers from the configuration that no relay serves yet.
+    pub fn sdk_servers_to_relay(&self) -> Vec<Arc<Server>> {
+        self.servers()
+            .into_iter()
+            .filter(|s| s.is_sdk() && !s.has_relay())
+            .collect()
     }
 
     /// Every server's status, in configuration order.

@@ -183,6 +183,8 @@ pub struct Server {
     remote_names: StdMutex<std::collections::BTreeSet<String>>,
     /// Set when the server sends `notifications/tools/list_changed`.
     tools_changed: Arc<AtomicBool>,
+    /// The channel to an in-process SDK server, once the driving program's relay is attached.
+    relay: StdMutex<Option<McpChannel>>,
 }
 
 /// How a request to a server failed.
@@ -240,6 +242,32 @@ impl Server {
             tools: StdMutex::new(Vec::new()),
             remote_names: StdMutex::new(std::collections::BTreeSet::new()),
             tools_changed: Arc::new(AtomicBool::new(false)),
+            relay: StdMutex::new(None),
+        }
+    }
+
+    /// Whether this is an in-process server of the program driving keel (`"type": "sdk"`).
+    pub fn is_sdk(&self) -> bool {
+        matches!(self.reach, Reach::Spec(ServerSpec::Sdk))
+    }
+
+    pub fn has_relay(&self) -> bool {
+        self.relay.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+    }
+
+    /// Connects an in-process SDK server to the program's relay; it starts with the next
+    /// `start_all`.
+    pub fn attach_relay(&self, channel: McpChannel) {
+        *self.relay.lock().unwrap_or_else(|p| p.into_inner()) = Some(channel);
+        if self.state() == State::Failed {
+            self.set_state(State::Pending, None);
+        }
+    }
+
+    /// Leaves an in-process SDK server that nobody relays failed, saying why.
+    pub fn fail_unrelayed(&self) {
+        if self.is_sdk() && !self.has_relay() && self.state() == State::Pending {
+            self.set_state(State::Failed, Some(transport::NO_RELAY.into()));
         }
     }
 
@@ -295,7 +323,7 @@ impl Server {
 
     /// Whether this server is meant to run (configured, allowed and reachable).
     pub fn startable(&self) -> bool {
-        !matches!(self.reach, Reach::None) && self.state() != State::Disabled
+        !matches!(self.reach, Reach::None) && self.state() != State::Disabled && (!self.is_sdk() || self.has_relay())
     }
 
     /// Connects (if not connected) and lists the server's tools.
@@ -379,10 +407,11 @@ impl Server {
             }
             self.restarts.fetch_add(1, Ordering::Relaxed);
         }
-        let target = match &self.reach {
-            Reach::Spec(spec) => Target::Spec(spec),
-            Reach::Channel(c) => Target::Channel(c),
-            Reach::None => return Err("it is not configured to run".into()),
+        let relayed = self.relay.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let target = match (&self.reach, relayed.as_ref()) {
+            (Reach::Spec(ServerSpec::Sdk), Some(c)) | (Reach::Channel(c), _) => Target::Channel(c),
+            (Reach::Spec(spec), _) => Target::Spec(spec),
+            (Reach::None, _) => return Err("it is not configured to run".into()),
         };
         let client = KeelClient {
             tools_changed: self.tools_changed.clone(),

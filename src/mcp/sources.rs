@@ -137,7 +137,13 @@ pub fn load(src: &Sources<'_>, env: &dyn Fn(&str) -> Option<String>) -> Result<L
         raw.extend(list.into_iter().map(|(n, v)| (n, Scope::Cli, label.clone(), v)));
     }
     for (name, scope, source, value) in raw {
-        let spec = config::resolve_entry(&name, &value, env);
+        let spec = match config::resolve_entry(&name, &value, env) {
+            // A configuration file cannot make keel relay to a program that never offered it.
+            Ok(ServerSpec::Sdk) if scope != Scope::Cli => Err(format!(
+                "server `{name}`: \"type\": \"sdk\" names a server inside the program driving keel; only --mcp-config may declare one"
+            )),
+            other => other,
+        };
         if let Some(existing) = loaded.entries.iter_mut().find(|e| e.name == name) {
             let mut shadows = std::mem::take(&mut existing.shadows);
             shadows.push(format!("{} ({})", existing.source, existing.scope.as_str()));

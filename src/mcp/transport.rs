@@ -158,6 +158,10 @@ impl std::fmt::Display for OpenError {
     }
 }
 
+/// Why an in-process SDK server cannot be reached: nobody relays its messages.
+pub const NO_RELAY: &str = "it is a server inside the program driving keel, reached only while that program drives keel \
+     over --input-format stream-json (its messages travel as mcp_message control requests)";
+
 /// Where the connection goes.
 pub enum Target<'a> {
     Spec(&'a ServerSpec),
@@ -218,6 +222,7 @@ pub async fn open(
             let service = client.serve(transport).await.map_err(init_error)?;
             Ok((service, Opened::Remote))
         }
+        Target::Spec(ServerSpec::Sdk) => Err(OpenError::Failed(NO_RELAY.into())),
         Target::Spec(ServerSpec::Sse { url, headers }) => {
             let transport = SseTransport::connect(http_client()?, url, headers).await?;
             let service = client.serve(transport).await.map_err(init_error)?;

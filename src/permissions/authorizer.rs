@@ -5,7 +5,7 @@
 //! otherwise ask, which headless mode and `dontAsk` turn into a denial.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Mutex, RwLock};
 
 use serde_json::Value;
 
@@ -59,11 +59,16 @@ pub enum HookDecision {
 pub struct Authorizer {
     rules: Vec<Rule>,
     session: Mutex<Vec<Rule>>,
-    dirs: Vec<PathBuf>,
+    /// Rules of `rules` a program removed during the session: (behaviour, text, source).
+    masked: Mutex<Vec<(Behavior, String, String)>>,
+    /// The working directories; the first is the session's. A program may add more.
+    dirs: RwLock<Vec<PathBuf>>,
     home: Option<PathBuf>,
     anchors: Anchors,
     /// Where "allow always" rules are saved (`.keel/settings.local.json`).
     save_path: Option<PathBuf>,
+    /// Why bypassPermissions may not be entered during the session (`disableBypassPermissionsMode`).
+    pub bypass_disabled: Option<String>,
     /// Whether the read-only jail is in force (asked at the first shell command); without it
     /// keel approves only its allow-list of programs and options.
     jail: Option<JailProbe>,
@@ -77,14 +82,16 @@ impl Authorizer {
         Authorizer {
             rules,
             session: Mutex::new(Vec::new()),
+            masked: Mutex::default(),
             anchors: Anchors {
                 base_dir: cwd.clone(),
                 cwd,
                 home: home.clone(),
             },
-            dirs,
+            dirs: RwLock::new(dirs),
             home,
             save_path,
+            bypass_disabled: None,
             jail: None,
         }
     }
@@ -113,8 +120,22 @@ impl Authorizer {
         &self.rules
     }
 
-    pub fn working_dirs(&self) -> &[PathBuf] {
-        &self.dirs
+    pub fn working_dirs(&self) -> Vec<PathBuf> {
+        self.dirs.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The startup rules still in force and the session's rules, for one decision.
+    fn active<'a>(&'a self, session: &'a [Rule]) -> Vec<&'a Rule> {
+        let masked = self.masked.lock().unwrap_or_else(|p| p.into_inner());
+        self.rules
+            .iter()
+            .filter(|r| {
+                !masked
+                    .iter()
+                    .any(|(b, text, source)| *b == r.behavior && *text == r.text && *source == r.source)
+            })
+            .chain(session.iter())
+            .collect()
     }
 
     /// A listing of the rules by behaviour and source, the session grants and the working
@@ -123,12 +144,7 @@ impl Authorizer {
         let mut out = format!("Permission mode: {}\n", mode.as_str());
         let session = self.session.lock().unwrap_or_else(|p| p.into_inner());
         for b in [Behavior::Deny, Behavior::Ask, Behavior::Allow] {
-            let rules: Vec<&Rule> = self
-                .rules
-                .iter()
-                .chain(session.iter())
-                .filter(|r| r.behavior == b)
-                .collect();
+            let rules: Vec<&Rule> = self.active(&session).into_iter().filter(|r| r.behavior == b).collect();
             out.push_str(&format!("\n{} rules:\n", b.as_str()));
             if rules.is_empty() {
                 out.push_str("  (none)\n");
@@ -138,7 +154,7 @@ impl Authorizer {
             }
         }
         out.push_str("\nWorking directories:\n");
-        for d in &self.dirs {
+        for d in &self.working_dirs() {
             out.push_str(&format!("  {}\n", d.display()));
         }
         out
@@ -148,11 +164,12 @@ impl Authorizer {
     /// credential files without an explicit allow rule). Grep and Glob skip such files.
     pub fn read_denied(&self, path: &Path) -> bool {
         let session = self.session.lock().unwrap_or_else(|p| p.into_inner());
-        let all: Vec<&Rule> = self.rules.iter().chain(session.iter()).collect();
+        let all = self.active(&session);
+        let dirs = self.working_dirs();
         let ctx = Ctx {
             rules: &all,
             mode: Mode::Default,
-            dirs: &self.dirs,
+            dirs: &dirs,
             home: self.home.as_deref(),
             jail: false,
         };
@@ -221,11 +238,13 @@ impl Authorizer {
     ) -> Decision {
         let mut resolved = None;
         let session = self.session.lock().unwrap_or_else(|p| p.into_inner());
-        let all: Vec<&Rule> = self.rules.iter().chain(session.iter()).chain(grants.iter()).collect();
+        let mut all = self.active(&session);
+        all.extend(grants.iter());
+        let dirs = self.working_dirs();
         let ctx = Ctx {
             rules: &all,
             mode,
-            dirs: &self.dirs,
+            dirs: &dirs,
             home: self.home.as_deref(),
             jail: tool == "Bash" && self.jail(),
         };
@@ -234,7 +253,7 @@ impl Authorizer {
             ctx.bash(
                 command,
                 shell_cwd,
-                self.dirs.first().map(PathBuf::as_path).unwrap_or(shell_cwd),
+                dirs.first().map(PathBuf::as_path).unwrap_or(shell_cwd),
                 input,
             )
         } else if EDIT_FAMILY.contains(&tool) {
@@ -373,6 +392,11 @@ impl Ctx<'_> {
 
     fn inside_resolved(&self, path: &Path, real: &Path) -> bool {
         self.dirs.iter().any(|d| path.starts_with(d) && real.starts_with(d))
+    }
+
+    /// The top of a working directory itself, where configuration lives.
+    fn is_working_dir(&self, path: &Path) -> bool {
+        self.dirs.iter().any(|d| d == path)
     }
 
     fn ask(&self, reason: String, rules_to_save: Vec<String>, session_grants: Vec<String>) -> Verdict {
@@ -582,6 +606,7 @@ fn save_rules(path: &Path, rules: &[String]) -> std::io::Result<()> {
     crate::fsutil::write_atomic(path, text.as_bytes())
 }
 
+mod apply;
 mod bash;
 mod rebase;
 

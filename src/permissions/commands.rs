@@ -117,6 +117,8 @@ fn analyze_program(cmd: &SimpleCommand, strict: bool) -> Analysis {
     let Some(table) = options::table(table_name) else {
         return Analysis::default();
     };
+    let jq = (table_name == "jq").then(|| jq_pairs(args));
+    let args = jq.as_ref().map_or(args, |j| j.rest.as_slice());
     let p = options::parse(args, table, false);
     let mut a = Analysis {
         observes: p.unsafe_opts.is_empty() && (!strict || p.unknown.is_empty()),
@@ -140,11 +142,23 @@ fn analyze_program(cmd: &SimpleCommand, strict: bool) -> Analysis {
             }
         }
         "jq" => {
+            // A filter can `import`/`include` files from anywhere (`-L`, `~/.jq`, paths
+            // relative to jq's own directory), and a filter file can hold such statements.
+            let filter_text = (!p.has("from-file")).then(|| operands.first()).flatten();
+            if p.has("from-file")
+                || p.has("library-path")
+                || filter_text.is_some_and(|f| f.text.contains("import") || f.text.contains("include"))
+            {
+                a.reads_unknown = true;
+            }
             if !p.has("from-file") && !operands.is_empty() {
                 operands.remove(0);
             }
             if p.has("args") || p.has("jsonargs") {
                 operands.clear();
+            }
+            if let Some(j) = jq {
+                a.reads.extend(j.files);
             }
         }
         "uniq" => a.observes &= operands.len() <= 1,
@@ -163,6 +177,39 @@ fn analyze_program(cmd: &SimpleCommand, strict: bool) -> Analysis {
     }
     a.reads.extend(operands.into_iter().filter(|w| w.text != "-"));
     a
+}
+
+/// jq's options that take two words (`--arg NAME VALUE`, `--rawfile NAME FILE`, …) taken
+/// out of its arguments, with the files they read: the option table reads one value only.
+struct JqPairs {
+    rest: Vec<Word>,
+    files: Vec<Word>,
+}
+
+fn jq_pairs(args: &[Word]) -> JqPairs {
+    let mut out = JqPairs {
+        rest: Vec::new(),
+        files: Vec::new(),
+    };
+    let mut i = 0;
+    while let Some(w) = args.get(i) {
+        match w.text.as_str() {
+            "--" => {
+                out.rest.extend(args[i..].iter().cloned());
+                break;
+            }
+            "--arg" | "--argjson" => i += 3,
+            "--slurpfile" | "--rawfile" | "--argfile" => {
+                out.files.extend(args.get(i + 2).cloned());
+                i += 3;
+            }
+            _ => {
+                out.rest.push(w.clone());
+                i += 1;
+            }
+        }
+    }
+    out
 }
 
 fn dot() -> Word {
@@ -223,6 +270,11 @@ fn git(args: &[Word], strict: bool) -> Analysis {
         return a;
     }
     if strict && (g.has("paginate") || g.has_short('p')) {
+        return a;
+    }
+    // Another git directory brings its own configuration, which can name programs git runs
+    // (`core.fsmonitor`, `diff.external`, filters): only the jail contains them.
+    if strict && (g.has("git-dir") || g.has("work-tree")) {
         return a;
     }
     for (opt, value) in &g.options {
@@ -323,6 +375,11 @@ pub fn hidden_program(cmd: &SimpleCommand) -> Option<String> {
     };
     let inline = match name {
         "find" => args.iter().any(|a| FIND_UNSAFE[..5].contains(a)),
+        // `-c alias.x='!cmd'`, `-c core.pager=…` and the like run any program.
+        "git" => options::table("git").is_some_and(|t| {
+            let g = options::parse(cmd.args(), t, true);
+            g.has_short('c') || g.has("config-env") || g.has("exec-path")
+        }),
         n if n.starts_with("python") => has(&["-c"]),
         "perl" => has(&["-e", "-E"]),
         "ruby" => has(&["-e"]),
@@ -335,6 +392,215 @@ pub fn hidden_program(cmd: &SimpleCommand) -> Option<String> {
         _ => false,
     };
     inline.then(|| format!("`{name}` runs commands keel cannot see from the command line"))
+}
+
+/// With Bash deny rules naming `denied` programs: whether this command may start one of them
+/// in a way the rules cannot see — a program keel does not know to be inert (a wrapper such
+/// as `ionice`, `strace`, `taskset`, a builtin such as `trap`, `coproc`, `hash -p`, `alias`)
+/// that names one of them in its arguments, or any command run with an environment change
+/// (`BASH_ENV`, `LD_PRELOAD` and the like make programs run others).
+pub fn may_start_denied(cmd: &SimpleCommand, denied: &[String], strict: bool) -> Option<String> {
+    if let Some(var) = unsafe_assignment(cmd) {
+        return Some(format!(
+            "`{}` runs with `{var}` set, which can make it start other programs",
+            cmd.text()
+        ));
+    }
+    let name = program_name(cmd.program());
+    if denied.is_empty() || FREE_TEXT.contains(&name) || name == "git" || analyze_program(cmd, strict).observes {
+        return None;
+    }
+    let words = cmd.args().iter().chain(cmd.env.iter());
+    for w in words {
+        let hit = w
+            .text
+            .split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '+' | '/')))
+            .map(|t| t.rsplit('/').next().unwrap_or(t))
+            .find(|t| denied.iter().any(|d| d == t));
+        if let Some(d) = hit {
+            return Some(format!("`{name}` is given `{d}` as an argument and may start it"));
+        }
+    }
+    None
+}
+
+/// With Bash deny rules naming `denied` programs: why keel cannot tell that the program this
+/// command runs is not one of them — a path to a file that does not exist when the line is
+/// checked (`cp /bin/rm x && ./x`), a program found nowhere (made earlier in the same line),
+/// or a copy or link of a denied program under another name.
+pub fn unseen_program(cmd: &SimpleCommand, cwd: Option<&std::path::Path>, denied: &[String]) -> Option<String> {
+    use std::path::PathBuf;
+    let program = cmd.program();
+    if denied.is_empty() || program.is_empty() || cmd.words.first().is_some_and(|w| w.dynamic) {
+        return None;
+    }
+    let path: PathBuf = if program.contains('/') {
+        match cwd {
+            Some(c) => c.join(program),
+            None => return Some(format!("keel cannot tell where `{program}` is")),
+        }
+    } else if BASH_BUILTINS.contains(&program) {
+        return None;
+    } else {
+        match on_path(program) {
+            Some(p) => p,
+            None => return Some(format!("`{program}` is not an installed program")),
+        }
+    };
+    let Ok(real) = path.canonicalize() else {
+        return Some(format!(
+            "`{program}` does not exist yet, so keel cannot tell which program it is"
+        ));
+    };
+    let Ok(meta) = real.metadata() else { return None };
+    for d in denied {
+        let Some(denied_path) = on_path(d).and_then(|p| p.canonicalize().ok()) else {
+            continue;
+        };
+        if denied_path == real || program_name(&real.to_string_lossy()) == d.as_str() {
+            return None; // the program under its own name: the rules see it
+        }
+        let same = denied_path
+            .metadata()
+            .is_ok_and(|m| m.len() == meta.len() && std::fs::read(&denied_path).ok() == std::fs::read(&real).ok());
+        if same {
+            return Some(format!("`{program}` is a copy of `{d}`"));
+        }
+    }
+    None
+}
+
+/// Where `name` is found on `PATH`.
+fn on_path(name: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file())
+}
+
+/// Builtins and keywords bash runs itself (never looked up on `PATH`).
+const BASH_BUILTINS: &[&str] = &[
+    ".",
+    ":",
+    "[",
+    "[[",
+    "alias",
+    "bg",
+    "bind",
+    "break",
+    "builtin",
+    "caller",
+    "case",
+    "cd",
+    "command",
+    "compgen",
+    "complete",
+    "compopt",
+    "continue",
+    "coproc",
+    "declare",
+    "dirs",
+    "disown",
+    "do",
+    "done",
+    "echo",
+    "elif",
+    "else",
+    "enable",
+    "esac",
+    "eval",
+    "exec",
+    "exit",
+    "export",
+    "false",
+    "fc",
+    "fg",
+    "fi",
+    "for",
+    "function",
+    "getopts",
+    "hash",
+    "help",
+    "history",
+    "if",
+    "in",
+    "jobs",
+    "kill",
+    "let",
+    "local",
+    "logout",
+    "mapfile",
+    "popd",
+    "printf",
+    "pushd",
+    "pwd",
+    "read",
+    "readarray",
+    "readonly",
+    "return",
+    "select",
+    "set",
+    "shift",
+    "shopt",
+    "source",
+    "suspend",
+    "test",
+    "then",
+    "time",
+    "times",
+    "trap",
+    "true",
+    "type",
+    "typeset",
+    "ulimit",
+    "umask",
+    "unalias",
+    "unset",
+    "until",
+    "wait",
+    "while",
+    "{",
+    "}",
+    "!",
+];
+
+/// For `cp`/`mv`: the files they read (every operand but the destination). A copy or move of
+/// a credential file to another name would let any later command read it.
+pub fn copy_sources(cmd: &SimpleCommand) -> Vec<Word> {
+    let name = program_name(cmd.program());
+    if !matches!(name, "cp" | "mv") {
+        return Vec::new();
+    }
+    let Some(table) = options::table(name) else {
+        return Vec::new();
+    };
+    let p = options::parse(cmd.args(), table, false);
+    let mut sources = p.operands.clone();
+    if p.value("target-directory", Some('t')).is_none() {
+        sources.pop();
+    }
+    sources
+}
+
+/// For `cp`/`mv`: the destination directory when the command puts entries there under names
+/// its command line does not spell (`cp -r src/. dest`, `cp -rT src dest`), whose names the
+/// check therefore cannot judge.
+pub fn unnamed_destination(cmd: &SimpleCommand) -> Option<Word> {
+    let name = program_name(cmd.program());
+    if !matches!(name, "cp" | "mv") {
+        return None;
+    }
+    let table = options::table(name)?;
+    let p = options::parse(cmd.args(), table, false);
+    let target = p.value("target-directory", Some('t')).cloned();
+    let mut sources = p.operands.clone();
+    let dest = match target {
+        Some(t) => t,
+        None => sources.pop()?,
+    };
+    let contents = |w: &Word| {
+        let t = w.text.trim_end_matches('/');
+        t.is_empty() || t == "." || t == ".." || t.ends_with("/.") || t.ends_with("/..")
+    };
+    (p.has("no-target-directory") || sources.iter().any(contents)).then_some(dest)
 }
 
 #[cfg(test)]

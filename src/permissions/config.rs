@@ -115,14 +115,14 @@ pub fn build(
             })?,
         },
     };
+    let bypass_disabled = settings
+        .nested(&["permissions", "disableBypassPermissionsMode"])
+        .filter(|(v, _)| v.as_str() == Some("disable"))
+        .map(|(_, layer)| format!("bypassPermissions mode is disabled by {}", layer.label()));
     if mode == Mode::BypassPermissions
-        && let Some((v, layer)) = settings.nested(&["permissions", "disableBypassPermissionsMode"])
-        && v.as_str() == Some("disable")
+        && let Some(why) = &bypass_disabled
     {
-        return Err(PermissionConfigError::Invalid(format!(
-            "bypassPermissions mode is disabled by {}",
-            layer.label()
-        )));
+        return Err(PermissionConfigError::Invalid(why.clone()));
     }
     let warnings = rules
         .iter()
@@ -142,8 +142,10 @@ pub fn build(
         })
         .collect();
     let save_path = Some(cwd.join(".keel").join("settings.local.json"));
+    let mut authorizer = Authorizer::new(rules, dirs, home.map(Path::to_path_buf), save_path);
+    authorizer.bypass_disabled = bypass_disabled;
     Ok(PermissionSetup {
-        authorizer: Authorizer::new(rules, dirs, home.map(Path::to_path_buf), save_path),
+        authorizer,
         mode,
         warnings,
     })

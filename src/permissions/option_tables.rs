@@ -123,7 +123,7 @@ pub const SPECS: &[(&str, &str)] = &[
         "-c|--compact-output -r|--raw-output -j|--join-output -a|--ascii-output -n|--null-input -s|--slurp \
          -e|--exit-status -S|--sort-keys -C|--color-output -M|--monochrome-output --tab --indent= --unbuffered \
          --stream --stream-errors --seq -f|--from-file=< --arg= --argjson= --slurpfile= --rawfile= --args --jsonargs \
-         -R|--raw-input --raw-output0 -L= -h|--help -V|--version --build-configuration",
+         -R|--raw-input --raw-output0 -L|--library-path= -h|--help -V|--version --build-configuration",
     ),
     (
         "md5sum",
@@ -205,16 +205,16 @@ pub const SPECS: &[(&str, &str)] = &[
     ),
     (
         "cp",
-        "-a|--archive --attributes-only -b --backup? --copy-contents -d -f|--force -i|--interactive -H -l|--link \
+        "-a|--archive --attributes-only -b! --backup?! --copy-contents -d -f|--force -i|--interactive -H -l|--link \
          -L|--dereference -n|--no-clobber -P|--no-dereference -p --preserve? --no-preserve= --parents -R|--recursive \
-         -r --reflink? --remove-destination --sparse= --strip-trailing-slashes -s|--symbolic-link -S|--suffix= \
+         -r --reflink? --remove-destination --sparse= --strip-trailing-slashes -s|--symbolic-link -S|--suffix=! \
          -t|--target-directory= -T|--no-target-directory -u --update? -v|--verbose -x|--one-file-system -Z \
          --context? --keep-directory-symlink --debug --help --version",
     ),
     (
         "mv",
-        "-b --backup? --debug -f|--force -i|--interactive -n|--no-clobber --no-copy --strip-trailing-slashes \
-         -S|--suffix= -t|--target-directory= -T|--no-target-directory --exchange -u --update? -v|--verbose -Z \
+        "-b! --backup?! --debug -f|--force -i|--interactive -n|--no-clobber --no-copy --strip-trailing-slashes \
+         -S|--suffix=! -t|--target-directory= -T|--no-target-directory --exchange -u --update? -v|--verbose -Z \
          --context --help --version",
     ),
     (

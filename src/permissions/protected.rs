@@ -96,6 +96,31 @@ fn git_destructive(args: &[&str]) -> Option<String> {
                 });
             hits_default.then(|| "force-pushing can overwrite the default branch".into())
         }
+        // What keeps lost commits and stashes recoverable.
+        "reflog" if rest.first().is_some_and(|a| matches!(*a, "expire" | "delete")) => {
+            Some("`git reflog expire/delete` removes the record that makes lost commits recoverable".into())
+        }
+        "stash" if rest.first().is_some_and(|a| matches!(*a, "clear" | "drop")) => {
+            Some("`git stash clear/drop` deletes stashed work".into())
+        }
+        "prune" => Some("`git prune` deletes unreachable commits for good".into()),
+        "gc" if rest.iter().any(|a| matches!(*a, "--prune=now" | "--prune=all")) => {
+            Some("`git gc --prune=now` deletes unreachable commits for good".into())
+        }
+        "branch"
+            if rest.contains(&"-D")
+                || (rest.iter().any(|a| matches!(*a, "-d" | "--delete"))
+                    && rest.iter().any(|a| matches!(*a, "-f" | "--force"))) =>
+        {
+            Some("`git branch -D` deletes a branch whether or not it was merged".into())
+        }
+        "checkout" | "switch"
+            if rest
+                .iter()
+                .any(|a| matches!(*a, "-f" | "--force" | "--discard-changes")) =>
+        {
+            Some(format!("`git {sub} --force` discards uncommitted work"))
+        }
         _ => None,
     }
 }
@@ -175,6 +200,27 @@ pub const HOME_CREDENTIALS: &[&str] = &[
     ".vault-token",
     ".pgpass",
     ".claude/.credentials.json",
+    // The reference tool's state: an API key saved by its login, MCP servers' environment.
+    ".claude.json",
+    // Other tools' saved logins and tokens.
+    ".codex/auth.json",
+    ".terraform.d/credentials.tfrc.json",
+    ".config/rclone",
+    ".config/op",
+    ".config/hub",
+    ".config/doctl",
+    ".s3cfg",
+    ".boto",
+    ".m2/settings.xml",
+    ".gradle/gradle.properties",
+    ".local/share/keyrings",
+    // Browser profiles (cookies, saved passwords) and shell history (secrets typed on the
+    // command line).
+    ".mozilla",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".bash_history",
+    ".zsh_history",
 ];
 
 /// System files that hold password hashes or host keys (readable by root without privileges).
@@ -228,7 +274,7 @@ pub fn config_reason(path: &Path, home: Option<&Path>) -> Option<String> {
         && crate::sandbox::policy::HOME_CONFIG.iter().any(|c| rel.starts_with(c))
     {
         return Some(format!(
-            "{} configures your shell, git or ssh, which run it later",
+            "{} configures your shell, git, ssh or other tools, or holds programs found first on PATH, which run later",
             path.display()
         ));
     }

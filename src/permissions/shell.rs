@@ -439,7 +439,8 @@ fn strip_wrappers(mut words: Vec<Word>) -> Result<Stripped, String> {
         let second = words.get(1).map(|w| w.text.as_str());
         let skip = match first.text.rsplit('/').next().unwrap_or(&first.text) {
             "timeout" => skip_options(&words, &["-s", "--signal", "-k", "--kill-after"]).map(|n| n + 1),
-            "time" | "nohup" | "builtin" | "noglob" | "exec" => skip_options(&words, &[]),
+            "time" | "nohup" | "builtin" | "noglob" => skip_options(&words, &[]),
+            "exec" => skip_options(&words, &["-a"]),
             "setsid" => skip_options(&words, &[]),
             "command" => match second {
                 Some("-v") | Some("-V") => None,
@@ -523,10 +524,20 @@ pub enum Resolved {
 
 /// Resolves a word used as a file name: `~` and `$HOME` are expanded, a glob in the last path
 /// component is matched against the directory as the shell would; anything else dynamic is
-/// unknown.
+/// unknown. `..` is folded as the kernel folds it (after a symbolic link: the target's parent).
 pub fn resolve_word(w: &Word, cwd: &Path, home: Option<&Path>) -> Resolved {
+    resolve_word_with(w, cwd, home, crate::tools::paths::resolve_physical)
+}
+
+/// The same for the argument of `cd`, which the shell folds lexically (`cd link/..` returns
+/// to where it started) unless given `-P`.
+pub fn resolve_word_logical(w: &Word, cwd: &Path, home: Option<&Path>) -> Resolved {
+    resolve_word_with(w, cwd, home, crate::tools::paths::resolve)
+}
+
+fn resolve_word_with(w: &Word, cwd: &Path, home: Option<&Path>, resolve: fn(&Path, &str) -> PathBuf) -> Resolved {
     if !w.dynamic {
-        return Resolved::Paths(vec![crate::tools::paths::resolve(cwd, &w.text)]);
+        return Resolved::Paths(vec![resolve(cwd, &w.text)]);
     }
     let text = match expand_home(&w.text, home) {
         Some(t) => t,
@@ -536,10 +547,10 @@ pub fn resolve_word(w: &Word, cwd: &Path, home: Option<&Path>) -> Resolved {
         return if text.contains(['$', '{']) {
             Resolved::Unknown
         } else {
-            Resolved::Paths(vec![crate::tools::paths::resolve(cwd, &text)])
+            Resolved::Paths(vec![resolve(cwd, &text)])
         };
     }
-    let full = crate::tools::paths::resolve(cwd, &text);
+    let full = resolve(cwd, &text);
     let (Some(dir), Some(pattern)) = (full.parent(), full.file_name().and_then(|n| n.to_str())) else {
         return Resolved::Unknown;
     };

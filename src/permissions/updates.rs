@@ -7,6 +7,7 @@
 
 use serde_json::{Value, json};
 
+use super::rules::Behavior;
 use super::{AskInfo, Mode};
 
 /// Splits a rule's text into the tool name and its content, keeping the content verbatim
@@ -65,57 +66,138 @@ pub fn suggestions(info: &AskInfo) -> Vec<Value> {
     out
 }
 
-/// An update a program sent with its approval, in the forms keel applies.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Update {
-    /// Allow rules for the rest of the session (`session`) or also saved (`localSettings`).
-    AllowRules {
-        rules: Vec<String>,
-        save: bool,
-    },
-    SetMode(Mode),
+/// Where a permission update lives: only this session, or also a settings file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Destination {
+    /// This session only (also the reference's `cliArg`).
+    Session,
+    /// `.keel/settings.local.json` in the project.
+    LocalSettings,
+    /// `.keel/settings.json` in the project.
+    ProjectSettings,
+    /// `$KEEL_HOME/settings.json`.
+    UserSettings,
 }
 
-/// Reads the updates of an answer; unsupported ones are returned as messages, not dropped
-/// silently.
-pub fn parse(updates: &[Value]) -> (Vec<Update>, Vec<String>) {
-    let mut ok = Vec::new();
-    let mut unsupported = Vec::new();
-    for u in updates {
-        let kind = u.get("type").and_then(Value::as_str).unwrap_or("?");
-        let destination = u.get("destination").and_then(Value::as_str).unwrap_or("session");
-        match kind {
-            "addRules" if u.get("behavior").and_then(Value::as_str).unwrap_or("allow") == "allow" => {
-                let rules: Vec<String> = u
-                    .get("rules")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|r| {
-                        let tool = r.get("toolName").and_then(Value::as_str)?;
-                        Some(join_rule(tool, r.get("ruleContent").and_then(Value::as_str)))
-                    })
-                    .collect();
-                match destination {
-                    "session" => ok.push(Update::AllowRules { rules, save: false }),
-                    "localSettings" => ok.push(Update::AllowRules { rules, save: true }),
-                    other => unsupported.push(format!("addRules to {other}")),
-                }
-            }
-            "setMode" => match u.get("mode").and_then(Value::as_str).and_then(Mode::parse) {
-                Some(m) => ok.push(Update::SetMode(m)),
-                None => unsupported.push(format!("setMode to {}", u.get("mode").unwrap_or(&Value::Null))),
-            },
-            other => unsupported.push(format!(
-                "{other}{}",
-                u.get("behavior")
-                    .and_then(Value::as_str)
-                    .map(|b| format!(" ({b})"))
-                    .unwrap_or_default()
-            )),
+impl Destination {
+    pub fn parse(s: &str) -> Option<Destination> {
+        match s {
+            "session" | "cliArg" => Some(Destination::Session),
+            "localSettings" => Some(Destination::LocalSettings),
+            "projectSettings" => Some(Destination::ProjectSettings),
+            "userSettings" => Some(Destination::UserSettings),
+            _ => None,
         }
     }
-    (ok, unsupported)
+}
+
+/// What a rules update does with the destination's rules of its behaviour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleOp {
+    Add,
+    /// The given rules become the destination's only rules of that behaviour.
+    Replace,
+    Remove,
+}
+
+/// An update a program sent with its approval (`updatedPermissions`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Update {
+    Rules {
+        op: RuleOp,
+        behavior: Behavior,
+        rules: Vec<String>,
+        destination: Destination,
+    },
+    SetMode {
+        mode: Mode,
+        destination: Destination,
+    },
+    Directories {
+        add: bool,
+        directories: Vec<String>,
+        destination: Destination,
+    },
+}
+
+/// Reads the updates of an answer; malformed ones are returned as messages, not dropped
+/// silently. As with the reference, one malformed update voids the whole list.
+pub fn parse(updates: &[Value]) -> (Vec<Update>, Vec<String>) {
+    let mut ok = Vec::new();
+    let mut bad = Vec::new();
+    for u in updates {
+        match parse_one(u) {
+            Ok(update) => ok.push(update),
+            Err(e) => bad.push(e),
+        }
+    }
+    if !bad.is_empty() {
+        ok.clear();
+    }
+    (ok, bad)
+}
+
+fn parse_one(u: &Value) -> Result<Update, String> {
+    let kind = u.get("type").and_then(Value::as_str).unwrap_or("?");
+    let destination = match u.get("destination").and_then(Value::as_str) {
+        None => Destination::Session,
+        Some(d) => Destination::parse(d).ok_or_else(|| format!("{kind} to unknown destination `{d}`"))?,
+    };
+    let op = match kind {
+        "addRules" => RuleOp::Add,
+        "replaceRules" => RuleOp::Replace,
+        "removeRules" => RuleOp::Remove,
+        "setMode" => {
+            let mode = u
+                .get("mode")
+                .and_then(Value::as_str)
+                .and_then(Mode::parse)
+                .ok_or_else(|| format!("setMode to {}", u.get("mode").unwrap_or(&Value::Null)))?;
+            return Ok(Update::SetMode { mode, destination });
+        }
+        "addDirectories" | "removeDirectories" => {
+            let directories = u
+                .get("directories")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .map(|d| d.as_str().map(str::to_string))
+                        .collect::<Option<Vec<_>>>()
+                })
+                .and_then(|d| d)
+                .ok_or_else(|| format!("{kind} without a list of directory strings"))?;
+            return Ok(Update::Directories {
+                add: kind == "addDirectories",
+                directories,
+                destination,
+            });
+        }
+        other => return Err(format!("unknown update type `{other}`")),
+    };
+    let behavior = match u.get("behavior").and_then(Value::as_str) {
+        Some("allow") => Behavior::Allow,
+        Some("deny") => Behavior::Deny,
+        Some("ask") => Behavior::Ask,
+        Some(other) => return Err(format!("{kind} with unknown behavior `{other}`")),
+        None => return Err(format!("{kind} without `behavior`")),
+    };
+    let rules = u
+        .get("rules")
+        .and_then(Value::as_array)
+        .ok_or_else(|| format!("{kind} without `rules`"))?
+        .iter()
+        .map(|r| {
+            let tool = r.get("toolName").and_then(Value::as_str)?;
+            Some(join_rule(tool, r.get("ruleContent").and_then(Value::as_str)))
+        })
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| format!("{kind}: every rule needs a string `toolName`"))?;
+    Ok(Update::Rules {
+        op,
+        behavior,
+        rules,
+        destination,
+    })
 }
 
 #[cfg(test)]
@@ -150,23 +232,60 @@ mod tests {
     }
 
     #[test]
-    fn updates_parse_and_unsupported_ones_are_named() {
+    fn updates_parse_and_malformed_ones_are_named() {
         let (ok, bad) = parse(&[
             json!({"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"ls:*"}],"behavior":"allow","destination":"session"}),
-            json!({"type":"setMode","mode":"acceptEdits","destination":"session"}),
+            json!({"type":"setMode","mode":"acceptEdits","destination":"localSettings"}),
             json!({"type":"addDirectories","directories":["/x"],"destination":"session"}),
-            json!({"type":"addRules","rules":[{"toolName":"Bash"}],"behavior":"deny","destination":"session"}),
+            json!({"type":"replaceRules","rules":[{"toolName":"Bash"}],"behavior":"deny","destination":"projectSettings"}),
+            json!({"type":"removeRules","rules":[{"toolName":"Read"}],"behavior":"ask","destination":"userSettings"}),
+            json!({"type":"addRules","rules":[{"toolName":"Bash"}],"behavior":"maybe"}),
+            json!({"type":"addRules","rules":[{"toolName":"Bash"}],"destination":"elsewhere"}),
+            json!({"type":"grantEverything"}),
+            json!({"type":"addDirectories","directories":[3]}),
         ]);
+        assert!(ok.is_empty(), "one bad update voids them all");
+        assert_eq!(bad.len(), 4, "{bad:?}");
+        assert!(bad[0].contains("maybe") && bad[1].contains("elsewhere") && bad[2].contains("grantEverything"));
+        let (ok, bad) = parse(&[
+            json!({"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"ls:*"}],"behavior":"allow","destination":"session"}),
+            json!({"type":"setMode","mode":"acceptEdits","destination":"localSettings"}),
+            json!({"type":"addDirectories","directories":["/x"],"destination":"session"}),
+            json!({"type":"replaceRules","rules":[{"toolName":"Bash"}],"behavior":"deny","destination":"projectSettings"}),
+            json!({"type":"removeRules","rules":[{"toolName":"Read"}],"behavior":"ask","destination":"userSettings"}),
+        ]);
+        assert!(bad.is_empty(), "{bad:?}");
         assert_eq!(
             ok,
             vec![
-                Update::AllowRules {
+                Update::Rules {
+                    op: RuleOp::Add,
+                    behavior: Behavior::Allow,
                     rules: vec!["Bash(ls:*)".into()],
-                    save: false
+                    destination: Destination::Session
                 },
-                Update::SetMode(Mode::AcceptEdits)
+                Update::SetMode {
+                    mode: Mode::AcceptEdits,
+                    destination: Destination::LocalSettings
+                },
+                Update::Directories {
+                    add: true,
+                    directories: vec!["/x".into()],
+                    destination: Destination::Session
+                },
+                Update::Rules {
+                    op: RuleOp::Replace,
+                    behavior: Behavior::Deny,
+                    rules: vec!["Bash".into()],
+                    destination: Destination::ProjectSettings
+                },
+                Update::Rules {
+                    op: RuleOp::Remove,
+                    behavior: Behavior::Ask,
+                    rules: vec!["Read".into()],
+                    destination: Destination::UserSettings
+                },
             ]
         );
-        assert_eq!(bad, vec!["addDirectories".to_string(), "addRules (deny)".to_string()]);
     }
 }

@@ -84,7 +84,7 @@ impl Confiner {
         let jail = self.jail_available();
         let policy = match (how, sandbox) {
             (Confinement::ReadOnly, _) if jail => self.jail(report),
-            (Confinement::WorkspaceWrite, _) if jail => self.workspace(report),
+            (Confinement::WorkspaceWrite { creates_at_top }, _) if jail => self.workspace(report, creates_at_top),
             (_, SandboxMode::Enforced(template)) => self.sandbox(template, report),
             _ => return Ok(None),
         };
@@ -134,14 +134,18 @@ impl Confiner {
         }
     }
 
-    fn workspace(&self, report: &Path) -> Policy {
+    fn workspace(&self, report: &Path, creates_at_top: bool) -> Policy {
+        let (existing, missing) = config_paths(&self.working_dirs, self.home.as_deref());
         // Without a mount namespace the configuration cannot be bound read-only; the check
         // already refused every path of these commands that names it.
         let protected = if capabilities().mount_namespace {
-            config_paths(&self.working_dirs, self.home.as_deref()).0
+            existing
         } else {
             Vec::new()
         };
+        // Missing configuration cannot be created either, unless the command must create a
+        // new entry at the top (then only the check, which saw every name, guards it).
+        let reserved = if creates_at_top { Vec::new() } else { missing };
         let tmp = self.jail_tmp();
         let mut writable = self.working_dirs.clone();
         writable.extend([tmp.clone(), report.to_path_buf()]);
@@ -149,7 +153,7 @@ impl Confiner {
             kind: Kind::Workspace,
             writable,
             protected,
-            reserved: Vec::new(),
+            reserved,
             hidden: self.hidden(true),
             allow_network: false,
             tmp_dir: Some(tmp),
@@ -157,11 +161,28 @@ impl Confiner {
     }
 
     fn sandbox(&self, template: &Policy, report: &Path) -> Policy {
-        let (protected, reserved) = config_paths(&self.working_dirs, self.home.as_deref());
+        // Every writable root keeps its configuration, not only the working directories: an
+        // extra writable path (`sandbox.additionalWritePaths`) may hold a repository or the
+        // home directory with its shell start-up files and `~/.keel`.
+        let roots: Vec<PathBuf> = template
+            .writable
+            .iter()
+            .filter(|p| template.tmp_dir.as_ref() != Some(*p))
+            .chain(self.working_dirs.iter())
+            .cloned()
+            .collect();
+        let (protected, reserved) = config_paths(&roots, self.home.as_deref());
         let mut p = template.clone();
         p.writable.push(report.to_path_buf());
         p.protected = protected;
         p.reserved = reserved;
+        // Without the network no sandboxed command needs the user's keys and tokens, and a
+        // command the check could not see into (a script, inline code) must not print them
+        // into the conversation. (The working directories are not scanned here: commands
+        // that write would force a new scan every time.)
+        if !p.allow_network {
+            p.hidden = self.hidden(false);
+        }
         p
     }
 }
@@ -188,4 +209,30 @@ pub fn secret_env_names() -> Vec<OsString> {
             MARKS.iter().any(|m| upper.contains(m))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file command acceptEdits approved cannot create missing configuration by a name its
+    /// command line does not spell (a backup suffix, say): the kernel reserves those names
+    /// unless the command must create something new at the top.
+    #[test]
+    fn workspace_commands_keep_missing_configuration_reserved() {
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path().canonicalize().unwrap();
+        std::fs::create_dir(w.join(".git")).unwrap();
+        let c = Confiner::new(vec![w.clone()], None, w.join("tmp"), |_| false);
+        let report = w.join("report");
+        let p = c.workspace(&report, false);
+        for name in [".keel", ".claude", ".mcp.json"] {
+            assert!(p.reserved.contains(&w.join(name)), "{name}: {:?}", p.reserved);
+        }
+        assert!(
+            !p.reserved.contains(&w.join(".git")),
+            "existing ones are mounted read-only"
+        );
+        assert!(c.workspace(&report, true).reserved.is_empty());
+    }
 }

@@ -83,26 +83,49 @@ fn fail(msg: &str) -> ExitCode {
 /// Applies `policy` to this process (and so to everything it execs).
 pub fn confine(policy: &Policy) -> Result<(), String> {
     let root = nix::unistd::geteuid().is_root();
-    let mounts = !policy.protected.is_empty();
+    let must_mount = !policy.protected.is_empty();
+    // Landlock governs file contents and names, not modes, owners, times or attributes:
+    // commands that may write see everything outside their writable paths as read-only
+    // mounts (the jail refuses those calls by seccomp instead).
+    let freeze = policy.kind != Kind::Jail;
     let want_netns = policy.kind == Kind::Sandbox && !policy.allow_network;
     // As root the jail gets its own user namespace, so no capability reaches anything outside
     // it even before all are dropped. (Commands that write keep root's view of file owners.)
     let user = root && policy.kind == Kind::Jail;
     let mut in_netns = false;
-    match lockdown::enter_namespaces(user, mounts, want_netns) {
-        Ok(()) => in_netns = want_netns,
+    let mut mounted = false;
+    match lockdown::enter_namespaces(user, must_mount || freeze, want_netns) {
+        Ok(()) => {
+            in_netns = want_netns;
+            mounted = must_mount || freeze;
+        }
         Err(e) => {
-            if mounts {
+            if must_mount || policy.kind == Kind::Sandbox {
                 return Err(format!("cannot protect configuration files ({e})"));
             }
-            // Without a network namespace the seccomp filter below refuses every socket.
-            if user {
+            // Without a network namespace the seccomp filter below refuses every socket;
+            // without a mount namespace workspace commands rely on the check alone.
+            if lockdown::enter_namespaces(user, false, want_netns).is_ok() {
+                in_netns = want_netns;
+            } else if user {
                 lockdown::enter_namespaces(false, false, false)?;
             }
         }
     }
-    if mounts {
+    if mounted {
+        make_mounts_private()?;
+        if freeze {
+            let mut writable = policy.writable.clone();
+            if policy.kind == Kind::Sandbox {
+                writable.push("/dev/shm".into());
+            }
+            freeze_outside(&writable)?;
+        }
         protect(&policy.protected)?;
+        // The working directory was looked up before these mounts: look it up again, or
+        // relative paths would go on through the mounts underneath.
+        let cwd = std::env::current_dir().map_err(|e| format!("cannot find the working directory: {e}"))?;
+        std::env::set_current_dir(&cwd).map_err(|e| format!("cannot enter {}: {e}", cwd.display()))?;
     }
     restrict_files(policy)?;
     let keep: &[u32] = if policy.kind == Kind::Sandbox && root {
@@ -117,7 +140,7 @@ pub fn confine(policy: &Policy) -> Result<(), String> {
         Kind::Sandbox if in_netns => SocketRule::NoUnix,
         Kind::Sandbox => SocketRule::None,
     };
-    lockdown::apply_seccomp(sockets)
+    lockdown::apply_seccomp(sockets, policy.kind == Kind::Jail)
 }
 
 /// Makes each path read-only for this process and its children: a read-only bind mount of
@@ -125,14 +148,6 @@ pub fn confine(policy: &Policy) -> Result<(), String> {
 /// be renamed, removed or replaced either.
 fn protect(paths: &[PathBuf]) -> Result<(), String> {
     use nix::mount::{MsFlags, mount};
-    mount(
-        None::<&str>,
-        "/",
-        None::<&str>,
-        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
-        None::<&str>,
-    )
-    .map_err(|e| format!("cannot make mounts private: {e}"))?;
     for p in paths {
         mount(
             Some(p.as_path()),
@@ -154,6 +169,87 @@ fn protect(paths: &[PathBuf]) -> Result<(), String> {
         .map_err(|e| format!("cannot make {} read-only: {e}", p.display()))?;
     }
     Ok(())
+}
+
+/// Keeps this process's mount changes to its own mount namespace.
+fn make_mounts_private() -> Result<(), String> {
+    use nix::mount::{MsFlags, mount};
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .map_err(|e| format!("cannot make mounts private: {e}"))
+}
+
+/// Makes every mount read-only, then each writable path a writable bind of itself: outside
+/// them no file's mode, owner, times or attributes can change (`EROFS`), whatever
+/// capabilities the command holds. Device nodes stay usable on a read-only mount.
+fn freeze_outside(writable: &[PathBuf]) -> Result<(), String> {
+    use nix::mount::{MsFlags, mount};
+    set_read_only(Path::new("/"), true, true).map_err(|e| format!("cannot make mounts read-only: {e}"))?;
+    for w in writable {
+        if w.symlink_metadata().is_err() {
+            continue;
+        }
+        mount(
+            Some(w.as_path()),
+            w.as_path(),
+            None::<&str>,
+            MsFlags::MS_BIND | MsFlags::MS_REC,
+            None::<&str>,
+        )
+        .map_err(|e| format!("cannot bind {}: {e}", w.display()))?;
+        // Mounts below a writable path that were read-only before stay so (the kernel keeps
+        // them locked); then only the top is made writable.
+        set_read_only(w, false, true)
+            .or_else(|_| set_read_only(w, false, false))
+            .map_err(|e| format!("cannot make {} writable: {e}", w.display()))?;
+    }
+    Ok(())
+}
+
+/// `mount_setattr(2)`: sets or clears `MOUNT_ATTR_RDONLY` on the mount at `path` (and the
+/// mounts below it when `recursive`).
+fn set_read_only(path: &Path, read_only: bool, recursive: bool) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    #[repr(C)]
+    struct MountAttr {
+        attr_set: u64,
+        attr_clr: u64,
+        propagation: u64,
+        userns_fd: u64,
+    }
+    const MOUNT_ATTR_RDONLY: u64 = 0x1;
+    const AT_RECURSIVE: libc::c_uint = 0x8000;
+    let attr = MountAttr {
+        attr_set: if read_only { MOUNT_ATTR_RDONLY } else { 0 },
+        attr_clr: if read_only { 0 } else { MOUNT_ATTR_RDONLY },
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    let flags = if recursive { AT_RECURSIVE } else { 0 };
+    // SAFETY: a NUL-terminated path and a mount_attr of the size passed, both alive for the
+    // call; mount_setattr reads them and writes nothing.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            c_path.as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
 }
 
 fn locked_flags(p: &Path) -> nix::mount::MsFlags {
@@ -280,7 +376,7 @@ fn probe_here() -> Capabilities {
             .push("cannot create a mount namespace (user namespaces may be disabled)".into());
     }
     caps.network_landlock_tcp = caps.landlock_abi.is_some_and(|a| a >= 4);
-    caps.seccomp = in_child(|| lockdown::apply_seccomp(SocketRule::NoUnix).is_ok());
+    caps.seccomp = in_child(|| lockdown::apply_seccomp(SocketRule::NoUnix, false).is_ok());
     if !caps.seccomp {
         caps.problems.push("seccomp filters are not available".into());
     }
@@ -298,7 +394,8 @@ fn probe_here() -> Capabilities {
     caps
 }
 
-/// Sets up a jail and checks it holds: no writes, the hidden file unreadable, no sockets.
+/// Sets up a jail and checks it holds: no writes, the hidden file unreadable and its mode
+/// unchangeable, no sockets.
 fn probe_jail(dir: &Path, secret: &Path) -> bool {
     let policy = Policy {
         kind: Kind::Jail,
@@ -314,7 +411,11 @@ fn probe_jail(dir: &Path, secret: &Path) -> bool {
     }
     // SAFETY: socket(2) with constant arguments; a returned descriptor is closed at exit.
     let sock = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM, 0) };
-    std::fs::write(dir.join("w"), b"x").is_err() && std::fs::read(secret).is_err() && sock < 0
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(dir.join("w"), b"x").is_err()
+        && std::fs::read(secret).is_err()
+        && std::fs::set_permissions(secret, std::fs::Permissions::from_mode(0o644)).is_err()
+        && sock < 0
 }
 
 /// Runs `f` in a forked child (this process is single-threaded) and returns its verdict.

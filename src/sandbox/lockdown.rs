@@ -161,13 +161,15 @@ pub enum SocketRule {
 }
 
 /// Installs the filter: no new namespaces or mounts, no tracing, no kernel keyrings, BPF,
-/// perf or io_uring (whose operations seccomp cannot see), no terminal input injection, and
-/// sockets per `sockets`. Needs `no_new_privs` (set by the Landlock step before).
-pub fn apply_seccomp(sockets: SocketRule) -> Result<(), String> {
+/// perf or io_uring (whose operations seccomp cannot see), no terminal input injection, no
+/// resource limits set on other processes, and sockets per `sockets`. `read_only` (the jail)
+/// also refuses changes of file metadata — modes, owners, times, extended attributes —
+/// which Landlock does not govern. Needs `no_new_privs` (set by the Landlock step before).
+pub fn apply_seccomp(sockets: SocketRule, read_only: bool) -> Result<(), String> {
     let arch: seccompiler::TargetArch = std::env::consts::ARCH
         .try_into()
         .map_err(|e| format!("seccomp: {e:?}"))?;
-    let eperm = build(sockets, arch)?;
+    let eperm = build(sockets, read_only, arch)?;
     seccompiler::apply_filter(&eperm).map_err(|e| format!("seccomp: {e}"))?;
     // clone3 passes its flags in memory, where a filter cannot look: ENOSYS makes the C
     // library fall back to clone, whose flags the first filter checks.
@@ -184,7 +186,39 @@ pub fn apply_seccomp(sockets: SocketRule) -> Result<(), String> {
     seccompiler::apply_filter(&enosys).map_err(|e| format!("seccomp: {e}"))
 }
 
-fn build(sockets: SocketRule, arch: seccompiler::TargetArch) -> Result<BpfProgram, String> {
+/// System calls that change a file's metadata (Landlock governs content and names only).
+/// `fchmodat2`, `setxattrat` and `removexattrat` are newer than some C libraries; their
+/// numbers are the same on every architecture.
+fn metadata_calls() -> Vec<i64> {
+    let mut calls = vec![
+        libc::SYS_fchmod,
+        libc::SYS_fchmodat,
+        452, // fchmodat2
+        libc::SYS_fchown,
+        libc::SYS_fchownat,
+        libc::SYS_utimensat,
+        libc::SYS_setxattr,
+        libc::SYS_lsetxattr,
+        libc::SYS_fsetxattr,
+        libc::SYS_removexattr,
+        libc::SYS_lremovexattr,
+        libc::SYS_fremovexattr,
+        463, // setxattrat
+        466, // removexattrat
+    ];
+    #[cfg(target_arch = "x86_64")]
+    calls.extend([
+        libc::SYS_chmod,
+        libc::SYS_chown,
+        libc::SYS_lchown,
+        libc::SYS_utime,
+        libc::SYS_utimes,
+        libc::SYS_futimesat,
+    ]);
+    calls
+}
+
+fn build(sockets: SocketRule, read_only: bool, arch: seccompiler::TargetArch) -> Result<BpfProgram, String> {
     let err = |e: seccompiler::BackendError| format!("seccomp: {e}");
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for nr in [
@@ -254,6 +288,22 @@ fn build(sockets: SocketRule, arch: seccompiler::TargetArch) -> Result<BpfProgra
         );
     }
     rules.insert(libc::SYS_ioctl, ioctl_rules);
+    // Limits of another process (keel's own: no files, no CPU time, a zero file size that
+    // kills it on its next write); the command's own (pid 0) stay settable.
+    rules.insert(
+        libc::SYS_prlimit64,
+        vec![
+            SeccompRule::new(vec![
+                SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, 0).map_err(err)?,
+            ])
+            .map_err(err)?,
+        ],
+    );
+    if read_only {
+        for nr in metadata_calls() {
+            rules.insert(nr, Vec::new());
+        }
+    }
     match sockets {
         SocketRule::None => {
             rules.insert(libc::SYS_socket, Vec::new());
@@ -290,7 +340,9 @@ mod tests {
     fn filters_compile_for_this_architecture() {
         let arch: seccompiler::TargetArch = std::env::consts::ARCH.try_into().unwrap();
         for s in [SocketRule::None, SocketRule::NoUnix, SocketRule::Any] {
-            assert!(!build(s, arch).unwrap().is_empty());
+            for read_only in [false, true] {
+                assert!(!build(s, read_only, arch).unwrap().is_empty());
+            }
         }
     }
 }

@@ -44,7 +44,10 @@ pub enum Confinement {
     /// keel approved it on its own as read-only: it runs in the read-only jail.
     ReadOnly,
     /// acceptEdits approved it as a file command inside the working directories.
-    WorkspaceWrite,
+    /// `creates_at_top`: it names a new entry at the top of a working directory, where missing
+    /// configuration names can then not be reserved by the kernel (Landlock cannot refuse one
+    /// name and allow another); otherwise they are.
+    WorkspaceWrite { creates_at_top: bool },
 }
 
 /// The `sandbox` settings and `--sandbox`.

@@ -55,6 +55,9 @@ pub fn explain_failure(output: &str, policy: &Policy) -> Option<String> {
                 names.join(", ")
             ));
         }
+        if policy.kind == Kind::Sandbox && !policy.hidden.is_empty() {
+            note.push_str("; credential files (`~/.ssh`, `~/.aws`, …) cannot be read while the network is off");
+        }
         if !policy.reserved.is_empty() {
             let names: Vec<String> = policy.reserved.iter().map(|p| p.display().to_string()).collect();
             note.push_str(&format!(

@@ -61,7 +61,9 @@ pub struct Policy {
 /// runs, and moving `.git` itself away would let a new one take its place.
 pub const WORKSPACE_CONFIG: &[&str] = &[".git", ".keel", ".claude", ".mcp.json"];
 
-/// The same for the home directory, when it lies inside a writable directory.
+/// The same for the home directory, when it lies inside a writable directory: start-up and
+/// tool configuration that runs programs, and the directories on a usual `PATH` where a
+/// program named like a common one (`git`) would be found first.
 pub const HOME_CONFIG: &[&str] = &[
     ".keel",
     ".claude",
@@ -71,11 +73,20 @@ pub const HOME_CONFIG: &[&str] = &[
     ".bashrc",
     ".bash_profile",
     ".bash_login",
+    ".bash_logout",
     ".profile",
     ".zshrc",
     ".zprofile",
     ".zshenv",
     ".zlogin",
+    ".config/fish",
+    ".config/systemd",
+    ".config/autostart",
+    ".npmrc",
+    ".cargo/config.toml",
+    ".cargo/config",
+    ".cargo/bin",
+    ".local/bin",
 ];
 
 /// The configuration paths of `working_dirs` (and of `home` when a working directory holds
@@ -92,8 +103,32 @@ pub fn config_paths(working_dirs: &[PathBuf], home: Option<&Path>) -> (Vec<PathB
     }
     candidates.sort();
     candidates.dedup();
-    // `symlink_metadata`: a dangling link still occupies the name, and is protected as it is.
-    candidates.into_iter().partition(|p| p.symlink_metadata().is_ok())
+    let (mut existing, mut missing) = (Vec::new(), Vec::new());
+    for c in candidates {
+        match c.symlink_metadata() {
+            Err(_) => missing.push(c),
+            // A link (a repository may commit `.claude -> somewhere`) cannot be a mount point:
+            // a mount would cover its target, and the link itself could then be removed and
+            // a real directory made in its place. So the name is reserved like a missing one,
+            // and what it leads to is protected where it exists, reserved where it does not
+            // (writing through a dangling link would create it).
+            Ok(m) if m.file_type().is_symlink() => {
+                let target = crate::tools::paths::real_path(&c);
+                missing.push(c);
+                if target.symlink_metadata().is_ok_and(|t| !t.file_type().is_symlink()) {
+                    existing.push(target);
+                } else {
+                    missing.push(target);
+                }
+            }
+            Ok(_) => existing.push(c),
+        }
+    }
+    for list in [&mut existing, &mut missing] {
+        list.sort();
+        list.dedup();
+    }
+    (existing, missing)
 }
 
 impl Policy {
@@ -191,5 +226,23 @@ mod tests {
         std::fs::create_dir(&home).unwrap();
         let (_, missing) = config_paths(std::slice::from_ref(&w), Some(&home));
         assert!(missing.contains(&home.join(".bashrc")));
+        // And the directories where a program named like a common one would be found first.
+        assert!(missing.contains(&home.join(".local/bin")) && missing.contains(&home.join(".cargo/bin")));
+    }
+
+    #[test]
+    fn linked_configuration_names_are_reserved_and_their_targets_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path().canonicalize().unwrap();
+        std::fs::create_dir(w.join("cfg")).unwrap();
+        std::os::unix::fs::symlink("cfg", w.join(".claude")).unwrap();
+        std::os::unix::fs::symlink("nowhere/mcp.json", w.join(".mcp.json")).unwrap();
+        let (existing, missing) = config_paths(std::slice::from_ref(&w), None);
+        // The links' names can be neither replaced nor recreated once removed.
+        assert!(missing.contains(&w.join(".claude")) && missing.contains(&w.join(".mcp.json")));
+        // An existing target is a read-only mount; a missing one may not be created.
+        assert!(existing.contains(&w.join("cfg")), "{existing:?}");
+        assert!(missing.contains(&w.join("nowhere/mcp.json")), "{missing:?}");
+        assert!(!existing.contains(&w.join(".claude")));
     }
 }

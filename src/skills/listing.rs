@@ -64,17 +64,16 @@ fn cut(text: &str, max: usize) -> String {
     s
 }
 
+/// How the skill listing begins (front ends find it among the project layer's sections by it).
+pub const LISTING_LEAD: &str = "Skills available in this session. When a task matches a skill's description, load the skill \
+     with the Skill tool (`skill`: its name, `args`: optional arguments) before doing the task; its full instructions \
+     arrive then. Only names and descriptions are listed here.";
+
 /// The listing text, or `None` when there is nothing to list. `budget` bounds the entries'
 /// characters (the fixed lead-in is not counted).
 pub fn render<'a>(skills: impl IntoIterator<Item = &'a Skill>, budget: usize) -> Option<String> {
     let entries: Vec<(&str, String)> = skills.into_iter().map(|s| (s.name.as_str(), about(s))).collect();
-    fit(
-        "Skills available in this session. When a task matches a skill's description, load the skill with \
-         the Skill tool (`skill`: its name, `args`: optional arguments) before doing the task; its full \
-         instructions arrive then. Only names and descriptions are listed here.",
-        &entries,
-        budget,
-    )
+    fit(LISTING_LEAD, &entries, budget)
 }
 
 /// `lead`, then one `- name: about` line per entry, within `budget` characters for the

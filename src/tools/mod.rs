@@ -48,8 +48,9 @@ pub struct SessionShared {
     pub confiner: Option<Arc<crate::sandbox::Confiner>>,
     /// Most bytes one shell command's output file keeps (head and tail; `shellOutputMaxBytes`).
     pub output_cap: u64,
-    /// Working directories besides `cwd` (`--add-dir`, `permissions.additionalDirectories`).
-    pub extra_dirs: Vec<PathBuf>,
+    /// Working directories besides `cwd` (`--add-dir`, `permissions.additionalDirectories`,
+    /// and those a driving program adds during the session).
+    pub extra_dirs: std::sync::RwLock<Vec<PathBuf>>,
     /// Files whose content Read-like tools must not show (set once at startup).
     pub read_guard: ReadGuard,
     /// Runs sub-agents for the Agent tool (installed by the engine; none inside a sub-agent).
@@ -130,7 +131,7 @@ impl SessionShared {
             sandbox: crate::sandbox::SandboxMode::Off,
             confiner: None,
             output_cap: crate::sandbox::contain::DEFAULT_OUTPUT_CAP,
-            extra_dirs: Vec::new(),
+            extra_dirs: Default::default(),
             read_guard: ReadGuard::default(),
             agents: None,
             subagent_tally: Mutex::new(agent::SubagentTally::default()),
@@ -150,15 +151,23 @@ impl SessionShared {
     /// Whether `path` lies inside the workspace (where the shell's `cd` may stay): the working
     /// directory or an added one.
     pub fn is_in_workspace(&self, path: &std::path::Path) -> bool {
-        path.starts_with(&self.cwd) || self.extra_dirs.iter().any(|d| path.starts_with(d))
+        path.starts_with(&self.cwd) || self.extra_dirs().iter().any(|d| path.starts_with(d))
     }
 
     /// The workspace roots (canonical) below which file tools open files.
     pub fn roots(&self) -> Vec<PathBuf> {
-        let mut roots = Vec::with_capacity(1 + self.extra_dirs.len());
-        roots.push(self.cwd.clone());
-        roots.extend(self.extra_dirs.iter().cloned());
+        let mut roots = vec![self.cwd.clone()];
+        roots.extend(self.extra_dirs());
         roots
+    }
+
+    pub fn extra_dirs(&self) -> Vec<PathBuf> {
+        self.extra_dirs.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Replaces the working directories besides `cwd` (a program's permission update).
+    pub fn set_extra_dirs(&self, dirs: Vec<PathBuf>) {
+        *self.extra_dirs.write().unwrap_or_else(|p| p.into_inner()) = dirs;
     }
 
     /// Takes over the startup decisions of another session's state (sandbox, added
@@ -167,7 +176,7 @@ impl SessionShared {
         self.sandbox = other.sandbox.clone();
         self.confiner = other.confiner.clone();
         self.output_cap = other.output_cap;
-        self.extra_dirs = other.extra_dirs.clone();
+        self.extra_dirs = std::sync::RwLock::new(other.extra_dirs());
         self.read_guard = other.read_guard.clone();
         self.agents = other.agents.clone();
         self.mcp = other.mcp.clone();

@@ -42,15 +42,56 @@ pub fn normalize(path: &Path) -> PathBuf {
 }
 
 /// The path with symbolic links resolved as far as it exists (a new file's parent is
-/// resolved, the missing rest appended).
+/// resolved, the missing rest appended). A link whose target does not exist yet resolves to
+/// that target: writing through it creates the target, so that is where a check must look.
 pub fn real_path(p: &Path) -> PathBuf {
+    real_path_within(p, 40)
+}
+
+fn real_path_within(p: &Path, links_left: u32) -> PathBuf {
     if let Ok(c) = p.canonicalize() {
         return c;
     }
-    match (p.parent(), p.file_name()) {
-        (Some(parent), Some(name)) => real_path(parent).join(name),
-        _ => p.to_path_buf(),
+    let (Some(parent), Some(name)) = (p.parent(), p.file_name()) else {
+        return p.to_path_buf();
+    };
+    let parent = real_path_within(parent, links_left);
+    let here = parent.join(name);
+    if links_left > 0
+        && let Ok(target) = std::fs::read_link(&here)
+    {
+        return real_path_within(&normalize(&parent.join(target)), links_left - 1);
     }
+    here
+}
+
+/// Resolves a path from a shell command line as the kernel will: like [`resolve`], but a
+/// `..` that follows a symbolic link leads to the parent of the link's target, not back to
+/// the directory holding the link (`link/../x` is not `./x` when `link` points elsewhere).
+pub fn resolve_physical(cwd: &Path, raw: &str) -> PathBuf {
+    let joined = match raw.strip_prefix('~') {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => match dirs::home_dir() {
+            Some(home) => home.join(rest.trim_start_matches('/')),
+            None => PathBuf::from(raw),
+        },
+        _ => PathBuf::from(raw),
+    };
+    let joined = if joined.is_absolute() { joined } else { cwd.join(joined) };
+    if !joined.components().any(|c| c == Component::ParentDir) {
+        return normalize(&joined);
+    }
+    let mut out = PathBuf::new();
+    for comp in joined.components() {
+        match comp {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out = real_path(&out);
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
 }
 
 /// The message for a file that could not be opened (other than a missing file or a directory,
@@ -137,6 +178,28 @@ mod tests {
         assert_eq!(resolve(cwd, "src/a.rs"), PathBuf::from("/work/repo/src/a.rs"));
         assert_eq!(resolve(cwd, "./src/../b.rs"), PathBuf::from("/work/repo/b.rs"));
         assert_eq!(resolve(cwd, "/etc/hosts"), PathBuf::from("/etc/hosts"));
+    }
+
+    #[test]
+    fn links_are_followed_as_the_kernel_follows_them() {
+        let d = tempfile::tempdir().unwrap();
+        let base = d.path().canonicalize().unwrap();
+        let ws = base.join("ws");
+        std::fs::create_dir_all(base.join("home/.aws/sso")).unwrap();
+        std::fs::create_dir_all(&ws).unwrap();
+        std::os::unix::fs::symlink(base.join("home/.aws/sso"), ws.join("lnk")).unwrap();
+        // `lnk/..` is the link target's parent, not the workspace.
+        assert_eq!(
+            resolve_physical(&ws, "lnk/../credentials"),
+            base.join("home/.aws/credentials")
+        );
+        assert_eq!(resolve_physical(&ws, "./a/../b"), ws.join("b"));
+        assert_eq!(resolve_physical(&ws, "src/x"), ws.join("src/x"));
+        // A dangling link resolves to the file writing through it would create.
+        std::os::unix::fs::symlink(".mcp.json", ws.join("cfg")).unwrap();
+        assert_eq!(real_path(&ws.join("cfg")), ws.join(".mcp.json"));
+        std::os::unix::fs::symlink("loop", ws.join("loop")).unwrap();
+        assert_eq!(real_path(&ws.join("loop")), ws.join("loop"), "a link loop ends");
     }
 
     #[test]

@@ -372,6 +372,11 @@ impl SharedTranscript {
         self.with(|t| t.path().to_path_buf())
     }
 
+    /// Whether the session is kept on disk (not `--no-session-persistence`).
+    pub fn is_recording(&self) -> bool {
+        self.with(|t| t.sink.is_some())
+    }
+
     pub fn meta(&self, meta: &SessionMeta) -> Result<(), TranscriptError> {
         self.with(|t| t.meta(meta))
     }

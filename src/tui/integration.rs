@@ -245,13 +245,51 @@ pub struct Rewound {
     pub prompt: Option<String>,
 }
 
+/// `/rewind N preview`: what rewinding the code to before point N would do, doing nothing.
+fn rewind_preview(engine: &Engine, n: u32) -> Result<Rewound, IntegrationError> {
+    let plan = engine
+        .rewind_plan(n)
+        .map_err(|e| IntegrationError::Failed(e.to_string()))?;
+    let mut text = format!("Rewinding the code to before point {n} would:");
+    for f in &plan.files {
+        text.push_str(&format!("\n  restore {}", f.path.display()));
+    }
+    for c in &plan.conflicts {
+        text.push_str(&format!(
+            "\n  refuse: {} changed outside keel since\n{}",
+            c.path.display(),
+            c.diff
+        ));
+    }
+    for p in &plan.too_big {
+        text.push_str(&format!("\n  refuse: {} was too big to have been kept", p.display()));
+    }
+    for (p, why) in &plan.not_restorable {
+        text.push_str(&format!(
+            "\n  not restorable (changed by a shell command), left as it is: {} — {why}",
+            p.display()
+        ));
+    }
+    if plan.files.is_empty() && plan.conflicts.is_empty() && plan.too_big.is_empty() && plan.not_restorable.is_empty() {
+        text.push_str("\n  nothing: no file changed since");
+    }
+    Ok(Rewound {
+        text,
+        history: None,
+        points: None,
+        prompt: None,
+    })
+}
+
 /// `/rewind`: without an argument, the points; with `N [code|conversation]`, a rewind to before
-/// point N (code and conversation unless one is named).
+/// point N (code and conversation unless one is named); `N preview` shows what it would do.
 pub fn rewind(engine: &mut Engine, arg: Option<&str>) -> Result<Rewound, IntegrationError> {
     use crate::checkpoint::{PointKind, Restore};
     let Some(arg) = arg else {
         let points = engine.rewind_points();
-        let mut text = String::from("Points to rewind to (/rewind N, optionally `code` or `conversation`):");
+        let mut text = String::from(
+            "Points to rewind to (/rewind N, optionally `code` or `conversation`; `/rewind N preview` first):",
+        );
         if points.is_empty() {
             text = "Nothing to rewind yet: each prompt you send becomes a point.".into();
         }
@@ -261,8 +299,12 @@ pub fn rewind(engine: &mut Engine, arg: Option<&str>) -> Result<Rewound, Integra
             } else {
                 "prompt"
             };
+            let lost = match p.not_restorable {
+                0 => String::new(),
+                n => format!(" ({n} not restorable: changed by a shell command)"),
+            };
             text.push_str(&format!(
-                "\n  {}  {kind}  {} file(s) changed since  {}",
+                "\n  {}  {kind}  {} file(s) changed since{lost}  {}",
                 p.point, p.files_changed, p.text
             ));
         }
@@ -279,12 +321,13 @@ pub fn rewind(engine: &mut Engine, arg: Option<&str>) -> Result<Rewound, Integra
         .and_then(|w| w.parse().ok())
         .ok_or_else(|| IntegrationError::Failed(format!("`{arg}`: give a point number, e.g. /rewind 3")))?;
     let restore = match words.next() {
+        Some("preview") => return rewind_preview(engine, n),
         None | Some("both") => Restore::Both,
         Some("code") => Restore::Code,
         Some("conversation") => Restore::Conversation,
         Some(w) => {
             return Err(IntegrationError::Failed(format!(
-                "`{w}`: say code, conversation or nothing"
+                "`{w}`: say code, conversation, preview or nothing"
             )));
         }
     };
@@ -294,6 +337,12 @@ pub fn rewind(engine: &mut Engine, arg: Option<&str>) -> Result<Rewound, Integra
     let mut text = format!("Rewound to before point {n}.");
     if restore.code() {
         text.push_str(&format!(" {} file(s) restored.", report.files.len()));
+        for (p, why) in &report.not_restorable {
+            text.push_str(&format!(
+                "\n  not restorable (changed by a shell command), left as it is: {} — {why}",
+                p.display()
+            ));
+        }
     }
     if let Some(prompt) = &report.prompt
         && restore.conversation()

@@ -9,6 +9,7 @@
 pub mod app;
 pub mod commands;
 pub mod external;
+pub mod imports;
 pub mod input;
 pub mod integration;
 pub mod present;
@@ -68,6 +69,14 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
     let Some(trust) = trust::decide(&cli)? else {
         return Ok(ExitCode::SUCCESS);
     };
+    // Also before setup, which loads the instruction files: imports from outside the project.
+    if let (Some(keel_home), Ok(cwd)) = (
+        paths::keel_home(),
+        std::env::current_dir().and_then(|d| d.canonicalize()),
+    ) && !imports::decide(&cwd, dirs::home_dir().as_deref(), &keel_home)?
+    {
+        return Ok(ExitCode::SUCCESS);
+    }
     let prepared = setup::prepare_with(&cli, trust)?;
     // Asked before the interface takes the terminal: a plain question, answered once per project.
     let mcp = prepared.mcp.clone();
@@ -93,7 +102,8 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
         model: prepared.model_spec.clone(),
         session_id: session_id.clone(),
         shared: engine.session.shared.clone(),
-        bypass_available: prepared.permission_mode == Mode::BypassPermissions,
+        bypass_available: prepared.permission_mode == Mode::BypassPermissions
+            || (cli.allow_dangerously_skip_permissions && engine.authorizer.bypass_disabled.is_none()),
         harness: engine.harness.clone(),
         project_dir: project_dir.clone(),
     });
@@ -146,6 +156,8 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
 
     let mut tui = terminal::Tui::enter()?;
     let result = event_loop(&mut tui, &mut app, prepared.events, reply_rx, &job_tx).await;
+    // Nothing waits for a signal any more: one now (a stuck shutdown) ends keel at once.
+    crate::shutdown::set_graceful(false);
 
     // Shutdown: stop the running job and let the engine record it before the terminal goes.
     if let Some(b) = &app.busy {
@@ -181,6 +193,12 @@ async fn event_loop(
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
     let mut sigint = signal(SignalKind::interrupt())?;
+    // The first signal ends the loop below; a second one, if keel is stuck before it can act
+    // on the first or while shutting down, ends the process (terminal restored).
+    crate::shutdown::set_graceful(true);
+    if let Err(e) = crate::shutdown::install_forced_exit() {
+        tracing::warn!("cannot install the forced exit on a second signal: {e}");
+    }
     let (files_tx, mut files_rx) = mpsc::unbounded_channel::<Arc<Vec<String>>>();
     let mut last_draw: Option<Instant> = None;
     let mut next_live_poll = Instant::now();

@@ -43,6 +43,75 @@ pub fn restore() {
     let _ = out.flush();
 }
 
+/// The terminal's settings before raw mode (the descriptor crossterm changes, and its termios),
+/// for [`restore_from_signal`].
+static SAVED: std::sync::OnceLock<(i32, libc::termios)> = std::sync::OnceLock::new();
+
+/// What [`restore`] sends, as raw bytes: end a synchronized update, pop the keyboard flags,
+/// mouse and bracketed paste off, leave the alternate screen, show the cursor.
+const RESTORE_BYTES: &[u8] =
+    b"\x1b[?2026l\x1b[<1u\x1b[?1006l\x1b[?1015l\x1b[?1003l\x1b[?1002l\x1b[?1000l\x1b[?2004l\x1b[?1049l\x1b[?25h";
+
+fn save_termios() {
+    if SAVED.get().is_some() {
+        return;
+    }
+    // crossterm puts standard input in raw mode when it is a terminal.
+    // SAFETY: isatty and tcgetattr only read the descriptor's state into `t`.
+    unsafe {
+        if libc::isatty(libc::STDIN_FILENO) != 1 {
+            return;
+        }
+        let mut t: libc::termios = std::mem::zeroed();
+        if libc::tcgetattr(libc::STDIN_FILENO, &mut t) == 0 {
+            let _ = SAVED.set((libc::STDIN_FILENO, t));
+        }
+    }
+}
+
+/// [`restore`] for a signal handler (the forced exit on a second signal): system calls only.
+/// A terminal that stopped reading may be why keel is being forced out, so the restoring bytes
+/// are written without blocking, waiting at most about a second for room; the saved terminal
+/// settings are put back in any case.
+pub fn restore_from_signal() {
+    if !ACTIVE.swap(false, Ordering::SeqCst) {
+        return;
+    }
+    // SAFETY: fcntl, write, poll and tcsetattr are async-signal-safe; the buffers are statics
+    // that live for the whole process.
+    unsafe {
+        let out = libc::STDOUT_FILENO;
+        let flags = libc::fcntl(out, libc::F_GETFL);
+        if flags >= 0 {
+            libc::fcntl(out, libc::F_SETFL, flags | libc::O_NONBLOCK);
+        }
+        let mut done = 0usize;
+        let mut waits = 0;
+        while done < RESTORE_BYTES.len() && waits < 20 {
+            let rest = &RESTORE_BYTES[done..];
+            let n = libc::write(out, rest.as_ptr().cast(), rest.len());
+            if n > 0 {
+                done += n as usize;
+                continue;
+            }
+            let mut pfd = libc::pollfd {
+                fd: out,
+                events: libc::POLLOUT,
+                revents: 0,
+            };
+            libc::poll(&mut pfd, 1, 50);
+            waits += 1;
+        }
+        if flags >= 0 {
+            // The descriptor is shared with the shell that started keel: leave it as it was.
+            libc::fcntl(out, libc::F_SETFL, flags);
+        }
+        if let Some((fd, t)) = SAVED.get() {
+            libc::tcsetattr(*fd, libc::TCSANOW, t);
+        }
+    }
+}
+
 /// Whether any thread panicked since the TUI started (the UI then stops drawing and exits).
 pub fn panicked() -> bool {
     PANICKED.load(Ordering::SeqCst)
@@ -70,6 +139,8 @@ pub struct Tui {
 impl Tui {
     pub fn enter() -> io::Result<Tui> {
         install_panic_hook();
+        save_termios();
+        crate::shutdown::set_terminal_restore(restore_from_signal);
         enable_raw_mode()?;
         ACTIVE.store(true, Ordering::SeqCst);
         let mut out = BufWriter::with_capacity(1 << 16, io::stdout());

@@ -55,18 +55,29 @@ pub fn decide(cli: &Cli) -> std::io::Result<Option<ProjectTrust>> {
 
 /// Shows the question and waits for the answer (raw mode, restored before returning).
 pub fn ask(dir: &Path, found: &[String]) -> std::io::Result<Answer> {
+    ask_question(&trust_question(dir, found), TRUST_OPTIONS)
+}
+
+const TRUST_OPTIONS: [&str; 2] = [
+    "Yes, trust this folder",
+    "No, continue without them (ask again next time)",
+];
+
+/// Shows a yes/no question (`header` lines, bold when marked) and waits for the answer
+/// (raw mode, restored before returning). Also used for other startup questions.
+pub fn ask_question(header: &[(bool, String)], options: [&str; 2]) -> std::io::Result<Answer> {
     terminal::enable_raw_mode()?;
-    let answer = ask_raw(dir, found);
+    let answer = ask_raw(header, options);
     let _ = terminal::disable_raw_mode();
     answer
 }
 
-fn ask_raw(dir: &Path, found: &[String]) -> std::io::Result<Answer> {
+fn ask_raw(header: &[(bool, String)], options: [&str; 2]) -> std::io::Result<Answer> {
     let mut out = std::io::stdout();
     let mut selected = 0usize;
     let mut drawn = 0u16;
     loop {
-        drawn = draw(&mut out, dir, found, selected, drawn)?;
+        drawn = draw(&mut out, header, options, selected, drawn)?;
         let Event::Key(key) = crossterm::event::read()? else {
             continue;
         };
@@ -105,12 +116,7 @@ fn choose(key: KeyEvent, selected: &mut usize) -> Option<Answer> {
     }
 }
 
-/// Draws the question over its previous drawing (`drawn` lines); returns the lines drawn.
-fn draw(out: &mut impl Write, dir: &Path, found: &[String], selected: usize, drawn: u16) -> std::io::Result<u16> {
-    if drawn > 0 {
-        queue!(out, cursor::MoveUp(drawn), cursor::MoveToColumn(0))?;
-    }
-    queue!(out, terminal::Clear(terminal::ClearType::FromCursorDown))?;
+fn trust_question(dir: &Path, found: &[String]) -> Vec<(bool, String)> {
     let mut lines: Vec<(bool, String)> = vec![
         (true, "Do you trust the files in this folder?".into()),
         (false, String::new()),
@@ -131,10 +137,22 @@ fn draw(out: &mut impl Write, dir: &Path, found: &[String], selected: usize, dra
         (false, "those settings for this session.".into()),
         (false, String::new()),
     ]);
-    let options = [
-        "Yes, trust this folder",
-        "No, continue without them (ask again next time)",
-    ];
+    lines
+}
+
+/// Draws the question over its previous drawing (`drawn` lines); returns the lines drawn.
+fn draw(
+    out: &mut impl Write,
+    header: &[(bool, String)],
+    options: [&str; 2],
+    selected: usize,
+    drawn: u16,
+) -> std::io::Result<u16> {
+    if drawn > 0 {
+        queue!(out, cursor::MoveUp(drawn), cursor::MoveToColumn(0))?;
+    }
+    queue!(out, terminal::Clear(terminal::ClearType::FromCursorDown))?;
+    let mut lines = header.to_vec();
     for (i, o) in options.iter().enumerate() {
         let mark = if i == selected { "›" } else { " " };
         lines.push((i == selected, format!("{mark} {}. {o}", i + 1)));

@@ -63,7 +63,7 @@ pub enum Job {
     Context,
     Permissions,
     Hooks,
-    /// `/rewind [N [code|conversation]]`.
+    /// `/rewind [N [code|conversation|preview]]`.
     Rewind {
         arg: Option<String>,
     },

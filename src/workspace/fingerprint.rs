@@ -54,7 +54,7 @@ pub struct Stamp {
 }
 
 impl Stamp {
-    fn of(meta: &std::fs::Metadata) -> Stamp {
+    pub fn of(meta: &std::fs::Metadata) -> Stamp {
         Stamp {
             size: meta.len(),
             mtime_ns: meta
@@ -114,6 +114,11 @@ impl Snapshot {
 
     pub fn get(&self, relative: &Path) -> Option<&Stamp> {
         self.files.get(relative)
+    }
+
+    /// Every recorded file (relative path) and its stamp, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&PathBuf, &Stamp)> {
+        self.files.iter()
     }
 
     /// What changed from `self` (before) to `after`.

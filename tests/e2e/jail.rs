@@ -231,9 +231,10 @@ async fn deny_rules_hold_in_bypass_mode() {
     assert!(!is_error && text == "fine", "{text}");
 }
 
-/// Code planted in the repository's git configuration runs when an approved-as-read-only
-/// `git status` starts it — inside the jail, where it can write nothing outside its temp dir,
-/// reach no socket, signal nothing outside, and has no capabilities.
+/// Code planted in the repository's git configuration (a textconv driver) runs when an
+/// approved-as-read-only `git diff` starts it — inside the jail, where it can write nothing
+/// outside its temp dir nor change any file's mode, times or attributes, reach no socket,
+/// signal or set limits on nothing outside, and has no capabilities.
 #[tokio::test]
 async fn planted_code_run_by_a_read_only_command_is_jailed() {
     if !jail_available() {
@@ -271,20 +272,36 @@ attempt("tcp", tcp)
 attempt("signal", lambda: os.kill({victim}, signal.SIGKILL))
 attempt("mknod", lambda: os.mknod(os.environ["TMPDIR"] + "/null", 0o600 | 0o020000, os.makedev(1, 3)))
 attempt("tmp", lambda: open(os.environ["TMPDIR"] + "/scratch", "w").write("x"))
+attempt("chmod", lambda: os.chmod({tracked:?}, 0o777))
+attempt("utime", lambda: os.utime({tracked:?}, (0, 0)))
+attempt("xattr", lambda: os.setxattr({tracked:?}, "user.x", b"1"))
+import resource
+attempt("prlimit", lambda: resource.prlimit({victim}, resource.RLIMIT_NOFILE, (1, 1)))
 "#,
             marker = marker.display().to_string(),
             sock = sock_path.display().to_string(),
             victim = victim.id(),
+            tracked = env.path("a.txt").display().to_string(),
         ),
     );
+    // keel's git turns fsmonitor and hooks off; a textconv driver still runs on `git diff`.
     git(
         &env.work,
-        &["config", "core.fsmonitor", &format!("python3 {} #", script.display())],
+        &[
+            "config",
+            "diff.planted.textconv",
+            &format!("python3 {} #", script.display()),
+        ],
     );
-    let (_, last) = session(&env, "default", &[], vec![bash("st", "git status --short")]).await;
+    env.write(".git/info/attributes", "a.txt diff=planted\n");
+    env.write("a.txt", "alpha\nchanged\n");
+    let before = std::fs::metadata(env.path("a.txt")).unwrap();
+    let (_, last) = session(&env, "default", &[], vec![bash("st", "git diff")]).await;
     let (text, _) = last.tool_result_text("st");
     assert!(text.contains("write-blocked"), "the planted code did not run: {text}");
-    for what in ["write", "unix", "tcp", "signal", "mknod"] {
+    for what in [
+        "write", "unix", "tcp", "signal", "mknod", "chmod", "utime", "xattr", "prlimit",
+    ] {
         assert!(
             !text.contains(&format!("{what}-SUCCEEDED")),
             "{what} got through: {text}"
@@ -295,6 +312,13 @@ attempt("tmp", lambda: open(os.environ["TMPDIR"] + "/scratch", "w").write("x"))
         "the private temp dir stays writable: {text}"
     );
     assert!(!marker.exists());
+    // Landlock governs content and names, not metadata: modes and times stay as they were.
+    use std::os::unix::fs::MetadataExt;
+    let after = std::fs::metadata(env.path("a.txt")).unwrap();
+    assert_eq!((after.mode(), after.mtime()), (before.mode(), before.mtime()));
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", victim.id())).unwrap();
+    let nofile = limits.lines().find(|l| l.starts_with("Max open files")).unwrap();
+    assert!(!nofile.split_whitespace().any(|w| w == "1"), "{nofile}");
     assert!(listener.accept().is_err(), "the unix listener received a connection");
     assert!(tcp.accept().is_err(), "the TCP listener received a connection");
     assert!(
@@ -316,6 +340,7 @@ async fn ordinary_reading_work_runs_unasked() {
         bash("status", "git status --short"),
         bash("log", "git log --oneline -n 3"),
         bash("diff", "git diff --stat"),
+        bash("patch", "git diff"),
         bash("rg", "rg -n gamma"),
         bash("ls", "ls -la"),
         bash("cat", "cat a.txt"),
@@ -340,6 +365,14 @@ async fn ordinary_reading_work_runs_unasked() {
     }
     assert!(last.tool_result_text("status").0.contains("a.txt"));
     assert!(last.tool_result_text("log").0.contains("init"));
+    // The jail confines whatever git starts, so a plain `git diff` shows the change; without
+    // it a repository's external diff cannot be switched off, and keel says what to pass.
+    let (text, is_error) = last.tool_result_text("patch");
+    if jail_available() {
+        assert!(!is_error && text.contains("+gamma"), "{text}");
+    } else {
+        assert!(is_error && text.contains("--no-ext-diff"), "{text}");
+    }
     assert!(!have_rg || last.tool_result_text("rg").0.contains("gamma"));
     let (text, is_error) = last.tool_result_text("escape");
     assert!(is_error && denied(&text), "{text}");

@@ -563,3 +563,33 @@ async fn settings_rule_forms_glob_commands_and_anchored_paths() {
         .collect();
     assert_eq!(denied, vec!["g2", "e2"]);
 }
+
+/// The TypeScript Agent SDK passes `--allow-dangerously-skip-permissions` next to
+/// `--permission-mode bypassPermissions`; on its own the flag only offers the mode, it never
+/// starts a session in it.
+#[tokio::test]
+async fn allow_dangerously_skip_permissions_offers_bypass_without_starting_in_it() {
+    for (args, mode) in [
+        (vec!["--allow-dangerously-skip-permissions"], "default"),
+        (
+            vec![
+                "--permission-mode",
+                "bypassPermissions",
+                "--allow-dangerously-skip-permissions",
+            ],
+            "bypassPermissions",
+        ),
+    ] {
+        let env = Env::new();
+        let server = ModelServer::start().await;
+        server.push(answer("ok"));
+        let out = env
+            .keel(&server)
+            .args(["-p", "x", "--output-format", "stream-json", "--verbose"])
+            .args(args)
+            .run()
+            .await;
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert_eq!(out.lines()[0]["permissionMode"], mode);
+    }
+}

@@ -138,3 +138,110 @@ async fn rewinding_the_conversation_drops_the_later_prompts() {
     let list = env.keel_offline().args(["rewind", "--list"]).run().await;
     assert!(list.stdout.contains("   4  prompt"), "{}", list.stdout);
 }
+
+/// Shell commands change files too: what `sed -i`, `rm`, `mv` and a redirect did is rewound
+/// byte for byte, and a file keel kept no copy of is named, never skipped quietly.
+#[tokio::test]
+async fn changes_made_by_shell_commands_are_rewound_and_unkept_ones_are_listed() {
+    let env = Env::new();
+    std::fs::write(env.path("a.txt"), b"alpha\r\n\xc3\xa9\n").unwrap();
+    std::fs::write(env.path("gone.txt"), "keep me\n").unwrap();
+    std::fs::write(env.path("old.txt"), "moving\n").unwrap();
+    let huge = format!("0123456789{}\n", "z".repeat(1000));
+    std::fs::write(env.path("huge.txt"), &huge).unwrap();
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool(
+            "b1",
+            "Bash",
+            json!({"command": "sed -i 's/alpha/ALPHA/' a.txt && rm gone.txt && mv old.txt new.txt"}),
+        )]))
+        .push(calls(vec![tool(
+            "b2",
+            "Bash",
+            json!({"command": "echo made > made.txt && sed -i 's/0/X/' huge.txt"}),
+        )]))
+        .push(answer("done"));
+    let out = env
+        .keel(&server)
+        // Room for the small files only: huge.txt is beyond the undo budget.
+        .env("KEEL_CHECKPOINT_SHELL_BYTES", "100")
+        .args(["-p", "change things", "--permission-mode", "bypassPermissions"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let second = server.requests()[2].messages().clone();
+    let text = serde_json::to_string(&second).unwrap();
+    assert!(
+        text.contains("huge.txt") && text.contains("cannot be rewound"),
+        "the model is told which change cannot be taken back: {text}"
+    );
+
+    // The stash of copies goes with the process that kept it.
+    let checkpoints = env.transcripts()[0].with_extension("").join("checkpoints");
+    let stashes: Vec<_> = std::fs::read_dir(&checkpoints)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("stash-"))
+        .collect();
+    assert!(stashes.is_empty(), "{stashes:?}");
+
+    let dry = env
+        .keel_offline()
+        .args(["rewind", "--to", "1", "--dry-run"])
+        .run()
+        .await;
+    assert_eq!(dry.code, 0, "{}", dry.stderr);
+    for f in ["a.txt", "gone.txt", "old.txt", "new.txt", "made.txt"] {
+        assert!(
+            dry.stdout.contains(&format!("would restore {}", env.path(f).display())),
+            "{f}: {}",
+            dry.stdout
+        );
+    }
+    assert!(
+        dry.stdout.contains(&format!(
+            "not restorable (changed by a shell command): {}",
+            env.path("huge.txt").display()
+        )),
+        "{}",
+        dry.stdout
+    );
+    let list = env.keel_offline().args(["rewind", "--list"]).run().await;
+    assert!(list.stdout.contains("(1 not restorable)"), "{}", list.stdout);
+
+    let out = env.keel_offline().args(["rewind", "--to", "1"]).run().await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(std::fs::read(env.path("a.txt")).unwrap(), b"alpha\r\n\xc3\xa9\n");
+    assert_eq!(std::fs::read_to_string(env.path("gone.txt")).unwrap(), "keep me\n");
+    assert_eq!(std::fs::read_to_string(env.path("old.txt")).unwrap(), "moving\n");
+    assert!(!env.path("new.txt").exists() && !env.path("made.txt").exists());
+    assert!(out.stdout.contains("not restorable"), "{}", out.stdout);
+    assert_eq!(
+        std::fs::read_to_string(env.path("huge.txt")).unwrap(),
+        huge.replacen('0', "X", 1),
+        "left as the command made it"
+    );
+}
+
+/// The undo limits come from the environment; a value keel cannot read stops it with the
+/// variable's name instead of quietly using the default.
+#[tokio::test]
+async fn an_unreadable_undo_limit_is_a_startup_error() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    for name in [
+        "KEEL_CHECKPOINT_MAX_BYTES",
+        "KEEL_CHECKPOINT_SHELL_BYTES",
+        "KEEL_CHECKPOINT_SHELL_FILES",
+    ] {
+        let out = env.keel(&server).args(["-p", "x"]).env(name, "lots").run().await;
+        assert_ne!(out.code, 0, "{name}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(name) && out.stderr.contains("`lots`"),
+            "{}",
+            out.stderr
+        );
+    }
+    assert!(server.requests().is_empty(), "no request before the error");
+}

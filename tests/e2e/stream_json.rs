@@ -162,15 +162,37 @@ async fn initialize_answers_and_set_permission_mode_reports_the_mode() {
 }
 
 #[tokio::test]
-async fn initialize_refuses_what_keel_cannot_honour_instead_of_ignoring_it() {
+async fn initialize_refuses_malformed_options_and_names_unknown_fields() {
     let env = Env::new();
     let server = ModelServer::start().await;
-    let input = request("i1", json!({"subtype": "initialize", "sdkMcpServers": ["calc"]})) + "\n";
+    let cases = [
+        ("skills", json!("all")),
+        ("excludeDynamicSections", json!("yes")),
+        ("systemPromptSnapshot", json!(1)),
+        ("forwardSubagentText", json!("true")),
+    ];
+    let mut input = String::new();
+    for (i, (field, value)) in cases.iter().enumerate() {
+        let mut body = json!({"subtype": "initialize"});
+        body[*field] = value.clone();
+        input.push_str(&(request(&format!("i{i}"), body) + "\n"));
+    }
+    // Well-formed options are accepted; an unknown field is named on stderr.
+    input.push_str(
+        &(request(
+            "ok",
+            json!({"subtype": "initialize", "systemPromptSnapshot": false, "somethingNew": 1}),
+        ) + "\n"),
+    );
     let out = env.keel(&server).args(STREAM).stdin(&input).run().await;
     let lines = out.lines();
-    let r = &response_to(&lines, "i1")["response"];
-    assert_eq!(r["subtype"], "error");
-    assert!(r["error"].as_str().unwrap().contains("sdkMcpServers"), "{r}");
+    for (i, (field, _)) in cases.iter().enumerate() {
+        let r = &response_to(&lines, &format!("i{i}"))["response"];
+        assert_eq!(r["subtype"], "error", "{field}");
+        assert!(r["error"].as_str().unwrap().contains(&format!("`{field}")), "{r}");
+    }
+    assert_eq!(response_to(&lines, "ok")["response"]["subtype"], "success");
+    assert!(out.stderr.contains("`somethingNew`"), "{}", out.stderr);
 }
 
 #[tokio::test]

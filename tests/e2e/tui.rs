@@ -275,7 +275,7 @@ async fn ctrl_r_finds_an_earlier_sessions_prompt_and_ctrl_g_edits_it_in_the_edit
     let mut perms = std::fs::metadata(&editor).unwrap().permissions();
     std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
     std::fs::set_permissions(&editor, perms).unwrap();
-    let t = Tmux::start_with_env(&env, &server, &[], &[("EDITOR", editor.display().to_string())], W, H);
+    let t = Tmux::start_with(&env, &server, &[], W, H, &[("EDITOR", editor.display().to_string())]);
     t.wait_for_text("Ask keel").await;
     t.press(&["C-r"]);
     t.type_text("pars");
@@ -294,4 +294,186 @@ async fn ctrl_r_finds_an_earlier_sessions_prompt_and_ctrl_g_edits_it_in_the_edit
     assert!(last.contains("fix the parser and its tests"), "{last}");
     t.press(&["C-d"]);
     assert_eq!(t.wait_exit().await, 0, "{}", t.screen());
+}
+
+/// keel waits for the editor `/memory` opened; a signal from outside cannot be acted on while
+/// it does (the editor here ignores signals and never ends). The first SIGTERM is held for a
+/// graceful shutdown; the second ends keel at once, terminal restored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_sigterm_ends_a_stuck_tui() {
+    use crate::support::procs::{alive, unique_sleep, wait_until_running};
+    let env = Env::new();
+    let marker = unique_sleep();
+    let editor = env.home.join("stuck-editor.sh");
+    std::fs::write(&editor, format!("trap '' INT TERM HUP\nexec sleep {marker}\n")).unwrap();
+    let server = ModelServer::start().await;
+    let visual = format!("sh {}", editor.display());
+    let t = Tmux::start_with(&env, &server, &[], W, H, &[("VISUAL", visual)]);
+    t.wait_for_text("Ask keel").await;
+    let pid = nix::unistd::Pid::from_raw(t.keel_pid());
+    t.type_text("/memory");
+    t.press(&["Enter"]);
+    wait_until_running(&marker).await;
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        nix::sys::signal::kill(pid, None).is_ok(),
+        "keel was not stuck after all (the test needs it to be)"
+    );
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    assert_eq!(t.wait_exit().await, 143);
+    assert_restored(&t);
+    // The editor is the user's program: keel leaves it be; the test ends it.
+    for line in alive(&marker) {
+        if let Some(p) = line.split_whitespace().next().and_then(|p| p.parse().ok()) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+}
+
+/// keel blocks in a write to the terminal (the terminal stopped reading: its tmux server is
+/// stopped while an answer scrolls the screen), so the first SIGTERM cannot be acted on. The
+/// second ends keel from the signal handler while the terminal is still stopped, and the
+/// terminal's settings (raw mode) are put back; the screen-mode bytes cannot reach a terminal
+/// that does not read, and keel does not wait for it longer than about a second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_sigterm_ends_keel_stuck_writing_to_the_terminal() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    // One line per delta: every frame scrolls the whole screen.
+    let lines: String = (0..10_000).map(|i| format!("scrolling line-{i}\n")).collect();
+    server.push(Reply::Sse {
+        chunks: frames(&[text(&lines)], "end_turn", 100, 300),
+        pace: Duration::from_millis(2),
+    });
+    let t = Tmux::start(&env, &server, &[], W, H);
+    t.wait_for_text("Ask keel").await;
+    let pid = Pid::from_raw(t.keel_pid());
+    let tmux_server = Pid::from_raw(t.format("#{pid}").parse().unwrap());
+    let tty = t.format("#{pane_tty}");
+    t.type_text("scroll");
+    t.press(&["Enter"]);
+    t.wait_for_text("scrolling line-").await;
+    kill(tmux_server, Signal::SIGSTOP).unwrap();
+    // Until the terminal's buffer is full and keel's write blocks.
+    let mut stuck = false;
+    let mut seen = Vec::new();
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        seen = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|d| {
+                d.flatten()
+                    .map(|t| std::fs::read_to_string(t.path().join("wchan")).unwrap_or_default())
+                    .collect()
+            })
+            .unwrap_or_default();
+        // A write to a terminal with no room waits in `wait_woken` (n_tty_write).
+        if seen
+            .iter()
+            .any(|w: &String| w.contains("wait_woken") || w.contains("tty"))
+        {
+            stuck = true;
+            break;
+        }
+    }
+    let alive = |pid| {
+        kill(pid, None).is_ok()
+            && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z"))
+    };
+    if !stuck {
+        kill(tmux_server, Signal::SIGCONT).unwrap();
+        panic!("keel never blocked writing to the terminal; the test needs it to: {seen:?}");
+    }
+    kill(pid, Signal::SIGTERM).unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let first_ended = !alive(pid);
+    kill(pid, Signal::SIGTERM).unwrap_or(());
+    let mut gone = false;
+    for _ in 0..100 {
+        if !alive(pid) {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let stty = std::process::Command::new("stty")
+        .args(["-F", &tty, "-a"])
+        .output()
+        .unwrap();
+    kill(tmux_server, Signal::SIGCONT).unwrap();
+    assert!(!first_ended, "keel was not stuck after all (the test needs it to be)");
+    assert!(
+        gone,
+        "the second signal did not end keel while the terminal was stopped"
+    );
+    let modes = String::from_utf8_lossy(&stty.stdout);
+    let words: Vec<&str> = modes.split_whitespace().collect();
+    for m in ["icanon", "echo", "isig"] {
+        assert!(words.contains(&m), "`{m}` is not back on the terminal:\n{modes}");
+    }
+    assert_eq!(t.wait_exit().await, 143);
+}
+
+/// `/rewind` in the TUI (listed with Esc Esc on the empty prompt) takes back what a shell
+/// command did, byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn esc_esc_lists_points_and_rewind_restores_a_shell_change() {
+    let env = Env::new();
+    let original = "line one\r\nzwei \u{e9}\n";
+    env.write("data.txt", original);
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool(
+            "b1",
+            "Bash",
+            json!({"command": "sed -i 's/one/ONE/' data.txt && rm -f gone.txt && echo new > made.txt && sed -i 's/z/Z/' big.txt"}),
+        )]))
+        .push(answer("Changed it."));
+    env.write("gone.txt", "precious\n");
+    env.write("big.txt", &"z".repeat(2000));
+    // Room for the small files: big.txt is beyond the undo budget.
+    let budget = [("KEEL_CHECKPOINT_SHELL_BYTES", "500".to_string())];
+    let t = Tmux::start_with(
+        &env,
+        &server,
+        &["--permission-mode", "bypassPermissions"],
+        W,
+        H,
+        &budget,
+    );
+    t.wait_for_text("Ask keel").await;
+    t.type_text("change the data");
+    t.press(&["Enter"]);
+    t.wait_for_text("Changed it.").await;
+    assert_ne!(std::fs::read_to_string(env.path("data.txt")).unwrap(), original);
+    // Two presses as a person makes them (sent together, a terminal reads them as Alt+Esc).
+    t.press(&["Escape"]);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    t.press(&["Escape"]);
+    // The points picker says what cannot be restored; Esc closes it for the typed commands.
+    t.wait_for_text("4 files changed since (1 not restorable").await;
+    t.press(&["Escape"]);
+    t.type_text("/rewind 1 preview");
+    t.press(&["Enter"]);
+    t.wait_for_text("not restorable (changed by a shell command), left as it is:")
+        .await;
+    assert_ne!(
+        std::fs::read_to_string(env.path("data.txt")).unwrap(),
+        original,
+        "a preview changes nothing"
+    );
+    t.type_text("/rewind 1 code");
+    t.press(&["Enter"]);
+    t.wait_for_text("3 file(s) restored").await;
+    assert_eq!(std::fs::read_to_string(env.path("data.txt")).unwrap(), original);
+    assert_eq!(std::fs::read_to_string(env.path("gone.txt")).unwrap(), "precious\n");
+    assert!(!env.path("made.txt").exists());
+    assert!(
+        std::fs::read_to_string(env.path("big.txt")).unwrap().starts_with('Z'),
+        "left as it is"
+    );
+    t.press(&["C-d"]);
+    assert_eq!(t.wait_exit().await, 0);
 }

@@ -155,7 +155,7 @@ pub(super) async fn prepare(
                         .confiner
                         .as_ref()
                         .map(|c| Arc::new(c.rebased(&w.repo, &w.path, move |p| guard.read_denied_by_rule(p))));
-                    child.extra_dirs = authorizer.working_dirs().iter().skip(1).cloned().collect();
+                    child.set_extra_dirs(authorizer.working_dirs().into_iter().skip(1).collect());
                     // Grep and Glob leave out what Read would refuse, in the worktree too.
                     let guard = authorizer.clone();
                     child.read_guard = crate::tools::ReadGuard::new(move |p| guard.read_denied(p));
@@ -178,7 +178,7 @@ pub(super) async fn prepare(
         .model
         .as_deref()
         .map(models::resolve_alias)
-        .unwrap_or_else(|| r.model.clone());
+        .unwrap_or_else(|| r.model());
     let offers = |name: &str| registry.get(name).is_some();
     let mut listings = Vec::new();
     if offers("Agent")
@@ -208,7 +208,7 @@ pub(super) async fn prepare(
     };
     let (mut engine, mut events) = Engine::new(
         config,
-        tree.provider.clone(),
+        tree.provider.read().unwrap_or_else(|p| p.into_inner()).clone(),
         registry.clone(),
         authorizer.clone(),
         tree.hooks.clone(),
@@ -240,15 +240,26 @@ pub(super) async fn prepare(
         engine.session.shared.skills.grant(&req.description, req.grants.clone());
     }
 
-    // Approvals, notices and hook runs of the child reach the user like the parent's own.
+    // Approvals, notices and hook runs of the child reach the user like the parent's own; the
+    // messages of a child the parent waits for go along tagged with the call that started it.
     let forward_to = r.events.clone();
+    let messages_of = (!req.background.unwrap_or(def.background)).then(|| req.tool_use_id.clone());
     let forward = tokio::spawn(async move {
         while let Some(ev) = events.recv().await {
-            if matches!(
-                ev,
-                EngineEvent::PermissionRequest(_) | EngineEvent::Notice { .. } | EngineEvent::HookRun(_)
-            ) {
-                forward_to.emit(ev);
+            match ev {
+                EngineEvent::PermissionRequest(_) | EngineEvent::Notice { .. } | EngineEvent::HookRun(_) => {
+                    forward_to.emit(ev);
+                }
+                EngineEvent::Assistant { .. } | EngineEvent::ToolResults(_) => {
+                    if let Some(id) = &messages_of {
+                        forward_to.emit(EngineEvent::Subagent {
+                            parent_tool_use_id: id.clone(),
+                            event: Box::new(ev),
+                        });
+                    }
+                }
+                EngineEvent::Subagent { .. } if messages_of.is_some() => forward_to.emit(ev),
+                _ => {}
             }
         }
     });

@@ -47,7 +47,8 @@ pub struct SubagentInfo {
 
 /// What every runner of one session's agent tree shares.
 pub(crate) struct Tree {
-    provider: Arc<dyn Provider>,
+    /// Follows the session's model changes (`Engine::switch_model`).
+    provider: RwLock<Arc<dyn Provider>>,
     hooks: Arc<Hooks>,
     /// The main engine's configuration (window, compaction, whether a human answers).
     base: EngineConfig,
@@ -68,8 +69,8 @@ pub struct SubagentRunner {
     events: EventSink,
     /// The owning engine's depth (the main agent is 0).
     depth: u32,
-    /// The owning engine's model (for `model: inherit`).
-    model: String,
+    /// The owning engine's model (for `model: inherit`); follows a model change of the session.
+    model: RwLock<String>,
     children: Arc<Children>,
     /// Budget places reserved for the Agent calls of the current message, by call id.
     pending: Mutex<HashMap<String, Result<Slot, String>>>,
@@ -85,6 +86,17 @@ impl SubagentRunner {
     /// The agent types in force.
     pub fn catalog(&self) -> Arc<AgentCatalog> {
         self.tree.agents.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The model children without a model of their own run on.
+    pub(crate) fn model(&self) -> String {
+        self.model.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Sub-agents started from now on run on the session's new provider and model.
+    pub(crate) fn follow_model(&self, provider: Arc<dyn Provider>, model: String) {
+        *self.tree.provider.write().unwrap_or_else(|p| p.into_inner()) = provider;
+        *self.model.write().unwrap_or_else(|p| p.into_inner()) = model;
     }
 
     pub(crate) fn set_catalog(&self, catalog: Arc<AgentCatalog>) {
@@ -105,7 +117,7 @@ impl SubagentRunner {
             authorizer,
             events,
             depth: self.depth + 1,
-            model,
+            model: RwLock::new(model),
             children: Arc::default(),
             pending: Mutex::default(),
         }
@@ -133,7 +145,7 @@ impl Engine {
         project.listings.clear();
         project.memory = None;
         let tree = Tree {
-            provider: self.provider.clone(),
+            provider: RwLock::new(self.provider.clone()),
             hooks: self.hooks.clone(),
             base: self.config.clone(),
             project,
@@ -148,7 +160,7 @@ impl Engine {
             authorizer: self.authorizer.clone(),
             events: self.events.clone(),
             depth: 0,
-            model: self.config.model.clone(),
+            model: RwLock::new(self.config.model.clone()),
             children: Arc::default(),
             pending: Mutex::default(),
         });

@@ -1,5 +1,5 @@
-//! keel's side of requests to the client: `can_use_tool`, `hook_callback` (and later
-//! `mcp_message`). Each request gets an id; the answer arrives on stdin and is routed back here
+//! keel's side of requests to the client: `can_use_tool`, `hook_callback`, `mcp_message`
+//! (see `mcp_relay.rs`). Each request gets an id; the answer arrives on stdin and is routed back here
 //! by the reader. When the client closes its input, every open request fails at once, so
 //! nothing waits forever.
 
@@ -82,7 +82,7 @@ impl ClientLink {
         let (reply, ignored) = codec::permission_reply(answer);
         if !ignored.is_empty() {
             eprintln!(
-                "keel: warning: the approval of {} came with permission updates keel does not apply: {}",
+                "keel: warning: the approval of {} came with permission updates keel cannot read, so none of them was applied: {}",
                 prompt.tool_name,
                 ignored.join(", ")
             );

@@ -63,6 +63,37 @@ pub struct Initialize {
     pub append_system_prompt: Option<String>,
     /// A JSON schema the final answer must match (`jsonSchema`).
     pub json_schema: Option<Value>,
+    /// `excludeDynamicSections`, `systemPromptSnapshot`, `forwardSubagentText` and `skills`
+    /// (only the listed skills for the main session).
+    pub exclude_dynamic_sections: Option<bool>,
+    pub system_prompt_snapshot: Option<bool>,
+    pub forward_subagent_text: Option<bool>,
+    pub skills: Option<Vec<String>>,
+    /// Fields keel does not know (reported, not acted on).
+    pub unknown_fields: Vec<String>,
+}
+
+/// The `initialize` fields keel reads.
+const INITIALIZE_FIELDS: &[&str] = &[
+    "subtype",
+    "hooks",
+    "agents",
+    "sdkMcpServers",
+    "systemPrompt",
+    "appendSystemPrompt",
+    "jsonSchema",
+    "excludeDynamicSections",
+    "systemPromptSnapshot",
+    "forwardSubagentText",
+    "skills",
+];
+
+fn optional_bool(r: &Value, key: &str) -> Result<Option<bool>, String> {
+    match r.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(other) => Err(format!("`{key}` must be true or false, got {other}")),
+    }
 }
 
 /// One matcher group of `initialize.hooks`: `{"matcher":…,"hookCallbackIds":[…],"timeout":…}`.
@@ -238,6 +269,28 @@ fn decode_initialize(r: &Value) -> Result<Initialize, String> {
     init.system_prompt = string_field(r, "systemPrompt");
     init.append_system_prompt = string_field(r, "appendSystemPrompt");
     init.json_schema = r.get("jsonSchema").filter(|s| !s.is_null()).cloned();
+    init.exclude_dynamic_sections = optional_bool(r, "excludeDynamicSections")?;
+    init.system_prompt_snapshot = optional_bool(r, "systemPromptSnapshot")?;
+    init.forward_subagent_text = optional_bool(r, "forwardSubagentText")?;
+    init.skills = match r.get("skills") {
+        None | Some(Value::Null) => None,
+        Some(Value::Array(a)) => Some(
+            a.iter()
+                .map(|s| s.as_str().map(str::to_string))
+                .collect::<Option<Vec<_>>>()
+                .ok_or("`skills` must be a list of skill names")?,
+        ),
+        Some(_) => return Err("`skills` must be a list of skill names".into()),
+    };
+    init.unknown_fields = r
+        .as_object()
+        .map(|m| {
+            m.keys()
+                .filter(|k| !INITIALIZE_FIELDS.contains(&k.as_str()))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
     Ok(init)
 }
 

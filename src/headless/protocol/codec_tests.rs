@@ -1,8 +1,8 @@
 use serde_json::json;
 
 use super::*;
-use crate::permissions::updates::Update;
-use crate::permissions::{Mode, PermissionReply};
+
+use crate::permissions::PermissionReply;
 
 #[test]
 fn user_messages_take_text_or_blocks() {
@@ -215,17 +215,19 @@ fn permission_answers() {
         "updatedInput": {"command": "echo safe"},
         "updatedPermissions": [
             {"type": "setMode", "mode": "acceptEdits", "destination": "session"},
-            {"type": "addDirectories", "directories": ["/x"], "destination": "session"}
+            {"type": "addDirectories", "directories": ["/x"], "destination": "session"},
+            {"type": "addRules", "rules": [{"toolName": "Bash"}], "behavior": "sometimes"}
         ]
     })));
     assert_eq!(
         allow,
         PermissionReply::Allow {
             updated_input: Some(json!({"command": "echo safe"})),
-            updates: vec![Update::SetMode(Mode::AcceptEdits)],
+            // One update keel cannot read voids the list, as with the reference.
+            updates: Vec::new(),
         }
     );
-    assert_eq!(ignored, vec!["addDirectories".to_string()]);
+    assert_eq!(ignored, vec!["addRules with unknown behavior `sometimes`".to_string()]);
     assert_eq!(
         permission_reply(Ok(json!({"behavior": "deny", "message": "nope", "interrupt": true}))).0,
         PermissionReply::Reject {

@@ -24,13 +24,12 @@ pub fn initialize(
     init: &Initialize,
     link: &Arc<ClientLink>,
 ) -> Result<(Value, Vec<String>), String> {
-    if !init.sdk_mcp_servers.is_empty() {
-        return Err(format!(
-            "keel cannot host in-process SDK MCP servers yet (`sdkMcpServers`: {})",
-            init.sdk_mcp_servers.join(", ")
-        ));
-    }
     let (hooks, mut warnings) = hook_config(init)?;
+    warnings.extend(
+        init.unknown_fields
+            .iter()
+            .map(|f| format!("initialize: keel does not know the field `{f}`; it has no effect")),
+    );
     if let Some(agents) = init.agents.as_ref().filter(|a| !a.is_empty()) {
         let json = Value::Object(agents.clone()).to_string();
         warnings.extend(engine.register_agents(&json).map_err(|e| format!("agents: {e}"))?);
@@ -50,8 +49,21 @@ pub fn initialize(
         });
         engine.set_project(project);
     }
+    if let Some(names) = &init.skills {
+        warnings.extend(super::skills_filter::keep_only(engine, names)?);
+    }
+    if init.exclude_dynamic_sections == Some(true) {
+        // The stream loop puts them in front of the next user message.
+        let mut project = engine.project.clone();
+        project.dynamic_in_message = true;
+        engine.set_project(project);
+    }
     if !hooks.is_empty() {
         engine.hooks.set_client_hooks(hooks, link.clone());
+    }
+    // Last: the prompt recorded is the one the options above produced.
+    if init.system_prompt_snapshot == Some(true) {
+        warnings.extend(super::snapshot::keep(engine, engine.session.transcript.is_recording()));
     }
     Ok((answer(engine), warnings))
 }
@@ -90,6 +102,18 @@ pub fn require_structured_output(engine: &mut Engine, schema: Value) -> Result<(
         return Err("the JSON schema for the answer must describe an object (\"type\": \"object\")".into());
     }
     let slot = StructuredSlot::default();
+    let tool: Arc<dyn Tool> = Arc::new(StructuredOutputTool::new(schema.clone(), slot.clone()));
+    if engine.registry.get(crate::tools::structured::NAME).is_none() {
+        // Added in place: MCP servers that connect later register into this same registry.
+        engine
+            .registry
+            .add(vec![tool], false)
+            .map_err(|e| format!("the JSON schema for the answer is not usable: {e}"))?;
+        engine.structured = Some(slot);
+        let project = engine.project.clone();
+        engine.set_project(project);
+        return Ok(());
+    }
     let mut tools: Vec<Arc<dyn Tool>> = engine
         .registry
         .names()
@@ -102,6 +126,9 @@ pub fn require_structured_output(engine: &mut Engine, schema: Value) -> Result<(
     let registry =
         ToolRegistry::new(tools).map_err(|e| format!("the JSON schema for the answer is not usable: {e}"))?;
     engine.registry = Arc::new(registry);
+    if let Some(hub) = &engine.session.shared.mcp {
+        hub.attach(&engine.registry);
+    }
     engine.structured = Some(slot);
     // Recounts the fixed part of every request (the tool list grew).
     let project = engine.project.clone();

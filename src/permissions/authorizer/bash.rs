@@ -30,11 +30,14 @@ impl Ctx<'_> {
             .rules
             .iter()
             .any(|r| r.behavior == Behavior::Deny && r.names_tool("Bash"));
+        let denied_programs = self.denied_programs();
         let mut hard_reasons = Vec::new();
         let mut unapproved: Vec<&SimpleCommand> = Vec::new();
         let mut soft_reasons = Vec::new();
         // How the line was approved where no rule or mode approved it.
         let (mut needs_jail, mut needs_workspace) = (false, false);
+        // Whether a workspace write names a new entry at the top of a working directory.
+        let mut creates_at_top = false;
         // The shell's directory as the line runs: `cd` moves it for the parts after it.
         let mut cwd: Option<PathBuf> = Some(shell_cwd.to_path_buf());
         for part in &parts {
@@ -74,10 +77,20 @@ impl Ctx<'_> {
                     }
                 }
             }
+            for w in commands::copy_sources(part) {
+                if let Some(Resolved::Paths(paths)) = cwd.as_deref().map(|c| shell::resolve_word(&w, c, self.home)) {
+                    for p in paths {
+                        if let Verdict::Deny(why) = self.read("Read", &p) {
+                            return Verdict::Deny(format!("`{text}` reads {}: {why}", p.display()));
+                        }
+                    }
+                }
+            }
             for w in part.writes.iter().filter(|w| w.text != "/dev/null") {
                 match cwd.as_deref().map(|c| shell::resolve_word(w, c, self.home)) {
                     Some(Resolved::Paths(paths)) => {
                         for target in paths {
+                            creates_at_top |= self.creates_at_top(&target);
                             match self.edit("Edit", &target) {
                                 Verdict::Deny(why) => {
                                     return Verdict::Deny(format!("`{text}` writes {}: {why}", target.display()));
@@ -101,7 +114,11 @@ impl Ctx<'_> {
             if let Some(r) = self.find(Behavior::Ask, "Bash", |r| texts.iter().any(|t| r.matches_command(t))) {
                 hard_reasons.push(format!("the rule `{}` asks for confirmation of `{text}`", r.text));
             }
-            if deny_rules && let Some(why) = commands::hidden_program(part) {
+            if deny_rules
+                && let Some(why) = commands::hidden_program(part)
+                    .or_else(|| commands::may_start_denied(part, &denied_programs, strict))
+                    .or_else(|| commands::unseen_program(part, cwd.as_deref(), &denied_programs))
+            {
                 hard_reasons.push(format!(
                     "{why}, so the Bash deny rules cannot be checked against it; such commands always need confirmation"
                 ));
@@ -124,13 +141,30 @@ impl Ctx<'_> {
             if self.mode == Mode::Plan && !observes {
                 return Verdict::Deny(plan_mode_message("Bash"));
             }
+            // Every path judged where it leads (links followed, a dangling one to the file it
+            // would create); entries a copy names only by their source's contents must not
+            // land at the top of a working directory, where configuration lives.
             let fs_inside = || {
-                commands::fs_paths(part).is_some_and(|paths| {
-                    paths.iter().all(|w| {
-                        matches!(cwd.as_deref().map(|c| shell::resolve_word(w, c, self.home)),
-                            Some(Resolved::Paths(ps)) if ps.iter().all(|p| self.inside(p) && protected::config_reason(p, self.home).is_none()))
+                let resolve = |w: &shell::Word| match cwd.as_deref().map(|c| shell::resolve_word(w, c, self.home)) {
+                    Some(Resolved::Paths(ps)) => Some(ps),
+                    _ => None,
+                };
+                let clean = |p: &PathBuf| {
+                    let real = super::real_path(p);
+                    self.inside(p)
+                        && self.inside(&real)
+                        && protected::config_reason(p, self.home).is_none()
+                        && protected::config_reason(&real, self.home).is_none()
+                };
+                let named = commands::fs_paths(part)
+                    .is_some_and(|paths| paths.iter().all(|w| resolve(w).is_some_and(|ps| ps.iter().all(clean))));
+                let into_top = commands::unnamed_destination(part).is_some_and(|dest| {
+                    resolve(&dest).is_none_or(|ps| {
+                        ps.iter()
+                            .any(|p| self.is_working_dir(p) || self.is_working_dir(&super::real_path(p)))
                     })
-                })
+                });
+                named && !into_top
             };
             let approved = explicitly_allowed
                 || self.find(Behavior::Allow, "Bash", Rule::is_whole_tool).is_some()
@@ -148,6 +182,14 @@ impl Ctx<'_> {
                 }
             } else if self.mode == Mode::AcceptEdits && fs_inside() {
                 needs_workspace = true;
+                let named = commands::fs_paths(part).unwrap_or_default();
+                creates_at_top |=
+                    named
+                        .iter()
+                        .any(|w| match cwd.as_deref().map(|c| shell::resolve_word(w, c, self.home)) {
+                            Some(Resolved::Paths(ps)) => ps.iter().any(|p| self.creates_at_top(p)),
+                            _ => true,
+                        });
             } else {
                 if let Some(var) = env_change {
                     soft_reasons.push(format!("`{text}` runs with `{var}` set"));
@@ -161,7 +203,7 @@ impl Ctx<'_> {
         let bypass = self.mode == Mode::BypassPermissions;
         if unapproved.is_empty() && (soft_reasons.is_empty() || bypass) {
             return if needs_workspace {
-                Verdict::AllowConfined(Confinement::WorkspaceWrite)
+                Verdict::AllowConfined(Confinement::WorkspaceWrite { creates_at_top })
             } else if needs_jail {
                 Verdict::AllowConfined(Confinement::ReadOnly)
             } else {
@@ -176,6 +218,47 @@ impl Ctx<'_> {
         reasons.extend(soft_reasons);
         let rules_to_save: Vec<String> = unapproved.iter().take(5).map(|p| suggest_bash_rule(p)).collect();
         self.ask(reasons.join("; "), rules_to_save, Vec::new())
+    }
+
+    /// Whether writing `path` makes a new entry at the top of a working directory (or names
+    /// the top itself, as the destination of `cp`/`mv`): the first missing directory on its
+    /// way, or the file itself, would be created there.
+    fn creates_at_top(&self, path: &Path) -> bool {
+        let real = super::real_path(path);
+        if self.is_working_dir(path) || self.is_working_dir(&real) {
+            return true;
+        }
+        let mut first_missing = None;
+        let mut at = Some(real.as_path());
+        while let Some(p) = at {
+            if p.symlink_metadata().is_ok() {
+                break;
+            }
+            first_missing = Some(p);
+            at = p.parent();
+        }
+        first_missing
+            .and_then(Path::parent)
+            .is_some_and(|parent| self.is_working_dir(parent))
+    }
+
+    /// The program names Bash deny rules start with (`Bash(rm:*)`, `Bash(git push:*)`,
+    /// `Bash(rm *)` → `rm`, `git`).
+    fn denied_programs(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .rules
+            .iter()
+            .filter(|r| r.behavior == Behavior::Deny && r.names_tool("Bash"))
+            .filter_map(|r| {
+                let inner = r.text.split_once('(')?.1.strip_suffix(')')?;
+                let first = inner.split_whitespace().next()?.trim_end_matches(":*");
+                let name = first.rsplit('/').next().unwrap_or(first);
+                (!name.is_empty() && !name.contains(['*', '?'])).then(|| name.to_string())
+            })
+            .collect();
+        out.sort();
+        out.dedup();
+        out
     }
 
     /// Where `cd` takes the shell, as far as keel can tell: `None` when unknown (`cd -`, an
@@ -197,7 +280,12 @@ impl Ctx<'_> {
         let Some(w) = target else {
             return self.home.map(Path::to_path_buf);
         };
-        match shell::resolve_word(w, cwd?, self.home) {
+        let resolved = if physical {
+            shell::resolve_word(w, cwd?, self.home)
+        } else {
+            shell::resolve_word_logical(w, cwd?, self.home)
+        };
+        match resolved {
             Resolved::Paths(p) if p.len() == 1 => {
                 let p = p.into_iter().next()?;
                 Some(if physical { super::real_path(&p) } else { p })

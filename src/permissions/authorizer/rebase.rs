@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::fsutil::rebase_path as moved;
-use std::sync::Mutex;
+use std::sync::{Mutex, RwLock};
 
 use super::Authorizer;
 use crate::permissions::rules::{Anchors, Behavior, Rule};
@@ -19,7 +19,7 @@ impl Authorizer {
     /// write the parent's tree, whatever the mode. Nothing is added that the parent could not do
     /// in its own tree.
     pub fn rebased(&self, repo: &Path, worktree: &Path) -> Authorizer {
-        let dirs: Vec<PathBuf> = self.dirs.iter().map(|d| moved(d, repo, worktree)).collect();
+        let dirs: Vec<PathBuf> = self.working_dirs().iter().map(|d| moved(d, repo, worktree)).collect();
         let with_copies = |rules: &[Rule]| -> Vec<Rule> {
             rules
                 .iter()
@@ -41,13 +41,17 @@ impl Authorizer {
         ) {
             rules.push(r);
         }
+        // Rules a program removed stay removed (their copies carry the same text and source).
+        let masked = self.masked.lock().unwrap_or_else(|p| p.into_inner()).clone();
         Authorizer {
             rules,
             session: Mutex::new(session),
+            masked: Mutex::new(masked),
             anchors,
-            dirs,
+            dirs: RwLock::new(dirs),
             home: self.home.clone(),
             save_path: self.save_path.clone(),
+            bypass_disabled: self.bypass_disabled.clone(),
             jail: self.jail.clone(),
         }
     }

@@ -407,12 +407,44 @@ fn commands_approved_by_keel_itself_come_back_confined() {
     );
     assert_eq!(
         bash(&a, "mkdir -p src/x && touch src/x/y", Mode::AcceptEdits),
-        Verdict::AllowConfined(crate::sandbox::Confinement::WorkspaceWrite)
+        Verdict::AllowConfined(crate::sandbox::Confinement::WorkspaceWrite { creates_at_top: true })
     );
     assert_eq!(
         bash(&a, "echo hi > out.txt", Mode::AcceptEdits),
-        Verdict::AllowConfined(crate::sandbox::Confinement::WorkspaceWrite)
+        Verdict::AllowConfined(crate::sandbox::Confinement::WorkspaceWrite { creates_at_top: true })
     );
+    // Work that creates nothing new at the top lets the kernel keep missing configuration
+    // names from appearing there.
+    std::fs::create_dir_all(cwd(&a).join("src")).unwrap();
+    std::fs::write(cwd(&a).join("a.txt"), "a").unwrap();
+    for line in [
+        "mkdir -p src/x/y",
+        "touch a.txt src/z",
+        "cp a.txt src/",
+        "echo hi >> a.txt",
+    ] {
+        assert_eq!(
+            bash(&a, line, Mode::AcceptEdits),
+            Verdict::AllowConfined(crate::sandbox::Confinement::WorkspaceWrite { creates_at_top: false }),
+            "{line}"
+        );
+    }
+    for line in ["mv a.txt b.txt", "mkdir -p new/x", "mv src/z .", "cp -t . src/z"] {
+        assert_eq!(
+            bash(&a, line, Mode::AcceptEdits),
+            Verdict::AllowConfined(crate::sandbox::Confinement::WorkspaceWrite { creates_at_top: true }),
+            "{line}"
+        );
+    }
+    // Backups are entries the command line does not name (`-S n` turns `.mcp.jso`'s backup
+    // into `.mcp.json`).
+    for line in [
+        "cp -b -S n a.txt .mcp.jso",
+        "mv --suffix=n -b a.txt .mcp.jso",
+        "cp --backup a.txt src/",
+    ] {
+        assert!(is_ask(&bash(&a, line, Mode::AcceptEdits)), "{line}");
+    }
     // A rule or bypass mode approves it as it is.
     assert_eq!(bash(&a, "cargo test -q", Mode::Default), Verdict::Allow);
     assert_eq!(bash(&a, "git status", Mode::BypassPermissions), Verdict::Allow);
@@ -471,5 +503,94 @@ fn disguised_credential_reads_and_escapes_are_not_approved() {
         "cp x/config .git",
     ] {
         assert!(is_ask(&bash(&a, cmd, Mode::AcceptEdits)), "{cmd}");
+    }
+}
+
+#[test]
+fn wrappers_code_strings_and_environment_cannot_hide_a_denied_program() {
+    let (a, _d) = authorizer(&[], &[], &["Bash(rm:*)"]);
+    for cmd in [
+        "ionice rm x",
+        "strace -o /dev/null rm x",
+        "taskset 1 rm x",
+        "runuser -u root -- rm x",
+        "trap 'rm x' EXIT",
+        "coproc rm x",
+        "hash -p /bin/rm cat; cat x",
+        "exec -a other rm x",
+        "git -c alias.x='!rm x' x",
+        "BASH_ENV=run.sh bash -c true",
+        "rg --pre rm x",
+    ] {
+        let v = bash(&a, cmd, Mode::BypassPermissions);
+        assert!(
+            matches!(v, Verdict::Ask { hard: true, .. } | Verdict::Deny(_)),
+            "{cmd}: {v:?}"
+        );
+    }
+    // Commands that only mention the word stay as they were.
+    for cmd in ["echo rm", "grep -n rm notes.txt", "git commit -m 'rm old files'"] {
+        let v = bash(&a, cmd, Mode::BypassPermissions);
+        assert!(is_allow(&v), "{cmd}: {v:?}");
+    }
+}
+
+#[test]
+fn file_commands_are_judged_where_their_paths_really_lead() {
+    let (a, d) = authorizer(&[], &[], &[]);
+    let w = cwd(&a);
+    std::fs::create_dir_all(w.join("tpl/.claude")).unwrap();
+    std::os::unix::fs::symlink(".mcp.json", w.join("cfg")).unwrap();
+    std::os::unix::fs::symlink(".", w.join("up")).unwrap();
+    let aws = d.path().join("home/.aws/sso");
+    std::fs::create_dir_all(&aws).unwrap();
+    std::fs::write(d.path().join("home/.aws/credentials"), "k").unwrap();
+    std::os::unix::fs::symlink(&aws, w.join("sso")).unwrap();
+    for cmd in [
+        "cp -r tpl/. .",
+        "cp -rT tpl .",
+        "cp -r tpl/./ up",
+        "touch cfg",
+        "echo '{}' > cfg",
+    ] {
+        assert!(is_ask(&bash(&a, cmd, Mode::AcceptEdits)), "{cmd}");
+    }
+    for cmd in ["touch new.txt", "mkdir build", "cp -r tpl copy", "cp -r tpl/. copy"] {
+        assert!(is_allow(&bash(&a, cmd, Mode::AcceptEdits)), "{cmd}");
+    }
+    // `sso/..` is the link target's parent: the credential file, not `./credentials`.
+    assert!(is_deny(&bash(&a, "cat sso/../credentials", Mode::Default)));
+    assert!(is_deny(&bash(
+        &a,
+        "jq -n --rawfile x ~/.aws/credentials '$x'",
+        Mode::Default
+    )));
+    assert!(is_ask(&bash(&a, "jq -n 'import \"x\" as $x; $x'", Mode::Default)));
+    assert!(is_allow(&bash(
+        &a,
+        "jq -n --arg x ~/.aws/credentials '$x'",
+        Mode::Default
+    )));
+}
+
+/// With a Bash deny rule, a program keel cannot identify — one that does not exist when the
+/// line is checked, or a copy of a denied program under another name — asks, even in bypass.
+#[test]
+fn deny_rules_see_copies_of_denied_programs() {
+    let (a, _d) = authorizer(&[], &[], &["Bash(rm:*)"]);
+    let rm = ["/bin/rm", "/usr/bin/rm"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .unwrap();
+    std::fs::copy(rm, cwd(&a).join("tidy")).unwrap();
+    for line in [
+        "./tidy -f x",
+        "cp /bin/r[m] zz && ./zz -f x",
+        "not-a-program-anywhere x",
+    ] {
+        assert!(is_ask(&bash(&a, line, Mode::BypassPermissions)), "{line}");
+    }
+    for line in ["ls -la", "git status", "cd . && pwd", "echo hi"] {
+        assert!(is_allow(&bash(&a, line, Mode::BypassPermissions)), "{line}");
     }
 }

@@ -32,6 +32,16 @@ fn destructive_commands() {
         "terraform destroy -auto-approve",
         "pulumi destroy",
         "cdk destroy",
+        "git reflog expire --expire=now --all",
+        "git reflog delete HEAD@{1}",
+        "git stash clear",
+        "git stash drop",
+        "git prune",
+        "git gc --prune=now",
+        "git branch -D topic",
+        "git branch --delete --force topic",
+        "git checkout -f main",
+        "git switch --discard-changes main",
     ] {
         assert!(d(s).is_some(), "{s}");
     }
@@ -43,6 +53,11 @@ fn destructive_commands() {
         "rm -rf target",
         "rm -f /tmp/x",
         "terraform plan",
+        "git reflog",
+        "git stash list",
+        "git branch -d done",
+        "git checkout main",
+        "git gc",
     ] {
         assert!(d(s).is_none(), "{s}");
     }
@@ -56,6 +71,17 @@ fn credentials_and_configuration() {
     assert!(credential_reason(Path::new("/p/tls/server.key"), home).is_some());
     assert!(credential_reason(Path::new("/home/u/.ssh/config"), home).is_some());
     assert!(credential_reason(Path::new("/p/src/env.rs"), home).is_none());
+    // Other tools' logins, browser profiles and shell history.
+    for p in [
+        "/home/u/.codex/auth.json",
+        "/home/u/.mozilla/firefox/x/cookies.sqlite",
+        "/home/u/.bash_history",
+    ] {
+        assert!(credential_reason(Path::new(p), home).is_some(), "{p}");
+    }
+    // A PATH directory and tool configuration in the home count as configuration.
+    assert!(config_reason(Path::new("/home/u/.local/bin/git"), home).is_some());
+    assert!(config_reason(Path::new("/home/u/.cargo/config.toml"), home).is_some());
     assert!(config_reason(Path::new("/p/.git/config"), home).is_some());
     assert!(config_reason(Path::new("/p/.git/hooks/pre-commit"), home).is_some());
     assert!(config_reason(Path::new("/p/.claude/settings.json"), home).is_some());

@@ -180,8 +180,11 @@ fn update_shell_cwd(shared: &SessionShared, dir: &Path, notes: &mut Vec<String>)
         return;
     }
     let mut cwd = shared.shell_cwd.lock().unwrap_or_else(|p| p.into_inner());
-    if shared.is_in_workspace(dir) {
-        *cwd = dir.to_path_buf();
+    // The report is written by the command's own shell, so it is checked where it really
+    // leads (`ws/../home` or a link out of the workspace are not inside it).
+    let real = dir.canonicalize().ok().filter(|r| shared.is_in_workspace(r));
+    if let Some(real) = real {
+        *cwd = real;
     } else {
         notes.push(format!(
             "The shell's working directory was reset to {} because {} is outside the workspace.",
@@ -293,5 +296,25 @@ mod tests {
         assert_eq!(human_duration(Duration::from_millis(1500)), "1.5 s");
         assert_eq!(human_duration(Duration::from_secs(120)), "2 min");
         assert_eq!(human_duration(Duration::from_secs(125)), "2 min 5 s");
+    }
+
+    /// The working-directory report is written by the command's own shell, which may write
+    /// anything there: a path that only looks inside the workspace does not move the shell.
+    #[test]
+    fn a_reported_directory_counts_where_it_really_leads() {
+        let d = tempfile::tempdir().unwrap();
+        let base = d.path().canonicalize().unwrap();
+        let ws = base.join("ws");
+        std::fs::create_dir_all(ws.join("sub")).unwrap();
+        std::fs::create_dir_all(base.join("home")).unwrap();
+        std::os::unix::fs::symlink(base.join("home"), ws.join("out")).unwrap();
+        let shared = SessionShared::new(ws.clone(), base.join("session"));
+        let mut notes = Vec::new();
+        update_shell_cwd(&shared, &ws.join("sub"), &mut notes);
+        assert_eq!(*shared.shell_cwd.lock().unwrap(), ws.join("sub"));
+        for sneaky in [ws.join("../home"), ws.join("out")] {
+            update_shell_cwd(&shared, &sneaky, &mut notes);
+            assert_eq!(*shared.shell_cwd.lock().unwrap(), ws, "{}", sneaky.display());
+        }
     }
 }

@@ -76,9 +76,7 @@ pub async fn run_foreground(
 
     let output = read_output(&log).map_err(|e| ToolError::io(format!("cannot read {}", log.display()), e))?;
     let final_cwd = match ending {
-        Ending::Exited(_) => std::fs::read_to_string(&cwd_file)
-            .ok()
-            .map(|s| PathBuf::from(s.trim_end_matches('\n'))),
+        Ending::Exited(_) => read_cwd_report(&cwd_file),
         _ => None,
     };
     let _ = std::fs::remove_file(&cwd_file);
@@ -91,6 +89,19 @@ pub async fn run_foreground(
         final_cwd,
         policy,
     })
+}
+
+/// The shell's final directory from its report. The command can write that file too (it is
+/// writable even in the jail), so only its first few KiB are read: a path is never longer.
+fn read_cwd_report(path: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(8192)
+        .read_to_string(&mut text)
+        .ok()?;
+    Some(PathBuf::from(text.trim_end_matches('\n')))
 }
 
 /// Free bytes below which the file system holding the output counts as full.
@@ -121,4 +132,21 @@ pub fn refused(cwd: &Path, e: std::io::Error) -> ToolError {
         ));
     }
     ToolError::io(format!("cannot start the shell in {}", cwd.display()), e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A command can fill its own working-directory report: keel reads no more than a path's
+    /// worth of it.
+    #[test]
+    fn a_flooded_cwd_report_is_read_only_in_part() {
+        let d = tempfile::tempdir().unwrap();
+        let report = d.path().join("r.cwd");
+        std::fs::write(&report, "/x".repeat(1 << 20)).unwrap();
+        assert!(read_cwd_report(&report).unwrap().as_os_str().len() <= 8192);
+        std::fs::write(&report, "/work/sub\n").unwrap();
+        assert_eq!(read_cwd_report(&report), Some(PathBuf::from("/work/sub")));
+    }
 }

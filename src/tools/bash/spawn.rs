@@ -71,6 +71,39 @@ impl Confine<'_> {
     }
 }
 
+/// Configuration (command-line scope, above any repository's) for the git of commands keel
+/// approved on its own, after any the environment already carries: a bare repository
+/// committed inside a project (`vendor/x/{HEAD,config,objects,refs}`) is not taken for a
+/// repository unless named, and fsmonitor and hooks stay off. Without the jail this is what
+/// keeps `git -C vendor/x status` from running the program its config names. A repository's
+/// external diff cannot be switched off by configuration (an empty `diff.external` makes git
+/// try to run ""), so in the jail, which confines it, it is left alone; without the jail it
+/// is replaced by a refusal that tells the model to pass `--no-ext-diff`.
+pub fn inert_git_env(jailed: bool) -> Vec<(String, String)> {
+    const KEYS: &[(&str, &str)] = &[
+        ("safe.bareRepository", "explicit"),
+        ("core.fsmonitor", "false"),
+        ("core.hooksPath", "/dev/null"),
+        ("core.pager", "cat"),
+    ];
+    const NO_EXT_DIFF: (&str, &str) = (
+        "diff.external",
+        "echo 'keel: external diff programs do not run in commands keel approved on its own; pass --no-ext-diff' >&2; exit 1 #",
+    );
+    let keys: Vec<(&str, &str)> = KEYS.iter().copied().chain((!jailed).then_some(NO_EXT_DIFF)).collect();
+    let base: usize = std::env::var("GIT_CONFIG_COUNT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mut out = Vec::new();
+    for (i, (k, v)) in keys.iter().enumerate() {
+        out.push((format!("GIT_CONFIG_KEY_{}", base + i), k.to_string()));
+        out.push((format!("GIT_CONFIG_VALUE_{}", base + i), v.to_string()));
+    }
+    out.push(("GIT_CONFIG_COUNT".into(), (base + keys.len()).to_string()));
+    out
+}
+
 /// Builds (does not start) the process for `command`:
 /// - runs in `cwd` with stdin closed (`/dev/null`), so nothing waits for input;
 /// - stdout and stderr both go to `output`, one file description, so their order is kept;
@@ -135,10 +168,16 @@ pub fn shell_command(
         cmd.env("TMPDIR", tmp);
     }
     // A command keel approved on its own does not get keel's secrets (its API key among them),
-    // jail or not.
+    // jail or not, and its git runs no program a repository's configuration names.
     if confine.how != Confinement::Approved || policy.as_ref().is_some_and(|p| p.kind != Kind::Sandbox) {
         for name in crate::sandbox::confiner::secret_env_names() {
             cmd.env_remove(name);
+        }
+    }
+    if confine.how != Confinement::Approved {
+        let jailed = policy.as_ref().is_some_and(|p| p.kind != Kind::Sandbox);
+        for (k, v) in inert_git_env(jailed) {
+            cmd.env(k, v);
         }
     }
     cmd.args(&args)

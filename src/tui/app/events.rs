@@ -234,6 +234,8 @@ impl App {
                 }
             }
             EngineEvent::TurnFinished(outcome) => self.on_turn_finished(&outcome),
+            // The transcript shows a sub-agent's work through its Agent call.
+            EngineEvent::Subagent { .. } => {}
         }
     }
 

@@ -7,8 +7,6 @@ use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, Mou
 use super::{App, ExitReason};
 use crate::tui::transcript::CellKind;
 
-/// Longest gap between the two presses of Esc Esc.
-const DOUBLE_ESC: std::time::Duration = std::time::Duration::from_millis(800);
 /// Lines one wheel step scrolls.
 const WHEEL_LINES: usize = 3;
 
@@ -83,6 +81,7 @@ impl App {
         if !(ctrl && key.code == KeyCode::Char('c')) {
             self.exit_armed = None;
         }
+        let rewind_armed = self.rewind_armed.take();
         // Keys that work whatever the editor holds.
         match key.code {
             KeyCode::Char('c') if ctrl => return self.ctrl_c(now),
@@ -136,15 +135,10 @@ impl App {
                 } else if self.busy.is_some() {
                     self.interrupt();
                 } else if self.editor.is_empty() {
-                    // Esc Esc on an empty prompt: go back to an earlier point.
-                    match self.last_esc.take() {
-                        Some(t) if now.saturating_duration_since(t) <= DOUBLE_ESC => {
-                            self.dispatch(crate::tui::input::editor::Submission {
-                                shown: "/rewind".into(),
-                                text: "/rewind".into(),
-                            })
-                        }
-                        _ => self.last_esc = Some(now),
+                    // Esc Esc on an empty prompt: the points to rewind to.
+                    match rewind_armed {
+                        Some(t) if now.duration_since(t) < super::EXIT_CONFIRM => self.submit_text("/rewind"),
+                        _ => self.rewind_armed = Some(now),
                     }
                 }
                 return;

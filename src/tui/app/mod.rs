@@ -137,8 +137,9 @@ pub struct App {
     pub picker: Option<Picker>,
     pub show_todos: bool,
     pub exit_armed: Option<Instant>,
-    /// A first Esc on an empty, idle prompt (a second one soon after opens `/rewind`).
-    last_esc: Option<Instant>,
+    /// When Esc was last pressed on an empty, idle prompt (a second press lists the rewind
+    /// points).
+    pub rewind_armed: Option<Instant>,
     pub exit: Option<ExitReason>,
     effects: Vec<Effect>,
     pub dirty: bool,
@@ -198,7 +199,7 @@ impl App {
             picker: None,
             show_todos: false,
             exit_armed: None,
-            last_esc: None,
+            rewind_armed: None,
             exit: None,
             effects: Vec::new(),
             dirty: true,

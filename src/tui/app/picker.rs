@@ -126,10 +126,14 @@ pub fn point_items(points: &[Point]) -> Vec<PickItem> {
                 crate::checkpoint::PointKind::Prompt => p.text.clone(),
             },
             detail: format!(
-                "point {} · {} file{} changed since",
+                "point {} · {} file{} changed since{}",
                 p.point,
                 p.files_changed,
-                if p.files_changed == 1 { "" } else { "s" }
+                if p.files_changed == 1 { "" } else { "s" },
+                match p.not_restorable {
+                    0 => String::new(),
+                    n => format!(" ({n} not restorable: changed by a shell command)"),
+                }
             ),
         })
         .collect()

@@ -694,6 +694,7 @@ fn esc_esc_opens_rewind_and_the_prompt_comes_back_to_the_editor() {
         text: text.into(),
         at: String::new(),
         files_changed: 1,
+        not_restorable: 0,
     };
     a.on_reply(Reply::Rewound(Ok(Rewound {
         text: String::new(),
@@ -937,4 +938,28 @@ fn ctrl_r_searches_the_history_and_up_recalls_queued_prompts() {
     );
     a.set_prompt("edited\nin vi");
     assert_eq!(a.editor.text(), "edited\nin vi");
+}
+
+#[test]
+fn esc_esc_on_an_empty_idle_prompt_lists_the_rewind_points() {
+    let mut a = app();
+    key(&mut a, KeyCode::Esc);
+    assert!(jobs(&mut a).is_empty(), "one Esc does nothing");
+    key(&mut a, KeyCode::Esc);
+    assert!(matches!(jobs(&mut a)[..], [Job::Rewind { arg: None }]));
+    // Not with text in the editor, and not when another key came in between.
+    typed(&mut a, "x");
+    key(&mut a, KeyCode::Esc);
+    key(&mut a, KeyCode::Esc);
+    assert!(jobs(&mut a).is_empty());
+    key(&mut a, KeyCode::Backspace);
+    key(&mut a, KeyCode::Esc);
+    key(&mut a, KeyCode::Left);
+    key(&mut a, KeyCode::Esc);
+    assert!(jobs(&mut a).is_empty());
+    // Too slow: the first press has expired.
+    let t0 = Instant::now();
+    a.on_key(KeyEvent::from(KeyCode::Esc), t0);
+    a.on_key(KeyEvent::from(KeyCode::Esc), t0 + Duration::from_secs(5));
+    assert!(jobs(&mut a).is_empty());
 }

@@ -358,6 +358,19 @@ async fn rewind_lists_points_and_restores_files_and_conversation() {
         }
         other => panic!("{other:?}"),
     }
+    h.jobs
+        .send(Job::Rewind {
+            arg: Some("2 preview".into()),
+        })
+        .unwrap();
+    match h.reply().await {
+        Reply::Rewound(Ok(r)) => {
+            assert!(r.text.contains("restore ") && r.text.contains("made.txt"), "{}", r.text);
+            assert!(r.history.is_none());
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(h.cwd.join("made.txt").is_file(), "a preview changes nothing");
     h.jobs.send(Job::Rewind { arg: Some("2".into()) }).unwrap();
     match h.reply().await {
         Reply::Rewound(Ok(r)) => {

@@ -6,6 +6,7 @@ pub mod sdk;
 pub mod server;
 pub mod sse;
 pub mod tmux;
+pub mod ts_sdk;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -240,6 +241,11 @@ impl Keel {
             // Dropping the pipe closes stdin.
         });
         child
+    }
+
+    /// Starts keel with its stdin left open for the test to write to (a program driving it).
+    pub fn spawn_driven(&mut self) -> tokio::process::Child {
+        self.cmd.spawn().expect("spawn keel")
     }
 
     pub async fn run(&mut self) -> Out {

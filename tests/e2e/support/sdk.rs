@@ -115,6 +115,11 @@ impl Report {
 /// Runs `tests/e2e/sdk/<name>.py` against keel (the real binary) and `server`; `None` when
 /// Python is missing.
 pub async fn run(env: &Env, server: &ModelServer, name: &str) -> Option<Report> {
+    run_with(env, server, name, &[]).await
+}
+
+/// [`run`] with extra environment variables for the program.
+pub async fn run_with(env: &Env, server: &ModelServer, name: &str, vars: &[(&str, &str)]) -> Option<Report> {
     let python = python()?;
     let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/sdk");
     let mut cmd = tokio::process::Command::new(python);
@@ -133,6 +138,7 @@ pub async fn run(env: &Env, server: &ModelServer, name: &str) -> Option<Report> 
         .env("KEEL_WORK", &env.work)
         .env("ANTHROPIC_BASE_URL", server.url())
         .env("ANTHROPIC_API_KEY", "test-key")
+        .envs(vars.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -26,17 +26,17 @@ fn shell_quote(s: &str) -> String {
 impl Tmux {
     /// Starts keel in a `width`×`height` pane in the env's work directory, pointed at `server`.
     pub fn start(env: &Env, server: &ModelServer, args: &[&str], width: u16, height: u16) -> Tmux {
-        Self::start_with_env(env, server, args, &[], width, height)
+        Tmux::start_with(env, server, args, width, height, &[])
     }
 
-    /// [`Tmux::start`] with more environment variables for keel (`EDITOR`, say).
-    pub fn start_with_env(
+    /// [`Tmux::start`] with more environment variables for keel.
+    pub fn start_with(
         env: &Env,
         server: &ModelServer,
         args: &[&str],
-        extra: &[(&str, String)],
         width: u16,
         height: u16,
+        extra: &[(&str, String)],
     ) -> Tmux {
         let socket = format!(
             "keel-e2e-{}-{}",
@@ -60,8 +60,8 @@ impl Tmux {
         let mut cmd = String::from("env -i");
         for (k, v) in vars
             .iter()
-            .map(|(k, v)| (*k, v))
-            .chain(extra.iter().map(|(k, v)| (*k, v)))
+            .map(|(k, v)| (*k, v.as_str()))
+            .chain(extra.iter().map(|(k, v)| (*k, v.as_str())))
         {
             cmd.push_str(&format!(" {k}={}", shell_quote(v)));
         }

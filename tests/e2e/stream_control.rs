@@ -1,0 +1,354 @@
+//! Control requests that change the session under `--input-format stream-json`.
+
+use serde_json::{Value, json};
+
+use crate::support::sse::{answer, calls, tool};
+use crate::support::{Env, ModelServer};
+
+const STREAM: [&str; 5] = [
+    "--input-format",
+    "stream-json",
+    "--output-format",
+    "stream-json",
+    "--verbose",
+];
+
+fn user(text: &str) -> String {
+    json!({"type": "user", "message": {"role": "user", "content": text}}).to_string()
+}
+
+fn request(id: &str, body: Value) -> String {
+    json!({"type": "control_request", "request_id": id, "request": body}).to_string()
+}
+
+#[tokio::test]
+async fn set_model_reaches_sub_agents_started_afterwards() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool(
+            "a1",
+            "Agent",
+            json!({"description": "look", "prompt": "Look around.", "subagent_type": "general-purpose"}),
+        )]))
+        .push(answer("nothing here"))
+        .push(answer("the helper found nothing"));
+    let input = [
+        request("m1", json!({"subtype": "set_model", "model": "haiku"})),
+        user("delegate"),
+    ]
+    .join("\n")
+        + "\n";
+    let out = env
+        .keel(&server)
+        .args(STREAM)
+        .args(["--model", "opus"])
+        .stdin(&input)
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 3);
+    let models: Vec<&Value> = reqs.iter().map(|r| &r.body["model"]).collect();
+    assert_eq!(models, vec!["claude-haiku-4-5"; 3], "parent, sub-agent, parent");
+}
+
+/// A PermissionRequest hook that allows a call may send permission updates, as a program's
+/// approval can: here a deny rule for the rest of the session.
+#[tokio::test]
+async fn a_permission_request_hook_applies_its_permission_updates() {
+    let env = Env::new();
+    let decision = json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {
+        "behavior": "allow",
+        "updatedPermissions": [{"type": "addRules", "rules": [{"toolName": "Bash", "ruleContent": "touch c.txt"}],
+                                "behavior": "deny", "destination": "session"}]}}});
+    let hook = env.write("allow.sh", &format!("#!/bin/sh\ncat >/dev/null\necho '{decision}'\n"));
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    env.write(
+        ".claude/settings.json",
+        &json!({"hooks": {"PermissionRequest": [{"matcher": "Bash", "hooks": [{"type": "command",
+            "command": hook.display().to_string()}]}]}})
+        .to_string(),
+    );
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool("b1", "Bash", json!({"command": "touch a.txt"}))]))
+        .push(calls(vec![tool("b2", "Bash", json!({"command": "touch c.txt"}))]))
+        .push(answer("done"));
+    let out = env.keel(&server).args(["-p", "make files"]).run().await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(env.path("a.txt").exists(), "the hook allowed the first call");
+    assert!(!env.path("c.txt").exists(), "the rule it added denies the second");
+    let (text, is_error) = server.requests()[2].tool_result_text("b2");
+    assert!(is_error && text.contains("touch c.txt"), "{text}");
+}
+
+/// A sub-agent's tool calls and results reach the program as lines whose
+/// `parent_tool_use_id` is the Agent call; its text and thinking only with
+/// `forwardSubagentText`.
+#[tokio::test]
+async fn sub_agent_messages_are_forwarded_under_their_agent_call() {
+    for forward in [false, true] {
+        let env = Env::new();
+        env.write("notes.txt", "remember the milk\n");
+        let server = ModelServer::start().await;
+        server
+            .push(calls(vec![tool(
+                "a1",
+                "Agent",
+                json!({"description": "look", "prompt": "Read notes.txt.", "subagent_type": "general-purpose"}),
+            )]))
+            .push(calls(vec![
+                crate::support::sse::text("Reading it now."),
+                tool("r1", "Read", json!({"file_path": env.path("notes.txt")})),
+            ]))
+            .push(answer("It says: remember the milk."))
+            .push(answer("The notes say to remember the milk."));
+        let input = [
+            request("i1", json!({"subtype": "initialize", "forwardSubagentText": forward})),
+            user("what do the notes say?"),
+        ]
+        .join("\n")
+            + "\n";
+        let out = env.keel(&server).args(STREAM).stdin(&input).run().await;
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let lines = out.lines();
+        let nested: Vec<&Value> = lines.iter().filter(|l| l["parent_tool_use_id"] == "a1").collect();
+        let blocks: Vec<(String, String)> = nested
+            .iter()
+            .map(|l| {
+                let b = &l["message"]["content"][0];
+                (
+                    l["type"].as_str().unwrap().to_string(),
+                    b["type"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        let mut expected = vec![
+            ("assistant".to_string(), "tool_use".to_string()),
+            ("user".to_string(), "tool_result".to_string()),
+        ];
+        if forward {
+            expected.insert(0, ("assistant".into(), "text".into()));
+            expected.push(("assistant".into(), "text".into()));
+        }
+        assert_eq!(blocks, expected, "forwardSubagentText: {forward}");
+        let read = nested.iter().find(|l| l["type"] == "user").unwrap();
+        assert!(read["message"]["content"][0].to_string().contains("remember the milk"));
+        // The parent's own lines stay unnested.
+        let top: Vec<&Value> = lines
+            .iter()
+            .filter(|l| l["type"] == "assistant" && l["parent_tool_use_id"].is_null())
+            .collect();
+        assert_eq!(top.len(), 2, "the Agent call and the final answer");
+    }
+}
+
+/// `disableBypassPermissionsMode` holds for the whole session: neither `set_permission_mode`
+/// nor a permission update may enter bypassPermissions.
+#[tokio::test]
+async fn bypass_mode_stays_out_of_reach_when_a_setting_disables_it() {
+    let env = Env::new();
+    let decision = json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {
+        "behavior": "allow",
+        "updatedPermissions": [{"type": "setMode", "mode": "bypassPermissions", "destination": "session"}]}}});
+    let hook = env.write("allow.sh", &format!("#!/bin/sh\ncat >/dev/null\necho '{decision}'\n"));
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    env.write(
+        ".claude/settings.json",
+        &json!({"permissions": {"disableBypassPermissionsMode": "disable"},
+                "hooks": {"PermissionRequest": [{"matcher": "Bash", "hooks": [{"type": "command",
+                    "command": hook.display().to_string()}]}]}})
+        .to_string(),
+    );
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool("b1", "Bash", json!({"command": "touch a.txt"}))]))
+        .push(calls(vec![tool(
+            "w1",
+            "Write",
+            json!({"file_path": "b.txt", "content": "b"}),
+        )]))
+        .push(answer("done"));
+    let input = [
+        request(
+            "m1",
+            json!({"subtype": "set_permission_mode", "mode": "bypassPermissions"}),
+        ),
+        user("make files"),
+    ]
+    .join("\n")
+        + "\n";
+    let out = env.keel(&server).args(STREAM).stdin(&input).run().await;
+    let lines = out.lines();
+    let m1 = lines
+        .iter()
+        .find(|l| l["type"] == "control_response" && l["response"]["request_id"] == "m1")
+        .expect("an answer to set_permission_mode");
+    assert_eq!(m1["response"]["subtype"], "error");
+    assert!(
+        m1["response"]["error"].as_str().unwrap().contains("disabled by"),
+        "{m1}"
+    );
+    assert!(env.path("a.txt").exists(), "the hook still allowed the call");
+    assert!(!env.path("b.txt").exists(), "the mode did not become bypassPermissions");
+    assert!(
+        out.stderr.contains("bypassPermissions mode is disabled"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// `excludeDynamicSections`: the system prompt loses the environment and git snapshot (the
+/// same for every user and folder), and the first user message carries them instead.
+#[tokio::test]
+async fn dynamic_sections_move_from_the_system_prompt_to_the_first_message() {
+    let env = Env::new();
+    env.write("CLAUDE.md", "Always run the linter.\n");
+    let server = ModelServer::start().await;
+    server.push(answer("one")).push(answer("two"));
+    let input = [
+        request("i1", json!({"subtype": "initialize", "excludeDynamicSections": true})),
+        user("first"),
+        user("second"),
+    ]
+    .join("\n")
+        + "\n";
+    let out = env.keel(&server).args(STREAM).stdin(&input).run().await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    let work = env.work.display().to_string();
+    for r in &reqs {
+        let system = r.body["system"].to_string();
+        assert!(!system.contains("Environment:"), "{system}");
+        assert!(!system.contains("Working directory"), "{system}");
+        // Instruction files stay: they must survive compaction.
+        assert!(system.contains("Always run the linter."));
+    }
+    let first = reqs[0].messages()[0]["content"].to_string();
+    assert!(
+        first.contains("<system-reminder>") && first.contains("Environment:") && first.contains(&work),
+        "{first}"
+    );
+    assert!(first.contains("first"));
+    let second_turn = reqs[1].messages().last().unwrap()["content"].to_string();
+    assert!(!second_turn.contains("<system-reminder>"), "sent once: {second_turn}");
+}
+
+/// `systemPromptSnapshot: true`: a resumed session sends the system prompt recorded at its
+/// start; without it the prompt is rebuilt from the current options.
+#[tokio::test]
+async fn a_snapshot_keeps_the_recorded_system_prompt_across_resume() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    server.push(answer("one")).push(answer("two")).push(answer("three"));
+    let session = |snapshot: bool, append: &str| {
+        [
+            request(
+                "i1",
+                json!({"subtype": "initialize", "systemPromptSnapshot": snapshot, "appendSystemPrompt": append}),
+            ),
+            user("hello"),
+        ]
+        .join("\n")
+            + "\n"
+    };
+    let out = env
+        .keel(&server)
+        .args(STREAM)
+        .stdin(&session(true, "Style A."))
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let id = out
+        .lines()
+        .iter()
+        .find(|l| l["type"] == "result")
+        .map(|l| l["session_id"].as_str().unwrap().to_string())
+        .unwrap();
+    let out = env
+        .keel(&server)
+        .args(STREAM)
+        .args(["--resume", &id])
+        .stdin(&session(true, "Style B."))
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = env
+        .keel(&server)
+        .args(STREAM)
+        .args(["--resume", &id])
+        .stdin(&session(false, "Style C."))
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let systems: Vec<String> = server.requests().iter().map(|r| r.body["system"].to_string()).collect();
+    assert!(systems[0].contains("Style A."));
+    assert!(
+        systems[1].contains("Style A.") && !systems[1].contains("Style B."),
+        "{}",
+        systems[1]
+    );
+    assert!(
+        systems[2].contains("Style C.") && !systems[2].contains("Style A."),
+        "{}",
+        systems[2]
+    );
+}
+
+/// initialize's `skills` list: only the listed skills are offered; the Skill tool refuses the
+/// others and `/name` does not know them.
+#[tokio::test]
+async fn a_skills_list_limits_the_session_to_those_skills() {
+    let env = Env::new();
+    for name in ["review", "deploy"] {
+        env.write(
+            &format!(".claude/skills/{name}/SKILL.md"),
+            &format!("---\nname: {name}\ndescription: The {name} skill.\n---\nDo the {name}.\n"),
+        );
+    }
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![
+            tool("s1", "Skill", json!({"skill": "deploy"})),
+            tool("s2", "Skill", json!({"skill": "review"})),
+        ]))
+        .push(answer("reviewed"));
+    let input = [
+        request("i1", json!({"subtype": "initialize", "skills": ["review", "missing"]})),
+        user("go"),
+        user("/deploy now"),
+    ]
+    .join("\n")
+        + "\n";
+    let out = env.keel(&server).args(STREAM).stdin(&input).run().await;
+    let lines = out.lines();
+    let init = lines
+        .iter()
+        .find(|l| l["type"] == "control_response" && l["response"]["request_id"] == "i1")
+        .unwrap();
+    assert_eq!(init["response"]["subtype"], "success", "{init}");
+    assert!(out.stderr.contains("no skill named `missing`"), "{}", out.stderr);
+    let system_init = lines.iter().find(|l| l["subtype"] == "init").unwrap();
+    assert_eq!(system_init["skills"], json!(["review"]));
+    let reqs = server.requests();
+    let system = reqs[0].body["system"].to_string();
+    assert!(
+        system.contains("The review skill.") && !system.contains("The deploy skill."),
+        "{system}"
+    );
+    let (deploy, is_error) = reqs[1].tool_result_text("s1");
+    assert!(is_error && deploy.contains("Skill(deploy)"), "{deploy}");
+    let (review, is_error) = reqs[1].tool_result_text("s2");
+    assert!(!is_error && review.contains("review"), "{review}");
+    let round = reqs[1].messages().last().unwrap()["content"].to_string();
+    assert!(
+        round.contains("Do the review.") && !round.contains("Do the deploy."),
+        "{round}"
+    );
+    let results: Vec<&Value> = lines.iter().filter(|l| l["type"] == "result").collect();
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[1]["is_error"], true, "/deploy is unknown: {}", results[1]);
+    assert_eq!(reqs.len(), 2, "the unknown command never reached the model");
+}
