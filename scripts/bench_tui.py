@@ -10,6 +10,8 @@ server speaking the Anthropic SSE protocol, and measures:
   streaming     CPU use while one answer streams at 2,000 tokens/s for 10 s (markdown with
                 code blocks; a token counted as 4 characters), and the bytes written to the
                 terminal per second
+  bytes per KB  a 14 KB answer streamed at a model's pace (400 tokens/s, 40-character deltas):
+                bytes written to the terminal per KB of streamed text (what matters over SSH)
   1,000 cells   RSS after a session whose transcript holds 1,000 cells (100 model requests of
                 one text block and nine tool calls each), and CPU per PageUp redraw there
 
@@ -78,6 +80,9 @@ class Server:
         self.lock = threading.Lock()
         self.stream_started = threading.Event()
         self.stream_done = threading.Event()
+        self.answered = threading.Event()
+        self.slow_started = threading.Event()
+        self.slow_done = threading.Event()
         outer = self
 
         class H(BaseHTTPRequestHandler):
@@ -115,6 +120,15 @@ class Server:
                     if chunk == b"<done>":
                         outer.stream_done.set()
                         continue
+                    if chunk == b"<answered>":
+                        outer.answered.set()
+                        continue
+                    if chunk == b"<slow-start>":
+                        outer.slow_started.set()
+                        continue
+                    if chunk == b"<slow-done>":
+                        outer.slow_done.set()
+                        continue
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                     self.wfile.flush()
                 self.wfile.write(b"0\r\n\r\n")
@@ -126,20 +140,20 @@ class Server:
     def url(self):
         return f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
-    def push_stream(self, tokens_per_s, seconds, chunk_tokens=10):
+    def push_stream(self, tokens_per_s, seconds, chunk_tokens=10, marks=(b"<start>", b"<done>")):
         text = streaming_text(int(tokens_per_s * seconds))
         size = chunk_tokens * 4
         pieces = [text[i:i + size] for i in range(0, len(text), size)]
         interval = chunk_tokens / tokens_per_s
         out = [(message_start(0), 0), (ev("content_block_start", {"type": "content_block_start", "index": 0,
                                                                   "content_block": {"type": "text", "text": ""}}), 0),
-               (b"<start>", 0)]
+               (marks[0], 0)]
         for p in pieces:
             out.append((ev("content_block_delta", {"type": "content_block_delta", "index": 0,
                                                    "delta": {"type": "text_delta", "text": p}}), interval))
         out.append((ev("content_block_stop", {"type": "content_block_stop", "index": 0}), 0))
         out.append((message_end("end_turn", len(text) // 4), 0))
-        out.append((b"<done>", 0))
+        out.append((marks[1], 0))
         self.replies.append(out)
         return len(text)
 
@@ -168,7 +182,7 @@ class Server:
                               + ev("content_block_delta", {"type": "content_block_delta", "index": 0,
                                                            "delta": {"type": "text_delta", "text": text}})
                               + ev("content_block_stop", {"type": "content_block_stop", "index": 0})
-                              + message_end("end_turn", 10), 0)])
+                              + message_end("end_turn", 10), 0), (b"<answered>", 0)])
 
     def close(self):
         self.httpd.shutdown()
@@ -184,9 +198,10 @@ class Keel:
         self.started = time.perf_counter()
         pid, fd = pty.fork()
         if pid == 0:
+            # Sized before keel starts: a resize racing its startup could be missed.
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
             os.chdir(work)
             os.execve(keel, [keel], env)
-        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
         self.pid, self.fd = pid, fd
         self.buf = bytearray()
         self.total = 0
@@ -218,7 +233,9 @@ class Keel:
                 if needle.encode() in self.buf:
                     return time.perf_counter()
             time.sleep(0.001)
-        sys.exit(f"timed out waiting for {needle!r}")
+        with self.lock:
+            tail = bytes(self.buf[-400:])
+        sys.exit(f"timed out waiting for {needle!r}; the terminal's last output: {tail!r}")
 
     def clear(self):
         with self.lock:
@@ -265,6 +282,7 @@ def run(keel, tokens_per_s):
         f.write("".join(f"line {i}\n" for i in range(40)))
     server = Server()
     chars = server.push_stream(tokens_per_s, 10)
+    slow_chars = server.push_stream(400, 14 * 1024 / 1600, marks=(b"<slow-start>", b"<slow-done>"))
     for n in range(100):
         server.push_tools(n, 9, notes)
     server.push_answer("Done reading.")
@@ -297,9 +315,21 @@ def run(keel, tokens_per_s):
     time.sleep(1)
     res["rss_after_stream_mib"] = k.rss_mib()
 
+    k.send("stream at a model's pace\r")
+    server.slow_started.wait(30)
+    b0 = k.total
+    server.slow_done.wait(60)
+    time.sleep(0.5)
+    res["term_bytes_per_kb"] = (k.total - b0) / (slow_chars / 1024)
+    res["slow_stream_kb"] = slow_chars / 1024
+    res["slow_term_kb"] = (k.total - b0) / 1024
+
     k.clear()
     k.send("read everything\r")
-    k.wait_for("Done reading.", timeout=120)
+    # The screen only gets the cells that changed, so the text may not arrive in one piece:
+    # wait for the server to have sent the last answer instead.
+    if not server.answered.wait(180):
+        sys.exit("timed out waiting for the last answer to be requested")
     time.sleep(1)
     res["rss_1000_cells_mib"] = k.rss_mib()
     c0 = k.cpu()
@@ -325,7 +355,7 @@ def main():
     PROFILE = args.profile or None
     if not os.path.exists(args.keel):
         sys.exit(f"{args.keel} not found: run `cargo build --release` first")
-    results = [run(args.keel, args.tokens_per_s) for _ in range(args.runs)]
+    results = [run(os.path.abspath(args.keel), args.tokens_per_s) for _ in range(args.runs)]
     print(f"keel TUI benchmark: {COLS}x{ROWS} pty, {args.runs} runs, medians")
     print("| measure | value |")
     print("|---|---|")
@@ -337,6 +367,9 @@ def main():
         ("stream_cpu_pct", "CPU while streaming", "{:.1f} % of one core"),
         ("stream_term_kib_per_s", "terminal output while streaming", "{:.0f} KiB/s"),
         ("rss_after_stream_mib", "RSS after the streamed answer", "{:.1f} MiB"),
+        ("slow_stream_kb", "answer streamed at 400 tokens/s", "{:.1f} KB"),
+        ("slow_term_kb", "terminal output for it", "{:.0f} KB"),
+        ("term_bytes_per_kb", "terminal bytes per streamed KB", "{:.0f} B"),
         ("rss_1000_cells_mib", "RSS with 1,000 cells", "{:.1f} MiB"),
         ("cpu_per_page_ms", "CPU per PageUp redraw (1,000 cells)", "{:.2f} ms"),
     ]

@@ -56,6 +56,12 @@ pub const BUILTINS: &[Builtin] = &[
     b("agents", "", "sub-agent types available here", false),
     b("memory", "", "open the project's memory file in $EDITOR", false),
     b(
+        "init",
+        "",
+        "write AGENTS.md (or improve CLAUDE.md) from a study of the repository",
+        false,
+    ),
+    b(
         "evidence",
         "",
         "the verification ledger: test runs, changes, weakened tests",

@@ -207,6 +207,27 @@ impl GitSnapshot {
     }
 }
 
+/// The branch checked out in the repository around `cwd`, read from `.git/HEAD` (no process
+/// started); `None` outside a repository or on a detached head.
+pub fn head_branch(cwd: &Path) -> Option<String> {
+    for dir in cwd.ancestors() {
+        let dot_git = dir.join(".git");
+        let head = if dot_git.is_dir() {
+            dot_git.join("HEAD")
+        } else if dot_git.is_file() {
+            // A worktree or submodule: `gitdir: <path>`.
+            let text = std::fs::read_to_string(&dot_git).ok()?;
+            let target = text.strip_prefix("gitdir:")?.trim();
+            dir.join(target).join("HEAD")
+        } else {
+            continue;
+        };
+        let text = std::fs::read_to_string(head).ok()?;
+        return text.trim().strip_prefix("ref: refs/heads/").map(str::to_string);
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,6 +267,9 @@ mod tests {
         let text = snap.render();
         assert!(text.contains("- Branch: trunk"), "{text}");
         assert!(text.contains("?? new.txt"), "{text}");
+        assert_eq!(head_branch(&dir.join("sub/dir")), Some("trunk".into()));
+        git(dir, &["checkout", "-q", "--detach"]);
+        assert_eq!(head_branch(dir), None);
     }
 
     /// A repository whose configuration names programs for every hook git has; each writes a

@@ -107,6 +107,7 @@ impl Pipeline<'_> {
                 .await;
             match agg.permission {
                 Some(Permission::Allow) => {
+                    self.record_decision(call, "hook", "allow", json!({}));
                     let (list, bad) = updates::parse(&agg.updated_permissions);
                     if !bad.is_empty() {
                         self.events.notice(
@@ -132,6 +133,7 @@ impl Pipeline<'_> {
                     } else {
                         why
                     };
+                    self.record_decision(call, "hook", "deny", json!({"reason": why}));
                     return Err(denied(
                         call,
                         &format!("A PermissionRequest hook denied this {} call: {why}", call.name),
@@ -151,10 +153,12 @@ impl Pipeline<'_> {
                 denied: false,
             }),
             Some(PermissionReply::AllowOnce) => {
+                self.record_decision(call, "user", "allow_once", json!({}));
                 self.after_approval(call, false);
                 Ok(Approved::plain(resolved))
             }
             Some(PermissionReply::Allow { updated_input, updates }) => {
+                self.record_decision(call, "program", "allow", json!({"updates": updates.len()}));
                 self.apply_updates(updates);
                 self.after_approval(call, false);
                 Ok(Approved {
@@ -164,6 +168,12 @@ impl Pipeline<'_> {
                 })
             }
             Some(PermissionReply::Reject { message, interrupt }) => {
+                self.record_decision(
+                    call,
+                    "program",
+                    "deny",
+                    json!({"message": message, "interrupt": interrupt}),
+                );
                 if interrupt {
                     cancel.cancel();
                 }
@@ -175,13 +185,35 @@ impl Pipeline<'_> {
                 Err(denied(call, &message))
             }
             Some(PermissionReply::AllowAlways) => {
-                if let Some(warning) = self.authorizer.grant(&info) {
-                    self.events.notice(NoticeLevel::Warning, warning);
+                let failed = self.authorizer.grant(&info);
+                let saved = self
+                    .authorizer
+                    .save_path()
+                    .filter(|_| failed.is_none() && !info.rules_to_save.is_empty());
+                self.record_decision(
+                    call,
+                    "user",
+                    "allow_always",
+                    json!({"session_rules": info.session_grants, "rules_saved": if saved.is_some() { info.rules_to_save.clone() } else { Vec::new() },
+                           "saved_to": saved.map(|p| p.display().to_string()), "save_error": failed}),
+                );
+                match (failed, saved) {
+                    (Some(warning), _) => self.events.notice(NoticeLevel::Warning, warning),
+                    (None, Some(path)) => self.events.notice(
+                        NoticeLevel::Info,
+                        format!(
+                            "Saved the allow rule {} to {}.",
+                            info.rules_to_save.join(", "),
+                            path.display()
+                        ),
+                    ),
+                    (None, None) => {}
                 }
                 self.after_approval(call, true);
                 Ok(Approved::plain(resolved))
             }
             Some(PermissionReply::Deny { feedback }) => {
+                self.record_decision(call, "user", "deny", json!({"feedback": feedback}));
                 let mut msg = format!("The user declined this {} call; it was not run.", call.name);
                 if call.name == "ExitPlanMode" {
                     msg = "The user did not approve the plan; plan mode stays on. Revise the plan.".into();
@@ -219,6 +251,7 @@ impl Pipeline<'_> {
             tool_name: call.name.clone(),
             input: call.input.clone(),
             detail: detail(call, info),
+            preview: crate::permissions::preview::build(&call.name, &call.input, &self.shared.cwd, &info.reason),
             suggested_rule: info.rules_to_save.first().or(info.session_grants.first()).cloned(),
             reason: info.reason.clone(),
             suggestions: updates::suggestions(info),
@@ -229,6 +262,15 @@ impl Pipeline<'_> {
             // A front end that drops the question without answering denies.
             r = rx => Some(r.unwrap_or(PermissionReply::Deny { feedback: None })),
         }
+    }
+
+    /// Every answered question leaves an audit line in the session transcript.
+    fn record_decision(&self, call: &ToolCall, by: &str, decision: &str, extra: serde_json::Value) {
+        let mut data = json!({"tool_use_id": call.id, "tool": call.name, "decided_by": by, "decision": decision});
+        if let (Some(d), serde_json::Value::Object(e)) = (data.as_object_mut(), extra) {
+            d.extend(e);
+        }
+        let _ = self.hooks.transcript().event("permission_decision", data);
     }
 
     /// Applies the permission updates a program sent with its approval; one that cannot be

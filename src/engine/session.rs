@@ -115,6 +115,7 @@ impl Session {
             cwd: self.shared.cwd.clone(),
             model: model.to_string(),
             version: env!("CARGO_PKG_VERSION").to_string(),
+            git_branch: crate::context::git::head_branch(&self.shared.cwd),
         };
         let r = self.transcript.meta(&meta);
         self.note_transcript(r);

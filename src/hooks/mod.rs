@@ -86,6 +86,11 @@ impl Hooks {
         *self.session.write().unwrap_or_else(|p| p.into_inner()) = (session_id, transcript);
     }
 
+    /// The transcript of the session the hooks serve (for audit lines of the pipeline).
+    pub fn transcript(&self) -> SharedTranscript {
+        self.session().1
+    }
+
     fn session(&self) -> (String, SharedTranscript) {
         self.session.read().unwrap_or_else(|p| p.into_inner()).clone()
     }

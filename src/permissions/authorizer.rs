@@ -324,6 +324,11 @@ impl Authorizer {
 
     /// "Allow always": grant for the session and save the suggested rules to the local
     /// settings file. Returns a warning when saving failed (the session grant still holds).
+    /// Where "always allow" saves rules (none in sessions that must not write settings).
+    pub fn save_path(&self) -> Option<&Path> {
+        self.save_path.as_deref()
+    }
+
     pub fn grant(&self, info: &AskInfo) -> Option<String> {
         {
             let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());

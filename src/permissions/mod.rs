@@ -8,6 +8,7 @@ pub mod commands;
 pub mod config;
 pub mod option_tables;
 pub mod options;
+pub mod preview;
 pub mod protected;
 pub mod rules;
 pub mod shell;
@@ -74,6 +75,8 @@ pub struct PermissionPrompt {
     pub detail: String,
     /// The rule that "always allow" would save, e.g. `Bash(npm test:*)`.
     pub suggested_rule: Option<String>,
+    /// What the call would do, for a dialog to show as given (whole command, file, diff).
+    pub preview: preview::Preview,
     /// Why keel asks (which rule or protection), for programs that answer (SDK `can_use_tool`).
     pub reason: String,
     /// What "always allow" would do, as update objects (`permission_suggestions`).

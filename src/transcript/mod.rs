@@ -54,6 +54,9 @@ pub struct SessionMeta {
     pub cwd: PathBuf,
     pub model: String,
     pub version: String,
+    /// The git branch checked out when the session started (session pickers show it).
+    #[serde(default, rename = "gitBranch", skip_serializing_if = "Option::is_none")]
+    pub git_branch: Option<String>,
 }
 
 /// Where transcript lines go: a file, or a test's faulty writer.

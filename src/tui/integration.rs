@@ -238,6 +238,11 @@ pub fn mention_check(authorizer: &Authorizer, shared: &SessionShared, path: &Pat
 pub struct Rewound {
     pub text: String,
     pub history: Option<Vec<crate::message::Message>>,
+    /// The points there are (when none was named), for the picker.
+    pub points: Option<Vec<crate::checkpoint::Point>>,
+    /// The prompt of the point rewound to, when the conversation went back before it (the
+    /// editor offers it again).
+    pub prompt: Option<String>,
 }
 
 /// `/rewind N preview`: what rewinding the code to before point N would do, doing nothing.
@@ -268,7 +273,12 @@ fn rewind_preview(engine: &Engine, n: u32) -> Result<Rewound, IntegrationError> 
     if plan.files.is_empty() && plan.conflicts.is_empty() && plan.too_big.is_empty() && plan.not_restorable.is_empty() {
         text.push_str("\n  nothing: no file changed since");
     }
-    Ok(Rewound { text, history: None })
+    Ok(Rewound {
+        text,
+        history: None,
+        points: None,
+        prompt: None,
+    })
 }
 
 /// `/rewind`: without an argument, the points; with `N [code|conversation]`, a rewind to before
@@ -298,7 +308,12 @@ pub fn rewind(engine: &mut Engine, arg: Option<&str>) -> Result<Rewound, Integra
                 p.point, p.files_changed, p.text
             ));
         }
-        return Ok(Rewound { text, history: None });
+        return Ok(Rewound {
+            text,
+            history: None,
+            points: Some(engine.rewind_points()),
+            prompt: None,
+        });
     };
     let mut words = arg.split_whitespace();
     let n: u32 = words
@@ -338,5 +353,7 @@ pub fn rewind(engine: &mut Engine, arg: Option<&str>) -> Result<Rewound, Integra
     Ok(Rewound {
         text,
         history: report.messages.map(|_| engine.session.history().to_vec()),
+        points: None,
+        prompt: report.prompt.filter(|_| restore.conversation()),
     })
 }

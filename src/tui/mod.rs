@@ -8,9 +8,11 @@
 
 pub mod app;
 pub mod commands;
+pub mod external;
 pub mod imports;
 pub mod input;
 pub mod integration;
+pub mod present;
 pub mod render;
 pub mod sessions;
 pub mod shell;
@@ -109,7 +111,13 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
         let configured: Vec<String> = prepared.fallback_model.iter().cloned().collect();
         app.status.model_choices = catalog.choices(&prepared.model_spec, &configured);
     }
-    transcript::history::fill(&mut app.transcript, engine.session.history(), &cwd);
+    // A compacted session shows its earlier conversation too (the engine goes on from the
+    // hand-off).
+    match transcript::resumed::conversation(&engine.session.transcript.path()) {
+        Some(all) => transcript::history::fill(&mut app.transcript, &all, &cwd),
+        None => transcript::history::fill(&mut app.transcript, engine.session.history(), &cwd),
+    }
+    app.editor.set_history(input::history::load(&project_dir));
     for w in prepared.warnings.iter().chain(&approval_notes) {
         app.notice(NoticeLevel::Warning, w.clone());
     }
@@ -193,6 +201,7 @@ async fn event_loop(
     }
     let (files_tx, mut files_rx) = mpsc::unbounded_channel::<Arc<Vec<String>>>();
     let mut last_draw: Option<Instant> = None;
+    let mut next_live_poll = Instant::now();
     let mut events_open = true;
     // A key or paste arrived: its effect is drawn without waiting for the frame interval.
     let mut input_pending = false;
@@ -211,7 +220,7 @@ async fn event_loop(
                     // The editor owns the terminal until it exits; keys are not read meanwhile.
                     drop(keys);
                     tui.suspend();
-                    let outcome = edit(&path).await;
+                    let outcome = external::edit_file(&path).await;
                     tui.resume()?;
                     keys = EventStream::new();
                     app.full_redraw = true;
@@ -221,6 +230,26 @@ async fn event_loop(
                             format!("Edited {}; the next session loads it.", path.display()),
                         ),
                         Err(e) => app.notice(NoticeLevel::Error, e),
+                    }
+                }
+                Effect::EditPrompt(text) => {
+                    drop(keys);
+                    tui.suspend();
+                    let outcome = external::edit_prompt(&text).await;
+                    tui.resume()?;
+                    keys = EventStream::new();
+                    app.full_redraw = true;
+                    match outcome {
+                        Ok(edited) => app.set_prompt(&edited),
+                        Err(e) => app.notice(NoticeLevel::Error, e),
+                    }
+                }
+                Effect::RememberPrompt(text) => {
+                    if let Err(e) = input::history::append(&app.project_dir, &text) {
+                        app.notice(
+                            NoticeLevel::Warning,
+                            format!("the prompt was not added to the history file: {e}"),
+                        );
                     }
                 }
                 Effect::IndexFiles => {
@@ -270,6 +299,9 @@ async fn event_loop(
                 Some(Ok(ev)) => {
                     app.on_terminal_event(ev, Instant::now());
                     input_pending = true;
+                    // Keys come first, but steady typing on a slow machine must not starve the
+                    // stream (nor hold back a dialog): take what the engine has already sent.
+                    take_ready(app, &mut events, &mut replies);
                 }
                 Some(Err(e)) => return Err(TuiError::Terminal(e)),
                 None => return Ok(ExitReason::User),
@@ -300,38 +332,42 @@ async fn event_loop(
             _ = sigterm.recv() => return Ok(ExitReason::Signal(15)),
             _ = sighup.recv() => return Ok(ExitReason::Signal(1)),
             _ = sigint.recv() => return Ok(ExitReason::Signal(2)),
-            _ = sleep => app.tick(Instant::now()),
+            _ = sleep => {
+                let now = Instant::now();
+                app.tick(now);
+                if now >= next_live_poll {
+                    next_live_poll = now + app::LIVE_POLL;
+                    poll_live_output(app, now);
+                }
+            }
         }
     }
 }
 
-/// Opens `path` in `$VISUAL`, `$EDITOR` or `vi` (creating the file and its folder first) and
-/// waits for the editor to exit.
-async fn edit(path: &std::path::Path) -> Result<(), String> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+/// Engine events and a worker reply that are already waiting, in the order the loop would
+/// take them (events first, so a reply never overtakes its turn's events).
+fn take_ready(
+    app: &mut App,
+    events: &mut mpsc::UnboundedReceiver<EngineEvent>,
+    replies: &mut mpsc::UnboundedReceiver<Reply>,
+) {
+    while let Ok(ev) = events.try_recv() {
+        app.on_engine_event(ev);
     }
-    if !path.exists() {
-        crate::fsutil::write_atomic(path, b"# Memory\n\n")
-            .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    if let Ok(r) = replies.try_recv() {
+        // Events sent just before the reply.
+        while let Ok(ev) = events.try_recv() {
+            app.on_engine_event(ev);
+        }
+        app.on_reply(r);
     }
-    let editor = std::env::var("VISUAL")
-        .or_else(|_| std::env::var("EDITOR"))
-        .ok()
-        .filter(|e| !e.trim().is_empty())
-        .unwrap_or_else(|| "vi".into());
-    let mut words = editor.split_whitespace().map(str::to_string);
-    let program = words.next().unwrap_or_else(|| "vi".into());
-    let args: Vec<String> = words.collect();
-    let file = path.to_path_buf();
-    let status =
-        tokio::task::spawn_blocking(move || std::process::Command::new(&program).args(&args).arg(&file).status())
-            .await
-            .map_err(|e| format!("the editor did not run: {e}"))?
-            .map_err(|e| format!("cannot start the editor `{editor}`: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("the editor `{editor}` exited with {status}"))
+}
+
+/// Reads what running commands wrote since the last poll (small reads, bounded per poll).
+fn poll_live_output(app: &mut App, now: Instant) {
+    for src in app.live_sources() {
+        if let Ok((text, offset)) = crate::tools::bash::output::read_new(&src.path, src.offset, app::LIVE_READ_MAX) {
+            app.on_live_output(&src.id, &text, offset, now);
+        }
     }
 }

@@ -28,6 +28,10 @@ pub struct SessionSummary {
     pub path: PathBuf,
     pub modified: SystemTime,
     pub first_prompt: String,
+    /// User and assistant messages in the whole transcript.
+    pub messages: usize,
+    /// The git branch the session started on, when it was recorded.
+    pub branch: Option<String>,
 }
 
 /// The sessions of a project directory, newest first, without `exclude` (the current one).
@@ -42,8 +46,11 @@ pub fn list(project_dir: &Path, exclude: &str) -> Vec<SessionSummary> {
             let path = e.path();
             let id = path.file_stem()?.to_str()?.to_string();
             let modified = e.metadata().ok()?.modified().ok()?;
+            let (first_prompt, messages, branch) = summarize(&path);
             Some(SessionSummary {
-                first_prompt: first_prompt(&path),
+                first_prompt,
+                messages,
+                branch,
                 id,
                 path,
                 modified,
@@ -56,35 +63,56 @@ pub fn list(project_dir: &Path, exclude: &str) -> Vec<SessionSummary> {
     out
 }
 
-fn first_prompt(path: &Path) -> String {
+/// The first prompt, the number of messages and the branch of a transcript. Lines are
+/// counted by their leading `type` (keel writes it first) without parsing each one.
+fn summarize(path: &Path) -> (String, usize, Option<String>) {
     let Ok(f) = std::fs::File::open(path) else {
-        return String::new();
+        return (String::new(), 0, None);
     };
-    for line in BufReader::new(f).lines().take(PREVIEW_LINES).map_while(Result::ok) {
-        let Ok(v) = serde_json::from_str::<Value>(&line) else {
-            continue;
-        };
-        if v["type"] != "user" {
-            continue;
+    let mut first = String::new();
+    let mut messages = 0;
+    let mut branch = None;
+    for (n, line) in BufReader::new(f).split(b'\n').map_while(Result::ok).enumerate() {
+        if line.starts_with(br#"{"type":"user""#) || line.starts_with(br#"{"type":"assistant""#) {
+            messages += 1;
         }
-        let Ok(m) = serde_json::from_value::<Message>(v["message"].clone()) else {
-            continue;
-        };
-        let text: String = m
-            .content
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::Text { text, .. } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join(" ");
-        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-        if !text.is_empty() && m.role == Role::User {
-            return text.chars().take(120).collect();
+        if n == 0 && line.starts_with(br#"{"type":"meta""#) {
+            branch = serde_json::from_slice::<Value>(&line)
+                .ok()
+                .and_then(|v| v.get("gitBranch").and_then(Value::as_str).map(str::to_string));
+        }
+        if first.is_empty() && n < PREVIEW_LINES && line.starts_with(br#"{"type":"user""#) {
+            first = first_prompt(&line);
         }
     }
-    String::new()
+    (first, messages, branch)
+}
+
+fn first_prompt(line: &[u8]) -> String {
+    let Some(m) = serde_json::from_slice::<Value>(line)
+        .ok()
+        .and_then(|v| serde_json::from_value::<Message>(v["message"].clone()).ok())
+    else {
+        return String::new();
+    };
+    if m.role != Role::User {
+        return String::new();
+    }
+    let text: String = m
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    text.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(120)
+        .collect()
 }
 
 fn transcript_for(place: &SessionPlace, path: &Path) -> Result<Transcript, String> {
@@ -143,6 +171,12 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(20));
         let mut b = fresh(&place, "m").unwrap();
         b.push_user(vec![ContentBlock::text("second")]);
+        b.push_assistant_with(
+            Message::assistant(vec![ContentBlock::text("answer")]),
+            "m1",
+            "m",
+            &Default::default(),
+        );
         let b_id = b.id.clone();
         drop(b);
         let empty = fresh(&place, "m").unwrap();
@@ -155,6 +189,8 @@ mod tests {
             got,
             vec![(b_id.as_str(), "second"), (a_id.as_str(), "first question with lines")]
         );
+        assert_eq!((listed[0].messages, listed[1].messages), (2, 1));
+        assert_eq!(listed[0].branch, None, "not a repository");
         let (resumed, warnings) = resume(&place, &listed[1].path, "m").unwrap();
         assert!(warnings.is_empty());
         assert_eq!(resumed.id, a_id);

@@ -10,12 +10,13 @@ use crossterm::event::{
     PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
 };
 use crossterm::terminal::{
-    BeginSynchronizedUpdate, EndSynchronizedUpdate, EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode,
-    enable_raw_mode,
+    BeginSynchronizedUpdate, Clear, ClearType, EndSynchronizedUpdate, EnterAlternateScreen, LeaveAlternateScreen,
+    disable_raw_mode, enable_raw_mode,
 };
 use crossterm::{cursor, execute, queue};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
+use ratatui::layout::Position;
 
 pub type Backend = CrosstermBackend<BufWriter<Stdout>>;
 
@@ -130,6 +131,9 @@ fn install_panic_hook() {
 /// The terminal in TUI mode; dropping it restores the terminal.
 pub struct Tui {
     pub terminal: Terminal<Backend>,
+    presenter: super::present::Presenter,
+    /// The cursor as last shown (`None`: hidden), so it is only written when it changes.
+    cursor: Option<Position>,
 }
 
 impl Tui {
@@ -154,7 +158,11 @@ impl Tui {
             return Err(e);
         }
         match Terminal::new(CrosstermBackend::new(out)) {
-            Ok(terminal) => Ok(Tui { terminal }),
+            Ok(terminal) => Ok(Tui {
+                terminal,
+                presenter: Default::default(),
+                cursor: None,
+            }),
             Err(e) => {
                 restore();
                 Err(e)
@@ -163,16 +171,57 @@ impl Tui {
     }
 
     /// Draws one frame as a synchronized update: the terminal shows it all at once, which
-    /// is what keeps streaming free of flicker and tearing.
-    pub fn draw(&mut self, f: impl FnOnce(&mut ratatui::Frame)) -> io::Result<()> {
-        queue!(self.terminal.backend_mut(), BeginSynchronizedUpdate)?;
-        self.terminal.draw(f)?;
-        execute!(self.terminal.backend_mut(), EndSynchronizedUpdate)?;
+    /// is what keeps streaming free of flicker and tearing. Only what changed is written
+    /// ([`super::present`]); `f` returns where the cursor goes.
+    pub fn draw(&mut self, f: impl FnOnce(&mut ratatui::Frame) -> Option<Position>) -> io::Result<()> {
+        let before = self.terminal.get_frame().area();
+        self.terminal.autoresize()?;
+        let cursor = {
+            let mut frame = self.terminal.get_frame();
+            if frame.area() != before {
+                // A resize cleared the screen.
+                self.presenter.reset();
+            }
+            f(&mut frame)
+        };
+        let area = self.terminal.current_buffer_mut().area;
+        let next = std::mem::replace(self.terminal.current_buffer_mut(), ratatui::buffer::Buffer::empty(area));
+        let super::present::Plan { scroll, runs, hashes } = self.presenter.plan(&next);
+        let backend = self.terminal.backend_mut();
+        queue!(backend, BeginSynchronizedUpdate)?;
+        let wrote = scroll.is_some() || !runs.is_empty();
+        if let Some(s) = scroll {
+            backend.write_all(s.sequence().as_bytes())?;
+        }
+        for run in runs {
+            // Each run starts with an explicit cursor move.
+            ratatui::backend::Backend::draw(backend, run.into_iter())?;
+        }
+        if cursor != self.cursor || (wrote && cursor.is_some()) {
+            match cursor {
+                Some(p) => {
+                    queue!(backend, cursor::MoveTo(p.x, p.y))?;
+                    if self.cursor.is_none() {
+                        queue!(backend, cursor::Show)?;
+                    }
+                }
+                None => queue!(backend, cursor::Hide)?,
+            }
+        }
+        execute!(backend, EndSynchronizedUpdate)?;
+        self.cursor = cursor;
+        self.presenter.commit(next, hashes);
+        self.terminal.swap_buffers();
         Ok(())
     }
 
+    /// Clears the screen; the next frame is written whole (frames are diffed against the
+    /// presenter's copy, not ratatui's). Not `Terminal::clear`: that asks the terminal for the
+    /// cursor position, and the answer can be lost (a dropped `EventStream`'s wake-up ends
+    /// the read at once), which failed keel after Ctrl+G.
     pub fn clear(&mut self) -> io::Result<()> {
-        self.terminal.clear()
+        self.presenter.reset();
+        execute!(self.terminal.backend_mut(), Clear(ClearType::All))
     }
 
     /// Hands the terminal to another program (an editor) until [`Tui::resume`].
@@ -184,6 +233,8 @@ impl Tui {
     /// Takes the terminal back after [`Tui::suspend`] and repaints from scratch.
     pub fn resume(&mut self) -> io::Result<()> {
         enable_raw_mode()?;
+        self.presenter.reset();
+        self.cursor = None;
         ACTIVE.store(true, Ordering::SeqCst);
         execute!(
             self.terminal.backend_mut(),
@@ -193,7 +244,7 @@ impl Tui {
             PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES),
             cursor::Hide
         )?;
-        self.terminal.clear()
+        self.clear()
     }
 }
 

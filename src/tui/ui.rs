@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Clear, Paragraph, Wrap};
 
 use super::app::App;
-use super::render::{modal, status, theme};
+use super::render::{approval, modal, status, theme};
 use crate::tools::TodoStatus;
 
 pub const MIN_WIDTH: u16 = 40;
@@ -20,7 +20,8 @@ const MAX_INPUT_ROWS: usize = 10;
 const MAX_TODO_ROWS: usize = 10;
 const MAX_QUEUE_ROWS: usize = 3;
 
-pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) {
+/// Draws the screen; returns where the terminal's cursor goes (hidden when `None`).
+pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) -> Option<Position> {
     let area = frame.area();
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
         let msg = format!(
@@ -40,13 +41,18 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) {
                 area.height - y.saturating_sub(1),
             ),
         );
-        return;
+        return None;
     }
 
     // Input rows first: the prompt area decides how much the transcript gets.
     let shell_mode = app.editor.text().starts_with('!');
     let text_width = area.width.saturating_sub(4) as usize;
-    let (rows, cursor) = app.editor.layout(text_width, Style::new());
+    // Ctrl+R shows the search and its match in the prompt box.
+    let searching = app.search_preview().map(|(q, t)| (q.to_string(), t.to_string()));
+    let (rows, cursor) = match &searching {
+        Some((query, text)) => search_rows(query, text, text_width),
+        None => app.editor.layout(text_width, Style::new()),
+    };
     let input_rows = rows.len().clamp(1, MAX_INPUT_ROWS);
     let first_row = cursor.0.saturating_sub(input_rows - 1);
 
@@ -134,7 +140,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) {
     } else {
         Span::styled("› ", theme::accent().add_modifier(Modifier::BOLD))
     };
-    let shown: Vec<Line> = if app.editor.is_empty() {
+    let shown: Vec<Line> = if app.editor.is_empty() && searching.is_none() {
         vec![Line::from(vec![
             prefix,
             Span::styled("Ask keel · / commands · @ files · ! shell", theme::dim()),
@@ -159,18 +165,39 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) {
 
     frame.render_widget(status::line(app, now, area.width as usize), status_area);
 
-    if let Some(c) = &app.completion {
-        draw_completion(frame, transcript_area, input_area, c);
-    }
-    if let Some(a) = &app.approval {
-        cursor_pos = modal::approval(frame, transcript_area.union(input_area), a, &app.cwd);
+    if let Some(a) = app.approval.as_mut() {
+        // Over the transcript only: the prompt box stays visible and keeps what is typed.
+        if let Some(p) = approval::draw(frame, transcript_area, a, &app.cwd) {
+            cursor_pos = Some(p);
+        }
     } else if let Some(p) = &app.picker {
-        modal::picker(frame, transcript_area.union(input_area), p);
+        modal::picker(frame, transcript_area, p);
         cursor_pos = None;
+    } else if let Some(c) = &app.completion {
+        draw_completion(frame, transcript_area, input_area, c);
     }
     if let Some(p) = cursor_pos {
         frame.set_cursor_position(p);
     }
+    cursor_pos
+}
+
+/// The prompt box while searching the history: the query on the first row (the cursor is
+/// there), the matching prompt below it.
+fn search_rows(query: &str, text: &str, width: usize) -> (Vec<Line<'static>>, (usize, usize)) {
+    let label = "search history: ";
+    let mut rows = vec![Line::from(vec![
+        Span::styled(label, theme::dim()),
+        Span::styled(query.to_string(), theme::accent().add_modifier(Modifier::BOLD)),
+    ])];
+    let cursor = (
+        0,
+        (label.len() + unicode_width::UnicodeWidthStr::width(query)).min(width),
+    );
+    let mut e = super::input::editor::Editor::default();
+    e.set_text(text);
+    rows.extend(e.layout(width, theme::dim()).0);
+    (rows, cursor)
 }
 
 fn draw_todos(frame: &mut Frame, area: Rect, todos: &[crate::tools::Todo]) {

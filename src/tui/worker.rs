@@ -29,6 +29,10 @@ pub enum Job {
         command: String,
         cancel: CancellationToken,
     },
+    /// `/init`: a turn asking the model to write the repository's instructions file.
+    Init {
+        cancel: CancellationToken,
+    },
     /// `/name args`: a skill or custom command, expanded here (its shell snippets run through
     /// the permission check), then a turn.
     Slash {
@@ -41,6 +45,11 @@ pub enum Job {
         note: String,
     },
     Clear,
+    /// The sessions `/resume` offers (the transcripts are read here, off the UI thread).
+    ListSessions {
+        project_dir: PathBuf,
+        exclude: String,
+    },
     Resume {
         path: PathBuf,
     },
@@ -78,6 +87,7 @@ pub struct NewSession {
 pub enum Reply {
     TurnDone,
     ShellDone(ShellResult),
+    Sessions(Vec<sessions::SessionSummary>),
     Session(NewSession),
     /// The model in use now (as named, e.g. `ollama/qwen3-coder`), and what to tell the user.
     ModelSet {
@@ -93,6 +103,9 @@ pub enum Reply {
     Mcp(String),
     Notice(NoticeLevel, String),
     Failed(String),
+    /// The engine's token and cost totals, sent before each job's reply (they include
+    /// compaction requests and sub-agents, which send no `Assistant` event).
+    Totals(crate::engine::session::Totals),
 }
 
 /// What the worker needs to build new sessions and system prompts.
@@ -135,6 +148,7 @@ pub async fn run(
     }
     while let Some(job) = jobs.recv().await {
         let reply = handle(&mut engine, job, &config).await;
+        let _ = replies.send(Reply::Totals(engine.session.totals.clone()));
         if replies.send(reply).is_err() {
             break;
         }
@@ -168,6 +182,11 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
             engine.run_turn(blocks, cancel).await;
             Reply::TurnDone
         }
+        Job::Init { cancel } => {
+            let text = super::commands::init::prompt(&engine.session.shared.cwd);
+            engine.run_turn(vec![ContentBlock::text(text)], cancel).await;
+            Reply::TurnDone
+        }
         Job::Slash { name, args, cancel } => match engine.expand_slash_skill(&name, &args, &cancel).await {
             Ok(content) => {
                 engine.run_turn(content, cancel).await;
@@ -195,6 +214,7 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
             }
             Err(e) => Reply::Failed(format!("cannot start a new session: {e}")),
         },
+        Job::ListSessions { project_dir, exclude } => Reply::Sessions(sessions::list(&project_dir, &exclude)),
         Job::Resume { path } => match sessions::resume(&config.place, &path, &engine.config.model) {
             Ok((session, warnings)) => {
                 engine.session_end("resume").await;
@@ -335,7 +355,9 @@ fn replace_session(engine: &mut Engine, mut session: Session, mut warnings: Vec<
     NewSession {
         id: engine.session.id.clone(),
         shared: engine.session.shared.clone(),
-        history: engine.session.history().to_vec(),
+        // What the screen shows: the whole conversation of a compacted session.
+        history: super::transcript::resumed::conversation(&engine.session.transcript.path())
+            .unwrap_or_else(|| engine.session.history().to_vec()),
         warnings,
     }
 }

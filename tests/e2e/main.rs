@@ -38,3 +38,5 @@ mod subagents;
 mod trust;
 mod ts_sdk;
 mod tui;
+mod tui_approvals;
+mod tui_render;

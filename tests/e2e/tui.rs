@@ -202,16 +202,14 @@ async fn approving_and_denying_a_command() {
     t.wait_for_text("Ask keel").await;
     t.type_text("write the file");
     t.press(&["Enter"]);
-    let s = t.wait_for_text("Permission needed").await;
+    // The dialog answers keys once nothing was typed for a moment.
+    let s = t.wait_for_text("Enter to choose").await;
     assert!(s.contains("echo approved > out.txt"), "{s}");
     t.press(&["1"]);
-    // The first dialog may still be on screen for a moment: wait for the second one.
+    // The first dialog may still be on screen for a moment: wait for the second one, armed.
     let s = t
         .wait_for("the second permission dialog", |s| {
-            let lines: Vec<&str> = s.lines().collect();
-            lines
-                .windows(2)
-                .any(|w| w[0].contains("Permission needed") && w[1].contains("touch denied.txt"))
+            s.contains("$ touch denied.txt") && s.contains("Enter to choose")
         })
         .await;
     assert!(s.contains("touch denied.txt"), "{s}");
@@ -248,6 +246,54 @@ async fn resume_without_an_id_opens_the_session_picker() {
     let t = Tmux::start(&env, &server, &["--resume"], W, H);
     let s = t.wait_for_text("Resume a session").await;
     assert!(s.contains("an earlier question"), "{s}");
+}
+
+/// Prompts are kept per project across sessions: the next session finds one with Ctrl+R, and
+/// Ctrl+G hands the prompt to `$EDITOR` (a real program here) and takes back what it saved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_r_finds_an_earlier_sessions_prompt_and_ctrl_g_edits_it_in_the_editor() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    server.push(answer("first-answer")).push(answer("second-answer"));
+    let t = Tmux::start(&env, &server, &[], W, H);
+    t.wait_for_text("Ask keel").await;
+    t.type_text("fix the parser");
+    t.press(&["Enter"]);
+    t.wait_for_text("first-answer").await;
+    // Ctrl+L repaints from scratch and keel goes on.
+    t.press(&["C-l"]);
+    t.type_text("still here");
+    let s = t.wait_for_text("› still here").await;
+    assert!(s.contains("first-answer"), "{s}");
+    t.press(&["C-c"]);
+    t.press(&["C-d"]);
+    assert_eq!(t.wait_exit().await, 0, "{}", t.screen());
+
+    // The editor appends to the file it is given, as a person would.
+    let editor = env.home.join("append-editor.sh");
+    std::fs::write(&editor, "#!/bin/sh\nprintf ' and its tests\\n' >> \"$1\"\n").unwrap();
+    let mut perms = std::fs::metadata(&editor).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&editor, perms).unwrap();
+    let t = Tmux::start_with(&env, &server, &[], W, H, &[("EDITOR", editor.display().to_string())]);
+    t.wait_for_text("Ask keel").await;
+    t.press(&["C-r"]);
+    t.type_text("pars");
+    let s = t.wait_for_text("search history: pars").await;
+    assert!(s.contains("fix the parser"), "{s}");
+    t.press(&["Enter"]);
+    let s = t.wait_for_text("› fix the parser").await;
+    assert!(!s.contains("search history"), "{s}");
+    t.press(&["C-g"]);
+    t.wait_for_text("fix the parser and its tests").await;
+    t.press(&["Enter"]);
+    t.wait_for_text("second-answer").await;
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let last = requests[1].body.to_string();
+    assert!(last.contains("fix the parser and its tests"), "{last}");
+    t.press(&["C-d"]);
+    assert_eq!(t.wait_exit().await, 0, "{}", t.screen());
 }
 
 /// keel waits for the editor `/memory` opened; a signal from outside cannot be acted on while
@@ -406,7 +452,9 @@ async fn esc_esc_lists_points_and_rewind_restores_a_shell_change() {
     t.press(&["Escape"]);
     tokio::time::sleep(Duration::from_millis(200)).await;
     t.press(&["Escape"]);
-    t.wait_for_text("4 file(s) changed since (1 not restorable").await;
+    // The points picker says what cannot be restored; Esc closes it for the typed commands.
+    t.wait_for_text("4 files changed since (1 not restorable").await;
+    t.press(&["Escape"]);
     t.type_text("/rewind 1 preview");
     t.press(&["Enter"]);
     t.wait_for_text("not restorable (changed by a shell command), left as it is:")

@@ -195,6 +195,7 @@ fn can_use_tool_carries_the_question() {
         suggested_rule: None,
         reason: "writes a file".into(),
         suggestions: vec![json!({"type": "addRules"})],
+        preview: Default::default(),
         reply: tx,
     };
     let r = can_use_tool(&p);

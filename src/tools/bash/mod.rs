@@ -109,6 +109,7 @@ impl Tool for BashTool {
         };
         let mut notes = Vec::new();
         let cwd = shell_cwd(&ctx.shared, &mut notes);
+        // `foreground_log` names the same file.
         let out_dir = ctx.shared.session_dir.join("shell-output");
         if input.run_in_background {
             let (id, log) = ctx.shared.shells.start(&input.command, &cwd, &out_dir, &confine)?;
@@ -261,6 +262,13 @@ fn human_duration(d: Duration) -> String {
     } else {
         format!("{} min {} s", ms / 60_000, (ms % 60_000) / 1000)
     }
+}
+
+/// Where a foreground call writes its output while it runs (front ends show it live).
+pub fn foreground_log(session_dir: &Path, tool_use_id: &str) -> PathBuf {
+    session_dir
+        .join("shell-output")
+        .join(format!("{}.log", file_name(tool_use_id)))
 }
 
 /// A tool-use id made safe as a file name.

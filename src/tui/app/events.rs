@@ -35,6 +35,7 @@ impl App {
         self.dirty = true;
         match event {
             EngineEvent::RequestStarted { .. } => {
+                self.request_cut();
                 self.streaming = None;
                 self.text_streamed = false;
                 self.request_text_cells.clear();
@@ -43,6 +44,7 @@ impl App {
                 self.set_activity(Activity::Thinking);
             }
             EngineEvent::TextDelta(text) => {
+                self.on_streamed_chars(text.len());
                 self.end_thinking();
                 let i = match self.streaming {
                     Some(i) => i,
@@ -80,6 +82,7 @@ impl App {
                 self.set_activity(Activity::Responding);
             }
             EngineEvent::ThinkingDelta(text) => {
+                self.on_streamed_chars(text.len());
                 let i = match self.thinking {
                     Some(i) => i,
                     None => {
@@ -100,12 +103,13 @@ impl App {
                 self.end_streaming();
                 if self.transcript.tool_index(&id).is_none() {
                     let cell = ToolCell::new(&id, &name, serde_json::Value::Null, &self.cwd);
-                    self.transcript.push(CellKind::Tool(cell));
+                    self.transcript.push(CellKind::Tool(Box::new(cell)));
                 }
                 self.request_tools.push(id);
                 self.set_activity(Activity::Responding);
             }
-            EngineEvent::RawStream(_) | EngineEvent::ToolResults(_) => {}
+            EngineEvent::RawStream(v) => self.on_raw_stream(&v),
+            EngineEvent::ToolResults(_) => {}
             EngineEvent::Retry {
                 attempt,
                 max_retries,
@@ -116,6 +120,7 @@ impl App {
             EngineEvent::Assistant {
                 message, model, usage, ..
             } => {
+                self.request_answered();
                 self.status.totals.record(&model, &usage);
                 self.status.context_tokens = usage.context_tokens() + usage.output_tokens;
                 self.end_thinking();
@@ -130,7 +135,7 @@ impl App {
                             Some(t) => t.set_input(input.clone(), &self.cwd),
                             None => {
                                 let cell = ToolCell::new(id, name, input.clone(), &self.cwd);
-                                self.transcript.push(CellKind::Tool(cell));
+                                self.transcript.push(CellKind::Tool(Box::new(cell)));
                             }
                         }
                     }
@@ -142,11 +147,13 @@ impl App {
                     Some(t) => {
                         t.set_input(input, &self.cwd);
                         t.status = ToolStatus::Running;
+                        t.run_started = Some(std::time::Instant::now());
                     }
                     None => {
                         let mut cell = ToolCell::new(&id, &name, input, &self.cwd);
                         cell.status = ToolStatus::Running;
-                        self.transcript.push(CellKind::Tool(cell));
+                        cell.run_started = Some(std::time::Instant::now());
+                        self.transcript.push(CellKind::Tool(Box::new(cell)));
                     }
                 }
                 if !self.request_tools.contains(&id) {
@@ -166,7 +173,9 @@ impl App {
                 if let Some(t) = self.transcript.tool_mut(&id) {
                     t.output = content.as_text();
                     t.structured = structured;
-                    t.duration_ms = Some(duration_ms);
+                    t.live = None;
+                    // The time the call waited for the user's answer is not the tool's.
+                    t.duration_ms = Some(duration_ms.saturating_sub(t.wait_ms));
                     t.status = match (is_error, cancelled, t.status) {
                         (_, _, ToolStatus::Denied) => ToolStatus::Denied,
                         (true, true, _) => ToolStatus::Interrupted,
@@ -179,7 +188,7 @@ impl App {
                     self.transcript
                         .tool_index(id)
                         .and_then(|i| self.transcript.get(i))
-                        .is_some_and(|c| matches!(c, CellKind::Tool(t) if t.status == ToolStatus::Running))
+                        .is_some_and(|c| matches!(c, CellKind::Tool(t) if matches!(t.status, ToolStatus::Running | ToolStatus::Waiting)))
                 });
                 if !running {
                     self.set_activity(Activity::Thinking);
@@ -200,14 +209,19 @@ impl App {
                 trigger,
                 pre_tokens,
                 post_tokens,
-            } => self.notice(
-                NoticeLevel::Info,
-                format!(
-                    "Context compacted ({}): about {pre_tokens} → {post_tokens} tokens. Failed checks, \
-                     changed files and your requests were carried over verbatim.",
-                    trigger.as_str()
-                ),
-            ),
+            } => {
+                // The gauge follows at once; the next request refines it.
+                self.status.context_tokens = post_tokens;
+                self.notice(
+                    NoticeLevel::Info,
+                    format!(
+                        "Context compacted ({}): about {pre_tokens} → {post_tokens} tokens. Failed checks, \
+                         changed files and your requests were carried over verbatim.",
+                        trigger.as_str()
+                    ),
+                );
+                self.compact_notice = Some(self.transcript.len() - 1);
+            }
             EngineEvent::HookStarted { .. } => {}
             // Failures already arrive as warnings; a block or a decision is worth a line.
             EngineEvent::HookRun(run) => {
@@ -237,6 +251,7 @@ impl App {
         {
             *streaming = false;
         }
+        self.release_deferred();
     }
 
     fn end_thinking(&mut self) {
@@ -249,6 +264,7 @@ impl App {
 
     /// A retried request voids what streamed since it started.
     fn on_retry(&mut self, attempt: u32, max: u32, delay_ms: u64, status: Option<u16>, error: &str) {
+        self.request_cut();
         self.text_streamed = false;
         for i in std::mem::take(&mut self.request_text_cells) {
             if let Some(CellKind::Assistant { text, .. }) = self.transcript.get_mut(i) {
@@ -287,6 +303,7 @@ impl App {
     }
 
     fn on_turn_finished(&mut self, outcome: &TurnOutcome) {
+        self.request_cut();
         self.status.totals.api_ms += outcome.duration_api_ms;
         self.end_streaming();
         self.end_thinking();
@@ -294,7 +311,10 @@ impl App {
         // Calls that never finished (an interruption mid-batch) are marked as such.
         for id in std::mem::take(&mut self.request_tools) {
             if let Some(t) = self.transcript.tool_mut(&id)
-                && matches!(t.status, ToolStatus::Streaming | ToolStatus::Running)
+                && matches!(
+                    t.status,
+                    ToolStatus::Streaming | ToolStatus::Running | ToolStatus::Waiting
+                )
             {
                 t.status = ToolStatus::Interrupted;
             }

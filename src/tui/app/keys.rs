@@ -14,8 +14,10 @@ impl App {
     pub fn on_terminal_event(&mut self, event: Event, now: Instant) {
         match event {
             Event::Key(key) if key.kind != KeyEventKind::Release => self.on_key(key, now),
-            Event::Paste(text) => self.on_paste(&text),
+            Event::Paste(text) => self.on_paste(&text, now),
             Event::Mouse(m) => match m.kind {
+                MouseEventKind::ScrollUp if self.approval.is_some() => self.approval_wheel(-(WHEEL_LINES as isize)),
+                MouseEventKind::ScrollDown if self.approval.is_some() => self.approval_wheel(WHEEL_LINES as isize),
                 MouseEventKind::ScrollUp => {
                     self.transcript.scroll_up(WHEEL_LINES);
                     self.dirty = true;
@@ -32,12 +34,12 @@ impl App {
         }
     }
 
-    pub fn on_paste(&mut self, text: &str) {
-        if self.approval.is_some() {
-            return self.approval_paste(text);
-        }
-        if self.picker.is_some() {
+    pub fn on_paste(&mut self, text: &str, now: Instant) {
+        if self.approval_paste(text, now) {
             return;
+        }
+        if let Some(p) = self.picker.as_mut() {
+            return p.type_text(text);
         }
         self.editor.paste(text);
         self.exit_armed = None;
@@ -66,11 +68,15 @@ impl App {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         let alt = key.modifiers.contains(KeyModifiers::ALT);
         let shift = key.modifiers.contains(KeyModifiers::SHIFT);
-        if self.approval.is_some() {
-            return self.approval_key(key);
+        // The dialog takes only its own keys, and only once armed; the rest is typing.
+        if self.approval_scroll_key(key) || self.approval_key(key, now) {
+            return;
         }
         if self.picker.is_some() {
             return self.picker_key(key);
+        }
+        if self.search.is_some() && self.search_key(key) {
+            return;
         }
         if !(ctrl && key.code == KeyCode::Char('c')) {
             self.exit_armed = None;
@@ -98,6 +104,12 @@ impl App {
             }
             KeyCode::Char('l') if ctrl => {
                 self.full_redraw = true;
+                return;
+            }
+            KeyCode::Char('r') if ctrl => return self.start_search(),
+            KeyCode::Char('g') if ctrl => {
+                self.effects
+                    .push(super::Effect::EditPrompt(self.editor.text().to_string()));
                 return;
             }
             KeyCode::BackTab => return self.cycle_mode(),
@@ -170,7 +182,12 @@ impl App {
                 }
             }
             KeyCode::Up => {
-                if !self.editor.up() {
+                if self.editor.is_empty() && !self.queue.is_empty() {
+                    // The last queued prompt comes back to be edited (Enter queues it again).
+                    if let Some(q) = self.queue.pop_back() {
+                        self.editor.set_text(&q.submission.text);
+                    }
+                } else if !self.editor.up() {
                     self.editor.history_prev();
                 }
             }
@@ -229,20 +246,6 @@ impl App {
         match self.exit_armed {
             Some(t) if now.duration_since(t) < super::EXIT_CONFIRM => self.exit = Some(ExitReason::User),
             _ => self.exit_armed = Some(now),
-        }
-    }
-
-    fn picker_key(&mut self, key: KeyEvent) {
-        let Some(p) = self.picker.as_mut() else {
-            return;
-        };
-        match key.code {
-            KeyCode::Up => p.selected = p.selected.saturating_sub(1),
-            KeyCode::Down => p.selected = (p.selected + 1).min(p.sessions.len().saturating_sub(1)),
-            KeyCode::Enter => self.picker_choose(),
-            KeyCode::Esc => self.picker = None,
-            KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => self.picker = None,
-            _ => {}
         }
     }
 }

@@ -8,7 +8,11 @@ mod approval;
 mod events;
 mod harness;
 mod keys;
+mod live;
+mod picker;
 mod replies;
+mod search;
+mod usage;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -17,15 +21,17 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-pub use approval::Approval;
+pub use approval::{Approval, GRACE};
 #[cfg(test)]
 pub(crate) use events::stable_split;
+pub use live::{LIVE_AFTER_MS, LIVE_POLL, LIVE_READ_MAX, LiveSource};
+pub use picker::{PickItem, Picker, PickerKind};
 pub use replies::context_grid;
+pub use search::HistorySearch;
 
 use super::commands::{self, Command, CommandInfo};
 use super::input::completion::{self, Completion, Query};
 use super::input::editor::{Editor, Submission};
-use super::sessions::SessionSummary;
 use super::transcript::{CellKind, ShellCell, Transcript};
 use super::worker::Job;
 use crate::config::models;
@@ -46,6 +52,10 @@ pub enum Effect {
     IndexFiles,
     /// Open this file in the user's editor (the TUI steps aside meanwhile).
     Edit(PathBuf),
+    /// Edit the prompt's text in the user's editor (Ctrl+G); the result replaces the prompt.
+    EditPrompt(String),
+    /// Append a submitted prompt to this project's history file.
+    RememberPrompt(String),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,13 +88,6 @@ pub struct Queued {
     pub submission: Submission,
 }
 
-/// The session picker of `/resume`.
-#[derive(Debug)]
-pub struct Picker {
-    pub sessions: Vec<SessionSummary>,
-    pub selected: usize,
-}
-
 /// Facts the status line shows.
 #[derive(Debug, Clone)]
 pub struct Status {
@@ -97,6 +100,10 @@ pub struct Status {
     pub context_tokens: u64,
     pub session_id: String,
     pub started: Instant,
+    /// The request streaming now.
+    pub in_flight: Option<usage::InFlight>,
+    /// Requests that ended without an answer (their figures are estimates).
+    pub cut: Totals,
 }
 
 pub struct AppInit {
@@ -114,6 +121,8 @@ pub struct App {
     pub transcript: Transcript,
     pub editor: Editor,
     pub completion: Option<Completion>,
+    /// Ctrl+R: searching the prompt history.
+    pub search: Option<HistorySearch>,
     /// Esc closed the menu; it stays closed until the text changes.
     completion_dismissed_for: Option<String>,
     pub status: Status,
@@ -123,6 +132,8 @@ pub struct App {
     pub queue: VecDeque<Queued>,
     pub approval: Option<Approval>,
     pending_approvals: VecDeque<crate::permissions::PermissionPrompt>,
+    /// When each open question arrived, by tool call (the wait is not the tool's time).
+    approval_waits: std::collections::HashMap<String, Instant>,
     pub picker: Option<Picker>,
     pub show_todos: bool,
     pub exit_armed: Option<Instant>,
@@ -146,6 +157,12 @@ pub struct App {
     /// Tool cells created while the current request streamed (voided by a retry).
     request_tools: Vec<String>,
     retry_cell: Option<usize>,
+    /// Output of commands typed while an answer streams, shown when its block ends.
+    deferred: Vec<CellKind>,
+    /// A command's output is being placed (it may have to wait for the answer).
+    holding: bool,
+    /// The notice of the last compaction, which `/compact`'s report completes.
+    compact_notice: Option<usize>,
     pub cwd: PathBuf,
     pub project_dir: PathBuf,
     /// Ask the runtime to repaint everything (Ctrl+L).
@@ -159,6 +176,7 @@ impl App {
             transcript: Transcript::default(),
             editor: Editor::default(),
             completion: None,
+            search: None,
             completion_dismissed_for: None,
             status: Status {
                 context_window: models::info(&init.model).context_window,
@@ -168,6 +186,8 @@ impl App {
                 context_tokens: 0,
                 session_id: init.session_id,
                 started: Instant::now(),
+                in_flight: None,
+                cut: Totals::default(),
             },
             shared: init.shared,
             bypass_available: init.bypass_available,
@@ -175,6 +195,7 @@ impl App {
             queue: VecDeque::new(),
             approval: None,
             pending_approvals: VecDeque::new(),
+            approval_waits: Default::default(),
             picker: None,
             show_todos: false,
             exit_armed: None,
@@ -192,6 +213,9 @@ impl App {
             thinking: None,
             request_tools: Vec::new(),
             retry_cell: None,
+            deferred: Vec::new(),
+            holding: false,
+            compact_notice: None,
             cwd: init.cwd,
             project_dir: init.project_dir,
             full_redraw: false,
@@ -207,33 +231,50 @@ impl App {
     }
 
     pub fn notice(&mut self, level: NoticeLevel, text: impl Into<String>) {
-        self.transcript.push(CellKind::Notice {
+        self.place(CellKind::Notice {
             level,
             text: text.into(),
         });
-        self.dirty = true;
     }
 
     fn info(&mut self, title: &str, markdown: String) {
-        self.transcript.push(CellKind::Info {
+        self.place(CellKind::Info {
             title: title.to_string(),
             markdown,
         });
+    }
+
+    /// Adds a cell; what a command prints while an answer streams waits for the answer's
+    /// block to end, so it never lands inside it.
+    fn place(&mut self, cell: CellKind) {
+        if self.holding && self.streaming.is_some() {
+            self.deferred.push(cell);
+        } else {
+            self.transcript.push(cell);
+        }
         self.dirty = true;
     }
 
-    /// When the app next needs to wake up by itself (spinner, Ctrl+C confirmation timeout).
-    pub fn next_wakeup(&self, now: Instant) -> Option<Instant> {
-        let spinner = self.busy.as_ref().map(|_| now + Duration::from_millis(100));
-        let exit = self.exit_armed.map(|t| t + EXIT_CONFIRM);
-        match (spinner, exit) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+    /// Shows what commands printed while an answer streamed.
+    fn release_deferred(&mut self) {
+        for cell in std::mem::take(&mut self.deferred) {
+            self.transcript.push(cell);
         }
     }
 
-    /// Called on every wakeup: expires the Ctrl+C confirmation, animates the spinner.
+    /// When the app next needs to wake up by itself (spinner, Ctrl+C confirmation timeout,
+    /// arming an approval dialog).
+    pub fn next_wakeup(&self, now: Instant) -> Option<Instant> {
+        let spinner = self.busy.as_ref().map(|_| now + Duration::from_millis(100));
+        let exit = self.exit_armed.map(|t| t + EXIT_CONFIRM);
+        let arm = self.approval.as_ref().and_then(Approval::arms_at);
+        [spinner, exit, arm].into_iter().flatten().min()
+    }
+
+    /// Called on every timer wakeup (never while terminal input is waiting to be read):
+    /// expires the Ctrl+C confirmation, arms an approval dialog, animates the spinner.
     pub fn tick(&mut self, now: Instant) {
+        self.arm_approval(now);
         if let Some(t) = self.exit_armed
             && now >= t + EXIT_CONFIRM
         {
@@ -301,9 +342,16 @@ impl App {
             return;
         }
         let sub = self.editor.submit();
+        self.effects.push(Effect::RememberPrompt(sub.text.clone()));
         self.completion = None;
         self.transcript.scroll_to_bottom();
         self.dispatch(sub);
+    }
+
+    /// Replaces the prompt's text (it came back from the user's editor).
+    pub fn set_prompt(&mut self, text: &str) {
+        self.editor.set_text(text);
+        self.refresh_completion();
     }
 
     /// Submits text as if typed (the prompt given on the command line).
@@ -316,12 +364,22 @@ impl App {
         self.dirty = true;
         let text = sub.text.trim();
         if commands::is_command(text) {
+            self.holding = true;
             match commands::parse(text, &self.harness.skills) {
-                Some(Ok(cmd)) if !cmd.needs_engine() => return self.run_local(cmd),
-                Some(Err(e)) => return self.notice(NoticeLevel::Error, e),
-                _ => {}
+                Some(Ok(cmd)) if !cmd.needs_engine() => self.run_local(cmd),
+                Some(Err(e)) => self.notice(NoticeLevel::Error, e),
+                _ => {
+                    self.holding = false;
+                    return self.dispatch_to_engine(sub);
+                }
             }
+            self.holding = false;
+            return;
         }
+        self.dispatch_to_engine(sub);
+    }
+
+    fn dispatch_to_engine(&mut self, sub: Submission) {
         if self.busy.is_some() {
             self.queue.push_back(Queued { submission: sub });
             return;
@@ -378,6 +436,7 @@ impl App {
         self.thinking = None;
         self.request_tools.clear();
         self.retry_cell = None;
+        self.compact_notice = None;
         self.dirty = true;
     }
 
@@ -412,22 +471,28 @@ impl App {
                 self.info("Todos", text);
             }
             Command::Model(None) => {
-                let info = models::info(&self.status.model);
-                let mut text = format!(
-                    "Current model: `{}` (context window {} tokens, from {}).\n\nConfigured models:\n",
-                    self.status.model,
-                    info.context_window,
-                    info.source.as_str()
-                );
-                for m in &self.status.model_choices {
-                    let mark = if *m == self.status.model { " (current)" } else { "" };
-                    text.push_str(&format!("- `{m}`{mark}\n"));
-                }
-                text.push_str(
-                    "\nSwitch with `/model NAME`: one of these, any model id, `PROVIDER/MODEL` for a provider in \
-                     the settings, or `sonnet`, `opus`, `haiku`. The choice is saved as your default.",
-                );
-                self.info("Model", text);
+                let names = self.model_choices();
+                let items = names
+                    .iter()
+                    .map(|m| {
+                        let info = models::info(m);
+                        let current = if *m == self.status.model { "current · " } else { "" };
+                        PickItem {
+                            label: m.clone(),
+                            detail: format!(
+                                "{current}{}k context, from {}",
+                                info.context_window / 1000,
+                                info.source.as_str()
+                            ),
+                        }
+                    })
+                    .collect();
+                self.open_picker(Picker::new(
+                    " Model ",
+                    items,
+                    PickerKind::Model(names),
+                    "Enter to switch (saved as your default) · type to filter, or any id, PROVIDER/MODEL · Esc to cancel",
+                ));
             }
             Command::Exit => self.exit = Some(ExitReason::User),
             other => self.notice(NoticeLevel::Error, format!("{other:?} needs the engine")),
@@ -461,13 +526,16 @@ impl App {
                 }
                 Job::Resume { path }
             }
-            Command::Resume(None) => {
-                let sessions = super::sessions::list(&self.project_dir, &self.status.session_id);
-                if sessions.is_empty() {
-                    return self.notice(NoticeLevel::Info, "No earlier sessions in this directory.");
-                }
-                self.picker = Some(Picker { sessions, selected: 0 });
-                self.dirty = true;
+            Command::Resume(None) => Job::ListSessions {
+                project_dir: self.project_dir.clone(),
+                exclude: self.status.session_id.clone(),
+            },
+            Command::Init => {
+                self.transcript.push(CellKind::User {
+                    text: sub.shown.clone(),
+                });
+                self.begin(Activity::Thinking, cancel.clone());
+                self.effects.push(Effect::Job(Job::Init { cancel }));
                 return;
             }
             Command::Skill { name, args } => {
@@ -487,6 +555,7 @@ impl App {
 
     /// The job finished: idle, then start the next queued item.
     fn job_finished(&mut self) {
+        self.release_deferred();
         self.busy = None;
         self.streaming = None;
         self.thinking = None;
@@ -518,20 +587,34 @@ impl App {
         self.dirty = true;
     }
 
-    pub fn picker_choose(&mut self) {
-        let Some(p) = self.picker.take() else {
-            return;
-        };
-        if let Some(s) = p.sessions.get(p.selected) {
-            let cancel = CancellationToken::new();
-            self.begin(Activity::Command("/resume".into()), cancel);
-            self.effects.push(Effect::Job(Job::Resume { path: s.path.clone() }));
+    /// The models `/model` offers: the current one first, then those configured (providers in
+    /// the settings, the fallback), then the known families.
+    fn model_choices(&self) -> Vec<String> {
+        let mut out = vec![self.status.model.clone()];
+        for m in &self.status.model_choices {
+            if !out.contains(m) {
+                out.push(m.clone());
+            }
         }
-        self.dirty = true;
+        for alias in ["sonnet", "opus", "haiku"] {
+            let m = models::resolve_alias(alias);
+            if !out.contains(&m) {
+                out.push(m);
+            }
+        }
+        out
     }
 
     fn cost_report(&self) -> String {
-        let t = &self.status.totals;
+        let totals = self.shown_totals();
+        let t = &totals;
+        let requests = match self.status.cut.requests {
+            0 => t.requests.to_string(),
+            n => format!(
+                "{} ({n} cut off by an interruption or a retry; their tokens are estimated from what streamed)",
+                t.requests
+            ),
+        };
         let total = if t.cost_known() {
             format!("${:.4}", t.cost_usd)
         } else {
@@ -541,7 +624,7 @@ impl App {
             "- Total cost: {total}\n- API time: {}\n- Session time: {}\n- Requests: {}\n- Tokens: {} input, {} output, {} cache write, {} cache read\n",
             super::transcript::cells::format_duration(t.api_ms),
             super::transcript::cells::format_duration(self.status.started.elapsed().as_millis() as u64),
-            t.requests,
+            requests,
             t.usage.input_tokens,
             t.usage.output_tokens,
             t.usage.cache_creation_input_tokens,

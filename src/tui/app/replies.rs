@@ -3,7 +3,7 @@
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use super::App;
+use super::{App, Picker, PickerKind, picker};
 use crate::config::models;
 use crate::engine::NoticeLevel;
 use crate::engine::session::Totals;
@@ -15,6 +15,12 @@ use crate::tui::worker::Reply;
 impl App {
     pub fn on_reply(&mut self, reply: Reply) {
         match reply {
+            // Not a job's end: the figures that come before it.
+            Reply::Totals(t) => {
+                self.status.totals = t;
+                self.dirty = true;
+                return;
+            }
             Reply::TurnDone => {}
             Reply::ShellDone(r) => {
                 let i = (0..self.transcript.len())
@@ -46,6 +52,8 @@ impl App {
                 self.shared = s.shared;
                 self.status.session_id = s.id.clone();
                 self.status.totals = Totals::default();
+                self.status.cut = Totals::default();
+                self.status.in_flight = None;
                 self.status.context_tokens = 0;
                 history::fill(&mut self.transcript, &s.history, &self.cwd);
                 for w in s.warnings {
@@ -74,27 +82,66 @@ impl App {
                 self.status.model = model;
             }
             Reply::Compacted(r) => match r {
-                Ok(report) => {
-                    let sizes = match (report.tokens_before, report.tokens_after) {
-                        (Some(b), Some(a)) => format!(" ({b} → {a} tokens)"),
-                        _ => String::new(),
-                    };
-                    self.notice(
-                        NoticeLevel::Info,
-                        format!("Conversation compacted{sizes}. {}", report.note),
-                    );
-                }
+                // One notice: the engine's (with the sizes) gets the rest of the report.
+                Ok(report) => match self.compact_notice.take() {
+                    Some(i) => {
+                        if let Some(CellKind::Notice { text, .. }) = self.transcript.get_mut(i) {
+                            text.push(' ');
+                            text.push_str(&report.note);
+                        }
+                    }
+                    None => {
+                        let sizes = match (report.tokens_before, report.tokens_after) {
+                            (Some(b), Some(a)) => format!(" ({b} → {a} tokens)"),
+                            _ => String::new(),
+                        };
+                        self.notice(
+                            NoticeLevel::Info,
+                            format!("Conversation compacted{sizes}. {}", report.note),
+                        );
+                    }
+                },
                 Err(e) => self.notice(NoticeLevel::Error, format!("/compact: {e}")),
             },
             Reply::Context(r) => self.show_context(r),
             Reply::Permissions(r) => self.show_permissions(r),
             Reply::Hooks(r) => self.show_hooks(r),
-            Reply::Rewound(Ok(r)) => {
-                if let Some(h) = &r.history {
-                    self.transcript.clear();
-                    history::fill(&mut self.transcript, h, &self.cwd);
+            Reply::Rewound(Ok(r)) => match r.points {
+                Some(points) if !points.is_empty() => {
+                    let order: Vec<u32> = points.iter().rev().map(|p| p.point).collect();
+                    self.open_picker(Picker::new(
+                        " Rewind to before a prompt ",
+                        picker::point_items(&points),
+                        PickerKind::RewindPoint(order),
+                        "Enter to choose · type to filter · Esc to cancel",
+                    ));
                 }
-                self.notice(NoticeLevel::Info, r.text);
+                _ => {
+                    if let Some(h) = &r.history {
+                        self.transcript.clear();
+                        history::fill(&mut self.transcript, h, &self.cwd);
+                    }
+                    self.notice(NoticeLevel::Info, r.text);
+                    // The prompt rewound past comes back to be edited and sent again.
+                    if let Some(p) = r.prompt
+                        && self.editor.is_empty()
+                    {
+                        self.editor.set_text(&p);
+                    }
+                }
+            },
+            Reply::Sessions(sessions) => {
+                if sessions.is_empty() {
+                    self.notice(NoticeLevel::Info, "No earlier sessions in this directory.");
+                } else {
+                    let paths = sessions.iter().map(|s| s.path.clone()).collect();
+                    self.open_picker(Picker::new(
+                        " Resume a session ",
+                        picker::session_items(&sessions),
+                        PickerKind::Resume(paths),
+                        "Enter to resume · type to search · Esc to cancel",
+                    ));
+                }
             }
             Reply::Rewound(Err(e)) => self.notice(NoticeLevel::Error, format!("/rewind: {e}")),
             Reply::Mcp(md) => self.info("MCP servers", md),

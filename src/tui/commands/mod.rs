@@ -4,6 +4,8 @@
 use crate::commands::{self as shared, Slash};
 use crate::skills::Catalog;
 
+pub mod init;
+
 pub use crate::commands::{BUILTINS, CommandInfo, all, is_command};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +30,8 @@ pub enum Command {
     Memory,
     Evidence,
     Exit,
+    /// `/init`: the model writes the repository's instructions file.
+    Init,
     /// A skill or custom command: `/name args`.
     Skill {
         name: String,
@@ -50,6 +54,7 @@ impl Command {
                 | Command::McpPrompt(_)
                 | Command::Resume(_)
                 | Command::Rewind(_)
+                | Command::Init
                 | Command::Skill { .. }
         )
     }
@@ -96,6 +101,7 @@ pub fn parse(input: &str, skills: &Catalog) -> Option<Result<Command, String>> {
         "memory" => no_args(Command::Memory),
         "evidence" => no_args(Command::Evidence),
         "exit" => no_args(Command::Exit),
+        "init" => no_args(Command::Init),
         other => Err(format!("/{other} is not available here")),
     })
 }

@@ -2,7 +2,8 @@
 
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use unicode_width::UnicodeWidthChar;
+use unicode_segmentation::UnicodeSegmentation;
+use unicode_width::UnicodeWidthStr;
 
 /// Pastes longer than this (characters or lines) are shown as a placeholder.
 const LARGE_PASTE_CHARS: usize = 800;
@@ -38,6 +39,16 @@ impl Editor {
 
     pub fn is_empty(&self) -> bool {
         self.text.is_empty()
+    }
+
+    /// Prompts of earlier sessions, oldest first.
+    pub fn set_history(&mut self, history: Vec<String>) {
+        self.history = history;
+        self.browsing = None;
+    }
+
+    pub fn history(&self) -> &[String] {
+        &self.history
     }
 
     pub fn set_text(&mut self, text: &str) {
@@ -243,52 +254,82 @@ impl Editor {
         for (label, content) in &self.pastes {
             text = text.replacen(label.as_str(), content, 1);
         }
-        if !shown.trim().is_empty() && self.history.last() != Some(&shown) {
-            self.history.push(shown.clone());
+        // History keeps what was sent (a paste's placeholder would mean nothing later).
+        if !text.trim().is_empty() && self.history.last() != Some(&text) {
+            self.history.push(text.clone());
         }
         self.clear();
         Submission { shown, text }
     }
 
-    /// The text laid out in rows of `width` columns, and the cursor's (row, column).
+    /// The text laid out in rows of `width` columns, wrapped between words (a word longer
+    /// than a row is split), and the cursor's (row, column). Widths come from grapheme
+    /// clusters.
     pub fn layout(&self, width: usize, style: Style) -> (Vec<Line<'static>>, (usize, usize)) {
         let width = width.max(2);
         let mut rows: Vec<Line<'static>> = Vec::new();
-        let mut cur = String::new();
-        let mut col = 0;
-        let mut cursor = (0, 0);
-        let mut found = false;
-        for (i, c) in self.text.char_indices() {
-            if i == self.cursor {
-                cursor = (rows.len(), col);
-                found = true;
-            }
-            if c == '\n' {
-                rows.push(Line::from(Span::styled(std::mem::take(&mut cur), style)));
-                col = 0;
-                continue;
-            }
-            let w = c.width().unwrap_or(0);
-            if col + w > width {
-                rows.push(Line::from(Span::styled(std::mem::take(&mut cur), style)));
-                col = 0;
-                if i == self.cursor {
-                    cursor = (rows.len(), 0);
+        let mut cursor = None;
+        let mut line_start = 0;
+        for line in self.text.split('\n') {
+            let ranges = wrap_ranges(line, width);
+            for (k, (start, end)) in ranges.iter().enumerate() {
+                let (abs_start, abs_end) = (line_start + start, line_start + end);
+                let last = k + 1 == ranges.len();
+                // The cursor belongs to the row it is in; at a soft break, to the next row.
+                if cursor.is_none()
+                    && self.cursor >= abs_start
+                    && (self.cursor < abs_end || (last && self.cursor == abs_end))
+                {
+                    let col = self.text[abs_start..self.cursor].width();
+                    cursor = Some((rows.len(), col));
                 }
+                let shown = self.text[abs_start..abs_end].replace('\t', " ");
+                rows.push(Line::from(Span::styled(shown, style)));
             }
-            cur.push(if c == '\t' { ' ' } else { c });
-            col += w;
+            line_start += line.len() + 1;
         }
-        if !found {
-            if col >= width {
-                rows.push(Line::from(Span::styled(std::mem::take(&mut cur), style)));
-                col = 0;
-            }
-            cursor = (rows.len(), col);
+        let mut cursor = cursor.unwrap_or((rows.len().saturating_sub(1), 0));
+        // A full last row: the cursor after it starts a new row.
+        if cursor.1 >= width {
+            rows.push(Line::from(Span::styled(String::new(), style)));
+            cursor = (rows.len() - 1, 0);
         }
-        rows.push(Line::from(Span::styled(cur, style)));
         (rows, cursor)
     }
+}
+
+/// Byte ranges of the rows `line` takes at `width` columns: breaks after the last space that
+/// fits; a word longer than a row is split at the width.
+fn wrap_ranges(line: &str, width: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut col = 0;
+    // Byte offset just after the last space of the current row, and the columns before it.
+    let mut brk: Option<(usize, usize)> = None;
+    for (i, g) in line.grapheme_indices(true) {
+        let w = if g == "\t" { 1 } else { g.width() };
+        if col + w > width && col > 0 {
+            match brk.filter(|(at, _)| *at > start && *at <= i) {
+                Some((at, before)) if g != " " => {
+                    out.push((start, at));
+                    start = at;
+                    col -= before;
+                }
+                _ => {
+                    out.push((start, i));
+                    start = i;
+                    col = 0;
+                }
+            }
+            brk = None;
+        }
+        col += w;
+        if g == " " {
+            brk = Some((i + g.len(), col));
+        }
+    }
+    out.push((start, line.len()));
+    out
 }
 
 /// The byte offset `col` characters after `start`, not past `limit`.
@@ -386,6 +427,26 @@ mod tests {
         let (rows, cur) = e.layout(4, Style::new());
         assert_eq!(rows.len(), 2);
         assert_eq!(cur, (1, 0));
+    }
+
+    #[test]
+    fn layout_wraps_between_words_and_measures_clusters() {
+        let mut e = typed("the quick brown fox jumps");
+        let (rows, cur) = e.layout(10, Style::new());
+        let texts: Vec<String> = rows.iter().map(|l| l.to_string()).collect();
+        assert_eq!(texts, vec!["the quick ", "brown fox ", "jumps"]);
+        assert_eq!(cur, (2, 5));
+        // The cursor at the start of a wrapped word is on the word's row.
+        e.word_left();
+        assert_eq!(e.layout(10, Style::new()).1, (2, 0));
+        e.word_left();
+        assert_eq!(e.layout(10, Style::new()).1, (1, 6));
+        // A family emoji is one cluster two columns wide.
+        let e = typed("ab 👨‍👩‍👧 cd");
+        let (rows, cur) = e.layout(6, Style::new());
+        let texts: Vec<String> = rows.iter().map(|l| l.to_string()).collect();
+        assert_eq!(texts, vec!["ab 👨‍👩‍👧 ", "cd"]);
+        assert_eq!(cur, (1, 2));
     }
 
     #[test]

@@ -2,4 +2,5 @@
 
 pub mod completion;
 pub mod editor;
+pub mod history;
 pub mod mentions;

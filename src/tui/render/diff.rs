@@ -99,6 +99,36 @@ pub fn from_strings(old: &str, new: &str) -> Vec<DiffLine> {
     out
 }
 
+/// The diff an approval showed (a whole file's lines, numbered as in the file).
+pub fn from_preview(body: &crate::permissions::preview::Body) -> Option<Vec<DiffLine>> {
+    use crate::permissions::preview::{Body, LineKind};
+    let Body::Diff { lines, .. } = body else {
+        return None;
+    };
+    Some(
+        lines
+            .iter()
+            .map(|l| {
+                let (kind, number) = match l.kind {
+                    LineKind::Context => (Kind::Context, l.new),
+                    LineKind::Add => (Kind::Add, l.new),
+                    LineKind::Remove => (Kind::Remove, l.old),
+                    LineKind::Gap => (Kind::Hunk, None),
+                };
+                DiffLine {
+                    kind,
+                    number: number.map(|n| n as u32),
+                    text: if kind == Kind::Hunk {
+                        "⋯".into()
+                    } else {
+                        l.text.clone()
+                    },
+                }
+            })
+            .collect(),
+    )
+}
+
 /// Parses unified diff text (e.g. a permission prompt's detail). `None` when it is not one.
 pub fn parse_unified(text: &str) -> Option<Vec<DiffLine>> {
     if !text.lines().any(|l| l.starts_with("@@")) {

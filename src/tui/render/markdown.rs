@@ -386,50 +386,60 @@ impl Renderer {
             return;
         }
         let cell_width = |c: &Vec<Span<'static>>| c.iter().map(Span::width).sum::<usize>();
-        let mut widths = vec![0usize; columns];
+        let mut natural = vec![0usize; columns];
         for row in &t.rows {
             for (i, c) in row.iter().enumerate() {
-                widths[i] = widths[i].max(cell_width(c));
+                natural[i] = natural[i].max(cell_width(c));
             }
         }
         let (first, rest) = self.prefixes();
         let prefix_width: usize = rest.iter().map(Span::width).sum();
-        let total: usize = widths.iter().sum::<usize>() + 3 * (columns - 1) + prefix_width;
+        let room = self.width.saturating_sub(prefix_width + 3 * (columns - 1));
+        let widths = fit_columns(&natural, room);
+        // Cells wrap inside their column when the table is wider than the screen; rows then
+        // take several lines and get a rule between them, so the grid stays readable.
+        let wraps = widths != natural;
         let sep = Span::styled(" │ ", theme::dim());
-        if total > self.width {
-            // Too wide to align: one wrapped line per row.
-            for (r, row) in t.rows.iter().enumerate() {
-                let mut spans = Vec::new();
-                for (i, c) in row.iter().enumerate() {
+        let rule = |widths: &[usize], rest: &[Span<'static>]| {
+            let mut line = rest.to_vec();
+            let parts: Vec<String> = widths.iter().map(|w| "─".repeat(*w)).collect();
+            line.push(Span::styled(parts.join("─┼─"), theme::dim()));
+            Line::from(line)
+        };
+        for (r, row) in t.rows.iter().enumerate() {
+            let header = r < t.header_rows;
+            let cells: Vec<Vec<Line<'static>>> = widths
+                .iter()
+                .enumerate()
+                .map(|(i, w)| {
+                    let cell = row.get(i).cloned().unwrap_or_default();
+                    let spans = bolded(&cell, header);
+                    if spans.is_empty() {
+                        vec![Line::default()]
+                    } else {
+                        wrap::wrap(&spans, *w, &[], &[], Mode::Words)
+                    }
+                })
+                .collect();
+            let height = cells.iter().map(Vec::len).max().unwrap_or(1);
+            for l in 0..height {
+                let mut spans = if r == 0 && l == 0 { first.clone() } else { rest.clone() };
+                for (i, w) in widths.iter().enumerate() {
                     if i > 0 {
                         spans.push(sep.clone());
                     }
-                    spans.extend(bolded(c, r < t.header_rows));
+                    let line = cells[i].get(l).cloned().unwrap_or_default();
+                    let used = line.width();
+                    spans.extend(line.spans);
+                    if used < *w && i + 1 < columns {
+                        spans.push(Span::raw(" ".repeat(w - used)));
+                    }
                 }
-                let p = if r == 0 { &first } else { &rest };
-                self.out.extend(wrap::wrap(&spans, self.width, p, &rest, Mode::Words));
+                self.out.push(Line::from(spans));
             }
-            return;
-        }
-        for (r, row) in t.rows.iter().enumerate() {
-            let mut spans = if r == 0 { first.clone() } else { rest.clone() };
-            for (i, w) in widths.iter().enumerate() {
-                if i > 0 {
-                    spans.push(sep.clone());
-                }
-                let cell = row.get(i).cloned().unwrap_or_default();
-                let pad = w - cell_width(&cell);
-                spans.extend(bolded(&cell, r < t.header_rows));
-                if pad > 0 && i + 1 < columns {
-                    spans.push(Span::raw(" ".repeat(pad)));
-                }
-            }
-            self.out.push(Line::from(spans));
-            if r + 1 == t.header_rows {
-                let mut line = rest.clone();
-                let rule: Vec<String> = widths.iter().map(|w| "─".repeat(*w)).collect();
-                line.push(Span::styled(rule.join("─┼─"), theme::dim()));
-                self.out.push(Line::from(line));
+            let last = r + 1 == t.rows.len();
+            if r + 1 == t.header_rows || (wraps && !last) {
+                self.out.push(rule(&widths, &rest));
             }
         }
     }
@@ -444,6 +454,38 @@ impl Renderer {
             self.out.pop();
         }
         self.out
+    }
+}
+
+/// Column widths that fit `room`: columns narrower than their fair share keep their width, the
+/// others share what is left (at least 3 columns each, so a word piece stays readable).
+fn fit_columns(natural: &[usize], room: usize) -> Vec<usize> {
+    const MIN: usize = 3;
+    if natural.iter().sum::<usize>() <= room {
+        return natural.to_vec();
+    }
+    let mut widths = vec![0usize; natural.len()];
+    let mut open: Vec<usize> = (0..natural.len()).collect();
+    let mut left = room;
+    loop {
+        let share = (left / open.len().max(1)).max(MIN);
+        let (fits, wide): (Vec<usize>, Vec<usize>) = open.iter().partition(|&&i| natural[i] <= share);
+        if fits.is_empty() {
+            for (n, &i) in wide.iter().enumerate() {
+                // The remainder goes to the first columns.
+                let extra = usize::from(n < left.saturating_sub(share * wide.len()));
+                widths[i] = (share + extra).max(MIN);
+            }
+            return widths;
+        }
+        for &i in &fits {
+            widths[i] = natural[i].max(1);
+            left = left.saturating_sub(widths[i]);
+        }
+        open = wide;
+        if open.is_empty() {
+            return widths;
+        }
     }
 }
 
@@ -522,6 +564,26 @@ mod tests {
     fn tables_align_columns() {
         let lines = render("| a | bb |\n|---|---|\n| ccc | d |\n", 40);
         assert_eq!(texts(&lines), vec!["a   │ bb", "────┼───", "ccc │ d"]);
+    }
+
+    #[test]
+    fn narrow_tables_wrap_inside_their_cells_and_keep_the_grid() {
+        let md = "| name | what it does |\n|---|---|\n| parse | reads the configuration file and checks every key |\n| run | starts the server |\n";
+        let lines = render(md, 30);
+        let t = texts(&lines);
+        assert!(t.iter().all(|l| l.width() <= 30), "{t:#?}");
+        assert_eq!(
+            t,
+            vec![
+                "name  │ what it does",
+                "──────┼───────────────────────",
+                "parse │ reads the",
+                "      │ configuration file and",
+                "      │ checks every key",
+                "──────┼───────────────────────",
+                "run   │ starts the server",
+            ]
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Drawing: markdown, code highlighting, diffs, wrapping, colours, and the screen layout.
 
+pub mod approval;
 pub mod diff;
 pub mod highlight;
 pub mod markdown;

@@ -81,7 +81,8 @@ pub fn line(app: &App, now: Instant, width: usize) -> Line<'static> {
         left.push(Span::styled("/help · Shift+Tab: mode", theme::dim()));
     }
 
-    let t = &app.status.totals;
+    let totals = app.shown_totals();
+    let t = &totals;
     let input = t.usage.input_tokens + t.usage.cache_creation_input_tokens + t.usage.cache_read_input_tokens;
     // Right side, most important first; dropped from the end when space runs out.
     let mut right: Vec<Span<'static>> = vec![mode_span(app.mode())];
@@ -105,7 +106,7 @@ pub fn line(app: &App, now: Instant, width: usize) -> Line<'static> {
         let shown = if p == 0 { "<1".to_string() } else { p.to_string() };
         right.push(Span::styled(format!("ctx {shown}%"), style));
     }
-    if t.requests > 0 {
+    if t.requests > 0 || app.status.in_flight.is_some() {
         right.push(Span::styled(
             format!(
                 "{} in / {} out",

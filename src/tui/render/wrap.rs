@@ -7,7 +7,8 @@ use std::borrow::Cow;
 
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use unicode_width::UnicodeWidthChar;
+use unicode_segmentation::UnicodeSegmentation;
+use unicode_width::UnicodeWidthStr;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -18,6 +19,9 @@ pub enum Mode {
 }
 
 /// Wraps `spans` to `width` columns. `first` prefixes the first line, `rest` every other line.
+/// Widths come from grapheme clusters (a flag or a ZWJ emoji is one wide cluster). In `Words`
+/// mode a line's leading whitespace is kept, and its wrapped continuation lines are indented
+/// as far (tracebacks and compiler output keep their shape).
 pub fn wrap(
     spans: &[Span<'static>],
     width: usize,
@@ -25,10 +29,10 @@ pub fn wrap(
     rest: &[Span<'static>],
     mode: Mode,
 ) -> Vec<Line<'static>> {
-    let mut w = Wrapper::new(width, first, rest);
+    let mut w = Wrapper::new(width, first, rest, mode);
     for span in spans {
-        for c in span.content.chars() {
-            w.push_char(c, span.style, mode);
+        for g in span.content.graphemes(true) {
+            w.push(g, span.style);
         }
     }
     w.finish()
@@ -51,8 +55,14 @@ pub fn wrap_text(
     )
 }
 
+/// The display width of a grapheme cluster.
+pub fn cluster_width(g: &str) -> usize {
+    g.width()
+}
+
 struct Wrapper<'p> {
     width: usize,
+    mode: Mode,
     rest: &'p [Span<'static>],
     lines: Vec<Line<'static>>,
     cur: Vec<Span<'static>>,
@@ -62,10 +72,14 @@ struct Wrapper<'p> {
     /// Spans of the current line that are its prefix (never merged into).
     prefix_spans: usize,
     /// The word being collected (Words mode), with its styled pieces.
-    word: Vec<(char, Style)>,
+    word: Vec<(String, Style)>,
     word_width: usize,
     /// Whitespace seen since the last word, emitted only if the next word fits on this line.
-    space: Vec<(char, Style)>,
+    space: Vec<(String, Style)>,
+    /// Nothing but spaces so far on this logical line (Words mode keeps those).
+    leading: bool,
+    /// The logical line's leading whitespace, repeated on its continuation lines.
+    hang: usize,
 }
 
 fn spans_width(spans: &[Span<'_>]) -> usize {
@@ -73,11 +87,12 @@ fn spans_width(spans: &[Span<'_>]) -> usize {
 }
 
 impl<'p> Wrapper<'p> {
-    fn new(width: usize, first: &[Span<'static>], rest: &'p [Span<'static>]) -> Self {
+    fn new(width: usize, first: &[Span<'static>], rest: &'p [Span<'static>], mode: Mode) -> Self {
         let prefix_width = spans_width(first);
         Wrapper {
             // At least one column of text, whatever the prefixes take.
             width: width.max(prefix_width.max(spans_width(rest)) + 1),
+            mode,
             rest,
             lines: Vec::new(),
             cur: first.to_vec(),
@@ -87,25 +102,35 @@ impl<'p> Wrapper<'p> {
             word: Vec::new(),
             word_width: 0,
             space: Vec::new(),
+            leading: true,
+            hang: 0,
         }
     }
 
-    fn push_char(&mut self, c: char, style: Style, mode: Mode) {
-        let c = if c == '\t' { ' ' } else { c };
-        if c == '\n' {
+    fn push(&mut self, g: &str, style: Style) {
+        if g == "\n" || g == "\r\n" {
             self.flush_word();
-            self.break_line();
+            self.break_line(false);
+            self.leading = true;
+            self.hang = 0;
             return;
         }
-        match mode {
-            Mode::Chars => self.put(c, style),
-            Mode::Words if c == ' ' => {
+        let g = if g == "\t" { " " } else { g };
+        match self.mode {
+            Mode::Chars => self.put(g, style),
+            Mode::Words if g == " " && self.leading => {
+                // Indentation is content: kept, and repeated on continuation lines.
+                self.put(g, style);
+                self.hang += 1;
+            }
+            Mode::Words if g == " " => {
                 self.flush_word();
-                self.space.push((c, style));
+                self.space.push((g.to_string(), style));
             }
             Mode::Words => {
-                self.word.push((c, style));
-                self.word_width += c.width().unwrap_or(0);
+                self.leading = false;
+                self.word.push((g.to_string(), style));
+                self.word_width += cluster_width(g);
             }
         }
     }
@@ -117,38 +142,51 @@ impl<'p> Wrapper<'p> {
         let space_width = self.space.len();
         let at_line_start = self.cur_width == self.prefix_width;
         if !at_line_start && self.cur_width + space_width + self.word_width > self.width {
-            self.break_line();
+            self.break_line(true);
         } else if !at_line_start {
-            for (c, s) in std::mem::take(&mut self.space) {
-                self.put(c, s);
+            for (g, s) in std::mem::take(&mut self.space) {
+                self.put(&g, s);
             }
         }
         self.space.clear();
-        for (c, s) in std::mem::take(&mut self.word) {
-            self.put(c, s);
+        for (g, s) in std::mem::take(&mut self.word) {
+            self.put(&g, s);
         }
         self.word_width = 0;
     }
 
-    /// Places one character, breaking the line first when it would not fit.
-    fn put(&mut self, c: char, style: Style) {
-        let w = c.width().unwrap_or(0);
+    /// Places one cluster, breaking the line first when it would not fit.
+    fn put(&mut self, g: &str, style: Style) {
+        let w = cluster_width(g);
         if self.cur_width + w > self.width && self.cur_width > self.prefix_width {
-            self.break_line();
+            self.break_line(true);
         }
         self.cur_width += w;
         let mergeable = self.cur.len() > self.prefix_spans;
         match self.cur.last_mut() {
-            Some(last) if mergeable && last.style == style => last.content.to_mut().push(c),
-            _ => self.cur.push(Span::styled(c.to_string(), style)),
+            Some(last) if mergeable && last.style == style => last.content.to_mut().push_str(g),
+            _ => self.cur.push(Span::styled(g.to_string(), style)),
         }
     }
 
-    fn break_line(&mut self) {
+    /// Ends the current line; `soft` when the text wraps (the logical line goes on).
+    fn break_line(&mut self, soft: bool) {
         let line = std::mem::replace(&mut self.cur, self.rest.to_vec());
         self.lines.push(Line::from(line));
         self.prefix_width = spans_width(self.rest);
         self.prefix_spans = self.rest.len();
+        // A wrapped line of indented text continues at its indentation (at most half the room).
+        let room = self.width.saturating_sub(self.prefix_width);
+        let hang = if soft && self.mode == Mode::Words {
+            self.hang.min(room / 2)
+        } else {
+            0
+        };
+        if hang > 0 {
+            self.cur.push(Span::raw(" ".repeat(hang)));
+            self.prefix_spans += 1;
+            self.prefix_width += hang;
+        }
         self.cur_width = self.prefix_width;
         self.space.clear();
     }
@@ -253,6 +291,32 @@ mod tests {
     fn char_mode_keeps_indentation() {
         let lines = wrap(&[Span::raw("    let x = 1;")], 8, &[], &[], Mode::Chars);
         assert_eq!(texts(&lines), vec!["    let ", "x = 1;"]);
+    }
+
+    #[test]
+    fn leading_whitespace_is_kept_and_continuations_hang_at_it() {
+        let text = "Traceback (most recent call last):\n  File \"app.py\", line 3, in <module>\n    raise ValueError(\"the total went negative\")";
+        let lines = wrap_text(text, Style::new(), 30, &[], &[]);
+        assert_eq!(
+            texts(&lines),
+            vec![
+                "Traceback (most recent call",
+                "last):",
+                "  File \"app.py\", line 3, in",
+                "  <module>",
+                "    raise ValueError(\"the",
+                "    total went negative\")",
+            ]
+        );
+    }
+
+    #[test]
+    fn clusters_are_measured_whole() {
+        // A family (ZWJ sequence) and a flag are two columns each, not six and two.
+        let lines = wrap_text("👨‍👩‍👧🇫🇷 ab", Style::new(), 5, &[], &[]);
+        assert_eq!(texts(&lines), vec!["👨‍👩‍👧🇫🇷", "ab"]);
+        let lines = wrap(&[Span::raw("a👨‍👩‍👧bcd")], 4, &[], &[], Mode::Chars);
+        assert_eq!(texts(&lines), vec!["a👨‍👩‍👧b", "cd"]);
     }
 
     #[test]

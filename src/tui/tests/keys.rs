@@ -9,7 +9,7 @@ use tokio::sync::oneshot;
 use crate::engine::EngineEvent;
 use crate::permissions::{Mode, PermissionPrompt, PermissionReply};
 use crate::tui::app::test_support::{app, app_in};
-use crate::tui::app::{App, Effect, ExitReason};
+use crate::tui::app::{App, Effect, ExitReason, GRACE};
 use crate::tui::transcript::CellKind;
 use crate::tui::worker::{Job, Reply};
 
@@ -33,7 +33,7 @@ fn jobs(app: &mut App) -> Vec<Job> {
         .into_iter()
         .filter_map(|e| match e {
             Effect::Job(j) => Some(j),
-            Effect::IndexFiles | Effect::Edit(_) => None,
+            _ => None,
         })
         .collect()
 }
@@ -271,12 +271,10 @@ fn model_lists_the_configured_models_and_switching_is_a_job() {
     a.status.model_choices = vec!["claude-sonnet-4-5".into(), "ollama/qwen3-coder".into()];
     a.submit_text("/model");
     assert!(jobs(&mut a).is_empty());
-    let text = match a.transcript.cells().last() {
-        Some(CellKind::Info { title, markdown }) if title == "Model" => markdown.clone(),
-        other => panic!("{other:?}"),
-    };
-    assert!(text.contains("`claude-sonnet-4-5` (current)"), "{text}");
-    assert!(text.contains("`ollama/qwen3-coder`"), "{text}");
+    let p = a.picker.take().expect("model picker");
+    assert_eq!(p.items[0].label, "claude-sonnet-4-5");
+    assert!(p.items[0].detail.starts_with("current"), "{:?}", p.items[0]);
+    assert_eq!(p.items[1].label, "ollama/qwen3-coder");
     a.submit_text("/model ollama/qwen3-coder");
     assert!(matches!(&jobs(&mut a)[..], [Job::SetModel { model }] if model == "ollama/qwen3-coder"));
     a.on_reply(Reply::ModelSet {
@@ -402,6 +400,7 @@ fn permission(a: &mut App) -> oneshot::Receiver<PermissionReply> {
         input: json!({"command": "make"}),
         detail: "make".into(),
         suggested_rule: Some("Bash(make:*)".into()),
+        preview: Default::default(),
         reason: String::new(),
         suggestions: Vec::new(),
         reply: tx,
@@ -409,25 +408,29 @@ fn permission(a: &mut App) -> oneshot::Receiver<PermissionReply> {
     rx
 }
 
+/// The dialog arms once nothing was typed for the grace period (the loop's timer does this).
+fn pause(a: &mut App) {
+    a.tick(Instant::now() + GRACE + Duration::from_millis(10));
+}
+
 #[test]
 fn approval_keys_answer_the_engine() {
     let mut a = app();
     a.submit_text("build");
     let mut rx = permission(&mut a);
-    // Typing does not reach the editor while the modal is open.
-    typed(&mut a, "x");
-    assert!(a.editor.is_empty());
-    assert!(rx.try_recv().is_err(), "no answer yet");
+    pause(&mut a);
     key(&mut a, KeyCode::Char('1'));
     assert_eq!(rx.try_recv().unwrap(), PermissionReply::AllowOnce);
     assert!(a.approval.is_none());
 
     let mut rx = permission(&mut a);
+    pause(&mut a);
     key(&mut a, KeyCode::Down);
     key(&mut a, KeyCode::Enter);
     assert_eq!(rx.try_recv().unwrap(), PermissionReply::AllowAlways);
 
     let mut rx = permission(&mut a);
+    pause(&mut a);
     key(&mut a, KeyCode::Tab);
     typed(&mut a, "use ninja");
     key(&mut a, KeyCode::Backspace);
@@ -439,14 +442,96 @@ fn approval_keys_answer_the_engine() {
         }
     );
 
-    // Two requests at once are asked one after the other; Esc denies.
+    // Two requests at once are asked one after the other, each with its own grace; Esc denies.
     let mut first = permission(&mut a);
     let mut second = permission(&mut a);
+    pause(&mut a);
     key(&mut a, KeyCode::Esc);
     assert_eq!(first.try_recv().unwrap(), PermissionReply::Deny { feedback: None });
     assert!(a.approval.is_some());
-    key(&mut a, KeyCode::Char('y'));
+    key(&mut a, KeyCode::Char('1'));
+    assert!(second.try_recv().is_err(), "the second dialog was not armed yet");
+    pause(&mut a);
+    key(&mut a, KeyCode::Enter);
     assert_eq!(second.try_recv().unwrap(), PermissionReply::AllowOnce);
+    // The `1` typed too early stayed in the prompt box.
+    assert_eq!(a.editor.text(), "1");
+}
+
+#[test]
+fn type_ahead_never_answers_a_dialog() {
+    let mut a = app();
+    a.submit_text("build");
+    jobs(&mut a);
+    // Typing was under way when the dialog opened: every key, answers included, is text.
+    typed(&mut a, "add a t");
+    let mut rx = permission(&mut a);
+    typed(&mut a, "est 2 3 y");
+    key(&mut a, KeyCode::Char('a'));
+    assert!(rx.try_recv().is_err());
+    assert_eq!(a.editor.text(), "add a test 2 3 ya");
+    // A pause arms it; typing text again goes to the prompt and disarms it at once.
+    pause(&mut a);
+    assert!(a.approval.as_ref().unwrap().is_armed());
+    key(&mut a, KeyCode::Char('!'));
+    assert!(!a.approval.as_ref().unwrap().is_armed());
+    key(&mut a, KeyCode::Char('2'));
+    assert!(rx.try_recv().is_err());
+    assert_eq!(a.editor.text(), "add a test 2 3 ya!2");
+    // Enter during the grace period submits the prompt (queued behind the turn), not the dialog.
+    key(&mut a, KeyCode::Enter);
+    assert!(rx.try_recv().is_err());
+    assert_eq!(a.queue.len(), 1);
+    assert_eq!(a.queue[0].submission.text, "add a test 2 3 ya!2");
+    // A paste counts as typing too.
+    pause(&mut a);
+    a.on_paste("/exit", Instant::now());
+    assert!(!a.approval.as_ref().unwrap().is_armed());
+    assert_eq!(a.editor.text(), "/exit");
+    // Scroll keys move the preview and never answer.
+    key(&mut a, KeyCode::PageDown);
+    key(&mut a, KeyCode::PageUp);
+    assert!(rx.try_recv().is_err());
+    pause(&mut a);
+    key(&mut a, KeyCode::Char('3'));
+    assert_eq!(rx.try_recv().unwrap(), PermissionReply::Deny { feedback: None });
+    assert_eq!(a.editor.text(), "/exit");
+    assert!(a.exit.is_none());
+}
+
+#[test]
+fn waiting_for_approval_is_shown_and_left_out_of_the_duration() {
+    let mut a = app();
+    a.submit_text("build");
+    a.on_engine_event(EngineEvent::ToolStarted {
+        id: "b1".into(),
+        name: "Bash".into(),
+        input: json!({"command": "make"}),
+    });
+    let _rx = permission(&mut a);
+    let screen = super::text(&mut a, 80, 30);
+    assert!(screen.contains("Bash(make) · waiting for approval"), "{screen}");
+    std::thread::sleep(Duration::from_millis(60));
+    pause(&mut a);
+    key(&mut a, KeyCode::Char('1'));
+    let waited = match a.transcript.get(a.transcript.tool_index("b1").unwrap()) {
+        Some(CellKind::Tool(t)) => {
+            assert_eq!(t.status, crate::tui::transcript::ToolStatus::Running);
+            t.wait_ms
+        }
+        other => panic!("{other:?}"),
+    };
+    assert!(waited >= 60, "{waited}");
+    a.on_engine_event(EngineEvent::ToolFinished {
+        id: "b1".into(),
+        name: "Bash".into(),
+        content: crate::message::ToolResultContent::Text("built".into()),
+        is_error: false,
+        structured: json!({}),
+        duration_ms: waited + 25,
+    });
+    let screen = super::text(&mut a, 80, 30);
+    assert!(screen.contains("Bash(make) · approved once · 25 ms"), "{screen}");
 }
 
 #[test]
@@ -539,31 +624,46 @@ fn long_streams_freeze_finished_blocks_into_cells() {
 }
 
 #[test]
-fn resume_opens_a_picker_of_earlier_sessions() {
+fn resume_opens_a_searchable_picker_of_earlier_sessions() {
     use crate::message::ContentBlock;
     use crate::tui::sessions::{self, SessionPlace};
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().canonicalize().unwrap();
     let mut a = app_in(cwd.clone());
-    a.submit_text("/resume");
-    assert!(a.picker.is_none(), "no sessions yet");
     let place = SessionPlace {
         cwd: cwd.clone(),
         project_dir: cwd.join(".keel-projects"),
         persist: true,
     };
+    // The list is read by the engine task.
+    a.submit_text("/resume");
+    let (project_dir, exclude) = match &jobs(&mut a)[..] {
+        [Job::ListSessions { project_dir, exclude }] => (project_dir.clone(), exclude.clone()),
+        other => panic!("{other:?}"),
+    };
+    a.on_reply(Reply::Sessions(sessions::list(&project_dir, &exclude)));
+    assert!(a.picker.is_none(), "no sessions yet");
     let mut ids = Vec::new();
-    for prompt in ["older question", "newer question"] {
+    for prompt in ["older question about dates", "newer question about parsing"] {
         let mut s = sessions::fresh(&place, "m").unwrap();
         s.push_user(vec![ContentBlock::text(prompt)]);
         ids.push(s.id.clone());
         std::thread::sleep(Duration::from_millis(20));
     }
     a.submit_text("/resume");
+    jobs(&mut a);
+    a.on_reply(Reply::Sessions(sessions::list(&project_dir, &exclude)));
     let p = a.picker.as_ref().expect("picker open");
-    assert_eq!(p.sessions[0].first_prompt, "newer question");
-    assert!(super::text(&mut a, 80, 20).contains("Resume a session"));
-    key(&mut a, KeyCode::Down);
+    assert_eq!(p.items[0].label, "newer question about parsing");
+    assert!(p.items[0].detail.contains("1 messages"), "{:?}", p.items[0]);
+    let screen = super::text(&mut a, 90, 20);
+    assert!(
+        screen.contains("Resume a session") && screen.contains("Search:"),
+        "{screen}"
+    );
+    // Typing searches: only the older session matches.
+    typed(&mut a, "dates");
+    assert_eq!(a.picker.as_ref().unwrap().shown, vec![1]);
     key(&mut a, KeyCode::Enter);
     match &jobs(&mut a)[..] {
         [Job::Resume { path }] => assert!(path.ends_with(format!("{}.jsonl", ids[0]))),
@@ -576,6 +676,268 @@ fn resume_opens_a_picker_of_earlier_sessions() {
     a.on_reply(Reply::Failed("x".into()));
     a.submit_text("/resume no-such-id");
     assert!(jobs(&mut a).is_empty());
+}
+
+#[test]
+fn esc_esc_opens_rewind_and_the_prompt_comes_back_to_the_editor() {
+    use crate::checkpoint::{Point, PointKind};
+    use crate::tui::integration::Rewound;
+    let mut a = app();
+    let t0 = Instant::now();
+    a.on_key(KeyEvent::from(KeyCode::Esc), t0);
+    assert!(jobs(&mut a).is_empty(), "one Esc does nothing");
+    a.on_key(KeyEvent::from(KeyCode::Esc), t0 + Duration::from_millis(300));
+    assert!(matches!(&jobs(&mut a)[..], [Job::Rewind { arg: None }]));
+    let point = |n: u32, text: &str| Point {
+        point: n,
+        kind: PointKind::Prompt,
+        text: text.into(),
+        at: String::new(),
+        files_changed: 1,
+        not_restorable: 0,
+    };
+    a.on_reply(Reply::Rewound(Ok(Rewound {
+        text: String::new(),
+        history: None,
+        points: Some(vec![point(1, "add a flag"), point(2, "write the tests")]),
+        prompt: None,
+    })));
+    let p = a.picker.as_ref().expect("points picker");
+    assert_eq!(p.items[0].label, "write the tests", "newest first");
+    key(&mut a, KeyCode::Down);
+    key(&mut a, KeyCode::Enter);
+    let p = a.picker.as_ref().expect("what to restore");
+    assert_eq!(
+        p.kind,
+        crate::tui::app::PickerKind::RewindWhat {
+            point: 1,
+            prompt: "add a flag".into()
+        }
+    );
+    key(&mut a, KeyCode::Down);
+    key(&mut a, KeyCode::Enter);
+    assert!(matches!(&jobs(&mut a)[..], [Job::Rewind { arg: Some(arg) }] if arg == "1 conversation"));
+    a.on_reply(Reply::Rewound(Ok(Rewound {
+        text: "Rewound to before point 1.".into(),
+        history: Some(Vec::new()),
+        points: None,
+        prompt: Some("add a flag".into()),
+    })));
+    assert_eq!(a.editor.text(), "add a flag");
+}
+
+#[test]
+fn model_picker_switches_to_a_listed_or_typed_model() {
+    let mut a = app();
+    a.submit_text("/model");
+    let p = a.picker.as_ref().expect("model picker");
+    assert_eq!(p.items[0].label, "claude-sonnet-4-5");
+    assert!(p.items[0].detail.starts_with("current"));
+    typed(&mut a, "opus");
+    key(&mut a, KeyCode::Enter);
+    assert!(matches!(&jobs(&mut a)[..], [Job::SetModel { model }] if model == "claude-opus-4-5"));
+    a.on_reply(Reply::Failed("x".into()));
+    a.submit_text("/model");
+    typed(&mut a, "my-local-model");
+    assert!(a.picker.as_ref().unwrap().shown.is_empty());
+    key(&mut a, KeyCode::Enter);
+    assert!(matches!(&jobs(&mut a)[..], [Job::SetModel { model }] if model == "my-local-model"));
+}
+
+#[test]
+fn running_commands_show_their_live_output() {
+    let mut a = app();
+    a.submit_text("run");
+    a.on_engine_event(EngineEvent::ToolStarted {
+        id: "b1".into(),
+        name: "Bash".into(),
+        input: json!({"command": "make"}),
+    });
+    let sources = a.live_sources();
+    assert_eq!(sources.len(), 1);
+    assert!(
+        sources[0].path.ends_with("shell-output/b1.log"),
+        "{:?}",
+        sources[0].path
+    );
+    let later = Instant::now() + Duration::from_millis(1500);
+    a.on_live_output("b1", "compiling a\ncompiling b\n", 24, later);
+    assert_eq!(a.live_sources()[0].offset, 24);
+    let screen = super::text(&mut a, 80, 20);
+    assert!(
+        screen.contains("└ compiling a") && screen.contains("2 lines so far · 1.5 s"),
+        "{screen}"
+    );
+}
+
+#[test]
+fn todo_write_is_drawn_as_a_checklist() {
+    let mut a = app();
+    a.submit_text("plan");
+    let input = json!({"todos": [
+        {"content": "Read the code", "status": "completed", "activeForm": "Reading the code"},
+        {"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing the bug"}
+    ]});
+    a.on_engine_event(EngineEvent::ToolStarted {
+        id: "t1".into(),
+        name: "TodoWrite".into(),
+        input,
+    });
+    a.on_engine_event(EngineEvent::ToolFinished {
+        id: "t1".into(),
+        name: "TodoWrite".into(),
+        content: crate::message::ToolResultContent::Text("Task list updated: 2 items".into()),
+        is_error: false,
+        structured: json!({}),
+        duration_ms: 1,
+    });
+    let screen = super::text(&mut a, 80, 20);
+    assert!(screen.contains("✓ TodoWrite(2 items, 1 done)"), "{screen}");
+    assert!(
+        screen.contains("└ ✓ Read the code") && screen.contains("▶ Fixing the bug"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("\"todos\"") && !screen.contains("Task list updated"),
+        "{screen}"
+    );
+}
+
+#[test]
+fn compact_gives_one_notice_and_moves_the_gauge() {
+    let mut a = app();
+    a.status.context_tokens = 150_000;
+    assert_eq!(a.context_percent(), Some(75));
+    a.submit_text("/compact");
+    assert!(matches!(&jobs(&mut a)[..], [Job::Compact { .. }]));
+    a.on_engine_event(EngineEvent::Compacted {
+        trigger: crate::compact::autocompact::Trigger::Manual,
+        pre_tokens: 150_000,
+        post_tokens: 12_000,
+    });
+    a.on_reply(Reply::Totals(Default::default()));
+    a.on_reply(Reply::Compacted(Ok(crate::tui::integration::CompactReport {
+        tokens_before: Some(150_000),
+        tokens_after: Some(12_000),
+        note: "The conversation now starts from a hand-off.".into(),
+    })));
+    assert_eq!(a.context_percent(), Some(6));
+    let notices: Vec<String> = a
+        .transcript
+        .cells()
+        .filter_map(|c| match c {
+            CellKind::Notice { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(notices.len(), 1, "{notices:?}");
+    assert!(notices[0].contains("150000 → 12000") && notices[0].contains("starts from a hand-off"));
+    assert!(a.busy.is_none());
+}
+
+#[test]
+fn a_command_typed_during_a_stream_prints_after_the_answer_block() {
+    let mut a = app();
+    a.submit_text("explain");
+    a.on_engine_event(EngineEvent::RequestStarted { request: 1 });
+    a.on_engine_event(EngineEvent::TextDelta("The first half ".into()));
+    typed(&mut a, "/cost");
+    key(&mut a, KeyCode::Enter);
+    typed(&mut a, "/nosuchcommand");
+    key(&mut a, KeyCode::Enter);
+    a.on_engine_event(EngineEvent::TextDelta("and the second half.".into()));
+    let kinds = |a: &App| -> Vec<String> {
+        a.transcript
+            .cells()
+            .map(|c| match c {
+                CellKind::User { .. } => "user".to_string(),
+                CellKind::Assistant { text, .. } => format!("answer:{text}"),
+                CellKind::Info { title, .. } => format!("info:{title}"),
+                CellKind::Notice { .. } => "notice".to_string(),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    };
+    assert_eq!(kinds(&a), vec!["user", "answer:The first half and the second half."]);
+    a.on_engine_event(EngineEvent::Assistant {
+        id: "m".into(),
+        model: "claude-sonnet-4-5".into(),
+        message: crate::message::Message::assistant(vec![crate::message::ContentBlock::text(
+            "The first half and the second half.",
+        )]),
+        stop_reason: "end_turn".into(),
+        usage: Default::default(),
+    });
+    assert_eq!(
+        kinds(&a),
+        vec![
+            "user",
+            "answer:The first half and the second half.",
+            "info:Cost",
+            "notice"
+        ]
+    );
+    // When nothing streams, a command prints at once.
+    typed(&mut a, "/help");
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(kinds(&a).last().unwrap(), "info:Help");
+}
+
+#[test]
+fn ctrl_r_searches_the_history_and_up_recalls_queued_prompts() {
+    let mut a = app();
+    a.editor.set_history(vec![
+        "cargo build".into(),
+        "git status".into(),
+        "cargo test --all".into(),
+    ]);
+    typed(&mut a, "draft");
+    ctrl(&mut a, 'r');
+    typed(&mut a, "cargo");
+    assert_eq!(a.search_preview(), Some(("cargo", "cargo test --all")));
+    let screen = super::text(&mut a, 60, 16);
+    assert!(
+        screen.contains("search history: cargo") && screen.contains("cargo test --all"),
+        "{screen}"
+    );
+    ctrl(&mut a, 'r');
+    assert_eq!(a.search_preview(), Some(("cargo", "cargo build")));
+    // Esc gives the draft back; Enter takes the match into the prompt (it is not sent).
+    key(&mut a, KeyCode::Esc);
+    assert_eq!(a.editor.text(), "draft");
+    ctrl(&mut a, 'r');
+    typed(&mut a, "stat");
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.editor.text(), "git status");
+    assert!(jobs(&mut a).is_empty());
+    // Submitted prompts go to the history file.
+    key(&mut a, KeyCode::Enter);
+    let effects = a.take_effects();
+    assert!(
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::RememberPrompt(t) if t == "git status")),
+        "{effects:?}"
+    );
+    // Up on an empty prompt takes back the last queued prompt.
+    a.submit_text("second");
+    a.submit_text("third");
+    assert_eq!(a.queue.len(), 2);
+    key(&mut a, KeyCode::Up);
+    assert_eq!(a.editor.text(), "third");
+    assert_eq!(a.queue.len(), 1);
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.queue.len(), 2);
+    // Ctrl+G hands the prompt to the editor.
+    typed(&mut a, "long prompt");
+    ctrl(&mut a, 'g');
+    assert!(
+        a.take_effects()
+            .iter()
+            .any(|e| matches!(e, Effect::EditPrompt(t) if t == "long prompt"))
+    );
+    a.set_prompt("edited\nin vi");
+    assert_eq!(a.editor.text(), "edited\nin vi");
 }
 
 #[test]

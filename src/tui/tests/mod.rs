@@ -65,7 +65,10 @@ pub fn dump(buf: &Buffer) -> String {
 /// Draws the whole app at `width`×`height` and dumps the screen.
 pub fn screen(app: &mut App, width: u16, height: u16, now: Instant) -> String {
     let mut term = Terminal::new(TestBackend::new(width, height)).unwrap();
-    term.draw(|f| ui::draw(f, app, now)).unwrap();
+    term.draw(|f| {
+        ui::draw(f, app, now);
+    })
+    .unwrap();
     dump(term.backend().buffer())
 }
 

@@ -9,6 +9,7 @@ use tokio::sync::oneshot;
 use super::screen;
 use crate::engine::{EngineEvent, NoticeLevel, ResultSubtype, TurnOutcome};
 use crate::message::{ContentBlock, Message, ToolResultContent, Usage};
+use crate::permissions::preview::{Body, Preview};
 use crate::permissions::{Mode, PermissionPrompt, PermissionReply};
 use crate::tools::{Todo, TodoStatus};
 use crate::tui::app::App;
@@ -296,15 +297,24 @@ fn status_line_idle_busy_and_modes() {
     assert_snapshot!("status_narrow", narrow.lines().nth(9).unwrap());
 }
 
-fn prompt(detail: &str, rule: Option<&str>, input: Value) -> (PermissionPrompt, oneshot::Receiver<PermissionReply>) {
+fn prompt(
+    tool: &str,
+    input: Value,
+    rule: Option<&str>,
+    body: Body,
+) -> (PermissionPrompt, oneshot::Receiver<PermissionReply>) {
     let (tx, rx) = oneshot::channel();
     (
         PermissionPrompt {
             tool_use_id: "b1".into(),
-            tool_name: input.get("command").map(|_| "Bash").unwrap_or("Edit").into(),
+            tool_name: tool.into(),
             input,
-            detail: detail.into(),
+            detail: String::new(),
             suggested_rule: rule.map(str::to_string),
+            preview: Preview {
+                reason: "no allow rule matches it".into(),
+                body,
+            },
             reason: String::new(),
             suggestions: Vec::new(),
             reply: tx,
@@ -313,24 +323,42 @@ fn prompt(detail: &str, rule: Option<&str>, input: Value) -> (PermissionPrompt, 
     )
 }
 
+fn arm(a: &mut App) {
+    a.tick(Instant::now() + crate::tui::app::GRACE + Duration::from_millis(1));
+}
+
 #[test]
 fn approval_modal_for_a_command() {
     let mut a = app();
     a.submit_text("run the tests");
+    let command = "npm test -- --watch=false --reporter=verbose --coverage --testPathPattern='src/(billing|orders)/.*\\.test\\.ts$'";
     let (p, _rx) = prompt(
-        "npm test -- --watch=false",
+        "Bash",
+        json!({"command": command}),
         Some("Bash(npm test:*)"),
-        json!({"command": "npm test -- --watch=false"}),
+        Body::Command {
+            command: command.into(),
+            description: Some("Run the billing and order tests with coverage".into()),
+        },
     );
     events(
         &mut a,
         vec![
-            tool_started("b1", "Bash", json!({"command": "npm test -- --watch=false"})),
+            tool_started("b1", "Bash", json!({"command": command})),
             EngineEvent::PermissionRequest(p),
         ],
     );
     let now = a.busy.as_ref().unwrap().since;
-    assert_snapshot!("approval_command", screen(&mut a, W, 20, now));
+    // Typed while the dialog opened: it stays in the prompt box, the choices are not active yet.
+    for c in "and then".chars() {
+        a.on_key(
+            crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Char(c)),
+            Instant::now(),
+        );
+    }
+    assert_snapshot!("approval_command_unarmed", screen(&mut a, W, 22, now));
+    arm(&mut a);
+    assert_snapshot!("approval_command", screen(&mut a, W, 22, now));
     a.on_key(
         crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Tab),
         Instant::now(),
@@ -341,43 +369,87 @@ fn approval_modal_for_a_command() {
             Instant::now(),
         );
     }
-    assert_snapshot!("approval_feedback", screen(&mut a, W, 20, now));
+    assert_snapshot!("approval_feedback", screen(&mut a, W, 22, now));
 }
 
 #[test]
-fn approval_modal_shows_the_diff() {
+fn approval_modal_shows_the_diff_with_file_line_numbers() {
     let mut a = app();
     a.submit_text("edit");
-    let detail = "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -10,3 +10,3 @@\n fn total() {\n-    a + b\n+    a - b\n }\n";
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lib.rs");
+    let text: String = (1..=30).map(|i| format!("    let v{i} = {i};\n")).collect();
+    std::fs::write(&file, &text).unwrap();
+    let input = json!({"file_path": file, "old_string": "    let v12 = 12;\n", "new_string": "    let v12 = 12 * 2;\n    check(v12);\n"});
+    let mut preview = crate::permissions::preview::build("Edit", &input, dir.path(), "edits need approval");
+    // The snapshot shows the path as it would be inside the workspace.
+    if let Body::Diff { path, .. } = &mut preview.body {
+        *path = "/work/proj/src/lib.rs".into();
+    }
+    let (p, _rx) = prompt("Edit", input, None, preview.body);
+    events(&mut a, vec![EngineEvent::PermissionRequest(p)]);
+    arm(&mut a);
+    let now = a.busy.as_ref().unwrap().since;
+    assert_snapshot!("approval_diff", screen(&mut a, W, 24, now));
+    let s = super::text(&mut a, W, 24);
+    assert!(
+        s.contains("12 -    let v12 = 12;") && s.contains("12 +    let v12 = 12 * 2;"),
+        "{s}"
+    );
+    assert!(
+        s.contains("13 +    check(v12);") && s.contains("16      let v15 = 15;"),
+        "{s}"
+    );
+    assert!(
+        !s.contains("---") && !s.contains("+++") && !s.contains("No newline"),
+        "{s}"
+    );
+}
+
+#[test]
+fn approval_modal_scrolls_a_long_new_file() {
+    let mut a = app();
+    a.submit_text("write it");
+    let content: String = (1..=120).map(|i| format!("print({i})\n")).collect();
     let (p, _rx) = prompt(
-        detail,
+        "Write",
+        json!({"file_path": "/work/proj/gen.py", "content": content}),
         None,
-        json!({"file_path": "/work/proj/src/lib.rs", "old_string": "a + b", "new_string": "a - b"}),
+        Body::NewFile {
+            path: "/work/proj/gen.py".into(),
+            content: content.clone(),
+        },
     );
     events(&mut a, vec![EngineEvent::PermissionRequest(p)]);
+    arm(&mut a);
     let now = a.busy.as_ref().unwrap().since;
-    let s = screen(&mut a, W, 22, now);
-    assert_snapshot!("approval_diff", s);
-    assert!(s.contains("-    a + b") && s.contains("+    a - b"));
+    let s = super::text(&mut a, W, 24);
+    assert!(
+        s.contains("Write gen.py · new file · 120 lines") && s.contains("1 │ print(1)"),
+        "{s}"
+    );
+    assert!(s.contains("lines 1–"), "{s}");
+    // The prompt box is still there below the dialog.
+    assert!(s.contains("Ask keel"), "{s}");
+    a.on_key(
+        crossterm::event::KeyEvent::from(crossterm::event::KeyCode::End),
+        Instant::now(),
+    );
+    assert_snapshot!("approval_write_scrolled_to_the_end", screen(&mut a, W, 24, now));
+    let s = super::text(&mut a, W, 24);
+    assert!(s.contains("120 │ print(120)") && s.contains("of 120"), "{s}");
+    assert!(a.approval.is_some(), "scrolling answers nothing");
 }
 
 #[test]
 fn approval_modal_for_a_plan_offers_the_next_mode() {
     let mut a = app();
     a.submit_text("plan the change");
-    let (tx, _rx) = tokio::sync::oneshot::channel();
     let plan = "1. Add a --verbose flag in src/cli.rs\n2. Log each request\n3. Run cargo test";
-    let p = PermissionPrompt {
-        tool_use_id: "p1".into(),
-        tool_name: "ExitPlanMode".into(),
-        input: json!({"plan": plan}),
-        detail: format!("{plan}\n\n(approve the plan to leave plan mode)"),
-        suggested_rule: None,
-        reason: String::new(),
-        suggestions: Vec::new(),
-        reply: tx,
-    };
+    let (mut p, _rx) = prompt("ExitPlanMode", json!({"plan": plan}), None, Body::Plan(plan.into()));
+    p.preview.reason = "approve the plan to leave plan mode".into();
     events(&mut a, vec![EngineEvent::PermissionRequest(p)]);
+    arm(&mut a);
     let now = a.busy.as_ref().unwrap().since;
     let s = screen(&mut a, W, 22, now);
     assert_snapshot!("approval_plan", s);
@@ -466,10 +538,11 @@ fn permissions_and_hooks_reports() {
     use crate::tui::worker::{Job, Reply};
     let mut a = app();
     a.submit_text("/permissions");
-    assert!(matches!(
-        &a.take_effects()[..],
-        [crate::tui::app::Effect::Job(Job::Permissions)]
-    ));
+    assert!(
+        a.take_effects()
+            .iter()
+            .any(|e| matches!(e, crate::tui::app::Effect::Job(Job::Permissions)))
+    );
     a.on_reply(Reply::Permissions(Ok(PermissionsReport {
         rule_sets: vec![RuleSet {
             source: ".claude/settings.json".into(),
@@ -487,4 +560,38 @@ fn permissions_and_hooks_reports() {
         source: ".claude/settings.json".into(),
     }])));
     assert_snapshot!("permissions_and_hooks", screen(&mut a, W, 24, Instant::now()));
+}
+
+#[test]
+fn live_output_checklists_tracebacks_and_narrow_tables() {
+    let mut a = app();
+    a.submit_text("work");
+    let todos = json!({"todos": [
+        {"content": "Read the code", "status": "completed", "activeForm": "Reading the code"},
+        {"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing the bug"},
+        {"content": "Run the tests", "status": "pending", "activeForm": "Running the tests"}
+    ]});
+    let traceback = "Traceback (most recent call last):\n  File \"/srv/app/billing/orders.py\", line 12, in <module>\n    main()\nValueError: negative total\n\nExit code 1";
+    events(
+        &mut a,
+        vec![
+            tool_started("t1", "TodoWrite", todos),
+            tool_finished("t1", "TodoWrite", "Task list updated.", false, Value::Null, 1),
+            tool_started("b1", "Bash", json!({"command": "python orders.py"})),
+            tool_finished("b1", "Bash", traceback, true, Value::Null, 40),
+            EngineEvent::TextDelta(
+                "| step | detail |\n|---|---|\n| parse | reads the configuration file and validates every key |\n"
+                    .into(),
+            ),
+            tool_started("b2", "Bash", json!({"command": "cargo build"})),
+        ],
+    );
+    a.on_live_output(
+        "b2",
+        "   Compiling serde v1.0\n   Compiling tokio v1.4\n   Compiling keel v0.1\n",
+        80,
+        Instant::now() + Duration::from_millis(12_500),
+    );
+    let now = a.busy.as_ref().unwrap().since;
+    assert_snapshot!("new_cells", screen(&mut a, 56, 34, now));
 }

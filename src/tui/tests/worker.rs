@@ -90,6 +90,16 @@ fn start_with(
     }
 }
 
+impl Harness {
+    /// The next reply that ends a job (the totals sent before each are checked and skipped).
+    async fn reply(&mut self) -> Reply {
+        match self.replies.recv().await.unwrap() {
+            Reply::Totals(_) => self.replies.recv().await.unwrap(),
+            other => panic!("the engine's totals come before each reply, got {other:?}"),
+        }
+    }
+}
+
 fn drain(events: &mut mpsc::UnboundedReceiver<EngineEvent>) -> Vec<EngineEvent> {
     let mut out = Vec::new();
     while let Ok(e) = events.try_recv() {
@@ -107,7 +117,7 @@ async fn turns_attach_mentions_and_shell_output_joins_the_next_prompt() {
             cancel: CancellationToken::new(),
         })
         .unwrap();
-    match h.replies.recv().await.unwrap() {
+    match h.reply().await {
         Reply::ShellDone(r) => assert_eq!(r.output, "from-the-shell\n"),
         other => panic!("{other:?}"),
     }
@@ -117,7 +127,7 @@ async fn turns_attach_mentions_and_shell_output_joins_the_next_prompt() {
             cancel: CancellationToken::new(),
         })
         .unwrap();
-    assert!(matches!(h.replies.recv().await.unwrap(), Reply::TurnDone));
+    assert!(matches!(h.reply().await, Reply::TurnDone));
     let evs = drain(&mut h.events);
     assert!(
         evs.iter()
@@ -152,11 +162,11 @@ async fn clear_starts_a_new_session_and_keeps_the_mode() {
             cancel: CancellationToken::new(),
         })
         .unwrap();
-    h.replies.recv().await.unwrap();
+    h.reply().await;
     h.jobs.send(Job::SetModel { model: "opus".into() }).unwrap();
-    assert!(matches!(h.replies.recv().await.unwrap(), Reply::ModelSet { model, .. } if model == "claude-opus-4-5"));
+    assert!(matches!(h.reply().await, Reply::ModelSet { model, .. } if model == "claude-opus-4-5"));
     h.jobs.send(Job::Clear).unwrap();
-    let s = match h.replies.recv().await.unwrap() {
+    let s = match h.reply().await {
         Reply::Session(s) => s,
         other => panic!("{other:?}"),
     };
@@ -169,7 +179,7 @@ async fn clear_starts_a_new_session_and_keeps_the_mode() {
             path: h.cwd.join(".home/projects/p/first.jsonl"),
         })
         .unwrap();
-    match h.replies.recv().await.unwrap() {
+    match h.reply().await {
         Reply::Session(r) => {
             assert_eq!(r.id, "first");
             assert_eq!(r.history.len(), 2);
@@ -195,14 +205,14 @@ async fn clear_gives_the_new_session_its_own_spawn_budget() {
         cancel: CancellationToken::new(),
     };
     h.jobs.send(turn("first")).unwrap();
-    assert!(matches!(h.replies.recv().await.unwrap(), Reply::TurnDone));
+    assert!(matches!(h.reply().await, Reply::TurnDone));
     h.jobs.send(Job::Clear).unwrap();
-    let s = match h.replies.recv().await.unwrap() {
+    let s = match h.reply().await {
         Reply::Session(s) => s,
         other => panic!("{other:?}"),
     };
     h.jobs.send(turn("second")).unwrap();
-    assert!(matches!(h.replies.recv().await.unwrap(), Reply::TurnDone));
+    assert!(matches!(h.reply().await, Reply::TurnDone));
     let transcript = std::fs::read_to_string(h.cwd.join(format!(".home/projects/p/{}.jsonl", s.id))).unwrap();
     assert!(transcript.contains("done two"), "{transcript}");
     assert!(!transcript.contains("agents.maxTotal"), "{transcript}");
@@ -212,9 +222,9 @@ async fn clear_gives_the_new_session_its_own_spawn_budget() {
 async fn permission_and_hook_commands_report_the_engine_state() {
     let mut h = start(r#"{"turns": [{"text": "x"}]}"#);
     h.jobs.send(Job::Hooks).unwrap();
-    assert!(matches!(h.replies.recv().await.unwrap(), Reply::Hooks(Ok(v)) if v.is_empty()));
+    assert!(matches!(h.reply().await, Reply::Hooks(Ok(v)) if v.is_empty()));
     h.jobs.send(Job::Permissions).unwrap();
-    match h.replies.recv().await.unwrap() {
+    match h.reply().await {
         Reply::Permissions(Ok(r)) => {
             assert!(r.rule_sets.is_empty());
             assert!(r.additional_directories.is_empty());
@@ -264,7 +274,7 @@ async fn model_switches_provider_and_saves_the_choice() {
             model: "local/gpt-4o".into(),
         })
         .unwrap();
-    match h.replies.recv().await.unwrap() {
+    match h.reply().await {
         Reply::ModelSet { model, notes } => {
             assert_eq!(model, "local/gpt-4o");
             assert!(notes.iter().any(|n| n.contains("Saved as the default")), "{notes:?}");
@@ -280,7 +290,7 @@ async fn model_switches_provider_and_saves_the_choice() {
             cancel: CancellationToken::new(),
         })
         .unwrap();
-    assert!(matches!(h.replies.recv().await.unwrap(), Reply::TurnDone));
+    assert!(matches!(h.reply().await, Reply::TurnDone));
     let outcome = drain(&mut h.events)
         .into_iter()
         .find_map(|e| match e {
@@ -299,7 +309,7 @@ async fn model_switches_provider_and_saves_the_choice() {
             model: "keyless/m".into(),
         })
         .unwrap();
-    match h.replies.recv().await.unwrap() {
+    match h.reply().await {
         Reply::Failed(e) => assert!(e.contains("KEEL_TEST_NEVER_SET_7"), "{e}"),
         other => panic!("{other:?}"),
     }
@@ -317,7 +327,7 @@ async fn rewind_lists_points_and_restores_files_and_conversation() {
         crate::permissions::Mode::BypassPermissions,
     );
     h.jobs.send(Job::Rewind { arg: None }).unwrap();
-    match h.replies.recv().await.unwrap() {
+    match h.reply().await {
         Reply::Rewound(Ok(r)) => assert!(r.text.contains("Nothing to rewind yet"), "{}", r.text),
         other => panic!("{other:?}"),
     }
@@ -328,12 +338,12 @@ async fn rewind_lists_points_and_restores_files_and_conversation() {
                 cancel: CancellationToken::new(),
             })
             .unwrap();
-        assert!(matches!(h.replies.recv().await.unwrap(), Reply::TurnDone));
+        assert!(matches!(h.reply().await, Reply::TurnDone));
     }
     drain(&mut h.events);
     assert!(h.cwd.join("made.txt").is_file(), "the second prompt wrote the file");
     h.jobs.send(Job::Rewind { arg: None }).unwrap();
-    match h.replies.recv().await.unwrap() {
+    match h.reply().await {
         Reply::Rewound(Ok(r)) => {
             assert!(
                 r.text.contains("1  prompt  1 file(s) changed since  first"),
@@ -353,7 +363,7 @@ async fn rewind_lists_points_and_restores_files_and_conversation() {
             arg: Some("2 preview".into()),
         })
         .unwrap();
-    match h.replies.recv().await.unwrap() {
+    match h.reply().await {
         Reply::Rewound(Ok(r)) => {
             assert!(r.text.contains("restore ") && r.text.contains("made.txt"), "{}", r.text);
             assert!(r.history.is_none());
@@ -362,7 +372,7 @@ async fn rewind_lists_points_and_restores_files_and_conversation() {
     }
     assert!(h.cwd.join("made.txt").is_file(), "a preview changes nothing");
     h.jobs.send(Job::Rewind { arg: Some("2".into()) }).unwrap();
-    match h.replies.recv().await.unwrap() {
+    match h.reply().await {
         Reply::Rewound(Ok(r)) => {
             assert!(r.text.contains("1 file(s) restored"), "{}", r.text);
             let history = r.history.expect("the conversation was rewound");
@@ -376,7 +386,7 @@ async fn rewind_lists_points_and_restores_files_and_conversation() {
             arg: Some("9 code".into()),
         })
         .unwrap();
-    match h.replies.recv().await.unwrap() {
+    match h.reply().await {
         Reply::Rewound(Err(e)) => assert!(e.contains("no point 9"), "{e}"),
         other => panic!("{other:?}"),
     }

@@ -22,6 +22,8 @@ const COLLAPSED_SHELL_LINES: usize = 8;
 pub enum ToolStatus {
     /// The model is still writing the call.
     Streaming,
+    /// An approval dialog asks about this call.
+    Waiting,
     Running,
     Ok,
     Error,
@@ -41,6 +43,16 @@ pub struct ToolCell {
     pub output: String,
     pub structured: Value,
     pub expanded: bool,
+    /// How the user answered an approval dialog for this call.
+    pub approval: Option<String>,
+    /// Time spent waiting for that answer (left out of the duration shown).
+    pub wait_ms: u64,
+    /// The diff the user approved (file line numbers), shown instead of the edit's strings.
+    pub approved_preview: Option<crate::permissions::preview::Body>,
+    /// A command's output while it runs.
+    pub live: Option<super::live::LiveOutput>,
+    /// When the call started running (after any approval), for the live elapsed time.
+    pub run_started: Option<std::time::Instant>,
 }
 
 impl ToolCell {
@@ -55,13 +67,29 @@ impl ToolCell {
             output: String::new(),
             structured: Value::Null,
             expanded: false,
+            approval: None,
+            wait_ms: 0,
+            approved_preview: None,
+            live: None,
+            run_started: None,
         };
         cell.set_input(input, cwd);
         cell
     }
 
     pub fn set_input(&mut self, input: Value, cwd: &Path) {
-        let summary = crate::tools::summarize_input(&input);
+        let summary = match input.get("todos").and_then(Value::as_array) {
+            // A task list is drawn as a checklist; its JSON would only repeat it.
+            Some(items) if self.name == "TodoWrite" => {
+                let done = items.iter().filter(|i| i["status"] == "completed").count();
+                format!(
+                    "{} item{}, {done} done",
+                    items.len(),
+                    if items.len() == 1 { "" } else { "s" }
+                )
+            }
+            _ => crate::tools::summarize_input(&input),
+        };
         let prefix = format!("{}/", cwd.display());
         self.summary = summary.strip_prefix(&prefix).map(str::to_string).unwrap_or(summary);
         self.input = input;
@@ -69,6 +97,11 @@ impl ToolCell {
 
     /// The diff this call makes, when it edits a file.
     pub fn diff(&self) -> Option<Vec<DiffLine>> {
+        if let Some(body) = &self.approved_preview
+            && let Some(lines) = diff::from_preview(body)
+        {
+            return Some(lines);
+        }
         if let Some(patch) = self.structured.get("structuredPatch")
             && let Some(lines) = diff::from_structured_patch(patch)
             && !lines.is_empty()
@@ -113,7 +146,7 @@ pub enum CellKind {
         text: String,
         streaming: bool,
     },
-    Tool(ToolCell),
+    Tool(Box<ToolCell>),
     Shell(ShellCell),
     Notice {
         level: NoticeLevel,
@@ -123,6 +156,11 @@ pub enum CellKind {
     Info {
         title: String,
         markdown: String,
+    },
+    /// Where the conversation was compacted: keel's hand-off document (not something the
+    /// user typed), folded until Ctrl+O.
+    Handoff {
+        text: String,
     },
     /// Pre-drawn lines (e.g. the /context grid), clipped to the width.
     Lines {
@@ -172,6 +210,24 @@ impl CellKind {
                 lines.extend(body);
                 lines
             }
+            CellKind::Handoff { text } => {
+                let style = theme::dim().add_modifier(Modifier::ITALIC);
+                let mut lines = vec![Line::from(vec![
+                    Span::styled("✻ ", theme::accent()),
+                    Span::styled(
+                        "Conversation compacted: what is above was summarised into a hand-off",
+                        style,
+                    ),
+                ])];
+                if expand_all {
+                    let mut body = markdown::render(text, width - 4);
+                    indent(&mut body, "    ");
+                    lines.extend(body);
+                } else {
+                    lines[0].spans.push(Span::styled(" (Ctrl+O to show it)", theme::dim()));
+                }
+                lines
+            }
             CellKind::Lines { title, lines } => {
                 let mut out = vec![Line::from(Span::styled(title.clone(), theme::heading()))];
                 out.extend(lines.iter().cloned());
@@ -208,6 +264,7 @@ fn thinking(text: &str, streaming: bool, width: usize, expanded: bool) -> Vec<Li
 fn status_mark(status: ToolStatus) -> (&'static str, Style) {
     match status {
         ToolStatus::Streaming | ToolStatus::Running => ("○", theme::accent()),
+        ToolStatus::Waiting => ("?", theme::warning()),
         ToolStatus::Ok => ("✓", theme::ok()),
         ToolStatus::Error => ("✗", theme::error()),
         ToolStatus::Denied => ("⊘", theme::warning()),
@@ -245,6 +302,7 @@ fn tool(t: &ToolCell, width: usize, expanded: bool) -> Vec<Line<'static>> {
     let state = match t.status {
         ToolStatus::Streaming => Some("preparing…".to_string()),
         ToolStatus::Running => Some("running…".to_string()),
+        ToolStatus::Waiting => Some("waiting for approval".to_string()),
         ToolStatus::Denied => Some("denied".to_string()),
         ToolStatus::Interrupted => Some("interrupted".to_string()),
         _ => None,
@@ -252,6 +310,11 @@ fn tool(t: &ToolCell, width: usize, expanded: bool) -> Vec<Line<'static>> {
     let mut tail = Vec::new();
     if let Some(s) = state {
         tail.push(s);
+    }
+    if let Some(a) = &t.approval
+        && t.status != ToolStatus::Denied
+    {
+        tail.push(a.clone());
     }
     if let Some(ms) = t.duration_ms {
         tail.push(format_duration(ms));
@@ -264,7 +327,26 @@ fn tool(t: &ToolCell, width: usize, expanded: bool) -> Vec<Line<'static>> {
     let first = [Span::styled("  └ ", theme::dim())];
     let rest = [Span::raw("    ")];
     let body_width = width;
-    if matches!(t.status, ToolStatus::Streaming | ToolStatus::Running) {
+    if t.status == ToolStatus::Running
+        && let Some(live) = t
+            .live
+            .as_ref()
+            .filter(|l| l.elapsed_ms >= crate::tui::app::LIVE_AFTER_MS)
+    {
+        lines.extend(live.render(width));
+        return lines;
+    }
+    if matches!(
+        t.status,
+        ToolStatus::Streaming | ToolStatus::Running | ToolStatus::Waiting
+    ) {
+        return lines;
+    }
+    if t.status == ToolStatus::Ok
+        && t.name == "TodoWrite"
+        && let Some(list) = super::todos::checklist(&t.input, width)
+    {
+        lines.extend(list);
         return lines;
     }
     if t.status == ToolStatus::Ok

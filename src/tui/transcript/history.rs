@@ -12,9 +12,27 @@ use crate::tui::shell;
 /// The marker the engine leaves when a turn is interrupted.
 const INTERRUPTED: &str = "[Request interrupted by user]";
 
+fn is_handoff(m: &Message) -> bool {
+    matches!(m.content.first(), Some(ContentBlock::Text { text, .. }) if text.starts_with(crate::compact::autocompact::handoff::LEAD))
+}
+
 pub fn fill(t: &mut Transcript, history: &[Message], cwd: &Path) {
     for message in history {
         match message.role {
+            // The message that starts a compacted conversation is keel's, never the user's.
+            Role::User if is_handoff(message) => {
+                let text: Vec<&str> = message
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        ContentBlock::Text { text, .. } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                t.push(CellKind::Handoff {
+                    text: text.join("\n\n"),
+                });
+            }
             Role::User => {
                 let mut text = String::new();
                 let mut attached = Vec::new();
@@ -94,7 +112,7 @@ pub fn fill(t: &mut Transcript, history: &[Message], cwd: &Path) {
                             let mut cell = ToolCell::new(id, name, input.clone(), cwd);
                             // Until its result is seen: the transcript repair gives every call one.
                             cell.status = ToolStatus::Interrupted;
-                            t.push(CellKind::Tool(cell));
+                            t.push(CellKind::Tool(Box::new(cell)));
                         }
                         _ => {}
                     }

@@ -6,6 +6,9 @@
 
 pub mod cells;
 pub mod history;
+pub mod live;
+pub mod resumed;
+pub mod todos;
 
 use std::collections::HashMap;
 
