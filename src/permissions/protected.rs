@@ -240,7 +240,16 @@ pub fn is_credential_name(name: &str) -> bool {
 /// Credential files read only when an allow rule names them.
 pub fn credential_reason(path: &Path, home: Option<&Path>) -> Option<String> {
     let name = path.file_name()?.to_str()?;
-    let in_secret_dir = home.is_some_and(|h| HOME_CREDENTIALS.iter().any(|c| path.starts_with(h.join(c))));
+    // Called for every file a search visits: strip the home once and compare first components
+    // before whole prefixes, with no allocation.
+    let in_secret_dir = home
+        .and_then(|h| path.strip_prefix(h).ok())
+        .and_then(|rel| Some((rel, rel.components().next()?)))
+        .is_some_and(|(rel, first)| {
+            HOME_CREDENTIALS
+                .iter()
+                .any(|c| Path::new(c).components().next() == Some(first) && rel.starts_with(c))
+        });
     let system = SYSTEM_CREDENTIALS.iter().any(|c| path.starts_with(c)) && !path.starts_with("/etc/ssh/ssh_config");
     (is_credential_name(name) || in_secret_dir || system).then(|| format!("{} may hold credentials", path.display()))
 }
