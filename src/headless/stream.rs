@@ -116,21 +116,22 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
                     current: &current_spec,
                 };
                 match control::initialize(&mut engine, &init, &link, &view) {
-                Ok((answer, warnings)) => {
-                    for w in warnings {
-                        eprintln!("keel: warning: {w}");
+                    Ok((answer, warnings)) => {
+                        for w in warnings {
+                            eprintln!("keel: warning: {w}");
+                        }
+                        dynamic_pending |= init.exclude_dynamic_sections == Some(true);
+                        if let Some(forward) = init.forward_subagent_text {
+                            forward_subagent_text.store(forward, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        out.line(&codec::success(&id, answer));
+                        if let (Some(hub), false) = (engine.session.shared.mcp.clone(), init.sdk_mcp_servers.is_empty())
+                        {
+                            let names = init.sdk_mcp_servers.clone();
+                            connecting.push(tokio::spawn(mcp_relay::connect_named(hub, link.clone(), names)));
+                        }
                     }
-                    dynamic_pending |= init.exclude_dynamic_sections == Some(true);
-                    if let Some(forward) = init.forward_subagent_text {
-                        forward_subagent_text.store(forward, std::sync::atomic::Ordering::Relaxed);
-                    }
-                    out.line(&codec::success(&id, answer));
-                    if let (Some(hub), false) = (engine.session.shared.mcp.clone(), init.sdk_mcp_servers.is_empty()) {
-                        let names = init.sdk_mcp_servers.clone();
-                        connecting.push(tokio::spawn(mcp_relay::connect_named(hub, link.clone(), names)));
-                    }
-                }
-                Err(e) => out.line(&codec::error(&id, &e)),
+                    Err(e) => out.line(&codec::error(&id, &e)),
                 }
             }
             Command::SetModel(change) => {

@@ -487,7 +487,9 @@ async fn initialize_describes_an_openai_session() {
     assert_eq!(listed[..2], ["default", "gpt-4.1"], "{answer}");
     assert!(listed.contains(&"local/qwen3-coder".to_string()), "{listed:?}");
     assert!(
-        !listed.iter().any(|v| ["sonnet", "opus", "haiku", "claude"].iter().any(|c| v.contains(c))),
+        !listed
+            .iter()
+            .any(|v| ["sonnet", "opus", "haiku", "claude"].iter().any(|c| v.contains(c))),
         "no Claude model on an OpenAI session: {listed:?}"
     );
     assert_eq!(answer["models"][0]["resolvedModel"], "gpt-4.1");

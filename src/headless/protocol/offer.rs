@@ -165,7 +165,11 @@ mod tests {
         let r = routes(Kind::OpenAi, Some("ollama/qwen3-coder"), "gpt-4.1");
         let list = models(Some(&r), "gpt-4.1", "ollama/llama3.3");
         let v = values(&list);
-        assert_eq!(v[..2], ["default", "ollama/llama3.3"], "default, then the current model");
+        assert_eq!(
+            v[..2],
+            ["default", "ollama/llama3.3"],
+            "default, then the current model"
+        );
         for want in ["gpt-4.1", "ollama/qwen3-coder"] {
             assert!(v.contains(&want), "{want} missing from {v:?}");
         }
@@ -176,10 +180,14 @@ mod tests {
         let gpt = list.iter().find(|m| m["value"] == "gpt-4.1").unwrap();
         assert_eq!(gpt["provider"], "openai");
         let mut unique = v.clone();
+        unique.sort_unstable();
         unique.dedup();
         assert_eq!(unique.len(), v.len(), "no model twice: {v:?}");
         let account = account(Some(&r.catalog), "ollama/llama3.3");
-        assert_eq!((account["provider"].as_str(), account["providerType"].as_str()), (Some("ollama"), Some("openai")));
+        assert_eq!(
+            (account["provider"].as_str(), account["providerType"].as_str()),
+            (Some("ollama"), Some("openai"))
+        );
         assert_eq!(account["apiKeySource"], "none", "the local server has no key");
         assert!(account.get("apiProvider").is_none(), "{account}");
     }
@@ -206,7 +214,10 @@ mod tests {
             "ollama · context window unknown · price unknown"
         );
         let known = describe("anthropic", "claude-sonnet-4-5");
-        assert!(known.starts_with("anthropic · ") && known.contains("-token context"), "{known}");
+        assert!(
+            known.starts_with("anthropic · ") && known.contains("-token context"),
+            "{known}"
+        );
         assert!(known.contains("per Mtok"), "{known}");
         assert_eq!(capitalized("sonnet"), "Sonnet");
     }
