@@ -184,6 +184,7 @@ async fn run_inner(cli: &Cli, out: Arc<Out>) -> Result<ExitCode, HeadlessError> 
             None => code,
         });
     }
+    let key_source = protocol::offer::key_source(prepared.catalog.as_deref(), &prepared.model_spec);
     let mut engine = prepared.engine;
     let session_id = engine.session.id.clone();
     let mut printer = Printer::new(out.clone(), cli.output_format, cli.verbose, session_id.clone());
@@ -198,7 +199,7 @@ async fn run_inner(cli: &Cli, out: Arc<Out>) -> Result<ExitCode, HeadlessError> 
             mcp_servers: mcp.init_json(),
             model: &engine.config.model,
             permission_mode: prepared.permission_mode.as_str(),
-            api_key_source: api_key_source(cli),
+            api_key_source: &key_source,
             agents: inventory.agents.iter().map(String::as_str).collect(),
             slash_commands: inventory.slash_commands.iter().map(String::as_str).collect(),
             skills: inventory.skills.iter().map(String::as_str).collect(),
@@ -321,19 +322,6 @@ fn text_error(outcome: &TurnOutcome, max_turns: Option<u32>) -> String {
     match (outcome.subtype, max_turns) {
         (ResultSubtype::ErrorMaxTurns, Some(n)) => format!("Reached max turns ({n})"),
         _ => outcome.result.clone(),
-    }
-}
-
-pub(crate) fn api_key_source(cli: &Cli) -> &'static str {
-    use crate::cli::args::ProviderKind;
-    let set = |k: &str| std::env::var(k).is_ok_and(|v| !v.is_empty());
-    match cli.provider {
-        Some(ProviderKind::Script) => "none",
-        Some(ProviderKind::OpenAi | ProviderKind::OpenAiResponses) if set("OPENAI_API_KEY") => "OPENAI_API_KEY",
-        Some(ProviderKind::OpenAi | ProviderKind::OpenAiResponses) => "none",
-        _ if set("ANTHROPIC_API_KEY") => "ANTHROPIC_API_KEY",
-        _ if set("ANTHROPIC_AUTH_TOKEN") => "ANTHROPIC_AUTH_TOKEN",
-        _ => "none",
     }
 }
 

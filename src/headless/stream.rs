@@ -20,6 +20,7 @@ use super::protocol::client::ClientLink;
 use super::protocol::codec::{self, ClientRequest, Inbound, Initialize};
 use super::protocol::control;
 use super::protocol::mcp_relay;
+use super::protocol::offer;
 use super::slash;
 use crate::cli::args::{Cli, OutputFormat};
 use crate::cli::setup::Prepared;
@@ -54,6 +55,9 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
     let mut engine = prepared.engine;
     let session_id = engine.session.id.clone();
     let default_model = engine.config.model.clone();
+    // The model in use as the user names it (`ollama/qwen3-coder`), for `initialize` and the
+    // key source of `system/init`.
+    let mut current_spec = prepared.model_spec.clone();
     let link = Arc::new(ClientLink::new(out.clone()));
     let shared = Arc::new(Shared {
         out: out.clone(),
@@ -105,24 +109,35 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
         };
         let Some(command) = command else { break };
         match command {
-            Command::Initialize { id, init } => match control::initialize(&mut engine, &init, &link) {
-                Ok((answer, warnings)) => {
-                    for w in warnings {
-                        eprintln!("keel: warning: {w}");
+            Command::Initialize { id, init } => {
+                let view = control::ModelView {
+                    routes: shared.models.as_ref(),
+                    default_spec: &prepared.model_spec,
+                    current: &current_spec,
+                };
+                match control::initialize(&mut engine, &init, &link, &view) {
+                    Ok((answer, warnings)) => {
+                        for w in warnings {
+                            eprintln!("keel: warning: {w}");
+                        }
+                        dynamic_pending |= init.exclude_dynamic_sections == Some(true);
+                        if let Some(forward) = init.forward_subagent_text {
+                            forward_subagent_text.store(forward, std::sync::atomic::Ordering::Relaxed);
+                        }
+                        out.line(&codec::success(&id, answer));
+                        if let (Some(hub), false) = (engine.session.shared.mcp.clone(), init.sdk_mcp_servers.is_empty())
+                        {
+                            let names = init.sdk_mcp_servers.clone();
+                            connecting.push(tokio::spawn(mcp_relay::connect_named(hub, link.clone(), names)));
+                        }
                     }
-                    dynamic_pending |= init.exclude_dynamic_sections == Some(true);
-                    if let Some(forward) = init.forward_subagent_text {
-                        forward_subagent_text.store(forward, std::sync::atomic::Ordering::Relaxed);
-                    }
-                    out.line(&codec::success(&id, answer));
-                    if let (Some(hub), false) = (engine.session.shared.mcp.clone(), init.sdk_mcp_servers.is_empty()) {
-                        let names = init.sdk_mcp_servers.clone();
-                        connecting.push(tokio::spawn(mcp_relay::connect_named(hub, link.clone(), names)));
-                    }
+                    Err(e) => out.line(&codec::error(&id, &e)),
                 }
-                Err(e) => out.line(&codec::error(&id, &e)),
-            },
-            Command::SetModel(change) => control::set_model(&mut engine, change, &default_model),
+            }
+            Command::SetModel(change) => {
+                current_spec = change.spec(&prepared.model_spec);
+                control::set_model(&mut engine, change, &default_model);
+            }
             Command::Turn(content) => {
                 for task in connecting.drain(..) {
                     for w in task.await.unwrap_or_default() {
@@ -140,7 +155,8 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
                 if state_events {
                     out.line(&output::session_state_line("running", &session_id));
                 }
-                out.line(&init_line(&engine, super::api_key_source(cli)));
+                let key_source = offer::key_source(shared.models.as_ref().map(|r| &*r.catalog), &current_spec);
+                out.line(&init_line(&engine, &key_source));
                 let before = (engine.session.totals.usage, engine.session.denials.len());
                 // A plain text message may be a slash command, as with -p.
                 match content.as_slice() {

@@ -218,6 +218,36 @@ impl Catalog {
         Ok(primary)
     }
 
+    /// The provider serving `spec`: its name (`anthropic`, `openai`, `ollama`) and protocol.
+    pub fn provider_of<'a>(&self, spec: &'a str) -> (&'a str, Kind) {
+        match self.split(spec.trim()).0 {
+            Some(name) => (name, self.named[name].kind),
+            None => (self.default_kind.name(), self.default_kind),
+        }
+    }
+
+    /// Where the key of the provider serving `spec` comes from, in the reference's words: the
+    /// variable that holds it (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, a named provider's
+    /// `apiKeyEnv`), `providers.NAME.apiKey` for a key written in the settings, or `none`.
+    pub fn key_source(&self, spec: &str) -> String {
+        let set = |k: &str| std::env::var(k).is_ok_and(|v| !v.trim().is_empty());
+        let named = self.split(spec.trim()).0.map(|n| (n, &self.named[n]));
+        match named {
+            Some((name, n)) => match &n.key {
+                Key::None => "none".into(),
+                Key::Literal(_) => format!("providers.{name}.apiKey"),
+                Key::Env(var) if set(var) => var.clone(),
+                Key::Env(_) => "none".into(),
+            },
+            None => match self.default_kind {
+                Kind::Anthropic if set("ANTHROPIC_API_KEY") => "ANTHROPIC_API_KEY".into(),
+                Kind::Anthropic if set("ANTHROPIC_AUTH_TOKEN") => "ANTHROPIC_AUTH_TOKEN".into(),
+                Kind::OpenAi | Kind::OpenAiResponses if set("OPENAI_API_KEY") => "OPENAI_API_KEY".into(),
+                _ => "none".into(),
+            },
+        }
+    }
+
     /// Models to offer in `/model`: the current one, the configured ones, the providers' lists.
     pub fn choices(&self, current: &str, settings_models: &[String]) -> Vec<String> {
         let mut out = vec![current.to_string()];
@@ -495,6 +525,28 @@ mod tests {
             c.choices("claude-sonnet-4-5", &[])
                 .contains(&"ollama/qwen3-coder".to_string())
         );
+    }
+
+    #[test]
+    fn a_named_provider_names_where_its_key_comes_from() {
+        // PATH is set in any test environment; the other variable in none.
+        let c = catalog(
+            Scope::User,
+            json!({"providers": {
+                "local": {"type": "openai", "baseUrl": "http://127.0.0.1:1/v1"},
+                "written": {"type": "openai", "baseUrl": "http://127.0.0.1:1/v1", "apiKey": "k"},
+                "env": {"type": "anthropic", "baseUrl": "http://127.0.0.1:1", "apiKeyEnv": "PATH"},
+                "unset": {"type": "openai", "baseUrl": "http://127.0.0.1:1/v1", "apiKeyEnv": "KEEL_TEST_NEVER_SET_7Q"}
+            }}),
+        )
+        .unwrap();
+        assert_eq!(c.key_source("local/m"), "none");
+        assert_eq!(c.key_source("written/m"), "providers.written.apiKey");
+        assert_eq!(c.key_source("env/m"), "PATH");
+        assert_eq!(c.key_source("unset/m"), "none");
+        assert_eq!(c.provider_of("env/m"), ("env", Kind::Anthropic));
+        assert_eq!(c.provider_of("local/m"), ("local", Kind::OpenAi));
+        assert_eq!(c.provider_of("qwen/qwen3-coder"), ("anthropic", Kind::Anthropic));
     }
 
     #[test]

@@ -352,3 +352,167 @@ async fn a_skills_list_limits_the_session_to_those_skills() {
     assert_eq!(results[1]["is_error"], true, "/deploy is unknown: {}", results[1]);
     assert_eq!(reqs.len(), 2, "the unknown command never reached the model");
 }
+
+/// A user's own settings with a named provider on the scripted server, its key in LOCAL_KEY.
+fn local_provider(env: &Env, server: &ModelServer) {
+    std::fs::create_dir_all(env.home.join(".keel")).unwrap();
+    std::fs::write(
+        env.home.join(".keel/settings.json"),
+        json!({"providers": {"local": {"type": "openai", "baseUrl": format!("{}/v1", server.url()),
+                                       "apiKeyEnv": "LOCAL_KEY", "models": ["qwen3-coder"]}}})
+        .to_string(),
+    )
+    .unwrap();
+}
+
+/// The `initialize` answer (request id `id`) among the lines.
+fn init_reply<'a>(lines: &'a [Value], id: &str) -> &'a Value {
+    let reply = lines
+        .iter()
+        .find(|l| l["type"] == "control_response" && l["response"]["request_id"] == id)
+        .unwrap_or_else(|| panic!("no answer to {id}: {lines:?}"));
+    assert_eq!(reply["response"]["subtype"], "success", "{reply}");
+    &reply["response"]["response"]
+}
+
+fn values(answer: &Value) -> Vec<String> {
+    answer["models"]
+        .as_array()
+        .expect("a models list")
+        .iter()
+        .map(|m| m["value"].as_str().expect("a value").to_string())
+        .collect()
+}
+
+/// Every model `initialize` lists is one `set_model` accepts; switching to another provider's
+/// model changes the model and key source that a second `initialize` and `system/init` name,
+/// and the next turn goes to that provider.
+#[tokio::test]
+async fn initialize_describes_an_anthropic_session_and_every_listed_model_switches() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    local_provider(&env, &server);
+    let input = request("i1", json!({"subtype": "initialize"})) + "\n";
+    let out = env
+        .keel(&server)
+        .env("LOCAL_KEY", "local-secret")
+        .args(STREAM)
+        .args(["--model", "opus"])
+        .stdin(&input)
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines = out.lines();
+    let answer = init_reply(&lines, "i1");
+    let listed = values(answer);
+    assert_eq!(listed[..4], ["default", "sonnet", "opus", "haiku"], "{answer}");
+    assert!(listed.contains(&"local/qwen3-coder".to_string()), "{listed:?}");
+    assert!(!listed.iter().any(|v| v.starts_with("gpt")), "{listed:?}");
+    assert_eq!(answer["models"][0]["resolvedModel"], "claude-opus-4-5");
+    assert_eq!(answer["models"][2]["resolvedModel"], "claude-opus-4-5");
+    assert_eq!(answer["model"], "claude-opus-4-5");
+    assert_eq!(answer["account"]["apiKeySource"], "ANTHROPIC_API_KEY", "{answer}");
+    assert_eq!(answer["account"]["apiProvider"], "firstParty");
+    assert_eq!(answer["account"]["provider"], "anthropic");
+    assert!(!out.stdout.contains("local-secret"), "a key is named, never shown");
+
+    // Each listed value switches; the last one to the named provider.
+    server.push(crate::support::openai::chat_answer("qwen3-coder", "local answer"));
+    let mut input: Vec<String> = listed
+        .iter()
+        .filter(|v| *v != "local/qwen3-coder")
+        .chain(std::iter::once(&"local/qwen3-coder".to_string()))
+        .enumerate()
+        .map(|(i, v)| request(&format!("m{i}"), json!({"subtype": "set_model", "model": v})))
+        .collect();
+    input.push(request("i2", json!({"subtype": "initialize"})));
+    input.push(user("hi"));
+    let out = env
+        .keel(&server)
+        .env("LOCAL_KEY", "local-secret")
+        .args(STREAM)
+        .args(["--model", "opus"])
+        .stdin(&(input.join("\n") + "\n"))
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines = out.lines();
+    for i in 0..listed.len() {
+        let id = format!("m{i}");
+        let reply = lines
+            .iter()
+            .find(|l| l["type"] == "control_response" && l["response"]["request_id"] == id.as_str())
+            .unwrap_or_else(|| panic!("no answer to {id}"));
+        assert_eq!(reply["response"]["subtype"], "success", "{reply}");
+    }
+    let answer = init_reply(&lines, "i2");
+    assert_eq!(answer["model"], "local/qwen3-coder", "{answer}");
+    assert_eq!(answer["account"]["apiKeySource"], "LOCAL_KEY", "{answer}");
+    assert_eq!(answer["account"]["provider"], "local");
+    assert_eq!(answer["account"]["providerType"], "openai");
+    assert!(answer["account"].get("apiProvider").is_none(), "{answer}");
+    assert_eq!(values(answer), listed, "the same models to switch among");
+    let init = lines
+        .iter()
+        .find(|l| l["type"] == "system" && l["subtype"] == "init")
+        .expect("a system/init line");
+    assert_eq!(init["apiKeySource"], "LOCAL_KEY", "{init}");
+    let result = lines.iter().find(|l| l["type"] == "result").expect("a result line");
+    assert_eq!(result["result"], "local answer", "{result}");
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(reqs[0].path, "/v1/chat/completions");
+    assert_eq!(reqs[0].body["model"], "qwen3-coder");
+}
+
+/// A session on the OpenAI protocol lists its own models, not Claude's, and names the
+/// OpenAI key, or none when a local server needs no key.
+#[tokio::test]
+async fn initialize_describes_an_openai_session() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    local_provider(&env, &server);
+    let input = request("i1", json!({"subtype": "initialize"})) + "\n";
+    let out = env
+        .keel_openai(&server, "openai")
+        .args(STREAM)
+        .args(["--model", "gpt-4.1"])
+        .stdin(&input)
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines = out.lines();
+    let answer = init_reply(&lines, "i1");
+    let listed = values(answer);
+    assert_eq!(listed[..2], ["default", "gpt-4.1"], "{answer}");
+    assert!(listed.contains(&"local/qwen3-coder".to_string()), "{listed:?}");
+    assert!(
+        !listed
+            .iter()
+            .any(|v| ["sonnet", "opus", "haiku", "claude"].iter().any(|c| v.contains(c))),
+        "no Claude model on an OpenAI session: {listed:?}"
+    );
+    assert_eq!(answer["models"][0]["resolvedModel"], "gpt-4.1");
+    assert_eq!(answer["models"][1]["provider"], "openai");
+    assert_eq!(answer["model"], "gpt-4.1");
+    assert_eq!(answer["account"]["apiKeySource"], "OPENAI_API_KEY", "{answer}");
+    assert_eq!(answer["account"]["provider"], "openai");
+    assert_eq!(answer["account"]["providerType"], "openai");
+    assert!(answer["account"].get("apiProvider").is_none(), "{answer}");
+
+    // A local OpenAI-compatible server without a key: none.
+    let out = env
+        .keel_openai(&server, "openai-responses")
+        .env_remove("OPENAI_API_KEY")
+        .args(STREAM)
+        .args(["--model", "gpt-5"])
+        .stdin(&input)
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines = out.lines();
+    let answer = init_reply(&lines, "i1");
+    assert_eq!(answer["account"]["apiKeySource"], "none", "{answer}");
+    assert_eq!(answer["account"]["providerType"], "openai-responses");
+    assert_eq!(answer["model"], "gpt-5");
+}

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::client::ClientLink;
 use super::codec::Initialize;
+use super::offer;
 use crate::config::models;
 use crate::context::{Gather, ProjectContext};
 use crate::engine::Engine;
@@ -23,6 +24,7 @@ pub fn initialize(
     engine: &mut Engine,
     init: &Initialize,
     link: &Arc<ClientLink>,
+    view: &ModelView,
 ) -> Result<(Value, Vec<String>), String> {
     let (hooks, mut warnings) = hook_config(init)?;
     warnings.extend(
@@ -65,7 +67,7 @@ pub fn initialize(
     if init.system_prompt_snapshot == Some(true) {
         warnings.extend(super::snapshot::keep(engine, engine.session.transcript.is_recording()));
     }
-    Ok((answer(engine), warnings))
+    Ok((answer(engine, view), warnings))
 }
 
 /// The client's hook registrations as handlers keel calls back. Events keel does not have are
@@ -145,6 +147,15 @@ pub struct ModelRoutes {
     pub default_spec: String,
 }
 
+/// The session's models as `initialize` describes them.
+pub struct ModelView<'a> {
+    pub routes: Option<&'a ModelRoutes>,
+    /// The model the session started with, as the user named it.
+    pub default_spec: &'a str,
+    /// The model in use now (after any `set_model`), as the user names it.
+    pub current: &'a str,
+}
+
 /// A model change, checked when the request arrives and applied between turns.
 pub enum ModelChange {
     /// The script provider: only the id changes (`None`: back to the session's default).
@@ -153,7 +164,20 @@ pub enum ModelChange {
     Routed {
         provider: Arc<dyn crate::provider::Provider>,
         model: String,
+        /// The model as the user names it (`ollama/qwen3-coder`).
+        spec: String,
     },
+}
+
+impl ModelChange {
+    /// The model in use once the change is applied, as the user names it.
+    pub fn spec(&self, default_spec: &str) -> String {
+        match self {
+            ModelChange::Id(Some(model)) => models::resolve_alias(model),
+            ModelChange::Id(None) => default_spec.to_string(),
+            ModelChange::Routed { spec, .. } => spec.clone(),
+        }
+    }
 }
 
 /// Resolves `set_model`: the change to apply and the model to name in the answer, or why the
@@ -176,6 +200,7 @@ pub fn route_model(routes: Option<&ModelRoutes>, wanted: Option<&str>) -> Result
         ModelChange::Routed {
             provider: resolved.provider,
             model: resolved.model,
+            spec: name.clone(),
         },
         name,
     ))
@@ -192,12 +217,12 @@ pub fn set_model(engine: &mut Engine, change: ModelChange, default: &str) {
             let provider = engine.provider.clone();
             engine.switch_model(provider, model);
         }
-        ModelChange::Routed { provider, model } => engine.switch_model(provider, model),
+        ModelChange::Routed { provider, model, .. } => engine.switch_model(provider, model),
     }
 }
 
 /// What `initialize` answers: what this keel offers.
-fn answer(engine: &Engine) -> Value {
+fn answer(engine: &Engine, view: &ModelView) -> Value {
     let inventory = engine.inventory();
     let agents: Vec<Value> = inventory
         .agents
@@ -212,10 +237,6 @@ fn answer(engine: &Engine) -> Value {
             json!({"name": name, "description": description})
         })
         .collect();
-    let models: Vec<Value> = ["sonnet", "opus", "haiku"]
-        .iter()
-        .map(|alias| json!({"value": alias, "resolvedModel": models::resolve_alias(alias), "displayName": alias}))
-        .collect();
     json!({
         "commands": inventory
             .slash_commands
@@ -225,23 +246,12 @@ fn answer(engine: &Engine) -> Value {
         "agents": agents,
         "output_style": "default",
         "available_output_styles": ["default"],
-        "models": models,
-        "account": {"apiKeySource": api_key_source()},
+        "models": offer::models(view.routes, view.default_spec, view.current),
+        "account": offer::account(view.routes.map(|r| &*r.catalog), view.current),
         "pid": std::process::id(),
         "claude_code_version": env!("CARGO_PKG_VERSION"),
         "keel_version": env!("CARGO_PKG_VERSION"),
         "current_permission_mode": engine.session.shared.mode().as_str(),
-        "model": engine.config.model,
+        "model": view.current,
     })
-}
-
-/// Where the API key comes from, in the reference's words.
-pub fn api_key_source() -> &'static str {
-    if std::env::var("ANTHROPIC_API_KEY").is_ok_and(|v| !v.is_empty()) {
-        "ANTHROPIC_API_KEY"
-    } else if std::env::var("ANTHROPIC_AUTH_TOKEN").is_ok_and(|v| !v.is_empty()) {
-        "ANTHROPIC_AUTH_TOKEN"
-    } else {
-        "none"
-    }
 }

@@ -6,5 +6,6 @@ pub mod client;
 pub mod codec;
 pub mod control;
 pub mod mcp_relay;
+pub mod offer;
 pub mod skills_filter;
 pub mod snapshot;
