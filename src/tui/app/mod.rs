@@ -596,12 +596,8 @@ impl App {
                 out.push(m.clone());
             }
         }
-        for alias in ["sonnet", "opus", "haiku"] {
-            let m = models::resolve_alias(alias);
-            if !out.contains(&m) {
-                out.push(m);
-            }
-        }
+        // The catalog's list already holds what this session's providers can serve (Claude
+        // models only when Anthropic is among them).
         out
     }
 

@@ -729,6 +729,10 @@ fn esc_esc_opens_rewind_and_the_prompt_comes_back_to_the_editor() {
 #[test]
 fn model_picker_switches_to_a_listed_or_typed_model() {
     let mut a = app();
+    // What the catalog lists for an Anthropic session (set by the front end at start).
+    a.status.model_choices = ["sonnet", "opus", "haiku"]
+        .map(crate::config::models::resolve_alias)
+        .to_vec();
     a.submit_text("/model");
     let p = a.picker.as_ref().expect("model picker");
     assert_eq!(p.items[0].label, "claude-sonnet-4-5");
@@ -962,4 +966,22 @@ fn esc_esc_on_an_empty_idle_prompt_lists_the_rewind_points() {
     a.on_key(KeyEvent::from(KeyCode::Esc), t0);
     a.on_key(KeyEvent::from(KeyCode::Esc), t0 + Duration::from_secs(5));
     assert!(jobs(&mut a).is_empty());
+}
+
+#[test]
+fn model_picker_lists_only_what_the_session_can_serve() {
+    let mut a = app();
+    // An OpenAI session's catalog: no Claude model may be offered to an OpenAI endpoint.
+    a.status.model = "gpt-4.1".into();
+    a.status.model_choices = vec!["gpt-4.1".into(), "local/qwen3-coder".into()];
+    a.submit_text("/model");
+    let labels: Vec<String> = a
+        .picker
+        .as_ref()
+        .expect("model picker")
+        .items
+        .iter()
+        .map(|i| i.label.clone())
+        .collect();
+    assert_eq!(labels, ["gpt-4.1", "local/qwen3-coder"]);
 }
