@@ -3,9 +3,12 @@
 //! Snapshots show the screen text, then the styled runs of each row (colour and modifiers),
 //! so a change of colour shows up in review like a change of text.
 
+mod approvals;
 mod evidence;
 mod keys;
+mod pickers;
 mod snapshots;
+mod stream_cells;
 mod worker;
 
 use std::fmt::Write;
