@@ -9,10 +9,10 @@ use serde_json::{Value, json};
 use similar::{ChangeTag, TextDiff};
 
 use super::edit::guard::{self, Intent};
-use crate::checkpoint::Hashed;
 use super::edit::{disk, text};
 use super::file_state::{FileView, ViewKind, file_mtime};
 use super::{SessionShared, Tool, ToolContext, ToolError, ToolOutput, parse_input, paths};
+use crate::checkpoint::Hashed;
 
 pub struct WriteTool;
 
