@@ -5,7 +5,41 @@ use std::path::PathBuf;
 use sha2::{Digest, Sha256};
 
 pub fn hex_hash(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    hex(&Sha256::digest(bytes).into())
+}
+
+/// A SHA-256 digest in lower-case hex, the name of a stored copy.
+pub fn hex(digest: &[u8; 32]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(64);
+    for b in digest {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 0xf)] as char);
+    }
+    out
+}
+
+/// A file content with its SHA-256, hashed once and shared by the read state and the
+/// checkpoint of one change.
+#[derive(Debug, Clone, Copy)]
+pub struct Hashed<'a> {
+    pub bytes: &'a [u8],
+    pub digest: [u8; 32],
+}
+
+impl<'a> Hashed<'a> {
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Hashed {
+            bytes,
+            digest: Sha256::digest(bytes).into(),
+        }
+    }
+
+    /// `bytes` with a digest the caller has already checked is theirs (the read state's hash
+    /// of content that the guard found unchanged).
+    pub fn known(bytes: &'a [u8], digest: [u8; 32]) -> Self {
+        Hashed { bytes, digest }
+    }
 }
 
 pub struct Blobs {
@@ -47,5 +81,19 @@ impl Blobs {
             ));
         }
         Ok(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_the_lower_case_hex_sha256() {
+        assert_eq!(
+            hex_hash(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(hex(&Hashed::new(b"abc").digest), hex_hash(b"abc"));
     }
 }

@@ -23,7 +23,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
-pub use blobs::{Blobs, hex_hash};
+pub use blobs::{Blobs, Hashed, hex, hex_hash};
 pub use rewind::{Conflict, Plan, Restore, RewindError};
 
 /// Files larger than this are not copied; their changes are logged (by hash) but cannot be
@@ -252,10 +252,15 @@ impl Checkpoints {
     /// Snapshot of `bytes` for the log: stored (with `mode`) when small enough; `durable` for
     /// content that is about to be overwritten.
     pub fn snap(&self, bytes: Option<&[u8]>, mode: u32, durable: bool) -> Result<Snap, CheckpointError> {
-        let Some(bytes) = bytes else {
+        self.snap_hashed(bytes.map(Hashed::new), mode, durable)
+    }
+
+    /// [`Checkpoints::snap`] of content whose digest is known already.
+    fn snap_hashed(&self, content: Option<Hashed<'_>>, mode: u32, durable: bool) -> Result<Snap, CheckpointError> {
+        let Some(Hashed { bytes, digest }) = content else {
             return Ok(Snap::Absent);
         };
-        let hash = hex_hash(bytes);
+        let hash = hex(&digest);
         let size = bytes.len() as u64;
         if size > self.max_bytes {
             return Ok(Snap::TooBig { hash, size });
@@ -275,8 +280,21 @@ impl Checkpoints {
         mode: u32,
         by: &str,
     ) -> Result<Option<String>, CheckpointError> {
-        let before_snap = self.snap(before, mode, true)?;
-        let after_snap = self.snap(after, mode, false)?;
+        self.record_hashed(path, before.map(Hashed::new), after.map(Hashed::new), mode, by)
+    }
+
+    /// [`Checkpoints::record`] of contents whose digests are known already (Edit and Write
+    /// hash each content once, for the read state and this log alike).
+    pub fn record_hashed(
+        &self,
+        path: &Path,
+        before: Option<Hashed<'_>>,
+        after: Option<Hashed<'_>>,
+        mode: u32,
+        by: &str,
+    ) -> Result<Option<String>, CheckpointError> {
+        let before_snap = self.snap_hashed(before, mode, true)?;
+        let after_snap = self.snap_hashed(after, mode, false)?;
         let note = match &before_snap {
             Snap::TooBig { size, .. } => Some(format!(
                 "Note: {} was {} bytes, more than keel keeps for undo ({} bytes, KEEL_CHECKPOINT_MAX_BYTES), so \

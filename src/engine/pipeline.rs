@@ -184,9 +184,11 @@ impl Pipeline<'_> {
             Ok(p) => p,
             Err(refusal) => return self.refused(call, refusal),
         };
+        // Not `..call.clone()`: that would deep-copy the input only to drop it.
         let effective = ToolCall {
+            id: call.id.clone(),
+            name: call.name.clone(),
             input: pre.input,
-            ..call.clone()
         };
         let read_only = registered.tool.is_read_only(&effective.input);
         let approved = match self.authorize(&effective, read_only, pre.decision, cancel).await {

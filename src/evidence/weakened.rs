@@ -116,13 +116,19 @@ pub fn is_test_file(path: &Path) -> bool {
         })
 }
 
+/// Whether `path` can hold tests at all (a test file, or a Rust source): for any other file
+/// [`holds_tests`] is false whatever its content, so there is no need to read it.
+pub fn may_hold_tests(path: &Path) -> bool {
+    is_test_file(path) || lang(path) == Lang::Rust
+}
+
 /// Whether a change from `before` to `after` at `path` is a change to tests: a test file, or a
 /// Rust source with unit tests inside.
 pub fn holds_tests(path: &Path, before: &str, after: &str) -> bool {
     if is_test_file(path) {
         return true;
     }
-    lang(path) == Lang::Rust
+    may_hold_tests(path)
         && [before, after]
             .iter()
             .any(|t| t.contains("#[test]") || t.contains("#[cfg(test)]"))

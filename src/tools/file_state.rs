@@ -35,11 +35,18 @@ pub struct FileView {
 
 impl FileView {
     pub fn new(bytes: &[u8], mtime: Option<SystemTime>, kind: ViewKind) -> Self {
+        Self::hashed(crate::checkpoint::Hashed::new(bytes), mtime, kind)
+    }
+
+    /// A view of content whose digest is known already (Edit and Write hash what they write
+    /// once, for the checkpoint and this view alike).
+    pub fn hashed(content: crate::checkpoint::Hashed<'_>, mtime: Option<SystemTime>, kind: ViewKind) -> Self {
+        let bytes = content.bytes;
         let snapshot = (bytes.len() <= SNAPSHOT_LIMIT)
             .then(|| std::str::from_utf8(bytes).ok().map(Arc::from))
             .flatten();
         FileView {
-            hash: content_hash(bytes),
+            hash: content.digest,
             size: bytes.len() as u64,
             mtime,
             kind,

@@ -26,6 +26,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::checkpoint::Hashed;
 use crate::message::ToolResultContent;
 use file_state::FileStateMap;
 
@@ -210,11 +211,22 @@ impl SessionShared {
         self.todos.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Logs the previous content of `path` before a tool changes it (`None`: absent), so the
-    /// change can be rewound. Returns a note for the tool result when it cannot be.
-    pub fn checkpoint(&self, path: &std::path::Path, before: Option<&[u8]>, after: &[u8], by: &str) -> Option<String> {
-        let mode = before.map_or(0o666 & !0o022, |_| crate::checkpoint::mode_of(path));
-        match self.checkpoints.record(path, before, Some(after), mode, by) {
+    /// Logs the previous content of `path` before a tool changes it (`None`: absent; else with
+    /// the file's metadata, read when it was loaded), so the change can be rewound. Returns a
+    /// note for the tool result when it cannot be.
+    pub fn checkpoint(
+        &self,
+        path: &std::path::Path,
+        before: Option<(Hashed<'_>, &std::fs::Metadata)>,
+        after: Hashed<'_>,
+        by: &str,
+    ) -> Option<String> {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = before.map_or(0o666 & !0o022, |(_, meta)| meta.permissions().mode() & 0o7777);
+        match self
+            .checkpoints
+            .record_hashed(path, before.map(|(content, _)| content), Some(after), mode, by)
+        {
             Ok(note) => note,
             Err(e) => Some(format!("Note: {e}; this change cannot be rewound.")),
         }

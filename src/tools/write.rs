@@ -12,6 +12,7 @@ use super::edit::guard::{self, Intent};
 use super::edit::{disk, text};
 use super::file_state::{FileView, ViewKind, file_mtime};
 use super::{SessionShared, Tool, ToolContext, ToolError, ToolOutput, parse_input, paths};
+use crate::checkpoint::Hashed;
 
 pub struct WriteTool;
 
@@ -62,9 +63,10 @@ impl Tool for WriteTool {
 fn write_file(path: &Path, real: &Path, content: &str, shared: &SessionShared) -> Result<ToolOutput, ToolError> {
     let roots = shared.roots();
     let Some(existing) = disk::load(path, real, &roots, "Write")? else {
-        let undo_note = shared.checkpoint(real, None, content.as_bytes(), "Write");
+        let new = Hashed::new(content.as_bytes());
+        let undo_note = shared.checkpoint(real, None, new, "Write");
         let meta = disk::store(path, real, &roots, content.as_bytes(), None)?;
-        record(shared, path, &meta, content.as_bytes());
+        record(shared, path, &meta, new);
         return Ok(ToolOutput::text(format!(
             "Created {} ({} lines).{}",
             path.display(),
@@ -81,7 +83,9 @@ fn write_file(path: &Path, real: &Path, content: &str, shared: &SessionShared) -
         })));
     };
     let old_bytes = &existing.bytes;
-    guard::check(&shared.files(), path, old_bytes, Intent::Overwrite)?;
+    let view = guard::check(&shared.files(), path, old_bytes, Intent::Overwrite)?;
+    // The guard found the bytes unchanged since the read: the read's digest is theirs.
+    let old = Hashed::known(old_bytes, view.hash);
 
     let old_text = String::from_utf8_lossy(old_bytes);
     let (had_bom, old_body) = text::split_bom(&old_text);
@@ -99,9 +103,10 @@ fn write_file(path: &Path, real: &Path, content: &str, shared: &SessionShared) -
     }
     new_text.push_str(&body);
 
-    let undo_note = shared.checkpoint(real, Some(old_bytes), new_text.as_bytes(), "Write");
+    let new = Hashed::new(new_text.as_bytes());
+    let undo_note = shared.checkpoint(real, Some((old, &existing.meta)), new, "Write");
     let meta = disk::store(path, real, &roots, new_text.as_bytes(), Some(&existing.meta))?;
-    record(shared, path, &meta, new_text.as_bytes());
+    record(shared, path, &meta, new);
 
     let (added, removed) = line_changes(old_body, &body);
     let mut msg = format!(
@@ -126,10 +131,10 @@ fn write_file(path: &Path, real: &Path, content: &str, shared: &SessionShared) -
     })))
 }
 
-fn record(shared: &SessionShared, path: &Path, meta: &std::fs::Metadata, bytes: &[u8]) {
+fn record(shared: &SessionShared, path: &Path, meta: &std::fs::Metadata, content: Hashed<'_>) {
     shared.files().record(
         path.to_path_buf(),
-        FileView::new(bytes, file_mtime(meta), ViewKind::Complete),
+        FileView::hashed(content, file_mtime(meta), ViewKind::Complete),
     );
 }
 

@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 
 use super::file_state::{FileView, ViewKind, file_mtime};
 use super::{SessionShared, Tool, ToolContext, ToolError, ToolOutput, parse_input, paths};
+use crate::checkpoint::Hashed;
 use apply::ApplyError;
 use guard::Intent;
 
@@ -96,6 +97,8 @@ fn edit_file(path: &Path, real: &Path, input: &Input, shared: &SessionShared) ->
     };
     let bytes = &existing.bytes;
     let view = guard::check(&shared.files(), path, bytes, Intent::Edit)?;
+    // The guard found the bytes unchanged since the read: the read's digest is theirs.
+    let old = Hashed::known(bytes, view.hash);
     let Ok(text) = std::str::from_utf8(bytes) else {
         return Err(ToolError::invalid(format!(
             "{} is not UTF-8 text; editing it as text could corrupt it. Change it with a suitable command via Bash.",
@@ -122,7 +125,7 @@ fn edit_file(path: &Path, real: &Path, input: &Input, shared: &SessionShared) ->
             changed: 0..input.new_string.len(),
             replacements: 1,
         };
-        return write_change(target, body, change, view.kind, shared, input, bytes);
+        return write_change(target, body, change, view.kind, shared, input, old);
     }
     let applied = apply::apply(body, &input.old_string, &input.new_string, input.replace_all)
         .map_err(|e| anchor_error(e, path, &input.old_string, view.kind))?;
@@ -132,7 +135,7 @@ fn edit_file(path: &Path, real: &Path, input: &Input, shared: &SessionShared) ->
         changed: applied.first,
         replacements: applied.replacements,
     };
-    write_change(target, body, change, view.kind, shared, input, bytes)
+    write_change(target, body, change, view.kind, shared, input, old)
 }
 
 /// The file an edit goes to: the tool's path, where it resolved, and the file that was read.
@@ -158,7 +161,7 @@ fn write_change(
     kind: ViewKind,
     shared: &SessionShared,
     input: &Input,
-    old: &[u8],
+    old: Hashed<'_>,
 ) -> Result<ToolOutput, ToolError> {
     let path = target.path;
     let mut new_text = String::with_capacity(change.body.len() + 3);
@@ -166,7 +169,8 @@ fn write_change(
         new_text.push(text::BOM);
     }
     new_text.push_str(&change.body);
-    let undo_note = shared.checkpoint(target.real, Some(old), new_text.as_bytes(), "Edit");
+    let new = Hashed::new(new_text.as_bytes());
+    let undo_note = shared.checkpoint(target.real, Some((old, target.existing)), new, "Edit");
     let meta = disk::store(
         path,
         target.real,
@@ -174,10 +178,9 @@ fn write_change(
         new_text.as_bytes(),
         Some(target.existing),
     )?;
-    shared.files().record(
-        path.to_path_buf(),
-        FileView::new(new_text.as_bytes(), file_mtime(&meta), kind),
-    );
+    shared
+        .files()
+        .record(path.to_path_buf(), FileView::hashed(new, file_mtime(&meta), kind));
     let replacements = change.replacements;
     let what = if replacements == 1 {
         "replaced 1 occurrence".to_string()
@@ -203,11 +206,12 @@ fn write_change(
 }
 
 fn create_file(path: &Path, real: &Path, content: &str, shared: &SessionShared) -> Result<ToolOutput, ToolError> {
-    let undo_note = shared.checkpoint(real, None, content.as_bytes(), "Edit");
+    let new = Hashed::new(content.as_bytes());
+    let undo_note = shared.checkpoint(real, None, new, "Edit");
     let meta = disk::store(path, real, &shared.roots(), content.as_bytes(), None)?;
     shared.files().record(
         path.to_path_buf(),
-        FileView::new(content.as_bytes(), file_mtime(&meta), ViewKind::Complete),
+        FileView::hashed(new, file_mtime(&meta), ViewKind::Complete),
     );
     Ok(ToolOutput::text(format!(
         "Created {} ({} lines).{}",
