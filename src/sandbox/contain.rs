@@ -354,7 +354,23 @@ pub fn remove_cgroup(pid: libc::pid_t) {
         }
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
-    crate::debug::log(format!("could not remove the cgroup {}", dir.display()));
+    // Killed processes leave the cgroup only once the kernel has torn them down, which a loaded
+    // machine can delay: keep trying in the background rather than hold up the caller or leak
+    // the cgroup.
+    let spawned = std::thread::Builder::new()
+        .name("keel-cgroup-reaper".into())
+        .spawn(move || {
+            for _ in 0..500 {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                if remove_cgroup_tree(&dir).is_ok() {
+                    return;
+                }
+            }
+            crate::debug::log(format!("could not remove the cgroup {}", dir.display()));
+        });
+    if let Err(e) = spawned {
+        crate::debug::log(format!("cannot start removing a cgroup later: {e}"));
+    }
 }
 
 /// Removes a cgroup directory and the cgroups below it (their files go with them).
