@@ -330,13 +330,29 @@ pub fn cgroup_dir(pid: libc::pid_t) -> Option<std::path::PathBuf> {
 /// without a writable cgroup v2 hierarchy the subreaper alone contains the command.
 pub fn join_cgroup() {
     let pid = std::process::id() as libc::pid_t;
-    let Some(dir) = cgroup_dir(pid) else { return };
-    if std::fs::create_dir(&dir).is_err() {
-        return;
+    if let Some(dir) = cgroup_dir(pid) {
+        join(&dir, pid);
+    }
+}
+
+/// Moves `pid` into the cgroup `dir`, creating it. A directory already there was left by an
+/// earlier helper that had the same pid (its keel was killed before removing it; pids are
+/// reused): what still runs in it is what that command left behind, so it is killed and the
+/// cgroup reused — giving up would run this command with no cgroup at all.
+fn join(dir: &std::path::Path, pid: libc::pid_t) -> bool {
+    match std::fs::create_dir(dir) {
+        Ok(()) => {}
+        // The kill is done when the write returns; only then does this process join.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let _ = std::fs::write(dir.join("cgroup.kill"), "1");
+        }
+        Err(_) => return false,
     }
     if std::fs::write(dir.join("cgroup.procs"), pid.to_string()).is_err() {
-        let _ = std::fs::remove_dir(&dir);
+        let _ = std::fs::remove_dir(dir);
+        return false;
     }
+    true
 }
 
 /// Kills whatever is left in the cgroup of the command whose helper had pid `pid`, and
@@ -408,5 +424,43 @@ mod tests {
         w.push(b"all of it");
         w.finish();
         assert_eq!(small, b"all of it");
+    }
+
+    /// A cgroup left by a killed keel under the pid a new helper now has: its leftovers die and
+    /// the new command still gets the cgroup (before, the helper silently ran without one).
+    #[test]
+    fn a_stale_cgroup_of_a_reused_pid_is_emptied_and_joined() {
+        let mut leftover = std::process::Command::new("sleep").arg("301").spawn().unwrap();
+        let mut newcomer = std::process::Command::new("sleep").arg("302").spawn().unwrap();
+        let Some(dir) = cgroup_dir(newcomer.id() as libc::pid_t) else {
+            let _ = (leftover.kill(), newcomer.kill(), leftover.wait(), newcomer.wait());
+            eprintln!("skipped: no cgroup v2 hierarchy here");
+            return;
+        };
+        let stale = std::fs::create_dir(&dir)
+            .and_then(|()| std::fs::write(dir.join("cgroup.procs"), leftover.id().to_string()));
+        if let Err(e) = stale {
+            let _ = std::fs::remove_dir(&dir);
+            let _ = (leftover.kill(), newcomer.kill(), leftover.wait(), newcomer.wait());
+            eprintln!("skipped: the cgroup v2 hierarchy is not writable here ({e})");
+            return;
+        }
+        assert!(join(&dir, newcomer.id() as libc::pid_t));
+        let status = leftover.wait().unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(libc::SIGKILL),
+            "the leftover was killed"
+        );
+        let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap();
+        assert_eq!(
+            procs.trim(),
+            newcomer.id().to_string(),
+            "only the newcomer is in the cgroup"
+        );
+        assert!(newcomer.try_wait().unwrap().is_none(), "the newcomer still runs");
+        newcomer.kill().unwrap();
+        newcomer.wait().unwrap();
+        remove_cgroup(newcomer.id() as libc::pid_t);
     }
 }
