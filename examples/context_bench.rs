@@ -19,12 +19,12 @@ use tokio_util::sync::CancellationToken;
 use keel::compact::{CompactSettings, budget};
 use keel::context::{Gather, ProjectContext};
 use keel::engine::{Engine, EngineConfig, Session};
-use keel::message::{ContentBlock, Message, ToolResultContent};
 use keel::provider::script::ScriptProvider;
 use keel::provider::{ModelRequest, Provider, ProviderStream};
 use keel::tools::registry::ToolRegistry;
 use keel::tools::{Tool, ToolContext, ToolError, ToolOutput, builtin_tools};
 use keel::transcript::Transcript;
+use keel::types::message::{ContentBlock, Message, ToolResultContent};
 
 /// Records the size of every request, then lets the script answer it.
 struct Recording {

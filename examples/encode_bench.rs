@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use keel::message::{ContentBlock, Message, Role, ToolResultContent};
 use keel::provider::prefix::PrefixCache;
 use keel::provider::{ModelRequest, SystemBlock, ToolSet};
 use keel::tools::builtin_tools;
 use keel::tools::registry::ToolRegistry;
+use keel::types::message::{ContentBlock, Message, Role, ToolResultContent};
 
 fn thread_cpu() -> Duration {
     nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)

@@ -55,10 +55,10 @@ impl Plugins {
     pub fn load(cli_dirs: &[PathBuf], cwd: &Path, settings: &Settings) -> Result<Plugins, PluginError> {
         let mut dirs: Vec<(PathBuf, Scope)> = Vec::new();
         for (p, layer) in settings.strings(&["plugins"])? {
-            dirs.push((crate::tools::paths::resolve(&layer.base_dir, &p), layer.scope));
+            dirs.push((crate::fsutil::paths::resolve(&layer.base_dir, &p), layer.scope));
         }
         for d in cli_dirs {
-            dirs.push((crate::tools::paths::resolve(cwd, &d.to_string_lossy()), Scope::Cli));
+            dirs.push((crate::fsutil::paths::resolve(cwd, &d.to_string_lossy()), Scope::Cli));
         }
         let mut out = Plugins::default();
         for (dir, scope) in dirs {

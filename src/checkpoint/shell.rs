@@ -19,6 +19,7 @@ use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::entry::{self, Entry};
 use super::{Checkpoints, Snap, hex_hash};
@@ -529,7 +530,9 @@ pub fn only_reads(command: &str) -> bool {
 /// Before a tool call: for a foreground shell command that may write, brings the stash up to
 /// date. Returns whether the call is such a command (its changes are logged by [`after`]).
 pub async fn before(
-    shared: &crate::tools::SessionShared,
+    root: &Path,
+    store: &Arc<crate::checkpoint::Checkpoints>,
+    evidence: &crate::evidence::Evidence,
     watch: &crate::evidence::Watch,
     confinement: crate::sandbox::Confinement,
 ) -> bool {
@@ -539,19 +542,17 @@ pub async fn before(
     if confinement == crate::sandbox::Confinement::ReadOnly || only_reads(command) {
         return true;
     }
-    let root = shared.cwd.clone();
+    let root = root.to_path_buf();
     let named: Vec<PathBuf> = crate::evidence::command::split(command)
         .iter()
         .flat_map(|seg| seg.words.iter().chain(&seg.writes))
         .filter_map(|w| {
-            let p = crate::tools::paths::resolve(cwd, w);
+            let p = crate::fsutil::paths::resolve(cwd, w);
             p.strip_prefix(&root).ok().map(Path::to_path_buf)
         })
         .collect();
-    let store = shared.checkpoints.clone();
-    let due = shared
-        .evidence
-        .with_last(|last, touched| store.due_before_shell(last, touched, &named));
+    let store = store.clone();
+    let due = evidence.with_last(|last, touched| store.due_before_shell(last, touched, &named));
     let _ = tokio::task::spawn_blocking(move || {
         let mut due = due;
         due.extend(store.revalidate(&root));
@@ -561,13 +562,15 @@ pub async fn before(
     true
 }
 
-/// After the call (and after the evidence ledger saw it): logs the command's changes as
+/// After the call: logs the command's changes (what the evidence ledger found it changed) as
 /// checkpoint changes, and tells the model which of them cannot be rewound.
-pub async fn after(shared: &crate::tools::SessionShared, was_shell: bool, output: &mut crate::tools::ToolOutput) {
-    if !was_shell {
-        return;
-    }
-    let Some(changes) = shared.evidence.take_command_changes() else {
+pub async fn after(
+    root: &Path,
+    store: &Arc<crate::checkpoint::Checkpoints>,
+    changes: Option<crate::evidence::CommandChanges>,
+    output: &mut crate::types::tool::ToolOutput,
+) {
+    let Some(changes) = changes else {
         return;
     };
     let mut notes = Vec::new();
@@ -584,8 +587,8 @@ pub async fn after(shared: &crate::tools::SessionShared, was_shell: bool, output
         }
         return;
     }
-    let store = shared.checkpoints.clone();
-    let root = shared.cwd.clone();
+    let store = store.clone();
+    let root = root.to_path_buf();
     let lost = tokio::task::spawn_blocking(move || {
         store.record_shell(&root, &changes.added, &changes.modified, &changes.removed)
     })

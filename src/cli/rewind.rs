@@ -37,7 +37,7 @@ pub fn run(args: &RewindArgs) -> anyhow::Result<ExitCode> {
     if writes {
         session.log_loss(loaded.unsaved.as_ref());
     }
-    let store = session.shared.checkpoints.clone();
+    let store = session.services.checkpoints.clone();
 
     let Some(to) = args.to else {
         let points = store.points();

@@ -12,7 +12,7 @@ use crate::config::settings::{Scope, Settings, SettingsError};
 use crate::config::trust::{self, ProjectTrust};
 use crate::config::{models, paths};
 use crate::context::{Gather, ProjectContext, tokens};
-use crate::engine::{Engine, EngineConfig, EngineEvent, Session};
+use crate::engine::{Engine, EngineConfig, EngineEvent, Session, SessionServices};
 use crate::hooks::{HookConfig, HookConfigError, Hooks};
 use crate::permissions::Mode;
 use crate::permissions::config::{self as permission_config, CliPermissions, PermissionConfigError};
@@ -85,250 +85,58 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
 }
 
 pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupError> {
-    let cwd = std::env::current_dir()
-        .and_then(|d| d.canonicalize())
-        .map_err(|e| SetupError::Invalid(format!("cannot determine the working directory: {e}")))?;
-    let home =
-        paths::keel_home().ok_or_else(|| SetupError::Invalid("cannot find a home directory; set KEEL_HOME".into()))?;
-    crate::checkpoint::check_env().map_err(SetupError::Invalid)?;
-    crate::fsutil::stale::start(&home);
-    let user_home = dirs::home_dir();
-    let mut settings = Settings::load(user_home.as_deref(), &home, &cwd, cli.settings.as_deref())?;
-    if let Some(list) = &cli.programs.setting_sources {
-        let scopes = setting_sources(list)?;
-        settings
-            .layers
-            .retain(|l| l.scope == Scope::Cli || scopes.contains(&l.scope));
-    }
-    let ignored = if trust == ProjectTrust::Untrusted {
-        trust::restrict(&mut settings, &cwd)
-    } else {
-        Vec::new()
+    let base = locate()?;
+    let (mut settings, mut warnings) = load_settings(cli, &base, trust)?;
+    let (authorizer, permission_mode, extensions) = permissions(cli, &base, &mut settings, &mut warnings)?;
+    // Checked before the model is chosen, so a bad setting is named before a bad endpoint.
+    let shell = ShellSettings {
+        sandbox: SandboxConfig::from_settings(&settings, cli.sandbox)?,
+        output_cap: crate::sandbox::contain::output_cap(&settings)?,
+        persist: !cli.no_session_persistence,
     };
-    let mut permissions = permission_config::build(
-        &settings,
-        &CliPermissions {
-            allowed_tools: cli.allowed_tools.clone(),
-            disallowed_tools: cli.disallowed_tools.clone(),
-            add_dirs: cli.add_dir.clone(),
-            mode: permission_mode(cli)?,
-        },
-        &cwd,
-        user_home.as_deref(),
-        &builtin_tools().iter().map(|t| t.name()).collect::<Vec<_>>(),
-    )?;
-    let permission_mode = permissions.mode;
-    let mut warnings = permissions.warnings.clone();
-    if !ignored.is_empty() {
-        warnings.push(format!(
-            "this folder is not trusted, so keel ignores what its settings would run or allow: {}. Trust it \
-             when keel asks at the next start to use them.",
-            ignored.join("; ")
-        ));
-    }
-    let extensions = super::extensions::load(
-        cli,
-        &mut settings,
-        &cwd,
-        user_home.as_deref(),
-        &home,
-        &permissions.authorizer.working_dirs()[1..],
-    )?;
-    extensions.grant_memory(&mut permissions.authorizer)?;
-    warnings.extend(extensions.warnings.iter().cloned());
-    let sandbox_config = SandboxConfig::from_settings(&settings, cli.sandbox)?;
-    let output_cap = crate::sandbox::contain::output_cap(&settings)?;
-
     let (context_window, compact) = context_settings(&settings)?;
     let choice = super::model::choose(cli, &settings, context_window.is_some())?;
     warnings.extend(choice.warnings.iter().cloned());
-    let provider = choice.provider.clone();
-    let model = choice.model.clone();
-
-    let project_dir = paths::project_dir(&home, &cwd);
-    let (session_id, transcript_path, history, resume_warnings) = resolve_session(cli, &home, &project_dir)?;
-    // --fork-session: the earlier conversation continues under a new id; its file stays as it was.
-    let (session_id, transcript_path) = if cli.programs.fork_session && history.is_some() {
-        let id = uuid::Uuid::new_v4().to_string();
-        let path = project_dir.join(format!("{id}.jsonl"));
-        (id, path)
-    } else {
-        (session_id, transcript_path)
-    };
-    warnings.extend(resume_warnings);
-    let session_dir = project_dir.join(&session_id);
-    if let Some(log) = crate::debug::attach_session(&session_dir) {
-        tracing::info!(id = %session_id, log = %log.display(), resumed = history.is_some(), "session");
-    }
-    let (sandbox_mode, sandbox_warning) = SandboxMode::decide(
-        &sandbox_config,
-        &permissions.authorizer.working_dirs(),
-        &session_dir.join("tmp"),
-    );
-    warnings.extend(sandbox_warning);
-    let transcript = if cli.no_session_persistence {
-        Transcript::disabled(transcript_path)
-    } else {
-        Transcript::create(&transcript_path)?
-    };
-    let tool_log = if cli.no_session_persistence {
-        ToolLog::in_memory()
-    } else {
-        ToolLog::open(session_dir.join("tool-log.jsonl"))
-    };
-    let mut session = Session::new(session_id, cwd.clone(), session_dir, transcript);
-    session.tool_log = tool_log;
-    session.shared.set_mode(permission_mode);
-    let mut authorizer = permissions.authorizer;
-    authorizer.set_jail_probe(|| crate::sandbox::capabilities().jail);
-    let authorizer = Arc::new(authorizer);
-    if let Some(shared) = std::sync::Arc::get_mut(&mut session.shared) {
-        let guard = authorizer.clone();
-        shared.read_guard = crate::tools::ReadGuard::new(move |p| guard.read_denied(p));
-        let rules = authorizer.clone();
-        shared.confiner = Some(Arc::new(crate::sandbox::Confiner::new(
-            authorizer.working_dirs().to_vec(),
-            user_home.clone(),
-            shared.session_dir.join("tmp"),
-            move |p| rules.read_denied_by_rule(p),
-        )));
-        shared.sandbox = sandbox_mode;
-        shared.output_cap = output_cap;
-        shared.set_extra_dirs(authorizer.working_dirs().into_iter().skip(1).collect());
-    }
-    let resumed = history.is_some();
-    let forked = resumed && cli.programs.fork_session;
-    let mut loss = None;
-    if let Some((h, todos, unsaved)) = history {
-        if forked {
-            // The fork's own file starts with the conversation it continues.
-            session.write_meta(&model);
-            for m in &h {
-                if let Err(e) = session.transcript.message(m) {
-                    warnings.push(e.to_string());
-                    break;
-                }
-            }
-        }
-        session.set_history(h);
-        session.restore_todos(todos);
-        loss = unsaved;
-    } else {
-        session.write_meta(&model);
-    }
-    if resumed {
-        session.log_event(
-            if forked { "forked" } else { "resumed" },
-            serde_json::json!({"model": model}),
-        );
-        session.log_loss(loss.as_ref());
-    }
-
-    let structured_schema = match &cli.programs.json_schema {
-        None => None,
-        Some(raw) => Some(
-            serde_json::from_str::<serde_json::Value>(raw)
-                .map_err(|e| SetupError::Invalid(format!("--json-schema is not valid JSON: {e}")))?,
-        ),
-    };
-    let mut registry = extensions.add_tools(ToolRegistry::new(builtin_tools())?)?;
-    if let Some(list) = &cli.tools {
-        let wanted: Vec<&str> = list
-            .split([',', ' '])
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .collect();
-        if list.trim() != "default" {
-            for w in &wanted {
-                if registry.get(w).is_none() {
-                    return Err(SetupError::Invalid(format!(
-                        "--tools names `{w}`, which is not a built-in tool (available: {})",
-                        registry.names().join(", ")
-                    )));
-                }
-            }
-            registry.retain(|n| wanted.contains(&n));
-        }
-    }
-    registry.retain(|n| !authorizer.denies_whole_tool(n));
-    let registry = Arc::new(registry);
-    let info = models::info(&model);
-    let home_dir = dirs::home_dir();
-    let (replace, append) = system_prompt_texts(cli)?;
-    let mut project = ProjectContext::gather(&Gather {
-        cwd: &cwd,
-        model: &model,
-        home: home_dir.as_deref(),
-        replace: replace.as_deref(),
-        append: append.as_deref(),
-    });
-    project.instructions.include_dirs(&authorizer.working_dirs()[1..]);
-    warnings.extend(project.instructions.skipped_notices());
-    // Headless runs ask nobody, unless the driving program answers (`--permission-prompt-tool stdio`).
-    let headless = cli.print || cli.programs.input_format == InputFormat::StreamJson;
-    let program_answers = cli.programs.permission_prompt_tool.as_deref() == Some("stdio");
-    if let Some(b) = cli.programs.max_budget_usd
-        && !(b.is_finite() && b > 0.0)
-    {
-        return Err(SetupError::Invalid(format!(
-            "--max-budget-usd must be a positive amount of US dollars, got {b}"
-        )));
-    }
+    let place = session_place(cli, &base, &mut warnings)?;
+    let registry = Arc::new(tool_registry(cli, &extensions, &authorizer)?);
+    let info = models::info(&choice.model);
+    let mut project = project_context(cli, &base, &choice.model, &authorizer, &mut warnings)?;
     extensions.decorate(&mut project, &registry, context_window.unwrap_or(info.context_window));
-    let (verification, verification_warnings) =
-        crate::evidence::Config::from_settings(&settings, project.instructions.all().map(|f| f.content.as_str()))?;
-    warnings.extend(verification_warnings);
-    if let Some(shared) = Arc::get_mut(&mut session.shared) {
-        shared.evidence = Arc::new(crate::evidence::Evidence::new(
-            &cwd,
-            &shared.session_dir,
-            verification,
-            !cli.no_session_persistence,
-        ));
-    }
-    let config = EngineConfig {
-        system: project.system_blocks(),
-        model,
-        max_tokens: info.max_output,
-        max_turns: cli.max_turns,
-        interactive: !headless || program_answers,
-        context_window,
-        compact,
-        max_budget_usd: cli.programs.max_budget_usd,
-        reasoning: reasoning(cli, info.max_output)?,
-    };
-    let mut hook_config = HookConfig::from_settings(&settings)?;
-    extensions.plugins.tag_hooks(&mut hook_config);
-    warnings.extend(hook_config.warnings.iter().cloned());
-    let hooks = Hooks::new(hook_config, cwd.clone(), session.id.clone(), session.transcript.clone());
     let window = tokens::Window::new(info.context_window, context_window, info.max_output);
-    let denies = authorizer.clone();
-    let mcp = crate::mcp::setup::build(&crate::mcp::setup::McpInputs {
-        cli_configs: &cli.mcp_config,
-        strict: cli.strict_mcp_config,
-        settings: &settings,
-        cwd: &cwd,
-        home: user_home.as_deref(),
-        keel_home: &home,
-        session_dir: &session.shared.session_dir,
-        context_window: window.total,
-        interactive: !cli.print,
-        hidden: Arc::new(move |name| denies.denies_whole_tool(name)),
-        project_trusted: trust.allows_project_commands(),
-        plugin_servers: extensions.plugins.mcp_servers(),
-    })
-    .map_err(SetupError::Invalid)?;
-    warnings.extend(mcp.notices);
+    let mcp = mcp_servers(
+        cli,
+        &base,
+        &settings,
+        &place,
+        &authorizer,
+        &extensions,
+        trust,
+        window.total,
+    )?;
+    warnings.extend(mcp.notices.iter().cloned());
     mcp.hub.attach(&registry);
-    hooks.set_env_file(session.shared.hook_env_file());
-    let (mut engine, events) = Engine::new(config, provider, registry, authorizer, Arc::new(hooks), session);
-    if let Some(shared) = Arc::get_mut(&mut engine.session.shared) {
-        shared.mcp = Some(mcp.hub.clone());
-    }
+    let (services, service_warnings) = session_services(
+        shell,
+        &base,
+        &settings,
+        &place,
+        &project,
+        &authorizer,
+        &mcp.hub,
+        permission_mode,
+    )?;
+    warnings.extend(service_warnings);
+    let (session, resumed) = open_session(cli, place, services, &choice.model, &mut warnings)?;
+    let config = engine_config(cli, &project, &choice.model, context_window, compact)?;
+    let hooks = session_hooks(&settings, &extensions, &base, &session, &mut warnings)?;
+    let (mut engine, events) = Engine::new(config, choice.provider.clone(), registry, authorizer, hooks, session);
     engine.set_project(project);
     extensions.install(&mut engine)?;
-    if let Some(schema) = structured_schema {
-        crate::headless::protocol::control::require_structured_output(&mut engine, schema)
+    if let Some(raw) = &cli.programs.json_schema {
+        let schema = serde_json::from_str::<serde_json::Value>(raw)
+            .map_err(|e| SetupError::Invalid(format!("--json-schema is not valid JSON: {e}")))?;
+        engine
+            .require_structured_output(schema)
             .map_err(|e| SetupError::Invalid(format!("--json-schema: {e}")))?;
     }
     Ok(Prepared {
@@ -344,6 +152,355 @@ pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupErr
         catalog: choice.catalog,
         fallback_model: choice.fallback,
     })
+}
+
+/// Where a session runs: the working directory, keel's home and the user's home.
+struct Base {
+    cwd: PathBuf,
+    home: PathBuf,
+    user_home: Option<PathBuf>,
+}
+
+fn locate() -> Result<Base, SetupError> {
+    let cwd = std::env::current_dir()
+        .and_then(|d| d.canonicalize())
+        .map_err(|e| SetupError::Invalid(format!("cannot determine the working directory: {e}")))?;
+    let home =
+        paths::keel_home().ok_or_else(|| SetupError::Invalid("cannot find a home directory; set KEEL_HOME".into()))?;
+    crate::checkpoint::check_env().map_err(SetupError::Invalid)?;
+    crate::fsutil::stale::start(&home);
+    Ok(Base {
+        cwd,
+        home,
+        user_home: dirs::home_dir(),
+    })
+}
+
+/// The settings layers that count (`--setting-sources`), restricted in an untrusted folder.
+fn load_settings(cli: &Cli, base: &Base, trust: ProjectTrust) -> Result<(Settings, Vec<String>), SetupError> {
+    let mut settings = Settings::load(
+        base.user_home.as_deref(),
+        &base.home,
+        &base.cwd,
+        cli.settings.as_deref(),
+    )?;
+    if let Some(list) = &cli.programs.setting_sources {
+        let scopes = setting_sources(list)?;
+        settings
+            .layers
+            .retain(|l| l.scope == Scope::Cli || scopes.contains(&l.scope));
+    }
+    let mut warnings = Vec::new();
+    let ignored = if trust == ProjectTrust::Untrusted {
+        trust::restrict(&mut settings, &base.cwd)
+    } else {
+        Vec::new()
+    };
+    if !ignored.is_empty() {
+        warnings.push(format!(
+            "this folder is not trusted, so keel ignores what its settings would run or allow: {}. Trust it \
+             when keel asks at the next start to use them.",
+            ignored.join("; ")
+        ));
+    }
+    Ok((settings, warnings))
+}
+
+/// The permission rules and mode, and the extensions (plugins, skills, agents, memory) whose
+/// rules join them.
+fn permissions(
+    cli: &Cli,
+    base: &Base,
+    settings: &mut Settings,
+    warnings: &mut Vec<String>,
+) -> Result<(Arc<crate::permissions::Authorizer>, Mode, super::extensions::Extensions), SetupError> {
+    let mut permissions = permission_config::build(
+        settings,
+        &CliPermissions {
+            allowed_tools: cli.allowed_tools.clone(),
+            disallowed_tools: cli.disallowed_tools.clone(),
+            add_dirs: cli.add_dir.clone(),
+            mode: permission_mode(cli)?,
+        },
+        &base.cwd,
+        base.user_home.as_deref(),
+        &builtin_tools().iter().map(|t| t.name()).collect::<Vec<_>>(),
+    )?;
+    warnings.extend(permissions.warnings.iter().cloned());
+    let extensions = super::extensions::load(
+        cli,
+        settings,
+        &base.cwd,
+        base.user_home.as_deref(),
+        &base.home,
+        &permissions.authorizer.working_dirs()[1..],
+    )?;
+    extensions.grant_memory(&mut permissions.authorizer)?;
+    warnings.extend(extensions.warnings.iter().cloned());
+    let mut authorizer = permissions.authorizer;
+    authorizer.set_jail_probe(|| crate::sandbox::capabilities().jail);
+    Ok((Arc::new(authorizer), permissions.mode, extensions))
+}
+
+/// Which session this is: a new one, the continued or resumed one, or a fork of it.
+struct Place {
+    id: String,
+    transcript: PathBuf,
+    session_dir: PathBuf,
+    history: Option<Restored>,
+    forked: bool,
+}
+
+fn session_place(cli: &Cli, base: &Base, warnings: &mut Vec<String>) -> Result<Place, SetupError> {
+    let project_dir = paths::project_dir(&base.home, &base.cwd);
+    let (id, transcript, history, resume_warnings) = resolve_session(cli, &base.home, &project_dir)?;
+    warnings.extend(resume_warnings);
+    // --fork-session: the earlier conversation continues under a new id; its file stays as it was.
+    let forked = cli.programs.fork_session && history.is_some();
+    let (id, transcript) = if forked {
+        let id = uuid::Uuid::new_v4().to_string();
+        let path = project_dir.join(format!("{id}.jsonl"));
+        (id, path)
+    } else {
+        (id, transcript)
+    };
+    let session_dir = project_dir.join(&id);
+    if let Some(log) = crate::debug::attach_session(&session_dir) {
+        tracing::info!(id = %id, log = %log.display(), resumed = history.is_some(), "session");
+    }
+    Ok(Place {
+        id,
+        transcript,
+        session_dir,
+        history,
+        forked,
+    })
+}
+
+/// The built-in tools and the extensions', narrowed by `--tools` and whole-tool deny rules.
+fn tool_registry(
+    cli: &Cli,
+    extensions: &super::extensions::Extensions,
+    authorizer: &crate::permissions::Authorizer,
+) -> Result<ToolRegistry, SetupError> {
+    let mut registry = extensions.add_tools(ToolRegistry::new(builtin_tools())?)?;
+    if let Some(list) = &cli.tools
+        && list.trim() != "default"
+    {
+        let wanted: Vec<&str> = list
+            .split([',', ' '])
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        if let Some(w) = wanted.iter().find(|w| registry.get(w).is_none()) {
+            return Err(SetupError::Invalid(format!(
+                "--tools names `{w}`, which is not a built-in tool (available: {})",
+                registry.names().join(", ")
+            )));
+        }
+        registry.retain(|n| wanted.contains(&n));
+    }
+    registry.retain(|n| !authorizer.denies_whole_tool(n));
+    Ok(registry)
+}
+
+/// The project layer: environment facts, instruction files, the system prompt's own texts.
+fn project_context(
+    cli: &Cli,
+    base: &Base,
+    model: &str,
+    authorizer: &crate::permissions::Authorizer,
+    warnings: &mut Vec<String>,
+) -> Result<ProjectContext, SetupError> {
+    let (replace, append) = system_prompt_texts(cli)?;
+    let mut project = ProjectContext::gather(&Gather {
+        cwd: &base.cwd,
+        model,
+        home: base.user_home.as_deref(),
+        replace: replace.as_deref(),
+        append: append.as_deref(),
+    });
+    project.instructions.include_dirs(&authorizer.working_dirs()[1..]);
+    warnings.extend(project.instructions.skipped_notices());
+    Ok(project)
+}
+
+/// The session's MCP servers, planned (front ends start them).
+#[allow(clippy::too_many_arguments)]
+fn mcp_servers(
+    cli: &Cli,
+    base: &Base,
+    settings: &Settings,
+    place: &Place,
+    authorizer: &Arc<crate::permissions::Authorizer>,
+    extensions: &super::extensions::Extensions,
+    trust: ProjectTrust,
+    window: u64,
+) -> Result<crate::mcp::setup::McpSetup, SetupError> {
+    let denies = authorizer.clone();
+    crate::mcp::setup::build(&crate::mcp::setup::McpInputs {
+        cli_configs: &cli.mcp_config,
+        strict: cli.strict_mcp_config,
+        settings,
+        cwd: &base.cwd,
+        home: base.user_home.as_deref(),
+        keel_home: &base.home,
+        session_dir: &place.session_dir,
+        context_window: window,
+        interactive: !cli.print,
+        hidden: Arc::new(move |name| denies.denies_whole_tool(name)),
+        project_trusted: trust.allows_project_commands(),
+        plugin_servers: extensions.plugins.mcp_servers(),
+    })
+    .map_err(SetupError::Invalid)
+}
+
+/// The session's services, built once: confinement, read guard, working directories, the
+/// evidence ledger (with the declared test commands of the instruction files), MCP servers.
+/// How the session's shell commands run, and whether its ledger is kept on disk.
+struct ShellSettings {
+    sandbox: SandboxConfig,
+    output_cap: u64,
+    persist: bool,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn session_services(
+    shell: ShellSettings,
+    base: &Base,
+    settings: &Settings,
+    place: &Place,
+    project: &ProjectContext,
+    authorizer: &Arc<crate::permissions::Authorizer>,
+    mcp: &Arc<crate::mcp::McpHub>,
+    mode: Mode,
+) -> Result<(Arc<SessionServices>, Vec<String>), SetupError> {
+    let (sandbox, sandbox_warning) = SandboxMode::decide(
+        &shell.sandbox,
+        &authorizer.working_dirs(),
+        &place.session_dir.join("tmp"),
+    );
+    let (verification, verification_warnings) =
+        crate::evidence::Config::from_settings(settings, project.instructions.all().map(|f| f.content.as_str()))?;
+    let rules = authorizer.clone();
+    let confiner = crate::sandbox::Confiner::new(
+        authorizer.working_dirs().to_vec(),
+        base.user_home.clone(),
+        place.session_dir.join("tmp"),
+        move |p| rules.read_denied_by_rule(p),
+    );
+    let guard = authorizer.clone();
+    let evidence = crate::evidence::Evidence::new(&base.cwd, &place.session_dir, verification, shell.persist);
+    let services = SessionServices::builder(base.cwd.clone(), place.session_dir.clone())
+        .mode(mode)
+        .read_guard(crate::tools::ReadGuard::new(move |p| guard.read_denied(p)))
+        .confiner(Some(Arc::new(confiner)))
+        .sandbox(sandbox)
+        .output_cap(shell.output_cap)
+        .extra_dirs(authorizer.working_dirs().into_iter().skip(1).collect())
+        .evidence(Arc::new(evidence))
+        .mcp(Some(mcp.clone()))
+        .build();
+    Ok((
+        services,
+        sandbox_warning.into_iter().chain(verification_warnings).collect(),
+    ))
+}
+
+/// The session itself: its transcript and, when it continues an earlier one, that history
+/// and task list (a fork's own file starts with the conversation it continues).
+fn open_session(
+    cli: &Cli,
+    place: Place,
+    services: Arc<SessionServices>,
+    model: &str,
+    warnings: &mut Vec<String>,
+) -> Result<(Session, bool), SetupError> {
+    let transcript = if cli.no_session_persistence {
+        Transcript::disabled(place.transcript)
+    } else {
+        Transcript::create(&place.transcript)?
+    };
+    let mut session = Session::with_services(place.id, transcript, services);
+    session.tool_log = if cli.no_session_persistence {
+        ToolLog::in_memory()
+    } else {
+        ToolLog::open(place.session_dir.join("tool-log.jsonl"))
+    };
+    let Some((history, todos, unsaved)) = place.history else {
+        session.write_meta(model);
+        return Ok((session, false));
+    };
+    if place.forked {
+        session.write_meta(model);
+        for m in &history {
+            if let Err(e) = session.transcript.message(m) {
+                warnings.push(e.to_string());
+                break;
+            }
+        }
+    }
+    session.set_history(history);
+    session.restore_todos(todos);
+    session.log_event(
+        if place.forked { "forked" } else { "resumed" },
+        serde_json::json!({"model": model}),
+    );
+    session.log_loss(unsaved.as_ref());
+    Ok((session, true))
+}
+
+/// The engine's configuration: model, limits, budget, reasoning, whether anyone answers.
+fn engine_config(
+    cli: &Cli,
+    project: &ProjectContext,
+    model: &str,
+    context_window: Option<u64>,
+    compact: CompactSettings,
+) -> Result<EngineConfig, SetupError> {
+    // Headless runs ask nobody, unless the driving program answers (`--permission-prompt-tool stdio`).
+    let headless = cli.print || cli.programs.input_format == InputFormat::StreamJson;
+    let program_answers = cli.programs.permission_prompt_tool.as_deref() == Some("stdio");
+    if let Some(b) = cli.programs.max_budget_usd
+        && !(b.is_finite() && b > 0.0)
+    {
+        return Err(SetupError::Invalid(format!(
+            "--max-budget-usd must be a positive amount of US dollars, got {b}"
+        )));
+    }
+    let info = models::info(model);
+    Ok(EngineConfig {
+        system: project.system_blocks(),
+        model: model.to_string(),
+        max_tokens: info.max_output,
+        max_turns: cli.max_turns,
+        interactive: !headless || program_answers,
+        context_window,
+        compact,
+        max_budget_usd: cli.programs.max_budget_usd,
+        reasoning: reasoning(cli, info.max_output)?,
+    })
+}
+
+/// The hooks of every settings layer and plugin, bound to the session.
+fn session_hooks(
+    settings: &Settings,
+    extensions: &super::extensions::Extensions,
+    base: &Base,
+    session: &Session,
+    warnings: &mut Vec<String>,
+) -> Result<Arc<Hooks>, SetupError> {
+    let mut hook_config = HookConfig::from_settings(settings)?;
+    extensions.plugins.tag_hooks(&mut hook_config);
+    warnings.extend(hook_config.warnings.iter().cloned());
+    let hooks = Hooks::new(
+        hook_config,
+        base.cwd.clone(),
+        session.id.clone(),
+        session.transcript.clone(),
+    );
+    hooks.set_env_file(session.services.hook_env_file());
+    Ok(Arc::new(hooks))
 }
 
 /// `--max-thinking-tokens`, `--thinking` and `--effort` as request parameters.
@@ -515,17 +672,15 @@ fn permission_mode(cli: &Cli) -> Result<Option<Mode>, SetupError> {
     }
 }
 
-/// Session id, transcript path, resumed history and task list, warnings.
-type Resolved = (
-    String,
-    PathBuf,
-    Option<(
-        Vec<crate::message::Message>,
-        Vec<crate::tools::Todo>,
-        Option<transcript::UnsavedRecord>,
-    )>,
-    Vec<String>,
+/// A resumed session's history, task list and record of unsaved lines.
+type Restored = (
+    Vec<crate::types::message::Message>,
+    Vec<crate::types::tool::Todo>,
+    Option<transcript::UnsavedRecord>,
 );
+
+/// Session id, transcript path, resumed history and task list, warnings.
+type Resolved = (String, PathBuf, Option<Restored>, Vec<String>);
 
 fn resolve_session(cli: &Cli, home: &std::path::Path, project_dir: &std::path::Path) -> Result<Resolved, SetupError> {
     // `--resume` without an id opens the picker in interactive mode; the session starts fresh.

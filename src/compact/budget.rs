@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::message::ToolResultContent;
-use crate::tools::ToolOutput;
+use crate::types::message::ToolResultContent;
+use crate::types::tool::ToolOutput;
 
 /// Characters kept from each end of a spilled result.
 pub const PREVIEW_CHARS: usize = 3_000;

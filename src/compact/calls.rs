@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::message::{ContentBlock, Message, ToolResultContent};
+use crate::types::message::{ContentBlock, Message, ToolResultContent};
 
 /// Tools that only observe. Their old results can be folded away without losing a record of
 /// what changed; anything else (edits, shell commands) stays visible.
@@ -154,7 +154,7 @@ pub fn input_paths(input: &Value, cwd: &Path) -> Vec<std::path::PathBuf> {
         .iter()
         .filter_map(|k| input.get(*k).and_then(Value::as_str))
         .filter(|s| !s.trim().is_empty())
-        .map(|s| crate::tools::paths::resolve(cwd, s))
+        .map(|s| crate::fsutil::paths::resolve(cwd, s))
         .collect()
 }
 
@@ -186,7 +186,7 @@ mod tests {
                 },
             ]),
             Message {
-                role: crate::message::Role::User,
+                role: crate::types::message::Role::User,
                 content: vec![
                     ContentBlock::tool_result("a", "text".to_string().into(), false),
                     ContentBlock::tool_result("b", "bad".to_string().into(), true),

@@ -15,7 +15,7 @@ use super::TierContext;
 use super::budget;
 use super::calls::is_observation;
 use super::view::{Origin, OriginKind, View};
-use crate::message::{ContentBlock, Message, Role};
+use crate::types::message::{ContentBlock, Message, Role};
 
 /// Shortest run of secondary exchanges worth folding.
 pub const MIN_RUN: usize = 2;

@@ -15,7 +15,7 @@ use super::breaker::Breaker;
 use super::view::View;
 use super::{Memo, TierContext, calls::CallIndex, collapse, microcompact, snip};
 use crate::context::tokens::{self, TokenCounter, Window};
-use crate::message::{Message, Role};
+use crate::types::message::{Message, Role};
 
 /// When the frontier moves.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
-use crate::message::{ContentBlock, Message, ToolResultContent};
 use crate::provider::ModelRequest;
+use crate::types::message::{ContentBlock, Message, ToolResultContent};
 
 /// Texts up to this length are shown whole (placeholders and traces are what tests look at).
 const SHOW_WHOLE: usize = 1_000;
@@ -43,8 +43,8 @@ pub fn request(req: &ModelRequest, replace: &[(&str, &str)]) -> String {
 
 fn render_message(out: &mut String, i: usize, m: &Message, breakpoints: &[usize], replace: &[(&str, &str)]) {
     let role = match m.role {
-        crate::message::Role::User => "user",
-        crate::message::Role::Assistant => "assistant",
+        crate::types::message::Role::User => "user",
+        crate::types::message::Role::Assistant => "assistant",
     };
     let mark = if breakpoints.contains(&i) { " [cache]" } else { "" };
     let _ = writeln!(out, "#{i} {role}{mark}");

@@ -10,7 +10,7 @@ use super::TierContext;
 use super::budget;
 use super::record::{last_lines, marker_lines};
 use super::view::View;
-use crate::message::{ContentBlock, ToolResultBlock, ToolResultContent};
+use crate::types::message::{ContentBlock, ToolResultBlock, ToolResultContent};
 
 /// Results up to this size stay: their placeholder would not be much smaller.
 pub const MIN_BYTES: usize = 600;
@@ -22,7 +22,7 @@ pub fn apply(view: &mut View, ctx: &TierContext<'_>) -> usize {
     let answered = ctx
         .store
         .iter()
-        .rposition(|m| m.role == crate::message::Role::Assistant)
+        .rposition(|m| m.role == crate::types::message::Role::Assistant)
         .unwrap_or(0);
     for call in &ctx.index.calls {
         let Some((m, _)) = call.result_at else { continue };

@@ -32,7 +32,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::Path;
 
-use crate::message::Message;
+use crate::types::message::Message;
 
 pub use compactor::{CompactSettings, Compactor, RequestView, ViewPolicy};
 

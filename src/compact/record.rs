@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use super::budget;
 use super::calls::{self, is_observation};
-use crate::message::ToolResultContent;
+use crate::types::message::ToolResultContent;
 
 /// Decisive lines kept per failure.
 pub const MAX_DECISIVE_LINES: usize = 8;
@@ -101,7 +101,7 @@ pub fn outcome(f: &CallFacts<'_>, cwd: &Path, session_dir: &Path) -> ToolOutcome
     let edited = if f.is_error {
         None
     } else {
-        calls::edited_file(f.tool, f.input).map(|p| crate::tools::paths::resolve(cwd, p))
+        calls::edited_file(f.tool, f.input).map(|p| crate::fsutil::paths::resolve(cwd, p))
     };
     ToolOutcome {
         step: f.step,
@@ -402,7 +402,7 @@ mod tests {
             "noise\n".repeat(5_000),
             "tail\n".repeat(2_000)
         );
-        let out = budget::apply(crate::tools::ToolOutput::error(full), 5_000, dir.path(), "big");
+        let out = budget::apply(crate::types::tool::ToolOutput::error(full), 5_000, dir.path(), "big");
         let input = json!({"command": "cargo build"});
         let mut f = facts(7, "big", "Bash", &input, &out.content, true);
         f.structured = &out.structured;

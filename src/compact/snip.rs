@@ -13,7 +13,7 @@
 use super::TierContext;
 use super::calls::{CallSite, is_not_run};
 use super::view::View;
-use crate::message::{ContentBlock, ToolResultContent};
+use crate::types::message::{ContentBlock, ToolResultContent};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reason {

@@ -7,7 +7,7 @@
 
 use std::ops::Range;
 
-use crate::message::Message;
+use crate::types::message::Message;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OriginKind {

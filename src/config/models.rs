@@ -35,7 +35,7 @@ pub struct Pricing {
 }
 
 impl Pricing {
-    pub fn cost(&self, usage: &crate::message::Usage) -> f64 {
+    pub fn cost(&self, usage: &crate::types::message::Usage) -> f64 {
         (usage.input_tokens as f64 * self.input
             + usage.output_tokens as f64 * self.output
             + usage.cache_creation_input_tokens as f64 * self.cache_write
@@ -364,7 +364,7 @@ impl Override {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::Usage;
+    use crate::types::message::Usage;
     use serde_json::json;
 
     #[test]

@@ -269,7 +269,7 @@ fn cli_layer(arg: &str, project: &Path) -> Result<Layer, SettingsError> {
             value: parse(arg, "--settings")?,
         });
     }
-    let path = crate::tools::paths::resolve(project, arg);
+    let path = crate::fsutil::paths::resolve(project, arg);
     let value = read_file(&path)?.ok_or_else(|| SettingsError::Read {
         path: path.display().to_string(),
         source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),

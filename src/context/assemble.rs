@@ -7,8 +7,9 @@
 
 use std::sync::Arc;
 
-use crate::message::{Message, Role};
+pub use crate::provider::prefix::tail_breakpoints;
 use crate::provider::{ModelRequest, SystemBlock, ToolSet};
+use crate::types::message::Message;
 
 /// The API's limit on cache breakpoints per request.
 pub const MAX_BREAKPOINTS: usize = 4;
@@ -35,24 +36,10 @@ pub fn request(
     }
 }
 
-/// The last message and the user message before the last assistant message, newest first.
-pub fn tail_breakpoints(messages: &[Message]) -> Vec<usize> {
-    let Some(last) = messages.len().checked_sub(1) else {
-        return Vec::new();
-    };
-    let mut out = vec![last];
-    if let Some(prev) = messages[..last].iter().rposition(|m| m.role == Role::User)
-        && messages[prev + 1..last].iter().any(|m| m.role == Role::Assistant)
-    {
-        out.push(prev);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::{CacheControl, ContentBlock};
+    use crate::types::message::{CacheControl, ContentBlock};
 
     #[test]
     fn breakpoints_sit_on_the_tail_and_never_exceed_four() {

@@ -405,7 +405,7 @@ impl Instructions {
 fn read_text(path: &Path) -> Result<String, String> {
     // A repository's instruction file may be a FIFO or a link to a device: never block on it.
     let bytes = crate::fsutil::open::read_file_capped(path, MAX_FILE_BYTES).map_err(|e| e.to_string())?;
-    if crate::tools::read::looks_binary(&bytes) {
+    if crate::fsutil::looks_binary(&bytes) {
         return Err("not a text file".into());
     }
     Ok(String::from_utf8_lossy(&bytes).into_owned())

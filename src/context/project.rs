@@ -15,8 +15,8 @@ use super::git::{self, GitSnapshot};
 use super::import_policy::ImportPolicy;
 use super::instructions::{self, Instructions};
 use super::system_prompt;
-use crate::message::CacheControl;
 use crate::provider::SystemBlock;
+use crate::types::message::CacheControl;
 
 #[derive(Debug, Clone)]
 pub struct ProjectContext {

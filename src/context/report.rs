@@ -120,7 +120,7 @@ fn human(bytes: u64) -> String {
 
 /// Instruction files in directories below `cwd` (honouring .gitignore), with their sizes.
 pub fn nested_files(cwd: &Path) -> Vec<(PathBuf, u64)> {
-    let Ok(mut walk) = crate::tools::walk::safe_walk(cwd, |e| e.file_name() != ".git") else {
+    let Ok(mut walk) = crate::fsutil::walk::safe_walk(cwd, |e| e.file_name() != ".git") else {
         return Vec::new();
     };
     let walker = walk.builder.require_git(true).build();

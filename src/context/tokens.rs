@@ -5,8 +5,8 @@
 //! block): it runs before every request, so it must cost microseconds, and the provider's count
 //! replaces it for every part of the conversation the provider has already seen.
 
-use crate::message::{ContentBlock, Message, ToolResultContent, Usage};
 use crate::provider::{SystemBlock, ToolDefinition};
+use crate::types::message::{ContentBlock, Message, ToolResultContent, Usage};
 
 /// Bytes per token assumed by the estimate.
 pub const BYTES_PER_TOKEN: u64 = 4;
@@ -62,8 +62,8 @@ pub fn result(content: &ToolResultContent) -> u64 {
         ToolResultContent::Blocks(blocks) => blocks
             .iter()
             .map(|b| match b {
-                crate::message::ToolResultBlock::Text { text: t } => BLOCK_OVERHEAD + text(t),
-                crate::message::ToolResultBlock::Image { .. } => BLOCK_OVERHEAD + IMAGE_TOKENS,
+                crate::types::message::ToolResultBlock::Text { text: t } => BLOCK_OVERHEAD + text(t),
+                crate::types::message::ToolResultBlock::Image { .. } => BLOCK_OVERHEAD + IMAGE_TOKENS,
             })
             .sum(),
     }
@@ -205,7 +205,7 @@ mod tests {
         assert!(message(&big) >= 1_000);
         assert!(message(&small) < 20);
         let img = ContentBlock::Image {
-            source: crate::message::ImageSource {
+            source: crate::types::message::ImageSource {
                 kind: "base64".into(),
                 media_type: "image/png".into(),
                 data: "A".repeat(1_000_000),

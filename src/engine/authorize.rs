@@ -50,14 +50,14 @@ impl Pipeline<'_> {
         hook: Option<HookDecision>,
         cancel: &CancellationToken,
     ) -> Result<Approved, Refusal> {
-        let mode = self.shared.mode();
-        let grants = self.shared.skills.grants();
+        let mode = self.services.mode();
+        let grants = self.services.skills.grants();
         let decision = self.authorizer.decide(
             &call.name,
             &call.input,
             read_only,
             mode,
-            &self.shared.cwd,
+            &self.services.cwd,
             hook,
             &grants,
         );
@@ -66,7 +66,7 @@ impl Pipeline<'_> {
         let verdict = decision.verdict;
         let verdict = match verdict {
             v @ (Verdict::Allow | Verdict::AllowConfined(_) | Verdict::Ask { .. })
-                if leaves_sandbox(call, &self.shared.sandbox, &v) =>
+                if leaves_sandbox(call, &self.services.shell.sandbox, &v) =>
             {
                 Verdict::Ask {
                     hard: true,
@@ -91,7 +91,7 @@ impl Pipeline<'_> {
         };
         // Whoever decides on loading a skill sees what it would grant.
         if call.name == "Skill"
-            && let Some(runner) = &self.shared.skill_runner
+            && let Some(runner) = &self.grants.skills
         {
             let grants = runner.grants(call.input.get("skill").and_then(|v| v.as_str()).unwrap_or(""));
             if !grants.is_empty() {
@@ -235,7 +235,7 @@ impl Pipeline<'_> {
                 .fire(
                     Event::Notification,
                     Some("permission_prompt"),
-                    self.shared.mode(),
+                    self.services.mode(),
                     fields([
                         ("message", message.into()),
                         ("title", "Permission needed".into()),
@@ -251,7 +251,7 @@ impl Pipeline<'_> {
             tool_name: call.name.clone(),
             input: call.input.clone(),
             detail: detail(call, info),
-            preview: crate::permissions::preview::build(&call.name, &call.input, &self.shared.cwd, &info.reason),
+            preview: crate::permissions::preview::build(&call.name, &call.input, &self.services.cwd, &info.reason),
             suggested_rule: info.rules_to_save.first().or(info.session_grants.first()).cloned(),
             reason: info.reason.clone(),
             suggestions: updates::suggestions(info),
@@ -291,7 +291,7 @@ impl Pipeline<'_> {
                     Err(why.clone())
                 }
                 Update::SetMode { mode, destination } => {
-                    self.shared.set_mode(mode);
+                    self.services.set_mode(mode);
                     self.events.emit(EngineEvent::ModeChanged(mode));
                     self.authorizer.save_mode(mode, destination)
                 }
@@ -302,7 +302,7 @@ impl Pipeline<'_> {
                 } => self
                     .authorizer
                     .update_directories(add, &directories, destination)
-                    .map(|dirs| self.shared.set_extra_dirs(dirs.into_iter().skip(1).collect())),
+                    .map(|dirs| self.services.set_extra_dirs(dirs.into_iter().skip(1).collect())),
             };
             if let Err(e) = outcome {
                 self.events.notice(
@@ -315,9 +315,9 @@ impl Pipeline<'_> {
 
     /// Approving ExitPlanMode leaves plan mode: "always" → acceptEdits, "once" → default.
     fn after_approval(&self, call: &ToolCall, always: bool) {
-        if call.name == "ExitPlanMode" && self.shared.mode() == Mode::Plan {
+        if call.name == "ExitPlanMode" && self.services.mode() == Mode::Plan {
             let next = if always { Mode::AcceptEdits } else { Mode::Default };
-            self.shared.set_mode(next);
+            self.services.set_mode(next);
             self.events.emit(EngineEvent::ModeChanged(next));
         }
     }

@@ -21,8 +21,8 @@ use crate::compact::autocompact::{self, Trigger, handoff, remount, summary};
 use crate::compact::calls;
 use crate::compact::record::{self, CallFacts};
 use crate::context::{assemble, instructions, tokens};
-use crate::message::ContentBlock;
 use crate::provider::{ModelRequest, ModelResponse, ProviderError, ProviderEvent};
+use crate::types::message::ContentBlock;
 
 /// What a compaction did.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,7 +59,7 @@ impl Engine {
     /// The view of the history for the next request.
     pub fn current_view(&mut self) -> RequestView {
         let store = self.session.history_handle();
-        self.compactor.view(&store, &self.session.shared.session_dir)
+        self.compactor.view(&store, &self.session.services.session_dir)
     }
 
     /// The next model request. When the context is nearly full, the view tiers are squeezed
@@ -75,7 +75,7 @@ impl Engine {
         let mut view = self.current_view();
         if self.compactor.settings.auto && view.tokens >= self.compactor.threshold() {
             let store = self.session.history_handle();
-            view = self.compactor.squeeze(&store, &self.session.shared.session_dir);
+            view = self.compactor.squeeze(&store, &self.session.services.session_dir);
             if view.tokens >= self.compactor.threshold() && !self.compactor.breaker.is_open() {
                 match self.compact(None, Trigger::Auto, cancel).await {
                     Err(CompactError::Cancelled) => return None,
@@ -91,7 +91,7 @@ impl Engine {
         // A loaded skill's `model` applies for the rest of the turn.
         let model = self
             .session
-            .shared
+            .services
             .skills
             .model()
             .unwrap_or_else(|| self.config.model.clone());
@@ -118,8 +118,8 @@ impl Engine {
 
     fn note_tool_round_inner(&mut self, records: &[CallRecord]) -> Vec<ContentBlock> {
         let step = self.session.totals.requests;
-        let cwd = self.session.shared.cwd.clone();
-        let session_dir = self.session.shared.session_dir.clone();
+        let cwd = self.session.services.cwd.clone();
+        let session_dir = self.session.services.session_dir.clone();
         let mut found = Vec::new();
         for r in records {
             let facts = CallFacts {
@@ -141,7 +141,7 @@ impl Engine {
         if let Some(e) = self.session.tool_log.write_error.take() {
             self.events.notice(NoticeLevel::Warning, e);
         }
-        self.session.shared.evidence.flush();
+        self.session.services.evidence.flush();
         if found.is_empty() {
             return Vec::new();
         }
@@ -161,7 +161,7 @@ impl Engine {
                 .fire(
                     HookEvent::PreCompact,
                     Some(trigger.as_str()),
-                    self.session.shared.mode(),
+                    self.session.services.mode(),
                     fields([
                         ("trigger", trigger.as_str().into()),
                         ("custom_instructions", custom_instructions.unwrap_or("").into()),
@@ -196,7 +196,7 @@ impl Engine {
                 .fire(
                     HookEvent::PostCompact,
                     Some(report.trigger.as_str()),
-                    self.session.shared.mode(),
+                    self.session.services.mode(),
                     fields([
                         ("trigger", report.trigger.as_str().into()),
                         ("compact_summary", report.handoff.clone().into()),
@@ -303,12 +303,12 @@ impl Engine {
             .count();
         let input_bytes = (window.input_budget() * tokens::BYTES_PER_TOKEN) as usize;
         let transcript_path = self.session.transcript.path();
-        let verification = self.session.shared.evidence.handoff_section();
+        let verification = self.session.services.evidence.handoff_section();
         let text = handoff::render(&handoff::Handoff {
             trigger,
             pre_tokens,
             transcript: &transcript_path,
-            session_dir: &self.session.shared.session_dir,
+            session_dir: &self.session.services.session_dir,
             requests: &requests,
             requests_budget: input_bytes / 10,
             summary: &summary,
@@ -317,9 +317,15 @@ impl Engine {
             other_changes,
             verification: &verification,
         });
-        self.session.shared.files().mark_all_partial();
+        self.session.services.files().mark_all_partial();
         let plan = remount::latest_plan(&store);
-        let hot = remount::hot_state(&files, plan.as_deref(), input_bytes / 5, &self.session.shared);
+        let hot = remount::hot_state(
+            &files,
+            plan.as_deref(),
+            input_bytes / 5,
+            &self.session.services.todos(),
+            &self.session.services.files,
+        );
         if self.project.reload_instructions() {
             self.config.system = self.project.system_blocks();
             self.compactor
@@ -328,7 +334,7 @@ impl Engine {
         let mut blocks = vec![ContentBlock::text(text.clone())];
         blocks.extend(hot.map(ContentBlock::text));
         // Skills loaded earlier keep applying: their latest text is mounted again.
-        blocks.extend(self.session.shared.skills.remount_text().map(ContentBlock::text));
+        blocks.extend(self.session.services.skills.remount_text().map(ContentBlock::text));
         let new_history = autocompact::new_history(&store, blocks);
         self.session.compact_history(new_history, trigger.as_str(), pre_tokens);
         self.compactor.reset();

@@ -13,11 +13,11 @@ use super::*;
 use crate::compact::autocompact::summary::INSTRUCTION_LEAD;
 use crate::context::{Gather, ProjectContext};
 use crate::engine::{Engine, EngineConfig, Session};
-use crate::message::{Message, StopReason, Usage};
 use crate::provider::{Provider, ProviderStream};
 use crate::tools::registry::ToolRegistry;
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::transcript::Transcript;
+use crate::types::message::{Message, StopReason, Usage};
 
 /// A scripted model: tool-calling turns in order; summary requests get `summary`; `refuse`
 /// errors are returned (once each) to the next non-summary requests.
@@ -186,7 +186,7 @@ fn setup_with(
         ..Default::default()
     };
     // The test's own edit tool is not read-only; these tests are about compaction, not approval.
-    session.shared.set_mode(crate::permissions::Mode::BypassPermissions);
+    session.services.set_mode(crate::permissions::Mode::BypassPermissions);
     let (mut engine, events) = crate::engine::Engine::basic(config, model, registry, session);
     engine.set_project(ProjectContext::gather(&Gather {
         cwd: &cwd,
@@ -335,7 +335,7 @@ async fn manual_compaction_writes_a_handoff_from_keels_record_and_remounts_hot_s
     );
 
     // Read-file state: the re-mounted file is known in full, the rest only partially.
-    let files = s.engine.session.shared.files();
+    let files = s.engine.session.services.files();
     assert!(files.get(Path::new(&parse)).unwrap().is_complete());
     drop(files);
 
@@ -420,7 +420,7 @@ async fn autocompaction_keeps_requests_under_the_window_and_unanswered_results_v
         ContentBlock::text(crate::compact::autocompact::summary::instruction(None))
     );
     assert_eq!(after.messages[2], pending);
-    assert_eq!(after.messages[1].role, crate::message::Role::Assistant);
+    assert_eq!(after.messages[1].role, crate::types::message::Role::Assistant);
     let events = drain(&mut s.events);
     assert!(events.iter().any(|e| matches!(
         e,

@@ -10,9 +10,9 @@ use super::Engine;
 use super::events::NoticeLevel;
 use super::pipeline::CallRecord;
 use crate::agents::{AgentCatalog, AgentDef, Limits};
-use crate::message::ContentBlock;
 use crate::plugins::Plugins;
 use crate::skills::Catalog;
+use crate::types::message::ContentBlock;
 
 #[derive(Debug, Clone)]
 pub struct Harness {
@@ -130,7 +130,7 @@ impl Engine {
         let finished = std::mem::take(
             &mut *self
                 .session
-                .shared
+                .services
                 .subagent_tally
                 .lock()
                 .unwrap_or_else(|p| p.into_inner()),
@@ -145,7 +145,7 @@ impl Engine {
     pub(super) fn background_notes(&mut self) -> Vec<ContentBlock> {
         self.absorb_subagents();
         self.session
-            .shared
+            .services
             .tasks
             .take_notifications()
             .into_iter()
@@ -164,7 +164,7 @@ impl Engine {
             return Vec::new();
         }
         self.session
-            .shared
+            .services
             .skills
             .take_queued(&ids)
             .into_iter()
@@ -179,7 +179,7 @@ impl Engine {
         if self.config.interactive && self.subagent.is_none() {
             return None;
         }
-        let tasks = self.session.shared.tasks.clone();
+        let tasks = self.session.services.tasks.clone();
         let running = tasks.running();
         if running > 0 {
             self.events.notice(

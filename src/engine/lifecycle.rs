@@ -5,7 +5,7 @@ use serde_json::Value;
 use super::Engine;
 use super::events::NoticeLevel;
 use crate::hooks::{Event, fields};
-use crate::message::ContentBlock;
+use crate::types::message::ContentBlock;
 
 /// Consecutive Stop-hook blocks after which keel ends the turn anyway.
 pub const MAX_STOP_BLOCKS: u32 = 8;
@@ -38,7 +38,7 @@ impl Engine {
             .fire(
                 Event::SessionStart,
                 Some(source),
-                self.session.shared.mode(),
+                self.session.services.mode(),
                 fields([("source", source.into()), ("model", self.config.model.clone().into())]),
                 &self.events,
             )
@@ -57,7 +57,7 @@ impl Engine {
             .fire(
                 Event::SessionEnd,
                 Some(reason),
-                self.session.shared.mode(),
+                self.session.services.mode(),
                 fields([("reason", reason.into())]),
                 &self.events,
             )
@@ -82,7 +82,7 @@ impl Engine {
                 .fire(
                     Event::UserPromptSubmit,
                     None,
-                    self.session.shared.mode(),
+                    self.session.services.mode(),
                     fields([("prompt", Value::String(prompt))]),
                     &self.events,
                 )
@@ -129,7 +129,7 @@ impl Engine {
         });
         let agg = self
             .hooks
-            .fire(event, target.as_deref(), self.session.shared.mode(), f, &self.events)
+            .fire(event, target.as_deref(), self.session.services.mode(), f, &self.events)
             .await;
         if let Some(reason) = agg.stop {
             return StopVerdict::Halt(reason);

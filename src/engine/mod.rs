@@ -9,10 +9,13 @@ mod authorize;
 mod compaction;
 pub mod harness;
 mod lifecycle;
+mod observers;
 pub mod pipeline;
 pub mod rewind;
+pub mod services;
 pub mod session;
 pub mod skills;
+mod structured;
 pub mod subagent;
 mod tool_hooks;
 mod turn;
@@ -22,10 +25,11 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
-pub use crate::events;
-pub use crate::events::{EngineEvent, EventSink, NoticeLevel, ResultSubtype, TerminalReason, TurnOutcome};
+pub use crate::types::events;
+pub use crate::types::events::{EngineEvent, EventSink, NoticeLevel, ResultSubtype, TerminalReason, TurnOutcome};
 pub use compaction::{CompactError, CompactReport};
 pub use rewind::RewindReport;
+pub use services::{ServicesBuilder, SessionServices};
 pub use session::Session;
 
 pub use crate::compact::CompactSettings;
@@ -83,6 +87,8 @@ pub struct Engine {
     pub harness: harness::Harness,
     /// This engine's runner of sub-agents, when installed.
     subagents: Option<Arc<subagent::SubagentRunner>>,
+    /// This engine's loader of skills for the Skill tool, when installed.
+    skill_runner: Option<Arc<skills::SkillInvoker>>,
 }
 
 impl Engine {
@@ -103,7 +109,7 @@ impl Engine {
         let mut compactor = Compactor::new(window, config.compact);
         let tools_generation = registry.generation();
         compactor.set_fixed_tokens(tokens::system(&config.system) + tokens::tool_set(&registry.tool_set()));
-        let project = ProjectContext::bare(&session.shared.cwd, "");
+        let project = ProjectContext::bare(&session.services.cwd, "");
         (
             Engine {
                 config,
@@ -121,6 +127,7 @@ impl Engine {
                 structured: None,
                 harness: harness::Harness::default(),
                 subagents: None,
+                skill_runner: None,
             },
             rx,
         )
@@ -144,10 +151,31 @@ impl Engine {
         registry: Arc<ToolRegistry>,
         session: Session,
     ) -> (Engine, mpsc::UnboundedReceiver<EngineEvent>) {
-        let cwd = session.shared.cwd.clone();
+        let cwd = session.services.cwd.clone();
         let authorizer = Arc::new(Authorizer::new(Vec::new(), vec![cwd.clone()], None, None));
         let hooks = Arc::new(Hooks::none(cwd, session.id.clone(), session.transcript.clone()));
         Engine::new(config, provider, registry, authorizer, hooks, session)
+    }
+
+    /// Everything this engine can give a tool call: the session's capabilities and the
+    /// engine's own sub-agent and skill runners.
+    pub(crate) fn grants(&self) -> crate::tools::Grants {
+        crate::tools::Grants {
+            agents: self
+                .subagents
+                .clone()
+                .map(|r| r as Arc<dyn crate::tools::agent::AgentRunner>),
+            skills: self
+                .skill_runner
+                .clone()
+                .map(|r| r as Arc<dyn crate::tools::skill::SkillRunner>),
+            ..self.session.services.grants()
+        }
+    }
+
+    /// Whether the Skill tool can load skills in this engine.
+    pub fn has_skill_runner(&self) -> bool {
+        self.skill_runner.is_some()
     }
 
     pub fn events(&self) -> &EventSink {

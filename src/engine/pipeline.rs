@@ -14,12 +14,13 @@ use super::EventSink;
 use super::authorize::Refusal;
 use super::events::EngineEvent;
 use crate::compact::budget;
+use crate::engine::SessionServices;
 use crate::hooks::Hooks;
-use crate::message::ContentBlock;
 use crate::permissions::Authorizer;
 use crate::provider::{BrokenReason, BrokenToolCall};
 use crate::tools::registry::ToolRegistry;
-use crate::tools::{SessionShared, ToolContext, ToolError, ToolOutput};
+use crate::tools::{Grants, ToolContext, ToolError, ToolOutput};
+use crate::types::message::ContentBlock;
 
 /// Most read-only calls run at once.
 pub const MAX_PARALLEL: usize = 10;
@@ -50,7 +51,9 @@ impl CallRecord {
 
 pub struct Pipeline<'a> {
     pub registry: &'a ToolRegistry,
-    pub shared: &'a Arc<SessionShared>,
+    pub services: &'a Arc<SessionServices>,
+    /// What the engine can give tool calls; each call gets the part its tool declares.
+    pub grants: Grants,
     pub events: &'a EventSink,
     pub authorizer: &'a Authorizer,
     pub hooks: &'a Hooks,
@@ -72,7 +75,7 @@ impl Pipeline<'_> {
             .filter(|c| c.name == "Agent" && !broken.iter().any(|b| b.id == c.id))
             .map(|c| c.id.clone())
             .collect();
-        let runner = self.shared.agents.clone().filter(|_| !agent_calls.is_empty());
+        let runner = self.grants.agents.clone().filter(|_| !agent_calls.is_empty());
         if let Some(r) = &runner {
             r.reserve(&agent_calls);
         }
@@ -209,13 +212,13 @@ impl Pipeline<'_> {
                 }
                 // Deny rules hold whoever approves: the rewritten input is checked against them,
                 // and its path is resolved anew (the tool opens what the check saw).
-                let grants = self.shared.skills.grants();
+                let grants = self.services.skills.grants();
                 let decision = self.authorizer.decide(
                     &call.name,
                     &updated,
                     registered.tool.is_read_only(&updated),
-                    self.shared.mode(),
-                    &self.shared.cwd,
+                    self.services.mode(),
+                    &self.services.cwd,
                     Some(crate::permissions::HookDecision::Allow),
                     &grants,
                 );
@@ -237,21 +240,12 @@ impl Pipeline<'_> {
             }
         };
 
-        let ctx = ToolContext {
-            shared: self.shared.clone(),
-            cancel: cancel.child_token(),
-            tool_use_id: call.id.clone(),
-            resolved,
-            confinement,
-        };
         let tool = registered.tool.clone();
-        let shell_cwd = self.shared.shell_cwd.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let watch = self
-            .shared
-            .evidence
-            .before(&call.name, &effective.input, &shell_cwd)
-            .await;
-        let shell_undo = crate::checkpoint::shell::before(self.shared, &watch, ctx.confinement).await;
+        let mut ctx = ToolContext::new(self.services.workspace.clone(), cancel.child_token(), call.id.clone())
+            .with_grants(self.grants.only(tool.capabilities()));
+        ctx.resolved = resolved;
+        ctx.confinement = confinement;
+        let observed = super::observers::before(self.services, &call.name, &effective.input, ctx.confinement).await;
         let result = if tool.handles_cancellation() {
             tool.call(effective.input.clone(), &ctx).await
         } else {
@@ -266,15 +260,14 @@ impl Pipeline<'_> {
             Err(ToolError::Cancelled) => interrupted(),
             Err(e) => ToolOutput::error(e.to_string()),
         };
-        let mut output = budget::apply(output, tool.result_budget(), &self.shared.session_dir, &call.id);
+        let mut output = budget::apply(output, tool.result_budget(), &self.services.session_dir, &call.id);
         let known = |p: &std::path::Path| {
-            self.shared
+            self.services
                 .files()
                 .get(p)
                 .and_then(|v| v.snapshot.as_deref().map(str::to_string))
         };
-        self.shared.evidence.after(watch, &mut output, &known).await;
-        crate::checkpoint::shell::after(self.shared, shell_undo, &mut output).await;
+        super::observers::after(self.services, observed, &mut output, &known).await;
         let post_stop = self
             .post_tool_hooks(
                 &effective,
@@ -412,7 +405,7 @@ mod tests {
     /// no hooks, events dropped.
     struct Fixture {
         _dir: tempfile::TempDir,
-        shared: Arc<SessionShared>,
+        shared: Arc<SessionServices>,
         sink: EventSink,
         authorizer: Authorizer,
         hooks: Hooks,
@@ -421,7 +414,7 @@ mod tests {
     impl Fixture {
         fn new() -> Self {
             let dir = tempfile::tempdir().unwrap();
-            let shared = Arc::new(SessionShared::new(dir.path().into(), dir.path().into()));
+            let shared = SessionServices::builder(dir.path().into(), dir.path().into()).build();
             shared.set_mode(crate::permissions::Mode::BypassPermissions);
             let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
             let transcript = crate::transcript::Transcript::disabled(dir.path().join("t"));
@@ -441,7 +434,8 @@ mod tests {
         fn pipeline<'a>(&'a self, registry: &'a ToolRegistry) -> Pipeline<'a> {
             Pipeline {
                 registry,
-                shared: &self.shared,
+                services: &self.shared,
+                grants: self.shared.grants(),
                 events: &self.sink,
                 authorizer: &self.authorizer,
                 hooks: &self.hooks,

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::{Engine, NoticeLevel, Session};
 use crate::checkpoint::{Plan, Point, PointKind, Restore, RewindError, TRANSCRIPT_EVENT};
-use crate::message::ContentBlock;
+use crate::types::message::ContentBlock;
 
 /// What a rewind did.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,7 +40,7 @@ impl Engine {
             .collect();
         match self
             .session
-            .shared
+            .services
             .checkpoints
             .begin(PointKind::Prompt, &text.join("\n"))
         {
@@ -56,12 +56,12 @@ impl Engine {
 
     /// The points this session can be rewound to, oldest first.
     pub fn rewind_points(&self) -> Vec<Point> {
-        self.session.shared.checkpoints.points()
+        self.session.services.checkpoints.points()
     }
 
     /// What rewinding the code to point `to` would restore, and what blocks it.
     pub fn rewind_plan(&self, to: u32) -> Result<Plan, RewindError> {
-        self.session.shared.checkpoints.plan(to)
+        self.session.services.checkpoints.plan(to)
     }
 
     /// Rewinds to the moment before point `to`; see [`rewind`].
@@ -78,7 +78,7 @@ impl Engine {
 /// none; a file changed outside keel since blocks the rewind with a diff), and the conversation
 /// is cut back to before that point's prompt. The rewind becomes a point of its own.
 pub fn rewind(session: &mut Session, to: u32, restore: Restore) -> Result<RewindReport, RewindError> {
-    let store = session.shared.checkpoints.clone();
+    let store = session.services.checkpoints.clone();
     let points = store.points();
     let newest = points.iter().map(|p| p.point).max().unwrap_or(0);
     let Some(target) = points.iter().find(|p| p.point == to) else {

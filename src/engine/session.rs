@@ -6,11 +6,12 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::services::SessionServices;
 use crate::compact::record::ToolLog;
 use crate::config::models;
-use crate::message::{ContentBlock, Message, Role, Usage};
-use crate::tools::{SessionShared, Todo};
 use crate::transcript::{SessionMeta, SharedTranscript, Transcript, TranscriptError};
+use crate::types::message::{ContentBlock, Message, Role, Usage};
+use crate::types::tool::Todo;
 
 /// Token and cost totals for one model.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -65,7 +66,7 @@ pub struct Session {
     pub id: String,
     /// Shared with in-flight requests so building one costs no copy of the conversation.
     history: Arc<Vec<Message>>,
-    pub shared: Arc<SessionShared>,
+    pub services: Arc<SessionServices>,
     pub totals: Totals,
     pub denials: Vec<Denial>,
     /// keel's own record of tool outcomes (failed checks, edits) for compaction.
@@ -78,13 +79,18 @@ pub struct Session {
 }
 
 impl Session {
+    /// A session with default services (no sandbox, in-memory ledger): for embedding and tests.
     pub fn new(id: String, cwd: PathBuf, session_dir: PathBuf, transcript: Transcript) -> Self {
+        Session::with_services(id, transcript, SessionServices::builder(cwd, session_dir).build())
+    }
+
+    pub fn with_services(id: String, transcript: Transcript, services: Arc<SessionServices>) -> Self {
         let mut transcript = transcript;
-        transcript.set_context(id.clone(), cwd.clone());
+        transcript.set_context(id.clone(), services.cwd.clone());
         Session {
             id,
             history: Arc::new(Vec::new()),
-            shared: Arc::new(SessionShared::new(cwd, session_dir)),
+            services,
             totals: Totals::default(),
             denials: Vec::new(),
             tool_log: ToolLog::in_memory(),
@@ -96,13 +102,13 @@ impl Session {
 
     /// Restores the task list of a resumed session (without logging it again).
     pub fn restore_todos(&mut self, todos: Vec<Todo>) {
-        *self.shared.todos.lock().unwrap_or_else(|p| p.into_inner()) = todos.clone();
+        self.services.task_list.replace(todos.clone());
         self.logged_todos = todos;
     }
 
     /// Records the task list in the transcript when TodoWrite changed it, so resume restores it.
     pub fn sync_todos(&mut self) {
-        let todos = self.shared.todos();
+        let todos = self.services.todos();
         if todos != self.logged_todos {
             self.log_event(crate::transcript::TODOS_EVENT, serde_json::json!({ "todos": todos }));
             self.logged_todos = todos;
@@ -112,10 +118,10 @@ impl Session {
     pub fn write_meta(&mut self, model: &str) {
         let meta = SessionMeta {
             session_id: self.id.clone(),
-            cwd: self.shared.cwd.clone(),
+            cwd: self.services.cwd.clone(),
             model: model.to_string(),
             version: env!("CARGO_PKG_VERSION").to_string(),
-            git_branch: crate::context::git::head_branch(&self.shared.cwd),
+            git_branch: crate::context::git::head_branch(&self.services.cwd),
         };
         let r = self.transcript.meta(&meta);
         self.note_transcript(r);

@@ -15,16 +15,17 @@ use tokio_util::sync::CancellationToken;
 
 use super::pipeline::{Pipeline, ToolCall};
 use super::{Engine, EventSink};
+use crate::engine::SessionServices;
 use crate::hooks::Hooks;
-use crate::message::ContentBlock;
 use crate::permissions::Authorizer;
 use crate::permissions::rules::{Anchors, Behavior, Rule};
 use crate::skills::render::{self, Part, Vars};
 use crate::skills::{Catalog, Kind, Skill};
-use crate::tools::agent::AgentRequest;
+use crate::tools::agent::{AgentRequest, AgentRunner};
 use crate::tools::registry::ToolRegistry;
 use crate::tools::skill::SkillRunner;
-use crate::tools::{SessionShared, ToolContext, ToolError, ToolOutput};
+use crate::tools::{ToolContext, ToolError, ToolOutput};
+use crate::types::message::ContentBlock;
 
 /// Loads skills for one engine (the main agent or a sub-agent), with its tools and rules.
 pub struct SkillInvoker {
@@ -35,6 +36,10 @@ pub struct SkillInvoker {
     events: EventSink,
     interactive: bool,
     session_id: String,
+    /// The session the skills load into.
+    services: Arc<SessionServices>,
+    /// Runs `context: fork` skills (the engine's sub-agent runner, when it has one).
+    agents: Option<Arc<dyn AgentRunner>>,
 }
 
 impl std::fmt::Debug for SkillInvoker {
@@ -54,35 +59,29 @@ pub enum Loaded {
 }
 
 impl SkillInvoker {
-    pub fn new(
-        catalog: Arc<Catalog>,
-        registry: Arc<ToolRegistry>,
-        authorizer: Arc<Authorizer>,
-        hooks: Arc<Hooks>,
-        events: EventSink,
-        interactive: bool,
-        session_id: String,
-    ) -> Self {
+    fn new(engine: &Engine, catalog: Arc<Catalog>) -> Self {
         SkillInvoker {
             catalog,
-            registry,
-            authorizer,
-            hooks,
-            events,
-            interactive,
-            session_id,
+            registry: engine.registry.clone(),
+            authorizer: engine.authorizer.clone(),
+            hooks: engine.hooks.clone(),
+            events: engine.events.clone(),
+            interactive: engine.config.interactive,
+            session_id: engine.session.id.clone(),
+            services: engine.session.services.clone(),
+            agents: engine.subagents.clone().map(|r| r as Arc<dyn AgentRunner>),
         }
     }
 
-    /// Loads `skill` for `args` in the session `shared`; `call_id` names the calls it makes.
+    /// Loads `skill` for `args` in the session; `call_id` names the calls it makes.
     pub async fn load(
         &self,
         skill: &Skill,
         args: &str,
-        shared: &Arc<SessionShared>,
         cancel: &CancellationToken,
         call_id: &str,
     ) -> Result<Loaded, String> {
+        let shared = &self.services;
         let grants = grant_rules(skill, &shared.cwd)?;
         // The rules count for the skill's own commands; a forked skill's task gets them too.
         shared.skills.grant(&skill.name, grants.clone());
@@ -91,7 +90,7 @@ impl SkillInvoker {
             project_dir: &shared.cwd,
         };
         let parts = render::render(skill, args, &vars);
-        let text = match self.run_snippets(skill, parts, shared, cancel, call_id).await {
+        let text = match self.run_snippets(skill, parts, cancel, call_id).await {
             Ok(t) => t,
             Err(e) => {
                 shared.skills.revoke(&skill.name);
@@ -109,7 +108,7 @@ impl SkillInvoker {
             shared.skills.record(&skill.name, &text);
             return Ok(Loaded::Inline(text));
         };
-        let runner = shared.agents.clone().ok_or_else(|| {
+        let runner = self.agents.clone().ok_or_else(|| {
             format!(
                 "the skill `{}` runs in a sub-agent (context: fork), and sub-agents are not available here",
                 skill.name
@@ -126,7 +125,6 @@ impl SkillInvoker {
                     worktree: false,
                     grants,
                 },
-                shared,
                 cancel.clone(),
             )
             .await?;
@@ -142,13 +140,13 @@ impl SkillInvoker {
         &self,
         skill: &Skill,
         parts: Vec<Part>,
-        shared: &Arc<SessionShared>,
         cancel: &CancellationToken,
         call_id: &str,
     ) -> Result<String, String> {
         let pipeline = Pipeline {
             registry: &self.registry,
-            shared,
+            services: &self.services,
+            grants: self.services.grants(),
             events: &self.events,
             authorizer: &self.authorizer,
             hooks: &self.hooks,
@@ -251,12 +249,14 @@ impl SkillRunner for SkillInvoker {
                  without it, or tell the user to run /{name}"
             )));
         }
-        match SkillInvoker::load(self, skill, args, &ctx.shared, &ctx.cancel, &ctx.tool_use_id)
+        match SkillInvoker::load(self, skill, args, &ctx.cancel, &ctx.tool_use_id)
             .await
             .map_err(ToolError::invalid)?
         {
             Loaded::Inline(text) => {
-                ctx.shared.skills.queue(&ctx.tool_use_id, injected(&skill.name, &text));
+                self.services
+                    .skills
+                    .queue(&ctx.tool_use_id, injected(&skill.name, &text));
                 Ok(ToolOutput::text(format!(
                     "Loaded the skill `{}`; its instructions follow in this message. Follow them for this task.",
                     skill.name
@@ -282,25 +282,14 @@ impl SkillRunner for SkillInvoker {
 }
 
 impl Engine {
-    /// Installs the Skill tool's runner for this engine. Call before the session state is
-    /// shared.
+    /// Gives this engine's Skill tool a loader for `catalog` (after the sub-agent runner, so
+    /// forked skills can use it).
     pub fn install_skills(&mut self, catalog: Arc<Catalog>) {
-        let invoker = self.skill_invoker(catalog);
-        if let Some(shared) = Arc::get_mut(&mut self.session.shared) {
-            shared.skill_runner = Some(Arc::new(invoker));
-        }
+        self.skill_runner = Some(Arc::new(self.skill_invoker(catalog)));
     }
 
     pub(crate) fn skill_invoker(&self, catalog: Arc<Catalog>) -> SkillInvoker {
-        SkillInvoker::new(
-            catalog,
-            self.registry.clone(),
-            self.authorizer.clone(),
-            self.hooks.clone(),
-            self.events.clone(),
-            self.config.interactive,
-            self.session.id.clone(),
-        )
+        SkillInvoker::new(self, catalog)
     }
 
     /// Expands `/name args` typed by the user into the turn's prompt: the skill's rendered
@@ -318,9 +307,8 @@ impl Engine {
             .filter(|s| s.user_invocable)
             .ok_or_else(|| crate::commands::unknown(name, &catalog))?;
         let invoker = self.skill_invoker(catalog.clone());
-        let shared = self.session.shared.clone();
         let id = format!("slash-{}", uuid::Uuid::new_v4().simple());
-        match invoker.load(skill, args, &shared, cancel, &id).await {
+        match invoker.load(skill, args, cancel, &id).await {
             Ok(Loaded::Inline(text)) => Ok(vec![ContentBlock::text(text)]),
             Ok(Loaded::Forked {
                 agent_type,
@@ -404,7 +392,7 @@ mod tests {
             round.contains("<skill name=\"style\">") && round.contains("Indent with tabs"),
             "{round}"
         );
-        assert!(engine.session.shared.skills.grants().is_empty());
+        assert!(engine.session.services.skills.grants().is_empty());
 
         engine.compact(None, Trigger::Manual, &cancel).await.unwrap();
         let after: String = engine.session.history().iter().map(|m| m.text()).collect();

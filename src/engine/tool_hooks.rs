@@ -5,10 +5,10 @@ use serde_json::{Map, Value};
 use super::authorize::Refusal;
 use super::pipeline::{Pipeline, ToolCall};
 use crate::hooks::{Event, Permission, fields};
-use crate::message::ToolResultContent;
 use crate::permissions::HookDecision;
 use crate::tools::registry::RegisteredTool;
 use crate::tools::{ToolOutput, file_state};
+use crate::types::message::ToolResultContent;
 
 /// What the PreToolUse hooks left for the call.
 pub struct PreOutcome {
@@ -24,7 +24,7 @@ pub fn absolute_input(input: &Value, cwd: &std::path::Path) -> Value {
     if let Value::Object(m) = &mut v {
         for key in ["file_path", "path", "notebook_path"] {
             if let Some(Value::String(p)) = m.get_mut(key) {
-                *p = crate::tools::paths::resolve(cwd, p).display().to_string();
+                *p = crate::fsutil::paths::resolve(cwd, p).display().to_string();
             }
         }
     }
@@ -47,7 +47,7 @@ impl Pipeline<'_> {
             .fire(
                 Event::PreToolUse,
                 Some(&call.name),
-                self.shared.mode(),
+                self.services.mode(),
                 self.tool_fields(call, &call.input),
                 self.events,
             )
@@ -128,7 +128,7 @@ impl Pipeline<'_> {
             f.insert("duration_ms".into(), duration_ms.into());
             let agg = self
                 .hooks
-                .fire(event, Some(&call.name), self.shared.mode(), f, self.events)
+                .fire(event, Some(&call.name), self.services.mode(), f, self.events)
                 .await;
             if agg.blocked() {
                 notes.push(format!("{} hook feedback:\n{}", event.as_str(), agg.block_reason()));
@@ -149,7 +149,7 @@ impl Pipeline<'_> {
             output.content = match std::mem::replace(&mut output.content, ToolResultContent::Text(String::new())) {
                 ToolResultContent::Text(t) => ToolResultContent::Text(format!("{t}{extra}")),
                 ToolResultContent::Blocks(mut b) => {
-                    b.push(crate::message::ToolResultBlock::Text { text: extra });
+                    b.push(crate::types::message::ToolResultBlock::Text { text: extra });
                     ToolResultContent::Blocks(b)
                 }
             };
@@ -168,8 +168,8 @@ impl Pipeline<'_> {
             .get("file_path")
             .or_else(|| input.get("notebook_path"))?
             .as_str()?;
-        let path = crate::tools::paths::resolve(&self.shared.cwd, raw);
-        let view = self.shared.files().get(&path).cloned()?;
+        let path = crate::fsutil::paths::resolve(&self.services.cwd, raw);
+        let view = self.services.files().get(&path).cloned()?;
         let bytes = std::fs::read(&path).ok()?;
         if file_state::content_hash(&bytes) == view.hash {
             return None;
@@ -186,7 +186,7 @@ impl Pipeline<'_> {
                 file_state::ViewKind::Partial,
             ),
         };
-        self.shared
+        self.services
             .files()
             .record(path.clone(), file_state::FileView::new(&bytes, mtime, kind));
         Some(format!(
@@ -199,7 +199,7 @@ impl Pipeline<'_> {
     pub(super) fn tool_fields(&self, call: &ToolCall, input: &Value) -> Map<String, Value> {
         fields([
             ("tool_name", call.name.clone().into()),
-            ("tool_input", absolute_input(input, &self.shared.cwd)),
+            ("tool_input", absolute_input(input, &self.services.cwd)),
             ("tool_use_id", call.id.clone().into()),
         ])
     }

@@ -11,8 +11,8 @@ use super::events::{EngineEvent, NoticeLevel, ResultSubtype, TerminalReason, Tur
 use super::lifecycle::{MAX_STOP_BLOCKS, PromptVerdict, StopVerdict};
 use super::pipeline::{Pipeline, ToolCall};
 use super::session::Denial;
-use crate::message::{ContentBlock, Message, StopReason};
 use crate::provider::{BrokenReason, ModelRequest, ModelResponse, ProviderError, ProviderEvent};
+use crate::types::message::{ContentBlock, Message, StopReason};
 
 /// How often a response cut by the output limit is continued before giving up.
 const MAX_CONTINUATIONS: u32 = 3;
@@ -59,7 +59,7 @@ impl Engine {
             }
         };
         // A skill's allowed tools and model last for the turn that loaded it.
-        self.session.shared.skills.end_turn();
+        self.session.services.skills.end_turn();
         self.absorb_subagents();
         tracing::Span::current().record("requests", stats.requests);
         tracing::info!(
@@ -202,7 +202,8 @@ impl Engine {
                 self.publish_verifier_facts(&calls);
                 let records = Pipeline {
                     registry: &self.registry,
-                    shared: &self.session.shared,
+                    services: &self.session.services,
+                    grants: self.grants(),
                     events: &self.events,
                     authorizer: &self.authorizer,
                     hooks: &self.hooks,
@@ -232,7 +233,7 @@ impl Engine {
                     content.push(ContentBlock::text(continuation_note(&response)));
                 }
                 let results = Message {
-                    role: crate::message::Role::User,
+                    role: crate::types::message::Role::User,
                     content,
                 };
                 self.session.push_user(results.content.clone());

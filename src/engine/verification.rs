@@ -9,20 +9,20 @@ use super::events::NoticeLevel;
 impl Engine {
     /// A user turn begins: the gate judges the changes made from here on.
     pub(super) fn begin_verification_turn(&mut self) {
-        self.session.shared.evidence.begin_turn();
+        self.session.services.evidence.begin_turn();
     }
 
     /// The stop gate's note when the turn may not end yet (none inside a sub-agent: the
     /// session's own turn is judged, with the sub-agent's runs and changes in the ledger).
     pub(super) fn verification_gate(&mut self) -> Option<String> {
-        let evidence = self.session.shared.evidence.clone();
+        let evidence = self.session.services.evidence.clone();
         if let Some(e) = evidence.take_write_error() {
             self.events.notice(NoticeLevel::Warning, e);
         }
         if self.subagent.is_some() {
             return None;
         }
-        let note = evidence.gate(&self.session.shared.todos())?;
+        let note = evidence.gate(&self.session.services.todos())?;
         self.session.log_event(
             "verification_gate",
             json!({"mode": evidence.gate_mode().as_str(), "status": evidence.with_ledger(|l| l.status().as_str()), "note": note}),

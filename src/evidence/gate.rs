@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use super::ledger::{Ledger, Status};
-use crate::tools::{Todo, TodoStatus};
+use crate::types::tool::{Todo, TodoStatus};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum GateMode {

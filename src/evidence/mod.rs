@@ -26,6 +26,7 @@ pub mod parse;
 pub mod report;
 pub mod runners;
 mod store;
+mod uplink;
 pub mod weakened;
 
 use std::collections::HashSet;
@@ -45,8 +46,8 @@ use runners::Declared;
 use store::baselines_path;
 
 use crate::fsutil::open::{ReadError, read_file_capped};
-use crate::message::{ToolResultBlock, ToolResultContent};
-use crate::tools::ToolOutput;
+use crate::types::message::{ToolResultBlock, ToolResultContent};
+use crate::types::tool::ToolOutput;
 use crate::workspace::{Fingerprinter, Snapshot};
 
 /// Test files larger than this are not kept as a baseline (nor compared).
@@ -86,6 +87,10 @@ struct State {
     /// What the saved files hold: (version, runs, weakened files, digest), baselines.
     saved: Option<(u64, usize, usize, Option<u64>)>,
     saved_baselines: usize,
+    /// A sub-agent's channel to its parent's ledger.
+    uplink: Option<uplink::Uplink>,
+    /// Counts the fingerprints taken into `last` (a sub-agent hands a new one up).
+    last_taken: u64,
 }
 
 /// The session's evidence: the ledger and what keeps it current.
@@ -154,6 +159,8 @@ impl Evidence {
             write_error: None,
             saved: None,
             saved_baselines,
+            uplink: None,
+            last_taken: 0,
         };
         if let Some(digest) = state.ledger.digest {
             let now = fingerprinter.snapshot();
@@ -206,7 +213,7 @@ impl Evidence {
     }
 
     /// The stop gate's note for a model that wants to end its turn, counted as one send.
-    pub fn gate(&self, todos: &[crate::tools::Todo]) -> Option<String> {
+    pub fn gate(&self, todos: &[crate::types::tool::Todo]) -> Option<String> {
         let mut s = self.lock();
         let note = gate::note(&s.ledger, s.turn_start, todos, s.sends + 1, self.config.gate)?;
         s.sends += 1;
@@ -253,19 +260,22 @@ impl Evidence {
             // the tree before this one (the session's first command takes its own).
             if self.lock().last.is_none() {
                 let first = self.fingerprint().await;
-                self.lock().last = Some(first);
+                let mut s = self.lock();
+                s.last = Some(first);
+                s.last_taken += 1;
             }
             let mut s = self.lock();
             // Test files the command names: keep what they hold now, in case it changes them.
             for seg in command::split(command) {
                 for w in seg.words.iter().chain(&seg.writes) {
-                    let path = crate::tools::paths::resolve(shell_cwd, w);
+                    let path = crate::fsutil::paths::resolve(shell_cwd, w);
                     if weakened::is_test_file(&path) && path.is_file() {
                         let rel = self.rel(&path);
                         keep_baseline(&mut s.ledger, &rel, &path);
                     }
                 }
             }
+            Evidence::hand_up(&mut s);
             return Watch::Bash {
                 command: command.to_string(),
                 cwd: shell_cwd.to_path_buf(),
@@ -279,10 +289,11 @@ impl Evidence {
                 .or_else(|| input.get("notebook_path"))
                 .and_then(Value::as_str)
         {
-            let path = crate::tools::paths::resolve(&self.cwd, p);
+            let path = crate::fsutil::paths::resolve(&self.cwd, p);
             let rel = self.rel(&path);
             let mut s = self.lock();
             keep_baseline(&mut s.ledger, &rel, &path);
+            Evidence::hand_up(&mut s);
             return Watch::Edit {
                 tool: tool.to_string(),
                 rel,
@@ -309,9 +320,12 @@ impl Evidence {
                 // Edit and Write kept the baseline before the call; the read state already
                 // holds the new content, so it is no baseline.
                 let _ = known;
-                self.check_weakened(&mut s.ledger, &rel, &path, &tool, &|_| None)
+                let notes = self
+                    .check_weakened(&mut s.ledger, &rel, &path, &tool, &|_| None)
                     .into_iter()
-                    .collect::<Vec<_>>()
+                    .collect::<Vec<_>>();
+                Evidence::hand_up(&mut s);
+                notes
             }
             Watch::Bash {
                 command,
@@ -359,8 +373,8 @@ impl Evidence {
         let segments = command::split(command);
         for r in &reading.runs {
             for w in segments.get(r.segment).map(|s| s.writes.as_slice()).unwrap_or_default() {
-                let path = crate::tools::paths::resolve(shell_cwd, w);
-                if let Ok(log) = read_file_capped(&path, crate::tools::bash::output::MAX_LOADED_BYTES) {
+                let path = crate::fsutil::paths::resolve(shell_cwd, w);
+                if let Ok(log) = read_file_capped(&path, crate::fsutil::MAX_LOADED_BYTES) {
                     text.push('\n');
                     text.push_str(&String::from_utf8_lossy(&log));
                 }
@@ -441,6 +455,8 @@ impl Evidence {
             s.ledger.digest = Some(after.digest());
         }
         s.last = Some(after);
+        s.last_taken += 1;
+        Evidence::hand_up(&mut s);
         notes
     }
 

@@ -353,7 +353,7 @@ fn settings_choose_the_gate_and_declare_commands() {
 
 #[tokio::test]
 async fn the_todo_rule_adds_its_line_when_no_completed_todo_was_a_verification_step() {
-    use crate::tools::{Todo, TodoStatus};
+    use crate::types::tool::{Todo, TodoStatus};
     let todo = |content: &str, status| Todo {
         content: content.into(),
         status,

@@ -3,8 +3,18 @@
 //! open directory (`replace`), and the temporary files a killed keel left behind (`stale`).
 
 pub mod open;
+pub mod paths;
 pub mod replace;
 pub mod stale;
+pub mod walk;
+
+/// Output files larger than this are not loaded whole (head and tail are shown instead).
+pub const MAX_LOADED_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Content sniffing: a NUL byte in the first 8 KiB marks a binary file (as git and ripgrep do).
+pub fn looks_binary(bytes: &[u8]) -> bool {
+    bytes[..bytes.len().min(8192)].contains(&0)
+}
 
 use std::path::Path;
 

@@ -190,7 +190,7 @@ async fn run_inner(cli: &Cli, out: Arc<Out>) -> Result<ExitCode, HeadlessError> 
     let mut printer = Printer::new(out.clone(), cli.output_format, cli.verbose, session_id.clone());
     printer.include_hook_events = cli.programs.include_hook_events;
     if cli.output_format == OutputFormat::StreamJson {
-        let cwd = engine.session.shared.cwd.display().to_string();
+        let cwd = engine.session.services.cwd.display().to_string();
         let inventory = engine.inventory();
         out.line(&output::init_line(&output::InitInfo {
             session_id: &session_id,
@@ -225,7 +225,7 @@ async fn run_inner(cli: &Cli, out: Arc<Out>) -> Result<ExitCode, HeadlessError> 
         slash::Plan::Fail(message) => slash::finish(&engine, message, true),
     };
     // The session ends with the turn: nothing it started in the background may outlive it.
-    engine.session.shared.end();
+    engine.session.services.end();
     mcp.shutdown().await;
     // The drain task ends at TurnFinished; a panic in it only loses progress lines.
     let leftover = printing.await.ok();
@@ -266,7 +266,7 @@ async fn run_inner(cli: &Cli, out: Arc<Out>) -> Result<ExitCode, HeadlessError> 
         output::result_object(&outcome, &session_id, &engine.session.totals, &engine.session.denials),
         &warnings,
     );
-    let evidence = engine.session.shared.evidence.clone();
+    let evidence = engine.session.services.evidence.clone();
     if let Some(m) = result.as_object_mut() {
         m.insert("verification".into(), evidence.report_json());
     }
@@ -288,7 +288,7 @@ async fn run_inner(cli: &Cli, out: Arc<Out>) -> Result<ExitCode, HeadlessError> 
             }
         }
     }
-    if let Some(line) = denial_note(&engine.session.denials, engine.session.shared.mode()) {
+    if let Some(line) = denial_note(&engine.session.denials, engine.session.services.mode()) {
         err_line!("{line}");
     }
     let code = match signal.triggered() {

@@ -5,7 +5,7 @@ use serde_json::{Map, Value, json};
 
 use crate::engine::TurnOutcome;
 use crate::engine::session::{Denial, Totals};
-use crate::message::{ContentBlock, Message, Usage};
+use crate::types::message::{ContentBlock, Message, Usage};
 
 fn uuid() -> String {
     uuid::Uuid::new_v4().to_string()

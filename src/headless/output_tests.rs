@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use super::*;
 use crate::engine::session::{Denial, Totals};
 use crate::engine::{ResultSubtype, TerminalReason, TurnOutcome};
-use crate::message::{ContentBlock, Message, ToolResultContent, Usage};
+use crate::types::message::{ContentBlock, Message, ToolResultContent, Usage};
 
 /// The line with `uuid` and `timestamp` replaced after checking their form; the key order is
 /// kept (serde_json preserves it), so comparing the serialized text checks it too.

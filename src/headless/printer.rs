@@ -14,8 +14,8 @@ use super::output;
 use super::protocol::client::ClientLink;
 use crate::cli::args::OutputFormat;
 use crate::engine::{EngineEvent, NoticeLevel, TurnOutcome};
-use crate::message::ContentBlock;
 use crate::permissions::PermissionReply;
+use crate::types::message::ContentBlock;
 
 pub struct Printer {
     pub out: Arc<Out>,

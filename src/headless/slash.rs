@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::commands::{self, Slash};
 use crate::engine::{Engine, EngineEvent, ResultSubtype, TurnOutcome};
-use crate::message::ContentBlock;
+use crate::types::message::ContentBlock;
 
 /// What a headless prompt turns into.
 pub enum Plan {

@@ -24,10 +24,10 @@ use super::protocol::offer;
 use super::slash;
 use crate::cli::args::{Cli, OutputFormat};
 use crate::cli::setup::Prepared;
+use crate::engine::SessionServices;
 use crate::engine::{Engine, EngineEvent, NoticeLevel, TurnOutcome};
-use crate::message::ContentBlock;
 use crate::permissions::Mode;
-use crate::tools::SessionShared;
+use crate::types::message::ContentBlock;
 
 /// Work for the turn loop, in the order the client sent it.
 enum Command {
@@ -40,7 +40,7 @@ enum Command {
 struct Shared {
     out: Arc<Out>,
     link: Arc<ClientLink>,
-    session: Arc<SessionShared>,
+    session: Arc<SessionServices>,
     session_id: String,
     /// The running turn's token, so `interrupt` can stop it.
     current: Mutex<Option<CancellationToken>>,
@@ -62,7 +62,7 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
     let shared = Arc::new(Shared {
         out: out.clone(),
         link: link.clone(),
-        session: engine.session.shared.clone(),
+        session: engine.session.services.clone(),
         session_id: session_id.clone(),
         current: Mutex::new(None),
         replay: cli.programs.replay_user_messages,
@@ -91,7 +91,7 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
     // In-process servers of the program connect in the background (their messages need the
     // reader); a turn starts only once they have answered or failed.
     let mut connecting = Vec::new();
-    if let Some(hub) = engine.session.shared.mcp.clone() {
+    if let Some(hub) = engine.session.services.mcp.clone() {
         connecting.push(tokio::spawn(mcp_relay::connect_configured(hub, link.clone())));
     }
 
@@ -125,7 +125,8 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
                             forward_subagent_text.store(forward, std::sync::atomic::Ordering::Relaxed);
                         }
                         out.line(&codec::success(&id, answer));
-                        if let (Some(hub), false) = (engine.session.shared.mcp.clone(), init.sdk_mcp_servers.is_empty())
+                        if let (Some(hub), false) =
+                            (engine.session.services.mcp.clone(), init.sdk_mcp_servers.is_empty())
                         {
                             let names = init.sdk_mcp_servers.clone();
                             connecting.push(tokio::spawn(mcp_relay::connect_named(hub, link.clone(), names)));
@@ -196,7 +197,7 @@ pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: Cancell
     }
     reader.abort();
     link.close();
-    engine.session.shared.end();
+    engine.session.services.end();
     stop_printer.cancel();
     let leftover = printing.await.ok();
     engine.session_end("other").await;
@@ -232,8 +233,11 @@ fn with_dynamic(engine: &Engine, pending: &mut bool, mut content: Vec<ContentBlo
     content
 }
 
-fn usage_since(before: &crate::message::Usage, now: &crate::message::Usage) -> crate::message::Usage {
-    crate::message::Usage {
+fn usage_since(
+    before: &crate::types::message::Usage,
+    now: &crate::types::message::Usage,
+) -> crate::types::message::Usage {
+    crate::types::message::Usage {
         input_tokens: now.input_tokens.saturating_sub(before.input_tokens),
         output_tokens: now.output_tokens.saturating_sub(before.output_tokens),
         cache_creation_input_tokens: now
@@ -247,7 +251,7 @@ fn usage_since(before: &crate::message::Usage, now: &crate::message::Usage) -> c
 
 /// The `system/init` line that opens each turn.
 fn init_line(engine: &Engine, api_key_source: &str) -> Value {
-    let cwd = engine.session.shared.cwd.display().to_string();
+    let cwd = engine.session.services.cwd.display().to_string();
     let inventory = engine.inventory();
     output::init_line(&output::InitInfo {
         session_id: &engine.session.id,
@@ -255,13 +259,13 @@ fn init_line(engine: &Engine, api_key_source: &str) -> Value {
         tools: engine.registry.names(),
         mcp_servers: engine
             .session
-            .shared
+            .services
             .mcp
             .as_ref()
             .map(|h| h.init_json())
             .unwrap_or_default(),
         model: &engine.config.model,
-        permission_mode: engine.session.shared.mode().as_str(),
+        permission_mode: engine.session.services.mode().as_str(),
         api_key_source,
         agents: inventory.agents.iter().map(String::as_str).collect(),
         slash_commands: inventory.slash_commands.iter().map(String::as_str).collect(),

@@ -5,7 +5,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::McpHub;
 use super::result;
-use crate::message::ContentBlock;
+use crate::types::message::ContentBlock;
 
 /// Most characters of one mentioned resource attached to a prompt.
 pub const MAX_ATTACH_CHARS: usize = 256 * 1024;

@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
-use crate::message::{ImageSource, ToolResultBlock, ToolResultContent};
 use crate::tools::ToolOutput;
+use crate::types::message::{ImageSource, ToolResultBlock, ToolResultContent};
 
 /// Image types the model APIs accept inline.
 const INLINE_IMAGES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];

@@ -174,7 +174,7 @@ fn cli_doc(arg: &str, cwd: &Path) -> Result<(String, Value), String> {
         let doc: Value = serde_json::from_str(arg).map_err(|e| format!("--mcp-config: invalid JSON: {e}"))?;
         return Ok(("--mcp-config".to_string(), doc));
     }
-    let path = crate::tools::paths::resolve(cwd, arg);
+    let path = crate::fsutil::paths::resolve(cwd, arg);
     let text = std::fs::read_to_string(&path).map_err(|e| format!("--mcp-config {}: {e}", path.display()))?;
     let doc: Value =
         serde_json::from_str(&text).map_err(|e| format!("--mcp-config {}: invalid JSON: {e}", path.display()))?;

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::server::Timeouts;
 use super::{ChannelPeer, HubOptions, McpChannel, McpHub, State, search};
 use crate::tools::registry::ToolRegistry;
-use crate::tools::{SessionShared, ToolContext};
+use crate::tools::{ToolContext, Workspace};
 
 /// A minimal in-process MCP server on the far end of a channel.
 fn serve(mut peer: ChannelPeer, tools: usize) {
@@ -84,13 +84,15 @@ async fn a_channel_server_registers_reports_and_answers() {
     assert!(registry.is_offered("mcp__calc__add"));
 
     let dir = tempfile::tempdir().unwrap();
-    let ctx = ToolContext {
-        shared: Arc::new(SessionShared::new(dir.path().to_path_buf(), dir.path().to_path_buf())),
-        cancel: tokio_util::sync::CancellationToken::new(),
-        tool_use_id: "toolu_1".into(),
-        resolved: None,
-        confinement: Default::default(),
-    };
+    let ctx = ToolContext::new(
+        Arc::new(Workspace::new(
+            dir.path().to_path_buf(),
+            dir.path().to_path_buf(),
+            Vec::new(),
+        )),
+        tokio_util::sync::CancellationToken::new(),
+        "toolu_1",
+    );
     let tool = registry.get("mcp__calc__add").unwrap();
     assert!(
         tool.validate(&json!({"a": 1})).is_err(),
@@ -189,13 +191,15 @@ async fn a_sub_agents_subset_keeps_deferred_tools_behind_its_own_tool_search() {
     super::add_loader(&child);
     assert!(child.is_offered(search::NAME));
     let dir = tempfile::tempdir().unwrap();
-    let ctx = ToolContext {
-        shared: Arc::new(SessionShared::new(dir.path().to_path_buf(), dir.path().to_path_buf())),
-        cancel: tokio_util::sync::CancellationToken::new(),
-        tool_use_id: "toolu_1".into(),
-        resolved: None,
-        confinement: Default::default(),
-    };
+    let ctx = ToolContext::new(
+        Arc::new(Workspace::new(
+            dir.path().to_path_buf(),
+            dir.path().to_path_buf(),
+            Vec::new(),
+        )),
+        tokio_util::sync::CancellationToken::new(),
+        "toolu_1",
+    );
     let loader = child.get(search::NAME).unwrap();
     loader
         .tool

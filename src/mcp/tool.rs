@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use super::result;
 use super::server::{RemoteTool, Server};
-use crate::message::{ToolResultBlock, ToolResultContent};
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use crate::types::message::{ToolResultBlock, ToolResultContent};
 
 /// Longest description kept from a server (a hostile or verbose server cannot fill the prompt).
 const MAX_DESCRIPTION: usize = 2_048;
@@ -126,7 +126,7 @@ impl Tool for McpTool {
             Ok(value) => Ok(cap_mixed(
                 result::tool_output(&value),
                 self.budget,
-                &ctx.shared.session_dir,
+                &ctx.workspace.session_dir,
                 &ctx.tool_use_id,
             )),
             Err(super::server::CallError::Cancelled) => Err(ToolError::Cancelled),
@@ -204,7 +204,7 @@ mod tests {
             content: ToolResultContent::Blocks(vec![
                 ToolResultBlock::Text { text: "x".repeat(500) },
                 ToolResultBlock::Image {
-                    source: crate::message::ImageSource {
+                    source: crate::types::message::ImageSource {
                         kind: "base64".into(),
                         media_type: "image/png".into(),
                         data: "AAAA".into(),

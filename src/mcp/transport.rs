@@ -287,7 +287,7 @@ fn spawn(
         .map(Stdio::from)
         .unwrap_or_else(|_| Stdio::null());
     let dir: PathBuf = match cwd {
-        Some(c) => crate::tools::paths::resolve(opts.project_dir, &c.to_string_lossy()),
+        Some(c) => crate::fsutil::paths::resolve(opts.project_dir, &c.to_string_lossy()),
         None => opts.project_dir.to_path_buf(),
     };
     let mut cmd = tokio::process::Command::new(command);

@@ -359,7 +359,7 @@ fn glob_root(input: &Value, cwd: &Path) -> PathBuf {
 fn path_input(input: &Value, keys: &[&str], cwd: &Path) -> Option<PathBuf> {
     keys.iter()
         .find_map(|k| input.get(*k).and_then(Value::as_str))
-        .map(|p| crate::tools::paths::resolve(cwd, p))
+        .map(|p| crate::fsutil::paths::resolve(cwd, p))
 }
 
 struct Ctx<'a> {
@@ -573,7 +573,7 @@ pub(super) fn plan_mode_message(tool: &str) -> String {
 
 /// The path with symlinks resolved as far as it exists (a new file's parent is resolved).
 pub(super) fn real_path(p: &Path) -> PathBuf {
-    crate::tools::paths::real_path(p)
+    crate::fsutil::paths::real_path(p)
 }
 
 fn save_rules(path: &Path, rules: &[String]) -> std::io::Result<()> {

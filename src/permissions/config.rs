@@ -86,10 +86,10 @@ pub fn build(
 
     let mut dirs = vec![cwd.to_path_buf()];
     for (dir, layer) in settings.strings(&["permissions", "additionalDirectories"])? {
-        dirs.push(crate::tools::paths::resolve(&layer.base_dir, &dir));
+        dirs.push(crate::fsutil::paths::resolve(&layer.base_dir, &dir));
     }
     for d in &cli.add_dirs {
-        dirs.push(crate::tools::paths::resolve(cwd, &d.to_string_lossy()));
+        dirs.push(crate::fsutil::paths::resolve(cwd, &d.to_string_lossy()));
     }
     for d in dirs.iter_mut() {
         if let Ok(c) = d.canonicalize() {

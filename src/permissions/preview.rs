@@ -7,81 +7,18 @@
 //! - ExitPlanMode: the plan.
 //! - Anything else: the input as JSON (front ends show `detail`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 use similar::{ChangeTag, DiffTag, TextDiff};
 
 use crate::tools::edit::apply::{self, ApplyError};
+pub use crate::types::permission::{Body, DiffLine, LineKind, Preview};
 
 /// Lines of unchanged text around each change.
 pub const CONTEXT_LINES: usize = 3;
 /// Files larger than this are not read for a preview (the edit's own strings are shown).
 const MAX_PREVIEW_FILE: u64 = 8 * 1024 * 1024;
-
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Preview {
-    /// Why keel asks (the rule or protection that applies).
-    pub reason: String,
-    pub body: Body,
-}
-
-#[derive(Debug, Clone, Default, PartialEq)]
-pub enum Body {
-    /// Nothing specific: show the prompt's `detail`.
-    #[default]
-    Detail,
-    Command {
-        command: String,
-        description: Option<String>,
-    },
-    /// A file that does not exist yet, and all it will contain.
-    NewFile {
-        path: PathBuf,
-        content: String,
-    },
-    /// A change to an existing file.
-    Diff {
-        path: PathBuf,
-        lines: Vec<DiffLine>,
-        /// Something the reader must know (the anchor was not found, the final newline changes).
-        note: Option<String>,
-    },
-    Plan(String),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LineKind {
-    Context,
-    Add,
-    Remove,
-    /// Unchanged lines left out between two changes.
-    Gap,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DiffLine {
-    pub kind: LineKind,
-    /// 1-based line number before the change (context and removed lines).
-    pub old: Option<usize>,
-    /// 1-based line number after the change (context and added lines).
-    pub new: Option<usize>,
-    pub text: String,
-}
-
-impl Body {
-    /// Added and removed lines of a diff.
-    pub fn stats(&self) -> (usize, usize) {
-        match self {
-            Body::Diff { lines, .. } => (
-                lines.iter().filter(|l| l.kind == LineKind::Add).count(),
-                lines.iter().filter(|l| l.kind == LineKind::Remove).count(),
-            ),
-            Body::NewFile { content, .. } => (content.lines().count(), 0),
-            _ => (0, 0),
-        }
-    }
-}
 
 /// The preview of `tool` called with `input` in `cwd`.
 pub fn build(tool: &str, input: &Value, cwd: &Path, reason: &str) -> Preview {
@@ -95,12 +32,12 @@ pub fn build(tool: &str, input: &Value, cwd: &Path, reason: &str) -> Preview {
         },
         "ExitPlanMode" => Body::Plan(str_of("plan").unwrap_or("(no plan text given)").to_string()),
         "Write" => match str_of("file_path") {
-            Some(p) => write(&crate::tools::paths::resolve(cwd, p), str_of("content").unwrap_or("")),
+            Some(p) => write(&crate::fsutil::paths::resolve(cwd, p), str_of("content").unwrap_or("")),
             None => Body::Detail,
         },
         "Edit" => match str_of("file_path") {
             Some(p) => edit(
-                &crate::tools::paths::resolve(cwd, p),
+                &crate::fsutil::paths::resolve(cwd, p),
                 str_of("old_string").unwrap_or(""),
                 str_of("new_string").unwrap_or(""),
                 input.get("replace_all").and_then(Value::as_bool).unwrap_or(false),

@@ -6,22 +6,7 @@ use std::path::{Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Behavior {
-    Allow,
-    Ask,
-    Deny,
-}
-
-impl Behavior {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Behavior::Allow => "allow",
-            Behavior::Ask => "ask",
-            Behavior::Deny => "deny",
-        }
-    }
-}
+pub use crate::types::permission::Behavior;
 
 #[derive(Debug, Clone)]
 pub enum Spec {

@@ -526,13 +526,13 @@ pub enum Resolved {
 /// component is matched against the directory as the shell would; anything else dynamic is
 /// unknown. `..` is folded as the kernel folds it (after a symbolic link: the target's parent).
 pub fn resolve_word(w: &Word, cwd: &Path, home: Option<&Path>) -> Resolved {
-    resolve_word_with(w, cwd, home, crate::tools::paths::resolve_physical)
+    resolve_word_with(w, cwd, home, crate::fsutil::paths::resolve_physical)
 }
 
 /// The same for the argument of `cd`, which the shell folds lexically (`cd link/..` returns
 /// to where it started) unless given `-P`.
 pub fn resolve_word_logical(w: &Word, cwd: &Path, home: Option<&Path>) -> Resolved {
-    resolve_word_with(w, cwd, home, crate::tools::paths::resolve)
+    resolve_word_with(w, cwd, home, crate::fsutil::paths::resolve)
 }
 
 fn resolve_word_with(w: &Word, cwd: &Path, home: Option<&Path>, resolve: fn(&Path, &str) -> PathBuf) -> Resolved {

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::rules::Behavior;
 use super::{AskInfo, Mode};
+pub use crate::types::permission::{Destination, RuleOp, Update};
 
 /// Splits a rule's text into the tool name and its content, keeping the content verbatim
 /// (quotes and inner parentheses included): `Bash(echo "a (b)")` → (`Bash`, `echo "a (b)"`).
@@ -64,60 +65,6 @@ pub fn suggestions(info: &AskInfo) -> Vec<Value> {
         }));
     }
     out
-}
-
-/// Where a permission update lives: only this session, or also a settings file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Destination {
-    /// This session only (also the reference's `cliArg`).
-    Session,
-    /// `.keel/settings.local.json` in the project.
-    LocalSettings,
-    /// `.keel/settings.json` in the project.
-    ProjectSettings,
-    /// `$KEEL_HOME/settings.json`.
-    UserSettings,
-}
-
-impl Destination {
-    pub fn parse(s: &str) -> Option<Destination> {
-        match s {
-            "session" | "cliArg" => Some(Destination::Session),
-            "localSettings" => Some(Destination::LocalSettings),
-            "projectSettings" => Some(Destination::ProjectSettings),
-            "userSettings" => Some(Destination::UserSettings),
-            _ => None,
-        }
-    }
-}
-
-/// What a rules update does with the destination's rules of its behaviour.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RuleOp {
-    Add,
-    /// The given rules become the destination's only rules of that behaviour.
-    Replace,
-    Remove,
-}
-
-/// An update a program sent with its approval (`updatedPermissions`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Update {
-    Rules {
-        op: RuleOp,
-        behavior: Behavior,
-        rules: Vec<String>,
-        destination: Destination,
-    },
-    SetMode {
-        mode: Mode,
-        destination: Destination,
-    },
-    Directories {
-        add: bool,
-        directories: Vec<String>,
-        destination: Destination,
-    },
 }
 
 /// Reads the updates of an answer; malformed ones are returned as messages, not dropped

@@ -24,7 +24,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::message::{CacheControl, ContentBlock, Message, StopReason, Usage};
+use crate::types::message::{CacheControl, ContentBlock, Message, StopReason, Usage};
 
 /// Everything one model call needs. Built fresh for each request by the turn driver.
 #[derive(Debug, Clone)]

@@ -8,7 +8,7 @@
 
 use std::sync::Mutex;
 
-use crate::message::Message;
+use crate::types::message::{Message, Role};
 
 /// Conversations kept at once (the main one and a sub-agent's).
 const ENTRIES: usize = 2;
@@ -115,7 +115,7 @@ impl PrefixCache {
 /// order is what gets encoded) and without hashing their keys, so a long history costs little
 /// more than a memory comparison.
 fn same_message(a: &Message, b: &Message) -> bool {
-    use crate::message::ContentBlock as B;
+    use crate::types::message::ContentBlock as B;
     a.role == b.role
         && a.content.len() == b.content.len()
         && a.content.iter().zip(&b.content).all(|pair| match pair {
@@ -177,10 +177,24 @@ pub fn close_array(out: &mut Vec<u8>) {
     }
 }
 
+/// The last message and the user message before the last assistant message, newest first.
+pub fn tail_breakpoints(messages: &[Message]) -> Vec<usize> {
+    let Some(last) = messages.len().checked_sub(1) else {
+        return Vec::new();
+    };
+    let mut out = vec![last];
+    if let Some(prev) = messages[..last].iter().rposition(|m| m.role == Role::User)
+        && messages[prev + 1..last].iter().any(|m| m.role == Role::Assistant)
+    {
+        out.push(prev);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::ContentBlock;
+    use crate::types::message::ContentBlock;
 
     fn enc(m: &Message, mark: bool, out: &mut Vec<u8>) -> Result<(), String> {
         let text = m.text();

@@ -8,7 +8,7 @@
 //! - Chat Completions (`reasoning_content`, `reasoning`, `reasoning_details`): no signature; sent
 //!   back only to models whose table entry says the server wants it.
 //!
-//! [`ContentBlock::Thinking`]: crate::message::ContentBlock::Thinking
+//! [`ContentBlock::Thinking`]: crate::types::message::ContentBlock::Thinking
 
 /// Prefix of a Responses reasoning item's signature.
 pub const RESPONSES_TAG: &str = "keel-openai-responses:";

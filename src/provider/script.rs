@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{ModelRequest, ModelResponse, Provider, ProviderError, ProviderEvent, ProviderStream, channel_stream};
-use crate::message::{ContentBlock, StopReason, Usage};
+use crate::types::message::{ContentBlock, StopReason, Usage};
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -65,7 +65,7 @@ impl SandboxConfig {
     pub fn from_settings(settings: &Settings, cli_enabled: bool) -> Result<Self, SettingsError> {
         let mut extra = Vec::new();
         for (p, layer) in settings.strings(&["sandbox", "additionalWritePaths"])? {
-            extra.push(crate::tools::paths::resolve(&layer.base_dir, &p));
+            extra.push(crate::fsutil::paths::resolve(&layer.base_dir, &p));
         }
         Ok(SandboxConfig {
             enabled: cli_enabled || settings.flag(&["sandbox", "enabled"])?.unwrap_or(false),

@@ -113,7 +113,7 @@ pub fn config_paths(working_dirs: &[PathBuf], home: Option<&Path>) -> (Vec<PathB
             // and what it leads to is protected where it exists, reserved where it does not
             // (writing through a dangling link would create it).
             Ok(m) if m.file_type().is_symlink() => {
-                let target = crate::tools::paths::real_path(&c);
+                let target = crate::fsutil::paths::real_path(&c);
                 missing.push(c);
                 if target.symlink_metadata().is_ok_and(|t| !t.file_type().is_symlink()) {
                     existing.push(target);

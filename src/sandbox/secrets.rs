@@ -10,8 +10,6 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::permissions::protected::{HOME_CREDENTIALS, SYSTEM_CREDENTIALS, is_credential_name};
-
 /// Directories the scan does not enter.
 pub const SKIPPED_DIRS: &[&str] = &[
     ".git",
@@ -118,6 +116,80 @@ impl ScanCache {
     pub fn invalidate(&mut self) {
         self.last = None;
     }
+}
+
+/// Credential locations in the home directory: keys, tokens and passwords of common tools.
+pub const HOME_CREDENTIALS: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".gnupg",
+    ".netrc",
+    ".config/gcloud",
+    ".azure",
+    ".kube",
+    ".docker/config.json",
+    ".git-credentials",
+    ".config/gh",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".password-store",
+    ".vault-token",
+    ".pgpass",
+    ".claude/.credentials.json",
+    // The reference tool's state: an API key saved by its login, MCP servers' environment.
+    ".claude.json",
+    // Other tools' saved logins and tokens.
+    ".codex/auth.json",
+    ".terraform.d/credentials.tfrc.json",
+    ".config/rclone",
+    ".config/op",
+    ".config/hub",
+    ".config/doctl",
+    ".s3cfg",
+    ".boto",
+    ".m2/settings.xml",
+    ".gradle/gradle.properties",
+    ".local/share/keyrings",
+    // Browser profiles (cookies, saved passwords) and shell history (secrets typed on the
+    // command line).
+    ".mozilla",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".bash_history",
+    ".zsh_history",
+];
+
+/// System files that hold password hashes or host keys (readable by root without privileges).
+pub const SYSTEM_CREDENTIALS: &[&str] = &[
+    "/etc/shadow",
+    "/etc/gshadow",
+    "/etc/shadow-",
+    "/etc/gshadow-",
+    "/etc/ssh",
+];
+
+/// Whether a file name marks a credential file wherever it lies (`.env*`, keys).
+pub fn is_credential_name(name: &str) -> bool {
+    name.starts_with(".env") || name.ends_with(".pem") || name.ends_with(".key")
+}
+
+/// Credential files read only when an allow rule names them.
+pub fn credential_reason(path: &Path, home: Option<&Path>) -> Option<String> {
+    let name = path.file_name()?.to_str()?;
+    // Called for every file a search visits: strip the home once and compare first components
+    // before whole prefixes, with no allocation.
+    let in_secret_dir = home
+        .and_then(|h| path.strip_prefix(h).ok())
+        .and_then(|rel| Some((rel, rel.components().next()?)))
+        .is_some_and(|(rel, first)| {
+            HOME_CREDENTIALS
+                .iter()
+                .any(|c| Path::new(c).components().next() == Some(first) && rel.starts_with(c))
+        });
+    let system = SYSTEM_CREDENTIALS.iter().any(|c| path.starts_with(c)) && !path.starts_with("/etc/ssh/ssh_config");
+    (is_credential_name(name) || in_secret_dir || system).then(|| format!("{} may hold credentials", path.display()))
 }
 
 #[cfg(test)]

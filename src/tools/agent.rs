@@ -6,14 +6,12 @@
 //! back — at once, or as a notification at a later turn with `run_in_background`. Several
 //! Agent calls of one message run at the same time, within the spawn budgets.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::{SessionShared, Tool, ToolContext, ToolError, ToolOutput, parse_input};
+use super::{Capability, Tool, ToolContext, ToolError, ToolOutput, parse_input};
 
 /// What the Agent tool asks the engine to run.
 #[derive(Debug, Clone, Default)]
@@ -59,19 +57,14 @@ pub struct Denial {
 /// the calls they were refused (the session's result lists those too).
 #[derive(Debug, Default)]
 pub struct SubagentTally {
-    pub usage: Vec<(String, crate::message::Usage)>,
+    pub usage: Vec<(String, crate::types::message::Usage)>,
     pub denials: Vec<Denial>,
 }
 
 /// Runs sub-agents; implemented by the engine, installed in the session state.
 #[async_trait]
 pub trait AgentRunner: Send + Sync + std::fmt::Debug {
-    async fn run(
-        &self,
-        request: AgentRequest,
-        parent: &Arc<SessionShared>,
-        cancel: CancellationToken,
-    ) -> Result<AgentReport, String>;
+    async fn run(&self, request: AgentRequest, cancel: CancellationToken) -> Result<AgentReport, String>;
 
     /// Reserves spawn-budget places for the Agent calls of one message, in the order the model
     /// issued them (before any runs, so refusals follow that order).
@@ -96,6 +89,10 @@ struct Input {
 impl Tool for AgentTool {
     fn name(&self) -> &'static str {
         "Agent"
+    }
+
+    fn capabilities(&self) -> &'static [Capability] {
+        &[Capability::Agents]
     }
 
     fn description(&self) -> &'static str {
@@ -139,11 +136,7 @@ impl Tool for AgentTool {
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let input: Input = parse_input(input)?;
-        let runner: Arc<dyn AgentRunner> = ctx
-            .shared
-            .agents
-            .clone()
-            .ok_or_else(|| ToolError::invalid("sub-agents are not available in this session"))?;
+        let runner = ctx.agents()?;
         let request = AgentRequest {
             description: input.description,
             prompt: input.prompt,
@@ -154,7 +147,7 @@ impl Tool for AgentTool {
             grants: Vec::new(),
         };
         let report = runner
-            .run(request, &ctx.shared, ctx.cancel.clone())
+            .run(request, ctx.cancel.clone())
             .await
             .map_err(ToolError::invalid)?;
         if report.launched {

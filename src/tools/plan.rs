@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolError, ToolOutput};
+use super::{Capability, Tool, ToolContext, ToolError, ToolOutput};
 use crate::permissions::Mode;
 
 pub struct ExitPlanModeTool;
@@ -14,6 +14,10 @@ pub struct ExitPlanModeTool;
 impl Tool for ExitPlanModeTool {
     fn name(&self) -> &'static str {
         "ExitPlanMode"
+    }
+
+    fn capabilities(&self) -> &'static [Capability] {
+        &[Capability::Mode]
     }
 
     fn description(&self) -> &'static str {
@@ -33,7 +37,7 @@ impl Tool for ExitPlanModeTool {
     }
 
     async fn call(&self, _input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        match ctx.shared.mode() {
+        match ctx.mode()? {
             Mode::Plan => Err(ToolError::invalid("the plan was not approved; plan mode is still on")),
             mode => Ok(ToolOutput::text(format!(
                 "The plan is approved. Permission mode is now {}; go ahead with the implementation.",

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolError, ToolOutput, parse_input};
+use super::{Capability, Tool, ToolContext, ToolError, ToolOutput, parse_input};
 use crate::skills::Catalog;
 
 /// Loads skills; implemented by the engine, installed in the session state.
@@ -44,6 +44,10 @@ struct Input {
 impl Tool for SkillTool {
     fn name(&self) -> &'static str {
         "Skill"
+    }
+
+    fn capabilities(&self) -> &'static [Capability] {
+        &[Capability::Skills]
     }
 
     fn description(&self) -> &'static str {
@@ -82,11 +86,7 @@ impl Tool for SkillTool {
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let input: Input = parse_input(input)?;
-        let runner = ctx
-            .shared
-            .skill_runner
-            .clone()
-            .ok_or_else(|| ToolError::invalid("skills are not available in this session"))?;
+        let runner = ctx.skills()?;
         let name = crate::skills::requested_name(&input.skill);
         runner.load(name, input.args.as_deref().unwrap_or(""), ctx).await
     }

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Todo, TodoStatus, Tool, ToolContext, ToolError, ToolOutput, parse_input};
+use super::{Capability, Todo, TodoStatus, Tool, ToolContext, ToolError, ToolOutput, parse_input};
 
 pub struct TodoWriteTool;
 
@@ -20,6 +20,10 @@ struct Input {
 impl Tool for TodoWriteTool {
     fn name(&self) -> &'static str {
         "TodoWrite"
+    }
+
+    fn capabilities(&self) -> &'static [Capability] {
+        &[Capability::Tasks]
     }
 
     fn description(&self) -> &'static str {
@@ -59,10 +63,7 @@ impl Tool for TodoWriteTool {
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let input: Input = parse_input(input)?;
         let new = input.todos;
-        let old = std::mem::replace(
-            &mut *ctx.shared.todos.lock().unwrap_or_else(|p| p.into_inner()),
-            new.clone(),
-        );
+        let old = ctx.tasks()?.replace(new.clone());
         let count = |s: TodoStatus| new.iter().filter(|t| t.status == s).count();
         let (done, active, pending) = (
             count(TodoStatus::Completed),
@@ -89,30 +90,29 @@ impl Tool for TodoWriteTool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::SessionShared;
+    use crate::tools::{Grants, TaskList, Workspace};
     use std::sync::Arc;
 
     #[tokio::test]
     async fn replaces_the_session_list() {
         let dir = tempfile::tempdir().unwrap();
-        let shared = Arc::new(SessionShared::new(dir.path().into(), dir.path().into()));
-        let ctx = ToolContext {
-            shared: shared.clone(),
-            cancel: Default::default(),
-            tool_use_id: "t".into(),
-            resolved: None,
-            confinement: Default::default(),
+        let ws = Arc::new(Workspace::new(dir.path().into(), dir.path().into(), Vec::new()));
+        let tasks = Arc::new(TaskList::default());
+        let grants = Grants {
+            tasks: Some(tasks.clone()),
+            ..Grants::default()
         };
+        let ctx = ToolContext::new(ws, Default::default(), "t").with_grants(grants.only(TodoWriteTool.capabilities()));
         let input = json!({"todos": [
             {"content": "Fix the bug", "status": "in_progress", "activeForm": "Fixing the bug"},
             {"content": "Run the tests", "status": "pending", "activeForm": "Running the tests"}
         ]});
         let out = TodoWriteTool.call(input, &ctx).await.unwrap();
         assert!(!out.is_error);
-        assert_eq!(shared.todos().len(), 2);
-        assert_eq!(shared.todos()[0].status, TodoStatus::InProgress);
+        assert_eq!(tasks.get().len(), 2);
+        assert_eq!(tasks.get()[0].status, TodoStatus::InProgress);
         assert_eq!(out.structured["oldTodos"], json!([]));
         TodoWriteTool.call(json!({"todos": []}), &ctx).await.unwrap();
-        assert!(shared.todos().is_empty());
+        assert!(tasks.get().is_empty());
     }
 }

@@ -1,7 +1,7 @@
 //! Write: creates a file, or replaces one the model has read completely and that has not
 //! changed on disk since.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -11,7 +11,7 @@ use similar::{ChangeTag, TextDiff};
 use super::edit::guard::{self, Intent};
 use super::edit::{disk, text};
 use super::file_state::{FileView, ViewKind, file_mtime};
-use super::{SessionShared, Tool, ToolContext, ToolError, ToolOutput, parse_input, paths};
+use super::{Capability, FileAccess, Tool, ToolContext, ToolError, ToolOutput, parse_input, paths};
 use crate::checkpoint::Hashed;
 
 pub struct WriteTool;
@@ -26,6 +26,10 @@ struct Input {
 impl Tool for WriteTool {
     fn name(&self) -> &'static str {
         "Write"
+    }
+
+    fn capabilities(&self) -> &'static [Capability] {
+        &[Capability::Files]
     }
 
     fn description(&self) -> &'static str {
@@ -53,19 +57,24 @@ impl Tool for WriteTool {
         let input: Input = parse_input(input)?;
         let path = paths::resolve(ctx.cwd(), &input.file_path);
         let real = ctx.resolved_path(&path);
-        let shared = ctx.shared.clone();
-        tokio::task::spawn_blocking(move || write_file(&path, &real, &input.content, &shared))
+        let (ws, files) = (ctx.workspace.clone(), ctx.files()?.clone());
+        tokio::task::spawn_blocking(move || write_file(&path, &real, &input.content, &ws.roots(), &files))
             .await
             .map_err(|e| ToolError::invalid(format!("the write task failed: {e}")))?
     }
 }
 
-fn write_file(path: &Path, real: &Path, content: &str, shared: &SessionShared) -> Result<ToolOutput, ToolError> {
-    let roots = shared.roots();
-    let Some(existing) = disk::load(path, real, &roots, "Write")? else {
+fn write_file(
+    path: &Path,
+    real: &Path,
+    content: &str,
+    roots: &[PathBuf],
+    shared: &FileAccess,
+) -> Result<ToolOutput, ToolError> {
+    let Some(existing) = disk::load(path, real, roots, "Write")? else {
         let new = Hashed::new(content.as_bytes());
         let undo_note = shared.checkpoint(real, None, new, "Write");
-        let meta = disk::store(path, real, &roots, content.as_bytes(), None)?;
+        let meta = disk::store(path, real, roots, content.as_bytes(), None)?;
         record(shared, path, &meta, new);
         return Ok(ToolOutput::text(format!(
             "Created {} ({} lines).{}",
@@ -105,7 +114,7 @@ fn write_file(path: &Path, real: &Path, content: &str, shared: &SessionShared) -
 
     let new = Hashed::new(new_text.as_bytes());
     let undo_note = shared.checkpoint(real, Some((old, &existing.meta)), new, "Write");
-    let meta = disk::store(path, real, &roots, new_text.as_bytes(), Some(&existing.meta))?;
+    let meta = disk::store(path, real, roots, new_text.as_bytes(), Some(&existing.meta))?;
     record(shared, path, &meta, new);
 
     let (added, removed) = line_changes(old_body, &body);
@@ -131,7 +140,7 @@ fn write_file(path: &Path, real: &Path, content: &str, shared: &SessionShared) -
     })))
 }
 
-fn record(shared: &SessionShared, path: &Path, meta: &std::fs::Metadata, content: Hashed<'_>) {
+fn record(shared: &FileAccess, path: &Path, meta: &std::fs::Metadata, content: Hashed<'_>) {
     shared.files().record(
         path.to_path_buf(),
         FileView::hashed(content, file_mtime(meta), ViewKind::Complete),

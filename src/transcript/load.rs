@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::repair::{Repairs, repair};
 use super::unsaved::{self, UnsavedRecord};
 use super::{SessionMeta, TODOS_EVENT, TranscriptError};
-use crate::message::Message;
+use crate::types::message::Message;
 
 /// Deepest nesting read back. Live input is parsed with serde_json's limit of 128 levels, and a
 /// transcript line wraps it in a few more, so every line keel writes is well within this; the

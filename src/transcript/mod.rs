@@ -26,7 +26,7 @@ pub use load::{Loaded, REWIND_BOUNDARY, load, load_until};
 pub use repair::{Repairs, interrupted_result, repair};
 pub use unsaved::{Unsaved, UnsavedRecord};
 
-use crate::message::{Message, Role};
+use crate::types::message::{Message, Role};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TranscriptError {
@@ -298,7 +298,7 @@ impl Transcript {
         message: &Message,
         id: &str,
         model: &str,
-        usage: &crate::message::Usage,
+        usage: &crate::types::message::Usage,
     ) -> Result<(), TranscriptError> {
         let body = json!({
             "id": id,
@@ -390,7 +390,7 @@ impl SharedTranscript {
         message: &Message,
         id: &str,
         model: &str,
-        usage: &crate::message::Usage,
+        usage: &crate::types::message::Usage,
     ) -> Result<(), TranscriptError> {
         self.with(|t| t.assistant(message, id, model, usage))
     }

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use crate::message::{ContentBlock, Message, Role, ToolResultContent};
+use crate::types::message::{ContentBlock, Message, Role, ToolResultContent};
 
 /// What [`repair`] changed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::json;
 
 use super::*;
-use crate::message::ContentBlock;
+use crate::types::message::ContentBlock;
 
 fn tool_use(id: &str) -> ContentBlock {
     ContentBlock::ToolUse {
@@ -15,7 +15,7 @@ fn tool_use(id: &str) -> ContentBlock {
 }
 
 fn result(id: &str) -> ContentBlock {
-    ContentBlock::tool_result(id, crate::message::ToolResultContent::Text("ok".into()), false)
+    ContentBlock::tool_result(id, crate::types::message::ToolResultContent::Text("ok".into()), false)
 }
 
 #[test]

@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
 use crate::context::tokens;
+use crate::engine::SessionServices;
 use crate::engine::{CompactTrigger, Engine};
 use crate::permissions::rules::Behavior;
 use crate::permissions::{Authorizer, Verdict};
-use crate::tools::SessionShared;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IntegrationError {
@@ -188,7 +188,7 @@ pub fn permissions(engine: &Engine) -> Result<PermissionsReport, IntegrationErro
 
 /// `/mcp`: each server's status, transport, tools and problems, as markdown.
 pub fn mcp(engine: &Engine) -> String {
-    match &engine.session.shared.mcp {
+    match &engine.session.services.mcp {
         Some(hub) if !hub.is_empty() => crate::mcp::report::markdown(&hub.statuses()),
         _ => crate::mcp::report::markdown(&[]),
     }
@@ -215,7 +215,7 @@ pub fn hooks(engine: &Engine) -> Result<Vec<HookEntry>, IntegrationError> {
 /// The check of an `@path` mention: the path resolved once (the mention is read exactly
 /// there), or why reading it is refused (Read deny rules, credential files). A mention outside
 /// the working directories is the user's explicit choice.
-pub fn mention_check(authorizer: &Authorizer, shared: &SessionShared, path: &Path) -> Result<PathBuf, String> {
+pub fn mention_check(authorizer: &Authorizer, shared: &SessionServices, path: &Path) -> Result<PathBuf, String> {
     let decision = authorizer.decide(
         "Read",
         &serde_json::json!({"file_path": path}),
@@ -229,7 +229,7 @@ pub fn mention_check(authorizer: &Authorizer, shared: &SessionShared, path: &Pat
         Verdict::Deny(reason) => Err(reason),
         _ => Ok(decision
             .resolved
-            .unwrap_or_else(|| crate::tools::paths::real_path(path))),
+            .unwrap_or_else(|| crate::fsutil::paths::real_path(path))),
     }
 }
 
@@ -237,7 +237,7 @@ pub fn mention_check(authorizer: &Authorizer, shared: &SessionShared, path: &Pat
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rewound {
     pub text: String,
-    pub history: Option<Vec<crate::message::Message>>,
+    pub history: Option<Vec<crate::types::message::Message>>,
     /// The points there are (when none was named), for the picker.
     pub points: Option<Vec<crate::checkpoint::Point>>,
     /// The prompt of the point rewound to, when the conversation went back before it (the

@@ -81,16 +81,19 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
     // Asked before the interface takes the terminal: a plain question, answered once per project.
     let mcp = prepared.mcp.clone();
     let approval_notes = match paths::keel_home() {
-        Some(home) => {
-            crate::mcp::startup::ask_approvals(&mcp, &prepared.mcp_pending, &home, &prepared.engine.session.shared.cwd)
-        }
+        Some(home) => crate::mcp::startup::ask_approvals(
+            &mcp,
+            &prepared.mcp_pending,
+            &home,
+            &prepared.engine.session.services.cwd,
+        ),
         None => Vec::new(),
     };
     render::theme::set_truecolor(render::theme::truecolor_from_env());
     render::highlight::preload();
 
     let engine = prepared.engine;
-    let cwd = engine.session.shared.cwd.clone();
+    let cwd = engine.session.services.cwd.clone();
     let keel_home = paths::keel_home();
     let project_dir = keel_home
         .as_deref()
@@ -101,7 +104,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
         cwd: cwd.clone(),
         model: prepared.model_spec.clone(),
         session_id: session_id.clone(),
-        shared: engine.session.shared.clone(),
+        shared: engine.session.services.clone(),
         bypass_available: prepared.permission_mode == Mode::BypassPermissions
             || (cli.allow_dangerously_skip_permissions && engine.authorizer.bypass_disabled.is_none()),
         harness: engine.harness.clone(),

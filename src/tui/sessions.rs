@@ -2,13 +2,14 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use serde_json::Value;
 
-use crate::engine::Session;
-use crate::message::{ContentBlock, Message, Role};
+use crate::engine::{Session, SessionServices};
 use crate::transcript::{self, Transcript};
+use crate::types::message::{ContentBlock, Message, Role};
 
 /// Sessions offered by the picker.
 const PICKER_LIMIT: usize = 50;
@@ -123,19 +124,33 @@ fn transcript_for(place: &SessionPlace, path: &Path) -> Result<Transcript, Strin
     }
 }
 
-/// A fresh session (for `/clear`).
-pub fn fresh(place: &SessionPlace, model: &str) -> Result<Session, String> {
+/// The services of a session that takes over from `current` (its startup decisions kept).
+fn services_after(place: &SessionPlace, id: &str, current: Option<&SessionServices>) -> Arc<SessionServices> {
+    let builder = SessionServices::builder(place.cwd.clone(), place.project_dir.join(id));
+    match current {
+        Some(c) => builder.inherit(c).build(),
+        None => builder.build(),
+    }
+}
+
+/// A fresh session (for `/clear`), taking over `current`'s startup decisions.
+pub fn fresh(place: &SessionPlace, model: &str, current: Option<&SessionServices>) -> Result<Session, String> {
     let id = uuid::Uuid::new_v4().to_string();
     let path = place.project_dir.join(format!("{id}.jsonl"));
     let transcript = transcript_for(place, &path)?;
-    let mut session = Session::new(id.clone(), place.cwd.clone(), place.project_dir.join(&id), transcript);
-    crate::debug::attach_session(&session.shared.session_dir);
+    let mut session = Session::with_services(id.clone(), transcript, services_after(place, &id, current));
+    crate::debug::attach_session(&session.services.session_dir);
     session.write_meta(model);
     Ok(session)
 }
 
 /// An earlier session, with warnings about lines that could not be read.
-pub fn resume(place: &SessionPlace, path: &Path, model: &str) -> Result<(Session, Vec<String>), String> {
+pub fn resume(
+    place: &SessionPlace,
+    path: &Path,
+    model: &str,
+    current: Option<&SessionServices>,
+) -> Result<(Session, Vec<String>), String> {
     let loaded = transcript::load(path).map_err(|e| e.to_string())?;
     let id = path
         .file_stem()
@@ -144,8 +159,8 @@ pub fn resume(place: &SessionPlace, path: &Path, model: &str) -> Result<(Session
         .to_string();
     let warnings = loaded.warnings(path);
     let transcript = transcript_for(place, path)?;
-    let mut session = Session::new(id.clone(), place.cwd.clone(), place.project_dir.join(&id), transcript);
-    crate::debug::attach_session(&session.shared.session_dir);
+    let mut session = Session::with_services(id.clone(), transcript, services_after(place, &id, current));
+    crate::debug::attach_session(&session.services.session_dir);
     session.set_history(loaded.history);
     session.log_event("resumed", serde_json::json!({"model": model}));
     session.log_loss(loaded.unsaved.as_ref());
@@ -164,12 +179,12 @@ mod tests {
             project_dir: dir.path().join("p"),
             persist: true,
         };
-        let mut a = fresh(&place, "m").unwrap();
+        let mut a = fresh(&place, "m", None).unwrap();
         a.push_user(vec![ContentBlock::text("first   question\nwith lines")]);
         let a_id = a.id.clone();
         drop(a);
         std::thread::sleep(std::time::Duration::from_millis(20));
-        let mut b = fresh(&place, "m").unwrap();
+        let mut b = fresh(&place, "m", None).unwrap();
         b.push_user(vec![ContentBlock::text("second")]);
         b.push_assistant_with(
             Message::assistant(vec![ContentBlock::text("answer")]),
@@ -179,7 +194,7 @@ mod tests {
         );
         let b_id = b.id.clone();
         drop(b);
-        let empty = fresh(&place, "m").unwrap();
+        let empty = fresh(&place, "m", None).unwrap();
         let listed = list(&place.project_dir, &empty.id);
         let got: Vec<(&str, &str)> = listed
             .iter()
@@ -191,7 +206,7 @@ mod tests {
         );
         assert_eq!((listed[0].messages, listed[1].messages), (2, 1));
         assert_eq!(listed[0].branch, None, "not a repository");
-        let (resumed, warnings) = resume(&place, &listed[1].path, "m").unwrap();
+        let (resumed, warnings) = resume(&place, &listed[1].path, "m", None).unwrap();
         assert!(warnings.is_empty());
         assert_eq!(resumed.id, a_id);
         assert_eq!(resumed.history().len(), 1);

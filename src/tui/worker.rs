@@ -14,9 +14,9 @@ use super::sessions::{self, SessionPlace};
 use super::shell::{self, ShellResult};
 use crate::config::models;
 use crate::context::{Gather, ProjectContext};
+use crate::engine::SessionServices;
 use crate::engine::{Engine, NoticeLevel, Session};
-use crate::message::{ContentBlock, Message};
-use crate::tools::SessionShared;
+use crate::types::message::{ContentBlock, Message};
 
 #[derive(Debug)]
 pub enum Job {
@@ -78,7 +78,7 @@ pub enum Job {
 #[derive(Debug)]
 pub struct NewSession {
     pub id: String,
-    pub shared: Arc<SessionShared>,
+    pub shared: Arc<SessionServices>,
     pub history: Vec<Message>,
     pub warnings: Vec<String>,
 }
@@ -140,7 +140,7 @@ pub async fn run(
         .session_start(if config.resumed { "resume" } else { "startup" })
         .await;
     // The servers start while the interface is up; the first turn waits for them.
-    if let Some(hub) = engine.session.shared.mcp.clone() {
+    if let Some(hub) = engine.session.services.mcp.clone() {
         hub.start_all().await;
         for line in crate::mcp::startup::problems(&hub) {
             engine.events().notice(NoticeLevel::Warning, line);
@@ -159,7 +159,7 @@ pub async fn run(
 async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
     match job {
         Job::Turn { text, cancel } => {
-            let checker = (engine.session.shared.clone(), engine.authorizer.clone());
+            let checker = (engine.session.services.clone(), engine.authorizer.clone());
             let mcp_text = text.clone();
             let Some(resolved) = attach_mentions(checker, text, &cancel).await else {
                 engine.events().notice(
@@ -170,7 +170,7 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
             };
             let mut blocks = resolved.blocks;
             let mut notes = resolved.notes;
-            if let Some(hub) = engine.session.shared.mcp.clone() {
+            if let Some(hub) = engine.session.services.mcp.clone() {
                 let attached = crate::mcp::mentions::resolve(&hub, &mcp_text, &cancel).await;
                 blocks.extend(attached.blocks);
                 notes.retain(|n| !attached.handled.iter().any(|h| n.starts_with(&format!("@{h}:"))));
@@ -183,7 +183,7 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
             Reply::TurnDone
         }
         Job::Init { cancel } => {
-            let text = super::commands::init::prompt(&engine.session.shared.cwd);
+            let text = super::commands::init::prompt(&engine.session.services.cwd);
             engine.run_turn(vec![ContentBlock::text(text)], cancel).await;
             Reply::TurnDone
         }
@@ -199,13 +199,13 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
             Err(e) => Reply::Failed(e),
         },
         Job::Shell { command, cancel } => {
-            let result = shell::run(&command, &engine.session.shared.cwd, &cancel).await;
+            let result = shell::run(&command, &engine.session.services.cwd, &cancel).await;
             engine
                 .session
                 .push_user(vec![ContentBlock::text(shell::context_text(&command, &result))]);
             Reply::ShellDone(result)
         }
-        Job::Clear => match sessions::fresh(&config.place, &engine.config.model) {
+        Job::Clear => match sessions::fresh(&config.place, &engine.config.model, Some(&engine.session.services)) {
             Ok(session) => {
                 engine.session_end("clear").await;
                 let new = replace_session(engine, session, Vec::new());
@@ -215,7 +215,12 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
             Err(e) => Reply::Failed(format!("cannot start a new session: {e}")),
         },
         Job::ListSessions { project_dir, exclude } => Reply::Sessions(sessions::list(&project_dir, &exclude)),
-        Job::Resume { path } => match sessions::resume(&config.place, &path, &engine.config.model) {
+        Job::Resume { path } => match sessions::resume(
+            &config.place,
+            &path,
+            &engine.config.model,
+            Some(&engine.session.services),
+        ) {
             Ok((session, warnings)) => {
                 engine.session_end("resume").await;
                 let new = replace_session(engine, session, warnings);
@@ -228,7 +233,7 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
             Ok((spec, notes)) => {
                 let home = dirs::home_dir();
                 let project = ProjectContext::gather(&Gather {
-                    cwd: &engine.session.shared.cwd,
+                    cwd: &engine.session.services.cwd,
                     model: &engine.config.model,
                     home: home.as_deref(),
                     replace: config.system_prompt.as_deref(),
@@ -253,7 +258,7 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
         Job::Rewind { arg } => Reply::Rewound(integration::rewind(engine, arg.as_deref()).map_err(|e| e.to_string())),
         Job::Mcp => Reply::Mcp(integration::mcp(engine)),
         Job::McpPrompt { line, cancel } => {
-            let expanded = match engine.session.shared.mcp.clone() {
+            let expanded = match engine.session.services.mcp.clone() {
                 Some(hub) => hub.expand_prompt(&line).await,
                 None => None,
             };
@@ -313,7 +318,7 @@ async fn switch_model(
 /// task; `None` when the user interrupted first (the work left behind is bounded: files are
 /// opened without blocking and read with a size cap).
 async fn attach_mentions(
-    (shared, authorizer): (Arc<SessionShared>, Arc<crate::permissions::Authorizer>),
+    (shared, authorizer): (Arc<SessionServices>, Arc<crate::permissions::Authorizer>),
     text: String,
     cancel: &CancellationToken,
 ) -> Option<mentions::Resolved> {
@@ -332,14 +337,11 @@ async fn attach_mentions(
     }
 }
 
-/// Swaps in a new session, keeping the permission mode the user chose. What the old session
-/// left running (background shells and sub-agents) ends with it.
-fn replace_session(engine: &mut Engine, mut session: Session, mut warnings: Vec<String>) -> NewSession {
-    engine.session.shared.end();
-    match std::sync::Arc::get_mut(&mut session.shared) {
-        Some(shared) => shared.inherit_from(&engine.session.shared),
-        None => session.shared.set_mode(engine.session.shared.mode()),
-    }
+/// Swaps in a new session (built from the old one's services, so the permission mode the
+/// user chose and the startup decisions stay). What the old session left running (background
+/// shells and sub-agents) ends with it.
+fn replace_session(engine: &mut Engine, session: Session, mut warnings: Vec<String>) -> NewSession {
+    engine.session.services.end();
     engine.hooks.rebind(session.id.clone(), session.transcript.clone());
     engine.session = session;
     // The new session gets its own spawn budget (`agents.maxTotal` counts per session) and
@@ -349,12 +351,12 @@ fn replace_session(engine: &mut Engine, mut session: Session, mut warnings: Vec<
     {
         warnings.push(format!("sub-agents are not available in the new session: {e}"));
     }
-    if engine.session.shared.skill_runner.is_some() {
+    if engine.has_skill_runner() {
         engine.install_skills(engine.harness.skills.clone());
     }
     NewSession {
         id: engine.session.id.clone(),
-        shared: engine.session.shared.clone(),
+        shared: engine.session.services.clone(),
         // What the screen shows: the whole conversation of a compacted session.
         history: super::transcript::resumed::conversation(&engine.session.transcript.path())
             .unwrap_or_else(|| engine.session.history().to_vec()),

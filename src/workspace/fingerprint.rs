@@ -213,12 +213,12 @@ impl Fingerprinter {
         // A repository can commit `.gitignore` as a link to /dev/zero or a FIFO, which the
         // walker would read forever: such a root is walked without ignore files, such a
         // directory is not entered (and the snapshot says it is incomplete).
-        let root_ok = crate::tools::walk::bad_ignore_file(&self.root).is_none();
+        let root_ok = crate::fsutil::walk::bad_ignore_file(&self.root).is_none();
         let parents_ok = self
             .root
             .ancestors()
             .skip(1)
-            .all(|d| crate::tools::walk::bad_ignore_file(d).is_none());
+            .all(|d| crate::fsutil::walk::bad_ignore_file(d).is_none());
         let hostile = Arc::new(AtomicBool::new(false));
         let seen_hostile = hostile.clone();
         ignore::WalkBuilder::new(&self.root)

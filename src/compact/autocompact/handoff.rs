@@ -9,7 +9,8 @@ use std::path::Path;
 
 use super::summary::ModelSummary;
 use crate::compact::record::{FileChange, ToolOutcome};
-use crate::message::{ContentBlock, Message, Role};
+pub use crate::types::events::Trigger;
+use crate::types::message::{ContentBlock, Message, Role};
 
 /// The first words of every hand-off (recognised when compacting again).
 pub const LEAD: &str = "This session continues from an earlier part that was compacted";
@@ -30,22 +31,6 @@ const KEEL_TEXTS: &[&str] = &[
     "[Results snipped]",
     "[keel: compaction]",
 ];
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trigger {
-    Auto,
-    Manual,
-}
-
-impl Trigger {
-    /// The reference's names (`PreCompact` matcher, `compact_boundary`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Trigger::Auto => "auto",
-            Trigger::Manual => "manual",
-        }
-    }
-}
 
 /// The user's requests in the order given: texts the user typed, and those a previous
 /// hand-off carried over; keel's own notes and tool results are not requests.

@@ -9,7 +9,7 @@ pub mod summary;
 
 pub use handoff::Trigger;
 
-use crate::message::{ContentBlock, Message, Role};
+use crate::types::message::{ContentBlock, Message, Role};
 
 /// The history after compaction: the hand-off blocks first, then what must stay verbatim —
 /// the last exchange when its results are still unanswered (the model has not seen them), or

@@ -8,9 +8,10 @@
 use std::fmt::Write;
 
 use crate::compact::record::FileChange;
-use crate::message::{ContentBlock, Message, Role};
+use crate::tools::FileAccess;
 use crate::tools::file_state::{FileView, ViewKind, file_mtime};
-use crate::tools::{SessionShared, Todo, TodoStatus};
+use crate::tools::{Todo, TodoStatus};
+use crate::types::message::{ContentBlock, Message, Role};
 
 /// Most edited files shown again.
 pub const MAX_FILES: usize = 5;
@@ -36,8 +37,13 @@ pub fn latest_plan(history: &[Message]) -> Option<String> {
 
 /// The hot-state text, or `None` when there is nothing to re-mount. Files are shown within
 /// `budget` bytes in all; views of the files shown are recorded in the read-file state.
-pub fn hot_state(files: &[FileChange], plan: Option<&str>, budget: usize, shared: &SessionShared) -> Option<String> {
-    let todos = shared.todos();
+pub fn hot_state(
+    files: &[FileChange],
+    plan: Option<&str>,
+    budget: usize,
+    todos: &[Todo],
+    shared: &FileAccess,
+) -> Option<String> {
     let mut out = String::new();
     let mut left = budget;
     let mut shown = 0;
@@ -60,7 +66,7 @@ pub fn hot_state(files: &[FileChange], plan: Option<&str>, budget: usize, shared
             out.push_str("\n\n");
         }
         out.push_str("### Todo list");
-        for t in &todos {
+        for t in todos {
             render_todo(&mut out, t);
         }
     }
@@ -95,7 +101,7 @@ fn clip(s: &str, max: usize) -> String {
 }
 
 /// One file, line-numbered as Read shows it; records the model's new view of it.
-fn file_section(f: &FileChange, max: usize, shared: &SessionShared) -> Option<String> {
+fn file_section(f: &FileChange, max: usize, shared: &FileAccess) -> Option<String> {
     let path = &f.path;
     let meta = match std::fs::metadata(path) {
         Ok(m) if m.is_file() => m,
@@ -103,7 +109,7 @@ fn file_section(f: &FileChange, max: usize, shared: &SessionShared) -> Option<St
         Err(_) => return Some(format!("#### {} — no longer exists", path.display())),
     };
     let bytes = crate::fsutil::open::read_file_capped(path, crate::tools::read::MAX_FILE_BYTES).ok()?;
-    if crate::tools::read::looks_binary(&bytes) {
+    if crate::fsutil::looks_binary(&bytes) {
         return None;
     }
     let text = String::from_utf8_lossy(&bytes);
@@ -150,12 +156,16 @@ mod tests {
         let big = dir.path().join("big.rs");
         std::fs::write(&small, "fn a() {}\nfn b() {}\n").unwrap();
         std::fs::write(&big, "let x = 1;\n".repeat(5_000)).unwrap();
-        let shared = SessionShared::new(dir.path().into(), dir.path().into());
-        shared.todos.lock().unwrap().push(Todo {
+        let shared = FileAccess::new(
+            Default::default(),
+            Default::default(),
+            std::sync::Arc::new(crate::checkpoint::Checkpoints::new(dir.path())),
+        );
+        let todos = vec![Todo {
             content: "Run the tests".into(),
             status: TodoStatus::InProgress,
             active_form: "Running the tests".into(),
-        });
+        }];
         // Everything known before compaction is partial now; the files shown are re-recorded.
         shared
             .files()
@@ -169,7 +179,7 @@ mod tests {
         };
         let gone = dir.path().join("gone.rs");
         let files = vec![change(&small, 9), change(&big, 8), change(&gone, 7)];
-        let text = hot_state(&files, Some("1. fix\n2. test"), 30_000, &shared).unwrap();
+        let text = hot_state(&files, Some("1. fix\n2. test"), 30_000, &todos, &shared).unwrap();
         assert!(
             text.contains("(complete, 2 lines)") && text.contains("     2\tfn b() {}"),
             "{text}"
@@ -186,7 +196,6 @@ mod tests {
             input: json!({"plan": "the plan"}),
         }])];
         assert_eq!(latest_plan(&history).as_deref(), Some("the plan"));
-        let empty = SessionShared::new(dir.path().into(), dir.path().into());
-        assert!(hot_state(&[], None, 1_000, &empty).is_none());
+        assert!(hot_state(&[], None, 1_000, &[], &shared).is_none());
     }
 }

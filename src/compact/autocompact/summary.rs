@@ -4,7 +4,7 @@
 //! step. The user's requests, the failed checks and the changed files come from keel's record.
 
 use crate::context::tokens;
-use crate::message::{ContentBlock, Message, Role};
+use crate::types::message::{ContentBlock, Message, Role};
 
 pub const DECISIONS: &str = "Decisions";
 pub const OPEN_ITEMS: &str = "Open verification items";

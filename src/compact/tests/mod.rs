@@ -10,7 +10,7 @@ use super::calls::CallIndex;
 use super::view::{OriginKind, View};
 use super::{TierContext, budget, collapse, layout, microcompact, snip};
 use crate::context::tokens;
-use crate::message::{ContentBlock, Message, Role, ToolResultContent};
+use crate::types::message::{ContentBlock, Message, Role, ToolResultContent};
 
 /// A scripted history: a prompt, then exchanges of calls and their results.
 struct History {
@@ -138,7 +138,12 @@ fn tier1_budget_keeps_head_tail_size_and_path() {
     let mut h = History::new("Run the tests.");
     h.exchange("", vec![call("Bash", json!({"command": "cargo test"}), log.clone())]);
     insta::assert_snapshot!("tier1_before", render(&h.messages, dir.path()));
-    let out = budget::apply(crate::tools::ToolOutput::text(log.clone()), 20_000, dir.path(), "t1");
+    let out = budget::apply(
+        crate::types::tool::ToolOutput::text(log.clone()),
+        20_000,
+        dir.path(),
+        "t1",
+    );
     let mut after = h.messages.clone();
     after[2].content[0] = ContentBlock::tool_result("t1", out.content.clone(), false);
     insta::assert_snapshot!("tier1_after", render(&after, dir.path()));

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use super::*;
 use crate::compact::compactor::{Compactor, cold_view};
 use crate::context::tokens::{self, Window};
-use crate::message::{ContentBlock, Message, Role, ToolResultContent};
+use crate::types::message::{ContentBlock, Message, Role, ToolResultContent};
 
 #[test]
 fn all_tiers_together_shrink_the_cold_part_and_keep_the_api_shape() {

@@ -12,17 +12,17 @@ use crate::agents::worktree::{self, Worktree};
 use crate::agents::{AgentDef, Isolation, Role, verifier};
 use crate::config::models;
 use crate::context::{instructions, system_prompt};
+use crate::engine::SessionServices;
 use crate::engine::events::{EngineEvent, NoticeLevel};
 use crate::engine::{Engine, EngineConfig, Session};
 use crate::hooks::{Event, fields};
-use crate::message::{CacheControl, ContentBlock};
 use crate::permissions::Mode;
 use crate::provider::SystemBlock;
 use crate::skills::render::{self, Part, Vars};
-use crate::tools::SessionShared;
 use crate::tools::agent::AgentRequest;
 use crate::tools::registry::ToolRegistry;
 use crate::transcript::Transcript;
+use crate::types::message::{CacheControl, ContentBlock};
 
 const SUBAGENT_NOTE: &str = "You are working as a sub-agent for keel's main session. The main agent gave \
 you the task below and sees nothing of your work except your final message: make it a complete, \
@@ -89,11 +89,56 @@ pub(super) fn child_registry(
         .map_err(|e| e.to_string())
 }
 
+/// A child's services: the parent's startup decisions, a copy of what the parent has read,
+/// its own evidence with a channel up to the parent's ledger, the parent's checkpoint log (one
+/// rewind takes back both). In a worktree the parent's tree is not the child's: its views,
+/// write access, evidence and checkpoints stay home.
+fn child_services(
+    parent: &SessionServices,
+    session_dir: std::path::PathBuf,
+    mode: Mode,
+    worktree: Option<&Worktree>,
+    authorizer: &Arc<crate::permissions::Authorizer>,
+) -> Arc<SessionServices> {
+    let cwd = worktree.map_or_else(|| parent.cwd.clone(), |w| w.cwd.clone());
+    let builder = SessionServices::builder(cwd, session_dir.clone())
+        .inherit(parent)
+        .mode(mode);
+    match worktree {
+        Some(w) => {
+            let guard = authorizer.clone();
+            let confiner = parent
+                .shell
+                .confiner
+                .as_ref()
+                .map(|c| Arc::new(c.rebased(&w.repo, &w.path, move |p| guard.read_denied_by_rule(p))));
+            // Grep and Glob leave out what Read would refuse, in the worktree too.
+            let guard = authorizer.clone();
+            builder
+                .sandbox(worktree::rebase_sandbox(&parent.shell.sandbox, &w.repo, &w.path))
+                .confiner(confiner)
+                .extra_dirs(authorizer.working_dirs().into_iter().skip(1).collect())
+                .read_guard(crate::tools::ReadGuard::new(move |p| guard.read_denied(p)))
+                // Runs and changes in its own tree say nothing about the session's.
+                .evidence(Arc::new(crate::evidence::Evidence::in_memory(&w.path, &session_dir)))
+                .build()
+        }
+        None => builder
+            .file_state(parent.files().clone())
+            .evidence(Arc::new(crate::evidence::Evidence::for_subagent(
+                &parent.evidence,
+                &session_dir,
+            )))
+            .checkpoints(parent.checkpoints.clone())
+            .build(),
+    }
+}
+
 pub(super) async fn prepare(
     r: &SubagentRunner,
     def: &AgentDef,
     req: &AgentRequest,
-    parent: &Arc<SessionShared>,
+    parent: &Arc<SessionServices>,
 ) -> Result<Child, String> {
     let tree = &r.tree;
     let n = tree.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
@@ -120,7 +165,7 @@ pub(super) async fn prepare(
         .map(|w| w.cwd.clone())
         .unwrap_or_else(|| parent.cwd.clone());
     let transcript = Transcript::create(&transcript_path).map_err(|e| e.to_string())?;
-    let mut session = Session::new(agent_id.clone(), cwd.clone(), dir.join(&agent_id), transcript);
+    let child_dir = dir.join(&agent_id);
 
     let mode = child_mode(parent.mode(), def.permission_mode);
     if let Some(wanted) = def.permission_mode.filter(|w| *w != mode) {
@@ -140,39 +185,8 @@ pub(super) async fn prepare(
         Some(w) => Arc::new(r.authorizer.rebased(&w.repo, &w.path)),
         None => r.authorizer.clone(),
     };
-    match Arc::get_mut(&mut session.shared) {
-        Some(child) => {
-            child.inherit_from(parent);
-            child.set_mode(mode);
-            child.agents = None;
-            child.skill_runner = None;
-            match &worktree {
-                // The parent's tree is not the child's: its views and its write access stay home.
-                Some(w) => {
-                    child.sandbox = worktree::rebase_sandbox(&parent.sandbox, &w.repo, &w.path);
-                    let guard = authorizer.clone();
-                    child.confiner = parent
-                        .confiner
-                        .as_ref()
-                        .map(|c| Arc::new(c.rebased(&w.repo, &w.path, move |p| guard.read_denied_by_rule(p))));
-                    child.set_extra_dirs(authorizer.working_dirs().into_iter().skip(1).collect());
-                    // Grep and Glob leave out what Read would refuse, in the worktree too.
-                    let guard = authorizer.clone();
-                    child.read_guard = crate::tools::ReadGuard::new(move |p| guard.read_denied(p));
-                    // Runs and changes in its own tree say nothing about the session's.
-                    child.evidence = Arc::new(crate::evidence::Evidence::in_memory(&w.path, &child.session_dir));
-                }
-                None => {
-                    *child.file_state.get_mut().unwrap_or_else(|p| p.into_inner()) = parent.files().clone();
-                    // The sub-agent's runs and changes are the session's evidence.
-                    child.evidence = parent.evidence.clone();
-                    // Its changes are the session's: one rewind takes back the parent's and the child's.
-                    child.checkpoints = parent.checkpoints.clone();
-                }
-            }
-        }
-        None => return Err("internal error: the sub-agent's state is already shared".into()),
-    }
+    let services = child_services(parent, child_dir, mode, worktree.as_ref(), &authorizer);
+    let session = Session::with_services(agent_id.clone(), transcript, services);
 
     let model = def
         .model
@@ -222,22 +236,24 @@ pub(super) async fn prepare(
     engine.harness.skills = tree.skills.clone();
     engine.harness.agents = r.catalog();
     engine.harness.limits = tree.budget.limits;
-    let deeper = offers("Agent").then(|| {
+    engine.subagents = offers("Agent").then(|| {
         Arc::new(r.for_child(
             registry.clone(),
             authorizer.clone(),
             engine.events().clone(),
             engine.config.model.clone(),
+            engine.session.services.clone(),
         ))
     });
-    let skills = offers("Skill").then(|| Arc::new(engine.skill_invoker(tree.skills.clone())));
-    if let Some(child) = Arc::get_mut(&mut engine.session.shared) {
-        child.agents = deeper.clone().map(|d| d as Arc<dyn crate::tools::agent::AgentRunner>);
-        child.skill_runner = skills.map(|s| s as Arc<dyn crate::tools::skill::SkillRunner>);
+    if offers("Skill") {
+        engine.install_skills(tree.skills.clone());
     }
-    engine.subagents = deeper;
     if !req.grants.is_empty() {
-        engine.session.shared.skills.grant(&req.description, req.grants.clone());
+        engine
+            .session
+            .services
+            .skills
+            .grant(&req.description, req.grants.clone());
     }
 
     // Approvals, notices and hook runs of the child reach the user like the parent's own; the

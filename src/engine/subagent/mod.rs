@@ -6,7 +6,7 @@
 //! the spawn budget. Each engine that may spawn owns one [`SubagentRunner`] (its tools, its
 //! rules, its depth, its running children). A child runs in its own task: cancelling the parent
 //! cancels it, but its failure or panic only makes an error result. Background children are
-//! tracked in the parent's `SessionShared::tasks` and report through notifications.
+//! tracked in the parent's `SessionServices::tasks` and report through notifications.
 
 mod child;
 
@@ -26,11 +26,11 @@ use crate::agents::budget::{Children, Slot};
 use crate::agents::tasks::TaskStatus;
 use crate::agents::{AgentCatalog, SpawnBudget, worktree};
 use crate::context::ProjectContext;
+use crate::engine::SessionServices;
 use crate::hooks::Hooks;
 use crate::permissions::Authorizer;
 use crate::provider::Provider;
 use crate::skills::Catalog;
-use crate::tools::SessionShared;
 use crate::tools::agent::{AgentReport, AgentRequest, AgentRunner};
 use crate::tools::registry::{RegistryError, ToolRegistry};
 
@@ -74,6 +74,8 @@ pub struct SubagentRunner {
     children: Arc<Children>,
     /// Budget places reserved for the Agent calls of the current message, by call id.
     pending: Mutex<HashMap<String, Result<Slot, String>>>,
+    /// The owning engine's session: what its children start from and report to.
+    parent: Arc<SessionServices>,
 }
 
 impl std::fmt::Debug for SubagentRunner {
@@ -110,6 +112,7 @@ impl SubagentRunner {
         authorizer: Arc<Authorizer>,
         events: EventSink,
         model: String,
+        parent: Arc<SessionServices>,
     ) -> Self {
         SubagentRunner {
             tree: self.tree.clone(),
@@ -120,6 +123,7 @@ impl SubagentRunner {
             model: RwLock::new(model),
             children: Arc::default(),
             pending: Mutex::default(),
+            parent,
         }
     }
 
@@ -163,10 +167,8 @@ impl Engine {
             model: RwLock::new(self.config.model.clone()),
             children: Arc::default(),
             pending: Mutex::default(),
+            parent: self.session.services.clone(),
         });
-        if let Some(shared) = Arc::get_mut(&mut self.session.shared) {
-            shared.agents = Some(runner.clone());
-        }
         self.subagents = Some(runner);
         Ok(())
     }
@@ -217,7 +219,7 @@ impl Engine {
             .collect();
         *self
             .session
-            .shared
+            .services
             .verifier_facts
             .lock()
             .unwrap_or_else(|p| p.into_inner()) = crate::agents::verifier::Facts {
@@ -245,12 +247,8 @@ impl AgentRunner for SubagentRunner {
         }
     }
 
-    async fn run(
-        &self,
-        request: AgentRequest,
-        parent: &Arc<SessionShared>,
-        cancel: CancellationToken,
-    ) -> Result<AgentReport, String> {
+    async fn run(&self, request: AgentRequest, cancel: CancellationToken) -> Result<AgentReport, String> {
+        let parent = &self.parent;
         let mut slot = self.claim(&request.tool_use_id)?;
         let catalog = self.catalog();
         let def = catalog.get(&request.agent_type).cloned().ok_or_else(|| {
@@ -330,10 +328,15 @@ impl ReportText for AgentReport {
 }
 
 /// Runs a prepared child to its end and hands its usage and denials to the parent.
-async fn drive(mut c: child::Child, parent: Arc<SessionShared>, cancel: CancellationToken, slot: Slot) -> AgentReport {
+async fn drive(
+    mut c: child::Child,
+    parent: Arc<SessionServices>,
+    cancel: CancellationToken,
+    slot: Slot,
+) -> AgentReport {
     let started = Instant::now();
     let outcome = c.engine.run_turn(std::mem::take(&mut c.content), cancel).await;
-    c.engine.session.shared.end();
+    c.engine.session.services.end();
     let tool_uses = c
         .engine
         .session

@@ -9,8 +9,8 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::message::ContentBlock;
 use crate::permissions::{PermissionPrompt, PermissionReply, updates};
+use crate::types::message::ContentBlock;
 
 /// One line from the client.
 #[derive(Debug, Clone, PartialEq)]

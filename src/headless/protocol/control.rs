@@ -14,9 +14,6 @@ use crate::context::{Gather, ProjectContext};
 use crate::engine::Engine;
 use crate::hooks::config::Handler;
 use crate::hooks::{Event, HookConfig};
-use crate::tools::Tool;
-use crate::tools::registry::ToolRegistry;
-use crate::tools::structured::{StructuredOutputTool, StructuredSlot};
 
 /// Applies `initialize`; returns the answer, or why the request cannot be honoured. Nothing is
 /// applied when it fails.
@@ -37,11 +34,11 @@ pub fn initialize(
         warnings.extend(engine.register_agents(&json).map_err(|e| format!("agents: {e}"))?);
     }
     if let Some(schema) = &init.json_schema {
-        require_structured_output(engine, schema.clone())?;
+        engine.require_structured_output(schema.clone())?;
     }
     if init.system_prompt.is_some() || init.append_system_prompt.is_some() {
         let home = dirs::home_dir();
-        let cwd = engine.session.shared.cwd.clone();
+        let cwd = engine.session.services.cwd.clone();
         let project = ProjectContext::gather(&Gather {
             cwd: &cwd,
             model: &engine.config.model,
@@ -96,46 +93,6 @@ fn hook_config(init: &Initialize) -> Result<(HookConfig, Vec<String>), String> {
             .map_err(|e| format!("hooks.{}: {e}", reg.event))?;
     }
     Ok((config, warnings))
-}
-
-/// Offers the StructuredOutput tool with `schema` and makes the engine require it.
-pub fn require_structured_output(engine: &mut Engine, schema: Value) -> Result<(), String> {
-    if schema.get("type").and_then(Value::as_str) != Some("object") {
-        return Err("the JSON schema for the answer must describe an object (\"type\": \"object\")".into());
-    }
-    let slot = StructuredSlot::default();
-    let tool: Arc<dyn Tool> = Arc::new(StructuredOutputTool::new(schema.clone(), slot.clone()));
-    if engine.registry.get(crate::tools::structured::NAME).is_none() {
-        // Added in place: MCP servers that connect later register into this same registry.
-        engine
-            .registry
-            .add(vec![tool], false)
-            .map_err(|e| format!("the JSON schema for the answer is not usable: {e}"))?;
-        engine.structured = Some(slot);
-        let project = engine.project.clone();
-        engine.set_project(project);
-        return Ok(());
-    }
-    let mut tools: Vec<Arc<dyn Tool>> = engine
-        .registry
-        .names()
-        .iter()
-        .filter(|n| **n != crate::tools::structured::NAME)
-        .filter_map(|n| engine.registry.get(n))
-        .map(|t| t.tool.clone())
-        .collect();
-    tools.push(Arc::new(StructuredOutputTool::new(schema, slot.clone())));
-    let registry =
-        ToolRegistry::new(tools).map_err(|e| format!("the JSON schema for the answer is not usable: {e}"))?;
-    engine.registry = Arc::new(registry);
-    if let Some(hub) = &engine.session.shared.mcp {
-        hub.attach(&engine.registry);
-    }
-    engine.structured = Some(slot);
-    // Recounts the fixed part of every request (the tool list grew).
-    let project = engine.project.clone();
-    engine.set_project(project);
-    Ok(())
 }
 
 /// How `set_model` reaches other models: the session's providers and its fallback model.
@@ -251,7 +208,7 @@ fn answer(engine: &Engine, view: &ModelView) -> Value {
         "pid": std::process::id(),
         "claude_code_version": env!("CARGO_PKG_VERSION"),
         "keel_version": env!("CARGO_PKG_VERSION"),
-        "current_permission_mode": engine.session.shared.mode().as_str(),
+        "current_permission_mode": engine.session.services.mode().as_str(),
         "model": view.current,
     })
 }

@@ -10,13 +10,13 @@ use serde_json::{Value, json};
 
 use crate::context::tokens;
 use crate::engine::Engine;
-use crate::message::CacheControl;
 use crate::provider::SystemBlock;
+use crate::types::message::CacheControl;
 
 const FILE: &str = "system-prompt.json";
 
 fn path(engine: &Engine) -> PathBuf {
-    engine.session.shared.session_dir.join(FILE)
+    engine.session.services.session_dir.join(FILE)
 }
 
 /// Uses the recorded prompt when the session has one (a resumed session), else records the

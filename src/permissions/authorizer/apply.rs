@@ -103,7 +103,7 @@ impl Authorizer {
         let resolved = dirs
             .iter()
             .map(|raw| {
-                let p = crate::tools::paths::resolve(&cwd, raw);
+                let p = crate::fsutil::paths::resolve(&cwd, raw);
                 match p.canonicalize() {
                     Ok(c) if c.is_dir() => Ok(c),
                     Ok(_) => Err(format!("{} is not a directory", p.display())),

@@ -6,9 +6,9 @@
 
 use serde_json::Value;
 
-use crate::message::{ContentBlock, StopReason, Usage};
 pub use crate::provider::StreamFailure;
 use crate::provider::{BrokenReason, BrokenToolCall, ModelResponse, ProviderEvent, StreamAssembler};
+use crate::types::message::{ContentBlock, StopReason, Usage};
 
 #[derive(Debug)]
 enum Partial {

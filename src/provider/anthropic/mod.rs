@@ -14,7 +14,7 @@ use super::http::{Target, Timeouts, Transport, Tx};
 use super::prefix::{PrefixCache, close_array};
 use super::retry::RetryPolicy;
 use super::{ModelRequest, ModelResponse, Provider, ProviderError, ProviderEvent, ProviderStream, channel_stream};
-use crate::message::{ContentBlock, Message};
+use crate::types::message::{ContentBlock, Message};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 const API_VERSION: &str = "2023-06-01";
@@ -273,8 +273,8 @@ pub fn wire_body(request: &ModelRequest) -> Result<Vec<u8>, ProviderError> {
 }
 
 /// A copy of `m` with a cache breakpoint on its last block that can carry one.
-fn with_breakpoint(m: &crate::message::Message) -> crate::message::Message {
-    use crate::message::{CacheControl, ContentBlock};
+fn with_breakpoint(m: &crate::types::message::Message) -> crate::types::message::Message {
+    use crate::types::message::{CacheControl, ContentBlock};
     let mut m = m.clone();
     for block in m.content.iter_mut().rev() {
         match block {

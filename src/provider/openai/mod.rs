@@ -18,7 +18,7 @@ use super::prefix::PrefixCache;
 use super::{
     ModelRequest, ModelResponse, Provider, ProviderError, ProviderEvent, ProviderStream, ToolSet, channel_stream,
 };
-use crate::message::{ImageSource, ToolResultBlock, ToolResultContent};
+use crate::types::message::{ImageSource, ToolResultBlock, ToolResultContent};
 
 /// The public endpoint, used when `OPENAI_BASE_URL` is not set.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";

@@ -5,10 +5,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::{chat, responses};
-use crate::message::{ContentBlock, ImageSource, Message, ToolResultBlock, ToolResultContent};
 use crate::provider::prefix::PrefixCache;
 use crate::provider::reasoning;
 use crate::provider::{ModelRequest, SystemBlock, ToolDefinition, ToolSet};
+use crate::types::message::{ContentBlock, ImageSource, Message, ToolResultBlock, ToolResultContent};
 
 fn tools() -> ToolSet {
     ToolSet::new(vec![ToolDefinition {
@@ -52,7 +52,7 @@ fn history() -> Vec<Message> {
             },
         ]),
         Message {
-            role: crate::message::Role::User,
+            role: crate::types::message::Role::User,
             content: vec![
                 ContentBlock::tool_result(
                     "call_1",
@@ -160,7 +160,7 @@ fn errors_are_marked_and_an_assistant_without_text_has_null_content() {
             input: json!({}),
         }]),
         Message {
-            role: crate::message::Role::User,
+            role: crate::types::message::Role::User,
             content: vec![ContentBlock::tool_result(
                 "c",
                 ToolResultContent::Text("File does not exist.".into()),
@@ -251,7 +251,7 @@ fn cached_encodings_equal_fresh_ones() {
             responses_body(&model, msgs.clone(), &PrefixCache::default())
         );
         let mut r = request(&model, msgs);
-        r.cache_breakpoints = crate::context::assemble::tail_breakpoints(&r.messages);
+        r.cache_breakpoints = crate::provider::prefix::tail_breakpoints(&r.messages);
         let cached = crate::provider::anthropic::cached_wire_body(&r, &anthropic_cache).unwrap();
         assert_eq!(cached, crate::provider::anthropic::wire_body(&r).unwrap());
     }

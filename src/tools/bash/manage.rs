@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::background::ShellStatus;
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_input};
+use crate::tools::{Capability, Tool, ToolContext, ToolError, ToolOutput, parse_input};
 
 pub struct BashOutputTool;
 
@@ -19,6 +19,10 @@ struct OutputInput {
 impl Tool for BashOutputTool {
     fn name(&self) -> &'static str {
         "BashOutput"
+    }
+
+    fn capabilities(&self) -> &'static [Capability] {
+        &[Capability::Shell]
     }
 
     fn description(&self) -> &'static str {
@@ -57,7 +61,7 @@ impl Tool for BashOutputTool {
                     .map_err(|e| ToolError::invalid(format!("`filter` is not a valid regular expression: {e}")))?,
             ),
         };
-        let poll = ctx.shared.shells.poll(&input.bash_id, filter.as_ref())?;
+        let poll = ctx.shell()?.shells.poll(&input.bash_id, filter.as_ref())?;
         let status = match poll.status.exit_code() {
             Some(code) => format!("{} (exit code {code})", poll.status.as_str()),
             None => poll.status.as_str().to_string(),
@@ -104,6 +108,10 @@ impl Tool for KillShellTool {
         "KillShell"
     }
 
+    fn capabilities(&self) -> &'static [Capability] {
+        &[Capability::Shell]
+    }
+
     fn description(&self) -> &'static str {
         "Stops a background shell started with Bash and run_in_background, together with every process it \
          started. Use it for servers and watchers you no longer need; BashOutput still shows what it printed."
@@ -122,7 +130,7 @@ impl Tool for KillShellTool {
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let input: KillInput = parse_input(input)?;
-        let (command, before) = ctx.shared.shells.kill(&input.shell_id)?;
+        let (command, before) = ctx.shell()?.shells.kill(&input.shell_id)?;
         let text = match before {
             ShellStatus::Running => format!(
                 "Stopped background shell {} (`{command}`) and every process it started.",

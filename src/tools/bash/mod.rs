@@ -18,7 +18,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{SessionShared, Tool, ToolContext, ToolError, ToolOutput, parse_input};
+use super::{Capability, ShellEnv, Tool, ToolContext, ToolError, ToolOutput, Workspace, parse_input};
 use crate::sandbox::{Confinement, SandboxMode};
 use run::{Ending, run_foreground};
 use spawn::Confine;
@@ -47,6 +47,10 @@ struct Input {
 impl Tool for BashTool {
     fn name(&self) -> &'static str {
         "Bash"
+    }
+
+    fn capabilities(&self) -> &'static [Capability] {
+        &[Capability::Shell]
     }
 
     fn description(&self) -> &'static str {
@@ -91,11 +95,12 @@ impl Tool for BashTool {
             return Err(ToolError::invalid("`command` is empty; give the shell command to run."));
         }
         // The permission layer asked the user before an unsandboxed run.
-        let sandbox = match (&ctx.shared.sandbox, input.disable_sandbox) {
+        let shell = ctx.shell()?;
+        let sandbox = match (&shell.sandbox, input.disable_sandbox) {
             (SandboxMode::Enforced(_) | SandboxMode::Refuse(_), true) => SandboxMode::Off,
             (mode, _) => mode.clone(),
         };
-        let env_file = ctx.shared.hook_env_file();
+        let env_file = ctx.workspace.hook_env_file();
         let confine = Confine {
             env_file: Some(&env_file),
             how: if input.disable_sandbox {
@@ -103,16 +108,16 @@ impl Tool for BashTool {
             } else {
                 ctx.confinement
             },
-            output_cap: ctx.shared.output_cap,
+            output_cap: shell.output_cap,
             sandbox: &sandbox,
-            confiner: ctx.shared.confiner.as_deref(),
+            confiner: shell.confiner.as_deref(),
         };
         let mut notes = Vec::new();
-        let cwd = shell_cwd(&ctx.shared, &mut notes);
+        let cwd = shell_cwd(&ctx.workspace, shell, &mut notes);
         // `foreground_log` names the same file.
-        let out_dir = ctx.shared.session_dir.join("shell-output");
+        let out_dir = ctx.workspace.session_dir.join("shell-output");
         if input.run_in_background {
-            let (id, log) = ctx.shared.shells.start(&input.command, &cwd, &out_dir, &confine)?;
+            let (id, log) = shell.shells.start(&input.command, &cwd, &out_dir, &confine)?;
             let mut text = format!(
                 "Started in the background as {id}. Its output goes to {}. Check it with BashOutput (bash_id \
                  \"{id}\") and stop it with KillShell (shell_id \"{id}\"); it is stopped when the session ends.",
@@ -145,7 +150,7 @@ impl Tool for BashTool {
             c.after_command(finished.policy.as_ref());
         }
         if let Some(dir) = &finished.final_cwd {
-            update_shell_cwd(&ctx.shared, dir, &mut notes);
+            update_shell_cwd(&ctx.workspace, shell, dir, &mut notes);
         }
         notes.extend(run::capture_note(&out_dir));
         let failed = !matches!(&finished.ending, Ending::Exited(s) if s.success());
@@ -161,37 +166,37 @@ impl Tool for BashTool {
 
 /// The directory the next command starts in; falls back to the workspace root (with a note)
 /// when the remembered one has disappeared.
-fn shell_cwd(shared: &SessionShared, notes: &mut Vec<String>) -> PathBuf {
-    let mut cwd = shared.shell_cwd.lock().unwrap_or_else(|p| p.into_inner());
+fn shell_cwd(ws: &Workspace, shell: &ShellEnv, notes: &mut Vec<String>) -> PathBuf {
+    let mut cwd = shell.cwd.lock().unwrap_or_else(|p| p.into_inner());
     if !cwd.is_dir() {
         notes.push(format!(
             "The previous working directory {} no longer exists; the command ran in {}.",
             cwd.display(),
-            shared.cwd.display()
+            ws.cwd.display()
         ));
-        *cwd = shared.cwd.clone();
+        *cwd = ws.cwd.clone();
     }
     cwd.clone()
 }
 
 /// Keeps a `cd` inside the workspace; a `cd` out of it is undone for the next command.
-fn update_shell_cwd(shared: &SessionShared, dir: &Path, notes: &mut Vec<String>) {
+fn update_shell_cwd(ws: &Workspace, shell: &ShellEnv, dir: &Path, notes: &mut Vec<String>) {
     if dir.as_os_str().is_empty() || !dir.is_absolute() {
         return;
     }
-    let mut cwd = shared.shell_cwd.lock().unwrap_or_else(|p| p.into_inner());
+    let mut cwd = shell.cwd.lock().unwrap_or_else(|p| p.into_inner());
     // The report is written by the command's own shell, so it is checked where it really
     // leads (`ws/../home` or a link out of the workspace are not inside it).
-    let real = dir.canonicalize().ok().filter(|r| shared.is_in_workspace(r));
+    let real = dir.canonicalize().ok().filter(|r| ws.is_in_workspace(r));
     if let Some(real) = real {
         *cwd = real;
     } else {
         notes.push(format!(
             "The shell's working directory was reset to {} because {} is outside the workspace.",
-            shared.cwd.display(),
+            ws.cwd.display(),
             dir.display()
         ));
-        *cwd = shared.cwd.clone();
+        *cwd = ws.cwd.clone();
     }
 }
 
@@ -232,7 +237,7 @@ fn render(finished: run::Finished, notes: &[String]) -> ToolOutput {
     }
     push_notes(&mut text, notes);
     ToolOutput {
-        content: crate::message::ToolResultContent::Text(text),
+        content: crate::types::message::ToolResultContent::Text(text),
         is_error,
         structured: json!({
             "stdout": finished.output.text,
@@ -308,13 +313,14 @@ mod tests {
         std::fs::create_dir_all(ws.join("sub")).unwrap();
         std::fs::create_dir_all(base.join("home")).unwrap();
         std::os::unix::fs::symlink(base.join("home"), ws.join("out")).unwrap();
-        let shared = SessionShared::new(ws.clone(), base.join("session"));
+        let workspace = Workspace::new(ws.clone(), base.join("session"), Vec::new());
+        let shell = ShellEnv::new(SandboxMode::Off, None, 1 << 20, ws.clone());
         let mut notes = Vec::new();
-        update_shell_cwd(&shared, &ws.join("sub"), &mut notes);
-        assert_eq!(*shared.shell_cwd.lock().unwrap(), ws.join("sub"));
+        update_shell_cwd(&workspace, &shell, &ws.join("sub"), &mut notes);
+        assert_eq!(shell.cwd(), ws.join("sub"));
         for sneaky in [ws.join("../home"), ws.join("out")] {
-            update_shell_cwd(&shared, &sneaky, &mut notes);
-            assert_eq!(*shared.shell_cwd.lock().unwrap(), ws, "{}", sneaky.display());
+            update_shell_cwd(&workspace, &shell, &sneaky, &mut notes);
+            assert_eq!(shell.cwd(), ws, "{}", sneaky.display());
         }
     }
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 /// Outputs up to this size are loaded whole (the pipeline's result budget then spills what is
 /// over the inline limit, keeping all of it in a file).
-pub const MAX_LOADED_BYTES: u64 = 4 * 1024 * 1024;
+pub use crate::fsutil::MAX_LOADED_BYTES;
 /// For larger outputs: bytes kept from each end, chosen so head + tail fit the inline limit.
 const EXCERPT_BYTES: u64 = 12_000;
 

@@ -12,14 +12,14 @@ pub mod guard;
 pub mod patch;
 pub mod text;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::file_state::{FileView, ViewKind, file_mtime};
-use super::{SessionShared, Tool, ToolContext, ToolError, ToolOutput, parse_input, paths};
+use super::{Capability, FileAccess, Tool, ToolContext, ToolError, ToolOutput, Workspace, parse_input, paths};
 use crate::checkpoint::Hashed;
 use apply::ApplyError;
 use guard::Intent;
@@ -39,6 +39,10 @@ struct Input {
 impl Tool for EditTool {
     fn name(&self) -> &'static str {
         "Edit"
+    }
+
+    fn capabilities(&self) -> &'static [Capability] {
+        &[Capability::Files]
     }
 
     fn description(&self) -> &'static str {
@@ -76,18 +80,24 @@ impl Tool for EditTool {
         }
         let path = paths::resolve(ctx.cwd(), &input.file_path);
         let real = ctx.resolved_path(&path);
-        let shared = ctx.shared.clone();
-        tokio::task::spawn_blocking(move || edit_file(&path, &real, &input, &shared))
+        let (ws, files) = (ctx.workspace.clone(), ctx.files()?.clone());
+        tokio::task::spawn_blocking(move || edit_file(&path, &real, &input, &ws, &files))
             .await
             .map_err(|e| ToolError::invalid(format!("the edit task failed: {e}")))?
     }
 }
 
-fn edit_file(path: &Path, real: &Path, input: &Input, shared: &SessionShared) -> Result<ToolOutput, ToolError> {
-    let roots = shared.roots();
+fn edit_file(
+    path: &Path,
+    real: &Path,
+    input: &Input,
+    ws: &Workspace,
+    shared: &FileAccess,
+) -> Result<ToolOutput, ToolError> {
+    let roots = ws.roots();
     let Some(existing) = disk::load(path, real, &roots, "Edit")? else {
         if input.old_string.is_empty() {
-            return create_file(path, real, &input.new_string, shared);
+            return create_file(path, real, &input.new_string, &roots, shared);
         }
         return Err(ToolError::invalid(format!(
             "{} does not exist, so there is nothing to edit. Check the path with Glob; to create a new file \
@@ -125,7 +135,7 @@ fn edit_file(path: &Path, real: &Path, input: &Input, shared: &SessionShared) ->
             changed: 0..input.new_string.len(),
             replacements: 1,
         };
-        return write_change(target, body, change, view.kind, shared, input, old);
+        return write_change(target, body, change, view.kind, (&roots, shared), input, old);
     }
     let applied = apply::apply(body, &input.old_string, &input.new_string, input.replace_all)
         .map_err(|e| anchor_error(e, path, &input.old_string, view.kind))?;
@@ -135,7 +145,7 @@ fn edit_file(path: &Path, real: &Path, input: &Input, shared: &SessionShared) ->
         changed: applied.first,
         replacements: applied.replacements,
     };
-    write_change(target, body, change, view.kind, shared, input, old)
+    write_change(target, body, change, view.kind, (&roots, shared), input, old)
 }
 
 /// The file an edit goes to: the tool's path, where it resolved, and the file that was read.
@@ -159,7 +169,7 @@ fn write_change(
     original: &str,
     change: Change,
     kind: ViewKind,
-    shared: &SessionShared,
+    (roots, shared): (&[PathBuf], &FileAccess),
     input: &Input,
     old: Hashed<'_>,
 ) -> Result<ToolOutput, ToolError> {
@@ -171,13 +181,7 @@ fn write_change(
     new_text.push_str(&change.body);
     let new = Hashed::new(new_text.as_bytes());
     let undo_note = shared.checkpoint(target.real, Some((old, target.existing)), new, "Edit");
-    let meta = disk::store(
-        path,
-        target.real,
-        &shared.roots(),
-        new_text.as_bytes(),
-        Some(target.existing),
-    )?;
+    let meta = disk::store(path, target.real, roots, new_text.as_bytes(), Some(target.existing))?;
     shared
         .files()
         .record(path.to_path_buf(), FileView::hashed(new, file_mtime(&meta), kind));
@@ -205,10 +209,16 @@ fn write_change(
     })))
 }
 
-fn create_file(path: &Path, real: &Path, content: &str, shared: &SessionShared) -> Result<ToolOutput, ToolError> {
+fn create_file(
+    path: &Path,
+    real: &Path,
+    content: &str,
+    roots: &[PathBuf],
+    shared: &FileAccess,
+) -> Result<ToolOutput, ToolError> {
     let new = Hashed::new(content.as_bytes());
     let undo_note = shared.checkpoint(real, None, new, "Edit");
-    let meta = disk::store(path, real, &shared.roots(), content.as_bytes(), None)?;
+    let meta = disk::store(path, real, roots, content.as_bytes(), None)?;
     shared.files().record(
         path.to_path_buf(),
         FileView::hashed(new, file_mtime(&meta), ViewKind::Complete),

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolError, ToolOutput, parse_input, paths};
+use super::{Capability, Tool, ToolContext, ToolError, ToolOutput, parse_input, paths};
 use search::{FileHits, Mode, Query, SearchError};
 
 pub const DEFAULT_HEAD_LIMIT: usize = 250;
@@ -58,6 +58,10 @@ struct Input {
 impl Tool for GrepTool {
     fn name(&self) -> &'static str {
         "Grep"
+    }
+
+    fn capabilities(&self) -> &'static [Capability] {
+        &[Capability::Files]
     }
 
     fn description(&self) -> &'static str {
@@ -124,7 +128,7 @@ impl Tool for GrepTool {
             pattern: input.pattern.clone(),
             root: ctx.resolved_path(&display_root),
             display_root,
-            roots: ctx.shared.roots(),
+            roots: ctx.workspace.roots(),
             deadline: Instant::now() + budget,
             globs: input
                 .glob
@@ -138,7 +142,7 @@ impl Tool for GrepTool {
             after: around.or(input.after).unwrap_or(0),
             only_matching: input.only_matching,
             mode,
-            guard: ctx.shared.read_guard.clone(),
+            guard: ctx.files()?.read_guard.clone(),
         };
         let page = Page {
             limit: match input.head_limit {
@@ -191,7 +195,7 @@ impl Tool for GrepTool {
             SearchError::Filter(msg) => ToolError::invalid(msg),
         })?;
         let mut out = render(outcome.hits, &query, page, numbers);
-        if let crate::message::ToolResultContent::Text(t) = &mut out.content {
+        if let crate::types::message::ToolResultContent::Text(t) = &mut out.content {
             if outcome.withheld > 0 {
                 t.push_str(&format!(
                     "\n[{} file{} not searched: keel does not show credential files or files denied by Read rules]",

@@ -9,9 +9,9 @@ use serde_json::{Value, json};
 pub mod lines;
 
 use super::file_state::{FileView, ViewKind, file_mtime};
-use super::{ReadGuard, Tool, ToolContext, ToolError, ToolOutput, parse_input, paths};
+use super::{Capability, ReadGuard, Tool, ToolContext, ToolError, ToolOutput, parse_input, paths};
 use crate::fsutil::{self, open::OpenError, open::Opened};
-use crate::message::{ImageSource, ToolResultBlock, ToolResultContent};
+use crate::types::message::{ImageSource, ToolResultBlock, ToolResultContent};
 use lines::ScanError;
 
 pub const DEFAULT_LINE_LIMIT: usize = 2000;
@@ -42,6 +42,10 @@ struct Input {
 impl Tool for ReadTool {
     fn name(&self) -> &'static str {
         "Read"
+    }
+
+    fn capabilities(&self) -> &'static [Capability] {
+        &[Capability::Files]
     }
 
     fn description(&self) -> &'static str {
@@ -94,7 +98,7 @@ fn read_file(
     limit: Option<u64>,
     ctx: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
-    let opened = match fsutil::open::regular(real, &ctx.shared.roots()) {
+    let opened = match fsutil::open::regular(real, &ctx.workspace.roots()) {
         Ok(o) => o,
         Err(OpenError::NotFound(_)) => return Err(ToolError::invalid(missing_message(path, ctx))),
         Err(OpenError::Directory(_)) => {
@@ -150,7 +154,9 @@ fn read_file(
     let view = |kind| FileView::streamed(scan.hash, scan.size, scan.snapshot.clone(), mtime, kind);
 
     if scan.empty {
-        ctx.shared.files().record(path.to_path_buf(), view(ViewKind::Complete));
+        ctx.files()?
+            .files()
+            .record(path.to_path_buf(), view(ViewKind::Complete));
         return Ok(ToolOutput::text(format!(
             "<system-reminder>{} exists and is empty (0 bytes).</system-reminder>",
             path.display()
@@ -159,7 +165,7 @@ fn read_file(
     }
     let total = scan.total;
     if start > total {
-        ctx.shared.files().record(path.to_path_buf(), view(ViewKind::Partial));
+        ctx.files()?.files().record(path.to_path_buf(), view(ViewKind::Partial));
         return Ok(ToolOutput::text(format!(
             "<system-reminder>{} has {total} lines; offset {start} is past its end. Read from a smaller offset.</system-reminder>",
             path.display()
@@ -176,7 +182,7 @@ fn read_file(
     }
     let end = scan.end;
     let complete = start == 1 && end == total && scan.cut_lines == 0;
-    ctx.shared.files().record(
+    ctx.files()?.files().record(
         path.to_path_buf(),
         view(if complete {
             ViewKind::Complete
@@ -276,9 +282,7 @@ fn image_media_type(ext: &str) -> Option<&'static str> {
 }
 
 /// Content sniffing: a NUL byte in the first 8 KiB marks a binary file (as git and ripgrep do).
-pub fn looks_binary(bytes: &[u8]) -> bool {
-    bytes[..bytes.len().min(lines::SNIFF_BYTES as usize)].contains(&0)
-}
+pub use crate::fsutil::looks_binary;
 
 fn missing_message(path: &Path, ctx: &ToolContext) -> String {
     if let Some(actual) = paths::non_utf8_sibling(path) {
@@ -289,7 +293,7 @@ fn missing_message(path: &Path, ctx: &ToolContext) -> String {
         path.display(),
         ctx.cwd().display()
     );
-    if let Some(similar) = similar_name(path, &ctx.shared.read_guard) {
+    if let Some(similar) = ctx.files().ok().and_then(|f| similar_name(path, &f.read_guard)) {
         msg.push_str(&format!(" Did you mean {}?", similar.display()));
     }
     msg.push_str(" Use Glob to find the right path.");

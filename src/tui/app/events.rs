@@ -1,8 +1,8 @@
 //! Engine events into transcript cells and status.
 
 use crate::engine::{EngineEvent, NoticeLevel, TurnOutcome};
-use crate::message::ContentBlock;
 use crate::tui::transcript::{CellKind, ToolCell, ToolStatus};
+use crate::types::message::ContentBlock;
 
 use super::{Activity, App};
 

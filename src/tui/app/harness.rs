@@ -41,7 +41,7 @@ impl App {
 
     pub(super) fn tasks_report(&self) -> String {
         let tasks = self.shared.tasks.list();
-        let shells = self.shared.shells.running();
+        let shells = self.shared.shell.shells.running();
         if tasks.is_empty() && shells.is_empty() {
             return "No background tasks. Sub-agents started with `run_in_background` and background shells \
                     are listed here."

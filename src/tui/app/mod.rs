@@ -36,10 +36,10 @@ use super::transcript::{CellKind, ShellCell, Transcript};
 use super::worker::Job;
 use crate::config::models;
 use crate::engine::NoticeLevel;
+use crate::engine::SessionServices;
 use crate::engine::harness::Harness;
 use crate::engine::session::Totals;
 use crate::permissions::Mode;
-use crate::tools::SessionShared;
 
 /// How long a first Ctrl+C waits for the second.
 pub const EXIT_CONFIRM: Duration = Duration::from_secs(2);
@@ -110,7 +110,7 @@ pub struct AppInit {
     pub cwd: PathBuf,
     pub model: String,
     pub session_id: String,
-    pub shared: Arc<SessionShared>,
+    pub shared: Arc<SessionServices>,
     pub bypass_available: bool,
     /// Skills (and custom commands), sub-agent types and plugins of the session.
     pub harness: Harness,
@@ -126,7 +126,7 @@ pub struct App {
     /// Esc closed the menu; it stays closed until the text changes.
     completion_dismissed_for: Option<String>,
     pub status: Status,
-    pub shared: Arc<SessionShared>,
+    pub shared: Arc<SessionServices>,
     pub bypass_available: bool,
     pub busy: Option<Busy>,
     pub queue: VecDeque<Queued>,
@@ -671,7 +671,7 @@ pub(crate) mod test_support {
     }
 
     pub fn app_in(cwd: PathBuf) -> App {
-        let shared = Arc::new(SessionShared::new(cwd.clone(), cwd.join(".session")));
+        let shared = SessionServices::builder(cwd.clone(), cwd.join(".session")).build();
         App::new(AppInit {
             project_dir: cwd.join(".keel-projects"),
             cwd,

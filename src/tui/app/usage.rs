@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::App;
 use crate::engine::session::Totals;
-use crate::message::Usage;
+use crate::types::message::Usage;
 
 /// The request being streamed.
 #[derive(Debug, Clone, Default)]

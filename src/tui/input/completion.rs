@@ -135,7 +135,7 @@ pub fn commands(query: &str, all: &[CommandInfo], range: std::ops::Range<usize>)
 pub fn index_files(root: &Path) -> Arc<Vec<String>> {
     let mut out = Vec::new();
     // An unsafe ignore file at the root (a link to /dev/zero) leaves the index empty.
-    let Ok(walk) = crate::tools::walk::safe_walk(root, |e| e.file_name() != ".git") else {
+    let Ok(walk) = crate::fsutil::walk::safe_walk(root, |e| e.file_name() != ".git") else {
         return Arc::new(out);
     };
     let walker = walk.builder.build();

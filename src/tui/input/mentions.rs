@@ -7,10 +7,10 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::engine::SessionServices;
 use crate::fsutil::open::{self, OpenError};
-use crate::message::ContentBlock;
-use crate::tools::SessionShared;
 use crate::tools::file_state::{FileView, ViewKind, file_mtime};
+use crate::types::message::ContentBlock;
 
 /// Largest file attached whole.
 pub const MAX_ATTACH: u64 = 256 * 1024;
@@ -52,7 +52,7 @@ fn resolve_path(cwd: &Path, m: &str) -> PathBuf {
 
 /// Builds the content of a prompt. `check` resolves a path once, or says why reading it is not
 /// allowed.
-pub fn resolve(text: &str, shared: &SessionShared, check: &dyn Fn(&Path) -> Result<PathBuf, String>) -> Resolved {
+pub fn resolve(text: &str, shared: &SessionServices, check: &dyn Fn(&Path) -> Result<PathBuf, String>) -> Resolved {
     let mut out = Resolved {
         blocks: vec![ContentBlock::text(text)],
         notes: Vec::new(),
@@ -89,7 +89,7 @@ pub fn resolve(text: &str, shared: &SessionShared, check: &dyn Fn(&Path) -> Resu
     out
 }
 
-fn attach(shown: &str, path: &Path, real: &Path, shared: &SessionShared) -> Result<ContentBlock, String> {
+fn attach(shown: &str, path: &Path, real: &Path, shared: &SessionServices) -> Result<ContentBlock, String> {
     let mut opened = match open::regular(real, &shared.roots()) {
         Ok(o) => o,
         Err(OpenError::Directory(_)) => return list_directory(shown, path, real),
@@ -179,7 +179,7 @@ mod tests {
         std::fs::create_dir_all(cwd.join("src")).unwrap();
         std::fs::write(cwd.join("src/a.rs"), "fn a() {}\n").unwrap();
         std::fs::write(cwd.join("bin.dat"), [0u8, 159, 146, 150]).unwrap();
-        let shared = SessionShared::new(cwd.clone(), cwd.join(".s"));
+        let shared = SessionServices::builder(cwd.clone(), cwd.join(".s")).build();
         let r = resolve(
             "explain @src/a.rs, list @src and @bin.dat and @missing/x.rs, cc @alice",
             &shared,
@@ -200,7 +200,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cwd = dir.path().canonicalize().unwrap();
         std::fs::write(cwd.join(".env"), "SECRET=1\n").unwrap();
-        let shared = SessionShared::new(cwd.clone(), cwd.join(".s"));
+        let shared = SessionServices::builder(cwd.clone(), cwd.join(".s")).build();
         let r = resolve("check @.env", &shared, &|_| Err("a deny rule covers it".into()));
         assert_eq!(r.blocks.len(), 1);
         assert!(r.notes[0].contains("deny rule"));

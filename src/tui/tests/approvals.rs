@@ -146,7 +146,7 @@ fn waiting_for_approval_is_shown_and_left_out_of_the_duration() {
     a.on_engine_event(EngineEvent::ToolFinished {
         id: "b1".into(),
         name: "Bash".into(),
-        content: crate::message::ToolResultContent::Text("built".into()),
+        content: crate::types::message::ToolResultContent::Text("built".into()),
         is_error: false,
         structured: json!({}),
         duration_ms: waited + 25,

@@ -10,8 +10,8 @@ use crate::tui::worker::{Job, Reply};
 
 #[test]
 fn resume_opens_a_searchable_picker_of_earlier_sessions() {
-    use crate::message::ContentBlock;
     use crate::tui::sessions::{self, SessionPlace};
+    use crate::types::message::ContentBlock;
     let dir = tempfile::tempdir().unwrap();
     let cwd = dir.path().canonicalize().unwrap();
     let mut a = app_in(cwd.clone());
@@ -30,7 +30,7 @@ fn resume_opens_a_searchable_picker_of_earlier_sessions() {
     assert!(a.picker.is_none(), "no sessions yet");
     let mut ids = Vec::new();
     for prompt in ["older question about dates", "newer question about parsing"] {
-        let mut s = sessions::fresh(&place, "m").unwrap();
+        let mut s = sessions::fresh(&place, "m", None).unwrap();
         s.push_user(vec![ContentBlock::text(prompt)]);
         ids.push(s.id.clone());
         std::thread::sleep(Duration::from_millis(20));

@@ -8,12 +8,12 @@ use tokio::sync::oneshot;
 
 use super::screen;
 use crate::engine::{EngineEvent, NoticeLevel, ResultSubtype, TurnOutcome};
-use crate::message::{ContentBlock, Message, ToolResultContent, Usage};
 use crate::permissions::preview::{Body, Preview};
 use crate::permissions::{Mode, PermissionPrompt, PermissionReply};
 use crate::tools::{Todo, TodoStatus};
 use crate::tui::app::App;
 use crate::tui::app::test_support::app;
+use crate::types::message::{ContentBlock, Message, ToolResultContent, Usage};
 
 const W: u16 = 72;
 
@@ -462,7 +462,7 @@ fn approval_modal_for_a_plan_offers_the_next_mode() {
 #[test]
 fn todo_panel_and_completion_menu() {
     let mut a = app();
-    *a.shared.todos.lock().unwrap() = vec![
+    a.shared.task_list.replace(vec![
         Todo {
             content: "Find the bug".into(),
             status: TodoStatus::Completed,
@@ -478,7 +478,7 @@ fn todo_panel_and_completion_menu() {
             status: TodoStatus::Pending,
             active_form: "Running the tests".into(),
         },
-    ];
+    ]);
     a.on_key(
         crossterm::event::KeyEvent::new(
             crossterm::event::KeyCode::Char('t'),

@@ -122,7 +122,7 @@ fn todo_write_is_drawn_as_a_checklist() {
     a.on_engine_event(EngineEvent::ToolFinished {
         id: "t1".into(),
         name: "TodoWrite".into(),
-        content: crate::message::ToolResultContent::Text("Task list updated: 2 items".into()),
+        content: crate::types::message::ToolResultContent::Text("Task list updated: 2 items".into()),
         is_error: false,
         structured: json!({}),
         duration_ms: 1,
@@ -198,7 +198,7 @@ fn a_command_typed_during_a_stream_prints_after_the_answer_block() {
     a.on_engine_event(EngineEvent::Assistant {
         id: "m".into(),
         model: "claude-sonnet-4-5".into(),
-        message: crate::message::Message::assistant(vec![crate::message::ContentBlock::text(
+        message: crate::types::message::Message::assistant(vec![crate::types::message::ContentBlock::text(
             "The first half and the second half.",
         )]),
         stop_reason: "end_turn".into(),

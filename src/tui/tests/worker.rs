@@ -6,13 +6,13 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::engine::{EngineConfig, EngineEvent, Session};
-use crate::message::ContentBlock;
 use crate::provider::script::ScriptProvider;
 use crate::tools::builtin_tools;
 use crate::tools::registry::ToolRegistry;
 use crate::transcript::Transcript;
 use crate::tui::sessions::SessionPlace;
 use crate::tui::worker::{self, Job, Reply, WorkerConfig};
+use crate::types::message::ContentBlock;
 
 struct Harness {
     jobs: mpsc::UnboundedSender<Job>,
@@ -50,7 +50,7 @@ fn start_with(
         project.join("first"),
         Transcript::create(&project.join("first.jsonl")).unwrap(),
     );
-    session.shared.set_mode(mode);
+    session.services.set_mode(mode);
     let config = EngineConfig {
         model: "claude-sonnet-4-5".into(),
         max_tokens: 1000,

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use crate::engine::NoticeLevel;
-use crate::message::{ContentBlock, Message, Role};
+use crate::types::message::{ContentBlock, Message, Role};
 
 use super::{CellKind, ShellCell, ToolCell, ToolStatus, Transcript};
 use crate::tui::input::mentions;
@@ -125,7 +125,7 @@ pub fn fill(t: &mut Transcript, history: &[Message], cwd: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::ToolResultContent;
+    use crate::types::message::ToolResultContent;
     use serde_json::json;
 
     #[test]

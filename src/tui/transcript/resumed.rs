@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::message::Message;
+use crate::types::message::Message;
 
 /// Every conversation message of a transcript, in order, when the session was compacted at
 /// least once (`None` otherwise, or when the file cannot be read: the history is enough then).
@@ -36,8 +36,8 @@ pub fn conversation(path: &Path) -> Option<Vec<Message>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::ContentBlock;
     use crate::transcript::Transcript;
+    use crate::types::message::ContentBlock;
     use serde_json::json;
 
     #[test]

@@ -11,9 +11,9 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use crate::message::{ContentBlock, StopReason, Usage};
 use crate::provider::openai::fresh_call_id;
 use crate::provider::{BrokenReason, BrokenToolCall, ModelResponse, ProviderEvent, StreamAssembler, StreamFailure};
+use crate::types::message::{ContentBlock, StopReason, Usage};
 
 #[derive(Debug)]
 struct Call {

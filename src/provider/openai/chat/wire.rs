@@ -7,10 +7,10 @@
 use serde::Serialize;
 
 use crate::config::models::{self, Capabilities, SystemRole};
-use crate::message::{ContentBlock, Message, Role};
 use crate::provider::openai::{data_url, image_marker, result_images, result_text};
 use crate::provider::prefix::{PrefixCache, close_array};
 use crate::provider::{ModelRequest, ToolSet};
+use crate::types::message::{ContentBlock, Message, Role};
 
 #[derive(Serialize)]
 struct Head<'a> {
@@ -269,7 +269,7 @@ pub fn encode(m: &Message, caps: &Capabilities, out: &mut Vec<u8>) -> Result<(),
     }
 }
 
-fn image_part<'a>(source: &crate::message::ImageSource, caps: &Capabilities) -> Part<'a> {
+fn image_part<'a>(source: &crate::types::message::ImageSource, caps: &Capabilities) -> Part<'a> {
     if caps.images {
         Part::ImageUrl {
             image_url: ImageUrl { url: data_url(source) },

@@ -8,10 +8,10 @@
 
 use serde_json::Value;
 
-use crate::message::{ContentBlock, StopReason, Usage};
 use crate::provider::openai::fresh_call_id;
 use crate::provider::reasoning;
 use crate::provider::{BrokenReason, BrokenToolCall, ModelResponse, ProviderEvent, StreamAssembler, StreamFailure};
+use crate::types::message::{ContentBlock, StopReason, Usage};
 
 #[derive(Debug)]
 enum Item {

@@ -6,11 +6,11 @@
 use serde::Serialize;
 
 use crate::config::models::{self, Capabilities};
-use crate::message::{ContentBlock, Message, Role};
 use crate::provider::openai::{data_url, image_marker, result_images, result_text};
 use crate::provider::prefix::{PrefixCache, close_array};
 use crate::provider::reasoning;
 use crate::provider::{ModelRequest, ToolSet};
+use crate::types::message::{ContentBlock, Message, Role};
 
 #[derive(Serialize)]
 struct Head<'a> {

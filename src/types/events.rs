@@ -5,7 +5,8 @@
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::message::{Message, ToolResultContent, Usage};
+use super::message::{Message, ToolResultContent, Usage};
+use super::permission::{Mode, PermissionPrompt};
 
 /// Sends engine events to whoever consumes them; a consumer that went away is not an error.
 #[derive(Clone)]
@@ -111,7 +112,7 @@ pub enum EngineEvent {
         message: String,
     },
     /// The engine waits for a human decision; answer through `prompt.reply`.
-    PermissionRequest(crate::permissions::PermissionPrompt),
+    PermissionRequest(PermissionPrompt),
     /// A hook handler is about to run.
     HookStarted {
         hook_id: String,
@@ -121,20 +122,20 @@ pub enum EngineEvent {
     /// A hook handler ran (or could not run).
     HookRun(HookRun),
     /// The permission mode changed (Shift+Tab, ExitPlanMode approval).
-    ModeChanged(crate::permissions::Mode),
+    ModeChanged(Mode),
     Notice {
         level: NoticeLevel,
         message: String,
     },
     /// Compaction of the conversation is about to start (the PreCompact point).
     CompactStarted {
-        trigger: crate::compact::autocompact::Trigger,
+        trigger: Trigger,
         custom_instructions: Option<String>,
     },
     /// The conversation was compacted (the PostCompact point); `pre_tokens`/`post_tokens` are
     /// the estimated request sizes before and after.
     Compacted {
-        trigger: crate::compact::autocompact::Trigger,
+        trigger: Trigger,
         pre_tokens: u64,
         post_tokens: u64,
     },
@@ -225,4 +226,20 @@ pub struct TurnOutcome {
     pub terminal_reason: TerminalReason,
     /// The validated final output when a JSON schema was asked for (`--json-schema`).
     pub structured_output: Option<Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    Auto,
+    Manual,
+}
+
+impl Trigger {
+    /// The reference's names (`PreCompact` matcher, `compact_boundary`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Auto => "auto",
+            Trigger::Manual => "manual",
+        }
+    }
 }

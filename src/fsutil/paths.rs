@@ -2,8 +2,8 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use super::ToolError;
 use crate::fsutil::open::OpenError;
+use crate::types::tool::ToolError;
 
 /// Resolves a path from a tool input: `~` expands to the home directory, relative paths are
 /// taken from `cwd`, and `.`/`..` are folded lexically (the file need not exist).

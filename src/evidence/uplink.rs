@@ -1,0 +1,119 @@
+//! A sub-agent's evidence: its own copy of the parent's ledger, with its own verification turn,
+//! and one channel up. Each change and run the child records is handed to the parent as it
+//! happens ([`Evidence::absorb`]): the parent's ledger numbers them in its own versions, so the
+//! parent's stop gate judges the child's work, while the child's turn never touches the
+//! parent's turn start.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use super::{Evidence, State};
+
+/// What a child has handed up so far.
+pub(super) struct Uplink {
+    parent: Arc<Evidence>,
+    /// Changes and runs of the child's ledger already handed up.
+    changes: usize,
+    runs: usize,
+    /// The child's ledger versions and the parent's versions they became.
+    versions: BTreeMap<u64, u64>,
+    /// Weakened-test entries the child started with (an entry it removed is removed above).
+    inherited_weakened: BTreeSet<String>,
+    /// The child's last fingerprint handed up (`State::last_taken`).
+    last_taken: u64,
+}
+
+impl Evidence {
+    /// The evidence of a sub-agent working in the same tree as this engine: a copy of the
+    /// ledger and the latest fingerprint, a turn of its own, nothing saved to disk; what it
+    /// records reaches this ledger through [`Evidence::absorb`].
+    pub fn for_subagent(parent: &Arc<Evidence>, session_dir: &Path) -> Evidence {
+        let p = parent.lock();
+        let versions = BTreeMap::from([(p.ledger.version, p.ledger.version)]);
+        let state = State {
+            ledger: p.ledger.clone(),
+            command_changes: None,
+            last: p.last.clone(),
+            touched: p.touched.clone(),
+            turn_start: p.ledger.version,
+            sends: 0,
+            write_error: None,
+            saved: None,
+            saved_baselines: p.ledger.baselines.len(),
+            uplink: Some(Uplink {
+                parent: parent.clone(),
+                changes: p.ledger.changes.len(),
+                runs: p.ledger.runs.len(),
+                versions,
+                inherited_weakened: p.ledger.weakened.keys().cloned().collect(),
+                last_taken: 0,
+            }),
+            last_taken: 0,
+        };
+        drop(p);
+        Evidence {
+            cwd: parent.cwd.clone(),
+            fingerprinter: parent.fingerprinter.clone(),
+            config: parent.config.clone(),
+            store: None,
+            log_dir: session_dir.join("evidence"),
+            state: Mutex::new(state),
+        }
+    }
+
+    /// Hands what the child recorded since the last call to its parent (nothing for a ledger
+    /// that is no sub-agent's).
+    pub(super) fn hand_up(s: &mut State) {
+        let Some(mut up) = s.uplink.take() else {
+            return;
+        };
+        let parent = up.parent.clone();
+        parent.absorb(s, &mut up);
+        s.uplink = Some(up);
+    }
+
+    /// Takes a child's new changes and runs into this ledger, in the order they happened, with
+    /// this ledger's versions; its fingerprint and the paths its tools touched come along, so
+    /// the next command here does not count the child's work as changes from outside.
+    fn absorb(&self, child: &State, up: &mut Uplink) {
+        let mut s = self.lock();
+        for c in &child.ledger.changes[up.changes.min(child.ledger.changes.len())..] {
+            let v = s.ledger.change(c.paths.clone(), c.source.clone(), c.uncertain);
+            up.versions.insert(c.version, v);
+        }
+        up.changes = child.ledger.changes.len();
+        for r in &child.ledger.runs[up.runs.min(child.ledger.runs.len())..] {
+            let mut run = r.clone();
+            run.version = up.versions.get(&r.version).copied().unwrap_or(s.ledger.version);
+            s.ledger.push_run(run);
+        }
+        up.runs = child.ledger.runs.len();
+        for (file, w) in &child.ledger.weakened {
+            s.ledger.weakened.insert(file.clone(), w.clone());
+        }
+        for gone in up
+            .inherited_weakened
+            .iter()
+            .filter(|f| !child.ledger.weakened.contains_key(*f))
+        {
+            s.ledger.weakened.remove(gone);
+        }
+        for (file, text) in &child.ledger.baselines {
+            s.ledger.baselines.entry(file.clone()).or_insert_with(|| text.clone());
+        }
+        if child.ledger.digest.is_some() {
+            s.ledger.digest = child.ledger.digest;
+        }
+        // A command in the child took a new fingerprint: it stands for the tree here too, with
+        // the paths the child's tools touched since.
+        if child.last_taken != up.last_taken {
+            up.last_taken = child.last_taken;
+            s.last = child.last.clone();
+            s.last_taken += 1;
+            s.touched = child.touched.clone();
+        } else {
+            s.touched.extend(child.touched.iter().cloned());
+        }
+    }
+}
