@@ -218,14 +218,12 @@ pub fn flag(meta: &Map<String, Value>, key: &str) -> Result<Option<bool>, String
 pub fn list(meta: &Map<String, Value>, key: &str) -> Result<Option<Vec<String>>, String> {
     match meta.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(crate::permissions::rules::split_cli_rules(std::slice::from_ref(
-            s,
-        )))),
+        Some(Value::String(s)) => Ok(Some(split_cli_rules(std::slice::from_ref(s)))),
         Some(Value::Array(items)) => {
             let mut out = Vec::new();
             for item in items {
                 match item {
-                    Value::String(s) => out.extend(crate::permissions::rules::split_cli_rules(std::slice::from_ref(s))),
+                    Value::String(s) => out.extend(split_cli_rules(std::slice::from_ref(s))),
                     other => return Err(format!("`{key}` must list strings, found {other}")),
                 }
             }
@@ -235,6 +233,38 @@ pub fn list(meta: &Map<String, Value>, key: &str) -> Result<Option<Vec<String>>,
             "`{key}` must be a list or a comma-separated string, found {other}"
         )),
     }
+}
+
+/// Splits `--allowedTools` values: commas or spaces separate rules, except inside parentheses.
+pub fn split_cli_rules(values: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for v in values {
+        let mut depth = 0usize;
+        let mut cur = String::new();
+        for c in v.chars() {
+            match c {
+                '(' => {
+                    depth += 1;
+                    cur.push(c);
+                }
+                ')' => {
+                    depth = depth.saturating_sub(1);
+                    cur.push(c);
+                }
+                ',' | ' ' if depth == 0 => {
+                    if !cur.trim().is_empty() {
+                        out.push(cur.trim().to_string());
+                    }
+                    cur.clear();
+                }
+                _ => cur.push(c),
+            }
+        }
+        if !cur.trim().is_empty() {
+            out.push(cur.trim().to_string());
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -518,12 +518,12 @@ impl Drop for Checkpoints {
 
 /// Whether every part of `command` only reads (so keeping copies before it is wasted work).
 pub fn only_reads(command: &str) -> bool {
-    let Ok(parts) = crate::permissions::shell::parse(command) else {
+    let Ok(parts) = crate::shell::parse::parse(command) else {
         return false;
     };
     !parts.is_empty()
         && parts.iter().all(|p| {
-            crate::permissions::commands::analyze(p, true).observes && p.writes.iter().all(|w| w.text == "/dev/null")
+            crate::shell::commands::analyze(p, true).observes && p.writes.iter().all(|w| w.text == "/dev/null")
         })
 }
 

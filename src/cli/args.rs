@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::launch::options::{self, Options, ProgramOptions, Unsupported};
+
 #[derive(Debug, Parser)]
 #[command(
     name = "keel",
@@ -316,4 +318,93 @@ pub enum RestoreArg {
     Code,
     Conversation,
     Both,
+}
+
+impl Cli {
+    /// The run's options: the session flags as plain values (subcommands are dispatched here).
+    pub fn lower(&self) -> Options {
+        Options {
+            prompt: self.prompt.clone(),
+            print: self.print,
+            output_format: self.output_format.into(),
+            verbose: self.verbose,
+            include_partial_messages: self.include_partial_messages,
+            max_turns: self.max_turns,
+            model: self.model.clone(),
+            fallback_model: self.fallback_model.clone(),
+            system_prompt: self.system_prompt.clone(),
+            append_system_prompt: self.append_system_prompt.clone(),
+            permission_mode: self.permission_mode.clone(),
+            dangerously_skip_permissions: self.dangerously_skip_permissions,
+            allow_dangerously_skip_permissions: self.allow_dangerously_skip_permissions,
+            continue_session: self.continue_session,
+            resume: self.resume.clone(),
+            session_id: self.session_id.clone(),
+            no_session_persistence: self.no_session_persistence,
+            allowed_tools: self.allowed_tools.clone(),
+            disallowed_tools: self.disallowed_tools.clone(),
+            tools: self.tools.clone(),
+            settings: self.settings.clone(),
+            mcp_config: self.mcp_config.clone(),
+            strict_mcp_config: self.strict_mcp_config,
+            add_dir: self.add_dir.clone(),
+            plugin_dir: self.plugin_dir.clone(),
+            agents: self.agents.clone(),
+            sandbox: self.sandbox,
+            provider: self.provider.map(Into::into),
+            script: self.script.clone(),
+            programs: self.programs.lower(),
+        }
+    }
+}
+
+impl ProgramArgs {
+    fn lower(&self) -> ProgramOptions {
+        ProgramOptions {
+            input_format: self.input_format.into(),
+            include_hook_events: self.include_hook_events,
+            replay_user_messages: self.replay_user_messages,
+            permission_prompt_tool: self.permission_prompt_tool.clone(),
+            system_prompt_file: self.system_prompt_file.clone(),
+            append_system_prompt_file: self.append_system_prompt_file.clone(),
+            setting_sources: self.setting_sources.clone(),
+            fork_session: self.fork_session,
+            max_budget_usd: self.max_budget_usd,
+            json_schema: self.json_schema.clone(),
+            max_thinking_tokens: self.max_thinking_tokens,
+            thinking: self.thinking.clone(),
+            effort: self.effort.clone(),
+            unsupported: Unsupported(self.unsupported.first()),
+        }
+    }
+}
+
+impl From<InputFormat> for options::InputFormat {
+    fn from(f: InputFormat) -> Self {
+        match f {
+            InputFormat::Text => options::InputFormat::Text,
+            InputFormat::StreamJson => options::InputFormat::StreamJson,
+        }
+    }
+}
+
+impl From<OutputFormat> for options::OutputFormat {
+    fn from(f: OutputFormat) -> Self {
+        match f {
+            OutputFormat::Text => options::OutputFormat::Text,
+            OutputFormat::Json => options::OutputFormat::Json,
+            OutputFormat::StreamJson => options::OutputFormat::StreamJson,
+        }
+    }
+}
+
+impl From<ProviderKind> for options::ProviderKind {
+    fn from(p: ProviderKind) -> Self {
+        match p {
+            ProviderKind::Anthropic => options::ProviderKind::Anthropic,
+            ProviderKind::OpenAi => options::ProviderKind::OpenAi,
+            ProviderKind::OpenAiResponses => options::ProviderKind::OpenAiResponses,
+            ProviderKind::Script => options::ProviderKind::Script,
+        }
+    }
 }

@@ -112,7 +112,10 @@ pub async fn report(provider: Option<ProviderKind>, model: Option<String>, setti
                 println!("  note {note}");
             }
             if info.source == Source::Default {
-                println!("  note {}", super::model::unknown_window_note(&r.model, !offline));
+                println!(
+                    "  note {}",
+                    crate::launch::model::unknown_window_note(&r.model, !offline)
+                );
             }
         }
         Err(e) => {

@@ -3,11 +3,8 @@
 pub mod args;
 pub mod doctor;
 mod doctor_models;
-pub mod extensions;
 pub mod mcp;
-pub mod model;
 pub mod rewind;
-pub mod setup;
 
 use std::process::ExitCode;
 
@@ -53,7 +50,7 @@ pub async fn run() -> anyhow::Result<ExitCode> {
         Some(args::Command::Rewind(ref a)) => return rewind::run(a),
         Some(args::Command::Mcp(command)) => return Ok(mcp::run(command)),
         Some(args::Command::Context) => {
-            print!("{}", setup::context_report(&cli)?);
+            print!("{}", crate::launch::setup::context_report(&cli.lower())?);
             return Ok(ExitCode::SUCCESS);
         }
         None => {}
@@ -63,9 +60,9 @@ pub async fn run() -> anyhow::Result<ExitCode> {
     let mode = if headless { "headless" } else { "tui" };
     let span = tracing::info_span!("session", mode);
     if headless {
-        return Ok(crate::headless::run(cli).instrument(span).await?);
+        return Ok(crate::headless::run(cli.lower()).instrument(span).await?);
     }
-    Ok(crate::tui::run(cli).instrument(span).await?)
+    Ok(crate::tui::run(cli.lower()).instrument(span).await?)
 }
 
 /// `keel hooks`: what is configured, by event and source file.

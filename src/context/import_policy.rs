@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::permissions::protected::credential_reason;
+use crate::sandbox::secrets::credential_reason;
 
 /// Where the answers for a project are kept, in its directory below keel's home.
 pub const FILE: &str = "external-imports.json";

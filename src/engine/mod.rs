@@ -14,6 +14,7 @@ pub mod pipeline;
 pub mod rewind;
 pub mod services;
 pub mod session;
+mod skill_state;
 pub mod skills;
 mod structured;
 pub mod subagent;

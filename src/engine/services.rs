@@ -5,13 +5,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::skill_state::SkillState;
 use crate::agents::tasks::BackgroundTasks;
 use crate::agents::verifier::Facts;
 use crate::checkpoint::Checkpoints;
 use crate::evidence::Evidence;
 use crate::mcp::McpHub;
 use crate::sandbox::{Confiner, SandboxMode};
-use crate::skills::SkillState;
 use crate::tools::agent::SubagentTally;
 use crate::tools::file_state::FileStateMap;
 use crate::tools::{FileAccess, Grants, ModeCell, ReadGuard, ShellEnv, TaskList, Workspace};

@@ -21,7 +21,7 @@ use crate::permissions::Authorizer;
 use crate::permissions::rules::{Anchors, Behavior, Rule};
 use crate::skills::render::{self, Part, Vars};
 use crate::skills::{Catalog, Kind, Skill};
-use crate::tools::agent::{AgentRequest, AgentRunner};
+use crate::tools::agent::AgentRequest;
 use crate::tools::registry::ToolRegistry;
 use crate::tools::skill::SkillRunner;
 use crate::tools::{ToolContext, ToolError, ToolOutput};
@@ -39,7 +39,7 @@ pub struct SkillInvoker {
     /// The session the skills load into.
     services: Arc<SessionServices>,
     /// Runs `context: fork` skills (the engine's sub-agent runner, when it has one).
-    agents: Option<Arc<dyn AgentRunner>>,
+    agents: Option<Arc<super::subagent::SubagentRunner>>,
 }
 
 impl std::fmt::Debug for SkillInvoker {
@@ -69,7 +69,7 @@ impl SkillInvoker {
             interactive: engine.config.interactive,
             session_id: engine.session.id.clone(),
             services: engine.session.services.clone(),
-            agents: engine.subagents.clone().map(|r| r as Arc<dyn AgentRunner>),
+            agents: engine.subagents.clone(),
         }
     }
 
@@ -115,7 +115,7 @@ impl SkillInvoker {
             )
         })?;
         let report = runner
-            .run(
+            .run_with_grants(
                 AgentRequest {
                     description: format!("skill {}", skill.name),
                     prompt: text,
@@ -123,8 +123,8 @@ impl SkillInvoker {
                     tool_use_id: call_id.to_string(),
                     background: Some(false),
                     worktree: false,
-                    grants,
                 },
+                grants,
                 cancel.clone(),
             )
             .await?;

@@ -13,9 +13,9 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::args::{Cli, InputFormat, OutputFormat};
-use crate::cli::setup::{self, SetupError};
 use crate::engine::{EngineEvent, NoticeLevel, ResultSubtype, TurnOutcome};
+use crate::launch::options::{InputFormat, Options, OutputFormat};
+use crate::launch::setup::{self, SetupError};
 use out::Out;
 use printer::Printer;
 
@@ -41,7 +41,7 @@ pub enum HeadlessError {
 }
 
 /// Reads the prompt from the argument and/or stdin (stdin is appended after the argument).
-pub fn read_prompt(cli: &Cli) -> Result<String, HeadlessError> {
+pub fn read_prompt(cli: &Options) -> Result<String, HeadlessError> {
     let mut prompt = cli.prompt.clone().unwrap_or_default();
     let stdin = std::io::stdin();
     if !stdin.is_terminal() {
@@ -78,7 +78,7 @@ pub fn read_prompt(cli: &Cli) -> Result<String, HeadlessError> {
     Ok(prompt)
 }
 
-pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
+pub async fn run(cli: Options) -> Result<ExitCode, HeadlessError> {
     let out = Arc::new(Out::default());
     match run_inner(&cli, out.clone()).await {
         Ok(code) => Ok(code),
@@ -93,7 +93,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, HeadlessError> {
 }
 
 /// Checks the combination of headless flags before anything starts.
-fn check_flags(cli: &Cli) -> Result<(), HeadlessError> {
+fn check_flags(cli: &Options) -> Result<(), HeadlessError> {
     let stream_in = cli.programs.input_format == InputFormat::StreamJson;
     if let Some(flag) = cli.programs.unsupported.first() {
         return Err(HeadlessError::Usage(format!("keel does not support {flag}")));
@@ -152,7 +152,7 @@ fn check_flags(cli: &Cli) -> Result<(), HeadlessError> {
     Ok(())
 }
 
-async fn run_inner(cli: &Cli, out: Arc<Out>) -> Result<ExitCode, HeadlessError> {
+async fn run_inner(cli: &Options, out: Arc<Out>) -> Result<ExitCode, HeadlessError> {
     check_flags(cli)?;
     let stream_in = cli.programs.input_format == InputFormat::StreamJson;
     let prompt = if stream_in { String::new() } else { read_prompt(cli)? };

@@ -12,8 +12,8 @@ use tokio_util::sync::CancellationToken;
 use super::out::Out;
 use super::output;
 use super::protocol::client::ClientLink;
-use crate::cli::args::OutputFormat;
 use crate::engine::{EngineEvent, NoticeLevel, TurnOutcome};
+use crate::launch::options::OutputFormat;
 use crate::permissions::PermissionReply;
 use crate::types::message::ContentBlock;
 

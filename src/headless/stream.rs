@@ -22,10 +22,10 @@ use super::protocol::control;
 use super::protocol::mcp_relay;
 use super::protocol::offer;
 use super::slash;
-use crate::cli::args::{Cli, OutputFormat};
-use crate::cli::setup::Prepared;
 use crate::engine::SessionServices;
 use crate::engine::{Engine, EngineEvent, NoticeLevel, TurnOutcome};
+use crate::launch::options::{Options, OutputFormat};
+use crate::launch::setup::Prepared;
 use crate::permissions::Mode;
 use crate::types::message::ContentBlock;
 
@@ -51,7 +51,7 @@ struct Shared {
     models: Option<control::ModelRoutes>,
 }
 
-pub async fn run(cli: &Cli, prepared: Prepared, out: Arc<Out>, shutdown: CancellationToken) -> ExitCode {
+pub async fn run(cli: &Options, prepared: Prepared, out: Arc<Out>, shutdown: CancellationToken) -> ExitCode {
     let mut engine = prepared.engine;
     let session_id = engine.session.id.clone();
     let default_model = engine.config.model.clone();

@@ -20,10 +20,10 @@ pub use callback::HookCallbacks;
 pub use config::{Event, HookConfig, HookConfigError};
 pub use outcome::{Aggregate, Permission};
 
-use crate::permissions::Mode;
 use crate::transcript::SharedTranscript;
 pub use crate::types::events::HookRun;
 use crate::types::events::{EngineEvent, EventSink, NoticeLevel};
+use crate::types::permission::Mode;
 use runner::HookEnv;
 
 pub struct Hooks {

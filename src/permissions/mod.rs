@@ -4,15 +4,13 @@
 //! tool pipeline's authorization step; this module also defines how the engine asks a human.
 
 pub mod authorizer;
-pub mod commands;
 pub mod config;
-pub mod option_tables;
-pub mod options;
 pub mod preview;
 pub mod protected;
 pub mod rules;
-pub mod shell;
 pub mod updates;
 
+pub use crate::shell::parse as shell;
+pub use crate::shell::{commands, option_tables, options};
 pub use crate::types::permission::{Mode, PermissionPrompt, PermissionReply};
 pub use authorizer::{AskInfo, Authorizer, Decision, HookDecision, Verdict};

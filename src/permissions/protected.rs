@@ -6,7 +6,7 @@ use std::path::Path;
 
 pub use crate::sandbox::secrets::{HOME_CREDENTIALS, SYSTEM_CREDENTIALS, credential_reason, is_credential_name};
 
-use super::shell::{Resolved, SimpleCommand, Word, resolve_word};
+use crate::shell::parse::{Resolved, SimpleCommand, Word, resolve_word};
 
 /// Why a command is destructive, or `None`. `cwd` is the shell's directory for this part
 /// (`None` when a dynamic `cd` made it unknown).

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
 
+pub use crate::frontmatter::split_cli_rules;
 pub use crate::types::permission::Behavior;
 
 #[derive(Debug, Clone)]
@@ -266,38 +267,6 @@ fn compile_glob(pattern: &str) -> Result<GlobMatcher, String> {
         .build()
         .map(|g| g.compile_matcher())
         .map_err(|e| format!("invalid glob: {e}"))
-}
-
-/// Splits `--allowedTools` values: commas or spaces separate rules, except inside parentheses.
-pub fn split_cli_rules(values: &[String]) -> Vec<String> {
-    let mut out = Vec::new();
-    for v in values {
-        let mut depth = 0usize;
-        let mut cur = String::new();
-        for c in v.chars() {
-            match c {
-                '(' => {
-                    depth += 1;
-                    cur.push(c);
-                }
-                ')' => {
-                    depth = depth.saturating_sub(1);
-                    cur.push(c);
-                }
-                ',' | ' ' if depth == 0 => {
-                    if !cur.trim().is_empty() {
-                        out.push(cur.trim().to_string());
-                    }
-                    cur.clear();
-                }
-                _ => cur.push(c),
-            }
-        }
-        if !cur.trim().is_empty() {
-            out.push(cur.trim().to_string());
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -10,14 +10,12 @@
 pub mod discover;
 pub mod listing;
 pub mod render;
-pub mod state;
 
 use std::path::{Path, PathBuf};
 
 use crate::frontmatter;
 
 pub use discover::{Catalog, Places};
-pub use state::SkillState;
 
 /// Largest skill or command file read.
 pub const MAX_FILE: u64 = 256 * 1024;

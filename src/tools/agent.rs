@@ -25,8 +25,6 @@ pub struct AgentRequest {
     pub background: Option<bool>,
     /// `isolation: "worktree"` on the call (the definition may ask for it too).
     pub worktree: bool,
-    /// Allow rules for the sub-agent's whole task (a forked skill's `allowed-tools`).
-    pub grants: Vec<crate::permissions::rules::Rule>,
 }
 
 /// What a finished sub-agent reports.
@@ -144,7 +142,6 @@ impl Tool for AgentTool {
             tool_use_id: ctx.tool_use_id.clone(),
             background: input.run_in_background,
             worktree: input.isolation.as_deref() == Some("worktree"),
-            grants: Vec::new(),
         };
         let report = runner
             .run(request, ctx.cancel.clone())

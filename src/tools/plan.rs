@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{Capability, Tool, ToolContext, ToolError, ToolOutput};
-use crate::permissions::Mode;
+use crate::types::permission::Mode;
 
 pub struct ExitPlanModeTool;
 

@@ -35,10 +35,10 @@ use futures_util::StreamExt;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
-use crate::cli::args::Cli;
-use crate::cli::setup::{self, SetupError};
 use crate::config::paths;
 use crate::engine::{EngineEvent, NoticeLevel};
+use crate::launch::options::Options;
+use crate::launch::setup::{self, SetupError};
 use crate::permissions::Mode;
 use app::{App, AppInit, Effect, ExitReason};
 use worker::{Reply, WorkerConfig};
@@ -61,7 +61,7 @@ pub enum TuiError {
     Panicked,
 }
 
-pub async fn run(cli: Cli) -> Result<ExitCode, TuiError> {
+pub async fn run(cli: Options) -> Result<ExitCode, TuiError> {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         return Err(TuiError::NotATerminal);
     }

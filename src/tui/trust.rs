@@ -8,9 +8,9 @@ use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use crossterm::style::{Attribute, Print, SetAttribute};
 use crossterm::{cursor, queue, terminal};
 
-use crate::cli::args::Cli;
 use crate::config::settings::Settings;
 use crate::config::{paths, trust};
+use crate::launch::options::Options;
 use trust::ProjectTrust;
 
 /// The user's answer; `Quit` leaves keel.
@@ -23,7 +23,7 @@ pub enum Answer {
 
 /// Decides the session's trust: a recorded "yes" or nothing to trust needs no question;
 /// otherwise the user is asked. `None` when the user chose to quit.
-pub fn decide(cli: &Cli) -> std::io::Result<Option<ProjectTrust>> {
+pub fn decide(cli: &Options) -> std::io::Result<Option<ProjectTrust>> {
     let (Ok(cwd), Some(home)) = (
         std::env::current_dir().and_then(|d| d.canonicalize()),
         paths::keel_home(),

@@ -298,9 +298,9 @@ async fn switch_model(
         && resolved.kind != crate::provider::catalog::Kind::Anthropic
     {
         let probe = crate::provider::probe::context_window(&resolved.endpoint, &resolved.model).await;
-        crate::cli::model::learn(&resolved.model, &probe, &mut notes);
+        crate::launch::model::learn(&resolved.model, &probe, &mut notes);
         if models::info(&resolved.model).source == models::Source::Default {
-            notes.push(crate::cli::model::unknown_window_note(&resolved.model, true));
+            notes.push(crate::launch::model::unknown_window_note(&resolved.model, true));
         }
     }
     engine.switch_model(resolved.provider, resolved.model);

@@ -138,8 +138,9 @@ pub(super) async fn prepare(
     r: &SubagentRunner,
     def: &AgentDef,
     req: &AgentRequest,
-    parent: &Arc<SessionServices>,
+    grants: &[crate::permissions::rules::Rule],
 ) -> Result<Child, String> {
+    let parent = &r.parent;
     let tree = &r.tree;
     let n = tree.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
     let short: String = uuid::Uuid::new_v4().simple().to_string().chars().take(8).collect();
@@ -248,12 +249,8 @@ pub(super) async fn prepare(
     if offers("Skill") {
         engine.install_skills(tree.skills.clone());
     }
-    if !req.grants.is_empty() {
-        engine
-            .session
-            .services
-            .skills
-            .grant(&req.description, req.grants.clone());
+    if !grants.is_empty() {
+        engine.session.services.skills.grant(&req.description, grants.to_vec());
     }
 
     // Approvals, notices and hook runs of the child reach the user like the parent's own; the

@@ -248,6 +248,19 @@ impl AgentRunner for SubagentRunner {
     }
 
     async fn run(&self, request: AgentRequest, cancel: CancellationToken) -> Result<AgentReport, String> {
+        self.run_with_grants(request, Vec::new(), cancel).await
+    }
+}
+
+impl SubagentRunner {
+    /// Runs a sub-agent whose whole task may use `grants` as allow rules (a forked skill's
+    /// `allowed-tools`).
+    pub(crate) async fn run_with_grants(
+        &self,
+        request: AgentRequest,
+        grants: Vec<crate::permissions::rules::Rule>,
+        cancel: CancellationToken,
+    ) -> Result<AgentReport, String> {
         let parent = &self.parent;
         let mut slot = self.claim(&request.tool_use_id)?;
         let catalog = self.catalog();
@@ -258,7 +271,7 @@ impl AgentRunner for SubagentRunner {
             )
         })?;
         let background = request.background.unwrap_or(def.background);
-        let child = child::prepare(self, &def, &request, parent).await?;
+        let child = child::prepare(self, &def, &request, &grants).await?;
         slot.start();
         let parent = parent.clone();
         if background {

@@ -7,10 +7,11 @@ use serde_json::Value;
 
 use super::{Ctx, Verdict, plan_mode_message};
 use crate::permissions::Mode;
+use crate::permissions::protected;
 use crate::permissions::rules::{Behavior, Rule, Spec};
-use crate::permissions::shell::{self, Resolved, SimpleCommand};
-use crate::permissions::{commands, protected};
 use crate::sandbox::Confinement;
+use crate::shell::commands;
+use crate::shell::parse::{self as shell, Resolved, SimpleCommand};
 
 impl Ctx<'_> {
     pub(super) fn bash(&self, command: &str, shell_cwd: &Path, workspace: &Path, input: &Value) -> Verdict {

@@ -1,5 +1,5 @@
 use super::*;
-use crate::permissions::shell::parse;
+use crate::shell::parse::parse;
 
 fn d(s: &str) -> Option<String> {
     let c = &parse(s).unwrap()[0];

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::args::Cli;
+use super::options::Options;
 use super::setup::SetupError;
 use crate::agents::{AgentCatalog, AgentDef, AgentPlaces, Limits};
 use crate::config::settings::Settings;
@@ -33,7 +33,7 @@ pub struct Extensions {
 /// Loads plugins (their hooks join `settings` as layers), skills, agent types, budgets and
 /// memory. `add_dirs` are the working directories besides the first.
 pub fn load(
-    cli: &Cli,
+    cli: &Options,
     settings: &mut Settings,
     cwd: &Path,
     user_home: Option<&Path>,

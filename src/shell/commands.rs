@@ -9,7 +9,7 @@
 
 use super::option_tables::{GIT_COMMON, GIT_READ_ONLY};
 use super::options::{self, Parsed, Table};
-use super::shell::{SimpleCommand, Word};
+use super::parse::{SimpleCommand, Word};
 
 /// Environment assignments that change no program's behaviour in a way that runs code or
 /// moves files (locale, colours, log levels). Any other assignment makes a command ask.

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::args::{Cli, ProviderKind};
+use super::options::{Options, ProviderKind};
 use super::setup::SetupError;
 use crate::config::models::{self, Source};
 use crate::config::settings::{Scope, Settings};
@@ -33,7 +33,7 @@ pub struct Choice {
 
 /// Chooses the provider and model. `explicit_window`: the user set the context window
 /// (`KEEL_CONTEXT_WINDOW` or `contextWindow`), so an unknown model needs no probe or warning.
-pub fn choose(cli: &Cli, settings: &Settings, explicit_window: bool) -> Result<Choice, SetupError> {
+pub fn choose(cli: &Options, settings: &Settings, explicit_window: bool) -> Result<Choice, SetupError> {
     install_overrides(settings)?;
     let retry = retry_policy(settings)?;
     if cli.provider == Some(ProviderKind::Script) {

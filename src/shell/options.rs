@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use super::shell::Word;
+use super::parse::Word;
 
 /// What an option does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

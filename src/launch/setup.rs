@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc::UnboundedReceiver;
 
-use super::args::{Cli, InputFormat};
+use super::options::{InputFormat, Options};
 use crate::compact::CompactSettings;
 use crate::compact::record::ToolLog;
 use crate::config::settings::{Scope, Settings, SettingsError};
@@ -65,7 +65,7 @@ pub struct Prepared {
 
 /// Setup for a run that asks no trust question: headless runs apply project settings as they
 /// are; an interactive one without a recorded answer treats the folder as untrusted.
-pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
+pub fn prepare(cli: &Options) -> Result<Prepared, SetupError> {
     // A program driving keel over stream-json is headless too.
     let trust = if cli.print || cli.programs.input_format == InputFormat::StreamJson {
         ProjectTrust::Headless
@@ -84,7 +84,7 @@ pub fn prepare(cli: &Cli) -> Result<Prepared, SetupError> {
     prepare_with(cli, trust)
 }
 
-pub fn prepare_with(cli: &Cli, trust: ProjectTrust) -> Result<Prepared, SetupError> {
+pub fn prepare_with(cli: &Options, trust: ProjectTrust) -> Result<Prepared, SetupError> {
     let base = locate()?;
     let (mut settings, mut warnings) = load_settings(cli, &base, trust)?;
     let (authorizer, permission_mode, extensions) = permissions(cli, &base, &mut settings, &mut warnings)?;
@@ -177,7 +177,7 @@ fn locate() -> Result<Base, SetupError> {
 }
 
 /// The settings layers that count (`--setting-sources`), restricted in an untrusted folder.
-fn load_settings(cli: &Cli, base: &Base, trust: ProjectTrust) -> Result<(Settings, Vec<String>), SetupError> {
+fn load_settings(cli: &Options, base: &Base, trust: ProjectTrust) -> Result<(Settings, Vec<String>), SetupError> {
     let mut settings = Settings::load(
         base.user_home.as_deref(),
         &base.home,
@@ -209,7 +209,7 @@ fn load_settings(cli: &Cli, base: &Base, trust: ProjectTrust) -> Result<(Setting
 /// The permission rules and mode, and the extensions (plugins, skills, agents, memory) whose
 /// rules join them.
 fn permissions(
-    cli: &Cli,
+    cli: &Options,
     base: &Base,
     settings: &mut Settings,
     warnings: &mut Vec<String>,
@@ -251,7 +251,7 @@ struct Place {
     forked: bool,
 }
 
-fn session_place(cli: &Cli, base: &Base, warnings: &mut Vec<String>) -> Result<Place, SetupError> {
+fn session_place(cli: &Options, base: &Base, warnings: &mut Vec<String>) -> Result<Place, SetupError> {
     let project_dir = paths::project_dir(&base.home, &base.cwd);
     let (id, transcript, history, resume_warnings) = resolve_session(cli, &base.home, &project_dir)?;
     warnings.extend(resume_warnings);
@@ -279,7 +279,7 @@ fn session_place(cli: &Cli, base: &Base, warnings: &mut Vec<String>) -> Result<P
 
 /// The built-in tools and the extensions', narrowed by `--tools` and whole-tool deny rules.
 fn tool_registry(
-    cli: &Cli,
+    cli: &Options,
     extensions: &super::extensions::Extensions,
     authorizer: &crate::permissions::Authorizer,
 ) -> Result<ToolRegistry, SetupError> {
@@ -306,7 +306,7 @@ fn tool_registry(
 
 /// The project layer: environment facts, instruction files, the system prompt's own texts.
 fn project_context(
-    cli: &Cli,
+    cli: &Options,
     base: &Base,
     model: &str,
     authorizer: &crate::permissions::Authorizer,
@@ -328,7 +328,7 @@ fn project_context(
 /// The session's MCP servers, planned (front ends start them).
 #[allow(clippy::too_many_arguments)]
 fn mcp_servers(
-    cli: &Cli,
+    cli: &Options,
     base: &Base,
     settings: &Settings,
     place: &Place,
@@ -410,7 +410,7 @@ fn session_services(
 /// The session itself: its transcript and, when it continues an earlier one, that history
 /// and task list (a fork's own file starts with the conversation it continues).
 fn open_session(
-    cli: &Cli,
+    cli: &Options,
     place: Place,
     services: Arc<SessionServices>,
     model: &str,
@@ -452,7 +452,7 @@ fn open_session(
 
 /// The engine's configuration: model, limits, budget, reasoning, whether anyone answers.
 fn engine_config(
-    cli: &Cli,
+    cli: &Options,
     project: &ProjectContext,
     model: &str,
     context_window: Option<u64>,
@@ -504,7 +504,7 @@ fn session_hooks(
 }
 
 /// `--max-thinking-tokens`, `--thinking` and `--effort` as request parameters.
-fn reasoning(cli: &Cli, max_tokens: u32) -> Result<crate::provider::Reasoning, SetupError> {
+fn reasoning(cli: &Options, max_tokens: u32) -> Result<crate::provider::Reasoning, SetupError> {
     use crate::provider::Thinking;
     let p = &cli.programs;
     let budget = |n: u32| -> Result<Thinking, SetupError> {
@@ -559,7 +559,7 @@ fn setting_sources(list: &str) -> Result<Vec<Scope>, SetupError> {
 }
 
 /// The system prompt replacement and addition, from the flags or the files they name.
-pub fn system_prompt_texts(cli: &Cli) -> Result<(Option<String>, Option<String>), SetupError> {
+pub fn system_prompt_texts(cli: &Options) -> Result<(Option<String>, Option<String>), SetupError> {
     let read = |flag: &str, path: &std::path::Path| {
         std::fs::read_to_string(path)
             .map_err(|e| SetupError::Invalid(format!("{flag}: cannot read {}: {e}", path.display())))
@@ -599,7 +599,7 @@ fn context_settings(settings: &Settings) -> Result<(Option<u64>, CompactSettings
 }
 
 /// The `keel context` listing for the current directory (no provider or session needed).
-pub fn context_report(cli: &Cli) -> Result<String, SetupError> {
+pub fn context_report(cli: &Options) -> Result<String, SetupError> {
     let cwd = std::env::current_dir()
         .and_then(|d| d.canonicalize())
         .map_err(|e| SetupError::Invalid(format!("cannot determine the working directory: {e}")))?;
@@ -657,7 +657,7 @@ pub fn context_env() -> Result<(Option<u64>, CompactSettings), String> {
     Ok((window, compact))
 }
 
-fn permission_mode(cli: &Cli) -> Result<Option<Mode>, SetupError> {
+fn permission_mode(cli: &Options) -> Result<Option<Mode>, SetupError> {
     if cli.dangerously_skip_permissions {
         return Ok(Some(Mode::BypassPermissions));
     }
@@ -682,7 +682,11 @@ type Restored = (
 /// Session id, transcript path, resumed history and task list, warnings.
 type Resolved = (String, PathBuf, Option<Restored>, Vec<String>);
 
-fn resolve_session(cli: &Cli, home: &std::path::Path, project_dir: &std::path::Path) -> Result<Resolved, SetupError> {
+fn resolve_session(
+    cli: &Options,
+    home: &std::path::Path,
+    project_dir: &std::path::Path,
+) -> Result<Resolved, SetupError> {
     // `--resume` without an id opens the picker in interactive mode; the session starts fresh.
     let path = if let Some(id) = cli.resume.as_deref().filter(|id| !id.is_empty()) {
         Some(transcript::find_session(home, project_dir, id)?)

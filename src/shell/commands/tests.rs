@@ -1,5 +1,5 @@
 use super::*;
-use crate::permissions::shell::parse;
+use crate::shell::parse::parse;
 
 fn first(s: &str) -> SimpleCommand {
     parse(s).unwrap().remove(0)
