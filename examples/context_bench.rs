@@ -7,6 +7,9 @@
 //! `scripts/context-bench.sh`). Tokens are counted as the API-facing size of each request
 //! body: four bytes per token.
 
+// Benchmark code: a failed unwrap is a failed run, reported with its panic message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};

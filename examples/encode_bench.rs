@@ -5,6 +5,9 @@
 //! Run: `cargo run --release --example encode_bench`. The history is uncompacted (each
 //! exchange a Read call and a 1.5 KB result), so it shows the encoder alone, at its largest.
 
+// Benchmark code: a failed unwrap is a failed run, reported with its panic message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::Arc;
 use std::time::Duration;
 

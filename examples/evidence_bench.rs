@@ -9,6 +9,9 @@
 //! 3. a whole watched Bash call (`Evidence::before` + `after`: one fingerprint) on the 10k-file
 //!    repository.
 
+// Benchmark code: a failed unwrap is a failed run, reported with its panic message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 

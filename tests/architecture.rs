@@ -2,6 +2,9 @@
 //! `src/lib.rs`, and every import going down (or sideways) the `layers` block of
 //! docs/ARCHITECTURE.md. Uses only `std` and not the `keel` crate, so it builds in a moment.
 
+// Test code: a failed unwrap is a failed test, reported with its panic message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;

@@ -131,6 +131,8 @@ fn looks_like_log(path: &Path) -> bool {
     matches!(ext, "log" | "out" | "txt" | "err") || name.contains("log")
 }
 
+// A literal pattern, compiled by the tests: it cannot fail at run time.
+#[allow(clippy::expect_used)]
 fn markers() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
@@ -210,6 +212,8 @@ pub fn exit_code(structured: &Value, text: &str) -> Option<i64> {
         }
     }
     static RE: OnceLock<Regex> = OnceLock::new();
+    // A literal pattern, compiled by the tests: it cannot fail at run time.
+    #[allow(clippy::expect_used)]
     let re =
         RE.get_or_init(|| Regex::new(r"(?i)\bexit(?:ed with)? (?:code|status)[ :=]*(-?\d+)").expect("constant regex"));
     re.captures_iter(text).last()?.get(1)?.as_str().parse().ok()

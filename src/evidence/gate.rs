@@ -49,6 +49,8 @@ impl GateMode {
 /// Whether a todo is about verifying (testing, checking, building, linting…).
 pub fn is_verification_step(todo: &Todo) -> bool {
     static RE: OnceLock<Regex> = OnceLock::new();
+    // A literal pattern, compiled by the tests: it cannot fail at run time.
+    #[allow(clippy::expect_used)]
     let re = RE.get_or_init(|| {
         Regex::new(
             r"(?i)\b(tests?|testing|verify|verif\w*|validat\w*|check\w*|lint\w*|build|compile|type-?check\w*|pytest|jest|vitest|ci|qa|run the suite)\b",

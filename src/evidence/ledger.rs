@@ -252,9 +252,10 @@ impl Ledger {
     }
 
     pub fn push_run(&mut self, mut run: Run) -> &Run {
-        run.id = self.runs.len() as u32 + 1;
+        let i = self.runs.len();
+        run.id = i as u32 + 1;
         self.runs.push(run);
-        self.runs.last().expect("just pushed")
+        &self.runs[i]
     }
 
     /// The session's status (see [`Status`]).

@@ -143,7 +143,9 @@ struct Patterns {
 fn patterns(l: Lang) -> &'static Patterns {
     static CELLS: OnceLock<Vec<Patterns>> = OnceLock::new();
     let all = CELLS.get_or_init(|| {
-        let p = |a: &str, s: &str, t: &str| Patterns {
+        // Only called with the literal patterns below, each compiled by the tests: cannot fail.
+        #[allow(clippy::expect_used)]
+        let p = |a: &'static str, s: &'static str, t: &'static str| Patterns {
             assertion: Regex::new(a).expect("constant regex"),
             skip: Regex::new(s).expect("constant regex"),
             test: Regex::new(t).expect("constant regex"),

@@ -10,6 +10,8 @@ use regex::Regex;
 
 use super::{Kind, Skill};
 
+// A literal pattern, compiled by the tests: it cannot fail at run time.
+#[allow(clippy::expect_used)]
 static PLACEHOLDER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"\$ARGUMENTS\[(\d+)\]|\$ARGUMENTS|\$(\d+)|\$([A-Za-z_][A-Za-z0-9_]*)").expect("a valid constant regex")
 });

@@ -1,5 +1,8 @@
 //! End-to-end tests: the real `keel` binary against a scripted model server on loopback.
 
+// Test code: a failed unwrap is a failed test, reported with its panic message.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod support;
 
 mod agents;

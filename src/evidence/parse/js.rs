@@ -11,7 +11,10 @@ use super::{Counts, Parsed, count_of, numbered};
 pub fn jest(text: &str) -> Option<Parsed> {
     static TESTS: OnceLock<Regex> = OnceLock::new();
     static SUITES: OnceLock<Regex> = OnceLock::new();
+    // Literal patterns, compiled by the tests: they cannot fail at run time.
+    #[allow(clippy::expect_used)]
     let tests = TESTS.get_or_init(|| Regex::new(r"(?m)^Tests:\s+(.*\d+ total)\s*$").expect("constant regex"));
+    #[allow(clippy::expect_used)]
     let suites = SUITES.get_or_init(|| Regex::new(r"(?m)^Test Suites:\s+(.*\d+ total)\s*$").expect("constant regex"));
     let failed_suites: Vec<u64> = suites
         .captures_iter(text)
@@ -39,7 +42,10 @@ pub fn jest(text: &str) -> Option<Parsed> {
 pub fn vitest(text: &str) -> Option<Parsed> {
     static TESTS: OnceLock<Regex> = OnceLock::new();
     static FILES: OnceLock<Regex> = OnceLock::new();
+    // Literal patterns, compiled by the tests: they cannot fail at run time.
+    #[allow(clippy::expect_used)]
     let tests = TESTS.get_or_init(|| Regex::new(r"(?m)^\s*Tests\s+(\d+ [^(]*)\((\d+)\)\s*$").expect("constant regex"));
+    #[allow(clippy::expect_used)]
     let files =
         FILES.get_or_init(|| Regex::new(r"(?m)^\s*Test Files\s+(\d+ [^(]*)\((\d+)\)\s*$").expect("constant regex"));
     let failed_files: Vec<u64> = files
@@ -73,6 +79,8 @@ pub fn vitest(text: &str) -> Option<Parsed> {
 /// Mocha's spec reporter: `3 passing (5ms)`, `1 pending`, `2 failing`.
 pub fn mocha(text: &str) -> Option<Parsed> {
     static RE: OnceLock<Regex> = OnceLock::new();
+    // A literal pattern, compiled by the tests: it cannot fail at run time.
+    #[allow(clippy::expect_used)]
     let re = RE.get_or_init(|| {
         Regex::new(r"(?m)^\s*(\d+) (passing|failing|pending)(?: \(\d+m?s\))?\s*$").expect("constant regex")
     });
@@ -96,6 +104,8 @@ pub fn mocha(text: &str) -> Option<Parsed> {
 /// node --test, TAP (`# pass 1`) or spec (`ℹ pass 1`) reporter.
 pub fn node_test(text: &str) -> Option<Parsed> {
     static RE: OnceLock<Regex> = OnceLock::new();
+    // A literal pattern, compiled by the tests: it cannot fail at run time.
+    #[allow(clippy::expect_used)]
     let re = RE.get_or_init(|| {
         Regex::new(r"(?m)^(?:#|ℹ) (tests|pass|fail|cancelled|skipped|todo) (\d+)\s*$").expect("constant regex")
     });
@@ -119,6 +129,8 @@ pub fn node_test(text: &str) -> Option<Parsed> {
 /// bun test: ` 2 pass`, ` 1 fail`, ` 1 skip`, `Ran 4 tests across 2 files.`
 pub fn bun_test(text: &str) -> Option<Parsed> {
     static RE: OnceLock<Regex> = OnceLock::new();
+    // A literal pattern, compiled by the tests: it cannot fail at run time.
+    #[allow(clippy::expect_used)]
     let re = RE.get_or_init(|| Regex::new(r"(?m)^\s*(\d+) (pass|fail|skip|todo)\s*$").expect("constant regex"));
     let ran = text
         .lines()

@@ -98,6 +98,8 @@ fn go_json(text: &str) -> Option<Parsed> {
 /// `DONE 12 tests, 1 skipped, 2 failures in 0.456s`.
 pub fn gotestsum(text: &str) -> Option<Parsed> {
     static RE: OnceLock<Regex> = OnceLock::new();
+    // A literal pattern, compiled by the tests: it cannot fail at run time.
+    #[allow(clippy::expect_used)]
     let re =
         RE.get_or_init(|| Regex::new(r"(?m)^DONE (\d+ tests?(?:, \d+ \w+)*)(?: in [\d.]+s)?").expect("constant regex"));
     Parsed::sum(re.captures_iter(text).map(|c| {
@@ -114,6 +116,8 @@ pub fn gotestsum(text: &str) -> Option<Parsed> {
 /// go build / go vet / golangci-lint: `file.go:line:col: message` lines; silent when clean.
 pub fn go_build(text: &str) -> Option<Parsed> {
     static RE: OnceLock<Regex> = OnceLock::new();
+    // A literal pattern, compiled by the tests: it cannot fail at run time.
+    #[allow(clippy::expect_used)]
     let re = RE.get_or_init(|| Regex::new(r"(?m)^\S+\.go:\d+(?::\d+)?: ").expect("constant regex"));
     let errors = re.find_iter(text).count() as u64;
     (errors > 0).then(|| {
@@ -128,6 +132,8 @@ pub fn go_build(text: &str) -> Option<Parsed> {
 /// `***Skipped` / `(Skipped)`; `No tests were found!!!`.
 pub fn ctest(text: &str) -> Option<Parsed> {
     static RE: OnceLock<Regex> = OnceLock::new();
+    // A literal pattern, compiled by the tests: it cannot fail at run time.
+    #[allow(clippy::expect_used)]
     let re = RE.get_or_init(|| {
         Regex::new(r"(?m)^\d+% tests passed, (\d+) tests? failed out of (\d+)").expect("constant regex")
     });

@@ -10,6 +10,8 @@ use super::{Counts, Parsed, count_of, numbered};
 /// `no tests ran in 0.00s`, `3 deselected in 0.01s`, `5 tests collected in 0.01s`.
 pub fn pytest(text: &str) -> Option<Parsed> {
     static RE: OnceLock<Regex> = OnceLock::new();
+    // A literal pattern, compiled by the tests: it cannot fail at run time.
+    #[allow(clippy::expect_used)]
     let re = RE.get_or_init(|| {
         Regex::new(
             r"(?m)^=*\s*((?:\d+ (?:passed|failed|skipped|deselected|xfailed|xpassed|warnings?|errors?|rerun|tests? collected)(?:, )?)+|no tests ran)(?: in [\d.]+s(?: \([^)]*\))?)?\s*=*\s*$",
@@ -30,6 +32,8 @@ pub fn pytest(text: &str) -> Option<Parsed> {
 /// or `NO TESTS RAN`.
 pub fn unittest(text: &str) -> Option<Parsed> {
     static RE: OnceLock<Regex> = OnceLock::new();
+    // A literal pattern, compiled by the tests: it cannot fail at run time.
+    #[allow(clippy::expect_used)]
     let re = RE.get_or_init(|| {
         Regex::new(r"(?m)^Ran (\d+) tests? in [\d.]+s\s*\n\s*\n?(OK|FAILED|NO TESTS RAN)(?: \(([^)]*)\))?")
             .expect("constant regex")

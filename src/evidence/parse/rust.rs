@@ -11,6 +11,8 @@ use super::{Counts, Parsed, count_of, numbered};
 /// up over the binaries; a crate that did not compile adds its errors.
 pub fn cargo_test(text: &str) -> Option<Parsed> {
     static RE: OnceLock<Regex> = OnceLock::new();
+    // A literal pattern, compiled by the tests: it cannot fail at run time.
+    #[allow(clippy::expect_used)]
     let re = RE.get_or_init(|| {
         Regex::new(r"(?m)^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored")
             .expect("constant regex")
@@ -36,6 +38,8 @@ pub fn cargo_test(text: &str) -> Option<Parsed> {
 /// `Summary [   0.003s] 3 tests run: 2 passed, 1 failed, 1 skipped`; `error: no tests to run`.
 pub fn nextest(text: &str) -> Option<Parsed> {
     static RE: OnceLock<Regex> = OnceLock::new();
+    // A literal pattern, compiled by the tests: it cannot fail at run time.
+    #[allow(clippy::expect_used)]
     let re =
         RE.get_or_init(|| Regex::new(r"(?m)^\s*Summary \[[^\]]*\]\s+(\d+) tests? run: (.*)$").expect("constant regex"));
     let found = Parsed::sum(re.captures_iter(text).map(|c| {
@@ -67,6 +71,8 @@ pub fn cargo_check(text: &str) -> Option<Parsed> {
 /// totals (which repeat for each target of one crate).
 fn compile_errors(text: &str) -> u64 {
     static DUE: OnceLock<Regex> = OnceLock::new();
+    // A literal pattern, compiled by the tests: it cannot fail at run time.
+    #[allow(clippy::expect_used)]
     let due = DUE.get_or_init(|| {
         Regex::new(r"(?m)^error: could not compile `[^`]+`.* due to (\d+) previous errors?").expect("constant regex")
     });

@@ -7,7 +7,9 @@ use regex::Regex;
 
 use super::{Counts, Parsed};
 
-fn re(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
+// Only called with literal patterns, each compiled by the tests: it cannot fail at run time.
+#[allow(clippy::expect_used)]
+fn re(cell: &'static OnceLock<Regex>, pattern: &'static str) -> &'static Regex {
     cell.get_or_init(|| Regex::new(pattern).expect("constant regex"))
 }
 
