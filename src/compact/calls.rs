@@ -8,28 +8,6 @@ use serde_json::Value;
 
 use crate::types::message::{ContentBlock, Message, ToolResultContent};
 
-/// Tools that only observe. Their old results can be folded away without losing a record of
-/// what changed; anything else (edits, shell commands) stays visible.
-pub const OBSERVATION_TOOLS: &[&str] = &[
-    "Read",
-    "Glob",
-    "Grep",
-    "LS",
-    "WebFetch",
-    "WebSearch",
-    "ToolSearch",
-    "NotebookRead",
-    "BashOutput",
-    "TaskOutput",
-];
-
-/// Tools that change files named by `file_path` / `notebook_path`.
-pub const FILE_EDIT_TOOLS: &[&str] = &["Edit", "MultiEdit", "Write", "NotebookEdit"];
-
-pub fn is_observation(name: &str) -> bool {
-    OBSERVATION_TOOLS.contains(&name)
-}
-
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallSite {
     pub id: String,
@@ -137,17 +115,6 @@ pub fn target(input: &Value) -> String {
     input.to_string()
 }
 
-/// The file a call edits, if it is a file-editing tool.
-pub fn edited_file<'a>(name: &str, input: &'a Value) -> Option<&'a str> {
-    if !FILE_EDIT_TOOLS.contains(&name) {
-        return None;
-    }
-    input
-        .get("file_path")
-        .or_else(|| input.get("notebook_path"))
-        .and_then(Value::as_str)
-}
-
 /// The paths a call's input names (for lazily loaded instruction files).
 pub fn input_paths(input: &Value, cwd: &Path) -> Vec<std::path::PathBuf> {
     ["file_path", "notebook_path", "path"]
@@ -202,7 +169,11 @@ mod tests {
         assert_eq!(idx.in_message(1).count(), 2);
         assert_eq!(a.label(), "Read(/r/x.rs)");
         assert_eq!(idx.get("b").unwrap().target(), "fn in /r");
-        assert_eq!(edited_file("Edit", &json!({"file_path": "/r/x.rs"})), Some("/r/x.rs"));
-        assert_eq!(edited_file("Read", &json!({"file_path": "/r/x.rs"})), None);
+        let kinds = crate::tools::kinds::KindTable::default();
+        assert_eq!(
+            kinds.edited_file("Edit", &json!({"file_path": "/r/x.rs"})),
+            Some("/r/x.rs")
+        );
+        assert_eq!(kinds.edited_file("Read", &json!({"file_path": "/r/x.rs"})), None);
     }
 }

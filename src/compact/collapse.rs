@@ -13,7 +13,6 @@ use std::fmt::Write;
 
 use super::TierContext;
 use super::budget;
-use super::calls::is_observation;
 use super::view::{Origin, OriginKind, View};
 use crate::types::message::{ContentBlock, Message, Role};
 
@@ -82,7 +81,7 @@ fn is_secondary_start(view: &View, i: usize, ctx: &TierContext<'_>) -> bool {
     let mut text = 0;
     for b in &a.content {
         match b {
-            ContentBlock::ToolUse { id, name, .. } if is_observation(name) => ids.push(id.as_str()),
+            ContentBlock::ToolUse { id, name, .. } if ctx.kinds.observes(name) => ids.push(id.as_str()),
             ContentBlock::ToolUse { .. } => return false,
             // A call tier 2 already snipped: superseded, so secondary whatever it was.
             ContentBlock::Text { text: t, .. } if t.starts_with("[Snipped ") => traces += 1,

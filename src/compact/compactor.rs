@@ -15,6 +15,7 @@ use super::breaker::Breaker;
 use super::view::View;
 use super::{Memo, TierContext, calls::CallIndex, collapse, microcompact, snip};
 use crate::context::tokens::{self, TokenCounter, Window};
+use crate::tools::kinds::KindTable;
 use crate::types::message::{Message, Role};
 
 /// When the frontier moves.
@@ -138,6 +139,8 @@ pub struct Compactor {
     generation: u64,
     built: Option<Built>,
     memo: std::cell::RefCell<Memo>,
+    /// What the session's tools declare (the engine keeps it in step with the registry).
+    pub kinds: KindTable,
 }
 
 impl Compactor {
@@ -154,6 +157,7 @@ impl Compactor {
             generation: 0,
             built: None,
             memo: Default::default(),
+            kinds: KindTable::default(),
         }
     }
 
@@ -249,7 +253,7 @@ impl Compactor {
         let before = thread_cpu();
         self.cold = Cold {
             upto,
-            view: cold_view(store, upto, session_dir, &self.memo),
+            view: cold_view(store, upto, session_dir, &self.memo, &self.kinds),
         };
         self.stats.rebuild_cpu += thread_cpu().saturating_sub(before);
         self.built = None;
@@ -285,7 +289,13 @@ impl Compactor {
 }
 
 /// Tiers 2, 3 and 4, in that order, over `store[..upto]` (evidence from the whole store).
-pub fn cold_view(store: &[Message], upto: usize, session_dir: &Path, memo: &std::cell::RefCell<Memo>) -> View {
+pub fn cold_view(
+    store: &[Message],
+    upto: usize,
+    session_dir: &Path,
+    memo: &std::cell::RefCell<Memo>,
+    kinds: &KindTable,
+) -> View {
     let index = CallIndex::build(store);
     let ctx = TierContext {
         store,
@@ -293,6 +303,7 @@ pub fn cold_view(store: &[Message], upto: usize, session_dir: &Path, memo: &std:
         upto,
         session_dir,
         memo,
+        kinds,
     };
     let mut view = View::identity(&store[..upto], 0);
     let snips = snip::superseded(&ctx);

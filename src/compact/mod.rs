@@ -47,6 +47,8 @@ pub struct TierContext<'a> {
     pub session_dir: &'a Path,
     /// What earlier rebuilds worked out per call (valid while the store only grows).
     pub memo: &'a RefCell<Memo>,
+    /// What the session's tools declare (which calls only observe).
+    pub kinds: &'a crate::tools::kinds::KindTable,
 }
 
 /// Per-call results of tiers 3 and 4, kept between rebuilds of the view so that moving the

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::budget;
-use super::calls::{self, is_observation};
+use super::calls;
 use crate::types::message::ToolResultContent;
 
 /// Decisive lines kept per failure.
@@ -68,6 +68,8 @@ pub struct CallFacts<'a> {
     pub content: &'a ToolResultContent,
     pub is_error: bool,
     pub structured: &'a Value,
+    /// What the call's tool declares.
+    pub declared: crate::types::tool::Declared,
 }
 
 /// Builds the outcome of one call. A spilled result is examined in full, from its spill file.
@@ -82,26 +84,31 @@ pub fn outcome(f: &CallFacts<'_>, cwd: &Path, session_dir: &Path) -> ToolOutcome
         .and_then(|p| std::fs::read_to_string(p).ok())
         .unwrap_or(shown);
     let not_run = f.is_error && calls::is_not_run(&full);
-    let source = if is_observation(f.tool) {
+    let observes = f.declared.effects.read_only;
+    let source = if observes {
         calls::input_paths(f.input, cwd).into_iter().next()
     } else {
         None
     };
-    let scan = !is_observation(f.tool) || source.as_deref().is_some_and(looks_like_log);
+    let scan = !observes || source.as_deref().is_some_and(looks_like_log);
     let mut decisive = if scan && !not_run {
         marker_lines(&full)
     } else {
         Vec::new()
     };
     let markers = !decisive.is_empty();
-    let error_counts = f.is_error && !not_run && !is_observation(f.tool);
+    let error_counts = f.is_error && !not_run && !observes;
     if error_counts && decisive.is_empty() {
         decisive = last_lines(&full, 3);
     }
     let edited = if f.is_error {
         None
     } else {
-        calls::edited_file(f.tool, f.input).map(|p| crate::fsutil::paths::resolve(cwd, p))
+        Some(f.input)
+            .filter(|_| f.declared.effects.edits_files)
+            .and_then(|i| i.get("file_path").or_else(|| i.get("notebook_path")))
+            .and_then(Value::as_str)
+            .map(|p| crate::fsutil::paths::resolve(cwd, p))
     };
     ToolOutcome {
         step: f.step,
@@ -344,6 +351,7 @@ mod tests {
             content,
             is_error,
             structured: &NULL,
+            declared: crate::tools::kinds::declared(tool),
         }
     }
 

@@ -77,7 +77,7 @@ fn supersedes(ctx: &TierContext<'_>, c: &CallSite, result: &ToolResultContent, l
         if is_not_run(&result.as_text()) {
             return Some(Reason::RetriedAfterInvalidCall);
         }
-        let clean = super::calls::is_observation(&l.name) || super::record::marker_lines(&later.as_text()).is_empty();
+        let clean = ctx.kinds.observes(&l.name) || super::record::marker_lines(&later.as_text()).is_empty();
         return (l.target() == c.target() && clean).then_some(Reason::FixedLater);
     }
     if l.input == c.input && later == result {

@@ -10,10 +10,11 @@ use super::pipeline::{Pipeline, ToolCall};
 use serde_json::json;
 
 use crate::hooks::{Event, Permission, fields};
+use crate::permissions::authorizer::Call;
 use crate::permissions::updates::{self, Update};
 use crate::permissions::{AskInfo, HookDecision, Mode, PermissionPrompt, PermissionReply, Verdict};
 use crate::sandbox::Confinement;
-use crate::tools::ToolOutput;
+use crate::tools::{Effects, Tool, ToolOutput};
 
 /// A call allowed to run: where its path resolved (file tools), and the input an approving
 /// program rewrote it into, if it did (checked again by the pipeline).
@@ -46,27 +47,23 @@ impl Pipeline<'_> {
     pub(super) async fn authorize(
         &self,
         call: &ToolCall,
-        read_only: bool,
+        tool: &dyn Tool,
         hook: Option<HookDecision>,
         cancel: &CancellationToken,
     ) -> Result<Approved, Refusal> {
         let mode = self.services.mode();
         let grants = self.services.skills.grants();
-        let decision = self.authorizer.decide(
-            &call.name,
-            &call.input,
-            read_only,
-            mode,
-            &self.services.cwd,
-            hook,
-            &grants,
-        );
+        let facts = Call::of(tool, &call.name, &call.input, &self.services.cwd);
+        let effects = facts.declared.effects;
+        let decision = self
+            .authorizer
+            .decide_call(&facts, mode, &self.services.cwd, hook, &grants);
         // The tool opens exactly the path this decision was made for.
         let resolved = decision.resolved;
         let verdict = decision.verdict;
         let verdict = match verdict {
             v @ (Verdict::Allow | Verdict::AllowConfined(_) | Verdict::Ask { .. })
-                if leaves_sandbox(call, &self.services.shell.sandbox, &v) =>
+                if effects.runs_commands && leaves_sandbox(call, &self.services.shell.sandbox, &v) =>
             {
                 Verdict::Ask {
                     hard: true,
@@ -90,7 +87,7 @@ impl Pipeline<'_> {
             Verdict::Ask { info, .. } => info,
         };
         // Whoever decides on loading a skill sees what it would grant.
-        if call.name == "Skill"
+        if effects.loads_skill
             && let Some(runner) = &self.grants.skills
         {
             let grants = runner.grants(call.input.get("skill").and_then(|v| v.as_str()).unwrap_or(""));
@@ -119,7 +116,7 @@ impl Pipeline<'_> {
                         );
                     }
                     self.apply_updates(list);
-                    self.after_approval(call, false);
+                    self.after_approval(effects, false);
                     return Ok(Approved {
                         resolved,
                         updated_input: agg.updated_input,
@@ -143,9 +140,9 @@ impl Pipeline<'_> {
             }
         }
         if !self.interactive || mode == Mode::DontAsk {
-            return Err(denied(call, &unanswerable(call, &info, mode)));
+            return Err(denied(call, &unanswerable(call, effects, &info, mode)));
         }
-        match self.ask_human(call, &info, cancel).await {
+        match self.ask_human(call, tool, &info, cancel).await {
             None => Err(Refusal {
                 output: ToolOutput::error(
                     "The call was interrupted while waiting for the user's approval; it did not run.",
@@ -154,13 +151,13 @@ impl Pipeline<'_> {
             }),
             Some(PermissionReply::AllowOnce) => {
                 self.record_decision(call, "user", "allow_once", json!({}));
-                self.after_approval(call, false);
+                self.after_approval(effects, false);
                 Ok(Approved::plain(resolved))
             }
             Some(PermissionReply::Allow { updated_input, updates }) => {
                 self.record_decision(call, "program", "allow", json!({"updates": updates.len()}));
                 self.apply_updates(updates);
-                self.after_approval(call, false);
+                self.after_approval(effects, false);
                 Ok(Approved {
                     resolved,
                     updated_input,
@@ -209,13 +206,13 @@ impl Pipeline<'_> {
                     ),
                     (None, None) => {}
                 }
-                self.after_approval(call, true);
+                self.after_approval(effects, true);
                 Ok(Approved::plain(resolved))
             }
             Some(PermissionReply::Deny { feedback }) => {
                 self.record_decision(call, "user", "deny", json!({"feedback": feedback}));
                 let mut msg = format!("The user declined this {} call; it was not run.", call.name);
-                if call.name == "ExitPlanMode" {
+                if effects.leaves_plan {
                     msg = "The user did not approve the plan; plan mode stays on. Revise the plan.".into();
                 }
                 if let Some(f) = feedback.filter(|f| !f.trim().is_empty()) {
@@ -228,7 +225,13 @@ impl Pipeline<'_> {
         }
     }
 
-    async fn ask_human(&self, call: &ToolCall, info: &AskInfo, cancel: &CancellationToken) -> Option<PermissionReply> {
+    async fn ask_human(
+        &self,
+        call: &ToolCall,
+        tool: &dyn Tool,
+        info: &AskInfo,
+        cancel: &CancellationToken,
+    ) -> Option<PermissionReply> {
         if self.hooks.has(Event::Notification) {
             let message = format!("keel needs your permission to use {}", call.name);
             self.hooks
@@ -250,8 +253,13 @@ impl Pipeline<'_> {
             tool_use_id: call.id.clone(),
             tool_name: call.name.clone(),
             input: call.input.clone(),
-            detail: detail(call, info),
-            preview: crate::permissions::preview::build(&call.name, &call.input, &self.services.cwd, &info.reason),
+            detail: format!(
+                "{}\n\n({})",
+                tool.detail(&call.input)
+                    .unwrap_or_else(|| serde_json::to_string_pretty(&call.input).unwrap_or_default()),
+                info.reason
+            ),
+            preview: crate::tools::preview::build(tool, &call.input, &self.services.cwd, &info.reason),
             suggested_rule: info.rules_to_save.first().or(info.session_grants.first()).cloned(),
             reason: info.reason.clone(),
             suggestions: updates::suggestions(info),
@@ -313,9 +321,10 @@ impl Pipeline<'_> {
         }
     }
 
-    /// Approving ExitPlanMode leaves plan mode: "always" → acceptEdits, "once" → default.
-    fn after_approval(&self, call: &ToolCall, always: bool) {
-        if call.name == "ExitPlanMode" && self.services.mode() == Mode::Plan {
+    /// Approving a call that leaves plan mode (ExitPlanMode): "always" → acceptEdits, "once"
+    /// → default.
+    fn after_approval(&self, effects: Effects, always: bool) {
+        if effects.leaves_plan && self.services.mode() == Mode::Plan {
             let next = if always { Mode::AcceptEdits } else { Mode::Default };
             self.services.set_mode(next);
             self.events.emit(EngineEvent::ModeChanged(next));
@@ -331,8 +340,8 @@ fn denied(_call: &ToolCall, message: &str) -> Refusal {
 }
 
 /// The denial text when nobody can answer (headless, dontAsk).
-fn unanswerable(call: &ToolCall, info: &AskInfo, mode: Mode) -> String {
-    if call.name == "ExitPlanMode" {
+fn unanswerable(call: &ToolCall, effects: Effects, info: &AskInfo, mode: Mode) -> String {
+    if effects.leaves_plan {
         return "Plan mode: nobody can approve a plan in this non-interactive session, so plan mode stays on. \
                 Give the plan as your final answer instead."
             .into();
@@ -355,36 +364,9 @@ fn unanswerable(call: &ToolCall, info: &AskInfo, mode: Mode) -> String {
     msg
 }
 
-/// What exactly would happen, for the approval dialog.
-fn detail(call: &ToolCall, info: &AskInfo) -> String {
-    let input = &call.input;
-    let body = match call.name.as_str() {
-        "Bash" => input["command"].as_str().unwrap_or("").to_string(),
-        "ExitPlanMode" => input["plan"].as_str().unwrap_or("(no plan text given)").to_string(),
-        "Write" => format!(
-            "write {} ({} bytes)",
-            input["file_path"].as_str().unwrap_or("?"),
-            input["content"].as_str().map(str::len).unwrap_or(0)
-        ),
-        "Edit" => {
-            let old = input["old_string"].as_str().unwrap_or("");
-            let new = input["new_string"].as_str().unwrap_or("");
-            let diff = similar::TextDiff::from_lines(old, new);
-            format!(
-                "edit {}\n{}",
-                input["file_path"].as_str().unwrap_or("?"),
-                diff.unified_diff().context_radius(2).header("before", "after")
-            )
-        }
-        _ => serde_json::to_string_pretty(input).unwrap_or_default(),
-    };
-    format!("{body}\n\n({})", info.reason)
-}
-
 /// A Bash call that asks to run unconfined while it would be confined: the sandbox is on, or
 /// keel approved it only as read-only (the jail).
 fn leaves_sandbox(call: &ToolCall, sandbox: &crate::sandbox::SandboxMode, verdict: &Verdict) -> bool {
-    call.name == "Bash"
-        && call.input.get("dangerouslyDisableSandbox") == Some(&serde_json::Value::Bool(true))
+    call.input.get("dangerouslyDisableSandbox") == Some(&serde_json::Value::Bool(true))
         && (!matches!(sandbox, crate::sandbox::SandboxMode::Off) || matches!(verdict, Verdict::AllowConfined(_)))
 }

@@ -9,6 +9,8 @@ use std::time::Instant;
 
 use futures_util::StreamExt;
 
+use crate::tools::kinds::KindTable;
+
 use crate::hooks::{Event as HookEvent, fields};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -69,6 +71,7 @@ impl Engine {
         let generation = self.registry.generation();
         if generation != self.tools_generation {
             self.tools_generation = generation;
+            self.compactor.kinds = KindTable::of(&self.registry);
             self.compactor
                 .set_fixed_tokens(tokens::system(&self.config.system) + tokens::tool_set(&self.registry.tool_set()));
         }
@@ -130,6 +133,7 @@ impl Engine {
                 content: &r.output.content,
                 is_error: r.output.is_error,
                 structured: &r.output.structured,
+                declared: self.compactor.kinds.get(&r.call.name),
             };
             self.session
                 .tool_log
@@ -298,8 +302,11 @@ impl Engine {
             .tool_log
             .entries()
             .iter()
-            .filter(|e| !e.not_run && !calls::is_observation(&e.tool) && e.edited.is_none())
-            .filter(|e| !calls::FILE_EDIT_TOOLS.contains(&e.tool.as_str()))
+            .filter(|e| !e.not_run && e.edited.is_none())
+            .filter(|e| {
+                let effects = self.compactor.kinds.get(&e.tool).effects;
+                !effects.read_only && !effects.edits_files
+            })
             .count();
         let input_bytes = (window.input_budget() * tokens::BYTES_PER_TOKEN) as usize;
         let transcript_path = self.session.transcript.path();

@@ -104,6 +104,12 @@ impl Tool for Replace {
     fn name(&self) -> &'static str {
         "Edit"
     }
+    /// It edits the file its input names, as the real Edit declares.
+    fn declared(&self) -> crate::tools::Declared {
+        crate::tools::kinds::builtin("Edit")
+            .map(|t| t.declared())
+            .unwrap_or_default()
+    }
     fn description(&self) -> &'static str {
         "test edit"
     }

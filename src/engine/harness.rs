@@ -157,7 +157,7 @@ impl Engine {
     pub(super) fn loaded_skills(&self, records: &[CallRecord]) -> Vec<ContentBlock> {
         let ids: Vec<&str> = records
             .iter()
-            .filter(|r| r.call.name == "Skill")
+            .filter(|r| self.compactor.kinds.get(&r.call.name).effects.loads_skill)
             .map(|r| r.call.id.as_str())
             .collect();
         if ids.is_empty() {

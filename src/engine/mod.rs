@@ -9,6 +9,8 @@ mod authorize;
 mod compaction;
 pub mod harness;
 mod lifecycle;
+#[cfg(test)]
+mod new_tool_tests;
 mod observers;
 pub mod pipeline;
 pub mod rewind;
@@ -108,6 +110,7 @@ impl Engine {
             config.max_tokens,
         );
         let mut compactor = Compactor::new(window, config.compact);
+        compactor.kinds = crate::tools::kinds::KindTable::of(&registry);
         let tools_generation = registry.generation();
         compactor.set_fixed_tokens(tokens::system(&config.system) + tokens::tool_set(&registry.tool_set()));
         let project = ProjectContext::bare(&session.services.cwd, "");

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::SessionServices;
 use crate::evidence::{CommandChanges, Watch};
 use crate::sandbox::Confinement;
-use crate::types::tool::ToolOutput;
+use crate::types::tool::{Effects, ToolOutput};
 
 /// One observer of tool calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,7 +36,13 @@ pub struct Observation {
 }
 
 /// Runs the [`BEFORE`] observers for a call of `tool` with `input`.
-pub async fn before(services: &SessionServices, tool: &str, input: &Value, confinement: Confinement) -> Observation {
+pub async fn before(
+    services: &SessionServices,
+    tool: &str,
+    effects: Effects,
+    input: &Value,
+    confinement: Confinement,
+) -> Observation {
     let mut obs = Observation {
         watch: Watch::None,
         shell_undo: false,
@@ -45,7 +51,10 @@ pub async fn before(services: &SessionServices, tool: &str, input: &Value, confi
     for o in BEFORE {
         match o {
             Observer::Evidence => {
-                obs.watch = services.evidence.before(tool, input, &services.shell.cwd()).await;
+                obs.watch = services
+                    .evidence
+                    .before(tool, effects, input, &services.shell.cwd())
+                    .await;
             }
             Observer::ShellUndo => {
                 obs.shell_undo = crate::checkpoint::shell::before(

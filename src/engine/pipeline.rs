@@ -72,7 +72,7 @@ impl Pipeline<'_> {
         // runs; places the calls did not use (refused, invalid) are given back afterwards.
         let agent_calls: Vec<String> = calls
             .iter()
-            .filter(|c| c.name == "Agent" && !broken.iter().any(|b| b.id == c.id))
+            .filter(|c| self.declared(&c.name).effects.spawns_agent && !broken.iter().any(|b| b.id == c.id))
             .map(|c| c.id.clone())
             .collect();
         let runner = self.grants.agents.clone().filter(|_| !agent_calls.is_empty());
@@ -94,6 +94,11 @@ impl Pipeline<'_> {
             r.release(&agent_calls);
         }
         records
+    }
+
+    /// What the tool of that name declares (nothing, for a name the registry does not hold).
+    fn declared(&self, name: &str) -> crate::tools::Declared {
+        self.registry.get(name).map(|t| t.tool.declared()).unwrap_or_default()
     }
 
     /// Read-only calls (and calls that will not run at all) may share a batch.
@@ -193,8 +198,10 @@ impl Pipeline<'_> {
             name: call.name.clone(),
             input: pre.input,
         };
-        let read_only = registered.tool.is_read_only(&effective.input);
-        let approved = match self.authorize(&effective, read_only, pre.decision, cancel).await {
+        let approved = match self
+            .authorize(&effective, registered.tool.as_ref(), pre.decision, cancel)
+            .await
+        {
             Ok(a) => a,
             Err(refusal) => return self.refused(call, refusal),
         };
@@ -213,10 +220,14 @@ impl Pipeline<'_> {
                 // Deny rules hold whoever approves: the rewritten input is checked against them,
                 // and its path is resolved anew (the tool opens what the check saw).
                 let grants = self.services.skills.grants();
-                let decision = self.authorizer.decide(
+                let facts = crate::permissions::authorizer::Call::of(
+                    registered.tool.as_ref(),
                     &call.name,
                     &updated,
-                    registered.tool.is_read_only(&updated),
+                    &self.services.cwd,
+                );
+                let decision = self.authorizer.decide_call(
+                    &facts,
                     self.services.mode(),
                     &self.services.cwd,
                     Some(crate::permissions::HookDecision::Allow),
@@ -245,7 +256,14 @@ impl Pipeline<'_> {
             .with_grants(self.grants.only(tool.capabilities()));
         ctx.resolved = resolved;
         ctx.confinement = confinement;
-        let observed = super::observers::before(self.services, &call.name, &effective.input, ctx.confinement).await;
+        let observed = super::observers::before(
+            self.services,
+            &call.name,
+            tool.declared().effects,
+            &effective.input,
+            ctx.confinement,
+        )
+        .await;
         let result = if tool.handles_cancellation() {
             tool.call(effective.input.clone(), &ctx).await
         } else {

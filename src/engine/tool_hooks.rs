@@ -161,7 +161,11 @@ impl Pipeline<'_> {
     /// like a conflict. keel re-reads the file, shows the model exactly what the hook changed,
     /// and records the new content as seen, so nobody's change is lost and no re-read is needed.
     fn refresh_after_hooks(&self, call: &ToolCall, input: &Value) -> Option<String> {
-        if !matches!(call.name.as_str(), "Edit" | "Write" | "NotebookEdit") {
+        let edits = self
+            .registry
+            .get(&call.name)
+            .is_some_and(|t| t.tool.declared().effects.edits_files);
+        if !edits {
             return None;
         }
         let raw = input

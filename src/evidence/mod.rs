@@ -47,14 +47,11 @@ use store::baselines_path;
 
 use crate::fsutil::open::{ReadError, read_file_capped};
 use crate::types::message::{ToolResultBlock, ToolResultContent};
-use crate::types::tool::ToolOutput;
+use crate::types::tool::{Effects, ToolOutput};
 use crate::workspace::{Fingerprinter, Snapshot};
 
 /// Test files larger than this are not kept as a baseline (nor compared).
 const MAX_BASELINE_BYTES: usize = 512 * 1024;
-
-/// Tools whose successful calls change the file named in their input.
-const EDIT_TOOLS: &[&str] = &["Edit", "MultiEdit", "Write", "NotebookEdit"];
 
 /// What [`Evidence::before`] saw, for [`Evidence::after`].
 pub enum Watch {
@@ -248,8 +245,8 @@ impl Evidence {
     /// Before a tool call: fingerprints the workspace before a foreground command (recording
     /// changes made since the last one by anything but keel's tools), and keeps the baseline
     /// of a test file about to be edited.
-    pub async fn before(&self, tool: &str, input: &Value, shell_cwd: &Path) -> Watch {
-        if tool == "Bash" {
+    pub async fn before(&self, tool: &str, effects: Effects, input: &Value, shell_cwd: &Path) -> Watch {
+        if effects.runs_commands {
             if input.get("run_in_background").and_then(Value::as_bool) == Some(true) {
                 return Watch::None;
             }
@@ -283,7 +280,7 @@ impl Evidence {
                 started_at: std::time::SystemTime::now(),
             };
         }
-        if EDIT_TOOLS.contains(&tool)
+        if effects.edits_files
             && let Some(p) = input
                 .get("file_path")
                 .or_else(|| input.get("notebook_path"))

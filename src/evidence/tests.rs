@@ -53,7 +53,12 @@ impl Ws {
     async fn bash(&self, command: &str, effect: impl FnOnce(&Path), output: &str, exit: i32) -> ToolOutput {
         let watch = self
             .ev
-            .before("Bash", &json!({"command": command}), self.dir.path())
+            .before(
+                "Bash",
+                crate::types::tool::Effects::RUNS,
+                &json!({"command": command}),
+                self.dir.path(),
+            )
             .await;
         effect(self.dir.path());
         let mut out = shell(output, exit);
@@ -65,7 +70,12 @@ impl Ws {
         let path = self.path(rel);
         let watch = self
             .ev
-            .before("Edit", &json!({"file_path": path}), self.dir.path())
+            .before(
+                "Edit",
+                crate::types::tool::Effects::EDITS,
+                &json!({"file_path": path}),
+                self.dir.path(),
+            )
             .await;
         std::fs::write(&path, new).unwrap();
         let mut out = ToolOutput::text(format!("The file {} has been updated.", path.display()));
@@ -399,7 +409,14 @@ async fn a_planted_fifo_or_device_is_never_read() {
     let run = async {
         for name in ["tests/test_pipe.py", "tests/test_zero.py"] {
             let path = w.path(name);
-            let watch = w.ev.before("Edit", &json!({"file_path": path}), w.dir.path()).await;
+            let watch =
+                w.ev.before(
+                    "Edit",
+                    crate::types::tool::Effects::EDITS,
+                    &json!({"file_path": path}),
+                    w.dir.path(),
+                )
+                .await;
             w.ev.after(watch, &mut ToolOutput::text("ok"), &|_| None).await;
         }
         w.bash("cat tests/test_pipe.py > out.log", |_| {}, "", 0).await;

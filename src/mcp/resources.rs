@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use super::McpHub;
 use super::result;
 use super::server::CallError;
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, parse_input};
+use crate::tools::{Declared, Effects, Tool, ToolContext, ToolError, ToolOutput, parse_input};
 
 pub struct ListResources {
     pub hub: Weak<McpHub>,
@@ -57,6 +57,17 @@ impl Tool for ListResources {
 
     fn is_read_only(&self, _input: &Value) -> bool {
         true
+    }
+
+    fn declared(&self) -> Declared {
+        // A server's answer: not folded away like a file read.
+        Declared {
+            effects: Effects {
+                network: true,
+                ..Effects::NONE
+            },
+            ..Declared::default()
+        }
     }
 
     fn handles_cancellation(&self) -> bool {
@@ -145,6 +156,17 @@ impl Tool for ReadResource {
 
     fn is_read_only(&self, _input: &Value) -> bool {
         true
+    }
+
+    fn declared(&self) -> Declared {
+        // A server's answer: not folded away like a file read.
+        Declared {
+            effects: Effects {
+                network: true,
+                ..Effects::NONE
+            },
+            ..Declared::default()
+        }
     }
 
     fn handles_cancellation(&self) -> bool {

@@ -11,10 +11,9 @@ use serde_json::Value;
 
 use super::Mode;
 use super::protected;
-use super::rules::{Anchors, Behavior, EDIT_FAMILY, READ_FAMILY, Rule, Spec};
-
-/// Tools that only touch keel's own session state.
-const SESSION_TOOLS: &[&str] = &["TodoWrite", "BashOutput", "KillShell"];
+use super::rules::{Anchors, Behavior, Rule, Spec};
+use crate::tools::{Tool, kinds};
+use crate::types::tool::{Declared, Subject};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
@@ -172,6 +171,7 @@ impl Authorizer {
             dirs: &dirs,
             home: self.home.as_deref(),
             jail: false,
+            covered_by: &[],
         };
         // Search walks do not follow symlinked directories, so only the file itself can be a
         // link; resolving every path would cost a readlink per directory level per file.
@@ -236,6 +236,21 @@ impl Authorizer {
         hook: Option<HookDecision>,
         grants: &[Rule],
     ) -> Decision {
+        let call = Call::named(tool, input, read_only, shell_cwd);
+        self.decide_call(&call, mode, shell_cwd, hook, grants)
+    }
+
+    /// The decision on one call, from what its tool declares: its effects, its rule grammar,
+    /// the rule names that cover it and what it acts on. No tool name is special here.
+    pub fn decide_call(
+        &self,
+        call: &Call<'_>,
+        mode: Mode,
+        shell_cwd: &Path,
+        hook: Option<HookDecision>,
+        grants: &[Rule],
+    ) -> Decision {
+        let (tool, input, effects) = (call.tool, call.input, call.declared.effects);
         let mut resolved = None;
         let session = self.session.lock().unwrap_or_else(|p| p.into_inner());
         let mut all = self.active(&session);
@@ -246,50 +261,38 @@ impl Authorizer {
             mode,
             dirs: &dirs,
             home: self.home.as_deref(),
-            jail: tool == "Bash" && self.jail(),
+            jail: effects.runs_commands && self.jail(),
+            covered_by: call.declared.covered_by,
         };
-        let verdict = if tool == "Bash" {
-            let command = input.get("command").and_then(Value::as_str).unwrap_or("");
-            ctx.bash(
+        let verdict = match (&call.subject, effects) {
+            (Subject::Command(command), e) if e.runs_commands => ctx.bash(
                 command,
                 shell_cwd,
                 dirs.first().map(PathBuf::as_path).unwrap_or(shell_cwd),
                 input,
-            )
-        } else if EDIT_FAMILY.contains(&tool) {
-            match path_input(input, &["file_path", "notebook_path"], shell_cwd) {
-                Some(p) => {
-                    let real = real_path(&p);
-                    let v = ctx.edit_resolved(tool, &p, &real);
-                    resolved = Some(real);
-                    v
-                }
-                None => ctx.generic(tool, input, false),
+            ),
+            (Subject::Path(p), e) if e.edits_files => {
+                let real = real_path(p);
+                let v = ctx.edit_resolved(tool, p, &real);
+                resolved = Some(real);
+                v
             }
-        } else if READ_FAMILY.contains(&tool) {
-            let p = if tool == "Glob" {
-                glob_root(input, shell_cwd)
-            } else {
-                path_input(input, &["file_path", "path"], shell_cwd).unwrap_or_else(|| shell_cwd.to_path_buf())
-            };
-            let real = real_path(&p);
-            let v = ctx.read_resolved(tool, &p, &real);
-            resolved = Some(real);
-            v
-        } else if tool == "Agent" {
+            (_, e) if e.edits_files => ctx.generic(tool, input, false),
+            (Subject::Path(p), e) if e.read_only => {
+                let real = real_path(p);
+                let v = ctx.read_resolved(tool, p, &real);
+                resolved = Some(real);
+                v
+            }
             // Launching a sub-agent needs no approval; each of its own calls is checked.
-            let kind = input
-                .get("subagent_type")
-                .and_then(Value::as_str)
-                .unwrap_or("general-purpose");
-            match ctx.deny_rule(tool, |r| r.is_whole_tool() || r.matches_key(kind)) {
-                Some(reason) => Verdict::Deny(reason),
-                None => Verdict::Allow,
+            (Subject::Key(kind), e) if e.spawns_agent => {
+                match ctx.deny_rule(tool, |r| r.is_whole_tool() || r.matches_key(kind)) {
+                    Some(reason) => Verdict::Deny(reason),
+                    None => Verdict::Allow,
+                }
             }
-        } else if tool == "Skill" {
-            ctx.skill(input, read_only)
-        } else if tool == "ExitPlanMode" {
-            match ctx.deny_rule(tool, |r| r.is_whole_tool()) {
+            (Subject::Key(name), e) if e.loads_skill => ctx.skill(tool, name, call.read_only),
+            (_, e) if e.leaves_plan => match ctx.deny_rule(tool, |r| r.is_whole_tool()) {
                 Some(reason) => Verdict::Deny(reason),
                 None if mode == Mode::Plan => Verdict::Ask {
                     hard: true,
@@ -299,14 +302,12 @@ impl Authorizer {
                     },
                 },
                 None => Verdict::Allow,
-            }
-        } else if SESSION_TOOLS.contains(&tool) {
-            match ctx.deny_rule(tool, |r| r.is_whole_tool()) {
+            },
+            (_, e) if e.session_only => match ctx.deny_rule(tool, |r| r.is_whole_tool()) {
                 Some(reason) => Verdict::Deny(reason),
                 None => Verdict::Allow,
-            }
-        } else {
-            ctx.generic(tool, input, read_only)
+            },
+            _ => ctx.generic(tool, input, call.read_only),
         };
         let verdict = match (verdict, hook) {
             (Verdict::Ask { hard: false, .. }, Some(HookDecision::Allow)) => Verdict::Allow,
@@ -348,18 +349,38 @@ impl Authorizer {
     }
 }
 
-/// The directory a Glob call lists: its `path`, or the literal start of an absolute pattern (or
-/// one that climbs with `..`), so `/etc/*` is checked as a read of `/etc`.
-fn glob_root(input: &Value, cwd: &Path) -> PathBuf {
-    let base = path_input(input, &["path"], cwd).unwrap_or_else(|| cwd.to_path_buf());
-    let pattern = input.get("pattern").and_then(Value::as_str).unwrap_or("");
-    crate::tools::glob::walk_root(&base, pattern)
+/// A call as the permission check sees it.
+pub struct Call<'a> {
+    pub tool: &'a str,
+    pub input: &'a Value,
+    /// The tool says this call only observes.
+    pub read_only: bool,
+    pub declared: Declared,
+    pub subject: Subject,
 }
 
-fn path_input(input: &Value, keys: &[&str], cwd: &Path) -> Option<PathBuf> {
-    keys.iter()
-        .find_map(|k| input.get(*k).and_then(Value::as_str))
-        .map(|p| crate::fsutil::paths::resolve(cwd, p))
+impl<'a> Call<'a> {
+    /// A call of a registered tool: its own declaration and reading of the input.
+    pub fn of(tool: &'a dyn Tool, name: &'a str, input: &'a Value, cwd: &Path) -> Self {
+        Call {
+            tool: name,
+            input,
+            read_only: tool.is_read_only(input),
+            declared: tool.declared(),
+            subject: tool.subject(input, cwd),
+        }
+    }
+
+    /// A call known only by its tool's name (as `tools::kinds` knows that name).
+    pub fn named(tool: &'a str, input: &'a Value, read_only: bool, cwd: &Path) -> Self {
+        Call {
+            tool,
+            input,
+            read_only,
+            declared: kinds::declared(tool),
+            subject: kinds::subject(tool, input, cwd),
+        }
+    }
 }
 
 struct Ctx<'a> {
@@ -369,6 +390,8 @@ struct Ctx<'a> {
     home: Option<&'a Path>,
     /// The read-only jail is in force (shell checks may leave unknown options to it).
     jail: bool,
+    /// The rule names that cover the call's tool besides its own.
+    covered_by: &'a [&'a str],
 }
 
 impl Ctx<'_> {
@@ -376,7 +399,7 @@ impl Ctx<'_> {
         self.rules
             .iter()
             .copied()
-            .find(|r| r.behavior == behavior && r.names_tool(tool) && pred(r))
+            .find(|r| r.behavior == behavior && r.names_call(tool, self.covered_by) && pred(r))
     }
 
     fn deny_rule(&self, tool: &str, pred: impl Fn(&Rule) -> bool) -> Option<String> {
@@ -524,22 +547,21 @@ impl Ctx<'_> {
 
     /// Loading a skill: `Skill(name)` rules; a skill that grants tools (not `read_only`) asks
     /// in every mode but bypass, since a repository's skill must not grant itself commands.
-    fn skill(&self, input: &Value, read_only: bool) -> Verdict {
-        let name = crate::skills::requested_name(input.get("skill").and_then(Value::as_str).unwrap_or(""));
+    fn skill(&self, tool: &str, name: &str, read_only: bool) -> Verdict {
         // `Skill(plugin:name)` parses as a parameter rule; for skills it is the qualified name.
         let hits = |r: &Rule| r.matches_key(name) || matches!(&r.spec, Spec::Param(k, v) if format!("{k}:{v}") == name);
-        if let Some(r) = self.find(Behavior::Deny, "Skill", hits) {
+        if let Some(r) = self.find(Behavior::Deny, tool, hits) {
             return Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source));
         }
-        if let Some(r) = self.find(Behavior::Ask, "Skill", hits) {
+        if let Some(r) = self.find(Behavior::Ask, tool, hits) {
             return self.hard_ask(format!("the rule `{}` asks for confirmation", r.text));
         }
-        if self.find(Behavior::Allow, "Skill", hits).is_some() || read_only || self.mode == Mode::BypassPermissions {
+        if self.find(Behavior::Allow, tool, hits).is_some() || read_only || self.mode == Mode::BypassPermissions {
             return Verdict::Allow;
         }
         self.ask(
             format!("the skill `{name}` grants tools (allowed-tools) while its task runs"),
-            vec![format!("Skill({name})")],
+            vec![format!("{tool}({name})")],
             Vec::new(),
         )
     }

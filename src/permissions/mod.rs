@@ -5,7 +5,6 @@
 
 pub mod authorizer;
 pub mod config;
-pub mod preview;
 pub mod protected;
 pub mod rules;
 pub mod updates;

@@ -8,6 +8,7 @@ use globset::{GlobBuilder, GlobMatcher};
 
 pub use crate::frontmatter::split_cli_rules;
 pub use crate::types::permission::Behavior;
+use crate::types::tool::RuleGrammar;
 
 #[derive(Debug, Clone)]
 pub enum Spec {
@@ -56,8 +57,6 @@ pub struct Anchors {
     pub home: Option<PathBuf>,
 }
 
-pub const EDIT_FAMILY: &[&str] = &["Edit", "Write", "NotebookEdit", "MultiEdit"];
-pub const READ_FAMILY: &[&str] = &["Read", "Grep", "Glob"];
 /// Bash parameters a `Bash(param:value)` rule may name (anything else is a command prefix).
 const BASH_PARAMS: &[&str] = &["run_in_background", "timeout", "dangerouslyDisableSandbox"];
 
@@ -85,13 +84,15 @@ impl Rule {
         {
             return Err(err("the tool name may contain letters, digits, `_`, `-` and `*` only"));
         }
+        // The specifier reads as the named tool declares (`tools::kinds`).
+        let grammar = crate::tools::kinds::declared(tool).grammar;
         let spec = match spec_text.map(str::trim) {
             None | Some("*") | Some("") => Spec::Any,
-            Some(s) if tool == "Bash" => match param_spec(s) {
+            Some(s) if grammar == RuleGrammar::Command => match param_spec(s) {
                 Some((k, v)) if BASH_PARAMS.contains(&k.as_str()) => Spec::Param(k, v),
                 _ => bash_spec(s).map_err(|p| err(&p))?,
             },
-            Some(s) if READ_FAMILY.contains(&tool) || EDIT_FAMILY.contains(&tool) => {
+            Some(s) if grammar == RuleGrammar::Path => {
                 let pattern = resolve_path_pattern(s, anchors);
                 Spec::Path(compile_glob(&pattern).map_err(|p| err(&p))?, pattern)
             }
@@ -109,8 +110,14 @@ impl Rule {
         })
     }
 
-    /// Whether the rule names this tool (directly, through its family, or by glob).
+    /// Whether the rule names this tool (directly, through the rule names its declaration
+    /// says cover it, or by glob), as `tools::kinds` knows the name.
     pub fn names_tool(&self, tool: &str) -> bool {
+        self.names_call(tool, crate::tools::kinds::declared(tool).covered_by)
+    }
+
+    /// Whether the rule names a tool that `covered_by` rule names also cover.
+    pub fn names_call(&self, tool: &str, covered_by: &[&str]) -> bool {
         if self.tool == tool || glob_name(&self.tool, tool) {
             return true;
         }
@@ -118,12 +125,8 @@ impl Rule {
         if self.tool.starts_with("mcp__") && self.tool.matches("__").count() == 1 {
             return tool.starts_with(&format!("{}__", self.tool));
         }
-        // `Task` is the reference's older name of Agent; rules written for it still apply.
-        if self.tool == "Task" && tool == "Agent" {
-            return true;
-        }
-        // Edit rules cover the whole edit family; Read rules cover the read family.
-        (self.tool == "Edit" && EDIT_FAMILY.contains(&tool)) || (self.tool == "Read" && READ_FAMILY.contains(&tool))
+        // `Edit(...)` rules cover Write, `Read(...)` rules Grep and Glob, `Task` Agent.
+        covered_by.contains(&self.tool.as_str())
     }
 
     /// A bare-name deny that removes the tool from what the model is offered.

@@ -11,7 +11,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::{Capability, Tool, ToolContext, ToolError, ToolOutput, parse_input};
+use super::{
+    Capability, Declared, Effects, RuleGrammar, Subject, Tool, ToolContext, ToolError, ToolOutput, parse_input,
+};
 
 /// What the Agent tool asks the engine to run.
 #[derive(Debug, Clone, Default)]
@@ -87,6 +89,22 @@ struct Input {
 impl Tool for AgentTool {
     fn name(&self) -> &'static str {
         "Agent"
+    }
+
+    fn declared(&self) -> Declared {
+        Declared {
+            effects: Effects {
+                spawns_agent: true,
+                ..Effects::NONE
+            },
+            grammar: RuleGrammar::Key,
+            covered_by: &["Task"],
+        }
+    }
+
+    fn subject(&self, input: &Value, _cwd: &std::path::Path) -> Subject {
+        let kind = input.get("subagent_type").and_then(Value::as_str);
+        Subject::Key(kind.unwrap_or("general-purpose").to_string())
     }
 
     fn capabilities(&self) -> &'static [Capability] {

@@ -8,7 +8,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Tool, ToolContext, ToolError, ToolOutput, parse_input, paths};
+use super::{Declared, Effects, RuleGrammar, Subject, Tool, ToolContext, ToolError, ToolOutput, parse_input, paths};
 
 pub const MAX_RESULTS: usize = 100;
 
@@ -24,6 +24,25 @@ struct Input {
 impl Tool for GlobTool {
     fn name(&self) -> &'static str {
         "Glob"
+    }
+
+    fn declared(&self) -> Declared {
+        Declared {
+            effects: Effects::READS,
+            grammar: RuleGrammar::Path,
+            covered_by: &["Read"],
+        }
+    }
+
+    /// The directory the call lists: its `path`, or the literal start of an absolute pattern
+    /// (or one that climbs with `..`), so `/etc/*` is checked as a read of `/etc`.
+    fn subject(&self, input: &Value, cwd: &std::path::Path) -> Subject {
+        let base = match input.get("path").and_then(Value::as_str) {
+            Some(p) => paths::resolve(cwd, p),
+            None => cwd.to_path_buf(),
+        };
+        let pattern = input.get("pattern").and_then(Value::as_str).unwrap_or("");
+        Subject::Path(walk_root(&base, pattern))
     }
 
     fn description(&self) -> &'static str {

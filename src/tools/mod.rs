@@ -9,7 +9,9 @@ pub mod edit;
 pub mod file_state;
 pub mod glob;
 pub mod grep;
+pub mod kinds;
 pub mod plan;
+pub mod preview;
 pub mod read;
 pub mod registry;
 pub mod services;
@@ -26,7 +28,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::fsutil::{paths, walk};
-pub use crate::types::tool::{Todo, TodoStatus, ToolError, ToolOutput};
+pub use crate::types::permission::Body;
+pub use crate::types::tool::{Declared, Effects, RuleGrammar, Subject, Todo, TodoStatus, ToolError, ToolOutput};
 pub use services::{Capability, FileAccess, ModeCell, ReadGuard, ShellEnv, TaskList, Workspace};
 
 /// What one tool call gets to work with: the workspace, the call's own facts, and the
@@ -152,6 +155,30 @@ pub trait Tool: Send + Sync {
     /// (read-only calls; sub-agents, which work in their own conversations).
     fn runs_concurrently(&self, input: &Value) -> bool {
         self.is_read_only(input)
+    }
+    /// What the tool's calls may do, the grammar of its permission rules, and the rule names
+    /// that cover it besides its own. Permissions, compaction and the ledger decide on this.
+    fn declared(&self) -> Declared {
+        Declared {
+            effects: Effects {
+                read_only: self.is_read_only(&Value::Null),
+                ..Effects::NONE
+            },
+            ..Declared::default()
+        }
+    }
+    /// What a call acts on (the path, command or key its permission check decides on).
+    fn subject(&self, _input: &Value, _cwd: &std::path::Path) -> Subject {
+        Subject::None
+    }
+    /// The approval question's text form of a call (programs and plain front ends show it);
+    /// `None`: the input as JSON.
+    fn detail(&self, _input: &Value) -> Option<String> {
+        None
+    }
+    /// What the approval dialog shows of a call (by default its input, as `detail`).
+    fn preview(&self, _input: &Value, _cwd: &std::path::Path) -> Body {
+        Body::Detail
     }
     /// Characters of output kept in context before the rest is spilled to a file.
     fn result_budget(&self) -> usize {

@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::{Capability, Tool, ToolContext, ToolError, ToolOutput};
+use super::{Body, Capability, Declared, Effects, RuleGrammar, Tool, ToolContext, ToolError, ToolOutput};
 use crate::types::permission::Mode;
 
 pub struct ExitPlanModeTool;
@@ -14,6 +14,31 @@ pub struct ExitPlanModeTool;
 impl Tool for ExitPlanModeTool {
     fn name(&self) -> &'static str {
         "ExitPlanMode"
+    }
+
+    fn declared(&self) -> Declared {
+        Declared {
+            effects: Effects {
+                leaves_plan: true,
+                ..Effects::NONE
+            },
+            grammar: RuleGrammar::Key,
+            covered_by: &[],
+        }
+    }
+
+    fn preview(&self, input: &Value, _cwd: &std::path::Path) -> Body {
+        Body::Plan(
+            input
+                .get("plan")
+                .and_then(Value::as_str)
+                .unwrap_or("(no plan text given)")
+                .to_string(),
+        )
+    }
+
+    fn detail(&self, input: &Value) -> Option<String> {
+        Some(input["plan"].as_str().unwrap_or("(no plan text given)").to_string())
     }
 
     fn capabilities(&self) -> &'static [Capability] {

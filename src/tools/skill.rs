@@ -9,7 +9,9 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Capability, Tool, ToolContext, ToolError, ToolOutput, parse_input};
+use super::{
+    Capability, Declared, Effects, RuleGrammar, Subject, Tool, ToolContext, ToolError, ToolOutput, parse_input,
+};
 use crate::skills::Catalog;
 
 /// Loads skills; implemented by the engine, installed in the session state.
@@ -44,6 +46,22 @@ struct Input {
 impl Tool for SkillTool {
     fn name(&self) -> &'static str {
         "Skill"
+    }
+
+    fn declared(&self) -> Declared {
+        Declared {
+            effects: Effects {
+                loads_skill: true,
+                ..Effects::NONE
+            },
+            grammar: RuleGrammar::Key,
+            covered_by: &[],
+        }
+    }
+
+    fn subject(&self, input: &Value, _cwd: &std::path::Path) -> Subject {
+        let name = input.get("skill").and_then(Value::as_str).unwrap_or("");
+        Subject::Key(crate::skills::requested_name(name).to_string())
     }
 
     fn capabilities(&self) -> &'static [Capability] {

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::{Tool, ToolContext, ToolError, ToolOutput};
+use super::{Declared, Effects, RuleGrammar, Tool, ToolContext, ToolError, ToolOutput};
 
 pub const NAME: &str = "StructuredOutput";
 
@@ -40,6 +40,14 @@ impl StructuredOutputTool {
 impl Tool for StructuredOutputTool {
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn declared(&self) -> Declared {
+        Declared {
+            effects: Effects::SESSION,
+            grammar: RuleGrammar::Key,
+            covered_by: &[],
+        }
     }
 
     fn description(&self) -> &'static str {

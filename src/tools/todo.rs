@@ -7,7 +7,9 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Capability, Todo, TodoStatus, Tool, ToolContext, ToolError, ToolOutput, parse_input};
+use super::{
+    Capability, Declared, Effects, RuleGrammar, Todo, TodoStatus, Tool, ToolContext, ToolError, ToolOutput, parse_input,
+};
 
 pub struct TodoWriteTool;
 
@@ -20,6 +22,14 @@ struct Input {
 impl Tool for TodoWriteTool {
     fn name(&self) -> &'static str {
         "TodoWrite"
+    }
+
+    fn declared(&self) -> Declared {
+        Declared {
+            effects: Effects::SESSION,
+            grammar: RuleGrammar::Key,
+            covered_by: &[],
+        }
     }
 
     fn capabilities(&self) -> &'static [Capability] {

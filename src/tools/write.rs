@@ -11,7 +11,10 @@ use similar::{ChangeTag, TextDiff};
 use super::edit::guard::{self, Intent};
 use super::edit::{disk, text};
 use super::file_state::{FileView, ViewKind, file_mtime};
-use super::{Capability, FileAccess, Tool, ToolContext, ToolError, ToolOutput, parse_input, paths};
+use super::{
+    Body, Capability, Declared, Effects, FileAccess, RuleGrammar, Subject, Tool, ToolContext, ToolError, ToolOutput,
+    parse_input, paths,
+};
 use crate::checkpoint::Hashed;
 
 pub struct WriteTool;
@@ -26,6 +29,38 @@ struct Input {
 impl Tool for WriteTool {
     fn name(&self) -> &'static str {
         "Write"
+    }
+
+    fn declared(&self) -> Declared {
+        Declared {
+            effects: Effects::EDITS,
+            grammar: RuleGrammar::Path,
+            covered_by: &["Edit"],
+        }
+    }
+
+    fn subject(&self, input: &Value, cwd: &std::path::Path) -> Subject {
+        input
+            .get("file_path")
+            .and_then(Value::as_str)
+            .map(|p| Subject::Path(paths::resolve(cwd, p)))
+            .unwrap_or_default()
+    }
+
+    fn preview(&self, input: &Value, cwd: &std::path::Path) -> Body {
+        let str_of = |k: &str| input.get(k).and_then(Value::as_str);
+        match str_of("file_path") {
+            Some(p) => super::preview::write(&paths::resolve(cwd, p), str_of("content").unwrap_or("")),
+            None => Body::Detail,
+        }
+    }
+
+    fn detail(&self, input: &Value) -> Option<String> {
+        Some(format!(
+            "write {} ({} bytes)",
+            input["file_path"].as_str().unwrap_or("?"),
+            input["content"].as_str().map(str::len).unwrap_or(0)
+        ))
     }
 
     fn capabilities(&self) -> &'static [Capability] {

@@ -83,3 +83,91 @@ impl ToolError {
         }
     }
 }
+
+/// What a tool's calls may do, as the tool declares it. Permissions, compaction, the evidence
+/// ledger and the approval dialog decide on these facts, never on a tool's name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Effects {
+    /// Only observes (reads, searches, lists): an old result can be folded away.
+    pub read_only: bool,
+    /// Changes the file its input names.
+    pub edits_files: bool,
+    /// Runs shell commands.
+    pub runs_commands: bool,
+    /// Talks to a server.
+    pub network: bool,
+    /// Starts a sub-agent, whose own calls are checked one by one.
+    pub spawns_agent: bool,
+    /// Loads instructions that may grant tools (a skill).
+    pub loads_skill: bool,
+    /// Ends plan mode (a human approves the plan).
+    pub leaves_plan: bool,
+    /// Changes only the session's own state (its task list, its background shells).
+    pub session_only: bool,
+}
+
+impl Effects {
+    pub const READS: Effects = Effects {
+        read_only: true,
+        edits_files: false,
+        runs_commands: false,
+        network: false,
+        spawns_agent: false,
+        loads_skill: false,
+        leaves_plan: false,
+        session_only: false,
+    };
+    pub const EDITS: Effects = Effects {
+        read_only: false,
+        edits_files: true,
+        ..Effects::NONE
+    };
+    pub const RUNS: Effects = Effects {
+        read_only: false,
+        runs_commands: true,
+        ..Effects::NONE
+    };
+    pub const SESSION: Effects = Effects {
+        session_only: true,
+        ..Effects::NONE
+    };
+    /// Nothing declared: checked like any call that may change something.
+    pub const NONE: Effects = Effects {
+        read_only: false,
+        ..Effects::READS
+    };
+}
+
+/// What the specifier of a tool's permission rules names: `Bash(npm test:*)` a command
+/// prefix, `Read(/src/**)` a path, `Agent(Explore)` or `Tool(param:value)` a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RuleGrammar {
+    #[default]
+    Key,
+    Path,
+    Command,
+}
+
+/// A tool's declaration: its effects, its rule grammar, and the other rule names that cover
+/// it (as `Edit(...)` rules cover Write).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Declared {
+    pub effects: Effects,
+    pub grammar: RuleGrammar,
+    pub covered_by: &'static [&'static str],
+}
+
+/// What one call acts on, as its tool reads its input.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Subject {
+    #[default]
+    None,
+    /// A path, resolved against the working directory (links not yet followed).
+    Path(std::path::PathBuf),
+    /// A shell command line.
+    Command(String),
+    /// A URL.
+    Url(String),
+    /// A name the rules match (an agent type, a skill).
+    Key(String),
+}

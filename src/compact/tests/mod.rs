@@ -101,6 +101,7 @@ fn ctx<'a>(store: &'a [Message], index: &'a CallIndex, upto: usize, dir: &'a Pat
         upto,
         session_dir: dir,
         memo: Box::leak(Box::default()),
+        kinds: Box::leak(Box::default()),
     }
 }
 

@@ -46,7 +46,7 @@ fn all_tiers_together_shrink_the_cold_part_and_keep_the_api_shape() {
     }
     let store = h.messages;
     let upto = store.len() - 4;
-    let view = cold_view(&store, upto, dir.path(), &Default::default());
+    let view = cold_view(&store, upto, dir.path(), &Default::default(), &Default::default());
     insta::assert_snapshot!("all_tiers_before", render(&store[..upto], dir.path()));
     insta::assert_snapshot!("all_tiers_after", render(&view.messages, dir.path()));
     view.check(0, upto).unwrap();
@@ -98,7 +98,7 @@ fn compactor_moves_the_frontier_in_steps_and_appends_between_them() {
         let mut fresh = if upto == 0 {
             Vec::new()
         } else {
-            cold_view(&store, upto, dir.path(), &Default::default()).messages
+            cold_view(&store, upto, dir.path(), &Default::default(), &Default::default()).messages
         };
         fresh.extend(store[upto..].iter().cloned());
         assert_eq!(*view.messages, fresh, "request {i}");

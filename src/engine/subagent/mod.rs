@@ -181,16 +181,17 @@ impl Engine {
     /// (the user's requests, changed files, commands run) for the verifier's brief.
     pub(super) fn publish_verifier_facts(&self, calls: &[ToolCall]) {
         let field = |c: &ToolCall, k: &str| c.input.get(k).and_then(|v| v.as_str()).map(str::to_string);
-        let wants = calls.iter().any(|c| match c.name.as_str() {
-            "Agent" => field(c, "subagent_type").as_deref() == Some("verifier"),
+        let wants = calls.iter().any(|c| {
+            let effects = self.compactor.kinds.get(&c.name).effects;
+            if effects.spawns_agent {
+                return field(c, "subagent_type").as_deref() == Some("verifier");
+            }
             // A skill that runs as the verifier's task (`context: fork`, `agent: verifier`).
-            "Skill" => {
-                field(c, "skill")
+            effects.loads_skill
+                && field(c, "skill")
                     .and_then(|n| self.harness.skills.get(&n).and_then(|s| s.fork_agent.clone()))
                     .as_deref()
                     == Some("verifier")
-            }
-            _ => false,
         });
         if !wants {
             return;
@@ -209,7 +210,7 @@ impl Engine {
             .tool_log
             .entries()
             .iter()
-            .filter(|e| e.tool == "Bash" && !e.not_run)
+            .filter(|e| self.compactor.kinds.get(&e.tool).effects.runs_commands && !e.not_run)
             .map(|e| {
                 (
                     e.target.clone(),

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::background::ShellStatus;
-use crate::tools::{Capability, Tool, ToolContext, ToolError, ToolOutput, parse_input};
+use crate::tools::{Capability, Declared, Effects, RuleGrammar, Tool, ToolContext, ToolError, ToolOutput, parse_input};
 
 pub struct BashOutputTool;
 
@@ -19,6 +19,14 @@ struct OutputInput {
 impl Tool for BashOutputTool {
     fn name(&self) -> &'static str {
         "BashOutput"
+    }
+
+    fn declared(&self) -> Declared {
+        Declared {
+            effects: Effects::READS,
+            grammar: RuleGrammar::Key,
+            covered_by: &[],
+        }
     }
 
     fn capabilities(&self) -> &'static [Capability] {
@@ -106,6 +114,14 @@ struct KillInput {
 impl Tool for KillShellTool {
     fn name(&self) -> &'static str {
         "KillShell"
+    }
+
+    fn declared(&self) -> Declared {
+        Declared {
+            effects: Effects::SESSION,
+            grammar: RuleGrammar::Key,
+            covered_by: &[],
+        }
     }
 
     fn capabilities(&self) -> &'static [Capability] {

@@ -18,7 +18,10 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Capability, ShellEnv, Tool, ToolContext, ToolError, ToolOutput, Workspace, parse_input};
+use super::{
+    Body, Capability, Declared, Effects, RuleGrammar, ShellEnv, Subject, Tool, ToolContext, ToolError, ToolOutput,
+    Workspace, parse_input,
+};
 use crate::sandbox::{Confinement, SandboxMode};
 use run::{Ending, run_foreground};
 use spawn::Confine;
@@ -47,6 +50,32 @@ struct Input {
 impl Tool for BashTool {
     fn name(&self) -> &'static str {
         "Bash"
+    }
+
+    fn declared(&self) -> Declared {
+        Declared {
+            effects: Effects::RUNS,
+            grammar: RuleGrammar::Command,
+            covered_by: &[],
+        }
+    }
+
+    fn subject(&self, input: &Value, _cwd: &std::path::Path) -> Subject {
+        Subject::Command(input.get("command").and_then(Value::as_str).unwrap_or("").to_string())
+    }
+
+    fn preview(&self, input: &Value, _cwd: &std::path::Path) -> Body {
+        let str_of = |k: &str| input.get(k).and_then(Value::as_str);
+        Body::Command {
+            command: str_of("command").unwrap_or("").to_string(),
+            description: str_of("description")
+                .filter(|d| !d.trim().is_empty())
+                .map(str::to_string),
+        }
+    }
+
+    fn detail(&self, input: &Value) -> Option<String> {
+        Some(input["command"].as_str().unwrap_or("").to_string())
     }
 
     fn capabilities(&self) -> &'static [Capability] {

@@ -19,7 +19,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::file_state::{FileView, ViewKind, file_mtime};
-use super::{Capability, FileAccess, Tool, ToolContext, ToolError, ToolOutput, Workspace, parse_input, paths};
+use super::{
+    Body, Capability, Declared, Effects, FileAccess, RuleGrammar, Subject, Tool, ToolContext, ToolError, ToolOutput,
+    Workspace, parse_input, paths,
+};
 use crate::checkpoint::Hashed;
 use apply::ApplyError;
 use guard::Intent;
@@ -39,6 +42,46 @@ struct Input {
 impl Tool for EditTool {
     fn name(&self) -> &'static str {
         "Edit"
+    }
+
+    fn declared(&self) -> Declared {
+        Declared {
+            effects: Effects::EDITS,
+            grammar: RuleGrammar::Path,
+            covered_by: &[],
+        }
+    }
+
+    fn subject(&self, input: &Value, cwd: &std::path::Path) -> Subject {
+        input
+            .get("file_path")
+            .and_then(Value::as_str)
+            .map(|p| Subject::Path(paths::resolve(cwd, p)))
+            .unwrap_or_default()
+    }
+
+    fn preview(&self, input: &Value, cwd: &std::path::Path) -> Body {
+        let str_of = |k: &str| input.get(k).and_then(Value::as_str);
+        match str_of("file_path") {
+            Some(p) => super::preview::edit(
+                &paths::resolve(cwd, p),
+                str_of("old_string").unwrap_or(""),
+                str_of("new_string").unwrap_or(""),
+                input.get("replace_all").and_then(Value::as_bool).unwrap_or(false),
+            ),
+            None => Body::Detail,
+        }
+    }
+
+    fn detail(&self, input: &Value) -> Option<String> {
+        let old = input["old_string"].as_str().unwrap_or("");
+        let new = input["new_string"].as_str().unwrap_or("");
+        let diff = similar::TextDiff::from_lines(old, new);
+        Some(format!(
+            "edit {}\n{}",
+            input["file_path"].as_str().unwrap_or("?"),
+            diff.unified_diff().context_radius(2).header("before", "after")
+        ))
     }
 
     fn capabilities(&self) -> &'static [Capability] {

@@ -8,7 +8,9 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Capability, Tool, ToolContext, ToolError, ToolOutput, parse_input, paths};
+use super::{
+    Capability, Declared, Effects, RuleGrammar, Subject, Tool, ToolContext, ToolError, ToolOutput, parse_input, paths,
+};
 use search::{FileHits, Mode, Query, SearchError};
 
 pub const DEFAULT_HEAD_LIMIT: usize = 250;
@@ -58,6 +60,21 @@ struct Input {
 impl Tool for GrepTool {
     fn name(&self) -> &'static str {
         "Grep"
+    }
+
+    fn declared(&self) -> Declared {
+        Declared {
+            effects: Effects::READS,
+            grammar: RuleGrammar::Path,
+            covered_by: &["Read"],
+        }
+    }
+
+    fn subject(&self, input: &Value, cwd: &std::path::Path) -> Subject {
+        match input.get("path").and_then(Value::as_str) {
+            Some(p) => Subject::Path(paths::resolve(cwd, p)),
+            None => Subject::Path(cwd.to_path_buf()),
+        }
     }
 
     fn capabilities(&self) -> &'static [Capability] {

@@ -9,7 +9,10 @@ use serde_json::{Value, json};
 pub mod lines;
 
 use super::file_state::{FileView, ViewKind, file_mtime};
-use super::{Capability, ReadGuard, Tool, ToolContext, ToolError, ToolOutput, parse_input, paths};
+use super::{
+    Capability, Declared, Effects, ReadGuard, RuleGrammar, Subject, Tool, ToolContext, ToolError, ToolOutput,
+    parse_input, paths,
+};
 use crate::fsutil::{self, open::OpenError, open::Opened};
 use crate::types::message::{ImageSource, ToolResultBlock, ToolResultContent};
 use lines::ScanError;
@@ -42,6 +45,21 @@ struct Input {
 impl Tool for ReadTool {
     fn name(&self) -> &'static str {
         "Read"
+    }
+
+    fn declared(&self) -> Declared {
+        Declared {
+            effects: Effects::READS,
+            grammar: RuleGrammar::Path,
+            covered_by: &[],
+        }
+    }
+
+    fn subject(&self, input: &Value, cwd: &std::path::Path) -> Subject {
+        match input.get("file_path").and_then(Value::as_str) {
+            Some(p) => Subject::Path(paths::resolve(cwd, p)),
+            None => Subject::Path(cwd.to_path_buf()),
+        }
     }
 
     fn capabilities(&self) -> &'static [Capability] {

@@ -179,7 +179,7 @@ impl App {
                 t.run_started = Some(now);
             }
             if choice != Choice::Deny
-                && let crate::permissions::preview::Body::Diff { .. } = &a.prompt.preview.body
+                && let crate::types::permission::Body::Diff { .. } = &a.prompt.preview.body
             {
                 t.approved_preview = Some(a.prompt.preview.body.clone());
             }

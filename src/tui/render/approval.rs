@@ -13,8 +13,8 @@ use ratatui::widgets::{Block, BorderType, Clear, Paragraph};
 
 use super::wrap::{self, Mode, sanitize};
 use super::{diff, highlight, markdown, theme};
-use crate::permissions::preview::Body;
 use crate::tui::app::Approval;
+use crate::types::permission::Body;
 
 /// The lines above the preview: the tool, what it touches, what the reader must know.
 fn heading(a: &Approval, width: usize, cwd: &Path) -> Vec<Line<'static>> {

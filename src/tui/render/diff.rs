@@ -100,8 +100,8 @@ pub fn from_strings(old: &str, new: &str) -> Vec<DiffLine> {
 }
 
 /// The diff an approval showed (a whole file's lines, numbered as in the file).
-pub fn from_preview(body: &crate::permissions::preview::Body) -> Option<Vec<DiffLine>> {
-    use crate::permissions::preview::{Body, LineKind};
+pub fn from_preview(body: &crate::types::permission::Body) -> Option<Vec<DiffLine>> {
+    use crate::types::permission::{Body, LineKind};
     let Body::Diff { lines, .. } = body else {
         return None;
     };

@@ -28,17 +28,36 @@ async fn status_line_shows_the_verification_state_and_evidence_lists_the_ledger(
         "nothing to say before anything happened"
     );
     let ev = a.shared.evidence.clone();
-    let watch = ev.before("Edit", &json!({"file_path": cwd.join("app.py")}), &cwd).await;
+    let watch = ev
+        .before(
+            "Edit",
+            crate::types::tool::Effects::EDITS,
+            &json!({"file_path": cwd.join("app.py")}),
+            &cwd,
+        )
+        .await;
     std::fs::write(cwd.join("app.py"), "x = 2\n").unwrap();
     ev.after(watch, &mut ToolOutput::text("updated"), &|_| None).await;
     assert!(line_text(&a).contains("tests: unverified"), "{}", line_text(&a));
-    let watch = ev.before("Bash", &json!({"command": "pytest -q"}), &cwd).await;
+    let watch = ev
+        .before(
+            "Bash",
+            crate::types::tool::Effects::RUNS,
+            &json!({"command": "pytest -q"}),
+            &cwd,
+        )
+        .await;
     let mut out = ToolOutput::text("2 passed in 0.01s")
         .with_structured(json!({"stdout": "2 passed in 0.01s\n", "interrupted": false, "exitCode": 0}));
     ev.after(watch, &mut out, &|_| None).await;
     assert!(line_text(&a).contains("tests: passed"), "{}", line_text(&a));
     let watch = ev
-        .before("Write", &json!({"file_path": cwd.join("app.py")}), &cwd)
+        .before(
+            "Write",
+            crate::types::tool::Effects::EDITS,
+            &json!({"file_path": cwd.join("app.py")}),
+            &cwd,
+        )
         .await;
     std::fs::write(cwd.join("app.py"), "x = 3\n").unwrap();
     ev.after(watch, &mut ToolOutput::text("written"), &|_| None).await;

@@ -8,12 +8,12 @@ use tokio::sync::oneshot;
 
 use super::screen;
 use crate::engine::{EngineEvent, NoticeLevel, ResultSubtype, TurnOutcome};
-use crate::permissions::preview::{Body, Preview};
 use crate::permissions::{Mode, PermissionPrompt, PermissionReply};
 use crate::tools::{Todo, TodoStatus};
 use crate::tui::app::App;
 use crate::tui::app::test_support::app;
 use crate::types::message::{ContentBlock, Message, ToolResultContent, Usage};
+use crate::types::permission::{Body, Preview};
 
 const W: u16 = 72;
 
@@ -381,7 +381,8 @@ fn approval_modal_shows_the_diff_with_file_line_numbers() {
     let text: String = (1..=30).map(|i| format!("    let v{i} = {i};\n")).collect();
     std::fs::write(&file, &text).unwrap();
     let input = json!({"file_path": file, "old_string": "    let v12 = 12;\n", "new_string": "    let v12 = 12 * 2;\n    check(v12);\n"});
-    let mut preview = crate::permissions::preview::build("Edit", &input, dir.path(), "edits need approval");
+    let mut preview =
+        crate::tools::preview::build(&crate::tools::edit::EditTool, &input, dir.path(), "edits need approval");
     // The snapshot shows the path as it would be inside the workspace.
     if let Body::Diff { path, .. } = &mut preview.body {
         *path = "/work/proj/src/lib.rs".into();

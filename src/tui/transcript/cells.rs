@@ -48,7 +48,7 @@ pub struct ToolCell {
     /// Time spent waiting for that answer (left out of the duration shown).
     pub wait_ms: u64,
     /// The diff the user approved (file line numbers), shown instead of the edit's strings.
-    pub approved_preview: Option<crate::permissions::preview::Body>,
+    pub approved_preview: Option<crate::types::permission::Body>,
     /// A command's output while it runs.
     pub live: Option<super::live::LiveOutput>,
     /// When the call started running (after any approval), for the live elapsed time.

@@ -1,5 +1,6 @@
-//! What an approval shows: exactly what the call would do, computed by the engine before it
-//! asks. A front end renders it as given and decides nothing about permissions.
+//! What an approval shows: exactly what the call would do, as its tool says ([`Tool::preview`]),
+//! computed by the engine before it asks. A front end renders it as given and decides nothing
+//! about permissions.
 //!
 //! - Bash: the whole command and its `description`.
 //! - Write of a new file: its content. Write over an existing file and Edit: the diff of the
@@ -12,7 +13,8 @@ use std::path::Path;
 use serde_json::Value;
 use similar::{ChangeTag, DiffTag, TextDiff};
 
-use crate::tools::edit::apply::{self, ApplyError};
+use super::Tool;
+use super::edit::apply::{self, ApplyError};
 pub use crate::types::permission::{Body, DiffLine, LineKind, Preview};
 
 /// Lines of unchanged text around each change.
@@ -20,35 +22,11 @@ pub const CONTEXT_LINES: usize = 3;
 /// Files larger than this are not read for a preview (the edit's own strings are shown).
 const MAX_PREVIEW_FILE: u64 = 8 * 1024 * 1024;
 
-/// The preview of `tool` called with `input` in `cwd`.
-pub fn build(tool: &str, input: &Value, cwd: &Path, reason: &str) -> Preview {
-    let str_of = |k: &str| input.get(k).and_then(Value::as_str);
-    let body = match tool {
-        "Bash" => Body::Command {
-            command: str_of("command").unwrap_or("").to_string(),
-            description: str_of("description")
-                .filter(|d| !d.trim().is_empty())
-                .map(str::to_string),
-        },
-        "ExitPlanMode" => Body::Plan(str_of("plan").unwrap_or("(no plan text given)").to_string()),
-        "Write" => match str_of("file_path") {
-            Some(p) => write(&crate::fsutil::paths::resolve(cwd, p), str_of("content").unwrap_or("")),
-            None => Body::Detail,
-        },
-        "Edit" => match str_of("file_path") {
-            Some(p) => edit(
-                &crate::fsutil::paths::resolve(cwd, p),
-                str_of("old_string").unwrap_or(""),
-                str_of("new_string").unwrap_or(""),
-                input.get("replace_all").and_then(Value::as_bool).unwrap_or(false),
-            ),
-            None => Body::Detail,
-        },
-        _ => Body::Detail,
-    };
+/// The preview of a call of `tool` with `input` in `cwd`: what the tool says the call would do.
+pub fn build(tool: &dyn Tool, input: &Value, cwd: &Path, reason: &str) -> Preview {
     Preview {
         reason: reason.to_string(),
-        body,
+        body: tool.preview(input, cwd),
     }
 }
 
@@ -70,7 +48,8 @@ fn read_text(path: &Path) -> Result<Option<String>, String> {
     Ok(Some(text.strip_prefix('\u{feff}').map(str::to_string).unwrap_or(text)))
 }
 
-fn write(path: &Path, content: &str) -> Body {
+/// A Write of `content` to `path`: the new file whole, or the diff of the file it replaces.
+pub fn write(path: &Path, content: &str) -> Body {
     match read_text(path) {
         Ok(None) => Body::NewFile {
             path: path.to_path_buf(),
@@ -94,7 +73,8 @@ fn write(path: &Path, content: &str) -> Body {
     }
 }
 
-fn edit(path: &Path, old: &str, new: &str, replace_all: bool) -> Body {
+/// An Edit of `path`: the diff of the file as it will be.
+pub fn edit(path: &Path, old: &str, new: &str, replace_all: bool) -> Body {
     let fallback = |note: String| Body::Diff {
         path: path.to_path_buf(),
         lines: strings_diff(old, new),
@@ -214,6 +194,17 @@ pub fn strings_diff(old: &str, new: &str) -> Vec<DiffLine> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The preview of a call of the built-in tool `name` (any other name shows its input).
+    fn build(name: &str, input: &Value, cwd: &Path, reason: &str) -> Preview {
+        match crate::tools::kinds::builtin(name) {
+            Some(tool) => super::build(tool.as_ref(), input, cwd, reason),
+            None => Preview {
+                reason: reason.to_string(),
+                body: Body::Detail,
+            },
+        }
+    }
 
     fn numbered(lines: &[DiffLine]) -> Vec<String> {
         lines
