@@ -29,7 +29,7 @@ mod store;
 mod uplink;
 pub mod weakened;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
@@ -261,16 +261,21 @@ impl Evidence {
                 s.last = Some(first);
                 s.last_taken += 1;
             }
-            let mut s = self.lock();
-            // Test files the command names: keep what they hold now, in case it changes them.
+            // Test files the command names: keep what they hold now, in case it changes them
+            // (read first, the lock taken only to store them).
+            let mut named = Vec::new();
             for seg in command::split(command) {
                 for w in seg.words.iter().chain(&seg.writes) {
                     let path = crate::fsutil::paths::resolve(shell_cwd, w);
                     if weakened::is_test_file(&path) && path.is_file() {
-                        let rel = self.rel(&path);
-                        keep_baseline(&mut s.ledger, &rel, &path);
+                        named.push((self.rel(&path), path));
                     }
                 }
+            }
+            let texts = self.baselines_wanted(named);
+            let mut s = self.lock();
+            for (rel, text) in texts {
+                s.ledger.baselines.entry(rel).or_insert(text);
             }
             Evidence::hand_up(&mut s);
             return Watch::Bash {
@@ -288,8 +293,11 @@ impl Evidence {
         {
             let path = crate::fsutil::paths::resolve(&self.cwd, p);
             let rel = self.rel(&path);
+            let texts = self.baselines_wanted(vec![(rel.clone(), path.clone())]);
             let mut s = self.lock();
-            keep_baseline(&mut s.ledger, &rel, &path);
+            for (rel, text) in texts {
+                s.ledger.baselines.entry(rel).or_insert(text);
+            }
             Evidence::hand_up(&mut s);
             return Watch::Edit {
                 tool: tool.to_string(),
@@ -310,6 +318,8 @@ impl Evidence {
                 if output.is_error {
                     return;
                 }
+                // Read before the lock is taken: git runs in a blocking task, never under it.
+                let heads = self.committed(std::slice::from_ref(&rel)).await;
                 let mut s = self.lock();
                 s.ledger
                     .change(vec![rel.clone()], Source::Tool { tool: tool.clone() }, false);
@@ -318,7 +328,7 @@ impl Evidence {
                 // holds the new content, so it is no baseline.
                 let _ = known;
                 let notes = self
-                    .check_weakened(&mut s.ledger, &rel, &path, &tool, &|_| None)
+                    .check_weakened(&mut s.ledger, &rel, &path, &tool, &|_| None, &heads)
                     .into_iter()
                     .collect::<Vec<_>>();
                 Evidence::hand_up(&mut s);
@@ -333,6 +343,7 @@ impl Evidence {
                 let after = self.fingerprint().await;
                 let duration = started.elapsed().as_millis() as u64;
                 self.after_command(&command, &cwd, started_at, after, output, duration, known)
+                    .await
             }
         };
         for n in notes {
@@ -341,7 +352,7 @@ impl Evidence {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn after_command(
+    async fn after_command(
         &self,
         command: &str,
         shell_cwd: &Path,
@@ -352,14 +363,16 @@ impl Evidence {
         known: &(dyn Fn(&Path) -> Option<String> + Sync),
     ) -> Vec<String> {
         let reading = runners::recognise(command, &self.config.declared);
-        let mut s = self.lock();
-        let changes = s.last.as_ref().map(|b| b.diff(&after)).unwrap_or_default();
-        let (during, outside) = split_by_time(&changes, &after, started_at, &s.touched);
-        s.touched.clear();
-        if !outside.is_empty() {
-            s.ledger.change(outside, Source::Outside, false);
-        }
-        drop(s);
+        let (changes, during) = {
+            let mut s = self.lock();
+            let changes = s.last.as_ref().map(|b| b.diff(&after)).unwrap_or_default();
+            let (during, outside) = split_by_time(&changes, &after, started_at, &s.touched);
+            s.touched.clear();
+            if !outside.is_empty() {
+                s.ledger.change(outside, Source::Outside, false);
+            }
+            (changes, during)
+        };
         let mut text = output
             .structured
             .get("stdout")
@@ -381,6 +394,7 @@ impl Evidence {
             Some(Value::Number(n)) => n.as_i64().map(|n| n as i32),
             _ => None,
         };
+        let heads = self.committed(&during).await;
         let mut notes = Vec::new();
         let mut s = self.lock();
         let version_before = s.ledger.version;
@@ -443,6 +457,7 @@ impl Evidence {
                 &path,
                 &format!("shell `{}`", ledger::clip(command, 60)),
                 known,
+                &heads,
             ));
         }
         // Accumulated until taken: a concurrent command (a sub-agent's) must not erase these.
@@ -457,6 +472,51 @@ impl Evidence {
         notes
     }
 
+    /// Baselines to keep for `files` (relative path, path): those not kept yet that may hold
+    /// tests, read with no lock held. Every Edit and Write comes here: a file that cannot hold
+    /// tests is not read at all.
+    fn baselines_wanted(&self, files: Vec<(String, PathBuf)>) -> Vec<(String, String)> {
+        let wanted: Vec<(String, PathBuf)> = {
+            let s = self.lock();
+            files
+                .into_iter()
+                .filter(|(rel, path)| !s.ledger.baselines.contains_key(rel) && weakened::may_hold_tests(path))
+                .collect()
+        };
+        wanted
+            .into_iter()
+            .filter_map(|(rel, path)| baseline_text(&path).map(|t| (rel, t)))
+            .collect()
+    }
+
+    /// The committed contents of those of `rels` that may hold tests and have no baseline yet,
+    /// read in a blocking task with no lock held (the weakened-test check compares against them).
+    async fn committed(&self, rels: &[String]) -> HashMap<String, String> {
+        let wanted: Vec<String> = {
+            let s = self.lock();
+            rels.iter()
+                .filter(|r| !s.ledger.baselines.contains_key(r.as_str()))
+                .filter(|r| {
+                    let p = self.cwd.join(r);
+                    weakened::is_test_file(&p) || p.extension().is_some_and(|e| e == "rs")
+                })
+                .cloned()
+                .collect()
+        };
+        if wanted.is_empty() {
+            return HashMap::new();
+        }
+        let cwd = self.cwd.clone();
+        tokio::task::spawn_blocking(move || {
+            wanted
+                .into_iter()
+                .filter_map(|r| git_head(&cwd, &r).map(|text| (r, text)))
+                .collect()
+        })
+        .await
+        .unwrap_or_default()
+    }
+
     /// Compares a changed test file with its baseline; returns the note for the tool result
     /// when this change made it weaker.
     fn check_weakened(
@@ -466,6 +526,7 @@ impl Evidence {
         path: &Path,
         by: &str,
         known: &(dyn Fn(&Path) -> Option<String> + Sync),
+        committed: &HashMap<String, String>,
     ) -> Option<String> {
         if !weakened::is_test_file(path) && path.extension().is_none_or(|e| e != "rs") {
             return None;
@@ -479,7 +540,7 @@ impl Evidence {
         let base = match ledger.baselines.get(rel) {
             Some(b) => b.clone(),
             None => {
-                let b = known(path).or_else(|| git_head(&self.cwd, rel))?;
+                let b = known(path).or_else(|| committed.get(rel).cloned())?;
                 if !weakened::holds_tests(path, &b, &now) {
                     return None;
                 }
@@ -580,25 +641,17 @@ fn run_note(run: &Run) -> Option<String> {
     Some(format!("[keel: verification] `{}` {what}.", run.runner_command))
 }
 
-fn keep_baseline(ledger: &mut Ledger, rel: &str, path: &Path) {
-    // Every Edit and Write comes here: a file that cannot hold tests is not read at all.
-    if ledger.baselines.contains_key(rel) || !weakened::may_hold_tests(path) {
-        return;
-    }
-    let Ok(bytes) = read_file_capped(path, MAX_BASELINE_BYTES as u64) else {
-        return;
-    };
-    let Ok(text) = String::from_utf8(bytes) else { return };
-    if weakened::holds_tests(path, &text, "") {
-        ledger.baselines.insert(rel.to_string(), text);
-    }
+/// What a file holds now, as a baseline for the weakened-test check, when it holds tests.
+fn baseline_text(path: &Path) -> Option<String> {
+    let bytes = read_file_capped(path, MAX_BASELINE_BYTES as u64).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    weakened::holds_tests(path, &text, "").then_some(text)
 }
 
-/// The committed content of a file, when the workspace is a git repository.
+/// The committed content of a file, when the workspace is a git repository (through keel's
+/// one git runner, which lets the repository run no program of its own).
 fn git_head(cwd: &Path, rel: &str) -> Option<String> {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(cwd)
+    let out = crate::context::git::command(cwd)
         .args(["show", &format!("HEAD:./{rel}")])
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
