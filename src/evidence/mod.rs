@@ -88,6 +88,8 @@ struct State {
     uplink: Option<uplink::Uplink>,
     /// Counts the fingerprints taken into `last` (a sub-agent hands a new one up).
     last_taken: u64,
+    /// Files whose committed content was already asked of git (asked once per session).
+    heads_asked: HashSet<String>,
 }
 
 /// The session's evidence: the ledger and what keeps it current.
@@ -158,6 +160,7 @@ impl Evidence {
             saved_baselines,
             uplink: None,
             last_taken: 0,
+            heads_asked: HashSet::new(),
         };
         if let Some(digest) = state.ledger.digest {
             let now = fingerprinter.snapshot();
@@ -492,16 +495,23 @@ impl Evidence {
     /// The committed contents of those of `rels` that may hold tests and have no baseline yet,
     /// read in a blocking task with no lock held (the weakened-test check compares against them).
     async fn committed(&self, rels: &[String]) -> HashMap<String, String> {
+        // Outside a repository git has nothing to say (a few stats instead of three processes).
+        if !self.cwd.ancestors().any(|d| d.join(".git").exists()) {
+            return HashMap::new();
+        }
         let wanted: Vec<String> = {
-            let s = self.lock();
-            rels.iter()
-                .filter(|r| !s.ledger.baselines.contains_key(r.as_str()))
+            let mut s = self.lock();
+            let wanted: Vec<String> = rels
+                .iter()
+                .filter(|r| !s.ledger.baselines.contains_key(r.as_str()) && !s.heads_asked.contains(r.as_str()))
                 .filter(|r| {
                     let p = self.cwd.join(r);
                     weakened::is_test_file(&p) || p.extension().is_some_and(|e| e == "rs")
                 })
                 .cloned()
-                .collect()
+                .collect();
+            s.heads_asked.extend(wanted.iter().cloned());
+            wanted
         };
         if wanted.is_empty() {
             return HashMap::new();

@@ -50,6 +50,7 @@ impl Evidence {
                 last_taken: 0,
             }),
             last_taken: 0,
+            heads_asked: p.heads_asked.clone(),
         };
         drop(p);
         Evidence {
