@@ -165,7 +165,7 @@ fn main() {
         let cpu = cpu_ms();
         for _ in 0..calls {
             let t = Instant::now();
-            let w = ev.before("Bash", keel::types::tool::Effects::RUNS, &json!({"command": "pytest -q | tail -n 40"}), &tiny_root).await;
+            let w = ev.before("Bash", keel::types::tool::Effects::RUNS, &json!({"command": "pytest -q | tail -n 40"}), None, &tiny_root).await;
             let mut out = ToolOutput::text(short.clone())
                 .with_structured(json!({"stdout": short, "interrupted": false, "exitCode": 0}));
             ev.after(w, &mut out, &|_| None).await;
@@ -192,7 +192,7 @@ fn main() {
         let cpu = cpu_ms();
         for _ in 0..runs {
             let t = Instant::now();
-            let w = ev.before("Bash", keel::types::tool::Effects::RUNS, &json!({"command": "pytest -q"}), &root).await;
+            let w = ev.before("Bash", keel::types::tool::Effects::RUNS, &json!({"command": "pytest -q"}), None, &root).await;
             let mut out = ToolOutput::text(short.clone())
                 .with_structured(json!({"stdout": short, "interrupted": false, "exitCode": 1}));
             ev.after(w, &mut out, &|_| None).await;

@@ -518,13 +518,7 @@ impl Drop for Checkpoints {
 
 /// Whether every part of `command` only reads (so keeping copies before it is wasted work).
 pub fn only_reads(command: &str) -> bool {
-    let Ok(parts) = crate::shell::parse::parse(command) else {
-        return false;
-    };
-    !parts.is_empty()
-        && parts.iter().all(|p| {
-            crate::shell::commands::analyze(p, true).observes && p.writes.iter().all(|w| w.text == "/dev/null")
-        })
+    crate::shell::plan::CommandPlan::new(command).only_reads()
 }
 
 /// Before a tool call: for a foreground shell command that may write, brings the stash up to
@@ -536,14 +530,15 @@ pub async fn before(
     watch: &crate::evidence::Watch,
     confinement: crate::sandbox::Confinement,
 ) -> bool {
-    let crate::evidence::Watch::Bash { command, cwd, .. } = watch else {
+    let crate::evidence::Watch::Bash { plan, cwd, .. } = watch else {
         return false;
     };
-    if confinement == crate::sandbox::Confinement::ReadOnly || only_reads(command) {
+    if confinement == crate::sandbox::Confinement::ReadOnly || plan.only_reads() {
         return true;
     }
     let root = root.to_path_buf();
-    let named: Vec<PathBuf> = crate::evidence::command::split(command)
+    let named: Vec<PathBuf> = plan
+        .segments
         .iter()
         .flat_map(|seg| seg.words.iter().chain(&seg.writes))
         .filter_map(|w| {

@@ -1,6 +1,7 @@
 //! The pipeline's authorization step: permission rules and modes, and asking a human.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -14,21 +15,25 @@ use crate::permissions::authorizer::Call;
 use crate::permissions::updates::{self, Update};
 use crate::permissions::{AskInfo, HookDecision, Mode, PermissionPrompt, PermissionReply, Verdict};
 use crate::sandbox::Confinement;
+use crate::shell::plan::CommandPlan;
 use crate::tools::{Effects, Tool, ToolOutput};
 
 /// A call allowed to run: where its path resolved (file tools), and the input an approving
 /// program rewrote it into, if it did (checked again by the pipeline).
 pub struct Approved {
     pub resolved: Option<PathBuf>,
+    /// The call's command line as the check read it (for the ledger and shell undo).
+    pub plan: Option<Arc<CommandPlan>>,
     pub updated_input: Option<serde_json::Value>,
     /// How the call was approved, which decides how a shell command is confined.
     pub confinement: Confinement,
 }
 
 impl Approved {
-    fn plain(resolved: Option<PathBuf>) -> Self {
+    fn plain(resolved: Option<PathBuf>, plan: Option<Arc<CommandPlan>>) -> Self {
         Approved {
             resolved,
+            plan,
             updated_input: None,
             confinement: Confinement::Approved,
         }
@@ -60,6 +65,7 @@ impl Pipeline<'_> {
             .decide_call(&facts, mode, &self.services.cwd, hook, &grants);
         // The tool opens exactly the path this decision was made for.
         let resolved = decision.resolved;
+        let plan = facts.plan.clone();
         let verdict = decision.verdict;
         let verdict = match verdict {
             v @ (Verdict::Allow | Verdict::AllowConfined(_) | Verdict::Ask { .. })
@@ -76,11 +82,11 @@ impl Pipeline<'_> {
             v => v,
         };
         let mut info = match verdict {
-            Verdict::Allow => return Ok(Approved::plain(resolved)),
+            Verdict::Allow => return Ok(Approved::plain(resolved, plan.clone())),
             Verdict::AllowConfined(confinement) => {
                 return Ok(Approved {
                     confinement,
-                    ..Approved::plain(resolved)
+                    ..Approved::plain(resolved, plan.clone())
                 });
             }
             Verdict::Deny(reason) => return Err(denied(call, &format!("Permission denied: {reason}."))),
@@ -119,6 +125,7 @@ impl Pipeline<'_> {
                     self.after_approval(effects, false);
                     return Ok(Approved {
                         resolved,
+                        plan: plan.clone(),
                         updated_input: agg.updated_input,
                         confinement: Confinement::Approved,
                     });
@@ -152,7 +159,7 @@ impl Pipeline<'_> {
             Some(PermissionReply::AllowOnce) => {
                 self.record_decision(call, "user", "allow_once", json!({}));
                 self.after_approval(effects, false);
-                Ok(Approved::plain(resolved))
+                Ok(Approved::plain(resolved, plan.clone()))
             }
             Some(PermissionReply::Allow { updated_input, updates }) => {
                 self.record_decision(call, "program", "allow", json!({"updates": updates.len()}));
@@ -160,6 +167,7 @@ impl Pipeline<'_> {
                 self.after_approval(effects, false);
                 Ok(Approved {
                     resolved,
+                    plan: plan.clone(),
                     updated_input,
                     confinement: Confinement::Approved,
                 })
@@ -207,7 +215,7 @@ impl Pipeline<'_> {
                     (None, None) => {}
                 }
                 self.after_approval(effects, true);
-                Ok(Approved::plain(resolved))
+                Ok(Approved::plain(resolved, plan.clone()))
             }
             Some(PermissionReply::Deny { feedback }) => {
                 self.record_decision(call, "user", "deny", json!({"feedback": feedback}));

@@ -4,12 +4,14 @@
 //! logs the changes the ledger found after it, so the ledger comes first both times.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::SessionServices;
 use crate::evidence::{CommandChanges, Watch};
 use crate::sandbox::Confinement;
+use crate::shell::plan::CommandPlan;
 use crate::types::tool::{Effects, ToolOutput};
 
 /// One observer of tool calls.
@@ -41,6 +43,7 @@ pub async fn before(
     tool: &str,
     effects: Effects,
     input: &Value,
+    plan: Option<Arc<CommandPlan>>,
     confinement: Confinement,
 ) -> Observation {
     let mut obs = Observation {
@@ -53,7 +56,7 @@ pub async fn before(
             Observer::Evidence => {
                 obs.watch = services
                     .evidence
-                    .before(tool, effects, input, &services.shell.cwd())
+                    .before(tool, effects, input, plan.clone(), &services.shell.cwd())
                     .await;
             }
             Observer::ShellUndo => {
@@ -109,5 +112,29 @@ mod tests {
             assert_eq!(list.len(), 2, "every observer runs once");
             assert!(pos(list, Observer::Evidence) < pos(list, Observer::ShellUndo));
         }
+    }
+
+    /// One reading of a command line per call: the ledger and shell undo see the plan the
+    /// permission check was made on, not a parse of their own.
+    #[tokio::test]
+    async fn the_ledger_keeps_the_calls_own_command_plan() {
+        let dir = tempfile::tempdir().unwrap();
+        let services = SessionServices::builder(dir.path().into(), dir.path().join("s")).build();
+        let line = "ls && grep -c x a.txt";
+        let plan = CommandPlan::new(line);
+        let obs = before(
+            &services,
+            "Bash",
+            Effects::RUNS,
+            &serde_json::json!({"command": line}),
+            Some(plan.clone()),
+            Confinement::ReadOnly,
+        )
+        .await;
+        let Watch::Bash { plan: seen, .. } = &obs.watch else {
+            panic!("a foreground command is watched");
+        };
+        assert!(Arc::ptr_eq(seen, &plan), "the same plan, not a second parse");
+        assert!(obs.shell_undo, "a foreground command is shell undo's too");
     }
 }

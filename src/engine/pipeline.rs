@@ -206,8 +206,8 @@ impl Pipeline<'_> {
             Err(refusal) => return self.refused(call, refusal),
         };
         let confinement = approved.confinement;
-        let (effective, resolved) = match approved.updated_input {
-            None => (effective, approved.resolved),
+        let (effective, resolved, plan) = match approved.updated_input {
+            None => (effective, approved.resolved, approved.plan),
             Some(updated) => {
                 if let Err(problems) = registered.validate(&updated) {
                     return Done::plain(ToolOutput::error(format!(
@@ -241,12 +241,14 @@ impl Pipeline<'_> {
                     ));
                     return self.refused(call, Refusal { output, denied: true });
                 }
+                let plan = facts.plan;
                 (
                     ToolCall {
                         input: updated,
                         ..effective
                     },
                     decision.resolved,
+                    plan,
                 )
             }
         };
@@ -261,6 +263,7 @@ impl Pipeline<'_> {
             &call.name,
             tool.declared().effects,
             &effective.input,
+            plan,
             ctx.confinement,
         )
         .await;

@@ -28,7 +28,11 @@ fn silent_when_clean(r: Runner) -> bool {
 /// The runs of `command` given its reading, its combined output and the shell's exit status
 /// (`None`: it did not finish). Several invocations of one runner make one run.
 pub fn drafts(command: &str, reading: &Reading, output: &str, exit: Option<i32>) -> Vec<Draft> {
-    let segments = command::split(command);
+    drafts_split(&command::split(command), reading, output, exit)
+}
+
+/// [`drafts`] of a command line already split.
+pub fn drafts_split(segments: &[command::Segment], reading: &Reading, output: &str, exit: Option<i32>) -> Vec<Draft> {
     let mut out: Vec<Draft> = Vec::new();
     let mut done: Vec<(Runner, Kind)> = Vec::new();
     for r in &reading.runs {

@@ -16,7 +16,8 @@
 //! so compaction cannot rewrite it and `--resume` continues it.
 
 pub mod classify;
-pub mod command;
+/// The tolerant split of command lines (it lives with the other readers of shell lines).
+pub use crate::shell::split as command;
 mod command_changes;
 mod config;
 pub mod declared;
@@ -31,7 +32,7 @@ pub mod weakened;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use serde_json::Value;
@@ -46,6 +47,7 @@ use runners::Declared;
 use store::baselines_path;
 
 use crate::fsutil::open::{ReadError, read_file_capped};
+use crate::shell::plan::CommandPlan;
 use crate::types::message::{ToolResultBlock, ToolResultContent};
 use crate::types::tool::{Effects, ToolOutput};
 use crate::workspace::{Fingerprinter, Snapshot};
@@ -61,7 +63,8 @@ pub enum Watch {
     Edit { tool: String, rel: String, path: PathBuf },
     /// A foreground shell command and the workspace before it.
     Bash {
-        command: String,
+        /// The call's one reading of its line.
+        plan: Arc<CommandPlan>,
         cwd: PathBuf,
         started: Instant,
         started_at: std::time::SystemTime,
@@ -248,7 +251,16 @@ impl Evidence {
     /// Before a tool call: fingerprints the workspace before a foreground command (recording
     /// changes made since the last one by anything but keel's tools), and keeps the baseline
     /// of a test file about to be edited.
-    pub async fn before(&self, tool: &str, effects: Effects, input: &Value, shell_cwd: &Path) -> Watch {
+    /// `plan`: the call's reading of its command line, when the pipeline made one (else it is
+    /// made here).
+    pub async fn before(
+        &self,
+        tool: &str,
+        effects: Effects,
+        input: &Value,
+        plan: Option<Arc<CommandPlan>>,
+        shell_cwd: &Path,
+    ) -> Watch {
         if effects.runs_commands {
             if input.get("run_in_background").and_then(Value::as_bool) == Some(true) {
                 return Watch::None;
@@ -256,6 +268,9 @@ impl Evidence {
             let Some(command) = input.get("command").and_then(Value::as_str) else {
                 return Watch::None;
             };
+            let plan = plan
+                .filter(|p| p.line == command)
+                .unwrap_or_else(|| CommandPlan::new(command));
             // One fingerprint per command: the one taken after the previous command stands for
             // the tree before this one (the session's first command takes its own).
             if self.lock().last.is_none() {
@@ -267,7 +282,7 @@ impl Evidence {
             // Test files the command names: keep what they hold now, in case it changes them
             // (read first, the lock taken only to store them).
             let mut named = Vec::new();
-            for seg in command::split(command) {
+            for seg in &plan.segments {
                 for w in seg.words.iter().chain(&seg.writes) {
                     let path = crate::fsutil::paths::resolve(shell_cwd, w);
                     if weakened::is_test_file(&path) && path.is_file() {
@@ -282,7 +297,7 @@ impl Evidence {
             }
             Evidence::hand_up(&mut s);
             return Watch::Bash {
-                command: command.to_string(),
+                plan,
                 cwd: shell_cwd.to_path_buf(),
                 started: Instant::now(),
                 started_at: std::time::SystemTime::now(),
@@ -338,14 +353,14 @@ impl Evidence {
                 notes
             }
             Watch::Bash {
-                command,
+                plan,
                 cwd,
                 started,
                 started_at,
             } => {
                 let after = self.fingerprint().await;
                 let duration = started.elapsed().as_millis() as u64;
-                self.after_command(&command, &cwd, started_at, after, output, duration, known)
+                self.after_command(&plan, &cwd, started_at, after, output, duration, known)
                     .await
             }
         };
@@ -357,7 +372,7 @@ impl Evidence {
     #[allow(clippy::too_many_arguments)]
     async fn after_command(
         &self,
-        command: &str,
+        plan: &CommandPlan,
         shell_cwd: &Path,
         started_at: std::time::SystemTime,
         after: Snapshot,
@@ -365,7 +380,8 @@ impl Evidence {
         duration_ms: u64,
         known: &(dyn Fn(&Path) -> Option<String> + Sync),
     ) -> Vec<String> {
-        let reading = runners::recognise(command, &self.config.declared);
+        let command = plan.line.as_str();
+        let reading = runners::recognise_split(&plan.segments, &self.config.declared);
         let (changes, during) = {
             let mut s = self.lock();
             let changes = s.last.as_ref().map(|b| b.diff(&after)).unwrap_or_default();
@@ -383,7 +399,7 @@ impl Evidence {
             .map(str::to_string)
             .unwrap_or_else(|| output.content.as_text());
         // `pytest > out.log`: the runner's report went to a file.
-        let segments = command::split(command);
+        let segments = &plan.segments;
         for r in &reading.runs {
             for w in segments.get(r.segment).map(|s| s.writes.as_slice()).unwrap_or_default() {
                 let path = crate::fsutil::paths::resolve(shell_cwd, w);
@@ -416,7 +432,7 @@ impl Evidence {
         // A command that never started (refused, not valid) gives no runs.
         let started = output.structured.get("interrupted").is_some();
         let drafts = if started {
-            classify::drafts(command, &reading, &text, exit)
+            classify::drafts_split(&plan.segments, &reading, &text, exit)
         } else {
             Vec::new()
         };

@@ -243,7 +243,11 @@ impl Declared {
 
 /// Reads a command line.
 pub fn recognise(line: &str, declared: &Declared) -> Reading {
-    let segments = command::split(line);
+    recognise_split(&command::split(line), declared)
+}
+
+/// Reads a command line already split (a call's [`crate::shell::plan::CommandPlan`]).
+pub fn recognise_split(segments: &[Segment], declared: &Declared) -> Reading {
     let mut reading = Reading {
         runs: Vec::new(),
         only_observes: true,

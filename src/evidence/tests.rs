@@ -57,6 +57,7 @@ impl Ws {
                 "Bash",
                 crate::types::tool::Effects::RUNS,
                 &json!({"command": command}),
+                None,
                 self.dir.path(),
             )
             .await;
@@ -74,6 +75,7 @@ impl Ws {
                 "Edit",
                 crate::types::tool::Effects::EDITS,
                 &json!({"file_path": path}),
+                None,
                 self.dir.path(),
             )
             .await;
@@ -414,6 +416,7 @@ async fn a_planted_fifo_or_device_is_never_read() {
                     "Edit",
                     crate::types::tool::Effects::EDITS,
                     &json!({"file_path": path}),
+                    None,
                     w.dir.path(),
                 )
                 .await;

@@ -5,13 +5,14 @@
 //! otherwise ask, which headless mode and `dontAsk` turn into a denial.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use serde_json::Value;
 
 use super::Mode;
 use super::protected;
 use super::rules::{Anchors, Behavior, Rule, Spec};
+use crate::shell::plan::CommandPlan;
 use crate::tools::{Tool, kinds};
 use crate::types::tool::{Declared, Subject};
 
@@ -265,8 +266,8 @@ impl Authorizer {
             covered_by: call.declared.covered_by,
         };
         let verdict = match (&call.subject, effects) {
-            (Subject::Command(command), e) if e.runs_commands => ctx.bash(
-                command,
+            (Subject::Command(line), e) if e.runs_commands => ctx.bash(
+                &call.plan.clone().unwrap_or_else(|| CommandPlan::new(line)),
                 shell_cwd,
                 dirs.first().map(PathBuf::as_path).unwrap_or(shell_cwd),
                 input,
@@ -357,6 +358,8 @@ pub struct Call<'a> {
     pub read_only: bool,
     pub declared: Declared,
     pub subject: Subject,
+    /// A command line read once (strict and tolerant), when the call runs one.
+    pub plan: Option<Arc<CommandPlan>>,
 }
 
 impl<'a> Call<'a> {
@@ -368,7 +371,9 @@ impl<'a> Call<'a> {
             read_only: tool.is_read_only(input),
             declared: tool.declared(),
             subject: tool.subject(input, cwd),
+            plan: None,
         }
+        .planned()
     }
 
     /// A call known only by its tool's name (as `tools::kinds` knows that name).
@@ -379,7 +384,17 @@ impl<'a> Call<'a> {
             read_only,
             declared: kinds::declared(tool),
             subject: kinds::subject(tool, input, cwd),
+            plan: None,
         }
+        .planned()
+    }
+
+    /// Reads the command line of a call that runs one, once.
+    fn planned(mut self) -> Self {
+        if let (Subject::Command(line), true) = (&self.subject, self.declared.effects.runs_commands) {
+            self.plan = Some(CommandPlan::new(line));
+        }
+        self
     }
 }
 

@@ -1,9 +1,12 @@
-//! Shell command lines, read without running them: the one lexer of the crate (`parse`),
-//! what one simple command does (`commands`), and how programs read their options (`options`,
-//! with the per-program tables in `option_tables`). The permission layer, the evidence ledger
-//! and shell undo all read commands through this module.
+//! Shell command lines, read without running them: the strict judgement the permission layer
+//! decides on (`parse`), the tolerant split the evidence ledger and shell undo read (`split`),
+//! both made once per call into a [`plan::CommandPlan`] that travels with the call; what one
+//! simple command does (`commands`), and how programs read their options (`options`, with the
+//! per-program tables in `option_tables`).
 
 pub mod commands;
 pub mod option_tables;
 pub mod options;
 pub mod parse;
+pub mod plan;
+pub mod split;

@@ -12,18 +12,20 @@ use crate::permissions::rules::{Behavior, Rule, Spec};
 use crate::sandbox::Confinement;
 use crate::shell::commands;
 use crate::shell::parse::{self as shell, Resolved, SimpleCommand};
+use crate::shell::plan::CommandPlan;
 
 impl Ctx<'_> {
-    pub(super) fn bash(&self, command: &str, shell_cwd: &Path, workspace: &Path, input: &Value) -> Verdict {
+    pub(super) fn bash(&self, plan: &CommandPlan, shell_cwd: &Path, workspace: &Path, input: &Value) -> Verdict {
         if let Some(r) = self.find(Behavior::Deny, "Bash", |r| r.matches_param(input)) {
             return Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source));
         }
         if let Some(r) = self.find(Behavior::Deny, "Bash", Rule::is_whole_tool) {
             return Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source));
         }
-        let parts = match shell::parse(command) {
+        // The call's one reading of its line (made by the pipeline, shared with the ledger).
+        let parts = match &plan.strict {
             Ok(p) => p,
-            Err(why) => return self.unsplittable(command.trim(), &why),
+            Err(why) => return self.unsplittable(plan.line.trim(), why),
         };
         // Without the read-only jail, only the allow-list of programs and options runs unasked.
         let strict = !self.jail;
@@ -41,7 +43,7 @@ impl Ctx<'_> {
         let mut creates_at_top = false;
         // The shell's directory as the line runs: `cd` moves it for the parts after it.
         let mut cwd: Option<PathBuf> = Some(shell_cwd.to_path_buf());
-        for part in &parts {
+        for part in parts {
             let text = part.text();
             let texts = part.rule_texts();
             if let Some(r) = self.find(Behavior::Deny, "Bash", |r| texts.iter().any(|t| r.matches_command(t))) {

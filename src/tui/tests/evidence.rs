@@ -33,6 +33,7 @@ async fn status_line_shows_the_verification_state_and_evidence_lists_the_ledger(
             "Edit",
             crate::types::tool::Effects::EDITS,
             &json!({"file_path": cwd.join("app.py")}),
+            None,
             &cwd,
         )
         .await;
@@ -44,6 +45,7 @@ async fn status_line_shows_the_verification_state_and_evidence_lists_the_ledger(
             "Bash",
             crate::types::tool::Effects::RUNS,
             &json!({"command": "pytest -q"}),
+            None,
             &cwd,
         )
         .await;
@@ -56,6 +58,7 @@ async fn status_line_shows_the_verification_state_and_evidence_lists_the_ledger(
             "Write",
             crate::types::tool::Effects::EDITS,
             &json!({"file_path": cwd.join("app.py")}),
+            None,
             &cwd,
         )
         .await;

@@ -2,8 +2,8 @@
 //! (`&&`, `||`, `;`, `|`, `&`), so a recogniser can tell whether a test runner's exit status
 //! reaches the shell's (`pytest && echo ok`) or is hidden (`pytest | tail -1`, `pytest; echo`).
 //!
-//! Unlike the permission layer's reader (`permissions::shell`), which refuses what it cannot
-//! judge, this one is tolerant: subshells, `$(…)`, loops and groups are split through, because
+//! Unlike the strict reader (`shell::parse`), which refuses what it cannot judge, this one is
+//! tolerant: subshells, `$(…)`, loops and groups are split through, because
 //! recognising a run never grants anything. It never executes anything.
 
 /// What follows a simple command.
