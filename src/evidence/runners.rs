@@ -285,7 +285,7 @@ pub fn recognise_split(segments: &[Segment], declared: &Declared) -> Reading {
         .map(|(i, s)| !is_run[i] && !observes(&strip_wrappers(&s.words)))
         .collect();
     for r in &mut reading.runs {
-        r.exit_visible = exit_reaches_shell(&segments, r.segment);
+        r.exit_visible = exit_reaches_shell(segments, r.segment);
         r.mutation_after = mutating[r.segment + 1..].iter().any(|m| *m);
     }
     reading
