@@ -7,6 +7,7 @@
 
 mod authorize;
 mod compaction;
+mod facade;
 pub mod harness;
 mod lifecycle;
 #[cfg(test)]
@@ -18,6 +19,7 @@ pub mod services;
 pub mod session;
 mod skill_state;
 pub mod skills;
+mod skills_filter;
 mod structured;
 pub mod subagent;
 mod tool_hooks;
@@ -31,6 +33,7 @@ use tokio::sync::mpsc;
 pub use crate::types::events;
 pub use crate::types::events::{EngineEvent, EventSink, NoticeLevel, ResultSubtype, TerminalReason, TurnOutcome};
 pub use compaction::{CompactError, CompactReport};
+pub use facade::RunReport;
 pub use rewind::RewindReport;
 pub use services::{ServicesBuilder, SessionServices};
 pub use session::Session;

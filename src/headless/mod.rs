@@ -186,18 +186,18 @@ async fn run_inner(cli: &Options, out: Arc<Out>) -> Result<ExitCode, HeadlessErr
     }
     let key_source = protocol::offer::key_source(prepared.catalog.as_deref(), &prepared.model_spec);
     let mut engine = prepared.engine;
-    let session_id = engine.session.id.clone();
+    let session_id = engine.session_id().to_string();
     let mut printer = Printer::new(out.clone(), cli.output_format, cli.verbose, session_id.clone());
     printer.include_hook_events = cli.programs.include_hook_events;
     if cli.output_format == OutputFormat::StreamJson {
-        let cwd = engine.session.services.cwd.display().to_string();
+        let cwd = engine.cwd().display().to_string();
         let inventory = engine.inventory();
         out.line(&output::init_line(&output::InitInfo {
             session_id: &session_id,
             cwd: &cwd,
-            tools: engine.registry.names(),
+            tools: engine.tool_names(),
             mcp_servers: mcp.init_json(),
-            model: &engine.config.model,
+            model: engine.model(),
             permission_mode: prepared.permission_mode.as_str(),
             api_key_source: &key_source,
             agents: inventory.agents.iter().map(String::as_str).collect(),
@@ -225,12 +225,12 @@ async fn run_inner(cli: &Options, out: Arc<Out>) -> Result<ExitCode, HeadlessErr
         slash::Plan::Fail(message) => slash::finish(&engine, message, true),
     };
     // The session ends with the turn: nothing it started in the background may outlive it.
-    engine.session.services.end();
+    engine.end_processes();
     mcp.shutdown().await;
     // The drain task ends at TurnFinished; a panic in it only loses progress lines.
     let leftover = printing.await.ok();
     engine.session_end("other").await;
-    let s = engine.compactor.stats;
+    let s = engine.compactor_stats();
     tracing::debug!(
         views = s.views,
         rebuilds = s.rebuilds,
@@ -255,24 +255,23 @@ async fn run_inner(cli: &Options, out: Arc<Out>) -> Result<ExitCode, HeadlessErr
     }
     // Lines the transcript still holds back (a full disk) get a last try; what stays unsaved
     // is part of the result, so a script sees that `--continue` will lack it.
-    let _ = engine.session.transcript.retry_pending();
-    if let Some(unsaved) = engine.session.transcript.health() {
+    let report = engine.report();
+    if let Some(unsaved) = report.unsaved.clone() {
         if cli.output_format == OutputFormat::Text {
             err_line!("keel: warning: {unsaved}");
         }
         warnings.push(unsaved);
     }
     let mut result = output::with_warnings(
-        output::result_object(&outcome, &session_id, &engine.session.totals, &engine.session.denials),
+        output::result_object(&outcome, &report.session_id, &report.totals, &report.denials),
         &warnings,
     );
-    let evidence = engine.session.services.evidence.clone();
     if let Some(m) = result.as_object_mut() {
-        m.insert("verification".into(), evidence.report_json());
+        m.insert("verification".into(), report.verification.clone());
     }
     match cli.output_format {
         OutputFormat::Text => {
-            if let Some(line) = evidence.text_line() {
+            if let Some(line) = &report.verification_line {
                 eprintln!("{line}");
             }
             if outcome.is_error {
@@ -288,7 +287,7 @@ async fn run_inner(cli: &Options, out: Arc<Out>) -> Result<ExitCode, HeadlessErr
             }
         }
     }
-    if let Some(line) = denial_note(&engine.session.denials, engine.session.services.mode()) {
+    if let Some(line) = denial_note(&report.denials, report.mode) {
         err_line!("{line}");
     }
     let code = match signal.triggered() {

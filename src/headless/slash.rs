@@ -19,7 +19,7 @@ pub enum Plan {
 }
 
 pub async fn plan(engine: &mut Engine, prompt: &str, cancel: &CancellationToken) -> Plan {
-    let skills = engine.harness.skills.clone();
+    let skills = engine.skills();
     let slash = match commands::parse(prompt, &skills) {
         None => return Plan::Turn(vec![ContentBlock::text(prompt)]),
         Some(Err(e)) => return Plan::Fail(e),
@@ -68,7 +68,7 @@ pub fn finish(engine: &Engine, result: String, is_error: bool) -> TurnOutcome {
 }
 
 fn cost(engine: &Engine) -> String {
-    let t = &engine.session.totals;
+    let t = engine.totals();
     let mut s = format!(
         "Total cost: ${:.4}\nAPI time: {} ms\nRequests: {}\nTokens: {} input, {} output, {} cache write, {} cache read",
         t.cost_usd,
@@ -86,12 +86,5 @@ fn cost(engine: &Engine) -> String {
 }
 
 fn context(engine: &Engine) -> String {
-    crate::context::report::render(&crate::context::report::Report {
-        model: &engine.config.model,
-        window: engine.compactor.window,
-        threshold: engine.compactor.threshold(),
-        auto: engine.compactor.settings.auto,
-        project: &engine.project,
-        tools: engine.registry.tool_set().as_slice(),
-    })
+    engine.context_report()
 }

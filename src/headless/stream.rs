@@ -53,8 +53,8 @@ struct Shared {
 
 pub async fn run(cli: &Options, prepared: Prepared, out: Arc<Out>, shutdown: CancellationToken) -> ExitCode {
     let mut engine = prepared.engine;
-    let session_id = engine.session.id.clone();
-    let default_model = engine.config.model.clone();
+    let session_id = engine.session_id().to_string();
+    let default_model = engine.model().to_string();
     // The model in use as the user names it (`ollama/qwen3-coder`), for `initialize` and the
     // key source of `system/init`.
     let mut current_spec = prepared.model_spec.clone();
@@ -62,11 +62,11 @@ pub async fn run(cli: &Options, prepared: Prepared, out: Arc<Out>, shutdown: Can
     let shared = Arc::new(Shared {
         out: out.clone(),
         link: link.clone(),
-        session: engine.session.services.clone(),
+        session: engine.services(),
         session_id: session_id.clone(),
         current: Mutex::new(None),
         replay: cli.programs.replay_user_messages,
-        bypass_disabled: engine.authorizer.bypass_disabled.clone(),
+        bypass_disabled: engine.bypass_disabled(),
         models: prepared.catalog.clone().map(|catalog| control::ModelRoutes {
             catalog,
             fallback: prepared.fallback_model.clone(),
@@ -79,7 +79,7 @@ pub async fn run(cli: &Options, prepared: Prepared, out: Arc<Out>, shutdown: Can
     let mut printer = Printer::new(out.clone(), OutputFormat::StreamJson, cli.verbose, session_id.clone());
     printer.include_hook_events = cli.programs.include_hook_events;
     let forward_subagent_text = printer.forward_subagent_text.clone();
-    if engine.config.interactive {
+    if engine.interactive() {
         printer.link = Some(link.clone());
     }
     let (finished_tx, mut finished_rx) = mpsc::unbounded_channel();
@@ -91,7 +91,7 @@ pub async fn run(cli: &Options, prepared: Prepared, out: Arc<Out>, shutdown: Can
     // In-process servers of the program connect in the background (their messages need the
     // reader); a turn starts only once they have answered or failed.
     let mut connecting = Vec::new();
-    if let Some(hub) = engine.session.services.mcp.clone() {
+    if let Some(hub) = engine.mcp() {
         connecting.push(tokio::spawn(mcp_relay::connect_configured(hub, link.clone())));
     }
 
@@ -125,9 +125,7 @@ pub async fn run(cli: &Options, prepared: Prepared, out: Arc<Out>, shutdown: Can
                             forward_subagent_text.store(forward, std::sync::atomic::Ordering::Relaxed);
                         }
                         out.line(&codec::success(&id, answer));
-                        if let (Some(hub), false) =
-                            (engine.session.services.mcp.clone(), init.sdk_mcp_servers.is_empty())
-                        {
+                        if let (Some(hub), false) = (engine.mcp(), init.sdk_mcp_servers.is_empty()) {
                             let names = init.sdk_mcp_servers.clone();
                             connecting.push(tokio::spawn(mcp_relay::connect_named(hub, link.clone(), names)));
                         }
@@ -158,7 +156,7 @@ pub async fn run(cli: &Options, prepared: Prepared, out: Arc<Out>, shutdown: Can
                 }
                 let key_source = offer::key_source(shared.models.as_ref().map(|r| &*r.catalog), &current_spec);
                 out.line(&init_line(&engine, &key_source));
-                let before = (engine.session.totals.usage, engine.session.denials.len());
+                let before = (engine.totals().usage, engine.denials().len());
                 // A plain text message may be a slash command, as with -p.
                 match content.as_slice() {
                     [ContentBlock::Text { text, .. }] => {
@@ -184,9 +182,9 @@ pub async fn run(cli: &Options, prepared: Prepared, out: Arc<Out>, shutdown: Can
                 // The printer reports the turn once every line before it is out.
                 let Some(outcome) = finished_rx.recv().await else { break };
                 // Usage and denials of this turn; cost and per-model usage of the session.
-                let mut totals = engine.session.totals.clone();
+                let mut totals = engine.totals().clone();
                 totals.usage = usage_since(&before.0, &totals.usage);
-                let denials = engine.session.denials.get(before.1..).unwrap_or(&[]);
+                let denials = engine.denials().get(before.1..).unwrap_or(&[]);
                 out.line(&output::result_object(&outcome, &session_id, &totals, denials));
                 if state_events {
                     out.line(&output::session_state_line("idle", &session_id));
@@ -197,7 +195,7 @@ pub async fn run(cli: &Options, prepared: Prepared, out: Arc<Out>, shutdown: Can
     }
     reader.abort();
     link.close();
-    engine.session.services.end();
+    engine.end_processes();
     stop_printer.cancel();
     let leftover = printing.await.ok();
     engine.session_end("other").await;
@@ -223,7 +221,7 @@ pub async fn run(cli: &Options, prepared: Prepared, out: Arc<Out>, shutdown: Can
 /// the message when `excludeDynamicSections` took them out and they were not sent yet.
 fn with_dynamic(engine: &Engine, pending: &mut bool, mut content: Vec<ContentBlock>) -> Vec<ContentBlock> {
     if std::mem::take(pending)
-        && let Some(text) = engine.project.dynamic_text()
+        && let Some(text) = engine.dynamic_context()
     {
         content.insert(
             0,
@@ -251,12 +249,12 @@ fn usage_since(
 
 /// The `system/init` line that opens each turn.
 fn init_line(engine: &Engine, api_key_source: &str) -> Value {
-    let cwd = engine.session.services.cwd.display().to_string();
+    let cwd = engine.cwd().display().to_string();
     let inventory = engine.inventory();
     output::init_line(&output::InitInfo {
-        session_id: &engine.session.id,
+        session_id: engine.session_id(),
         cwd: &cwd,
-        tools: engine.registry.names(),
+        tools: engine.tool_names(),
         mcp_servers: engine
             .session
             .services
@@ -264,8 +262,8 @@ fn init_line(engine: &Engine, api_key_source: &str) -> Value {
             .as_ref()
             .map(|h| h.init_json())
             .unwrap_or_default(),
-        model: &engine.config.model,
-        permission_mode: engine.session.services.mode().as_str(),
+        model: engine.model(),
+        permission_mode: engine.mode().as_str(),
         api_key_source,
         agents: inventory.agents.iter().map(String::as_str).collect(),
         slash_commands: inventory.slash_commands.iter().map(String::as_str).collect(),

@@ -38,10 +38,10 @@ pub fn initialize(
     }
     if init.system_prompt.is_some() || init.append_system_prompt.is_some() {
         let home = dirs::home_dir();
-        let cwd = engine.session.services.cwd.clone();
+        let cwd = engine.cwd().to_path_buf();
         let project = ProjectContext::gather(&Gather {
             cwd: &cwd,
-            model: &engine.config.model,
+            model: engine.model(),
             home: home.as_deref(),
             replace: init.system_prompt.as_deref(),
             append: init.append_system_prompt.as_deref(),
@@ -49,20 +49,19 @@ pub fn initialize(
         engine.set_project(project);
     }
     if let Some(names) = &init.skills {
-        warnings.extend(super::skills_filter::keep_only(engine, names)?);
+        warnings.extend(engine.keep_only_skills(names)?);
     }
     if init.exclude_dynamic_sections == Some(true) {
         // The stream loop puts them in front of the next user message.
-        let mut project = engine.project.clone();
-        project.dynamic_in_message = true;
-        engine.set_project(project);
+        engine.move_dynamic_sections_to_messages();
     }
     if !hooks.is_empty() {
-        engine.hooks.set_client_hooks(hooks, link.clone());
+        engine.set_client_hooks(hooks, link.clone());
     }
     // Last: the prompt recorded is the one the options above produced.
     if init.system_prompt_snapshot == Some(true) {
-        warnings.extend(super::snapshot::keep(engine, engine.session.transcript.is_recording()));
+        let persist = engine.records_transcript();
+        warnings.extend(super::snapshot::keep(engine, persist));
     }
     Ok((answer(engine, view), warnings))
 }
@@ -171,8 +170,7 @@ pub fn set_model(engine: &mut Engine, change: ModelChange, default: &str) {
                 .as_deref()
                 .map(models::resolve_alias)
                 .unwrap_or_else(|| default.to_string());
-            let provider = engine.provider.clone();
-            engine.switch_model(provider, model);
+            engine.switch_model(engine.provider(), model);
         }
         ModelChange::Routed { provider, model, .. } => engine.switch_model(provider, model),
     }
@@ -208,7 +206,7 @@ fn answer(engine: &Engine, view: &ModelView) -> Value {
         "pid": std::process::id(),
         "claude_code_version": env!("CARGO_PKG_VERSION"),
         "keel_version": env!("CARGO_PKG_VERSION"),
-        "current_permission_mode": engine.session.services.mode().as_str(),
+        "current_permission_mode": engine.mode().as_str(),
         "model": view.current,
     })
 }

@@ -7,5 +7,4 @@ pub mod codec;
 pub mod control;
 pub mod mcp_relay;
 pub mod offer;
-pub mod skills_filter;
 pub mod snapshot;

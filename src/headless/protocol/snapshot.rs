@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::context::tokens;
 use crate::engine::Engine;
 use crate::provider::SystemBlock;
 use crate::types::message::CacheControl;
@@ -16,19 +15,17 @@ use crate::types::message::CacheControl;
 const FILE: &str = "system-prompt.json";
 
 fn path(engine: &Engine) -> PathBuf {
-    engine.session.services.session_dir.join(FILE)
+    engine.session_dir().join(FILE)
 }
 
 /// Uses the recorded prompt when the session has one (a resumed session), else records the
 /// current one. Returns a warning when the record cannot be read or written.
 pub fn keep(engine: &mut Engine, persist: bool) -> Option<String> {
     let file = path(engine);
-    if !engine.session.history().is_empty() {
+    if !engine.history().is_empty() {
         match read(&file) {
             Ok(Some(blocks)) => {
-                engine.config.system = blocks;
-                let fixed = tokens::system(&engine.config.system) + tokens::tool_set(&engine.registry.tool_set());
-                engine.compactor.set_fixed_tokens(fixed);
+                engine.replace_system(blocks);
                 return None;
             }
             Ok(None) => {}
@@ -38,7 +35,7 @@ pub fn keep(engine: &mut Engine, persist: bool) -> Option<String> {
     if !persist {
         return None;
     }
-    write(&file, &engine.config.system).err().map(|e| {
+    write(&file, engine.system()).err().map(|e| {
         format!(
             "systemPromptSnapshot: cannot record the system prompt in {}: {e}",
             file.display()
