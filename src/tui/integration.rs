@@ -109,7 +109,7 @@ pub fn context(engine: &Engine) -> Result<ContextReport, IntegrationError> {
         .collect();
     let instructions: u64 = files.iter().map(|(_, t)| t).sum();
     let env = tokens::text(p.environment_text()) + p.git.as_ref().map(|g| tokens::text(&g.render())).unwrap_or(0);
-    let messages = tokens::messages(engine.session.history());
+    let messages = tokens::messages(engine.history());
     let window = engine.compactor.window;
     let mut categories = vec![
         ContextCategory {
@@ -352,7 +352,7 @@ pub fn rewind(engine: &mut Engine, arg: Option<&str>) -> Result<Rewound, Integra
     text.push_str(&format!(" `/rewind {}` undoes this.", report.point));
     Ok(Rewound {
         text,
-        history: report.messages.map(|_| engine.session.history().to_vec()),
+        history: report.messages.map(|_| engine.history().to_vec()),
         points: None,
         prompt: report.prompt.filter(|_| restore.conversation()),
     })

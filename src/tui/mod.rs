@@ -93,18 +93,18 @@ pub async fn run(cli: Options) -> Result<ExitCode, TuiError> {
     render::highlight::preload();
 
     let engine = prepared.engine;
-    let cwd = engine.session.services.cwd.clone();
+    let cwd = engine.cwd().to_path_buf();
     let keel_home = paths::keel_home();
     let project_dir = keel_home
         .as_deref()
         .map(|h| paths::project_dir(h, &cwd))
         .unwrap_or_else(|| cwd.clone());
-    let session_id = engine.session.id.clone();
+    let session_id = engine.session_id().to_string();
     let mut app = App::new(AppInit {
         cwd: cwd.clone(),
         model: prepared.model_spec.clone(),
         session_id: session_id.clone(),
-        shared: engine.session.services.clone(),
+        shared: engine.services(),
         bypass_available: prepared.permission_mode == Mode::BypassPermissions
             || (cli.allow_dangerously_skip_permissions && engine.authorizer.bypass_disabled.is_none()),
         harness: engine.harness.clone(),
@@ -118,7 +118,7 @@ pub async fn run(cli: Options) -> Result<ExitCode, TuiError> {
     // hand-off).
     match transcript::resumed::conversation(&engine.session.transcript.path()) {
         Some(all) => transcript::history::fill(&mut app.transcript, &all, &cwd),
-        None => transcript::history::fill(&mut app.transcript, engine.session.history(), &cwd),
+        None => transcript::history::fill(&mut app.transcript, engine.history(), &cwd),
     }
     app.editor.set_history(input::history::load(&project_dir));
     for w in prepared.warnings.iter().chain(&approval_notes) {

@@ -140,7 +140,7 @@ pub async fn run(
         .session_start(if config.resumed { "resume" } else { "startup" })
         .await;
     // The servers start while the interface is up; the first turn waits for them.
-    if let Some(hub) = engine.session.services.mcp.clone() {
+    if let Some(hub) = engine.mcp() {
         hub.start_all().await;
         for line in crate::mcp::startup::problems(&hub) {
             engine.events().notice(NoticeLevel::Warning, line);
@@ -148,7 +148,7 @@ pub async fn run(
     }
     while let Some(job) = jobs.recv().await {
         let reply = handle(&mut engine, job, &config).await;
-        let _ = replies.send(Reply::Totals(engine.session.totals.clone()));
+        let _ = replies.send(Reply::Totals(engine.totals().clone()));
         if replies.send(reply).is_err() {
             break;
         }
@@ -159,7 +159,7 @@ pub async fn run(
 async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
     match job {
         Job::Turn { text, cancel } => {
-            let checker = (engine.session.services.clone(), engine.authorizer.clone());
+            let checker = (engine.services(), engine.authorizer.clone());
             let mcp_text = text.clone();
             let Some(resolved) = attach_mentions(checker, text, &cancel).await else {
                 engine.events().notice(
@@ -170,7 +170,7 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
             };
             let mut blocks = resolved.blocks;
             let mut notes = resolved.notes;
-            if let Some(hub) = engine.session.services.mcp.clone() {
+            if let Some(hub) = engine.mcp() {
                 let attached = crate::mcp::mentions::resolve(&hub, &mcp_text, &cancel).await;
                 blocks.extend(attached.blocks);
                 notes.retain(|n| !attached.handled.iter().any(|h| n.starts_with(&format!("@{h}:"))));
@@ -183,7 +183,7 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
             Reply::TurnDone
         }
         Job::Init { cancel } => {
-            let text = super::commands::init::prompt(&engine.session.services.cwd);
+            let text = super::commands::init::prompt(engine.cwd());
             engine.run_turn(vec![ContentBlock::text(text)], cancel).await;
             Reply::TurnDone
         }
@@ -199,13 +199,13 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
             Err(e) => Reply::Failed(e),
         },
         Job::Shell { command, cancel } => {
-            let result = shell::run(&command, &engine.session.services.cwd, &cancel).await;
+            let result = shell::run(&command, engine.cwd(), &cancel).await;
             engine
                 .session
                 .push_user(vec![ContentBlock::text(shell::context_text(&command, &result))]);
             Reply::ShellDone(result)
         }
-        Job::Clear => match sessions::fresh(&config.place, &engine.config.model, Some(&engine.session.services)) {
+        Job::Clear => match sessions::fresh(&config.place, engine.model(), Some(&engine.session.services)) {
             Ok(session) => {
                 engine.session_end("clear").await;
                 let new = replace_session(engine, session, Vec::new());
@@ -215,26 +215,23 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
             Err(e) => Reply::Failed(format!("cannot start a new session: {e}")),
         },
         Job::ListSessions { project_dir, exclude } => Reply::Sessions(sessions::list(&project_dir, &exclude)),
-        Job::Resume { path } => match sessions::resume(
-            &config.place,
-            &path,
-            &engine.config.model,
-            Some(&engine.session.services),
-        ) {
-            Ok((session, warnings)) => {
-                engine.session_end("resume").await;
-                let new = replace_session(engine, session, warnings);
-                engine.session_start("resume").await;
-                Reply::Session(new)
+        Job::Resume { path } => {
+            match sessions::resume(&config.place, &path, engine.model(), Some(&engine.session.services)) {
+                Ok((session, warnings)) => {
+                    engine.session_end("resume").await;
+                    let new = replace_session(engine, session, warnings);
+                    engine.session_start("resume").await;
+                    Reply::Session(new)
+                }
+                Err(e) => Reply::Failed(format!("cannot resume {}: {e}", path.display())),
             }
-            Err(e) => Reply::Failed(format!("cannot resume {}: {e}", path.display())),
-        },
+        }
         Job::SetModel { model } => match switch_model(engine, &model, config).await {
             Ok((spec, notes)) => {
                 let home = dirs::home_dir();
                 let project = ProjectContext::gather(&Gather {
-                    cwd: &engine.session.services.cwd,
-                    model: &engine.config.model,
+                    cwd: engine.cwd(),
+                    model: engine.model(),
                     home: home.as_deref(),
                     replace: config.system_prompt.as_deref(),
                     append: config.append_system_prompt.as_deref(),
@@ -258,7 +255,7 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
         Job::Rewind { arg } => Reply::Rewound(integration::rewind(engine, arg.as_deref()).map_err(|e| e.to_string())),
         Job::Mcp => Reply::Mcp(integration::mcp(engine)),
         Job::McpPrompt { line, cancel } => {
-            let expanded = match engine.session.services.mcp.clone() {
+            let expanded = match engine.mcp() {
                 Some(hub) => hub.expand_prompt(&line).await,
                 None => None,
             };
@@ -283,7 +280,7 @@ async fn switch_model(
 ) -> Result<(String, Vec<String>), String> {
     let Some(switch) = &config.models else {
         let model = models::resolve_alias(wanted);
-        let provider = engine.provider.clone();
+        let provider = engine.provider();
         engine.switch_model(provider, model.clone());
         return Ok((model, Vec::new()));
     };
@@ -341,7 +338,7 @@ async fn attach_mentions(
 /// user chose and the startup decisions stay). What the old session left running (background
 /// shells and sub-agents) ends with it.
 fn replace_session(engine: &mut Engine, session: Session, mut warnings: Vec<String>) -> NewSession {
-    engine.session.services.end();
+    engine.end_processes();
     engine.hooks.rebind(session.id.clone(), session.transcript.clone());
     engine.session = session;
     // The new session gets its own spawn budget (`agents.maxTotal` counts per session) and
@@ -352,14 +349,14 @@ fn replace_session(engine: &mut Engine, session: Session, mut warnings: Vec<Stri
         warnings.push(format!("sub-agents are not available in the new session: {e}"));
     }
     if engine.has_skill_runner() {
-        engine.install_skills(engine.harness.skills.clone());
+        engine.install_skills(engine.skills());
     }
     NewSession {
-        id: engine.session.id.clone(),
-        shared: engine.session.services.clone(),
+        id: engine.session_id().to_string(),
+        shared: engine.services(),
         // What the screen shows: the whole conversation of a compacted session.
         history: super::transcript::resumed::conversation(&engine.session.transcript.path())
-            .unwrap_or_else(|| engine.session.history().to_vec()),
+            .unwrap_or_else(|| engine.history().to_vec()),
         warnings,
     }
 }
