@@ -41,6 +41,17 @@ pub async fn run(provider: Option<ProviderKind>, model: Option<String>, offline:
         }
     };
 
+    if let Some(s) = &settings {
+        let options = crate::launch::options::Options {
+            model: model.clone(),
+            ..Default::default()
+        };
+        println!("\nSettings in force (the first source present wins: flag, environment, the last settings layer)");
+        for v in crate::launch::provenance::in_force(&options, s) {
+            println!("  {} = {}  (from {})", v.key, v.value, v.origin.describe());
+        }
+    }
+
     println!("\nModel access");
     match &settings {
         Some(s) => problems += super::doctor_models::report(provider, model, s, offline).await,

@@ -5,4 +5,5 @@
 pub mod extensions;
 pub mod model;
 pub mod options;
+pub mod provenance;
 pub mod setup;

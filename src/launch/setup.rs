@@ -61,6 +61,8 @@ pub struct Prepared {
     pub catalog: Option<Arc<Catalog>>,
     /// The fallback model, kept across `/model` switches.
     pub fallback_model: Option<String>,
+    /// The values that decide the session, each with the layer that set it.
+    pub provenance: Vec<super::provenance::Sourced>,
 }
 
 /// Setup for a run that asks no trust question: headless runs apply project settings as they
@@ -87,6 +89,10 @@ pub fn prepare(cli: &Options) -> Result<Prepared, SetupError> {
 pub fn prepare_with(cli: &Options, trust: ProjectTrust) -> Result<Prepared, SetupError> {
     let base = locate()?;
     let (mut settings, mut warnings) = load_settings(cli, &base, trust)?;
+    let provenance = super::provenance::in_force(cli, &settings);
+    for s in &provenance {
+        tracing::info!(key = s.key, value = %s.value, from = %s.origin.describe(), "setting in force");
+    }
     let (authorizer, permission_mode, extensions) = permissions(cli, &base, &mut settings, &mut warnings)?;
     // Checked before the model is chosen, so a bad setting is named before a bad endpoint.
     let shell = ShellSettings {
@@ -151,6 +157,7 @@ pub fn prepare_with(cli: &Options, trust: ProjectTrust) -> Result<Prepared, Setu
         model_spec: choice.spec,
         catalog: choice.catalog,
         fallback_model: choice.fallback,
+        provenance,
     })
 }
 
