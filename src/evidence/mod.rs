@@ -228,6 +228,7 @@ impl Evidence {
     pub fn flush(&self) {
         let mut s = self.lock();
         self.save(&mut s);
+        Evidence::flush_up(&s);
     }
 
     /// Reads the fingerprint that stands for the workspace before the next command (taken after
@@ -271,6 +272,7 @@ impl Evidence {
             let plan = plan
                 .filter(|p| p.line == command)
                 .unwrap_or_else(|| CommandPlan::new(command));
+            Evidence::pull_down(&mut self.lock());
             // One fingerprint per command: the one taken after the previous command stands for
             // the tree before this one (the session's first command takes its own).
             if self.lock().last.is_none() {
@@ -337,7 +339,7 @@ impl Evidence {
                     return;
                 }
                 // Read before the lock is taken: git runs in a blocking task, never under it.
-                let heads = self.committed(std::slice::from_ref(&rel)).await;
+                let read = self.prefetch(std::slice::from_ref(&rel)).await;
                 let mut s = self.lock();
                 s.ledger
                     .change(vec![rel.clone()], Source::Tool { tool: tool.clone() }, false);
@@ -346,7 +348,7 @@ impl Evidence {
                 // holds the new content, so it is no baseline.
                 let _ = known;
                 let notes = self
-                    .check_weakened(&mut s.ledger, &rel, &path, &tool, &|_| None, &heads)
+                    .check_weakened(&mut s.ledger, &rel, &path, &tool, &|_| None, &read)
                     .into_iter()
                     .collect::<Vec<_>>();
                 Evidence::hand_up(&mut s);
@@ -413,7 +415,7 @@ impl Evidence {
             Some(Value::Number(n)) => n.as_i64().map(|n| n as i32),
             _ => None,
         };
-        let heads = self.committed(&during).await;
+        let read = self.prefetch(&during).await;
         let mut notes = Vec::new();
         let mut s = self.lock();
         let version_before = s.ledger.version;
@@ -476,7 +478,7 @@ impl Evidence {
                 &path,
                 &format!("shell `{}`", ledger::clip(command, 60)),
                 known,
-                &heads,
+                &read,
             ));
         }
         // Accumulated until taken: a concurrent command (a sub-agent's) must not erase these.
@@ -487,6 +489,8 @@ impl Evidence {
         }
         s.last = Some(after);
         s.last_taken += 1;
+        // A command may have committed or checked out: committed contents are asked anew.
+        s.heads_asked.clear();
         Evidence::hand_up(&mut s);
         notes
     }
@@ -506,6 +510,20 @@ impl Evidence {
             .into_iter()
             .filter_map(|(rel, path)| baseline_text(&path).map(|t| (rel, t)))
             .collect()
+    }
+
+    /// What the weakened-test check of `rels` reads, read with no lock held: each file's text
+    /// now, and the committed content of those that may hold tests and have no baseline yet.
+    async fn prefetch(&self, rels: &[String]) -> Prefetched {
+        let now = rels
+            .iter()
+            .filter(|r| may_weaken(&self.cwd.join(r)))
+            .map(|r| (r.clone(), text_now(&self.cwd.join(r))))
+            .collect();
+        Prefetched {
+            now,
+            committed: self.committed(rels).await,
+        }
     }
 
     /// The committed contents of those of `rels` that may hold tests and have no baseline yet,
@@ -552,17 +570,13 @@ impl Evidence {
         path: &Path,
         by: &str,
         known: &(dyn Fn(&Path) -> Option<String> + Sync),
-        committed: &HashMap<String, String>,
+        read: &Prefetched,
     ) -> Option<String> {
-        if !weakened::is_test_file(path) && path.extension().is_none_or(|e| e != "rs") {
+        if !may_weaken(path) {
             return None;
         }
-        // Never a FIFO or a device a repository planted (the read would block), never huge.
-        let now = match read_file_capped(path, MAX_BASELINE_BYTES as u64) {
-            Ok(b) => String::from_utf8(b).ok()?,
-            Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(_) => return None,
-        };
+        let now = read.now.get(rel)?.clone()?;
+        let committed = &read.committed;
         let base = match ledger.baselines.get(rel) {
             Some(b) => b.clone(),
             None => {
@@ -665,6 +679,29 @@ fn run_note(run: &Run) -> Option<String> {
         _ => return None,
     };
     Some(format!("[keel: verification] `{}` {what}.", run.runner_command))
+}
+
+/// What the weakened-test check reads of the files of one call.
+struct Prefetched {
+    /// Each file's text now (`None`: unreadable; empty: removed).
+    now: HashMap<String, Option<String>>,
+    committed: HashMap<String, String>,
+}
+
+/// Whether a change of `path` can weaken tests (a test file, or Rust source with its tests
+/// inline).
+fn may_weaken(path: &Path) -> bool {
+    weakened::is_test_file(path) || path.extension().is_some_and(|e| e == "rs")
+}
+
+/// A file's text for the weakened-test check: never a FIFO or a device a repository planted
+/// (the read would block), never huge; a removed file is empty.
+fn text_now(path: &Path) -> Option<String> {
+    match read_file_capped(path, MAX_BASELINE_BYTES as u64) {
+        Ok(b) => String::from_utf8(b).ok(),
+        Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Some(String::new()),
+        Err(_) => None,
+    }
 }
 
 /// What a file holds now, as a baseline for the weakened-test check, when it holds tests.

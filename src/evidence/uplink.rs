@@ -4,13 +4,13 @@
 //! parent's stop gate judges the child's work, while the child's turn never touches the
 //! parent's turn start.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use super::{Evidence, State};
 
-/// What a child has handed up so far.
+/// What a child has handed up so far, and what it last saw of its parent.
 pub(super) struct Uplink {
     parent: Arc<Evidence>,
     /// Changes and runs of the child's ledger already handed up.
@@ -18,10 +18,13 @@ pub(super) struct Uplink {
     runs: usize,
     /// The child's ledger versions and the parent's versions they became.
     versions: BTreeMap<u64, u64>,
-    /// Weakened-test entries the child started with (an entry it removed is removed above).
-    inherited_weakened: BTreeSet<String>,
-    /// The child's last fingerprint handed up (`State::last_taken`).
+    /// The weakened-test entries as last handed up (an entry that changed or disappeared
+    /// since is handed up; the parent's own entries are left alone).
+    weakened: BTreeMap<String, super::ledger::Weakened>,
+    /// The child's fingerprint count when it last handed one up.
     last_taken: u64,
+    /// The parent's fingerprint count when the child last took the parent's.
+    parent_taken: u64,
 }
 
 impl Evidence {
@@ -46,8 +49,9 @@ impl Evidence {
                 changes: p.ledger.changes.len(),
                 runs: p.ledger.runs.len(),
                 versions,
-                inherited_weakened: p.ledger.weakened.keys().cloned().collect(),
+                weakened: p.ledger.weakened.clone(),
                 last_taken: 0,
+                parent_taken: p.last_taken,
             }),
             last_taken: 0,
             heads_asked: p.heads_asked.clone(),
@@ -63,8 +67,8 @@ impl Evidence {
         }
     }
 
-    /// Hands what the child recorded since the last call to its parent (nothing for a ledger
-    /// that is no sub-agent's).
+    /// Hands what the child recorded since the last call to its parent, and on up the chain
+    /// (nothing for a ledger that is no sub-agent's).
     pub(super) fn hand_up(s: &mut State) {
         let Some(mut up) = s.uplink.take() else {
             return;
@@ -74,9 +78,35 @@ impl Evidence {
         s.uplink = Some(up);
     }
 
+    /// Before a sub-agent's command: the parent's newer fingerprint (its own or a sibling's
+    /// command) and the paths keel's tools touched since stand for the tree here too, so
+    /// their changes are not counted as changes from outside. Locks child, then parent.
+    pub(super) fn pull_down(s: &mut State) {
+        let Some(up) = s.uplink.as_mut() else {
+            return;
+        };
+        let p = up.parent.lock();
+        if p.last_taken != up.parent_taken {
+            up.parent_taken = p.last_taken;
+            s.last = p.last.clone();
+            s.touched = p.touched.clone();
+        } else {
+            s.touched.extend(p.touched.iter().cloned());
+        }
+    }
+
+    /// Saves the ledger of the engine at the top of a sub-agent chain (a sub-agent's own is
+    /// kept in memory only).
+    pub(super) fn flush_up(s: &State) {
+        if let Some(up) = &s.uplink {
+            up.parent.flush();
+        }
+    }
+
     /// Takes a child's new changes and runs into this ledger, in the order they happened, with
     /// this ledger's versions; its fingerprint and the paths its tools touched come along, so
-    /// the next command here does not count the child's work as changes from outside.
+    /// the next command here does not count the child's work as changes from outside. Then
+    /// hands them on up, when this ledger is a sub-agent's too.
     fn absorb(&self, child: &State, up: &mut Uplink) {
         let mut s = self.lock();
         for c in &child.ledger.changes[up.changes.min(child.ledger.changes.len())..] {
@@ -86,25 +116,27 @@ impl Evidence {
         up.changes = child.ledger.changes.len();
         for r in &child.ledger.runs[up.runs.min(child.ledger.runs.len())..] {
             let mut run = r.clone();
-            run.version = up.versions.get(&r.version).copied().unwrap_or(s.ledger.version);
+            // A run against the child's tree as it is now tested this tree as it is now (with
+            // whatever the parent changed meanwhile); an older version maps as recorded.
+            run.version = if r.version == child.ledger.version {
+                s.ledger.version
+            } else {
+                up.versions.get(&r.version).copied().unwrap_or(s.ledger.version)
+            };
             s.ledger.push_run(run);
         }
         up.runs = child.ledger.runs.len();
         for (file, w) in &child.ledger.weakened {
-            s.ledger.weakened.insert(file.clone(), w.clone());
+            if up.weakened.get(file) != Some(w) {
+                s.ledger.weakened.insert(file.clone(), w.clone());
+            }
         }
-        for gone in up
-            .inherited_weakened
-            .iter()
-            .filter(|f| !child.ledger.weakened.contains_key(*f))
-        {
+        for gone in up.weakened.keys().filter(|f| !child.ledger.weakened.contains_key(*f)) {
             s.ledger.weakened.remove(gone);
         }
+        up.weakened = child.ledger.weakened.clone();
         for (file, text) in &child.ledger.baselines {
             s.ledger.baselines.entry(file.clone()).or_insert_with(|| text.clone());
-        }
-        if child.ledger.digest.is_some() {
-            s.ledger.digest = child.ledger.digest;
         }
         // A command in the child took a new fingerprint: it stands for the tree here too, with
         // the paths the child's tools touched since.
@@ -113,8 +145,18 @@ impl Evidence {
             s.last = child.last.clone();
             s.last_taken += 1;
             s.touched = child.touched.clone();
+            if child.ledger.digest.is_some() {
+                s.ledger.digest = child.ledger.digest;
+            }
+            // The fingerprint just handed up is the child's own, not news to pull down.
+            up.parent_taken = s.last_taken;
         } else {
             s.touched.extend(child.touched.iter().cloned());
         }
+        Evidence::hand_up(&mut s);
     }
 }
+
+#[cfg(test)]
+#[path = "uplink_tests.rs"]
+mod tests;

@@ -89,48 +89,31 @@ pub fn prepare(cli: &Options) -> Result<Prepared, SetupError> {
 pub fn prepare_with(cli: &Options, trust: ProjectTrust) -> Result<Prepared, SetupError> {
     let base = locate()?;
     let (mut settings, mut warnings) = load_settings(cli, &base, trust)?;
-    let provenance = super::provenance::in_force(cli, &settings);
-    for s in &provenance {
-        tracing::info!(key = s.key, value = %s.value, from = %s.origin.describe(), "setting in force");
-    }
+    let provenance = provenance(cli, &settings);
     let (authorizer, permission_mode, extensions) = permissions(cli, &base, &mut settings, &mut warnings)?;
     // Checked before the model is chosen, so a bad setting is named before a bad endpoint.
-    let shell = ShellSettings {
-        sandbox: SandboxConfig::from_settings(&settings, cli.sandbox)?,
-        output_cap: crate::sandbox::contain::output_cap(&settings)?,
-        persist: !cli.no_session_persistence,
-    };
+    let shell = ShellSettings::from(cli, &settings)?;
     let (context_window, compact) = context_settings(&settings)?;
     let choice = super::model::choose(cli, &settings, context_window.is_some())?;
     warnings.extend(choice.warnings.iter().cloned());
     let place = session_place(cli, &base, &mut warnings)?;
+    // Checked where it always was: after the session is found, before the tools are.
+    let schema = output_schema(cli)?;
     let registry = Arc::new(tool_registry(cli, &extensions, &authorizer)?);
     let info = models::info(&choice.model);
     let mut project = project_context(cli, &base, &choice.model, &authorizer, &mut warnings)?;
     extensions.decorate(&mut project, &registry, context_window.unwrap_or(info.context_window));
     let window = tokens::Window::new(info.context_window, context_window, info.max_output);
-    let mcp = mcp_servers(
+    let inputs = Inputs {
         cli,
-        &base,
-        &settings,
-        &place,
-        &authorizer,
-        &extensions,
-        trust,
-        window.total,
-    )?;
+        base: &base,
+        settings: &settings,
+        authorizer: &authorizer,
+    };
+    let mcp = mcp_servers(&inputs, &place, &extensions, trust, window.total)?;
     warnings.extend(mcp.notices.iter().cloned());
     mcp.hub.attach(&registry);
-    let (services, service_warnings) = session_services(
-        shell,
-        &base,
-        &settings,
-        &place,
-        &project,
-        &authorizer,
-        &mcp.hub,
-        permission_mode,
-    )?;
+    let (services, service_warnings) = session_services(&inputs, shell, &place, &project, &mcp.hub, permission_mode)?;
     warnings.extend(service_warnings);
     let (session, resumed) = open_session(cli, place, services, &choice.model, &mut warnings)?;
     let config = engine_config(cli, &project, &choice.model, context_window, compact)?;
@@ -138,9 +121,7 @@ pub fn prepare_with(cli: &Options, trust: ProjectTrust) -> Result<Prepared, Setu
     let (mut engine, events) = Engine::new(config, choice.provider.clone(), registry, authorizer, hooks, session);
     engine.set_project(project);
     extensions.install(&mut engine)?;
-    if let Some(raw) = &cli.programs.json_schema {
-        let schema = serde_json::from_str::<serde_json::Value>(raw)
-            .map_err(|e| SetupError::Invalid(format!("--json-schema is not valid JSON: {e}")))?;
+    if let Some(schema) = schema {
         engine
             .require_structured_output(schema)
             .map_err(|e| SetupError::Invalid(format!("--json-schema: {e}")))?;
@@ -159,6 +140,27 @@ pub fn prepare_with(cli: &Options, trust: ProjectTrust) -> Result<Prepared, Setu
         fallback_model: choice.fallback,
         provenance,
     })
+}
+
+/// Which source set each value that decides the session, recorded in the debug log.
+fn provenance(cli: &Options, settings: &Settings) -> Vec<super::provenance::Sourced> {
+    let all = super::provenance::in_force(cli, settings);
+    for s in &all {
+        tracing::info!(key = s.key, value = %s.value, from = %s.origin.describe(), "setting in force");
+    }
+    all
+}
+
+/// `--json-schema`: the schema the final answer must match.
+fn output_schema(cli: &Options) -> Result<Option<serde_json::Value>, SetupError> {
+    cli.programs
+        .json_schema
+        .as_deref()
+        .map(|raw| {
+            serde_json::from_str::<serde_json::Value>(raw)
+                .map_err(|e| SetupError::Invalid(format!("--json-schema is not valid JSON: {e}")))
+        })
+        .transpose()
 }
 
 /// Where a session runs: the working directory, keel's home and the user's home.
@@ -332,18 +334,28 @@ fn project_context(
     Ok(project)
 }
 
+/// What the later steps of setup all read.
+struct Inputs<'a> {
+    cli: &'a Options,
+    base: &'a Base,
+    settings: &'a Settings,
+    authorizer: &'a Arc<crate::permissions::Authorizer>,
+}
+
 /// The session's MCP servers, planned (front ends start them).
-#[allow(clippy::too_many_arguments)]
 fn mcp_servers(
-    cli: &Options,
-    base: &Base,
-    settings: &Settings,
+    inputs: &Inputs<'_>,
     place: &Place,
-    authorizer: &Arc<crate::permissions::Authorizer>,
     extensions: &super::extensions::Extensions,
     trust: ProjectTrust,
     window: u64,
 ) -> Result<crate::mcp::setup::McpSetup, SetupError> {
+    let Inputs {
+        cli,
+        base,
+        settings,
+        authorizer,
+    } = *inputs;
     let denies = authorizer.clone();
     crate::mcp::setup::build(&crate::mcp::setup::McpInputs {
         cli_configs: &cli.mcp_config,
@@ -371,17 +383,30 @@ struct ShellSettings {
     persist: bool,
 }
 
-#[allow(clippy::too_many_arguments)]
+impl ShellSettings {
+    fn from(cli: &Options, settings: &Settings) -> Result<Self, SetupError> {
+        Ok(ShellSettings {
+            sandbox: SandboxConfig::from_settings(settings, cli.sandbox)?,
+            output_cap: crate::sandbox::contain::output_cap(settings)?,
+            persist: !cli.no_session_persistence,
+        })
+    }
+}
+
 fn session_services(
+    inputs: &Inputs<'_>,
     shell: ShellSettings,
-    base: &Base,
-    settings: &Settings,
     place: &Place,
     project: &ProjectContext,
-    authorizer: &Arc<crate::permissions::Authorizer>,
     mcp: &Arc<crate::mcp::McpHub>,
     mode: Mode,
 ) -> Result<(Arc<SessionServices>, Vec<String>), SetupError> {
+    let Inputs {
+        base,
+        settings,
+        authorizer,
+        ..
+    } = *inputs;
     let (sandbox, sandbox_warning) = SandboxMode::decide(
         &shell.sandbox,
         &authorizer.working_dirs(),

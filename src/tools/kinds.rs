@@ -54,6 +54,20 @@ const FALLBACK: &[(&str, Declared)] = &[
             ..reads()
         },
     ),
+    // Registered only in some sessions (their own declarations win there), met by name in
+    // histories and rules elsewhere.
+    (
+        "Skill",
+        Declared {
+            effects: Effects {
+                loads_skill: true,
+                ..Effects::NONE
+            },
+            grammar: RuleGrammar::Key,
+            covered_by: &[],
+        },
+    ),
+    ("ToolSearch", reads()),
     // The reference's older name of Agent.
     (
         "Task",
@@ -103,8 +117,14 @@ pub fn declared(name: &str) -> Declared {
 /// The subject of a call of the tool `name` (a built-in's own reading of its input; for other
 /// names the path their input names, if any).
 pub fn subject(name: &str, input: &Value, cwd: &Path) -> Subject {
+    let str_of = |k: &str| input.get(k).and_then(Value::as_str);
+    let effects = declared(name).effects;
     match builtin(name) {
         Some(t) => t.subject(input, cwd),
+        None if effects.loads_skill => {
+            Subject::Key(crate::skills::requested_name(str_of("skill").unwrap_or("")).into())
+        }
+        None if effects.spawns_agent => Subject::Key(str_of("subagent_type").unwrap_or("general-purpose").into()),
         None => ["file_path", "notebook_path", "path"]
             .iter()
             .find_map(|k| input.get(*k).and_then(Value::as_str))

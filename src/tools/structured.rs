@@ -43,8 +43,10 @@ impl Tool for StructuredOutputTool {
     }
 
     fn declared(&self) -> Declared {
+        // Only records the answer: checked like any call (its input is read-only), and not an
+        // observation whose old result could fold away.
         Declared {
-            effects: Effects::SESSION,
+            effects: Effects::NONE,
             grammar: RuleGrammar::Key,
             covered_by: &[],
         }

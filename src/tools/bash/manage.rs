@@ -22,8 +22,12 @@ impl Tool for BashOutputTool {
     }
 
     fn declared(&self) -> Declared {
+        // Reads only the session's own shells: no approval, and its old output folds away.
         Declared {
-            effects: Effects::READS,
+            effects: Effects {
+                session_only: true,
+                ..Effects::READS
+            },
             grammar: RuleGrammar::Key,
             covered_by: &[],
         }
