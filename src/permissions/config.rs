@@ -33,22 +33,6 @@ pub struct PermissionSetup {
     pub warnings: Vec<String>,
 }
 
-/// Tool names rules may name besides the built-ins: the reference's other tools.
-const OTHER_TOOLS: &[&str] = &[
-    "WebFetch",
-    "WebSearch",
-    "NotebookEdit",
-    "MultiEdit",
-    "Agent",
-    "Task",
-    "Skill",
-    "ToolSearch",
-    "AskUserQuestion",
-    "EnterPlanMode",
-    "TaskOutput",
-    "TaskStop",
-    "KillBash",
-];
 
 pub fn build(
     settings: &Settings,
@@ -130,7 +114,7 @@ pub fn build(
             !(r.tool.contains('*')
                 || r.tool.starts_with("mcp__")
                 || known_tools.contains(&r.tool.as_str())
-                || OTHER_TOOLS.contains(&r.tool.as_str()))
+                || crate::tools::kinds::is_known(&r.tool))
         })
         .map(|r| {
             format!(

@@ -68,6 +68,11 @@ const FALLBACK: &[(&str, Declared)] = &[
         },
     ),
     ("ToolSearch", reads()),
+    // Session tools of the reference keel does not offer.
+    ("AskUserQuestion", session()),
+    ("EnterPlanMode", session()),
+    ("TaskStop", session()),
+    ("KillBash", session()),
     // The reference's older name of Agent.
     (
         "Task",
@@ -88,6 +93,19 @@ const fn reads() -> Declared {
         grammar: RuleGrammar::Key,
         covered_by: &[],
     }
+}
+
+const fn session() -> Declared {
+    Declared {
+        effects: Effects::SESSION,
+        grammar: RuleGrammar::Key,
+        covered_by: &[],
+    }
+}
+
+/// Whether keel knows the name: a built-in tool or one of the fallback table.
+pub fn is_known(name: &str) -> bool {
+    builtins().iter().any(|t| t.name() == name) || FALLBACK.iter().any(|(n, _)| *n == name)
 }
 
 /// The built-in tools, once (unit values: building them costs nothing).
