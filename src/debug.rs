@@ -166,11 +166,6 @@ pub fn attach_session(session_dir: &Path) -> Option<PathBuf> {
     Some(path)
 }
 
-/// Whether debug output is on (for callers that would otherwise compute something costly).
-pub fn enabled() -> bool {
-    tracing::enabled!(target: "keel", tracing::Level::DEBUG)
-}
-
 /// A debug event (kept for callers of the earlier printer).
 pub fn log(message: impl AsRef<str>) {
     tracing::debug!(target: "keel", "{}", message.as_ref());

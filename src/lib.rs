@@ -1,33 +1,35 @@
 //! keel: a terminal coding agent whose host runtime keeps the model's claims tied to evidence.
 //!
 //! See docs/ARCHITECTURE.md for the map of the modules and how a prompt flows through them.
+//! Modules are `pub(crate)` unless the binary, the benchmark examples or the end-to-end tests
+//! use them.
 
-pub mod agents;
+pub(crate) mod agents;
 pub mod checkpoint;
 pub mod cli;
-pub mod commands;
+pub(crate) mod commands;
 pub mod compact;
-pub mod config;
+pub(crate) mod config;
 pub mod context;
-pub mod debug;
+pub(crate) mod debug;
 pub mod engine;
 pub mod evidence;
-pub mod frontmatter;
-pub mod fsutil;
-pub mod headless;
-pub mod hooks;
-pub mod launch;
-pub mod mcp;
-pub mod memory;
-pub mod permissions;
-pub mod plugins;
+pub(crate) mod frontmatter;
+pub(crate) mod fsutil;
+pub(crate) mod headless;
+pub(crate) mod hooks;
+pub(crate) mod launch;
+pub(crate) mod mcp;
+pub(crate) mod memory;
+pub(crate) mod permissions;
+pub(crate) mod plugins;
 pub mod provider;
 pub mod sandbox;
-pub mod shell;
-pub mod shutdown;
-pub mod skills;
+pub(crate) mod shell;
+pub(crate) mod shutdown;
+pub(crate) mod skills;
 pub mod tools;
 pub mod transcript;
-pub mod tui;
+pub(crate) mod tui;
 pub mod types;
 pub mod workspace;

@@ -86,6 +86,7 @@ pub struct SpawnBudget {
 pub struct Children(AtomicU32);
 
 impl Children {
+    #[cfg(test)]
     pub fn running(&self) -> u32 {
         self.0.load(Ordering::SeqCst)
     }
@@ -123,6 +124,7 @@ impl SpawnBudget {
         })
     }
 
+    #[cfg(test)]
     /// How many sub-agents the session has started (or reserved).
     pub fn started(&self) -> u32 {
         self.started.load(Ordering::SeqCst)

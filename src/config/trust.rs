@@ -165,11 +165,6 @@ pub fn is_trusted(keel_home: &Path, dir: &Path) -> bool {
         .any(|d| d.to_str().is_some_and(|s| folders.contains_key(s)))
 }
 
-/// [`is_trusted`] with keel's home from the environment (`KEEL_HOME`, else `~/.keel`).
-pub fn is_trusted_dir(dir: &Path) -> bool {
-    super::paths::keel_home().is_some_and(|home| is_trusted(&home, dir))
-}
-
 /// Records that the user trusts `dir` (and so the folders below it).
 pub fn trust(keel_home: &Path, dir: &Path) -> std::io::Result<()> {
     let key = dir

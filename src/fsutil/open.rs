@@ -313,11 +313,6 @@ pub fn read_file_capped(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
     }
 }
 
-/// The path of an open descriptor as the kernel knows it (after every link).
-pub fn path_of(fd: BorrowedFd<'_>) -> Option<PathBuf> {
-    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

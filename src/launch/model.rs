@@ -27,7 +27,6 @@ pub struct Choice {
     pub catalog: Option<Arc<Catalog>>,
     /// The fallback model's name, kept across `/model` switches.
     pub fallback: Option<String>,
-    pub endpoint: Option<Endpoint>,
     pub warnings: Vec<String>,
 }
 
@@ -53,7 +52,6 @@ pub fn choose(cli: &Options, settings: &Settings, explicit_window: bool) -> Resu
             model,
             catalog: None,
             fallback: None,
-            endpoint: None,
             warnings: Vec::new(),
         });
     }
@@ -125,7 +123,6 @@ pub fn choose(cli: &Options, settings: &Settings, explicit_window: bool) -> Resu
         spec: resolved.spec,
         catalog: Some(Arc::new(catalog)),
         fallback,
-        endpoint: Some(resolved.endpoint),
         warnings,
     })
 }

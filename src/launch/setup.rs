@@ -53,16 +53,12 @@ pub struct Prepared {
     pub mcp: Arc<crate::mcp::McpHub>,
     /// Project MCP servers waiting for the user's approval (interactive mode only).
     pub mcp_pending: Vec<crate::mcp::setup::PendingApproval>,
-    /// What the session takes from the project's own settings (see `config::trust`).
-    pub trust: ProjectTrust,
     /// The model as the user named it (`ollama/qwen3-coder`).
     pub model_spec: String,
     /// Builds providers for `/model` switches (`None` with the script provider).
     pub catalog: Option<Arc<Catalog>>,
     /// The fallback model, kept across `/model` switches.
     pub fallback_model: Option<String>,
-    /// The values that decide the session, each with the layer that set it.
-    pub provenance: Vec<super::provenance::Sourced>,
 }
 
 /// Setup for a run that asks no trust question: headless runs apply project settings as they
@@ -89,7 +85,7 @@ pub fn prepare(cli: &Options) -> Result<Prepared, SetupError> {
 pub fn prepare_with(cli: &Options, trust: ProjectTrust) -> Result<Prepared, SetupError> {
     let base = locate()?;
     let (mut settings, mut warnings) = load_settings(cli, &base, trust)?;
-    let provenance = provenance(cli, &settings);
+    log_provenance(cli, &settings);
     let (authorizer, permission_mode, extensions) = permissions(cli, &base, &mut settings, &mut warnings)?;
     // Checked before the model is chosen, so a bad setting is named before a bad endpoint.
     let shell = ShellSettings::from(cli, &settings)?;
@@ -134,21 +130,18 @@ pub fn prepare_with(cli: &Options, trust: ProjectTrust) -> Result<Prepared, Setu
         resumed,
         mcp: mcp.hub,
         mcp_pending: mcp.pending,
-        trust,
         model_spec: choice.spec,
         catalog: choice.catalog,
         fallback_model: choice.fallback,
-        provenance,
     })
 }
 
-/// Which source set each value that decides the session, recorded in the debug log.
-fn provenance(cli: &Options, settings: &Settings) -> Vec<super::provenance::Sourced> {
-    let all = super::provenance::in_force(cli, settings);
-    for s in &all {
+/// Which source set each value that decides the session, recorded in the debug log (`keel
+/// doctor` lists the same).
+fn log_provenance(cli: &Options, settings: &Settings) {
+    for s in super::provenance::in_force(cli, settings) {
         tracing::info!(key = s.key, value = %s.value, from = %s.origin.describe(), "setting in force");
     }
-    all
 }
 
 /// `--json-schema`: the schema the final answer must match.

@@ -57,10 +57,6 @@ impl McpTool {
             hub,
         }
     }
-
-    pub fn server(&self) -> &str {
-        &self.server.name
-    }
 }
 
 /// The server's schema if it can be used to validate input; a permissive object schema (and a

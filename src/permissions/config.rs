@@ -33,7 +33,6 @@ pub struct PermissionSetup {
     pub warnings: Vec<String>,
 }
 
-
 pub fn build(
     settings: &Settings,
     cli: &CliPermissions,

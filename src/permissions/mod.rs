@@ -9,7 +9,5 @@ pub mod protected;
 pub mod rules;
 pub mod updates;
 
-pub use crate::shell::parse as shell;
-pub use crate::shell::{commands, option_tables, options};
 pub use crate::types::permission::{Mode, PermissionPrompt, PermissionReply};
-pub use authorizer::{AskInfo, Authorizer, Decision, HookDecision, Verdict};
+pub use authorizer::{AskInfo, Authorizer, HookDecision, Verdict};

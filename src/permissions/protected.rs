@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-pub use crate::sandbox::secrets::{HOME_CREDENTIALS, SYSTEM_CREDENTIALS, credential_reason, is_credential_name};
+pub use crate::sandbox::secrets::credential_reason;
 
 use crate::shell::parse::{Resolved, SimpleCommand, Word, resolve_word};
 

@@ -179,6 +179,7 @@ fn push_text(out: &mut Vec<Part>, text: String) {
     }
 }
 
+#[cfg(test)]
 /// Joins parts whose commands were replaced by their output.
 pub fn join(parts: &[Part]) -> String {
     parts

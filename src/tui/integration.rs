@@ -1,8 +1,7 @@
 //! The TUI's seams to capabilities that live outside it: compaction and the context listing,
 //! permission rules, hooks, and read rules for `@path` mentions.
 //!
-//! Each function has the shape the TUI renders. Where this build has no backing for one, it
-//! says so with [`IntegrationError::Unavailable`]; nothing here invents data.
+//! Each function has the shape the TUI renders; nothing here invents data.
 
 use std::path::{Path, PathBuf};
 
@@ -16,9 +15,6 @@ use crate::permissions::{Authorizer, Verdict};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IntegrationError {
-    /// The capability is not part of this build.
-    #[error("{0}")]
-    Unavailable(String),
     #[error("{0}")]
     Failed(String),
 }

@@ -21,12 +21,15 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-pub use approval::{Approval, GRACE};
+pub use approval::Approval;
+#[cfg(test)]
+pub(crate) use approval::GRACE;
 #[cfg(test)]
 pub(crate) use events::stable_split;
-pub use live::{LIVE_AFTER_MS, LIVE_POLL, LIVE_READ_MAX, LiveSource};
+pub use live::{LIVE_AFTER_MS, LIVE_POLL, LIVE_READ_MAX};
 pub use picker::{PickItem, Picker, PickerKind};
-pub use replies::context_grid;
+#[cfg(test)]
+pub(crate) use replies::context_grid;
 pub use search::HistorySearch;
 
 use super::commands::{self, Command, CommandInfo};

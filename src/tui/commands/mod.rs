@@ -6,7 +6,7 @@ use crate::skills::Catalog;
 
 pub mod init;
 
-pub use crate::commands::{BUILTINS, CommandInfo, all, is_command};
+pub use crate::commands::{CommandInfo, all, is_command};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {

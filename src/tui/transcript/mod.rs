@@ -62,10 +62,7 @@ impl Transcript {
         self.cells.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.cells.is_empty()
-    }
-
+    #[cfg(test)]
     pub fn cells(&self) -> impl Iterator<Item = &CellKind> {
         self.cells.iter().map(|c| &c.kind)
     }
@@ -91,11 +88,6 @@ impl Transcript {
         let cell = self.cells.get_mut(i)?;
         cell.version += 1;
         Some(&mut cell.kind)
-    }
-
-    pub fn last_mut(&mut self) -> Option<&mut CellKind> {
-        let i = self.cells.len().checked_sub(1)?;
-        self.get_mut(i)
     }
 
     pub fn tool_index(&self, id: &str) -> Option<usize> {
@@ -312,6 +304,7 @@ impl Transcript {
         self.with_lines.dedup();
     }
 
+    #[cfg(test)]
     /// Cells that hold rendered lines right now (for tests of the memory bound).
     pub fn cached_line_cells(&self) -> usize {
         self.cells.iter().filter(|c| c.cache.lines.is_some()).count()
