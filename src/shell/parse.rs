@@ -9,6 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
+use super::split::Connector;
+
 /// One shell word. `dynamic`: the shell expands it at run time (an unquoted glob, `$`, `~` or
 /// brace), so its text is not what the command will see.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,10 +81,14 @@ const MAX_NESTING: usize = 3;
 const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "ash"];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Tok {
+pub(super) enum Tok {
     Word(Word),
-    Sep,
-    Redirect { write: bool, target: Word },
+    /// What joins two simple commands.
+    Sep(Connector),
+    Redirect {
+        write: bool,
+        target: Word,
+    },
 }
 
 /// Splits a command line. `Err` carries why it cannot be judged safely.
@@ -113,7 +119,7 @@ fn parse_nested(command: &str, depth: usize) -> Result<Vec<SimpleCommand>, Strin
                     current.reads.push(target)
                 }
             }
-            Some(Tok::Sep) | None => {
+            Some(Tok::Sep(_)) | None => {
                 let done = std::mem::take(&mut current);
                 if !(done.words.is_empty() && done.writes.is_empty() && done.reads.is_empty()) {
                     out.extend(finish(done, depth)?);
@@ -212,6 +218,14 @@ impl Acc {
 }
 
 fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
+    lex(s, true)
+}
+
+/// The one lexer of shell lines. `strict`: everything keel cannot judge (substitutions,
+/// subshells, here-documents, control structures) is an error, for the permission check.
+/// Tolerant: those are read through — a substitution stays inside its word, parentheses
+/// separate commands, a control word is a word — for the ledger, which grants nothing.
+pub(super) fn lex(s: &str, strict: bool) -> Result<Vec<Tok>, String> {
     let chars: Vec<char> = s.chars().collect();
     let mut toks = Vec::new();
     let mut cur = Acc::default();
@@ -219,7 +233,7 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
     let push_word = |cur: &mut Acc, toks: &mut Vec<Tok>| -> Result<(), String> {
         if let Some(w) = cur.take() {
             let first_of_command = !matches!(toks.last(), Some(Tok::Word(_)));
-            if first_of_command && !w.dynamic && CONTROL_WORDS.contains(&w.text.as_str()) {
+            if strict && first_of_command && !w.dynamic && CONTROL_WORDS.contains(&w.text.as_str()) {
                 return Err(format!("shell control structure `{}`", w.text));
             }
             toks.push(Tok::Word(w));
@@ -235,10 +249,13 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
             }
             '\n' | ';' => {
                 if c == ';' && chars.get(i + 1) == Some(&';') {
-                    return Err("`;;` outside a case statement".into());
+                    if strict {
+                        return Err("`;;` outside a case statement".into());
+                    }
+                    i += 1;
                 }
                 push_word(&mut cur, &mut toks)?;
-                toks.push(Tok::Sep);
+                toks.push(Tok::Sep(Connector::Seq));
                 i += 1;
             }
             '&' | '|' => {
@@ -247,13 +264,19 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
                     // &> / &>> redirect stdout and stderr.
                     push_word(&mut cur, &mut toks)?;
                     let skip = if chars.get(i + 2) == Some(&'>') { 3 } else { 2 };
-                    let (target, used) = redirect_target(&chars, i + skip)?;
+                    let (target, used) = redirect_target(&chars, i + skip, strict)?;
                     toks.push(Tok::Redirect { write: true, target });
                     i = used;
                     continue;
                 }
                 push_word(&mut cur, &mut toks)?;
-                toks.push(Tok::Sep);
+                let connector = match (c, next) {
+                    ('&', Some('&')) => Connector::And,
+                    ('|', Some('|')) => Connector::Or,
+                    ('|', _) => Connector::Pipe,
+                    _ => Connector::Background,
+                };
+                toks.push(Tok::Sep(connector));
                 i += if next == Some(c) || (c == '|' && next == Some('&')) {
                     2
                 } else {
@@ -269,15 +292,17 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
                 match chars.get(i + 1) {
                     Some('\n') => {}
                     Some(&n) => cur.push(n),
-                    None => return Err("trailing backslash".into()),
+                    None if strict => return Err("trailing backslash".into()),
+                    None => {}
                 }
                 i += 2;
             }
             '\'' => {
-                let end = chars[i + 1..]
-                    .iter()
-                    .position(|&x| x == '\'')
-                    .ok_or("unterminated single quote")?;
+                let end = match chars[i + 1..].iter().position(|&x| x == '\'') {
+                    Some(end) => end,
+                    None if strict => return Err("unterminated single quote".into()),
+                    None => chars.len() - i - 1,
+                };
                 cur.started = true;
                 cur.text.extend(&chars[i + 1..i + 1 + end]);
                 i += end + 2;
@@ -287,7 +312,8 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
                 cur.started = true;
                 loop {
                     match chars.get(i) {
-                        None => return Err("unterminated double quote".into()),
+                        None if strict => return Err("unterminated double quote".into()),
+                        None => break,
                         Some('"') => break,
                         Some('\\') => {
                             if let Some(&n) = chars.get(i + 1) {
@@ -300,8 +326,10 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
                             }
                             i += 2;
                         }
-                        Some('`') => return Err("command substitution".into()),
-                        Some('$') if chars.get(i + 1) == Some(&'(') => return Err("command substitution".into()),
+                        Some('`') if strict => return Err("command substitution".into()),
+                        Some('$') if strict && chars.get(i + 1) == Some(&'(') => {
+                            return Err("command substitution".into());
+                        }
                         Some(&x) => {
                             // Variables expand inside double quotes too.
                             if x == '$' {
@@ -314,15 +342,47 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
                 }
                 i += 1;
             }
-            '`' => return Err("command substitution".into()),
-            '$' if chars.get(i + 1) == Some(&'(') => return Err("command substitution".into()),
-            '(' | ')' => return Err("subshell or grouping".into()),
+            '`' if strict => return Err("command substitution".into()),
+            '$' if chars.get(i + 1) == Some(&'(') => {
+                if strict {
+                    return Err("command substitution".into());
+                }
+                // Tolerant: the substitution stays inside its word; its inside is not split.
+                cur.dynamic = true;
+                let mut depth = 0;
+                while i < chars.len() {
+                    cur.push(chars[i]);
+                    if chars[i] == '(' {
+                        depth += 1;
+                    } else if chars[i] == ')' {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    i += 1;
+                }
+                i += 1;
+            }
+            '(' | ')' => {
+                if strict {
+                    return Err("subshell or grouping".into());
+                }
+                push_word(&mut cur, &mut toks)?;
+                toks.push(Tok::Sep(Connector::Seq));
+                i += 1;
+            }
             '<' | '>' => {
-                if matches!(chars.get(i + 1), Some('(')) {
+                if strict && matches!(chars.get(i + 1), Some('(')) {
                     return Err("process substitution".into());
                 }
                 if c == '<' && chars.get(i + 1) == Some(&'<') {
-                    return Err("here-document".into());
+                    if strict {
+                        return Err("here-document".into());
+                    }
+                    // Tolerant: the delimiter word is the operand; the body lines that follow
+                    // are read as lines.
+                    i += 1;
                 }
                 // A word made only of digits right before the operator is a file descriptor.
                 let fd_prefix = cur.started && !cur.dynamic && cur.text.chars().all(|d| d.is_ascii_digit());
@@ -344,12 +404,18 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
                     i = j;
                     continue;
                 }
-                let (target, used) = redirect_target(&chars, j)?;
-                toks.push(Tok::Redirect {
-                    write: c == '>',
-                    target,
-                });
-                i = used;
+                match redirect_target(&chars, j, strict) {
+                    Ok((target, used)) => {
+                        toks.push(Tok::Redirect {
+                            write: c == '>',
+                            target,
+                        });
+                        i = used;
+                    }
+                    Err(e) if strict => return Err(e),
+                    // Tolerant: an operator with no target just ends the word.
+                    Err(_) => i = j,
+                }
             }
             _ => {
                 if matches!(c, '*' | '?' | '[' | '{' | '$') || (c == '~' && !cur.started) {
@@ -365,7 +431,7 @@ fn tokenize(s: &str) -> Result<Vec<Tok>, String> {
 }
 
 /// Reads the word after a redirection operator; returns it and the index after it.
-fn redirect_target(chars: &[char], mut i: usize) -> Result<(Word, usize), String> {
+fn redirect_target(chars: &[char], mut i: usize, strict: bool) -> Result<(Word, usize), String> {
     while chars.get(i).is_some_and(|c| *c == ' ' || *c == '\t') {
         i += 1;
     }
@@ -373,13 +439,15 @@ fn redirect_target(chars: &[char], mut i: usize) -> Result<(Word, usize), String
     while let Some(&c) = chars.get(i) {
         match c {
             ' ' | '\t' | '\n' | ';' | '&' | '|' | '<' | '>' => break,
-            '(' | ')' | '`' => return Err("unusual redirection target".into()),
-            '$' if chars.get(i + 1) == Some(&'(') => return Err("command substitution".into()),
+            '(' | ')' if !strict => break,
+            '(' | ')' | '`' if strict => return Err("unusual redirection target".into()),
+            '$' if strict && chars.get(i + 1) == Some(&'(') => return Err("command substitution".into()),
             '\'' | '"' => {
-                let end = chars[i + 1..]
-                    .iter()
-                    .position(|&x| x == c)
-                    .ok_or("unterminated quote")?;
+                let end = match chars[i + 1..].iter().position(|&x| x == c) {
+                    Some(end) => end,
+                    None if strict => return Err("unterminated quote".into()),
+                    None => chars.len() - i - 1,
+                };
                 let quoted: String = chars[i + 1..i + 1 + end].iter().collect();
                 if c == '"' && quoted.contains('$') {
                     word.dynamic = true;

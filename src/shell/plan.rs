@@ -37,3 +37,50 @@ impl CommandPlan {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shell::split::Connector;
+
+    /// The strict judgement and the tolerant split read the same tokens: where the strict one
+    /// accepts a line they see the same commands and words.
+    #[test]
+    fn both_readings_agree_where_the_strict_one_accepts() {
+        for line in [
+            "pytest -q && echo ok",
+            "cargo test 2>&1 | tail -n 5; echo done",
+            "FOO='a b' make test > out.log",
+            "grep -c \"x y\" a.txt || true",
+        ] {
+            let plan = CommandPlan::new(line);
+            let strict = plan.strict.as_ref().expect(line);
+            let strict_words: Vec<Vec<String>> = strict
+                .iter()
+                .map(|p| p.env.iter().chain(&p.words).map(|w| w.text.clone()).collect())
+                .collect();
+            let split_words: Vec<Vec<String>> = plan.segments.iter().map(|s| s.words.clone()).collect();
+            assert_eq!(strict_words, split_words, "{line}");
+        }
+    }
+
+    #[test]
+    fn the_tolerant_reading_sees_through_what_the_strict_one_refuses() {
+        let plan = CommandPlan::new("echo $(pytest -q) | tail -1; (cd sub && make test)");
+        assert_eq!(plan.strict.as_ref().unwrap_err(), "command substitution");
+        let segments: Vec<(String, Connector)> = plan.segments.iter().map(|s| (s.words.join(" "), s.next)).collect();
+        assert_eq!(
+            segments,
+            vec![
+                ("echo $(pytest -q)".to_string(), Connector::Pipe),
+                ("tail -1".to_string(), Connector::Seq),
+                ("cd sub".to_string(), Connector::And),
+                ("make test".to_string(), Connector::Seq),
+            ]
+        );
+        assert!(
+            !plan.only_reads(),
+            "a line the strict reader refuses is never read-only"
+        );
+    }
+}

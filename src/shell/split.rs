@@ -2,9 +2,12 @@
 //! (`&&`, `||`, `;`, `|`, `&`), so a recogniser can tell whether a test runner's exit status
 //! reaches the shell's (`pytest && echo ok`) or is hidden (`pytest | tail -1`, `pytest; echo`).
 //!
-//! Unlike the strict reader (`shell::parse`), which refuses what it cannot judge, this one is
-//! tolerant: subshells, `$(…)`, loops and groups are split through, because
-//! recognising a run never grants anything. It never executes anything.
+//! It reads the line with the same lexer as the strict reader (`shell::parse`), in its tolerant
+//! mode: where the strict reader refuses what it cannot judge, subshells, `$(…)`, loops and
+//! groups are split through here, because recognising a run never grants anything. It never
+//! executes anything.
+
+use super::parse::Tok;
 
 /// What follows a simple command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,33 +40,13 @@ const KEYWORDS: &[&str] = &[
     "if", "then", "else", "elif", "do", "while", "until", "!", "{", "time", "fi", "done", "}",
 ];
 
-/// Splits `line` into simple commands. Empty commands are dropped; the connector of a dropped
+/// Splits `line` into simple commands, reading it with the crate's one lexer in its tolerant
+/// mode ([`super::parse::lex`]). Empty commands are dropped; the connector of a dropped
 /// command is merged into the previous one.
 pub fn split(line: &str) -> Vec<Segment> {
     let mut out: Vec<Segment> = Vec::new();
     let mut words: Vec<String> = Vec::new();
     let mut writes: Vec<String> = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut pending_write = false;
-    let chars: Vec<char> = line.chars().collect();
-    let mut i = 0;
-
-    let finish_word = |word: &mut String,
-                       in_word: &mut bool,
-                       words: &mut Vec<String>,
-                       writes: &mut Vec<String>,
-                       pending: &mut bool| {
-        if *in_word {
-            if *pending {
-                writes.push(std::mem::take(word));
-                *pending = false;
-            } else {
-                words.push(std::mem::take(word));
-            }
-            *in_word = false;
-        }
-    };
     let push_segment = |words: &mut Vec<String>, writes: &mut Vec<String>, next: Connector, out: &mut Vec<Segment>| {
         while words.first().is_some_and(|w| KEYWORDS.contains(&w.as_str())) {
             words.remove(0);
@@ -84,139 +67,16 @@ pub fn split(line: &str) -> Vec<Segment> {
             writes: std::mem::take(writes),
         });
     };
-
-    while i < chars.len() {
-        let c = chars[i];
-        match c {
-            '\'' => {
-                in_word = true;
-                i += 1;
-                while i < chars.len() && chars[i] != '\'' {
-                    word.push(chars[i]);
-                    i += 1;
-                }
-            }
-            '"' => {
-                in_word = true;
-                i += 1;
-                while i < chars.len() && chars[i] != '"' {
-                    if chars[i] == '\\' && i + 1 < chars.len() && matches!(chars[i + 1], '"' | '\\' | '$' | '`') {
-                        i += 1;
-                    }
-                    word.push(chars[i]);
-                    i += 1;
-                }
-            }
-            '\\' => {
-                if i + 1 < chars.len() {
-                    if chars[i + 1] != '\n' {
-                        in_word = true;
-                        word.push(chars[i + 1]);
-                    }
-                    i += 1;
-                }
-            }
-            '$' if chars.get(i + 1) == Some(&'(') => {
-                // Command substitution stays inside the word; its inside is not split here.
-                in_word = true;
-                let mut depth = 0;
-                while i < chars.len() {
-                    word.push(chars[i]);
-                    if chars[i] == '(' {
-                        depth += 1;
-                    } else if chars[i] == ')' {
-                        depth -= 1;
-                        if depth == 0 {
-                            break;
-                        }
-                    }
-                    i += 1;
-                }
-            }
-            '#' if !in_word => {
-                while i < chars.len() && chars[i] != '\n' {
-                    i += 1;
-                }
-                continue;
-            }
-            ' ' | '\t' => finish_word(&mut word, &mut in_word, &mut words, &mut writes, &mut pending_write),
-            '>' | '<' => {
-                // A file-descriptor number right before belongs to the redirection (`2>`).
-                if in_word && word.chars().all(|d| d.is_ascii_digit()) {
-                    word.clear();
-                    in_word = false;
-                } else {
-                    finish_word(&mut word, &mut in_word, &mut words, &mut writes, &mut pending_write);
-                }
-                let write = c == '>';
-                while i + 1 < chars.len() && matches!(chars[i + 1], '>' | '|') {
-                    i += 1;
-                }
-                if chars.get(i + 1) == Some(&'&') {
-                    // `2>&1`, `>&2`: a duplication, not a file.
-                    i += 2;
-                    while i < chars.len() && (chars[i].is_ascii_digit() || chars[i] == '-') {
-                        i += 1;
-                    }
-                    continue;
-                }
-                pending_write = write;
-                if !write {
-                    // `<file`: the operand is read, not a word of the command.
-                    pending_write = false;
-                    i += 1;
-                    while i < chars.len() && chars[i] == ' ' {
-                        i += 1;
-                    }
-                    while i < chars.len() && !matches!(chars[i], ' ' | '\t' | '\n' | ';' | '&' | '|' | ')') {
-                        i += 1;
-                    }
-                    continue;
-                }
-            }
-            '&' if chars.get(i + 1) == Some(&'>') => {
-                // `&>file`
-                finish_word(&mut word, &mut in_word, &mut words, &mut writes, &mut pending_write);
-                i += 1;
-                while i + 1 < chars.len() && chars[i + 1] == '>' {
-                    i += 1;
-                }
-                pending_write = true;
-            }
-            '&' | '|' | ';' | '\n' | '(' | ')' => {
-                finish_word(&mut word, &mut in_word, &mut words, &mut writes, &mut pending_write);
-                let next_c = chars.get(i + 1).copied();
-                let connector = match (c, next_c) {
-                    ('&', Some('&')) => {
-                        i += 1;
-                        Connector::And
-                    }
-                    ('|', Some('|')) => {
-                        i += 1;
-                        Connector::Or
-                    }
-                    ('|', Some('&')) => {
-                        i += 1;
-                        Connector::Pipe
-                    }
-                    ('|', _) => Connector::Pipe,
-                    ('&', _) => Connector::Background,
-                    (';', Some(';')) => {
-                        i += 1;
-                        Connector::Seq
-                    }
-                    _ => Connector::Seq,
-                };
-                push_segment(&mut words, &mut writes, connector, &mut out);
-            }
-            _ => {
-                in_word = true;
-                word.push(c);
-            }
+    // Tolerant reading never refuses; an error here would be a lexer fault, read as nothing.
+    for tok in super::parse::lex(line, false).unwrap_or_default() {
+        match tok {
+            Tok::Word(w) => words.push(w.text),
+            Tok::Redirect { write: true, target } => writes.push(target.text),
+            // `<file`: the operand is read, not a word of the command.
+            Tok::Redirect { write: false, .. } => {}
+            Tok::Sep(connector) => push_segment(&mut words, &mut writes, connector, &mut out),
         }
-        i += 1;
     }
-    finish_word(&mut word, &mut in_word, &mut words, &mut writes, &mut pending_write);
     push_segment(&mut words, &mut writes, Connector::End, &mut out);
     out
 }
