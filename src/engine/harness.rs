@@ -92,7 +92,12 @@ impl Engine {
             runner.set_catalog(catalog.clone());
         }
         // The model learns of them through the project layer's listing.
-        if self.registry.get("Agent").is_some() {
+        if self
+            .registry
+            .all()
+            .iter()
+            .any(|t| t.tool.declared().effects.spawns_agent)
+        {
             let mut project = self.project.clone();
             project.listings.retain(|l| !l.starts_with(crate::agents::LISTING_LEAD));
             let window = self.compactor.window.total;

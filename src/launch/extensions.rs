@@ -114,12 +114,14 @@ impl Extensions {
     /// Puts the listings of skills and sub-agent types, and the memory, in the project layer.
     /// `window` is the context window in tokens (the skill listing gets about 1% of it).
     pub fn decorate(&self, project: &mut ProjectContext, registry: &ToolRegistry, window: u64) {
-        if registry.get("Skill").is_some()
+        let offers =
+            |is: fn(&crate::tools::Effects) -> bool| registry.all().iter().any(|t| is(&t.tool.declared().effects));
+        if offers(|e| e.loads_skill)
             && let Some(l) = listing::render(self.skills.for_model(), listing::budget(window))
         {
             project.listings.push(l);
         }
-        if registry.get("Agent").is_some()
+        if offers(|e| e.spawns_agent)
             && let Some(l) = self.agents.listing(listing::budget(window))
         {
             project.listings.push(l);

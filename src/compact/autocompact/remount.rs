@@ -28,7 +28,7 @@ pub fn latest_plan(history: &[Message]) -> Option<String> {
         .filter(|m| m.role == Role::Assistant)
         .flat_map(|m| m.content.iter().rev())
         .find_map(|b| match b {
-            ContentBlock::ToolUse { name, input, .. } if name == "ExitPlanMode" => {
+            ContentBlock::ToolUse { name, input, .. } if crate::tools::kinds::declared(name).effects.leaves_plan => {
                 input.get("plan").and_then(|p| p.as_str()).map(str::to_string)
             }
             _ => None,

@@ -75,15 +75,14 @@ pub(super) fn child_registry(
     offer_agent: bool,
     mode: Mode,
 ) -> Result<ToolRegistry, String> {
+    let effects = |n: &str| parent.get(n).map(|t| t.tool.declared().effects).unwrap_or_default();
     parent
         .subset(|n| {
             let listed = def.tools.as_ref().is_none_or(|t| t.iter().any(|e| names(e, n)));
             let barred = def.disallowed_tools.iter().any(|e| names(e, n));
-            let allowed_here = match n {
-                "Agent" => offer_agent,
-                "ExitPlanMode" => mode == Mode::Plan,
-                _ => true,
-            };
+            // Deeper sub-agents only within the depth limit; leaving plan mode only in it.
+            let e = effects(n);
+            let allowed_here = (!e.spawns_agent || offer_agent) && (!e.leaves_plan || mode == Mode::Plan);
             listed && !barred && allowed_here
         })
         .map_err(|e| e.to_string())
