@@ -73,6 +73,7 @@ fn world() -> World {
     let ws = dir.path().canonicalize().unwrap().join("ws");
     std::fs::create_dir_all(ws.join("private")).unwrap();
     std::fs::write(ws.join("notes.txt"), "hello").unwrap();
+    std::fs::write(ws.join("own.txt"), "mine").unwrap();
     std::fs::write(ws.join("private/key.txt"), "k").unwrap();
     std::fs::write(ws.join(".env"), "TOKEN=1").unwrap();
     std::fs::write(dir.path().join("outside.txt"), "far").unwrap();
@@ -82,11 +83,13 @@ fn world() -> World {
         home: None,
     };
     let deny = Rule::parse("Read(./private/**)", Behavior::Deny, "test", &anchors).unwrap();
+    // A rule of its own, read before the tool exists: its path grammar decides at the call.
+    let own = Rule::parse("Peek(./own.txt)", Behavior::Deny, "test", &anchors).unwrap();
     let services = SessionServices::builder(ws.clone(), dir.path().join("session")).build();
     let transcript = crate::transcript::Transcript::disabled(dir.path().join("t.jsonl"));
     World {
         registry: ToolRegistry::new(vec![Arc::new(Peek)]).unwrap(),
-        authorizer: Authorizer::new(vec![deny], vec![ws.clone()], None, None),
+        authorizer: Authorizer::new(vec![deny, own], vec![ws.clone()], None, None),
         hooks: Hooks::none(
             ws.clone(),
             "s".into(),
@@ -129,6 +132,7 @@ async fn a_new_tools_declaration_gives_it_the_read_checks() {
         peek("ruled", &w.ws.join("private/key.txt")),
         peek("secret", &w.ws.join(".env")),
         peek("outside", &w.dir.path().join("outside.txt")),
+        peek("own", &w.ws.join("own.txt")),
     ];
     let records = w
         .pipeline(&events, false)
@@ -150,6 +154,8 @@ async fn a_new_tools_declaration_gives_it_the_read_checks() {
         "{}",
         text(3)
     );
+    // Its own path rule holds, though no module knew the name when the rule was read.
+    assert!(records[4].denied && text(4).contains("Peek(./own.txt)"), "{}", text(4));
 }
 
 #[tokio::test]

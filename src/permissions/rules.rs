@@ -38,6 +38,9 @@ pub struct Rule {
     pub behavior: Behavior,
     /// Where the rule came from (settings file or `--allowedTools`).
     pub source: String,
+    /// For a tool keel does not know by name when the rule is read (a tool registered later):
+    /// the specifier read as a path too, used when the tool declares a path grammar.
+    pub path_reading: Option<(GlobMatcher, String)>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -84,8 +87,16 @@ impl Rule {
         {
             return Err(err("the tool name may contain letters, digits, `_`, `-` and `*` only"));
         }
-        // The specifier reads as the named tool declares (`tools::kinds`).
+        // The specifier reads as the named tool declares (`tools::kinds`); a name keel does not
+        // know yet keeps a path reading too, for a tool registered later that reads paths.
         let grammar = crate::tools::kinds::declared(tool).grammar;
+        let path_reading = match spec_text.map(str::trim) {
+            Some(s) if !s.is_empty() && s != "*" && !crate::tools::kinds::is_known(tool) => {
+                let pattern = resolve_path_pattern(s, anchors);
+                compile_glob(&pattern).ok().map(|m| (m, pattern))
+            }
+            _ => None,
+        };
         let spec = match spec_text.map(str::trim) {
             None | Some("*") | Some("") => Spec::Any,
             Some(s) if grammar == RuleGrammar::Command => match param_spec(s) {
@@ -107,6 +118,7 @@ impl Rule {
             spec,
             behavior,
             source: source.to_string(),
+            path_reading,
         })
     }
 
@@ -164,9 +176,10 @@ impl Rule {
 
     /// Matches an absolute path.
     pub fn matches_path(&self, path: &Path) -> bool {
-        match &self.spec {
-            Spec::Any => true,
-            Spec::Path(m, _) => m.is_match(path),
+        match (&self.spec, &self.path_reading) {
+            (Spec::Any, _) => true,
+            (Spec::Path(m, _), _) => m.is_match(path),
+            (_, Some((m, _))) => m.is_match(path),
             _ => false,
         }
     }
