@@ -215,8 +215,8 @@ async fn run(turns: usize, budget: bool, view: bool) -> Run {
         .await;
     assert!(!outcome.is_error, "{outcome:?}");
     let last_view = engine.current_view();
-    let check = information_check(engine.session.history(), &last_view.messages, &session_dir);
-    let stats = engine.compactor.stats;
+    let check = information_check(engine.history(), &last_view.messages, &session_dir);
+    let stats = engine.compactor_stats();
     let sizes = provider.sizes.lock().unwrap().clone();
     Run {
         compactor_ms: stats.cpu.as_secs_f64() * 1000.0,

@@ -560,3 +560,66 @@ fn a_leaf_violation_is_reported() {
         ["d -> c (d is in leaf layer base, which uses no keel module): src/d.rs:2"]
     );
 }
+
+/// The engine's fields a front end must not reach into: it uses the façade's methods.
+const ENGINE_FIELDS: &[&str] = &[
+    "config",
+    "provider",
+    "registry",
+    "authorizer",
+    "hooks",
+    "session",
+    "project",
+    "compactor",
+    "subagent",
+    "structured",
+    "harness",
+];
+
+/// `engine.<field>` uses (not method calls) in one file's text, as `line: field`.
+fn field_reaches(src: &str) -> Vec<String> {
+    let clean = strip(src);
+    let mut out = Vec::new();
+    for (n, line) in clean.lines().enumerate() {
+        let mut rest = line;
+        while let Some(i) = rest.find("engine.") {
+            let before_ok = i == 0 || !rest[..i].ends_with(|c: char| is_ident(c));
+            let after = &rest[i + "engine.".len()..];
+            let name: String = after.chars().take_while(|c| is_ident(*c)).collect();
+            let called = after[name.len()..].trim_start().starts_with('(');
+            if before_ok && !called && ENGINE_FIELDS.contains(&name.as_str()) {
+                out.push(format!("{}: engine.{name}", n + 1));
+            }
+            rest = &after[name.len()..];
+        }
+    }
+    out
+}
+
+#[test]
+fn front_ends_use_the_engine_facade() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), "", &mut files);
+    let mut problems = Vec::new();
+    let front = files
+        .iter()
+        .filter(|(p, _)| (p.starts_with("headless/") || p.starts_with("tui/")) && !p.contains("/tests/"));
+    let mut seen = 0;
+    for (path, src) in front {
+        seen += 1;
+        problems.extend(field_reaches(src).into_iter().map(|r| format!("src/{path}:{r}")));
+    }
+    assert!(seen > 10, "found only {seen} front-end files");
+    assert!(
+        problems.is_empty(),
+        "front ends reach into the engine's fields (use its methods, engine/facade.rs):\n  {}",
+        problems.join("\n  ")
+    );
+}
+
+#[test]
+fn a_field_reach_is_seen_and_a_method_call_is_not() {
+    let src = "let a = engine.session.id;\nlet b = engine.session_id();\nlet c = engine.provider();\n// engine.config\nlet d = my_engine.config;";
+    assert_eq!(field_reaches(src), ["1: engine.session"]);
+}

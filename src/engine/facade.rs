@@ -154,6 +154,53 @@ impl Engine {
         self.provider.clone()
     }
 
+    /// Where the session's transcript is written.
+    pub fn transcript_path(&self) -> std::path::PathBuf {
+        self.session.transcript.path()
+    }
+
+    /// The layers in front of the conversation (for `/context`).
+    pub fn project(&self) -> &crate::context::ProjectContext {
+        &self.project
+    }
+
+    /// The context window the session is fitted to.
+    pub fn window(&self) -> crate::context::tokens::Window {
+        self.compactor.window
+    }
+
+    /// The tool definitions every request carries.
+    pub fn tool_set(&self) -> crate::provider::ToolSet {
+        self.registry.tool_set()
+    }
+
+    /// The permission rules and working directories in force (for `/permissions` and checks).
+    pub fn authorizer(&self) -> &Arc<crate::permissions::Authorizer> {
+        &self.authorizer
+    }
+
+    /// The configured hooks (for `/hooks`).
+    pub fn hook_config(&self) -> &crate::hooks::HookConfig {
+        self.hooks.config()
+    }
+
+    /// Whether the context window comes from the model table (no setting or variable).
+    pub fn window_from_model(&self) -> bool {
+        self.config.context_window.is_none()
+    }
+
+    /// The session's skills, agent types, plugins and budgets.
+    pub fn harness(&self) -> &super::harness::Harness {
+        &self.harness
+    }
+
+    /// Continues in another session (a front end's `/clear` or `/resume`): the hooks follow its
+    /// id and transcript.
+    pub fn swap_session(&mut self, session: super::Session) {
+        self.hooks.rebind(session.id.clone(), session.transcript.clone());
+        self.session = session;
+    }
+
     /// What the compactor did so far (for diagnostics).
     pub fn compactor_stats(&self) -> crate::compact::compactor::CompactStats {
         self.compactor.stats

@@ -69,28 +69,28 @@ pub struct EngineConfig {
 }
 
 pub struct Engine {
-    pub config: EngineConfig,
-    pub provider: Arc<dyn Provider>,
-    pub registry: Arc<ToolRegistry>,
-    pub authorizer: Arc<Authorizer>,
-    pub hooks: Arc<Hooks>,
-    pub session: Session,
+    pub(crate) config: EngineConfig,
+    pub(crate) provider: Arc<dyn Provider>,
+    pub(crate) registry: Arc<ToolRegistry>,
+    pub(crate) authorizer: Arc<Authorizer>,
+    pub(crate) hooks: Arc<Hooks>,
+    pub(crate) session: Session,
     /// The layers in front of the conversation (instruction files load lazily through it).
-    pub project: ProjectContext,
+    pub(crate) project: ProjectContext,
     /// The request view of the history and the compaction tiers' state.
-    pub compactor: Compactor,
+    pub(crate) compactor: Compactor,
     events: EventSink,
     /// Hook output waiting to be shown to the model with the next user message.
     pending_context: Vec<String>,
     /// Set when this engine runs a sub-agent (its Stop hooks fire as SubagentStop).
-    pub subagent: Option<subagent::SubagentInfo>,
+    pub(crate) subagent: Option<subagent::SubagentInfo>,
     /// The registry generation the compactor's fixed token count was computed for.
     tools_generation: u64,
     /// Where the StructuredOutput tool leaves the final answer, when one is required
     /// (`--json-schema`): a turn then ends only with a valid one.
-    pub structured: Option<crate::tools::structured::StructuredSlot>,
+    pub(crate) structured: Option<crate::tools::structured::StructuredSlot>,
     /// Skills, sub-agent types, plugins and spawn budgets of the session.
-    pub harness: harness::Harness,
+    pub(crate) harness: harness::Harness,
     /// This engine's runner of sub-agents, when installed.
     subagents: Option<Arc<subagent::SubagentRunner>>,
     /// This engine's loader of skills for the Skill tool, when installed.

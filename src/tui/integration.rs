@@ -79,7 +79,7 @@ pub async fn compact(
         .map_err(|e| IntegrationError::Failed(e.to_string()))?;
     let mut note = format!(
         "The conversation now starts from a hand-off; the full transcript stays in {}.",
-        engine.session.transcript.path().display()
+        engine.transcript_path().display()
     );
     if report.omitted_exchanges > 0 {
         note.push_str(&format!(
@@ -96,7 +96,7 @@ pub async fn compact(
 
 /// `/context`: what fills the context window, by category.
 pub fn context(engine: &Engine) -> Result<ContextReport, IntegrationError> {
-    let p = &engine.project;
+    let p = engine.project();
     let files: Vec<(PathBuf, u64)> = p
         .instructions
         .files
@@ -106,7 +106,7 @@ pub fn context(engine: &Engine) -> Result<ContextReport, IntegrationError> {
     let instructions: u64 = files.iter().map(|(_, t)| t).sum();
     let env = tokens::text(p.environment_text()) + p.git.as_ref().map(|g| tokens::text(&g.render())).unwrap_or(0);
     let messages = tokens::messages(engine.history());
-    let window = engine.compactor.window;
+    let window = engine.window();
     let mut categories = vec![
         ContextCategory {
             name: "system prompt".into(),
@@ -114,7 +114,7 @@ pub fn context(engine: &Engine) -> Result<ContextReport, IntegrationError> {
         },
         ContextCategory {
             name: "tool definitions".into(),
-            tokens: tokens::tool_set(&engine.registry.tool_set()),
+            tokens: tokens::tool_set(&engine.tool_set()),
         },
         ContextCategory {
             name: "environment and git".into(),
@@ -156,7 +156,7 @@ pub fn context(engine: &Engine) -> Result<ContextReport, IntegrationError> {
 /// `/permissions`: the rules in force and the extra working directories.
 pub fn permissions(engine: &Engine) -> Result<PermissionsReport, IntegrationError> {
     let mut rule_sets: Vec<RuleSet> = Vec::new();
-    for rule in engine.authorizer.rules() {
+    for rule in engine.authorizer().rules() {
         let set = match rule_sets.iter_mut().position(|s| s.source == rule.source) {
             Some(i) => &mut rule_sets[i],
             None => {
@@ -178,13 +178,13 @@ pub fn permissions(engine: &Engine) -> Result<PermissionsReport, IntegrationErro
     }
     Ok(PermissionsReport {
         rule_sets,
-        additional_directories: engine.authorizer.working_dirs().iter().skip(1).cloned().collect(),
+        additional_directories: engine.authorizer().working_dirs().iter().skip(1).cloned().collect(),
     })
 }
 
 /// `/mcp`: each server's status, transport, tools and problems, as markdown.
 pub fn mcp(engine: &Engine) -> String {
-    match &engine.session.services.mcp {
+    match &engine.mcp() {
         Some(hub) if !hub.is_empty() => crate::mcp::report::markdown(&hub.statuses()),
         _ => crate::mcp::report::markdown(&[]),
     }
@@ -193,7 +193,7 @@ pub fn mcp(engine: &Engine) -> String {
 /// `/hooks`: the configured hooks.
 pub fn hooks(engine: &Engine) -> Result<Vec<HookEntry>, IntegrationError> {
     let mut out = Vec::new();
-    for (event, groups) in &engine.hooks.config().events {
+    for (event, groups) in &engine.hook_config().events {
         for g in groups {
             for h in &g.handlers {
                 out.push(HookEntry {

@@ -81,12 +81,7 @@ pub async fn run(cli: Options) -> Result<ExitCode, TuiError> {
     // Asked before the interface takes the terminal: a plain question, answered once per project.
     let mcp = prepared.mcp.clone();
     let approval_notes = match paths::keel_home() {
-        Some(home) => crate::mcp::startup::ask_approvals(
-            &mcp,
-            &prepared.mcp_pending,
-            &home,
-            &prepared.engine.session.services.cwd,
-        ),
+        Some(home) => crate::mcp::startup::ask_approvals(&mcp, &prepared.mcp_pending, &home, prepared.engine.cwd()),
         None => Vec::new(),
     };
     render::theme::set_truecolor(render::theme::truecolor_from_env());
@@ -106,8 +101,8 @@ pub async fn run(cli: Options) -> Result<ExitCode, TuiError> {
         session_id: session_id.clone(),
         shared: engine.services(),
         bypass_available: prepared.permission_mode == Mode::BypassPermissions
-            || (cli.allow_dangerously_skip_permissions && engine.authorizer.bypass_disabled.is_none()),
-        harness: engine.harness.clone(),
+            || (cli.allow_dangerously_skip_permissions && engine.bypass_disabled().is_none()),
+        harness: engine.harness().clone(),
         project_dir: project_dir.clone(),
     });
     if let Some(catalog) = &prepared.catalog {
@@ -116,7 +111,7 @@ pub async fn run(cli: Options) -> Result<ExitCode, TuiError> {
     }
     // A compacted session shows its earlier conversation too (the engine goes on from the
     // hand-off).
-    match transcript::resumed::conversation(&engine.session.transcript.path()) {
+    match transcript::resumed::conversation(&engine.transcript_path()) {
         Some(all) => transcript::history::fill(&mut app.transcript, &all, &cwd),
         None => transcript::history::fill(&mut app.transcript, engine.history(), &cwd),
     }

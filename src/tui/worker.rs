@@ -159,7 +159,7 @@ pub async fn run(
 async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
     match job {
         Job::Turn { text, cancel } => {
-            let checker = (engine.services(), engine.authorizer.clone());
+            let checker = (engine.services(), engine.authorizer().clone());
             let mcp_text = text.clone();
             let Some(resolved) = attach_mentions(checker, text, &cancel).await else {
                 engine.events().notice(
@@ -205,7 +205,7 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
                 .push_user(vec![ContentBlock::text(shell::context_text(&command, &result))]);
             Reply::ShellDone(result)
         }
-        Job::Clear => match sessions::fresh(&config.place, engine.model(), Some(&engine.session.services)) {
+        Job::Clear => match sessions::fresh(&config.place, engine.model(), Some(&engine.services())) {
             Ok(session) => {
                 engine.session_end("clear").await;
                 let new = replace_session(engine, session, Vec::new());
@@ -216,7 +216,7 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
         },
         Job::ListSessions { project_dir, exclude } => Reply::Sessions(sessions::list(&project_dir, &exclude)),
         Job::Resume { path } => {
-            match sessions::resume(&config.place, &path, engine.model(), Some(&engine.session.services)) {
+            match sessions::resume(&config.place, &path, engine.model(), Some(&engine.services())) {
                 Ok((session, warnings)) => {
                     engine.session_end("resume").await;
                     let new = replace_session(engine, session, warnings);
@@ -291,7 +291,7 @@ async fn switch_model(
     .map_err(|e| e.to_string())?;
     let mut notes = Vec::new();
     if models::info(&resolved.model).source == models::Source::Default
-        && engine.config.context_window.is_none()
+        && engine.window_from_model()
         && resolved.kind != crate::provider::catalog::Kind::Anthropic
     {
         let probe = crate::provider::probe::context_window(&resolved.endpoint, &resolved.model).await;
@@ -339,8 +339,7 @@ async fn attach_mentions(
 /// shells and sub-agents) ends with it.
 fn replace_session(engine: &mut Engine, session: Session, mut warnings: Vec<String>) -> NewSession {
     engine.end_processes();
-    engine.hooks.rebind(session.id.clone(), session.transcript.clone());
-    engine.session = session;
+    engine.swap_session(session);
     // The new session gets its own spawn budget (`agents.maxTotal` counts per session) and
     // its own id in skills (`${CLAUDE_SESSION_ID}`).
     if engine.subagent_runner().is_some()
@@ -355,7 +354,7 @@ fn replace_session(engine: &mut Engine, session: Session, mut warnings: Vec<Stri
         id: engine.session_id().to_string(),
         shared: engine.services(),
         // What the screen shows: the whole conversation of a compacted session.
-        history: super::transcript::resumed::conversation(&engine.session.transcript.path())
+        history: super::transcript::resumed::conversation(&engine.transcript_path())
             .unwrap_or_else(|| engine.history().to_vec()),
         warnings,
     }
