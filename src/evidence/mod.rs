@@ -439,13 +439,14 @@ impl Evidence {
             Vec::new()
         };
         let mut log: Option<PathBuf> = None;
+        let first_run = s.ledger.runs.len();
         for d in drafts {
             let version = match reading.runs.iter().find(|r| r.runner == d.runner && r.kind == d.kind) {
                 Some(r) if r.mutation_after => version_before,
                 _ => s.ledger.version,
             };
             if log.is_none() {
-                log = self.write_log(s.ledger.runs.len() as u32 + 1, &text);
+                log = self.log_path(s.ledger.runs.len() as u32 + 1);
             }
             let run = Run {
                 id: 0,
@@ -492,6 +493,19 @@ impl Evidence {
         // A command may have committed or checked out: committed contents are asked anew.
         s.heads_asked.clear();
         Evidence::hand_up(&mut s);
+        drop(s);
+        // The runs' output file is written with the lock released; a run whose file could not
+        // be written keeps no path to it (a sub-agent's parent keeps the path it was handed).
+        if let Some(path) = &log
+            && !self.write_log(path, &text)
+        {
+            let mut s = self.lock();
+            for r in s.ledger.runs.iter_mut().skip(first_run) {
+                if r.log.as_ref() == Some(path) {
+                    r.log = None;
+                }
+            }
+        }
         notes
     }
 

@@ -6,12 +6,16 @@ use std::path::{Path, PathBuf};
 use super::{Evidence, State};
 
 impl Evidence {
-    pub(super) fn write_log(&self, id: u32, text: &str) -> Option<PathBuf> {
+    /// Where run `id`'s complete output goes (none without session persistence).
+    pub(super) fn log_path(&self, id: u32) -> Option<PathBuf> {
         self.store.as_ref()?;
-        let path = self.log_dir.join(format!("run-{id}.log"));
-        std::fs::create_dir_all(&self.log_dir).ok()?;
-        std::fs::write(&path, text).ok()?;
-        Some(path)
+        Some(self.log_dir.join(format!("run-{id}.log")))
+    }
+
+    /// Writes a run's complete output (after the ledger's lock is released); the run keeps no
+    /// log path when it cannot be written.
+    pub(super) fn write_log(&self, path: &Path, text: &str) -> bool {
+        std::fs::create_dir_all(&self.log_dir).is_ok() && std::fs::write(path, text).is_ok()
     }
 
     /// Writes the ledger when it changed since the last save (a command that changed nothing
