@@ -132,18 +132,12 @@ impl Engine {
 
     /// Takes the usage and denials of finished sub-agents into the session's totals.
     pub(super) fn absorb_subagents(&mut self) {
-        let finished = std::mem::take(
-            &mut *self
-                .session
-                .services
-                .subagent_tally
-                .lock()
-                .unwrap_or_else(|p| p.into_inner()),
-        );
-        for (model, usage) in finished.usage {
-            self.session.totals.record(&model, &usage);
+        while let Ok(finished) = self.contributions.1.try_recv() {
+            for (model, usage) in finished.usage {
+                self.session.totals.record(&model, &usage);
+            }
+            self.session.denials.extend(finished.denials);
         }
-        self.session.denials.extend(finished.denials);
     }
 
     /// Reports of background sub-agents that finished since the last look, as reminders.

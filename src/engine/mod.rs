@@ -95,6 +95,12 @@ pub struct Engine {
     subagents: Option<Arc<subagent::SubagentRunner>>,
     /// This engine's loader of skills for the Skill tool, when installed.
     skill_runner: Option<Arc<skills::SkillInvoker>>,
+    /// Where this engine's finished sub-agents send their usage and denials, and where the
+    /// turn driver takes them from.
+    contributions: (
+        mpsc::UnboundedSender<crate::tools::agent::Contribution>,
+        mpsc::UnboundedReceiver<crate::tools::agent::Contribution>,
+    ),
 }
 
 impl Engine {
@@ -135,6 +141,7 @@ impl Engine {
                 harness: harness::Harness::default(),
                 subagents: None,
                 skill_runner: None,
+                contributions: mpsc::unbounded_channel(),
             },
             rx,
         )

@@ -12,7 +12,6 @@ use crate::checkpoint::Checkpoints;
 use crate::evidence::Evidence;
 use crate::mcp::McpHub;
 use crate::sandbox::{Confiner, SandboxMode};
-use crate::tools::agent::SubagentTally;
 use crate::tools::file_state::FileStateMap;
 use crate::tools::{FileAccess, Grants, ModeCell, ReadGuard, ShellEnv, TaskList, Workspace};
 use crate::types::permission::Mode;
@@ -43,8 +42,6 @@ pub struct SessionServices {
     pub tasks: Arc<BackgroundTasks>,
     /// What the turn driver knows of the work so far, for a verifier sub-agent's brief.
     pub verifier_facts: Mutex<Facts>,
-    /// Usage and denials of finished sub-agents, for the session's totals and result.
-    pub subagent_tally: Mutex<SubagentTally>,
 }
 
 impl SessionServices {
@@ -237,7 +234,6 @@ impl ServicesBuilder {
             skills: SkillState::default(),
             tasks: Arc::default(),
             verifier_facts: Mutex::new(Facts::default()),
-            subagent_tally: Mutex::new(SubagentTally::default()),
             workspace,
             cwd: self.cwd,
             session_dir: self.session_dir,

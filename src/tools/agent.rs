@@ -53,10 +53,10 @@ pub struct Denial {
     pub tool_input: Value,
 }
 
-/// What finished sub-agents leave for the parent's accounting: their token usage by model and
-/// the calls they were refused (the session's result lists those too).
+/// What a finished sub-agent hands its parent's accounting, over the parent engine's channel:
+/// its token usage by model and the calls it was refused (the session's result lists those).
 #[derive(Debug, Default)]
-pub struct SubagentTally {
+pub struct Contribution {
     pub usage: Vec<(String, crate::types::message::Usage)>,
     pub denials: Vec<Denial>,
 }

@@ -243,6 +243,7 @@ pub(super) async fn prepare(
             engine.events().clone(),
             engine.config.model.clone(),
             engine.session.services.clone(),
+            engine.contributions.0.clone(),
         ))
     });
     if offers("Skill") {

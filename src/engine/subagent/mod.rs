@@ -74,8 +74,10 @@ pub struct SubagentRunner {
     children: Arc<Children>,
     /// Budget places reserved for the Agent calls of the current message, by call id.
     pending: Mutex<HashMap<String, Result<Slot, String>>>,
-    /// The owning engine's session: what its children start from and report to.
+    /// The owning engine's session: what its children start from.
     parent: Arc<SessionServices>,
+    /// The owning engine's channel for what finished children hand back (usage, denials).
+    report_to: tokio::sync::mpsc::UnboundedSender<crate::tools::agent::Contribution>,
 }
 
 impl std::fmt::Debug for SubagentRunner {
@@ -113,6 +115,7 @@ impl SubagentRunner {
         events: EventSink,
         model: String,
         parent: Arc<SessionServices>,
+        report_to: tokio::sync::mpsc::UnboundedSender<crate::tools::agent::Contribution>,
     ) -> Self {
         SubagentRunner {
             tree: self.tree.clone(),
@@ -124,6 +127,7 @@ impl SubagentRunner {
             children: Arc::default(),
             pending: Mutex::default(),
             parent,
+            report_to,
         }
     }
 
@@ -168,6 +172,7 @@ impl Engine {
             children: Arc::default(),
             pending: Mutex::default(),
             parent: self.session.services.clone(),
+            report_to: self.contributions.0.clone(),
         });
         self.subagents = Some(runner);
         Ok(())
@@ -300,10 +305,11 @@ impl SubagentRunner {
                 token.clone(),
             );
             let events = self.events.clone();
+            let report_to = self.report_to.clone();
             tokio::spawn(async move {
                 let id = child.info.agent_id.clone();
                 let tasks = parent.tasks.clone();
-                let joined = tokio::spawn(drive(child, parent, token.clone(), slot)).await;
+                let joined = tokio::spawn(drive(child, report_to, token.clone(), slot)).await;
                 let (status, text) = match joined {
                     Ok(r) if token.is_cancelled() => (TaskStatus::Cancelled, r.text_with_notes()),
                     Ok(r) if r.is_error => (TaskStatus::Failed, r.text_with_notes()),
@@ -320,7 +326,7 @@ impl SubagentRunner {
         }
         // Dropping this call (the parent was cancelled) cancels the child.
         let guard = cancel.clone().drop_guard();
-        let joined = tokio::spawn(drive(child, parent, cancel, slot)).await;
+        let joined = tokio::spawn(drive(child, self.report_to.clone(), cancel, slot)).await;
         guard.disarm();
         joined.map_err(|e| format!("the sub-agent stopped unexpectedly: {e}"))
     }
@@ -344,7 +350,7 @@ impl ReportText for AgentReport {
 /// Runs a prepared child to its end and hands its usage and denials to the parent.
 async fn drive(
     mut c: child::Child,
-    parent: Arc<SessionServices>,
+    report_to: tokio::sync::mpsc::UnboundedSender<crate::tools::agent::Contribution>,
     cancel: CancellationToken,
     slot: Slot,
 ) -> AgentReport {
@@ -359,13 +365,12 @@ async fn drive(
         .map(|m| m.tool_uses().count() as u32)
         .sum();
     let totals = c.engine.session.totals.clone();
-    {
-        let mut tally = parent.subagent_tally.lock().unwrap_or_else(|p| p.into_inner());
-        for (model, t) in &totals.by_model {
-            tally.usage.push((model.clone(), t.usage));
-        }
-        tally.denials.append(&mut c.engine.session.denials);
-    }
+    // The one way a child's accounting reaches its parent; a parent that is gone has no use
+    // for it.
+    let _ = report_to.send(crate::tools::agent::Contribution {
+        usage: totals.by_model.iter().map(|(m, t)| (m.clone(), t.usage)).collect(),
+        denials: std::mem::take(&mut c.engine.session.denials),
+    });
     drop(c.engine);
     let _ = c.forward.await;
     drop(slot);
