@@ -168,6 +168,15 @@ pub fn display_relative(path: &Path, base: &Path) -> String {
     path.strip_prefix(base).unwrap_or(path).display().to_string()
 }
 
+/// What a call that names one file acts on: its `file_path`, resolved against `cwd`.
+pub fn file_path_subject(input: &serde_json::Value, cwd: &Path) -> crate::types::tool::Subject {
+    input
+        .get("file_path")
+        .and_then(serde_json::Value::as_str)
+        .map(|p| crate::types::tool::Subject::Path(resolve(cwd, p)))
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -184,9 +184,13 @@ impl Authorizer {
     /// Whether a Read deny rule names `path` (judged on the path as given, without touching
     /// the file system: the jail's credential scan asks this for every file it sees).
     pub fn read_denied_by_rule(&self, path: &Path) -> bool {
-        self.rules
-            .iter()
-            .any(|r| r.behavior == Behavior::Deny && r.names_tool("Read") && !r.is_whole_tool() && r.matches_path(path))
+        let covered_by = kinds::declared("Read").covered_by;
+        self.rules.iter().any(|r| {
+            r.behavior == Behavior::Deny
+                && r.names_call("Read", covered_by)
+                && !r.is_whole_tool()
+                && r.matches_path(path)
+        })
     }
 
     /// Tools removed from the model's view by a bare-name deny rule.

@@ -56,17 +56,7 @@ const FALLBACK: &[(&str, Declared)] = &[
     ),
     // Registered only in some sessions (their own declarations win there), met by name in
     // histories and rules elsewhere.
-    (
-        "Skill",
-        Declared {
-            effects: Effects {
-                loads_skill: true,
-                ..Effects::NONE
-            },
-            grammar: RuleGrammar::Key,
-            covered_by: &[],
-        },
-    ),
+    ("Skill", super::skill::DECLARED),
     ("ToolSearch", reads()),
     // Session tools of the reference keel does not offer.
     ("AskUserQuestion", session()),

@@ -25,6 +25,16 @@ pub trait SkillRunner: Send + Sync + std::fmt::Debug {
     }
 }
 
+/// The Skill tool's declaration (also what keel knows of the name where it is not registered).
+pub const DECLARED: Declared = Declared {
+    effects: Effects {
+        loads_skill: true,
+        ..Effects::NONE
+    },
+    grammar: RuleGrammar::Key,
+    covered_by: &[],
+};
+
 pub struct SkillTool {
     catalog: Arc<Catalog>,
 }
@@ -49,14 +59,7 @@ impl Tool for SkillTool {
     }
 
     fn declared(&self) -> Declared {
-        Declared {
-            effects: Effects {
-                loads_skill: true,
-                ..Effects::NONE
-            },
-            grammar: RuleGrammar::Key,
-            covered_by: &[],
-        }
+        DECLARED
     }
 
     fn subject(&self, input: &Value, _cwd: &std::path::Path) -> Subject {

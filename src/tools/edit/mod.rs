@@ -53,11 +53,7 @@ impl Tool for EditTool {
     }
 
     fn subject(&self, input: &Value, cwd: &std::path::Path) -> Subject {
-        input
-            .get("file_path")
-            .and_then(Value::as_str)
-            .map(|p| Subject::Path(paths::resolve(cwd, p)))
-            .unwrap_or_default()
+        paths::file_path_subject(input, cwd)
     }
 
     fn preview(&self, input: &Value, cwd: &std::path::Path) -> Body {
