@@ -83,4 +83,15 @@ mod tests {
             "a line the strict reader refuses is never read-only"
         );
     }
+
+    proptest::proptest! {
+        /// A hostile model's command line of any shape is read without a panic or a hang:
+        /// the strict reading judges or refuses it, the tolerant one always splits it.
+        #[test]
+        fn any_line_is_read(line in "[a-z $()`'\"\\|&;<>{}#=*\n-]{0,40}") {
+            let plan = CommandPlan::new(&line);
+            let _ = plan.only_reads();
+            proptest::prop_assert!(plan.segments.iter().all(|s| !s.words.is_empty()));
+        }
+    }
 }
