@@ -7,3 +7,4 @@ pub mod model;
 pub mod options;
 pub mod provenance;
 pub mod setup;
+pub mod values;
