@@ -63,7 +63,7 @@ impl Limits {
                         layer.label()
                     )),
                     Scope::Project | Scope::Local => *slot = n,
-                    Scope::User | Scope::Cli => {
+                    Scope::User | Scope::Cli | Scope::Managed => {
                         *slot = n;
                         ceiling = n;
                     }

@@ -69,6 +69,11 @@ pub struct Cli {
     #[arg(long)]
     pub allow_dangerously_skip_permissions: bool,
 
+    /// Headless: let the project's own settings set the permission mode up to acceptEdits (for
+    /// CI running in a checkout it trusts; also KEEL_TRUST_PROJECT=1)
+    #[arg(long)]
+    pub trust_project: bool,
+
     /// Continue the most recent session in this directory
     #[arg(short = 'c', long = "continue")]
     pub continue_session: bool,
@@ -337,6 +342,8 @@ impl Cli {
             permission_mode: self.permission_mode.clone(),
             dangerously_skip_permissions: self.dangerously_skip_permissions,
             allow_dangerously_skip_permissions: self.allow_dangerously_skip_permissions,
+            trust_project: self.trust_project
+                || std::env::var("KEEL_TRUST_PROJECT").is_ok_and(|v| matches!(v.as_str(), "1" | "true")),
             continue_session: self.continue_session,
             resume: self.resume.clone(),
             session_id: self.session_id.clone(),

@@ -8,6 +8,29 @@ use crate::config::paths;
 use crate::config::settings::Settings;
 use crate::sandbox::{self, SandboxConfig};
 
+/// The protections in force, after the precedence rule: which layer set each, and what a
+/// layer tried to change and may not.
+fn protections(settings: &Settings, cwd: &Path, keel_home: &Path) {
+    use crate::config::precedence::{self, Weigh};
+    let mut s = settings.clone();
+    let trusted = cwd
+        .canonicalize()
+        .is_ok_and(|c| crate::config::trust::is_trusted(keel_home, &c));
+    let notices = precedence::enforce(
+        &mut s,
+        Weigh {
+            project_trusted: trusted,
+        },
+    );
+    println!("\nProtections (managed settings fix what they set; project and local settings can only tighten yours)");
+    for v in crate::launch::provenance::protections(&s) {
+        println!("  {} = {}  (from {})", v.key, v.value, v.origin.describe());
+    }
+    for n in notices {
+        println!("  --   {n}");
+    }
+}
+
 pub async fn run(provider: Option<ProviderKind>, model: Option<String>, offline: bool) -> ExitCode {
     let mut problems = 0;
     println!(
@@ -50,6 +73,7 @@ pub async fn run(provider: Option<ProviderKind>, model: Option<String>, offline:
         for v in crate::launch::provenance::in_force(&options, s) {
             println!("  {} = {}  (from {})", v.key, v.value, v.origin.describe());
         }
+        protections(s, &cwd, &keel_home);
     }
 
     println!("\nModel access");

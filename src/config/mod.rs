@@ -1,6 +1,8 @@
-//! Configuration: paths and the model table (settings layers come with permissions).
+//! Configuration: paths, the model table, the settings layers and what each layer may change.
 
+pub mod managed;
 pub mod models;
 pub mod paths;
+pub mod precedence;
 pub mod settings;
 pub mod trust;

@@ -3,7 +3,9 @@
 //!
 //! Order, lowest precedence first: `~/.claude/settings.json`, `~/.keel/settings.json`,
 //! `.claude/settings.json`, `.keel/settings.json`, `.claude/settings.local.json`,
-//! `.keel/settings.local.json`, `--settings FILE|JSON`.
+//! `.keel/settings.local.json`, `--settings FILE|JSON`, then the managed files an operator
+//! installs (`managed.rs`), which sit above everything. What a layer may change is decided in
+//! `precedence.rs`.
 
 use std::path::{Path, PathBuf};
 
@@ -41,6 +43,11 @@ const KNOWN_KEYS: &[&str] = &[
     "alwaysThinkingEnabled",
     "feedbackSurveyState",
     "verification",
+    "allowManagedHooksOnly",
+    "allowManagedPermissionRulesOnly",
+    "availableModels",
+    "enforceAvailableModels",
+    "disableBundledSkills",
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +56,8 @@ pub enum Scope {
     Project,
     Local,
     Cli,
+    /// A system-wide file an operator installs (`managed.rs`): above every other layer.
+    Managed,
 }
 
 impl Scope {
@@ -58,7 +67,18 @@ impl Scope {
             Scope::Project => "project",
             Scope::Local => "local",
             Scope::Cli => "cli",
+            Scope::Managed => "managed",
         }
+    }
+
+    /// Layers a cloned repository can ship.
+    pub fn is_project(self) -> bool {
+        matches!(self, Scope::Project | Scope::Local)
+    }
+
+    /// Layers the user or an operator wrote (not the repository).
+    pub fn is_users(self) -> bool {
+        !self.is_project()
     }
 }
 
@@ -117,20 +137,7 @@ impl Settings {
         project: &Path,
         cli: Option<&str>,
     ) -> Result<Settings, SettingsError> {
-        let mut candidates: Vec<(Scope, PathBuf, PathBuf)> = Vec::new();
-        if let Some(home) = home {
-            let claude = home.join(".claude");
-            candidates.push((Scope::User, claude.join("settings.json"), claude.clone()));
-        }
-        candidates.push((Scope::User, keel_home.join("settings.json"), keel_home.to_path_buf()));
-        for (scope, dir, file) in [
-            (Scope::Project, ".claude", "settings.json"),
-            (Scope::Project, ".keel", "settings.json"),
-            (Scope::Local, ".claude", "settings.local.json"),
-            (Scope::Local, ".keel", "settings.local.json"),
-        ] {
-            candidates.push((scope, project.join(dir).join(file), project.to_path_buf()));
-        }
+        let candidates = file_layers(home, keel_home, project);
         let mut layers = Vec::new();
         for (scope, path, base) in candidates {
             if let Some(value) = read_file(&path)? {
@@ -145,10 +152,35 @@ impl Settings {
         if let Some(arg) = cli {
             layers.push(cli_layer(arg, project)?);
         }
+        for path in super::managed::files() {
+            if let Some(value) = read_file(&path)? {
+                let base_dir = path
+                    .parent()
+                    .map(Path::to_path_buf)
+                    .unwrap_or_else(|| PathBuf::from("/"));
+                layers.push(Layer {
+                    scope: Scope::Managed,
+                    path: Some(path),
+                    base_dir,
+                    value,
+                });
+            }
+        }
         for layer in &layers {
             warn_unknown(layer);
         }
         Ok(Settings { layers })
+    }
+
+    /// Every settings file a session reads, existing or not, with its scope: the ones a
+    /// `ConfigChange` hook watches (not `--settings`, which is the command line's).
+    pub fn files(home: Option<&Path>, keel_home: &Path, project: &Path) -> Vec<(Scope, PathBuf)> {
+        let mut out: Vec<(Scope, PathBuf)> = file_layers(home, keel_home, project)
+            .into_iter()
+            .map(|(scope, path, _)| (scope, path))
+            .collect();
+        out.extend(super::managed::files().into_iter().map(|p| (Scope::Managed, p)));
+        out
     }
 
     /// The last layer's value for a top-level key.
@@ -205,6 +237,23 @@ impl Settings {
         Ok(out)
     }
 
+    /// The managed layers (an operator's files), lowest first.
+    pub fn managed(&self) -> impl DoubleEndedIterator<Item = &Layer> {
+        self.layers.iter().filter(|l| l.scope == Scope::Managed)
+    }
+
+    /// A value at a nested path set by a managed layer (the last one wins).
+    pub fn managed_value(&self, path: &[&str]) -> Option<(&Value, &Layer)> {
+        self.managed()
+            .rev()
+            .find_map(|l| nested_in(&l.value, path).map(|v| (v, l)))
+    }
+
+    /// Whether a managed layer sets a boolean at `path` to true.
+    pub fn managed_flag(&self, path: &[&str]) -> bool {
+        self.managed_value(path).is_some_and(|(v, _)| v.as_bool() == Some(true))
+    }
+
     /// A boolean at a nested path (last layer wins); a non-boolean is an error.
     pub fn flag(&self, path: &[&str]) -> Result<Option<bool>, SettingsError> {
         match self.nested(path) {
@@ -217,6 +266,34 @@ impl Settings {
             }),
         }
     }
+}
+
+/// The settings files below the command line and managed layers: scope, path, base directory.
+fn file_layers(home: Option<&Path>, keel_home: &Path, project: &Path) -> Vec<(Scope, PathBuf, PathBuf)> {
+    let mut candidates: Vec<(Scope, PathBuf, PathBuf)> = Vec::new();
+    if let Some(home) = home {
+        let claude = home.join(".claude");
+        candidates.push((Scope::User, claude.join("settings.json"), claude.clone()));
+    }
+    candidates.push((Scope::User, keel_home.join("settings.json"), keel_home.to_path_buf()));
+    for (scope, dir, file) in [
+        (Scope::Project, ".claude", "settings.json"),
+        (Scope::Project, ".keel", "settings.json"),
+        (Scope::Local, ".claude", "settings.local.json"),
+        (Scope::Local, ".keel", "settings.local.json"),
+    ] {
+        candidates.push((scope, project.join(dir).join(file), project.to_path_buf()));
+    }
+    candidates
+}
+
+/// The value at a nested path of one layer's JSON (null counts as absent).
+pub fn nested_in<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    let mut cur = v;
+    for k in path {
+        cur = cur.get(*k)?;
+    }
+    (!cur.is_null()).then_some(cur)
 }
 
 /// Largest settings file read (a repository's settings could be a link to `/dev/zero`).

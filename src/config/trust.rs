@@ -3,10 +3,12 @@
 //! (allow rules, a permissive default mode, extra directories, sandbox exceptions) before the
 //! user has said they trust the folder.
 //!
-//! The first interactive run in a folder whose project settings hold such things asks once;
-//! a "yes" is kept in `<keel home>/trusted-folders.json` and covers the folders below it.
+//! The first interactive run in a folder whose project settings hold such things (or keys that
+//! would weaken a protection, which `precedence.rs` limits whatever the answer) asks once; a
+//! "yes" is kept in `<keel home>/trusted-folders.json` and covers the folders below it.
 //! Declining runs that session without them and asks again next time. Headless runs (`-p`)
-//! apply project settings as before: scripts and CI run where they were set up to run.
+//! apply project settings as before (scripts and CI run where they were set up to run), except
+//! the permission mode, which needs `--trust-project` to rise to `acceptEdits`.
 //!
 //! Other subsystems ask [`ProjectTrust::allows_project_commands`] (from the session's setup) or
 //! [`is_trusted`] before acting on project configuration.
@@ -74,36 +76,63 @@ fn widening_mode(v: &Value) -> bool {
     !matches!(v.as_str(), Some("default") | Some("plan"))
 }
 
-/// What the project's settings in `dir` would run or allow, one line per file and kind; empty
-/// when there is nothing to trust.
+/// What the project's settings in `dir` would run, allow or weaken, one line per file naming
+/// each key (`.claude/settings.json: `hooks` (hooks), …`); empty when there is nothing to trust.
+/// Keys that weaken a protection are listed with what keel does with them (`precedence.rs`).
 pub fn project_commands(settings: &Settings, dir: &Path) -> Vec<String> {
     let mut out = Vec::new();
     for layer in settings.layers.iter().filter(|l| is_project(l.scope)) {
-        let mut kinds: Vec<&str> = Vec::new();
+        let mut items: Vec<String> = Vec::new();
         for (key, what) in COMMAND_KEYS {
-            if layer.value.get(*key).is_some_and(|v| !v.is_null()) && !kinds.contains(what) {
-                kinds.push(what);
+            if layer.value.get(*key).is_some_and(|v| !v.is_null()) {
+                items.push(format!("`{key}` ({what})"));
             }
         }
         for (path, what) in WIDENING_KEYS {
             if nested(&layer.value, path).is_some() {
-                kinds.push(what);
+                items.push(format!("`{}` ({what})", path.join(".")));
             }
         }
-        if nested(&layer.value, &["permissions", "defaultMode"]).is_some_and(widening_mode) {
-            kinds.push("a permission mode that skips questions");
-        }
-        if !kinds.is_empty() {
+        items.extend(weakened_protections(&layer.value));
+        if !items.is_empty() {
             let file = layer
                 .path
                 .as_deref()
                 .map(|p| p.strip_prefix(dir).unwrap_or(p).display().to_string())
                 .unwrap_or_default();
-            out.push(format!("{} ({file})", kinds.join(", ")));
+            out.push(format!("{file}: {}", items.join(", ")));
         }
     }
     if dir.join(".mcp.json").is_file() {
-        out.push("MCP servers (.mcp.json)".into());
+        out.push(".mcp.json: `mcpServers` (MCP servers)".into());
+    }
+    out
+}
+
+/// Keys of one project file that would weaken a protection, each with what keel does with it.
+fn weakened_protections(v: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let is = |path: &[&str], want: bool| nested(v, path).and_then(Value::as_bool) == Some(want);
+    if is(&["sandbox", "enabled"], false) {
+        out.push("`sandbox.enabled: false` (ignored when your settings turn the sandbox on)".to_string());
+    }
+    if is(&["sandbox", "failIfUnavailable"], false) {
+        out.push("`sandbox.failIfUnavailable: false` (ignored when your settings ask for it)".to_string());
+    }
+    if nested(v, &["sandbox", "filesystem", "allowRead"]).is_some() {
+        out.push("`sandbox.filesystem.allowRead` (ignored: only your settings open more of the disk)".to_string());
+    }
+    if is(&["disableAllHooks"], true) {
+        out.push("`disableAllHooks` (turns off only the project's own hooks)".to_string());
+    }
+    match nested(v, &["permissions", "defaultMode"]).and_then(Value::as_str) {
+        Some(m @ "acceptEdits") => out.push(format!(
+            "`permissions.defaultMode: {m}` (file edits without asking; applies only if you trust this folder)"
+        )),
+        Some(m @ ("bypassPermissions" | "dontAsk")) => out.push(format!(
+            "`permissions.defaultMode: {m}` (ignored: a project cannot raise the mode above yours)"
+        )),
+        _ => {}
     }
     out
 }
@@ -138,6 +167,17 @@ pub fn restrict(settings: &mut Settings, dir: &Path) -> Vec<String> {
             && perms.get("defaultMode").is_some_and(widening_mode)
         {
             perms.remove("defaultMode");
+        }
+        map.remove("disableAllHooks");
+        if let Some(Value::Object(sandbox)) = map.get_mut("sandbox") {
+            for key in ["enabled", "failIfUnavailable"] {
+                if sandbox.get(key) == Some(&Value::Bool(false)) {
+                    sandbox.remove(key);
+                }
+            }
+            if let Some(Value::Object(fs)) = sandbox.get_mut("filesystem") {
+                fs.remove("allowRead");
+            }
         }
     }
     dropped
@@ -230,12 +270,32 @@ mod tests {
         let found = project_commands(&s, &proj);
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(
-            found[0].contains("hooks") && found[0].contains(".claude/settings.json"),
+            found[0].starts_with(".claude/settings.json: `hooks` (hooks)"),
             "{found:?}"
         );
+        for key in [
+            "`permissions.allow`",
+            "`sandbox.allowNetwork`",
+            "`permissions.defaultMode: bypassPermissions`",
+        ] {
+            assert!(found[0].contains(key), "{key} in {found:?}");
+        }
         let dropped = restrict(&mut s, &proj);
         assert_eq!(dropped, found);
         assert!(project_commands(&s, &proj).is_empty());
+        let p = t.path().join("proj2");
+        write(
+            &p.join(".claude/settings.json"),
+            r#"{"disableAllHooks": true, "sandbox": {"enabled": false, "filesystem": {"allowRead": ["~"]}}}"#,
+        );
+        let weak = project_commands(&Settings::load(None, &home.join(".keel"), &p, None).unwrap(), &p);
+        for key in [
+            "`disableAllHooks`",
+            "`sandbox.enabled: false`",
+            "`sandbox.filesystem.allowRead`",
+        ] {
+            assert!(weak.len() == 1 && weak[0].contains(key), "{key} in {weak:?}");
+        }
         // The user's own layer is untouched; restrictive project settings stay.
         assert!(s.layers[0].value.get("hooks").is_some());
         let allow: Vec<String> = s

@@ -301,10 +301,9 @@ impl Pipeline<'_> {
                     destination,
                 } => self.authorizer.update_rules(op, behavior, &rules, destination),
                 Update::SetMode { mode, .. }
-                    if mode == Mode::BypassPermissions
-                        && let Some(why) = &self.authorizer.bypass_disabled =>
+                    if let Some(why) = self.authorizer.ceiling.as_ref().and_then(|c| c.refuses(mode)) =>
                 {
-                    Err(why.clone())
+                    Err(why)
                 }
                 Update::SetMode { mode, destination } => {
                     self.services.set_mode(mode);
@@ -333,7 +332,15 @@ impl Pipeline<'_> {
     /// → default.
     fn after_approval(&self, effects: Effects, always: bool) {
         if effects.leaves_plan && self.services.mode() == Mode::Plan {
-            let next = if always { Mode::AcceptEdits } else { Mode::Default };
+            let refused = |m: Mode| self.authorizer.ceiling.as_ref().and_then(|c| c.refuses(m)).is_some();
+            let next = match always {
+                true if !refused(Mode::AcceptEdits) => Mode::AcceptEdits,
+                _ if !refused(Mode::Default) => Mode::Default,
+                _ => Mode::Plan,
+            };
+            if next == Mode::Plan {
+                return;
+            }
             self.services.set_mode(next);
             self.events.emit(EngineEvent::ModeChanged(next));
         }

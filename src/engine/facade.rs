@@ -127,9 +127,24 @@ impl Engine {
         self.session.services.clone()
     }
 
-    /// Why bypassPermissions is not available to the session, if it is not.
-    pub fn bypass_disabled(&self) -> Option<String> {
-        self.authorizer.bypass_disabled.clone()
+    /// Why the session may not use `model`, when managed settings enforce a model allowlist.
+    pub fn model_refused(&self, model: &str) -> Option<String> {
+        self.authorizer.model_allowlist.as_ref().and_then(|l| l.refuses(model))
+    }
+
+    /// Managed settings' model allowlist, when they enforce one.
+    pub fn model_allowlist(&self) -> Option<crate::config::precedence::ModelAllowlist> {
+        self.authorizer.model_allowlist.clone()
+    }
+
+    /// Why the session may not enter `mode`, if a ceiling forbids it.
+    pub fn mode_refused(&self, mode: Mode) -> Option<String> {
+        self.authorizer.ceiling.as_ref().and_then(|c| c.refuses(mode))
+    }
+
+    /// The highest mode the session may enter, when a setting limits it.
+    pub fn mode_ceiling(&self) -> Option<crate::config::precedence::Ceiling> {
+        self.authorizer.ceiling.clone()
     }
 
     /// The system prompt's dynamic sections, when they travel in the first message instead.
@@ -146,8 +161,12 @@ impl Engine {
     }
 
     /// Hooks a driving program registered, answered through its link.
-    pub fn set_client_hooks(&self, hooks: crate::hooks::HookConfig, link: Arc<dyn crate::hooks::HookCallbacks>) {
-        self.hooks.set_client_hooks(hooks, link);
+    pub fn set_client_hooks(
+        &self,
+        hooks: crate::hooks::HookConfig,
+        link: Arc<dyn crate::hooks::HookCallbacks>,
+    ) -> Result<(), String> {
+        self.hooks.set_client_hooks(hooks, link)
     }
 
     pub fn provider(&self) -> Arc<dyn crate::provider::Provider> {

@@ -7,6 +7,7 @@
 
 mod authorize;
 mod compaction;
+mod config_watch;
 mod facade;
 pub mod harness;
 mod lifecycle;
@@ -91,6 +92,8 @@ pub struct Engine {
     pub(crate) structured: Option<crate::tools::structured::StructuredSlot>,
     /// Skills, sub-agent types, plugins and spawn budgets of the session.
     pub(crate) harness: harness::Harness,
+    /// The settings files watched for `ConfigChange` (the main session only).
+    config_watch: Option<config_watch::ConfigWatch>,
     /// This engine's runner of sub-agents, when installed.
     subagents: Option<Arc<subagent::SubagentRunner>>,
     /// This engine's loader of skills for the Skill tool, when installed.
@@ -139,6 +142,7 @@ impl Engine {
                 tools_generation,
                 structured: None,
                 harness: harness::Harness::default(),
+                config_watch: None,
                 subagents: None,
                 skill_runner: None,
                 contributions: mpsc::unbounded_channel(),

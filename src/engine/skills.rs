@@ -98,9 +98,18 @@ impl SkillInvoker {
             }
         };
         if skill.fork_agent.is_none() {
-            shared
-                .skills
-                .set_model(skill.model.as_ref().map(|m| crate::config::models::resolve_alias(m)));
+            let model = skill.model.as_ref().map(|m| crate::config::models::resolve_alias(m));
+            // A model outside managed settings' allowlist is not switched to.
+            let refused = model
+                .as_deref()
+                .and_then(|m| self.authorizer.model_allowlist.as_ref().and_then(|l| l.refuses(m)));
+            match refused {
+                Some(why) => self.events.notice(
+                    crate::engine::events::NoticeLevel::Warning,
+                    format!("skill {}: {why}; it runs on the session's model", skill.name),
+                ),
+                None => shared.skills.set_model(model),
+            }
         } else {
             shared.skills.revoke(&skill.name);
         }

@@ -41,6 +41,7 @@ impl Engine {
             slot.take();
         }
         content.extend(self.background_notes());
+        self.config_changes().await;
         let outcome = match self.submit_prompt(&mut content).await {
             PromptVerdict::Reject(reason) => {
                 let mut o = failure(
@@ -220,6 +221,7 @@ impl Engine {
                         tool_input: r.call.input.clone(),
                     });
                 }
+                self.config_changes().await;
                 let mut content: Vec<ContentBlock> = records.iter().map(|r| r.to_block()).collect();
                 content.extend(self.note_tool_round(&records));
                 content.extend(self.loaded_skills(&records));

@@ -45,8 +45,10 @@ struct Shared {
     /// The running turn's token, so `interrupt` can stop it.
     current: Mutex<Option<CancellationToken>>,
     replay: bool,
-    /// Why `set_permission_mode` may not enter bypassPermissions, if a setting forbids it.
-    bypass_disabled: Option<String>,
+    /// The highest mode `set_permission_mode` may enter, when a setting limits it.
+    ceiling: Option<crate::config::precedence::Ceiling>,
+    /// Managed settings' model allowlist, which `set_model` stays inside.
+    model_allowlist: Option<crate::config::precedence::ModelAllowlist>,
     /// How `set_model` finds models (`None` with the script provider).
     models: Option<control::ModelRoutes>,
 }
@@ -66,7 +68,8 @@ pub async fn run(cli: &Options, prepared: Prepared, out: Arc<Out>, shutdown: Can
         session_id: session_id.clone(),
         current: Mutex::new(None),
         replay: cli.programs.replay_user_messages,
-        bypass_disabled: engine.bypass_disabled(),
+        ceiling: engine.mode_ceiling(),
+        model_allowlist: engine.model_allowlist(),
         models: prepared.catalog.clone().map(|catalog| control::ModelRoutes {
             catalog,
             fallback: prepared.fallback_model.clone(),
@@ -349,11 +352,8 @@ fn answer(shared: &Shared, commands: &mpsc::UnboundedSender<Command>, id: String
             out.line(&codec::success(&id, json!({})));
         }
         ClientRequest::SetPermissionMode(m) => match Mode::parse(&m) {
-            Some(Mode::BypassPermissions) if shared.bypass_disabled.is_some() => {
-                out.line(&codec::error(
-                    &id,
-                    shared.bypass_disabled.as_deref().unwrap_or_default(),
-                ));
+            Some(mode) if let Some(why) = shared.ceiling.as_ref().and_then(|c| c.refuses(mode)) => {
+                out.line(&codec::error(&id, &format!("cannot enter {}: {why}", mode.as_str())));
             }
             Some(mode) => {
                 shared.session.set_mode(mode);
@@ -368,6 +368,11 @@ fn answer(shared: &Shared, commands: &mpsc::UnboundedSender<Command>, id: String
                 ),
             )),
         },
+        ClientRequest::SetModel(Some(model))
+            if let Some(why) = shared.model_allowlist.as_ref().and_then(|l| l.refuses(&model)) =>
+        {
+            out.line(&codec::error(&id, &why));
+        }
         ClientRequest::SetModel(model) => match control::route_model(shared.models.as_ref(), model.as_deref()) {
             Ok((change, name)) => {
                 let _ = commands.send(Command::SetModel(change));

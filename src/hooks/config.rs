@@ -23,10 +23,13 @@ pub enum Event {
     PreCompact,
     PostCompact,
     SessionEnd,
+    /// A settings file changed during the session (matched on its source: `user_settings`,
+    /// `project_settings`, `local_settings`, `policy_settings`).
+    ConfigChange,
 }
 
 impl Event {
-    pub const ALL: [Event; 13] = [
+    pub const ALL: [Event; 14] = [
         Event::SessionStart,
         Event::UserPromptSubmit,
         Event::PreToolUse,
@@ -40,6 +43,7 @@ impl Event {
         Event::PreCompact,
         Event::PostCompact,
         Event::SessionEnd,
+        Event::ConfigChange,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -57,6 +61,7 @@ impl Event {
             Event::PreCompact => "PreCompact",
             Event::PostCompact => "PostCompact",
             Event::SessionEnd => "SessionEnd",
+            Event::ConfigChange => "ConfigChange",
         }
     }
 
@@ -126,6 +131,9 @@ pub struct HookConfig {
     pub events: BTreeMap<Event, Vec<Group>>,
     /// Problems found while reading (unsupported types, unknown events); shown at startup.
     pub warnings: Vec<String>,
+    /// Managed settings allow only their own hooks (`allowManagedHooksOnly`): a driving
+    /// program's hooks are refused too.
+    pub managed_only: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -138,14 +146,25 @@ pub struct HookConfigError {
 
 impl HookConfig {
     pub fn from_settings(settings: &Settings) -> Result<HookConfig, HookConfigError> {
-        let mut config = HookConfig::default();
-        if settings
+        use crate::config::settings::Scope;
+        let mut config = HookConfig {
+            managed_only: settings.managed_flag(&["allowManagedHooksOnly"]),
+            ..HookConfig::default()
+        };
+        // `disableAllHooks` turns off the hooks of the layers below managed ones; only a
+        // managed file turns off managed hooks.
+        let disabled = settings
             .scalar("disableAllHooks")
-            .is_some_and(|(v, _)| v == &Value::Bool(true))
-        {
+            .filter(|(v, _)| v == &&Value::Bool(true))
+            .map(|(_, layer)| layer.scope);
+        if disabled == Some(Scope::Managed) {
             return Ok(config);
         }
+        let skip_below_managed = disabled.is_some() || config.managed_only;
         for layer in &settings.layers {
+            if skip_below_managed && layer.scope != Scope::Managed {
+                continue;
+            }
             let Some(hooks) = layer.value.get("hooks") else {
                 continue;
             };

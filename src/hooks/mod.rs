@@ -100,11 +100,24 @@ impl Hooks {
     }
 
     /// Installs the hooks a client registered and the way to call them; replaces earlier ones.
-    pub fn set_client_hooks(&self, config: HookConfig, invoker: std::sync::Arc<dyn HookCallbacks>) {
+    /// Refused (with the reason) when managed settings allow only their own hooks.
+    pub fn set_client_hooks(
+        &self,
+        config: HookConfig,
+        invoker: std::sync::Arc<dyn HookCallbacks>,
+    ) -> Result<(), String> {
+        if self.config.managed_only {
+            return Err(
+                "the program's hooks are not registered: managed settings allow only their own hooks \
+                 (allowManagedHooksOnly)"
+                    .into(),
+            );
+        }
         *self.client.write().unwrap_or_else(|p| p.into_inner()) = callback::ClientHooks {
             config,
             invoker: Some(invoker),
         };
+        Ok(())
     }
 
     /// Names the prompt the current turn answers.

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use super::options::{Options, ProviderKind};
 use super::setup::SetupError;
 use crate::config::models::{self, Source};
-use crate::config::settings::{Scope, Settings};
+use crate::config::settings::Settings;
 use crate::provider::catalog::{Catalog, Endpoint, Kind};
 use crate::provider::http::Timeouts;
 use crate::provider::retry::{RetryPolicy, parse_wait};
@@ -46,6 +46,9 @@ pub fn choose(cli: &Options, settings: &Settings, explicit_window: bool) -> Resu
             .clone()
             .map(|m| models::resolve_alias(&m))
             .unwrap_or_else(|| p.model().to_string());
+        if let Some(why) = crate::config::precedence::model_allowlist(settings).and_then(|l| l.refuses(&model)) {
+            return Err(SetupError::Invalid(why));
+        }
         return Ok(Choice {
             provider: Arc::new(p),
             spec: model.clone(),
@@ -188,7 +191,7 @@ fn install_overrides(settings: &Settings) -> Result<(), SetupError> {
                 layer.label()
             ))
         })?;
-        let trusted = matches!(layer.scope, Scope::User | Scope::Cli);
+        let trusted = layer.scope.is_users();
         for (name, v) in map {
             let what = format!("{}: models.{name}", layer.label());
             let o = models::Override::parse(&what, v).map_err(SetupError::Invalid)?;

@@ -47,6 +47,10 @@ pub struct Options {
     /// Offer bypassPermissions among the modes to switch to (Shift+Tab) without starting in it
     pub allow_dangerously_skip_permissions: bool,
 
+    /// Headless: the project's settings may set the mode up to acceptEdits (`--trust-project`,
+    /// `KEEL_TRUST_PROJECT=1`).
+    pub trust_project: bool,
+
     /// Continue the most recent session in this directory
     pub continue_session: bool,
 

@@ -129,6 +129,79 @@ pub fn in_force(options: &Options, settings: &Settings) -> Vec<Sourced> {
     ]
 }
 
+/// The protections settings decide and the layer that set each (`keel doctor`). Keys only a
+/// managed file may set are read from the managed layers alone.
+pub fn protections(settings: &Settings) -> Vec<Sourced> {
+    let origin = |layer: &crate::config::settings::Layer| Origin::Settings {
+        scope: layer.scope.as_str(),
+        file: layer.label(),
+    };
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let any_layer: [(&'static str, &[&str], &str); 6] = [
+        ("sandbox.enabled", &["sandbox", "enabled"], "false"),
+        ("sandbox.failIfUnavailable", &["sandbox", "failIfUnavailable"], "true"),
+        ("sandbox.allowNetwork", &["sandbox", "allowNetwork"], "false"),
+        ("disableAllHooks", &["disableAllHooks"], "false"),
+        ("permissions.defaultMode", &["permissions", "defaultMode"], "default"),
+        (
+            "permissions.disableBypassPermissionsMode",
+            &["permissions", "disableBypassPermissionsMode"],
+            "not set",
+        ),
+    ];
+    let managed_only: [(&'static str, &[&str], &str); 6] = [
+        ("allowManagedHooksOnly", &["allowManagedHooksOnly"], "false"),
+        (
+            "allowManagedPermissionRulesOnly",
+            &["allowManagedPermissionRulesOnly"],
+            "false",
+        ),
+        ("permissions.modeCeiling", &["permissions", "modeCeiling"], "none"),
+        ("availableModels", &["availableModels"], "any model"),
+        ("enforceAvailableModels", &["enforceAvailableModels"], "false"),
+        (
+            "disableBundledSkills",
+            &["disableBundledSkills"],
+            "false (keel ships no bundled skills)",
+        ),
+    ];
+    let mut out: Vec<Sourced> = any_layer
+        .iter()
+        .map(|(key, path, default)| match settings.nested(path) {
+            Some((v, layer)) => Sourced {
+                key,
+                value: text(v),
+                origin: origin(layer),
+            },
+            None => Sourced {
+                key,
+                value: default.to_string(),
+                origin: Origin::Default,
+            },
+        })
+        .collect();
+    out.extend(
+        managed_only
+            .iter()
+            .map(|(key, path, default)| match settings.managed_value(path) {
+                Some((v, layer)) => Sourced {
+                    key,
+                    value: text(v),
+                    origin: origin(layer),
+                },
+                None => Sourced {
+                    key,
+                    value: default.to_string(),
+                    origin: Origin::Default,
+                },
+            }),
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,6 +10,7 @@ pub use super::values::{context_report, system_prompt_texts};
 use super::values::{context_settings, permission_mode, reasoning, setting_sources};
 use crate::compact::CompactSettings;
 use crate::compact::record::ToolLog;
+use crate::config::precedence::{self, Weigh};
 use crate::config::settings::{Scope, Settings, SettingsError};
 use crate::config::trust::{self, ProjectTrust};
 use crate::config::{models, paths};
@@ -118,6 +119,7 @@ pub fn prepare_with(cli: &Options, trust: ProjectTrust) -> Result<Prepared, Setu
     let hooks = session_hooks(&settings, &extensions, &base, &session, &mut warnings)?;
     let (mut engine, events) = Engine::new(config, choice.provider.clone(), registry, authorizer, hooks, session);
     engine.set_project(project);
+    engine.watch_settings(Settings::files(base.user_home.as_deref(), &base.home, &base.cwd));
     extensions.install(&mut engine)?;
     if let Some(schema) = schema {
         engine
@@ -192,14 +194,19 @@ fn load_settings(cli: &Options, base: &Base, trust: ProjectTrust) -> Result<(Set
         let scopes = setting_sources(list)?;
         settings
             .layers
-            .retain(|l| l.scope == Scope::Cli || scopes.contains(&l.scope));
+            .retain(|l| matches!(l.scope, Scope::Cli | Scope::Managed) || scopes.contains(&l.scope));
     }
+    crate::config::precedence::check_managed(&settings)?;
     let mut warnings = Vec::new();
     let ignored = if trust == ProjectTrust::Untrusted {
         trust::restrict(&mut settings, &base.cwd)
     } else {
         Vec::new()
     };
+    let weigh = Weigh {
+        project_trusted: trust == ProjectTrust::Trusted || trust == ProjectTrust::Headless && cli.trust_project,
+    };
+    warnings.extend(precedence::enforce(&mut settings, weigh));
     if !ignored.is_empty() {
         warnings.push(format!(
             "this folder is not trusted, so keel ignores what its settings would run or allow: {}. Trust it \

@@ -87,7 +87,7 @@ pub fn build(inputs: &McpInputs<'_>) -> Result<McpSetup, String> {
         // A plugin configured by the repository is the repository's: its servers need approval.
         for (name, raw, scope) in &inputs.plugin_servers {
             let scope = match scope {
-                SettingsScope::User => Scope::User,
+                SettingsScope::User | SettingsScope::Managed => Scope::User,
                 SettingsScope::Cli => Scope::Cli,
                 SettingsScope::Project | SettingsScope::Local => Scope::Project,
             };

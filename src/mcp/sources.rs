@@ -251,7 +251,7 @@ pub fn project_approval(name: &str, src: &Sources<'_>) -> Approval {
         .settings
         .layers
         .iter()
-        .filter(|l| matches!(l.scope, SettingsScope::User | SettingsScope::Cli))
+        .filter(|l| l.scope.is_users())
         .map(|l| &l.value)
         .chain(records.iter())
         .collect();

@@ -67,8 +67,15 @@ pub struct Authorizer {
     anchors: Anchors,
     /// Where "allow always" rules are saved (`.keel/settings.local.json`).
     save_path: Option<PathBuf>,
-    /// Why bypassPermissions may not be entered during the session (`disableBypassPermissionsMode`).
-    pub bypass_disabled: Option<String>,
+    /// The highest mode the session may enter (managed `permissions.modeCeiling`,
+    /// `disableBypassPermissionsMode`), and why.
+    pub ceiling: Option<crate::config::precedence::Ceiling>,
+    /// Managed settings allow only their own allow rules (`allowManagedPermissionRulesOnly`):
+    /// a skill's `allowed-tools` grants nothing.
+    pub managed_rules_only: bool,
+    /// Managed settings' model allowlist, for the model changes a session makes (a sub-agent's
+    /// or a skill's `model:`, `set_model`).
+    pub model_allowlist: Option<crate::config::precedence::ModelAllowlist>,
     /// Whether the read-only jail is in force (asked at the first shell command); without it
     /// keel approves only its allow-list of programs and options.
     jail: Option<JailProbe>,
@@ -91,7 +98,9 @@ impl Authorizer {
             dirs: RwLock::new(dirs),
             home,
             save_path,
-            bypass_disabled: None,
+            ceiling: None,
+            managed_rules_only: false,
+            model_allowlist: None,
             jail: None,
         }
     }
@@ -259,7 +268,9 @@ impl Authorizer {
         let mut resolved = None;
         let session = self.session.lock().unwrap_or_else(|p| p.into_inner());
         let mut all = self.active(&session);
-        all.extend(grants.iter());
+        if !self.managed_rules_only {
+            all.extend(grants.iter());
+        }
         let dirs = self.working_dirs();
         let ctx = Ctx {
             rules: &all,

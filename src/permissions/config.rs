@@ -60,8 +60,18 @@ pub fn build(
         base_dir: cwd.to_path_buf(),
         home: home.map(Path::to_path_buf),
     };
-    for text in split_cli_rules(&cli.allowed_tools) {
-        rules.push(Rule::parse(&text, Behavior::Allow, "--allowedTools", &cli_anchors)?);
+    let managed_rules_only = settings.managed_flag(&["allowManagedPermissionRulesOnly"]);
+    let mut warnings = Vec::new();
+    if managed_rules_only && !cli.allowed_tools.is_empty() {
+        warnings.push(
+            "--allowedTools is ignored: managed settings allow only their own allow rules \
+             (allowManagedPermissionRulesOnly)"
+                .to_string(),
+        );
+    } else {
+        for text in split_cli_rules(&cli.allowed_tools) {
+            rules.push(Rule::parse(&text, Behavior::Allow, "--allowedTools", &cli_anchors)?);
+        }
     }
     for text in split_cli_rules(&cli.disallowed_tools) {
         rules.push(Rule::parse(&text, Behavior::Deny, "--disallowedTools", &cli_anchors)?);
@@ -85,8 +95,18 @@ pub fn build(
         }
     }
 
+    let ceiling = crate::config::precedence::mode_ceiling(settings);
+    let refused = |m: Mode| ceiling.as_ref().and_then(|c| c.refuses(m));
     let mode = match cli.mode {
-        Some(m) => m,
+        Some(m) => {
+            if let Some(why) = refused(m) {
+                return Err(PermissionConfigError::Invalid(format!(
+                    "the permission mode {} cannot be used: {why}",
+                    m.as_str()
+                )));
+            }
+            m
+        }
         None => match settings.nested(&["permissions", "defaultMode"]) {
             None => Mode::Default,
             Some((v, layer)) => v.as_str().and_then(Mode::parse).ok_or_else(|| {
@@ -98,35 +118,35 @@ pub fn build(
             })?,
         },
     };
-    let bypass_disabled = settings
-        .nested(&["permissions", "disableBypassPermissionsMode"])
-        .filter(|(v, _)| v.as_str() == Some("disable"))
-        .map(|(_, layer)| format!("bypassPermissions mode is disabled by {}", layer.label()));
-    if mode == Mode::BypassPermissions
-        && let Some(why) = &bypass_disabled
-    {
-        return Err(PermissionConfigError::Invalid(why.clone()));
-    }
-    let warnings = rules
-        .iter()
-        .filter(|r| {
-            !(r.tool.contains('*')
-                || r.tool.starts_with("mcp__")
-                || known_tools.contains(&r.tool.as_str())
-                || crate::tools::kinds::is_known(&r.tool))
-        })
-        .map(|r| {
-            format!(
-                "the {} rule `{}` ({}) names no tool keel knows; check its spelling",
-                r.behavior.as_str(),
-                r.text,
-                r.source
-            )
-        })
-        .collect();
+    // A mode from settings above the ceiling was removed with a notice; what remains is the
+    // default, which a `plan` ceiling lowers.
+    let mode = match &ceiling {
+        Some(c) if c.refuses(mode).is_some() => c.mode,
+        _ => mode,
+    };
+    warnings.extend(
+        rules
+            .iter()
+            .filter(|r| {
+                !(r.tool.contains('*')
+                    || r.tool.starts_with("mcp__")
+                    || known_tools.contains(&r.tool.as_str())
+                    || crate::tools::kinds::is_known(&r.tool))
+            })
+            .map(|r| {
+                format!(
+                    "the {} rule `{}` ({}) names no tool keel knows; check its spelling",
+                    r.behavior.as_str(),
+                    r.text,
+                    r.source
+                )
+            }),
+    );
     let save_path = Some(cwd.join(".keel").join("settings.local.json"));
     let mut authorizer = Authorizer::new(rules, dirs, home.map(Path::to_path_buf), save_path);
-    authorizer.bypass_disabled = bypass_disabled;
+    authorizer.ceiling = ceiling;
+    authorizer.managed_rules_only = managed_rules_only;
+    authorizer.model_allowlist = crate::config::precedence::model_allowlist(settings);
     Ok(PermissionSetup {
         authorizer,
         mode,

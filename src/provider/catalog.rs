@@ -20,7 +20,7 @@ use super::openai::{OpenAiConfig, OpenAiProvider, Protocol};
 use super::retry::RetryPolicy;
 use super::{Provider, ProviderError};
 use crate::config::models;
-use crate::config::settings::{Scope, Settings};
+use crate::config::settings::Settings;
 
 /// The wire protocol of a provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,6 +108,8 @@ pub struct Catalog {
     retry: RetryPolicy,
     timeouts: Timeouts,
     include_raw: bool,
+    /// Managed settings' model allowlist: every model resolved must be on it.
+    allowlist: Option<crate::config::precedence::ModelAllowlist>,
 }
 
 impl Catalog {
@@ -130,7 +132,7 @@ impl Catalog {
                     layer.label()
                 ))
             })?;
-            let trusted = matches!(layer.scope, Scope::User | Scope::Cli);
+            let trusted = layer.scope.is_users();
             for (name, entry) in map {
                 let what = format!("{}: providers.{name}", layer.label());
                 named.insert(name.clone(), parse_named(&what, name, entry, trusted)?);
@@ -142,6 +144,7 @@ impl Catalog {
             retry,
             timeouts,
             include_raw,
+            allowlist: crate::config::precedence::model_allowlist(settings),
         })
     }
 
@@ -169,7 +172,16 @@ impl Catalog {
 
     fn resolve_with(&self, spec: Option<&str>, retry: RetryPolicy) -> Result<Resolved, ProviderError> {
         let transport = Transport::new(self.timeouts, retry, self.include_raw)?;
-        let spec = spec.map(str::trim).filter(|s| !s.is_empty());
+        // The allowlist fixes the default too: its first model, unless the provider's own
+        // default is on it.
+        let listed_default = match &self.allowlist {
+            Some(list) if !list.allows(&self.default_kind.default_model()) => list.names.first().cloned(),
+            _ => None,
+        };
+        let spec = spec
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .or(listed_default.as_deref());
         let (name, model) = match spec {
             Some(s) => {
                 let (name, model) = self.split(s);
@@ -177,6 +189,9 @@ impl Catalog {
             }
             None => (None, self.default_kind.default_model()),
         };
+        if let Some(why) = self.allowlist.as_ref().and_then(|l| l.refuses(spec.unwrap_or(&model))) {
+            return Err(ProviderError::Config(why));
+        }
         let spec = match name {
             Some(n) => format!("{n}/{model}"),
             None => model.clone(),
@@ -476,7 +491,7 @@ fn parse_named(what: &str, name: &str, v: &Value, trusted: bool) -> Result<Named
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::settings::Layer;
+    use crate::config::settings::{Layer, Scope};
     use serde_json::json;
 
     fn settings(scope: Scope, value: Value) -> Settings {

@@ -101,7 +101,8 @@ pub async fn run(cli: Options) -> Result<ExitCode, TuiError> {
         session_id: session_id.clone(),
         shared: engine.services(),
         bypass_available: prepared.permission_mode == Mode::BypassPermissions
-            || (cli.allow_dangerously_skip_permissions && engine.bypass_disabled().is_none()),
+            || (cli.allow_dangerously_skip_permissions && engine.mode_refused(Mode::BypassPermissions).is_none()),
+        mode_ceiling: engine.mode_ceiling().map(|c| c.mode),
         harness: engine.harness().clone(),
         project_dir: project_dir.clone(),
     });

@@ -124,7 +124,7 @@ fn trust_question(dir: &Path, found: &[String]) -> Vec<(bool, String)> {
         (false, String::new()),
         (
             false,
-            "Its project settings would have keel run commands or approve them for you:".into(),
+            "Its project settings would have keel run commands, approve them for you or weaken a protection:".into(),
         ),
     ];
     lines.extend(found.iter().map(|f| (false, format!("  • {f}"))));

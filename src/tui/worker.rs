@@ -278,6 +278,9 @@ async fn switch_model(
     wanted: &str,
     config: &WorkerConfig,
 ) -> Result<(String, Vec<String>), String> {
+    if let Some(why) = engine.model_refused(wanted) {
+        return Err(why);
+    }
     let Some(switch) = &config.models else {
         let model = models::resolve_alias(wanted);
         let provider = engine.provider();

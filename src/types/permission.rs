@@ -41,6 +41,17 @@ impl Mode {
         Mode::ALL.into_iter().find(|m| m.as_str() == s)
     }
 
+    /// How much runs without a question: plan < default = dontAsk (which denies instead of
+    /// asking) < acceptEdits < bypassPermissions. Ceilings and "only tighten" compare by it.
+    pub fn latitude(self) -> u8 {
+        match self {
+            Mode::Plan => 0,
+            Mode::Default | Mode::DontAsk => 1,
+            Mode::AcceptEdits => 2,
+            Mode::BypassPermissions => 3,
+        }
+    }
+
     /// The next mode for Shift+Tab: default → acceptEdits → plan → (bypass when it was enabled
     /// at launch) → default.
     pub fn cycle(self, bypass_available: bool) -> Mode {
@@ -50,6 +61,19 @@ impl Mode {
             Mode::Plan if bypass_available => Mode::BypassPermissions,
             _ => Mode::Default,
         }
+    }
+
+    /// The next mode for Shift+Tab that does not pass `ceiling`.
+    pub fn cycle_within(self, bypass_available: bool, ceiling: Option<Mode>) -> Mode {
+        let mut next = self.cycle(bypass_available);
+        // Four steps visit every mode of the cycle once; `plan` never passes a ceiling.
+        for _ in 0..4 {
+            if ceiling.is_none_or(|c| next.latitude() <= c.latitude()) {
+                return next;
+            }
+            next = next.cycle(bypass_available);
+        }
+        Mode::Plan
     }
 }
 
@@ -243,5 +267,13 @@ mod tests {
         assert_eq!(Mode::Plan.cycle(false), Mode::Default);
         assert_eq!(Mode::Plan.cycle(true), Mode::BypassPermissions);
         assert_eq!(Mode::BypassPermissions.cycle(true), Mode::Default);
+    }
+
+    #[test]
+    fn the_cycle_skips_modes_above_a_ceiling() {
+        assert_eq!(Mode::Default.cycle_within(true, Some(Mode::Default)), Mode::Plan);
+        assert_eq!(Mode::Plan.cycle_within(true, Some(Mode::AcceptEdits)), Mode::Default);
+        assert_eq!(Mode::Plan.cycle_within(true, Some(Mode::Plan)), Mode::Plan);
+        assert_eq!(Mode::Plan.cycle_within(true, None), Mode::BypassPermissions);
     }
 }

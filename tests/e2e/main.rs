@@ -34,6 +34,7 @@ mod sandbox;
 mod sdk_client;
 mod sdk_mcp;
 mod sdk_permissions;
+mod settings_layers;
 mod skills;
 mod stream_control;
 mod stream_json;

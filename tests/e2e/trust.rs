@@ -40,7 +40,7 @@ async fn an_untrusted_projects_hooks_do_not_run_until_the_user_trusts_it() {
     let s = t.wait_for_text("Enter to confirm").await;
     assert!(s.contains("Do you trust the files in this folder?"), "{s}");
     assert!(s.contains(env.work.to_str().unwrap()), "{s}");
-    assert!(s.contains("hooks (.claude/settings.json)"), "{s}");
+    assert!(s.contains(".claude/settings.json: `hooks` (hooks)"), "{s}");
     assert!(!marker.exists(), "a project hook ran before the question was answered");
     // Decline: the session works, without the project's hooks.
     t.press(&["2"]);

@@ -188,11 +188,18 @@ pub(super) async fn prepare(
     let services = child_services(parent, child_dir, mode, worktree.as_ref(), &authorizer);
     let session = Session::with_services(agent_id.clone(), transcript, services);
 
-    let model = def
-        .model
-        .as_deref()
-        .map(models::resolve_alias)
-        .unwrap_or_else(|| r.model());
+    // A definition's model outside managed settings' allowlist gives way to the session's.
+    let model = match def.model.as_deref().map(models::resolve_alias) {
+        Some(m) if let Some(why) = r.authorizer.model_allowlist.as_ref().and_then(|l| l.refuses(&m)) => {
+            r.events.notice(
+                NoticeLevel::Warning,
+                format!("agent type {}: {why}; it runs on the session's model", def.name),
+            );
+            r.model()
+        }
+        Some(m) => m,
+        None => r.model(),
+    };
     let offers = |name: &str| registry.get(name).is_some();
     let mut listings = Vec::new();
     if offers("Agent")

@@ -55,8 +55,10 @@ pub fn initialize(
         // The stream loop puts them in front of the next user message.
         engine.move_dynamic_sections_to_messages();
     }
-    if !hooks.is_empty() {
-        engine.set_client_hooks(hooks, link.clone());
+    if !hooks.is_empty()
+        && let Err(refused) = engine.set_client_hooks(hooks, link.clone())
+    {
+        warnings.push(refused);
     }
     // Last: the prompt recorded is the one the options above produced.
     if init.system_prompt_snapshot == Some(true) {

@@ -35,6 +35,11 @@ impl Authorizer {
     /// Adds, replaces or removes rules of one behaviour at a destination, in this session and
     /// (for a settings destination) in its file.
     pub fn update_rules(&self, op: RuleOp, behavior: Behavior, texts: &[String], d: Destination) -> Result<(), String> {
+        if self.managed_rules_only && behavior == Behavior::Allow && op != RuleOp::Remove {
+            return Err("allow rules cannot be added: managed settings allow only their own \
+                        (allowManagedPermissionRulesOnly)"
+                .into());
+        }
         let file = self.settings_file(d)?;
         let source = file
             .as_ref()

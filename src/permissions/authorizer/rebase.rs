@@ -51,7 +51,9 @@ impl Authorizer {
             dirs: RwLock::new(dirs),
             home: self.home.clone(),
             save_path: self.save_path.clone(),
-            bypass_disabled: self.bypass_disabled.clone(),
+            ceiling: self.ceiling.clone(),
+            managed_rules_only: self.managed_rules_only,
+            model_allowlist: self.model_allowlist.clone(),
             jail: self.jail.clone(),
         }
     }

@@ -115,6 +115,8 @@ pub struct AppInit {
     pub session_id: String,
     pub shared: Arc<SessionServices>,
     pub bypass_available: bool,
+    /// The highest mode Shift+Tab may reach (a managed ceiling, `disableBypassPermissionsMode`).
+    pub mode_ceiling: Option<Mode>,
     /// Skills (and custom commands), sub-agent types and plugins of the session.
     pub harness: Harness,
     pub project_dir: PathBuf,
@@ -131,6 +133,7 @@ pub struct App {
     pub status: Status,
     pub shared: Arc<SessionServices>,
     pub bypass_available: bool,
+    pub mode_ceiling: Option<Mode>,
     pub busy: Option<Busy>,
     pub queue: VecDeque<Queued>,
     pub approval: Option<Approval>,
@@ -194,6 +197,7 @@ impl App {
             },
             shared: init.shared,
             bypass_available: init.bypass_available,
+            mode_ceiling: init.mode_ceiling,
             busy: None,
             queue: VecDeque::new(),
             approval: None,
@@ -585,7 +589,7 @@ impl App {
     }
 
     pub fn cycle_mode(&mut self) {
-        let next = self.mode().cycle(self.bypass_available);
+        let next = self.mode().cycle_within(self.bypass_available, self.mode_ceiling);
         self.shared.set_mode(next);
         self.dirty = true;
     }
@@ -682,6 +686,7 @@ pub(crate) mod test_support {
             session_id: "00000000-0000-0000-0000-000000000000".into(),
             shared,
             bypass_available: false,
+            mode_ceiling: None,
             harness: Harness::default(),
         })
     }

@@ -308,6 +308,7 @@ fn custom_commands_and_skills_complete_and_go_to_the_engine() {
         session_id: "s".into(),
         shared: a.shared.clone(),
         bypass_available: false,
+        mode_ceiling: None,
         harness: crate::engine::harness::Harness {
             skills: std::sync::Arc::new(catalog),
             ..Default::default()
