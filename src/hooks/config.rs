@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use super::failure::OnFailure;
 use super::matcher::Matcher;
 use crate::config::settings::Settings;
 
@@ -82,12 +83,14 @@ pub enum Handler {
         run_async: bool,
         /// A plugin's hook: its folder, `CLAUDE_PLUGIN_ROOT` in the process's environment.
         plugin_root: Option<std::path::PathBuf>,
+        on_failure: OnFailure,
     },
     Http {
         url: String,
         headers: BTreeMap<String, String>,
         allowed_env_vars: Vec<String>,
         timeout_secs: Option<u64>,
+        on_failure: OnFailure,
     },
     /// A hook that lives in the program driving keel (registered by the SDK's `initialize`),
     /// called through it with the same payload; its answer is the same JSON a command prints.
@@ -290,6 +293,7 @@ impl HookConfig {
                         Handler::Command {
                             timeout_secs,
                             run_async,
+                            on_failure,
                             ..
                         } => {
                             let mut e = Vec::new();
@@ -299,9 +303,19 @@ impl HookConfig {
                             if *run_async {
                                 e.push("async".into());
                             }
+                            e.extend(on_failure.describe());
                             e
                         }
-                        Handler::Http { timeout_secs, .. } | Handler::Callback { timeout_secs, .. } => {
+                        Handler::Http {
+                            timeout_secs,
+                            on_failure,
+                            ..
+                        } => timeout_secs
+                            .iter()
+                            .map(|t| format!("timeout {t}s"))
+                            .chain(on_failure.describe())
+                            .collect(),
+                        Handler::Callback { timeout_secs, .. } => {
                             timeout_secs.iter().map(|t| format!("timeout {t}s")).collect()
                         }
                     };
@@ -330,6 +344,7 @@ fn parse_handler(h: &Value) -> Result<Option<Handler>, String> {
                 .ok_or_else(|| format!("`timeout` must be a positive number of seconds, found {v}"))?,
         ),
     };
+    let on_failure = OnFailure::parse(h.get("onFailure"))?;
     match h.get("type").and_then(Value::as_str).unwrap_or("command") {
         "command" => {
             let command = h.get("command").and_then(Value::as_str).map(str::to_string);
@@ -345,13 +360,20 @@ fn parse_handler(h: &Value) -> Result<Option<Handler>, String> {
             if command.as_deref().is_none_or(|c| c.trim().is_empty()) && args.as_ref().is_none_or(Vec::is_empty) {
                 return Err("a command hook needs `command` (or `args`)".into());
             }
+            let run_async = h.get("async").and_then(Value::as_bool).unwrap_or(false);
+            if run_async && on_failure == OnFailure::Block {
+                return Err(
+                    "`onFailure: \"block\"` cannot apply to an `async` hook: the action goes on while it runs".into(),
+                );
+            }
             Ok(Some(Handler::Command {
                 command,
                 args,
                 shell: h.get("shell").and_then(Value::as_str).map(str::to_string),
                 timeout_secs,
-                run_async: h.get("async").and_then(Value::as_bool).unwrap_or(false),
+                run_async,
                 plugin_root: None,
+                on_failure,
             }))
         }
         "http" => {
@@ -379,6 +401,7 @@ fn parse_handler(h: &Value) -> Result<Option<Handler>, String> {
                 headers,
                 allowed_env_vars,
                 timeout_secs,
+                on_failure,
             }))
         }
         _ => Ok(None),

@@ -6,8 +6,10 @@
 
 pub mod callback;
 pub mod config;
+pub mod failure;
 pub mod matcher;
 pub mod outcome;
+pub mod process;
 pub mod runner;
 
 use std::path::PathBuf;
@@ -225,7 +227,7 @@ impl Hooks {
             let task = tokio::spawn(async move {
                 let r = runner::run(&h, &payload, &env, timeout).await;
                 let mut scratch = Aggregate::default();
-                let i = outcome::interpret(event, &h.label(), &r, &mut scratch);
+                let i = outcome::interpret(event, &h.label(), &r, on_failure(&h), &mut scratch);
                 record(&transcript, &sink, event, &h.label(), &name, &r, &i, true);
                 for w in scratch.warnings {
                     sink.notice(NoticeLevel::Warning, w);
@@ -256,7 +258,7 @@ impl Hooks {
         .await;
         let transcript = self.session().1;
         for ((h, r), name) in foreground.iter().zip(runs).zip(&names) {
-            let i = outcome::interpret(event, &h.label(), &r, &mut agg);
+            let i = outcome::interpret(event, &h.label(), &r, on_failure(h), &mut agg);
             record(&transcript, sink, event, &h.label(), name, &r, &i, false);
         }
         for w in &agg.warnings {
@@ -266,6 +268,14 @@ impl Hooks {
             sink.notice(NoticeLevel::Warning, m.clone());
         }
         agg
+    }
+}
+
+/// A handler's `onFailure` (SDK callbacks have none: their failures warn).
+fn on_failure(h: &config::Handler) -> failure::OnFailure {
+    match h {
+        config::Handler::Command { on_failure, .. } | config::Handler::Http { on_failure, .. } => *on_failure,
+        config::Handler::Callback { .. } => failure::OnFailure::Warn,
     }
 }
 

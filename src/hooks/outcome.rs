@@ -1,9 +1,11 @@
-//! What hook results mean: exit 0 (JSON or plain text), exit 2 (block), other exits
-//! (non-blocking warning), and the JSON fields; several hooks combine deterministically.
+//! What hook results mean: exit 0 (JSON or plain text), exit 2 (block), failures (a warning,
+//! or a block under `onFailure: "block"`: see [`super::failure`]), and the JSON fields;
+//! several hooks combine deterministically.
 
 use serde_json::Value;
 
 use super::config::Event;
+use super::failure::{Failure, OnFailure};
 use super::runner::RunResult;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -71,22 +73,28 @@ pub struct Interpreted {
 }
 
 /// Folds one handler's result into the aggregate; returns its summary.
-pub fn interpret(event: Event, label: &str, r: &RunResult, agg: &mut Aggregate) -> Interpreted {
-    if let Some(e) = &r.start_error {
-        agg.warnings
-            .push(format!("{} hook `{label}` could not run: {e}", event.as_str()));
+pub fn interpret(event: Event, label: &str, r: &RunResult, on_failure: OnFailure, agg: &mut Aggregate) -> Interpreted {
+    if let Some(failure) = Failure::of(r) {
+        let decision = match on_failure {
+            OnFailure::Warn => {
+                agg.warnings.push(failure.warning(event, label));
+                None
+            }
+            OnFailure::Block => Some(block(event, agg, failure.block_reason(event, label))),
+        };
         return Interpreted {
-            outcome: "failed_to_start",
-            decision: None,
+            outcome: failure.outcome(),
+            decision,
         };
     }
-    if r.timed_out {
-        agg.warnings
-            .push(format!("{} hook `{label}` {}", event.as_str(), r.stderr));
-        return Interpreted {
-            outcome: "timeout",
-            decision: None,
-        };
+    for (stream, dropped) in [("stdout", r.stdout_dropped), ("stderr", r.stderr_dropped)] {
+        if dropped > 0 {
+            agg.warnings.push(format!(
+                "{} hook `{label}` wrote more than {} MiB to {stream}; the last {dropped} bytes were dropped",
+                event.as_str(),
+                super::process::MAX_CAPTURE >> 20
+            ));
+        }
     }
     let json = match parse_json(&r.stdout) {
         Ok(j) => j,
@@ -132,8 +140,8 @@ pub fn interpret(event: Event, label: &str, r: &RunResult, agg: &mut Aggregate) 
             };
         }
         code => {
-            // Any other exit status is a non-blocking error: the action proceeds and the user is
-            // told; JSON on stdout does not decide (exit 0 or 2 do).
+            // Left here: a PermissionRequest hook's exit 2, which the reference ignores. The
+            // action proceeds and the user is told; JSON on stdout does not decide.
             let first = r.stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("(no stderr)");
             agg.warnings.push(format!(
                 "{} hook `{label}` failed with exit status {}: {first}",
@@ -259,6 +267,18 @@ fn apply_json(event: Event, j: &Value, agg: &mut Aggregate) -> Option<String> {
     decision
 }
 
+/// Blocks the event's action as an exit 2 does; a PermissionRequest, whose exit 2 decides
+/// nothing, is denied instead. Returns the decision recorded for the run.
+fn block(event: Event, agg: &mut Aggregate, reason: String) -> String {
+    if event == Event::PermissionRequest {
+        set_permission(agg, Permission::Deny, Some(reason));
+        Permission::Deny.as_str().into()
+    } else {
+        agg.blocks.push(reason);
+        "block".into()
+    }
+}
+
 fn set_permission(agg: &mut Aggregate, p: Permission, reason: Option<String>) {
     agg.permission = Some(agg.permission.map_or(p, |old| old.max(p)));
     if let Some(r) = reason.filter(|r| !r.trim().is_empty()) {
@@ -282,17 +302,41 @@ mod tests {
     #[test]
     fn exit_codes() {
         let mut a = Aggregate::default();
-        interpret(Event::PreToolUse, "h", &run(2, "", "no rm please\n"), &mut a);
+        interpret(
+            Event::PreToolUse,
+            "h",
+            &run(2, "", "no rm please\n"),
+            OnFailure::Warn,
+            &mut a,
+        );
         assert_eq!(a.block_reason(), "no rm please");
         let mut b = Aggregate::default();
-        let i = interpret(Event::PreToolUse, "h", &run(1, "", "oops\nmore"), &mut b);
+        let i = interpret(
+            Event::PreToolUse,
+            "h",
+            &run(1, "", "oops\nmore"),
+            OnFailure::Warn,
+            &mut b,
+        );
         assert_eq!(i.outcome, "error");
         assert!(!b.blocked() && b.warnings[0].contains("oops"));
         let mut c = Aggregate::default();
-        interpret(Event::UserPromptSubmit, "h", &run(0, "remember: tabs\n", ""), &mut c);
+        interpret(
+            Event::UserPromptSubmit,
+            "h",
+            &run(0, "remember: tabs\n", ""),
+            OnFailure::Warn,
+            &mut c,
+        );
         assert_eq!(c.context, vec!["remember: tabs"]);
         let mut d = Aggregate::default();
-        interpret(Event::PreToolUse, "h", &run(0, "plain words", ""), &mut d);
+        interpret(
+            Event::PreToolUse,
+            "h",
+            &run(0, "plain words", ""),
+            OnFailure::Warn,
+            &mut d,
+        );
         assert!(
             d.context.is_empty(),
             "plain stdout is context only for prompt and session start"
@@ -307,7 +351,7 @@ mod tests {
         for order in [[allow, deny, ask], [deny, ask, allow], [ask, allow, deny]] {
             let mut a = Aggregate::default();
             for o in order {
-                interpret(Event::PreToolUse, "h", &run(0, o, ""), &mut a);
+                interpret(Event::PreToolUse, "h", &run(0, o, ""), OnFailure::Warn, &mut a);
             }
             assert_eq!(a.permission, Some(Permission::Deny));
             assert_eq!(a.permission_reasons, vec!["policy"]);
@@ -319,7 +363,7 @@ mod tests {
         let mut a = Aggregate::default();
         let j = r#"{"continue": false, "stopReason": "done here", "systemMessage": "careful",
                    "hookSpecificOutput": {"updatedInput": {"command": "ls"}, "additionalContext": "ctx"}}"#;
-        interpret(Event::PreToolUse, "h", &run(0, j, ""), &mut a);
+        interpret(Event::PreToolUse, "h", &run(0, j, ""), OnFailure::Warn, &mut a);
         assert_eq!(a.stop.as_deref(), Some("done here"));
         assert_eq!(a.system_messages, vec!["careful"]);
         assert_eq!(a.updated_input, Some(serde_json::json!({"command": "ls"})));
@@ -329,6 +373,7 @@ mod tests {
             Event::Stop,
             "h",
             &run(0, r#"{"decision":"block","reason":"run the tests"}"#, ""),
+            OnFailure::Warn,
             &mut b,
         );
         assert_eq!(b.block_reason(), "run the tests");
@@ -339,7 +384,7 @@ mod tests {
         let mut a = Aggregate::default();
         let bad = r#"{"hookSpecificOutput": {"permissionDecision": "deny",}}"#;
         assert_eq!(
-            interpret(Event::PreToolUse, "h", &run(0, bad, ""), &mut a).outcome,
+            interpret(Event::PreToolUse, "h", &run(0, bad, ""), OnFailure::Warn, &mut a).outcome,
             "error"
         );
         assert!(a.permission.is_none());
@@ -347,7 +392,7 @@ mod tests {
         let mut b = Aggregate::default();
         let deny = r#"{"hookSpecificOutput": {"permissionDecision": "deny"}}"#;
         assert_eq!(
-            interpret(Event::PreToolUse, "h", &run(1, deny, "oops"), &mut b).outcome,
+            interpret(Event::PreToolUse, "h", &run(1, deny, "oops"), OnFailure::Warn, &mut b).outcome,
             "error"
         );
         assert!(b.permission.is_none() && b.warnings[0].contains("exit status 1"));
@@ -361,9 +406,104 @@ mod tests {
             ..RunResult::default()
         };
         assert_eq!(
-            interpret(Event::PreToolUse, "./hook.sh", &r, &mut a).outcome,
+            interpret(Event::PreToolUse, "./hook.sh", &r, OnFailure::Warn, &mut a).outcome,
             "failed_to_start"
         );
         assert!(!a.blocked() && a.warnings[0].contains("could not run"));
+    }
+
+    fn failures() -> Vec<(&'static str, RunResult)> {
+        vec![
+            (
+                "could not start (cannot start /p/guard.sh: No such file or directory",
+                RunResult {
+                    start_error: Some("cannot start /p/guard.sh: No such file or directory".into()),
+                    ..RunResult::default()
+                },
+            ),
+            (
+                "timed out after 5s",
+                RunResult {
+                    timed_out: true,
+                    stderr: "timed out after 5s and was killed".into(),
+                    ..RunResult::default()
+                },
+            ),
+            (
+                "was killed by signal 9 (SIGKILL)",
+                RunResult {
+                    signal: Some(9),
+                    ..RunResult::default()
+                },
+            ),
+            (
+                "failed with exit status 1 (policy file missing)",
+                run(1, "", "policy file missing\n"),
+            ),
+            ("failed with exit status 3", run(3, "", "")),
+        ]
+    }
+
+    #[test]
+    fn on_failure_block_turns_every_failure_into_a_block_that_says_what_happened() {
+        for (what, r) in failures() {
+            let mut a = Aggregate::default();
+            let i = interpret(Event::PreToolUse, "./guard.sh", &r, OnFailure::Block, &mut a);
+            assert_eq!(i.decision.as_deref(), Some("block"), "{what}");
+            let reason = a.block_reason();
+            assert!(reason.contains(what), "{what}: {reason}");
+            assert!(
+                reason.contains("`./guard.sh`") && reason.contains("onFailure"),
+                "{reason}"
+            );
+            assert!(a.warnings.is_empty(), "{:?}", a.warnings);
+
+            let mut w = Aggregate::default();
+            let i = interpret(Event::PreToolUse, "./guard.sh", &r, OnFailure::Warn, &mut w);
+            assert_eq!(i.decision, None, "{what}");
+            assert!(!w.blocked() && w.warnings.len() == 1, "{what}: {w:?}");
+        }
+    }
+
+    #[test]
+    fn on_failure_block_denies_a_permission_request_and_leaves_successes_alone() {
+        let mut a = Aggregate::default();
+        interpret(
+            Event::PermissionRequest,
+            "h",
+            &run(1, "", "down"),
+            OnFailure::Block,
+            &mut a,
+        );
+        assert_eq!(a.permission, Some(Permission::Deny));
+        assert!(a.permission_reasons[0].contains("exit status 1"), "{a:?}");
+        // A PermissionRequest hook's exit 2 is no decision, not a failure.
+        let mut b = Aggregate::default();
+        interpret(
+            Event::PermissionRequest,
+            "h",
+            &run(2, "", "no"),
+            OnFailure::Block,
+            &mut b,
+        );
+        assert_eq!(b.permission, None);
+        let mut c = Aggregate::default();
+        let allow = r#"{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}"#;
+        interpret(Event::PreToolUse, "h", &run(0, allow, ""), OnFailure::Block, &mut c);
+        assert_eq!((c.blocked(), c.permission), (false, Some(Permission::Allow)));
+    }
+
+    #[test]
+    fn dropped_output_is_reported() {
+        let mut a = Aggregate::default();
+        let r = RunResult {
+            stdout_dropped: 12,
+            ..run(0, "", "")
+        };
+        interpret(Event::PreToolUse, "h", &r, OnFailure::Warn, &mut a);
+        assert!(
+            a.warnings[0].contains("stdout") && a.warnings[0].contains("12 bytes"),
+            "{a:?}"
+        );
     }
 }

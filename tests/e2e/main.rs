@@ -17,6 +17,7 @@ mod file_safety;
 mod harness_attacks;
 mod headless;
 mod headless_programs;
+mod hook_guards;
 mod hooks;
 mod hooks_integration;
 mod instruction_imports;
