@@ -80,6 +80,14 @@ fn widening_mode(v: &Value) -> bool {
 /// each key (`.claude/settings.json: `hooks` (hooks), …`); empty when there is nothing to trust.
 /// Keys that weaken a protection are listed with what keel does with them (`precedence.rs`).
 pub fn project_commands(settings: &Settings, dir: &Path) -> Vec<String> {
+    project_findings(settings, dir)
+        .into_iter()
+        .map(|(file, items)| format!("{file}: {}", items.join(", ")))
+        .collect()
+}
+
+/// [`project_commands`] as files and their items, for a question that shows one per line.
+pub fn project_findings(settings: &Settings, dir: &Path) -> Vec<(String, Vec<String>)> {
     let mut out = Vec::new();
     for layer in settings.layers.iter().filter(|l| is_project(l.scope)) {
         let mut items: Vec<String> = Vec::new();
@@ -100,11 +108,11 @@ pub fn project_commands(settings: &Settings, dir: &Path) -> Vec<String> {
                 .as_deref()
                 .map(|p| p.strip_prefix(dir).unwrap_or(p).display().to_string())
                 .unwrap_or_default();
-            out.push(format!("{file}: {}", items.join(", ")));
+            out.push((file, items));
         }
     }
     if dir.join(".mcp.json").is_file() {
-        out.push(".mcp.json: `mcpServers` (MCP servers)".into());
+        out.push((".mcp.json".into(), vec!["`mcpServers` (MCP servers)".into()]));
     }
     out
 }
@@ -127,7 +135,7 @@ fn weakened_protections(v: &Value) -> Vec<String> {
     }
     match nested(v, &["permissions", "defaultMode"]).and_then(Value::as_str) {
         Some(m @ "acceptEdits") => out.push(format!(
-            "`permissions.defaultMode: {m}` (file edits without asking; applies only if you trust this folder)"
+            "`permissions.defaultMode: {m}` (edits without asking; only if you trust this folder)"
         )),
         Some(m @ ("bypassPermissions" | "dontAsk")) => out.push(format!(
             "`permissions.defaultMode: {m}` (ignored: a project cannot raise the mode above yours)"

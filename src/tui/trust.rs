@@ -37,7 +37,7 @@ pub fn decide(cli: &Options) -> std::io::Result<Option<ProjectTrust>> {
     let Ok(settings) = Settings::load(dirs::home_dir().as_deref(), &home, &cwd, cli.settings.as_deref()) else {
         return Ok(Some(ProjectTrust::Untrusted));
     };
-    let found = trust::project_commands(&settings, &cwd);
+    let found = trust::project_findings(&settings, &cwd);
     if found.is_empty() {
         return Ok(Some(ProjectTrust::Untrusted));
     }
@@ -54,7 +54,7 @@ pub fn decide(cli: &Options) -> std::io::Result<Option<ProjectTrust>> {
 }
 
 /// Shows the question and waits for the answer (raw mode, restored before returning).
-pub fn ask(dir: &Path, found: &[String]) -> std::io::Result<Answer> {
+pub fn ask(dir: &Path, found: &[(String, Vec<String>)]) -> std::io::Result<Answer> {
     ask_question(&trust_question(dir, found), TRUST_OPTIONS)
 }
 
@@ -116,7 +116,7 @@ fn choose(key: KeyEvent, selected: &mut usize) -> Option<Answer> {
     }
 }
 
-fn trust_question(dir: &Path, found: &[String]) -> Vec<(bool, String)> {
+fn trust_question(dir: &Path, found: &[(String, Vec<String>)]) -> Vec<(bool, String)> {
     let mut lines: Vec<(bool, String)> = vec![
         (true, "Do you trust the files in this folder?".into()),
         (false, String::new()),
@@ -127,7 +127,10 @@ fn trust_question(dir: &Path, found: &[String]) -> Vec<(bool, String)> {
             "Its project settings would have keel run commands, approve them for you or weaken a protection:".into(),
         ),
     ];
-    lines.extend(found.iter().map(|f| (false, format!("  • {f}"))));
+    for (file, items) in found {
+        lines.push((false, format!("  • {file}:")));
+        lines.extend(items.iter().map(|i| (false, format!("      {i}"))));
+    }
     lines.extend([
         (false, String::new()),
         (

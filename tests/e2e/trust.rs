@@ -40,7 +40,10 @@ async fn an_untrusted_projects_hooks_do_not_run_until_the_user_trusts_it() {
     let s = t.wait_for_text("Enter to confirm").await;
     assert!(s.contains("Do you trust the files in this folder?"), "{s}");
     assert!(s.contains(env.work.to_str().unwrap()), "{s}");
-    assert!(s.contains(".claude/settings.json: `hooks` (hooks)"), "{s}");
+    assert!(
+        s.contains("• .claude/settings.json:") && s.contains("`hooks` (hooks)"),
+        "{s}"
+    );
     assert!(!marker.exists(), "a project hook ran before the question was answered");
     // Decline: the session works, without the project's hooks.
     t.press(&["2"]);
@@ -128,4 +131,39 @@ async fn headless_runs_apply_project_hooks_without_asking() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let runs = std::fs::read_to_string(&marker).unwrap_or_default();
     assert_eq!(runs.lines().count(), 2, "{runs:?}");
+}
+
+/// Keys that would weaken a protection raise the question too, each named with what keel does
+/// with it; a project's acceptEdits applies only once the folder is trusted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_that_weaken_a_protection_are_listed_and_accept_edits_waits_for_trust() {
+    let env = Env::new();
+    env.write(
+        ".claude/settings.json",
+        &json!({"disableAllHooks": true, "permissions": {"defaultMode": "acceptEdits"}}).to_string(),
+    );
+    let server = ModelServer::start().await;
+    let t = Tmux::start(&env, &server, &[], W, H);
+    let s = t.wait_for_text("Enter to confirm").await;
+    assert!(s.contains("`disableAllHooks`"), "{s}");
+    assert!(s.contains("only if you trust this folder"), "{s}");
+    t.press(&["2"]);
+    let s = t.wait_for_text("Ask keel").await;
+    assert!(
+        s.contains("mode default"),
+        "an untrusted folder's acceptEdits applied:\n{s}"
+    );
+    t.press(&["C-d"]);
+    assert_eq!(t.wait_exit().await, 0);
+    drop(t);
+    let t = Tmux::start(&env, &server, &[], W, H);
+    t.wait_for_text("Enter to confirm").await;
+    t.press(&["Enter"]);
+    let s = t.wait_for_text("Ask keel").await;
+    assert!(
+        s.contains("mode acceptEdits"),
+        "a trusted folder's acceptEdits applies:\n{s}"
+    );
+    t.press(&["C-d"]);
+    assert_eq!(t.wait_exit().await, 0);
 }
