@@ -10,6 +10,7 @@ mod compaction;
 mod facade;
 pub mod harness;
 mod lifecycle;
+pub mod mentions;
 #[cfg(test)]
 mod new_tool_tests;
 mod observers;
