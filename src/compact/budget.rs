@@ -22,7 +22,9 @@ pub fn spill_path(session_dir: &Path, tool_use_id: &str) -> PathBuf {
             }
         })
         .collect();
-    session_dir.join("tool-results").join(format!("{safe}.txt"))
+    session_dir
+        .join(crate::tools::services::SPILL_DIR)
+        .join(format!("{safe}.txt"))
 }
 
 /// Makes sure the full output of `tool_use_id` is on disk (later tiers clear results from the

@@ -58,7 +58,7 @@ impl Pipeline<'_> {
     ) -> Result<Approved, Refusal> {
         let mode = self.services.mode();
         let grants = self.services.skills.grants();
-        let facts = Call::of(tool, &call.name, &call.input, &self.services.cwd);
+        let facts = Call::of(tool, &call.name, &call.input, &self.services.cwd).in_session(&self.services.session_dir);
         let effects = facts.declared.effects;
         let decision = self
             .authorizer

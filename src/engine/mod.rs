@@ -11,6 +11,7 @@ mod config_watch;
 mod facade;
 pub mod harness;
 mod lifecycle;
+pub mod mentions;
 #[cfg(test)]
 mod new_tool_tests;
 mod observers;

@@ -225,7 +225,8 @@ impl Pipeline<'_> {
                     &call.name,
                     &updated,
                     &self.services.cwd,
-                );
+                )
+                .in_session(&self.services.session_dir);
                 let decision = self.authorizer.decide_call(
                     &facts,
                     self.services.mode(),

@@ -6,7 +6,7 @@
 use tokio_util::sync::CancellationToken;
 
 use crate::commands::{self, Slash};
-use crate::engine::{Engine, EngineEvent, ResultSubtype, TurnOutcome};
+use crate::engine::{Engine, EngineEvent, NoticeLevel, ResultSubtype, TurnOutcome};
 use crate::types::message::ContentBlock;
 
 /// What a headless prompt turns into.
@@ -21,7 +21,7 @@ pub enum Plan {
 pub async fn plan(engine: &mut Engine, prompt: &str, cancel: &CancellationToken) -> Plan {
     let skills = engine.skills();
     let slash = match commands::parse(prompt, &skills) {
-        None => return Plan::Turn(vec![ContentBlock::text(prompt)]),
+        None => return with_mentions(engine, prompt, cancel).await,
         Some(Err(e)) => return Plan::Fail(e),
         Some(Ok(s)) => s,
     };
@@ -41,6 +41,21 @@ pub async fn plan(engine: &mut Engine, prompt: &str, cancel: &CancellationToken)
             Ok(content) => Plan::Turn(content),
             Err(e) => Plan::Fail(format!("/{name}: {e}")),
         },
+    }
+}
+
+/// A plain prompt with the files its `@path` mentions name attached. Nobody can be asked here,
+/// so a mention the Read check does not allow outright is left out, and the note saying so
+/// (with the path it resolved to) goes to stderr and to stream-json readers.
+async fn with_mentions(engine: &Engine, prompt: &str, cancel: &CancellationToken) -> Plan {
+    match engine.mentions().attach(prompt.to_string(), cancel).await {
+        Some(resolved) => {
+            for note in resolved.notes {
+                engine.events().notice(NoticeLevel::Warning, note);
+            }
+            Plan::Turn(resolved.blocks)
+        }
+        None => Plan::Turn(vec![ContentBlock::text(prompt)]),
     }
 }
 

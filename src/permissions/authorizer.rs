@@ -182,6 +182,7 @@ impl Authorizer {
             home: self.home.as_deref(),
             jail: false,
             covered_by: &[],
+            session_dir: None,
         };
         // Search walks do not follow symlinked directories, so only the file itself can be a
         // link; resolving every path would cost a readlink per directory level per file.
@@ -279,6 +280,7 @@ impl Authorizer {
             home: self.home.as_deref(),
             jail: effects.runs_commands && self.jail(),
             covered_by: call.declared.covered_by,
+            session_dir: call.session_dir.as_deref(),
         };
         let verdict = match (&call.subject, effects) {
             (Subject::Command(line), e) if e.runs_commands => ctx.bash(
@@ -289,14 +291,14 @@ impl Authorizer {
             ),
             (Subject::Path(p), e) if e.edits_files => {
                 let real = real_path(p);
-                let v = ctx.edit_resolved(tool, p, &real);
+                let v = ctx.edit_resolved(tool, p, &real, Links::Judged);
                 resolved = Some(real);
                 v
             }
             (_, e) if e.edits_files => ctx.generic(tool, input, false),
             (Subject::Path(p), e) if e.read_only => {
                 let real = real_path(p);
-                let v = ctx.read_resolved(tool, p, &real);
+                let v = ctx.read_resolved(tool, p, &real, Links::Judged);
                 resolved = Some(real);
                 v
             }
@@ -375,6 +377,8 @@ pub struct Call<'a> {
     pub subject: Subject,
     /// A command line read once (strict and tolerant), when the call runs one.
     pub plan: Option<Arc<CommandPlan>>,
+    /// The session's own folder: its spilled results and shell output are read without asking.
+    pub session_dir: Option<PathBuf>,
 }
 
 impl<'a> Call<'a> {
@@ -387,6 +391,7 @@ impl<'a> Call<'a> {
             declared: tool.declared(),
             subject: tool.subject(input, cwd),
             plan: None,
+            session_dir: None,
         }
         .planned()
     }
@@ -400,8 +405,15 @@ impl<'a> Call<'a> {
             declared: kinds::declared(tool),
             subject: kinds::subject(tool, input, cwd),
             plan: None,
+            session_dir: None,
         }
         .planned()
+    }
+
+    /// The call made in a session whose own folder is `dir` (its model output is read unasked).
+    pub fn in_session(mut self, dir: &Path) -> Self {
+        self.session_dir = Some(dir.to_path_buf());
+        self
     }
 
     /// Reads the command line of a call that runs one, once.
@@ -422,6 +434,8 @@ struct Ctx<'a> {
     jail: bool,
     /// The rule names that cover the call's tool besides its own.
     covered_by: &'a [&'a str],
+    /// The session's own folder (its model output is read without asking).
+    session_dir: Option<&'a Path>,
 }
 
 impl Ctx<'_> {
@@ -443,8 +457,10 @@ impl Ctx<'_> {
         self.inside_resolved(path, &real_path(path))
     }
 
+    /// Inside the working directories both as written and where it leads (a link from one
+    /// working directory into another stays inside).
     fn inside_resolved(&self, path: &Path, real: &Path) -> bool {
-        self.dirs.iter().any(|d| path.starts_with(d) && real.starts_with(d))
+        self.in_dirs(path) && self.in_dirs(real)
     }
 
     /// The top of a working directory itself, where configuration lives.
@@ -474,26 +490,43 @@ impl Ctx<'_> {
     }
 
     fn read(&self, tool: &str, path: &Path) -> Verdict {
-        self.read_resolved(tool, path, &real_path(path))
+        self.read_resolved(tool, path, &real_path(path), Links::Plain)
     }
 
-    fn read_resolved(&self, tool: &str, path: &Path, real: &Path) -> Verdict {
+    fn read_resolved(&self, tool: &str, path: &Path, real: &Path, links: Links) -> Verdict {
         if let Some(denied) = self.read_deny(tool, path, real) {
             return denied;
         }
-        if let Some(r) = self.find(Behavior::Ask, tool, |r| r.matches_path(path)) {
+        if let Some(r) = self.find(Behavior::Ask, tool, |r| r.matches_path(path) || r.matches_path(real)) {
             return self.hard_ask(format!("the rule `{}` asks for confirmation", r.text));
         }
-        let allowed = self.inside_resolved(path, real)
-            || self.rules.iter().any(|r| {
-                r.behavior == Behavior::Allow && (r.names_tool(tool) || r.tool == "Edit") && r.matches_path(path)
+        let allow_rule = |p: &Path| {
+            self.rules
+                .iter()
+                .any(|r| r.behavior == Behavior::Allow && (r.names_tool(tool) || r.tool == "Edit") && r.matches_path(p))
+        };
+        // Through a link out of the workspace, only a rule naming where it leads allows it.
+        if links == Links::Judged
+            && let Some(escape) = self.escape(path, real, Access::Read)
+            && !self.rules.iter().any(|r| {
+                r.behavior == Behavior::Allow
+                    && (r.names_tool(tool) || r.tool == "Edit")
+                    && !r.is_whole_tool()
+                    && r.matches_path(real)
             })
+        {
+            return escape;
+        }
+        let reachable = |p: &Path| self.in_dirs(p) || self.in_session_dir(p);
+        let allowed = (reachable(path) && reachable(real))
+            || allow_rule(path)
+            || allow_rule(real)
             || self.mode == Mode::BypassPermissions;
         if allowed {
             Verdict::Allow
         } else {
             self.ask(
-                format!("{} is outside the working directories", path.display()),
+                format!("{} is outside the working directories", self.shown(path, real)),
                 Vec::new(),
                 vec![format!("Read(/{})", path.display())],
             )
@@ -525,10 +558,10 @@ impl Ctx<'_> {
     }
 
     fn edit(&self, tool: &str, path: &Path) -> Verdict {
-        self.edit_resolved(tool, path, &real_path(path))
+        self.edit_resolved(tool, path, &real_path(path), Links::Plain)
     }
 
-    fn edit_resolved(&self, tool: &str, path: &Path, real: &Path) -> Verdict {
+    fn edit_resolved(&self, tool: &str, path: &Path, real: &Path, links: Links) -> Verdict {
         let hits = |r: &Rule| r.matches_path(path) || r.matches_path(real);
         if let Some(r) = self
             .find(Behavior::Deny, tool, hits)
@@ -542,10 +575,19 @@ impl Ctx<'_> {
         if let Some(r) = self.find(Behavior::Ask, tool, hits) {
             return self.hard_ask(format!("the rule `{}` asks for confirmation", r.text));
         }
-        if self
-            .find(Behavior::Allow, tool, |r| !r.is_whole_tool() && hits(r))
-            .is_some()
-        {
+        // Through a link out of the workspace, only a rule naming where it leads allows it.
+        let escape = match links {
+            Links::Judged => self.escape(path, real, Access::Write),
+            Links::Plain => None,
+        };
+        let allowed_by_rule = |r: &Rule| {
+            !r.is_whole_tool()
+                && match escape {
+                    Some(_) => r.matches_path(real),
+                    None => hits(r),
+                }
+        };
+        if self.find(Behavior::Allow, tool, allowed_by_rule).is_some() {
             return Verdict::Allow;
         }
         // Configuration that makes something run later (git hooks, agent settings, shell rc
@@ -555,6 +597,9 @@ impl Ctx<'_> {
         {
             return self.hard_ask(format!("{why}; changing it always needs confirmation"));
         }
+        if let Some(escape) = escape {
+            return escape;
+        }
         let inside = self.inside_resolved(path, real);
         if inside && self.find(Behavior::Allow, tool, Rule::is_whole_tool).is_some() {
             return Verdict::Allow;
@@ -563,7 +608,7 @@ impl Ctx<'_> {
             Mode::BypassPermissions => Verdict::Allow,
             Mode::AcceptEdits if inside => Verdict::Allow,
             _ if !inside => self.ask(
-                format!("{} is outside the working directories", real.display()),
+                format!("{} is outside the working directories", self.shown(path, real)),
                 Vec::new(),
                 Vec::new(),
             ),
@@ -660,7 +705,10 @@ fn save_rules(path: &Path, rules: &[String]) -> std::io::Result<()> {
 
 mod apply;
 mod bash;
+mod links;
 mod rebase;
+
+use links::{Access, Links};
 
 #[cfg(test)]
 mod tests;

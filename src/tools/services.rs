@@ -29,6 +29,15 @@ pub enum Capability {
     Skills,
 }
 
+/// The subfolders of the session folder whose files the model is pointed at (spilled tool
+/// results, shell output): file tools read them without asking. The rest of the session
+/// folder (hook environment, checkpoints, the debug log) is not the model's.
+pub const MODEL_OUTPUT_DIRS: [&str; 2] = [SPILL_DIR, SHELL_OUTPUT_DIR];
+/// Where results over a tool's budget are written whole.
+pub const SPILL_DIR: &str = "tool-results";
+/// Where shell commands write their output.
+pub const SHELL_OUTPUT_DIR: &str = "shell-output";
+
 /// The directories a session works in.
 #[derive(Debug)]
 pub struct Workspace {

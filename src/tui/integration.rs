@@ -1,17 +1,15 @@
 //! The TUI's seams to capabilities that live outside it: compaction and the context listing,
-//! permission rules, hooks, and read rules for `@path` mentions.
+//! permission rules and hooks.
 //!
 //! Each function has the shape the TUI renders; nothing here invents data.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::context::tokens;
-use crate::engine::SessionServices;
 use crate::engine::{CompactTrigger, Engine};
 use crate::permissions::rules::Behavior;
-use crate::permissions::{Authorizer, Verdict};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IntegrationError {
@@ -206,27 +204,6 @@ pub fn hooks(engine: &Engine) -> Result<Vec<HookEntry>, IntegrationError> {
         }
     }
     Ok(out)
-}
-
-/// The check of an `@path` mention: the path resolved once (the mention is read exactly
-/// there), or why reading it is refused (Read deny rules, credential files). A mention outside
-/// the working directories is the user's explicit choice.
-pub fn mention_check(authorizer: &Authorizer, shared: &SessionServices, path: &Path) -> Result<PathBuf, String> {
-    let decision = authorizer.decide(
-        "Read",
-        &serde_json::json!({"file_path": path}),
-        true,
-        shared.mode(),
-        &shared.cwd,
-        None,
-        &[],
-    );
-    match decision.verdict {
-        Verdict::Deny(reason) => Err(reason),
-        _ => Ok(decision
-            .resolved
-            .unwrap_or_else(|| crate::fsutil::paths::real_path(path))),
-    }
 }
 
 /// What `/rewind` did: text to show, and the conversation to show when it was rewound.

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio_util::sync::CancellationToken;
 
-use super::input::mentions;
 use super::integration::{self, CompactReport, ContextReport, HookEntry, PermissionsReport};
 use super::sessions::{self, SessionPlace};
 use super::shell::{self, ShellResult};
@@ -159,9 +158,8 @@ pub async fn run(
 async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
     match job {
         Job::Turn { text, cancel } => {
-            let checker = (engine.services(), engine.authorizer().clone());
             let mcp_text = text.clone();
-            let Some(resolved) = attach_mentions(checker, text, &cancel).await else {
+            let Some(resolved) = engine.mentions().attach(text, &cancel).await else {
                 engine.events().notice(
                     NoticeLevel::Warning,
                     "interrupted while attaching the mentioned files; nothing was sent",
@@ -312,29 +310,6 @@ async fn switch_model(
         Err(e) => notes.push(format!("Not saved as the default: {e}")),
     }
     Ok((resolved.spec, notes))
-}
-
-/// Resolves a prompt's `@path` mentions on the blocking pool, so file I/O never stalls this
-/// task; `None` when the user interrupted first (the work left behind is bounded: files are
-/// opened without blocking and read with a size cap).
-async fn attach_mentions(
-    (shared, authorizer): (Arc<SessionServices>, Arc<crate::permissions::Authorizer>),
-    text: String,
-    cancel: &CancellationToken,
-) -> Option<mentions::Resolved> {
-    if mentions::mentions(&text).is_empty() {
-        return Some(mentions::Resolved {
-            blocks: vec![ContentBlock::text(text)],
-            notes: Vec::new(),
-        });
-    }
-    let task = tokio::task::spawn_blocking(move || {
-        mentions::resolve(&text, &shared, &|p| integration::mention_check(&authorizer, &shared, p))
-    });
-    tokio::select! {
-        _ = cancel.cancelled() => None,
-        r = task => r.ok(),
-    }
 }
 
 /// Swaps in a new session (built from the old one's services, so the permission mode the

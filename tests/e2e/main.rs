@@ -22,6 +22,7 @@ mod hooks;
 mod hooks_integration;
 mod instruction_imports;
 mod jail;
+mod link_escapes;
 mod mcp;
 mod openai;
 mod permissions;

@@ -144,7 +144,7 @@ impl Tool for BashTool {
         let mut notes = Vec::new();
         let cwd = shell_cwd(&ctx.workspace, shell, &mut notes);
         // `foreground_log` names the same file.
-        let out_dir = ctx.workspace.session_dir.join("shell-output");
+        let out_dir = ctx.workspace.session_dir.join(super::services::SHELL_OUTPUT_DIR);
         if input.run_in_background {
             let (id, log) = shell.shells.start(&input.command, &cwd, &out_dir, &confine)?;
             let mut text = format!(
@@ -301,7 +301,7 @@ fn human_duration(d: Duration) -> String {
 /// Where a foreground call writes its output while it runs (front ends show it live).
 pub fn foreground_log(session_dir: &Path, tool_use_id: &str) -> PathBuf {
     session_dir
-        .join("shell-output")
+        .join(super::services::SHELL_OUTPUT_DIR)
         .join(format!("{}.log", file_name(tool_use_id)))
 }
 

@@ -1,6 +1,5 @@
-//! Input: the prompt editor, completion, and `@path` mentions.
+//! Input: the prompt editor, completion (`@path` mentions are attached by `engine::mentions`).
 
 pub mod completion;
 pub mod editor;
 pub mod history;
-pub mod mentions;

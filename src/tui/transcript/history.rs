@@ -6,7 +6,7 @@ use crate::engine::NoticeLevel;
 use crate::types::message::{ContentBlock, Message, Role};
 
 use super::{CellKind, ShellCell, ToolCell, ToolStatus, Transcript};
-use crate::tui::input::mentions;
+use crate::engine::mentions;
 use crate::tui::shell;
 
 /// The marker the engine leaves when a turn is interrupted.
