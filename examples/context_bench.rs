@@ -9,6 +9,8 @@
 
 // Benchmark code: a failed unwrap is a failed run, reported with its panic message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+// A benchmark prints its own measurements.
+#![allow(clippy::disallowed_macros)]
 
 use std::collections::HashMap;
 use std::path::Path;

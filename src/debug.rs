@@ -20,6 +20,8 @@ use tracing_subscriber::fmt::format::FmtSpan;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
+use crate::console::err_line;
+
 /// The filter used by a bare `--debug` or `KEEL_DEBUG=1`.
 pub const DEFAULT_FILTER: &str = "keel=debug";
 
@@ -126,7 +128,8 @@ pub fn init(cli_debug: Option<&str>, stderr: bool) -> Result<bool, DebugError> {
         tracing_subscriber::fmt::layer()
             .with_ansi(false)
             .with_span_events(FmtSpan::CLOSE)
-            .with_writer(std::io::stderr)
+            // Events quote tool inputs, file names and server answers: escaped like every line.
+            .with_writer(crate::console::SafeStderr::default)
     });
     // A second init (tests, an embedding program) keeps the first subscriber.
     let _ = tracing_subscriber::registry()
@@ -158,7 +161,7 @@ pub fn attach_session(session_dir: &Path) -> Option<PathBuf> {
             Target::File(f)
         }
         Err(e) => {
-            eprintln!("keel: warning: cannot open the debug log {}: {e}", path.display());
+            err_line!("keel: warning: cannot open the debug log {}: {e}", path.display());
             Target::Gone
         }
     };

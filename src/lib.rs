@@ -10,6 +10,7 @@ pub mod cli;
 pub(crate) mod commands;
 pub mod compact;
 pub(crate) mod config;
+pub(crate) mod console;
 pub mod context;
 pub(crate) mod debug;
 pub mod engine;

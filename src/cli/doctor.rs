@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use super::args::ProviderKind;
 use crate::config::paths;
 use crate::config::settings::Settings;
+use crate::console::out_line;
 use crate::sandbox::{self, SandboxConfig};
 
 /// The protections in force, after the precedence rule: which layer set each, and what a
@@ -22,18 +23,18 @@ fn protections(settings: &Settings, cwd: &Path, keel_home: &Path) {
             project_trusted: trusted,
         },
     );
-    println!("\nProtections (managed settings fix what they set; project and local settings can only tighten yours)");
+    out_line!("\nProtections (managed settings fix what they set; project and local settings can only tighten yours)");
     for v in crate::launch::provenance::protections(&s) {
-        println!("  {} = {}  (from {})", v.key, v.value, v.origin.describe());
+        out_line!("  {} = {}  (from {})", v.key, v.value, v.origin.describe());
     }
     for n in notices {
-        println!("  --   {n}");
+        out_line!("  --   {n}");
     }
 }
 
 pub async fn run(provider: Option<ProviderKind>, model: Option<String>, offline: bool) -> ExitCode {
     let mut problems = 0;
-    println!(
+    out_line!(
         "keel {} on {} ({})",
         env!("CARGO_PKG_VERSION"),
         std::env::consts::OS,
@@ -43,23 +44,23 @@ pub async fn run(provider: Option<ProviderKind>, model: Option<String>, offline:
     let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
     let home = dirs::home_dir();
     let keel_home = paths::keel_home().unwrap_or_else(|| cwd.join(".keel"));
-    println!("\nSettings");
+    out_line!("\nSettings");
     let settings = match Settings::load(home.as_deref(), &keel_home, &cwd, None) {
         Ok(s) => {
             if s.layers.is_empty() {
-                println!(
+                out_line!(
                     "  no settings files (looked in ~/.claude, {}, .claude/, .keel/)",
                     keel_home.display()
                 );
             }
             for l in &s.layers {
-                println!("  ok   {} ({})", l.label(), l.scope.as_str());
+                out_line!("  ok   {} ({})", l.label(), l.scope.as_str());
             }
             Some(s)
         }
         Err(e) => {
             problems += 1;
-            println!("  FAIL {e}");
+            out_line!("  FAIL {e}");
             None
         }
     };
@@ -69,61 +70,61 @@ pub async fn run(provider: Option<ProviderKind>, model: Option<String>, offline:
             model: model.clone(),
             ..Default::default()
         };
-        println!("\nSettings in force (the first source present wins: flag, environment, the last settings layer)");
+        out_line!("\nSettings in force (the first source present wins: flag, environment, the last settings layer)");
         for v in crate::launch::provenance::in_force(&options, s) {
-            println!("  {} = {}  (from {})", v.key, v.value, v.origin.describe());
+            out_line!("  {} = {}  (from {})", v.key, v.value, v.origin.describe());
         }
         protections(s, &cwd, &keel_home);
     }
 
-    println!("\nModel access");
+    out_line!("\nModel access");
     match &settings {
         Some(s) => problems += super::doctor_models::report(provider, model, s, offline).await,
-        None => println!("  --   skipped: the settings must load first"),
+        None => out_line!("  --   skipped: the settings must load first"),
     }
 
     let caps = sandbox::capabilities();
-    println!("\nShell commands keel approves on its own (read-only commands, acceptEdits file commands)");
+    out_line!("\nShell commands keel approves on its own (read-only commands, acceptEdits file commands)");
     if caps.jail {
-        println!(
+        out_line!(
             "  ok   the read-only jail is in force: such commands cannot write (but their temp dir), reach the \
              network or unix sockets, read credential files, signal or trace other processes, or use capabilities"
         );
     } else {
-        println!(
+        out_line!(
             "  --   allow-list fallback: the read-only jail is not available here, so only known programs with \
              known options run without asking (anything else asks)"
         );
     }
-    println!("  {}   seccomp filters", if caps.seccomp { "ok" } else { "NO" });
+    out_line!("  {}   seccomp filters", if caps.seccomp { "ok" } else { "NO" });
 
-    println!("\nSandbox (Linux: Landlock + network namespace)");
+    out_line!("\nSandbox (Linux: Landlock + network namespace)");
     match caps.landlock_abi {
-        Some(abi) => println!("  ok   Landlock ABI {abi}"),
-        None => println!("  --   Landlock unavailable"),
+        Some(abi) => out_line!("  ok   Landlock ABI {abi}"),
+        None => out_line!("  --   Landlock unavailable"),
     }
-    println!(
+    out_line!(
         "  {}   file-system writes limited to the working directories",
         if caps.filesystem { "ok" } else { "NO" }
     );
-    println!(
+    out_line!(
         "  {}   configuration (.git, .keel, .claude, .mcp.json) kept read-only by a mount namespace",
         if caps.mount_namespace { "ok" } else { "NO" }
     );
-    println!(
+    out_line!(
         "  {}   network off (namespace: {}, Landlock TCP rules: {})",
         if caps.network() { "ok" } else { "NO" },
         yes_no(caps.network_namespace),
         yes_no(caps.network_landlock_tcp)
     );
     for p in &caps.problems {
-        println!("  note {p}");
+        out_line!("  note {p}");
     }
     if let Some(s) = &settings {
         match SandboxConfig::from_settings(s, false) {
             Ok(cfg) if cfg.enabled => {
                 let enforceable = caps.can_enforce(&cfg.policy(std::slice::from_ref(&cwd), None));
-                println!(
+                out_line!(
                     "  {}   sandbox.enabled is set; {}",
                     if enforceable { "ok" } else { "WARN" },
                     if enforceable {
@@ -135,27 +136,27 @@ pub async fn run(provider: Option<ProviderKind>, model: Option<String>, offline:
                     }
                 );
             }
-            Ok(_) => println!("  --   sandbox is off (enable with --sandbox or \"sandbox\": {{\"enabled\": true}})"),
+            Ok(_) => out_line!("  --   sandbox is off (enable with --sandbox or \"sandbox\": {{\"enabled\": true}})"),
             Err(e) => {
                 problems += 1;
-                println!("  FAIL {e}");
+                out_line!("  FAIL {e}");
             }
         }
     }
 
-    println!("\nCommands used by tools and hooks");
+    out_line!("\nCommands used by tools and hooks");
     for (cmd, why) in [
         ("bash", "Bash tool and hooks"),
         ("git", "project context"),
         ("jq", "many hook scripts"),
     ] {
         match find_in_path(cmd) {
-            Some(p) => println!("  ok   {cmd} ({})", p.display()),
-            None => println!("  --   {cmd} not found ({why})"),
+            Some(p) => out_line!("  ok   {cmd} ({})", p.display()),
+            None => out_line!("  --   {cmd} not found ({why})"),
         }
     }
     if problems > 0 {
-        println!("\n{problems} problem(s) found.");
+        out_line!("\n{problems} problem(s) found.");
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -6,6 +6,7 @@ use std::time::Duration;
 use super::args::ProviderKind;
 use crate::config::models::{self, Source};
 use crate::config::settings::Settings;
+use crate::console::out_line;
 use crate::provider::catalog::{Catalog, Endpoint, Kind};
 use crate::provider::http::{Timeouts, describe_body, describe_send_error};
 use crate::provider::retry::RetryPolicy;
@@ -26,7 +27,7 @@ pub async fn report(provider: Option<ProviderKind>, model: Option<String>, setti
     let catalog = match Catalog::new(settings, kind, RetryPolicy::default(), timeouts, false) {
         Ok(c) => c,
         Err(e) => {
-            println!("  FAIL {e}");
+            out_line!("  FAIL {e}");
             return 1;
         }
     };
@@ -53,21 +54,21 @@ pub async fn report(provider: Option<ProviderKind>, model: Option<String>, setti
         let endpoint = match resolved {
             Ok(r) => r.endpoint,
             Err(e) => {
-                println!("  {} {label}: {e}", if configured { "FAIL" } else { "--  " });
+                out_line!("  {} {label}: {e}", if configured { "FAIL" } else { "--  " });
                 problems += u32::from(configured);
                 continue;
             }
         };
         let base = endpoint.base_url.as_str().to_string();
         if offline {
-            println!("  ok   {label}: {base} (not contacted: --offline)");
+            out_line!("  ok   {label}: {base} (not contacted: --offline)");
             continue;
         }
         match check(&endpoint, k).await {
-            Ok(what) => println!("  ok   {label}: {base} answers ({what})"),
+            Ok(what) => out_line!("  ok   {label}: {base} answers ({what})"),
             Err(why) => {
                 problems += 1;
-                println!("  FAIL {label}: {why}");
+                out_line!("  FAIL {label}: {why}");
             }
         }
     }
@@ -91,7 +92,7 @@ pub async fn report(provider: Option<ProviderKind>, model: Option<String>, setti
                 info = models::info(&r.model);
                 asked = Some(p);
             }
-            println!(
+            out_line!(
                 "  ok   model {} on {}: context window {} tokens (from {}), output up to {} tokens, {}",
                 r.model,
                 r.endpoint.label,
@@ -109,10 +110,10 @@ pub async fn report(provider: Option<ProviderKind>, model: Option<String>, setti
                 }
             );
             if let Some(note) = asked.and_then(|p| p.note) {
-                println!("  note {note}");
+                out_line!("  note {note}");
             }
             if info.source == Source::Default {
-                println!(
+                out_line!(
                     "  note {}",
                     crate::launch::model::unknown_window_note(&r.model, !offline)
                 );
@@ -125,7 +126,7 @@ pub async fn report(provider: Option<ProviderKind>, model: Option<String>, setti
                 None => kind.default_model(),
             };
             let info = models::info(&id);
-            println!(
+            out_line!(
                 "  --   model {id}: context window {} tokens (from {}); cannot reach its provider: {e}",
                 info.context_window,
                 info.source.as_str()

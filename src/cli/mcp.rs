@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::Subcommand;
 
+use crate::console::{err_line, out_line};
 use crate::mcp::config::Scope;
 use crate::mcp::manage;
 use crate::mcp::sources::Sources;
@@ -53,14 +54,14 @@ pub enum McpCommand {
 pub fn run(command: McpCommand) -> ExitCode {
     match execute(command) {
         Ok(text) => {
-            print!("{text}");
+            crate::console::write_out(&text);
             if !text.ends_with('\n') {
-                println!();
+                out_line!();
             }
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("Error: {e}");
+            err_line!("Error: {e}");
             ExitCode::from(1)
         }
     }

@@ -11,6 +11,8 @@ use std::process::ExitCode;
 use clap::Parser;
 use tracing::Instrument;
 
+use crate::console::{err_line, out_line};
+
 /// Entry point used by `main`: starts the async runtime and runs the chosen mode; errors
 /// become one line on stderr and exit status 1.
 pub fn main() -> ExitCode {
@@ -20,7 +22,7 @@ pub fn main() -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("Error: cannot start the async runtime: {e}");
+            err_line!("Error: cannot start the async runtime: {e}");
             return ExitCode::from(1);
         }
     };
@@ -31,7 +33,7 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("Error: {e}");
+            err_line!("Error: {e}");
             ExitCode::from(1)
         }
     }
@@ -50,7 +52,7 @@ pub async fn run() -> anyhow::Result<ExitCode> {
         Some(args::Command::Rewind(ref a)) => return rewind::run(a),
         Some(args::Command::Mcp(command)) => return Ok(mcp::run(command)),
         Some(args::Command::Context) => {
-            print!("{}", crate::launch::setup::context_report(&cli.lower())?);
+            crate::console::write_out(&crate::launch::setup::context_report(&cli.lower())?);
             return Ok(ExitCode::SUCCESS);
         }
         None => {}
@@ -75,9 +77,9 @@ fn list_hooks() -> anyhow::Result<ExitCode> {
         .is_some_and(|(v, _)| v == &serde_json::Value::Bool(true));
     let config = crate::hooks::HookConfig::from_settings(&settings)?;
     if disabled {
-        println!("All hooks are disabled (disableAllHooks).");
+        out_line!("All hooks are disabled (disableAllHooks).");
     } else {
-        print!("{}", config.describe());
+        crate::console::write_out(&config.describe());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use super::args::{RestoreArg, RewindArgs};
 use crate::checkpoint::{PointKind, Restore};
 use crate::config::paths;
+use crate::console::{err_line, out_line};
 use crate::engine::Session;
 use crate::transcript::{self, Transcript};
 
@@ -42,10 +43,10 @@ pub fn run(args: &RewindArgs) -> anyhow::Result<ExitCode> {
     let Some(to) = args.to else {
         let points = store.points();
         if points.is_empty() {
-            println!("Session {id} has no points to rewind to yet.");
+            out_line!("Session {id} has no points to rewind to yet.");
             return Ok(ExitCode::SUCCESS);
         }
-        println!("Points of session {id} (rewind with `keel rewind --to N`):");
+        out_line!("Points of session {id} (rewind with `keel rewind --to N`):");
         for p in points {
             let kind = match p.kind {
                 PointKind::Prompt => "prompt",
@@ -56,9 +57,11 @@ pub fn run(args: &RewindArgs) -> anyhow::Result<ExitCode> {
                 0 => String::new(),
                 n => format!(" ({n} not restorable)"),
             };
-            println!(
+            out_line!(
                 "{:>4}  {kind:<6}  {when}  {:>3} file(s) changed since{lost}  {}",
-                p.point, p.files_changed, p.text
+                p.point,
+                p.files_changed,
+                p.text
             );
         }
         return Ok(ExitCode::SUCCESS);
@@ -71,47 +74,48 @@ pub fn run(args: &RewindArgs) -> anyhow::Result<ExitCode> {
     if args.dry_run {
         let plan = store.plan(to)?;
         for f in &plan.files {
-            println!("would restore {}", f.path.display());
+            out_line!("would restore {}", f.path.display());
         }
         for c in &plan.conflicts {
-            println!("changed outside keel since: {}\n{}", c.path.display(), c.diff);
+            out_line!("changed outside keel since: {}\n{}", c.path.display(), c.diff);
         }
         for p in &plan.too_big {
-            println!("cannot restore (too big to have been kept): {}", p.display());
+            out_line!("cannot restore (too big to have been kept): {}", p.display());
         }
         for (p, why) in &plan.not_restorable {
-            println!("not restorable (changed by a shell command): {} — {why}", p.display());
+            out_line!("not restorable (changed by a shell command): {} — {why}", p.display());
         }
         return Ok(ExitCode::SUCCESS);
     }
     match crate::engine::rewind::rewind(&mut session, to, restore) {
         Ok(report) => {
             for f in &report.files {
-                println!("restored {}", f.display());
+                out_line!("restored {}", f.display());
             }
             if report.files.is_empty() && restore.code() {
-                println!("no files needed restoring");
+                out_line!("no files needed restoring");
             }
             for (p, why) in &report.not_restorable {
-                println!(
+                out_line!(
                     "not restorable (changed by a shell command), left as it is: {} — {why}",
                     p.display()
                 );
             }
             if let Some(n) = report.messages {
-                println!("the conversation now ends before point {to} ({n} messages); continue it with `keel -c`");
+                out_line!("the conversation now ends before point {to} ({n} messages); continue it with `keel -c`");
             }
-            println!(
+            out_line!(
                 "this rewind is point {}: `keel rewind --to {}` undoes it",
-                report.point, report.point
+                report.point,
+                report.point
             );
             if let Some(problem) = session.transcript.health() {
-                eprintln!("keel: warning: {problem}");
+                err_line!("keel: warning: {problem}");
             }
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("Error: {e}");
+            err_line!("Error: {e}");
             Ok(ExitCode::from(1))
         }
     }

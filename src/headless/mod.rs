@@ -13,19 +13,12 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::console::err_line;
 use crate::engine::{EngineEvent, NoticeLevel, ResultSubtype, TurnOutcome};
 use crate::launch::options::{InputFormat, Options, OutputFormat};
 use crate::launch::setup::{self, SetupError};
 use out::Out;
 use printer::Printer;
-
-/// Like `eprintln!`, but a closed stderr (a hung-up terminal) is not a panic.
-macro_rules! err_line {
-    ($($t:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($t)*);
-    }};
-}
 
 /// Largest prompt accepted on stdin.
 const MAX_STDIN: u64 = 10 * 1024 * 1024;
@@ -272,7 +265,7 @@ async fn run_inner(cli: &Options, out: Arc<Out>) -> Result<ExitCode, HeadlessErr
     match cli.output_format {
         OutputFormat::Text => {
             if let Some(line) = &report.verification_line {
-                eprintln!("{line}");
+                err_line!("{line}");
             }
             if outcome.is_error {
                 err_line!("Error: {}", text_error(&outcome, cli.max_turns));

@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::console;
+
 #[derive(Default)]
 pub struct Out {
     closed: AtomicBool,
@@ -14,14 +16,15 @@ pub struct Out {
 }
 
 impl Out {
-    /// One JSON value as one line.
+    /// One JSON value as one line (characters a terminal may obey written as JSON escapes).
     pub fn line(&self, v: &Value) {
-        self.write(&v.to_string());
+        self.write(&console::json_safe(v.to_string()));
     }
 
-    /// Text followed by a newline.
+    /// Text followed by a newline: the model's answer, escaped when stdout is a terminal and
+    /// byte for byte when it is redirected.
     pub fn text(&self, s: &str) {
-        self.write(s);
+        self.write(&console::for_stream(s, console::stdout_is_terminal()));
     }
 
     fn write(&self, s: &str) {

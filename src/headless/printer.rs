@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::out::Out;
 use super::output;
 use super::protocol::client::ClientLink;
+use crate::console::err_line;
 use crate::engine::{EngineEvent, NoticeLevel, TurnOutcome};
 use crate::launch::options::OutputFormat;
 use crate::permissions::PermissionReply;
@@ -147,18 +148,18 @@ impl Printer {
             EngineEvent::Assistant { message, .. } if self.verbose && !stream => {
                 let text = message.text();
                 if !text.trim().is_empty() && message.tool_uses().next().is_some() {
-                    eprintln!("{}", text.trim_end());
+                    err_line!("{}", text.trim_end());
                 }
             }
             EngineEvent::ToolStarted { name, input, .. } if self.verbose && !stream => {
-                eprintln!("→ {name}({})", crate::tools::summarize_input(&input));
+                err_line!("→ {name}({})", crate::tools::summarize_input(&input));
             }
             EngineEvent::ToolFinished { content, is_error, .. } if self.verbose && !stream => {
                 let text = content.as_text();
                 let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
                 let first: String = first.chars().take(100).collect();
                 let mark = if is_error { "✗" } else { "✓" };
-                eprintln!("  {mark} {first} ({} lines)", text.lines().count());
+                err_line!("  {mark} {first} ({} lines)", text.lines().count());
             }
             EngineEvent::HookStarted {
                 hook_id,
@@ -177,9 +178,12 @@ impl Printer {
                     self.line(&output::hook_response_line(&run, &self.session_id));
                 } else if self.verbose && !stream {
                     let decision = run.decision.map(|d| format!(", {d}")).unwrap_or_default();
-                    eprintln!(
+                    err_line!(
                         "  hook {} `{}`: {}{decision} ({} ms)",
-                        run.event, run.handler, run.outcome, run.duration_ms
+                        run.event,
+                        run.handler,
+                        run.outcome,
+                        run.duration_ms
                     );
                 }
             }
@@ -205,7 +209,7 @@ impl Printer {
                 }
                 // The first retry of a request is always shown: a silent wait looks like a hang.
                 if self.verbose || attempt == 1 {
-                    eprintln!("keel: {error}; retrying in {delay_ms} ms (attempt {attempt} of {max_retries})");
+                    err_line!("keel: {error}; retrying in {delay_ms} ms (attempt {attempt} of {max_retries})");
                 }
             }
             EngineEvent::Compacted {
@@ -221,7 +225,7 @@ impl Printer {
                     ));
                 }
                 if self.verbose {
-                    eprintln!(
+                    err_line!(
                         "keel: compacted the conversation ({}): about {pre_tokens} tokens before, {post_tokens} after",
                         trigger.as_str()
                     );
@@ -233,7 +237,7 @@ impl Printer {
                     self.line(&output::notice_line(&level_name, &message, &self.session_id));
                 }
                 if level != NoticeLevel::Info || self.verbose {
-                    eprintln!("keel: {message}");
+                    err_line!("keel: {message}");
                 }
             }
             _ => {}

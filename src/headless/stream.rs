@@ -22,6 +22,7 @@ use super::protocol::control;
 use super::protocol::mcp_relay;
 use super::protocol::offer;
 use super::slash;
+use crate::console::err_line;
 use crate::engine::SessionServices;
 use crate::engine::{Engine, EngineEvent, NoticeLevel, TurnOutcome};
 use crate::launch::options::{Options, OutputFormat};
@@ -121,7 +122,7 @@ pub async fn run(cli: &Options, prepared: Prepared, out: Arc<Out>, shutdown: Can
                 match control::initialize(&mut engine, &init, &link, &view) {
                     Ok((answer, warnings)) => {
                         for w in warnings {
-                            eprintln!("keel: warning: {w}");
+                            err_line!("keel: warning: {w}");
                         }
                         dynamic_pending |= init.exclude_dynamic_sections == Some(true);
                         if let Some(forward) = init.forward_subagent_text {
@@ -143,7 +144,7 @@ pub async fn run(cli: &Options, prepared: Prepared, out: Arc<Out>, shutdown: Can
             Command::Turn(content) => {
                 for task in connecting.drain(..) {
                     for w in task.await.unwrap_or_default() {
-                        eprintln!("keel: warning: {w}");
+                        err_line!("keel: warning: {w}");
                     }
                 }
                 if !started {
@@ -207,7 +208,7 @@ pub async fn run(cli: &Options, prepared: Prepared, out: Arc<Out>, shutdown: Can
             if let EngineEvent::Notice { level, message } = ev
                 && level != NoticeLevel::Info
             {
-                eprintln!("keel: {message}");
+                err_line!("keel: {message}");
             }
         }
     }
@@ -288,7 +289,7 @@ async fn read_input(shared: Arc<Shared>, commands: mpsc::UnboundedSender<Command
             Err(e) => {
                 match &e.request_id {
                     Some(id) => shared.out.line(&codec::error(id, &e.message)),
-                    None => eprintln!("keel: ignoring an input line: {}", e.message),
+                    None => err_line!("keel: ignoring an input line: {}", e.message),
                 }
                 continue;
             }
@@ -330,7 +331,7 @@ fn stdin_lines() -> mpsc::UnboundedReceiver<String> {
                     }
                 }
                 Err(e) => {
-                    eprintln!("keel: cannot read stdin: {e}");
+                    err_line!("keel: cannot read stdin: {e}");
                     return;
                 }
             }

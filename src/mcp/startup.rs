@@ -6,13 +6,14 @@ use std::path::Path;
 
 use super::setup::PendingApproval;
 use super::{McpHub, State};
+use crate::console::{err_line, terminal_safe};
 
 /// Headless start: every approved server at once, a one-line warning per server that did not
 /// come up, then `/mcp__server__prompt args` expanded (an unknown prompt is an error).
 pub async fn headless(hub: &McpHub, prompt: String) -> Result<String, String> {
     hub.start_all().await;
     for line in problems(hub) {
-        eprintln!("keel: warning: {line}");
+        err_line!("keel: warning: {line}");
     }
     match hub.expand_prompt(&prompt).await {
         None => Ok(prompt),
@@ -52,9 +53,7 @@ pub fn ask_approvals(hub: &McpHub, pending: &[PendingApproval], keel_home: &Path
     if !stdin.is_terminal() {
         return notes;
     }
-    let mut out = std::io::stderr();
-    let _ = writeln!(
-        out,
+    err_line!(
         "This project's configuration wants to start MCP servers. They run as programs on this machine (or reach the network) with your permissions."
     );
     for p in pending {
@@ -63,8 +62,8 @@ pub fn ask_approvals(hub: &McpHub, pending: &[PendingApproval], keel_home: &Path
         } else {
             format!("; it is given the values of {}", p.variables.join(", "))
         };
-        let _ = write!(
-            out,
+        // The name and the command come from the project's files: shown, not obeyed.
+        let question = format!(
             "  Allow MCP server `{}` ({}{reads}) from {}? [y/N] ",
             p.name,
             if p.target.is_empty() {
@@ -74,7 +73,10 @@ pub fn ask_approvals(hub: &McpHub, pending: &[PendingApproval], keel_home: &Path
             },
             p.source
         );
+        let mut out = std::io::stderr().lock();
+        let _ = out.write_all(terminal_safe(&question).as_bytes());
         let _ = out.flush();
+        drop(out);
         let mut line = String::new();
         if stdin.lock().read_line(&mut line).is_err() {
             break;

@@ -8,6 +8,8 @@ pub use crate::sandbox::secrets::credential_reason;
 
 use crate::shell::parse::{Resolved, SimpleCommand, Word, resolve_word};
 
+mod git;
+
 /// Why a command is destructive, or `None`. `cwd` is the shell's directory for this part
 /// (`None` when a dynamic `cd` made it unknown).
 pub fn destructive(cmd: &SimpleCommand, cwd: Option<&Path>, workspace: &Path, home: Option<&Path>) -> Option<String> {
@@ -22,14 +24,15 @@ pub fn destructive(cmd: &SimpleCommand, cwd: Option<&Path>, workspace: &Path, ho
         None => return None,
     };
     match prog {
-        "git" => git_destructive(args),
+        "git" => git::destructive(cmd, args, cwd, home),
         "rm" => rm_destructive(cmd, args, cwd, workspace, home),
-        "terraform" | "tofu" => (args.first() == Some(&"destroy")
-            || (args.first() == Some(&"apply") && args.contains(&"-destroy")))
-        .then(|| format!("`{prog} destroy` deletes infrastructure")),
-        "pulumi" | "cdk" => {
-            (args.first() == Some(&"destroy")).then(|| format!("`{prog} destroy` deletes infrastructure"))
-        }
+        "terraform" | "tofu" => terraform_destroys(args).then(|| format!("`{prog} destroy` deletes infrastructure")),
+        // `pulumi down` is `pulumi destroy`; global options may come first (`-s dev destroy`).
+        "pulumi" | "cdk" => args
+            .iter()
+            .take_while(|a| **a != "--")
+            .any(|a| *a == "destroy" || (prog == "pulumi" && *a == "down"))
+            .then(|| format!("`{prog} destroy` deletes infrastructure")),
         _ => None,
     }
 }
@@ -41,89 +44,25 @@ pub fn config_command(cmd: &SimpleCommand) -> Option<String> {
     if program_name(words.first()?) != "git" {
         return None;
     }
-    let (sub, rest) = git_sub(&words[1..])?;
-    let reads_only = rest.iter().any(|a| {
-        matches!(
-            *a,
-            "--get" | "--get-all" | "--get-regexp" | "-l" | "--list" | "--show-origin" | "--show-scope"
-        ) || a.starts_with("--get")
-    }) || rest.iter().filter(|a| !a.starts_with('-')).count() <= 1;
-    (sub == "config" && !reads_only).then(|| "`git config` changes settings that can make git run programs".to_string())
+    git::config_write(&words[1..])
 }
 
 fn program_name(w: &str) -> &str {
     w.rsplit('/').next().unwrap_or(w)
 }
 
-/// The git subcommand and its arguments, skipping global options like `-C dir`.
-fn git_sub<'a>(args: &'a [&'a str]) -> Option<(&'a str, &'a [&'a str])> {
-    let mut i = 0;
-    while let Some(a) = args.get(i) {
-        match *a {
-            "-C" | "-c" | "--git-dir" | "--work-tree" | "--config-env" => i += 2,
-            a if a.starts_with('-') => i += 1,
-            sub => return Some((sub, &args[i + 1..])),
-        }
-    }
-    None
-}
-
-fn git_destructive(args: &[&str]) -> Option<String> {
-    let (sub, rest) = git_sub(args)?;
-    match sub {
-        "reset" if rest.contains(&"--hard") => Some("`git reset --hard` discards uncommitted work".into()),
-        "clean"
-            if rest
-                .iter()
-                .any(|a| *a == "--force" || (a.starts_with('-') && !a.starts_with("--") && a.contains('f'))) =>
-        {
-            Some("`git clean -f` deletes untracked files".into())
-        }
-        "push" => {
-            let forced = rest.iter().any(|a| {
-                a.starts_with("--force")
-                    || *a == "--mirror"
-                    || (a.starts_with('-') && !a.starts_with("--") && a.contains('f'))
-                    || (a.starts_with('+') && a.len() > 1)
-            });
-            if !forced {
-                return None;
-            }
-            let refs: Vec<&str> = rest.iter().copied().filter(|a| !a.starts_with('-')).skip(1).collect();
-            let hits_default = refs.is_empty()
-                || refs.iter().any(|r| {
-                    let target = r.trim_start_matches('+').rsplit(':').next().unwrap_or(r);
-                    let target = target.trim_start_matches("refs/heads/");
-                    matches!(target, "main" | "master" | "trunk" | "HEAD")
-                });
-            hits_default.then(|| "force-pushing can overwrite the default branch".into())
-        }
-        // What keeps lost commits and stashes recoverable.
-        "reflog" if rest.first().is_some_and(|a| matches!(*a, "expire" | "delete")) => {
-            Some("`git reflog expire/delete` removes the record that makes lost commits recoverable".into())
-        }
-        "stash" if rest.first().is_some_and(|a| matches!(*a, "clear" | "drop")) => {
-            Some("`git stash clear/drop` deletes stashed work".into())
-        }
-        "prune" => Some("`git prune` deletes unreachable commits for good".into()),
-        "gc" if rest.iter().any(|a| matches!(*a, "--prune=now" | "--prune=all")) => {
-            Some("`git gc --prune=now` deletes unreachable commits for good".into())
-        }
-        "branch"
-            if rest.contains(&"-D")
-                || (rest.iter().any(|a| matches!(*a, "-d" | "--delete"))
-                    && rest.iter().any(|a| matches!(*a, "-f" | "--force"))) =>
-        {
-            Some("`git branch -D` deletes a branch whether or not it was merged".into())
-        }
-        "checkout" | "switch"
-            if rest
-                .iter()
-                .any(|a| matches!(*a, "-f" | "--force" | "--discard-changes")) =>
-        {
-            Some(format!("`git {sub} --force` discards uncommitted work"))
-        }
-        _ => None,
+/// `terraform destroy` and `terraform apply -destroy` (the flag also as `--destroy` or
+/// `-destroy=true`), after global options such as `-chdir=dir`. A `-target` does not make
+/// it harmless: what it names is still deleted.
+fn terraform_destroys(args: &[&str]) -> bool {
+    let mut rest = args.iter().skip_while(|a| a.starts_with('-'));
+    match rest.next() {
+        Some(&"destroy") => true,
+        Some(&"apply") => rest.any(|a| {
+            let flag = a.trim_start_matches('-');
+            a.starts_with('-') && (flag == "destroy" || flag.strip_prefix("destroy=").is_some_and(|v| v != "false"))
+        }),
+        _ => false,
     }
 }
 

@@ -10,6 +10,8 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::ExitCode;
 
+use crate::console::err_line;
+
 /// The default cap on one command's output file.
 pub const DEFAULT_OUTPUT_CAP: u64 = 64 * 1024 * 1024;
 
@@ -117,7 +119,7 @@ pub fn run(program: &str, args: &[String], cap: u64) -> ExitCode {
     let child = match child {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("keel sandbox: cannot run {program}: {e}");
+            err_line!("keel sandbox: cannot run {program}: {e}");
             return ExitCode::from(127);
         }
     };
@@ -237,7 +239,7 @@ fn exit_like(st: i32) -> ExitCode {
 }
 
 fn fail(msg: &str) -> ExitCode {
-    eprintln!("keel sandbox: {msg}; the command was not run");
+    err_line!("keel sandbox: {msg}; the command was not run");
     ExitCode::from(super::helper::SETUP_FAILED)
 }
 
@@ -300,7 +302,7 @@ pub fn kill_descendants(root: libc::pid_t, reap: bool) {
 /// Execs `program` in place of this process (no containment loop).
 pub fn exec(program: &str, args: &[String]) -> ExitCode {
     let err = std::process::Command::new(program).args(args).exec();
-    eprintln!("keel sandbox: cannot run {program}: {err}");
+    err_line!("keel sandbox: cannot run {program}: {err}");
     ExitCode::from(127)
 }
 
@@ -434,7 +436,7 @@ mod tests {
         let mut newcomer = std::process::Command::new("sleep").arg("302").spawn().unwrap();
         let Some(dir) = cgroup_dir(newcomer.id() as libc::pid_t) else {
             let _ = (leftover.kill(), newcomer.kill(), leftover.wait(), newcomer.wait());
-            eprintln!("skipped: no cgroup v2 hierarchy here");
+            err_line!("skipped: no cgroup v2 hierarchy here");
             return;
         };
         let stale = std::fs::create_dir(&dir)
@@ -442,7 +444,7 @@ mod tests {
         if let Err(e) = stale {
             let _ = std::fs::remove_dir(&dir);
             let _ = (leftover.kill(), newcomer.kill(), leftover.wait(), newcomer.wait());
-            eprintln!("skipped: the cgroup v2 hierarchy is not writable here ({e})");
+            err_line!("skipped: the cgroup v2 hierarchy is not writable here ({e})");
             return;
         }
         assert!(join(&dir, newcomer.id() as libc::pid_t));

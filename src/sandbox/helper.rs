@@ -3,6 +3,7 @@
 //! Runs before any async runtime or thread exists, so restricting the process is safe. Every
 //! step either succeeds or the command does not run (exit status 125 and a message).
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -16,6 +17,7 @@ use super::fs_rules::{self, FS_ABI};
 use super::lockdown::{self, SocketRule};
 use super::policy::{Kind, Policy};
 use super::{Capabilities, HELPER_ARG};
+use crate::console::err_line;
 
 /// Exit status when the confinement could not be set up (the command did not run).
 pub const SETUP_FAILED: u8 = 125;
@@ -34,7 +36,9 @@ pub fn run_if_requested() -> Option<ExitCode> {
 fn run(args: &[String]) -> ExitCode {
     if args.first().map(String::as_str) == Some("--probe") {
         let caps = probe_here();
-        println!("{}", serde_json::to_string(&caps).unwrap_or_else(|_| "{}".into()));
+        // Read by keel itself, not a person.
+        let json = serde_json::to_string(&caps).unwrap_or_else(|_| "{}".into());
+        let _ = writeln!(std::io::stdout(), "{json}");
         return ExitCode::SUCCESS;
     }
     let mut args = args;
@@ -76,7 +80,7 @@ fn run(args: &[String]) -> ExitCode {
 }
 
 fn fail(msg: &str) -> ExitCode {
-    eprintln!("keel sandbox: {msg}; the command was not run");
+    err_line!("keel sandbox: {msg}; the command was not run");
     ExitCode::from(SETUP_FAILED)
 }
 

@@ -76,9 +76,9 @@ impl SimpleCommand {
 /// Most simple commands one line may hold before it is considered too complex to judge.
 pub const MAX_PARTS: usize = 50;
 /// How deep `sh -c '…'` inside `sh -c '…'` is followed.
-const MAX_NESTING: usize = 3;
+pub(super) const MAX_NESTING: usize = 3;
 
-const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "ash"];
+pub(super) const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "ash"];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Tok {
@@ -168,7 +168,7 @@ fn finish(mut cmd: SimpleCommand, depth: usize) -> Result<Vec<SimpleCommand>, St
 }
 
 /// The script of `sh -c 'script'` (options such as `-e`, `-x` or `-lc` allowed), if literal.
-fn shell_script(cmd: &SimpleCommand) -> Option<String> {
+pub(super) fn shell_script(cmd: &SimpleCommand) -> Option<String> {
     let args = cmd.args();
     let mut i = 0;
     while let Some(a) = args.get(i) {
@@ -483,16 +483,16 @@ fn is_assignment(w: &Word) -> bool {
 }
 
 /// A command with its wrappers and leading assignments taken off.
-struct Stripped {
-    words: Vec<Word>,
-    env: Vec<Word>,
-    wrappers: Vec<String>,
+pub(super) struct Stripped {
+    pub(super) words: Vec<Word>,
+    pub(super) env: Vec<Word>,
+    pub(super) wrappers: Vec<String>,
 }
 
 /// Removes leading `VAR=value` words and wrapper commands that only change how the real
 /// command runs, so rules match the command itself. The assignments and wrappers are kept:
 /// they decide whether the command may run without asking.
-fn strip_wrappers(mut words: Vec<Word>) -> Result<Stripped, String> {
+pub(super) fn strip_wrappers(mut words: Vec<Word>) -> Result<Stripped, String> {
     let mut env = Vec::new();
     let mut wrappers = Vec::new();
     loop {

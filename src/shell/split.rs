@@ -36,7 +36,7 @@ pub struct Segment {
 }
 
 /// Shell keywords that open or continue a compound command; the command after them is what runs.
-const KEYWORDS: &[&str] = &[
+pub(super) const KEYWORDS: &[&str] = &[
     "if", "then", "else", "elif", "do", "while", "until", "!", "{", "time", "fi", "done", "}",
 ];
 

@@ -8,6 +8,7 @@ use crate::context::import_policy::{Answers, External, ImportPolicy};
 use crate::context::instructions::{ExternalImport, Instructions};
 
 use super::trust::{Answer, ask_question};
+use crate::console::err_line;
 
 /// What the project imports from outside it that the user has not answered yet.
 pub fn pending(cwd: &Path, home: Option<&Path>, keel_home: &Path) -> (PathBuf, Vec<ExternalImport>) {
@@ -45,7 +46,7 @@ pub fn decide(cwd: &Path, home: Option<&Path>, keel_home: &Path) -> std::io::Res
         }
     }
     if let Err(e) = Answers::record(keel_home, &root, &targets, approve) {
-        eprintln!("keel: could not record the answer in {}: {e}", keel_home.display());
+        err_line!("keel: could not record the answer in {}: {e}", keel_home.display());
     }
     Ok(true)
 }

@@ -36,6 +36,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 use crate::config::paths;
+use crate::console::out_line;
 use crate::engine::{EngineEvent, NoticeLevel};
 use crate::launch::options::Options;
 use crate::launch::setup::{self, SetupError};
@@ -173,7 +174,7 @@ pub async fn run(cli: Options) -> Result<ExitCode, TuiError> {
         return Err(TuiError::Panicked);
     }
     if !cli.no_session_persistence {
-        println!("Session saved. Resume it with: keel --resume {}", app.status.session_id);
+        out_line!("Session saved. Resume it with: keel --resume {}", app.status.session_id);
     }
     Ok(match reason {
         ExitReason::User => ExitCode::SUCCESS,

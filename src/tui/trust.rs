@@ -10,6 +10,7 @@ use crossterm::{cursor, queue, terminal};
 
 use crate::config::settings::Settings;
 use crate::config::{paths, trust};
+use crate::console::{err_line, terminal_safe};
 use crate::launch::options::Options;
 use trust::ProjectTrust;
 
@@ -44,7 +45,7 @@ pub fn decide(cli: &Options) -> std::io::Result<Option<ProjectTrust>> {
     Ok(match ask(&cwd, &found)? {
         Answer::Trust => {
             if let Err(e) = trust::trust(&home, &cwd) {
-                eprintln!("keel: could not record the answer in {}: {e}", home.display());
+                err_line!("keel: could not record the answer in {}: {e}", home.display());
             }
             Some(ProjectTrust::Trusted)
         }
@@ -167,11 +168,12 @@ fn draw(
             queue!(
                 out,
                 SetAttribute(Attribute::Bold),
-                Print(text),
+                Print(terminal_safe(text)),
                 SetAttribute(Attribute::Reset)
             )?;
         } else {
-            queue!(out, Print(text))?;
+            // Project settings' commands and paths come from the repository: shown, not obeyed.
+            queue!(out, Print(terminal_safe(text)))?;
         }
         queue!(out, Print("\r\n"))?;
     }
@@ -185,6 +187,27 @@ mod tests {
 
     fn key(code: KeyCode) -> KeyEvent {
         KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn the_question_shows_the_project_commands_escaped() {
+        let found = vec![(
+            ".claude/settings.json\x1b[2J".to_string(),
+            vec!["hook `echo \x1b]52;c;aGk=\x07\x1b[2J`".to_string()],
+        )];
+        let mut drawn = Vec::new();
+        draw(
+            &mut drawn,
+            &trust_question(Path::new("/w/p\u{9b}2J"), &found),
+            TRUST_OPTIONS,
+            0,
+            0,
+        )
+        .unwrap();
+        let drawn = String::from_utf8(drawn).unwrap();
+        assert!(!drawn.contains("\x1b]52") && !drawn.contains('\u{9b}'), "{drawn:?}");
+        assert!(drawn.contains("echo \\x1b]52;c;aGk=\\x07\\x1b[2J"), "{drawn:?}");
+        assert!(drawn.contains("/w/p\\u{9b}2J"), "{drawn:?}");
     }
 
     #[test]

@@ -2,6 +2,8 @@
 
 // Test code: a failed unwrap is a failed test, reported with its panic message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
+// Test code prints what it skipped or measured for the person running it.
+#![allow(clippy::disallowed_macros)]
 
 mod support;
 
@@ -41,6 +43,7 @@ mod skills;
 mod stream_control;
 mod stream_json;
 mod subagents;
+mod terminal_output;
 mod trust;
 mod ts_sdk;
 mod tui;

@@ -429,6 +429,54 @@ async fn destructive_commands_need_an_explicit_rule_even_in_bypass() {
 }
 
 #[tokio::test]
+async fn discarding_checkout_and_amend_are_refused_even_in_bypass() {
+    let env = Env::new();
+    env.write("tracked.txt", "v1\n");
+    env.git_init();
+    let head = env.git(&["rev-parse", "HEAD"]);
+    env.write("tracked.txt", "uncommitted work\n");
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![
+            bash("c1", "git checkout -- ."),
+            bash("c2", &format!("git -C {} checkout tracked.txt", env.work.display())),
+            bash("c3", "(git restore .)"),
+            bash("c4", "git commit -qam 'not mine' --amend"),
+        ]))
+        .push(answer("done"));
+    let out = env
+        .keel(&server)
+        .args([
+            "-p",
+            "x",
+            "--permission-mode",
+            "bypassPermissions",
+            "--output-format",
+            "json",
+        ])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for id in ["c1", "c2", "c3", "c4"] {
+        let (text, is_error) = server.requests()[1].tool_result_text(id);
+        assert!(is_error && text.contains("destructive"), "{id}: {text}");
+    }
+    let result = out.json();
+    let denied: Vec<&str> = result["permission_denials"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["tool_use_id"].as_str())
+        .collect();
+    assert_eq!(denied, ["c1", "c2", "c3", "c4"]);
+    assert_eq!(
+        std::fs::read_to_string(env.path("tracked.txt")).unwrap(),
+        "uncommitted work\n"
+    );
+    assert_eq!(env.git(&["rev-parse", "HEAD"]), head, "the commit was not rewritten");
+}
+
+#[tokio::test]
 async fn exit_plan_mode_approved_by_a_hook_switches_the_mode() {
     let env = Env::new();
     env.write(

@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::codec;
+use crate::console::err_line;
 use crate::headless::out::Out;
 use crate::hooks::HookCallbacks;
 use crate::permissions::PermissionPrompt;
@@ -81,7 +82,7 @@ impl ClientLink {
         };
         let (reply, ignored) = codec::permission_reply(answer);
         if !ignored.is_empty() {
-            eprintln!(
+            err_line!(
                 "keel: warning: the approval of {} came with permission updates keel cannot read, so none of them was applied: {}",
                 prompt.tool_name,
                 ignored.join(", ")

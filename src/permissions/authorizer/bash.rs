@@ -11,6 +11,7 @@ use crate::permissions::protected;
 use crate::permissions::rules::{Behavior, Rule, Spec};
 use crate::sandbox::Confinement;
 use crate::shell::commands;
+use crate::shell::loose;
 use crate::shell::parse::{self as shell, Resolved, SimpleCommand};
 use crate::shell::plan::CommandPlan;
 
@@ -25,7 +26,7 @@ impl Ctx<'_> {
         // The call's one reading of its line (made by the pipeline, shared with the ledger).
         let parts = match &plan.strict {
             Ok(p) => p,
-            Err(why) => return self.unsplittable(plan.line.trim(), why),
+            Err(why) => return self.unsplittable(plan.line.trim(), why, shell_cwd, workspace),
         };
         // Without the read-only jail, only the allow-list of programs and options runs unasked.
         let strict = !self.jail;
@@ -300,7 +301,7 @@ impl Ctx<'_> {
     /// A line keel cannot split into parts: deny rules still catch their commands inside it;
     /// with any Bash deny rule in force it always asks (what it runs cannot be checked against
     /// them); otherwise only an exact rule or bypass mode runs it without asking.
-    fn unsplittable(&self, raw: &str, why: &str) -> Verdict {
+    fn unsplittable(&self, raw: &str, why: &str, shell_cwd: &Path, workspace: &Path) -> Verdict {
         if let Some(r) = self.find(Behavior::Deny, "Bash", |r| {
             r.matches_command(raw) || raw_mentions(r, raw)
         }) {
@@ -315,6 +316,11 @@ impl Ctx<'_> {
             "Bash",
             |r| matches!(&r.spec, Spec::Exact(e) if e == raw),
         );
+        if exact.is_none()
+            && let Some(why) = self.destructive_inside(raw, shell_cwd, workspace)
+        {
+            return self.hard_ask(format!("{why}; destructive commands always need confirmation"));
+        }
         let deny_rules = self
             .rules
             .iter()
@@ -332,6 +338,27 @@ impl Ctx<'_> {
             Vec::new(),
             vec![format!("Bash({raw})")],
         )
+    }
+
+    /// A destructive command anywhere in a line the strict reader refuses (in a subshell, a
+    /// substitution, a loop): such a line still needs its explicit rule, whatever the mode.
+    /// After a `cd` the directory is unknown, as it is for a dynamic `cd` in a split line.
+    fn destructive_inside(&self, raw: &str, shell_cwd: &Path, workspace: &Path) -> Option<String> {
+        let loose = loose::every_command(raw);
+        if !loose.complete {
+            return Some(
+                "the command nests too deeply or runs too many commands to be checked for destructive ones".into(),
+            );
+        }
+        let moves = loose
+            .commands
+            .iter()
+            .any(|c| matches!(c.program_name(), "cd" | "pushd" | "popd"));
+        let cwd = (!moves).then_some(shell_cwd);
+        loose
+            .commands
+            .iter()
+            .find_map(|c| protected::destructive(c, cwd, workspace, self.home).or_else(|| protected::config_command(c)))
     }
 }
 

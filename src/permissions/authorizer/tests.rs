@@ -136,6 +136,49 @@ fn destructive_commands_always_ask_unless_explicitly_allowed() {
 }
 
 #[test]
+fn discarding_worktree_changes_and_amending_need_a_rule_in_every_mode() {
+    let (a, _d) = authorizer(&["Bash"], &[], &[]);
+    let modes = [Mode::Default, Mode::AcceptEdits, Mode::DontAsk, Mode::BypassPermissions];
+    for line in [
+        "git checkout -- .",
+        "git checkout .",
+        "FOO=1 git -C . checkout -- src/lib.rs",
+        "git status && git restore src/lib.rs",
+        "git add -A; git commit --amend --no-edit",
+        "bash -c 'git restore --staged --worktree .'",
+        "terraform destroy -target=x",
+        // Lines the strict reader refuses: the destructive part is still found.
+        "(git checkout -- .)",
+        "echo $(git reset --hard)",
+        "if true; then git commit --amend; fi",
+        "git reset --hard <<EOF\nx\nEOF",
+    ] {
+        for m in modes {
+            let v = bash(&a, line, m);
+            assert!(
+                matches!(&v, Verdict::Ask { hard: true, info } if info.reason.contains("destructive")),
+                "{line} in {m:?}: {v:?}"
+            );
+        }
+    }
+    for line in [
+        "git checkout main",
+        "git checkout -b feature",
+        "git restore --staged src/lib.rs",
+        "(git status)",
+    ] {
+        let v = bash(&a, line, Mode::BypassPermissions);
+        assert!(is_allow(&v), "{line}: {v:?}");
+    }
+    // An explicit rule is the explicit approval.
+    let (b, _d2) = authorizer(&["Bash(git checkout -- .)", "Bash(git commit --amend:*)"], &[], &[]);
+    assert!(is_allow(&bash(&b, "git checkout -- .", Mode::BypassPermissions)));
+    assert!(is_allow(&bash(&b, "git commit --amend -m x", Mode::DontAsk)));
+    let (c, _d3) = authorizer(&["Bash((git checkout -- .))"], &[], &[]);
+    assert!(is_allow(&bash(&c, "(git checkout -- .)", Mode::BypassPermissions)));
+}
+
+#[test]
 fn credential_files_are_denied_unless_allowed() {
     let (a, _d) = authorizer(&[], &[], &[]);
     let env = cwd(&a).join(".env");

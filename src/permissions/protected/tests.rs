@@ -101,3 +101,108 @@ fn credentials_and_configuration() {
     assert!(credential_reason(Path::new("/home/u/.netrc"), home).is_some());
     assert!(credential_reason(Path::new("/home/u/.config/gcloud/creds.db"), home).is_some());
 }
+
+/// The destructive check as the permission layer calls it, in a real directory (whether a
+/// name of `git checkout NAME` exists decides whether it is a path).
+fn d_in(dir: &Path, s: &str) -> Option<String> {
+    let c = &parse(s).unwrap()[0];
+    destructive(c, Some(dir), dir, Some(Path::new("/home/u")))
+}
+
+#[test]
+fn git_commands_that_overwrite_the_working_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = dir.path();
+    std::fs::create_dir_all(w.join("src")).unwrap();
+    std::fs::write(w.join("src/lib.rs"), "x").unwrap();
+    std::fs::create_dir_all(w.join("sub/inner")).unwrap();
+    for s in [
+        "git checkout -- .",
+        "git checkout .",
+        "git checkout -- src/lib.rs",
+        "git checkout HEAD -- src/lib.rs",
+        "git checkout HEAD~1 src/lib.rs",
+        "git checkout main src missing.txt",
+        "git checkout src/lib.rs",
+        "git checkout src",
+        "git checkout '*.rs'",
+        "git checkout :/",
+        "git checkout --ours -- a.txt",
+        "git checkout --pathspec-from-file=list.txt",
+        "git -C sub checkout -- .",
+        "git -C sub/inner checkout ..",
+        "git -c core.x=1 checkout -- .",
+        "git checkout -qf main",
+        "git checkout --forc",
+        "git checkout -f -b topic",
+        "git switch -fq main",
+        "git switch --discard main",
+        "git restore src/lib.rs",
+        "git restore .",
+        "git restore -s HEAD~2 src/lib.rs",
+        "git restore --source=HEAD -- a",
+        "git restore --staged --worktree src/lib.rs",
+        "git restore -SW src/lib.rs",
+        "git restore --staged --wor a",
+        "git restore --staged --no-staged a",
+        "git restore -p a",
+        "git commit --amend",
+        "git commit --amend --no-edit",
+        "git commit -a --amen -m x",
+        "git -C sub commit --amend -m x",
+        "git reset --har",
+        "git reset --h HEAD",
+        "git clean --forc -d",
+        "terraform -chdir=infra destroy",
+        "terraform destroy -target=aws_instance.web",
+        "terraform apply -destroy",
+        "terraform apply --destroy -auto-approve",
+        "terraform apply -destroy=true",
+        "tofu -chdir=x apply -destroy",
+        "pulumi down",
+        "pulumi -s dev destroy",
+    ] {
+        assert!(d_in(w, s).is_some(), "{s}");
+    }
+    for s in [
+        "git checkout main",
+        "git checkout -b feature",
+        "git checkout -b feature origin/main",
+        "git checkout -B feature",
+        "git checkout -qb src",
+        "git checkout --orphan src",
+        "git checkout -t origin/topic",
+        "git checkout --detach HEAD~1",
+        "git checkout -",
+        "git checkout main --",
+        "git checkout missing-branch",
+        "git switch main",
+        "git switch -c src",
+        "git restore --staged src/lib.rs",
+        "git restore -S src/lib.rs",
+        "git restore --staged --no-worktree src/lib.rs",
+        "git restore --worktree --no-worktree --staged a",
+        "git commit -m amend",
+        "git commit --fixup=amend:HEAD",
+        "git commit -- --amend",
+        "git reset --soft HEAD~1",
+        "git clean -n",
+        "terraform plan -destroy",
+        "terraform apply",
+        "terraform apply -destroy=false",
+        "terraform -chdir=x plan",
+        "pulumi up",
+    ] {
+        assert!(d_in(w, s).is_none(), "{s}");
+    }
+}
+
+#[test]
+fn git_checkout_of_a_name_in_an_unknown_directory_counts_as_paths() {
+    let c = &parse("git checkout main").unwrap()[0];
+    assert!(destructive(c, None, Path::new("/w/proj"), None).is_some());
+    let c = &parse("git checkout -- .").unwrap()[0];
+    assert!(destructive(c, None, Path::new("/w/proj"), None).is_some());
+    let c = &parse("git checkout -b topic").unwrap()[0];
+    assert!(destructive(c, None, Path::new("/w/proj"), None).is_none());
+}

@@ -243,6 +243,12 @@ impl Keel {
         child
     }
 
+    /// Starts keel with its stdout on `stdout` (a terminal, say) instead of a pipe.
+    pub fn spawn_with_stdout(&mut self, stdout: Stdio) -> tokio::process::Child {
+        self.cmd.stdout(stdout);
+        self.spawn()
+    }
+
     /// Starts keel with its stdin left open for the test to write to (a program driving it).
     pub fn spawn_driven(&mut self) -> tokio::process::Child {
         self.cmd.spawn().expect("spawn keel")
