@@ -111,6 +111,18 @@ pub async fn run(provider: Option<ProviderKind>, model: Option<String>, offline:
         "  {}   configuration (.git, .keel, .claude, .mcp.json) kept read-only by a mount namespace",
         if caps.mount_namespace { "ok" } else { "NO" }
     );
+    let opens_top = caps.landlock_abi.is_some_and(|abi| abi >= 6);
+    out_line!(
+        "  {}   new files and directories at the top of a working directory: {}",
+        if opens_top { "ok" } else { "--" },
+        if opens_top {
+            "allowed; a .git, .keel, .claude or .mcp.json a command creates there is moved into quarantine (a .git \
+             that runs nothing stays)"
+        } else {
+            "refused while .git, .keel, .claude or .mcp.json is missing there (Landlock ABI 6 is needed to keep a \
+             command from outliving keel's look at what it created)"
+        }
+    );
     out_line!(
         "  {}   network off (namespace: {}, Landlock TCP rules: {})",
         if caps.network() { "ok" } else { "NO" },
@@ -144,6 +156,8 @@ pub async fn run(provider: Option<ProviderKind>, model: Option<String>, offline:
         }
     }
 
+    limits_report(settings.as_ref(), &mut problems);
+
     out_line!("\nCommands used by tools and hooks");
     for (cmd, why) in [
         ("bash", "Bash tool and hooks"),
@@ -172,4 +186,41 @@ fn find_in_path(cmd: &str) -> Option<std::path::PathBuf> {
     std::env::split_paths(&path)
         .map(|d| d.join(cmd))
         .find(|p| Path::new(p).is_file())
+}
+
+/// Which limits bound each shell command here, and by what (`sandbox.limits`).
+fn limits_report(settings: Option<&Settings>, problems: &mut u32) {
+    out_line!("\nLimits on each shell command (sandbox.limits)");
+    let limits = match settings.map(sandbox::Limits::from_settings) {
+        Some(Ok(l)) => l,
+        Some(Err(e)) => {
+            *problems += 1;
+            out_line!("  FAIL {e}");
+            return;
+        }
+        None => sandbox::Limits::default(),
+    };
+    let support = sandbox::cgroup::support();
+    let n = limits.max_processes;
+    match support.processes {
+        Some(by) => out_line!("  ok   processes per command: at most {n} at once ({by} pids controller)"),
+        None if sandbox::limits::process_rlimit_applies() => out_line!(
+            "  ok   processes per command: at most {n} beyond what this user already runs (RLIMIT_NPROC: no pids \
+             cgroup controller is available to keel)"
+        ),
+        None => out_line!(
+            "  WARN processes per command: NOT bounded (no pids cgroup controller is available to keel, and the \
+             kernel does not apply RLIMIT_NPROC to root)"
+        ),
+    }
+    match (support.memory, limits.memory_mib()) {
+        (Some(by), Some(mib)) => out_line!("  ok   memory per command: at most {mib} MiB ({by} memory controller)"),
+        (Some(_), None) => out_line!(
+            "  WARN memory per command: unbounded (the machine's memory is unknown; set sandbox.limits.maxMemoryMiB)"
+        ),
+        (None, _) => out_line!(
+            "  WARN memory per command: unbounded (no memory cgroup controller is available to keel: it needs a \
+             cgroup v2 subtree delegated with the memory controller, or a writable v1 memory hierarchy)"
+        ),
+    }
 }

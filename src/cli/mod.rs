@@ -42,6 +42,11 @@ pub fn main() -> ExitCode {
 /// Parses arguments and runs the chosen mode.
 pub async fn run() -> anyhow::Result<ExitCode> {
     let cli = args::Cli::parse();
+    // Before any settings are read: what sandboxed commands of a keel that died while they ran
+    // created among the configuration names is moved away first.
+    for line in crate::sandbox::quarantine::recover() {
+        err_line!("{line}");
+    }
     match cli.command {
         Some(args::Command::Doctor {
             offline,

@@ -61,6 +61,7 @@ const WIDENING_KEYS: &[(&[&str], &str)] = &[
     (&["permissions", "additionalDirectories"], "extra working directories"),
     (&["sandbox", "additionalWritePaths"], "sandbox write exceptions"),
     (&["sandbox", "allowNetwork"], "network access for sandboxed commands"),
+    (&["sandbox", "limits"], "limits on the processes and memory of commands"),
     (
         &["sandbox", "failIfUnavailable"],
         "running commands without the sandbox",

@@ -11,7 +11,8 @@ use crate::agents::verifier::Facts;
 use crate::checkpoint::Checkpoints;
 use crate::evidence::Evidence;
 use crate::mcp::McpHub;
-use crate::sandbox::{Confiner, SandboxMode};
+use crate::sandbox::{Confiner, Limits, SandboxMode};
+use crate::tools::bash::gate::CommandGate;
 use crate::tools::file_state::FileStateMap;
 use crate::tools::{FileAccess, Grants, ModeCell, ReadGuard, ShellEnv, TaskList, Workspace};
 use crate::types::permission::Mode;
@@ -116,6 +117,8 @@ pub struct ServicesBuilder {
     sandbox: SandboxMode,
     confiner: Option<Arc<Confiner>>,
     output_cap: u64,
+    limits: Limits,
+    gate: Option<Arc<CommandGate>>,
     extra_dirs: Vec<PathBuf>,
     evidence: Option<Arc<Evidence>>,
     checkpoints: Option<Arc<Checkpoints>>,
@@ -133,6 +136,8 @@ impl ServicesBuilder {
             sandbox: SandboxMode::Off,
             confiner: None,
             output_cap: crate::sandbox::contain::DEFAULT_OUTPUT_CAP,
+            limits: Limits::default(),
+            gate: None,
             extra_dirs: Vec::new(),
             evidence: None,
             checkpoints: None,
@@ -147,6 +152,8 @@ impl ServicesBuilder {
         self.sandbox = other.shell.sandbox.clone();
         self.confiner = other.shell.confiner.clone();
         self.output_cap = other.shell.output_cap;
+        self.limits = other.shell.limits;
+        self.gate = Some(other.shell.gate.clone());
         self.extra_dirs = other.extra_dirs();
         self.read_guard = other.files.read_guard.clone();
         self.mcp = other.mcp.clone();
@@ -186,6 +193,11 @@ impl ServicesBuilder {
         self
     }
 
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
     pub fn extra_dirs(mut self, dirs: Vec<PathBuf>) -> Self {
         self.extra_dirs = dirs;
         self
@@ -220,12 +232,11 @@ impl ServicesBuilder {
         ));
         Arc::new(SessionServices {
             files: Arc::new(FileAccess::new(self.file_state, self.read_guard, checkpoints.clone())),
-            shell: Arc::new(ShellEnv::new(
-                self.sandbox,
-                self.confiner,
-                self.output_cap,
-                self.cwd.clone(),
-            )),
+            shell: Arc::new(ShellEnv {
+                limits: self.limits,
+                gate: self.gate.unwrap_or_default(),
+                ..ShellEnv::new(self.sandbox, self.confiner, self.output_cap, self.cwd.clone())
+            }),
             task_list: Arc::default(),
             mode_cell: Arc::new(ModeCell::new(self.mode)),
             evidence,

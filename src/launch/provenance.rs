@@ -126,6 +126,19 @@ pub fn in_force(options: &Options, settings: &Settings) -> Vec<Sourced> {
             vec![setting(settings, &["shellOutputMaxBytes"])],
             &crate::sandbox::contain::DEFAULT_OUTPUT_CAP.to_string(),
         ),
+        sourced(
+            "sandbox.limits.maxProcesses",
+            vec![setting(settings, &["sandbox", "limits", "maxProcesses"])],
+            &crate::sandbox::limits::DEFAULT_MAX_PROCESSES.to_string(),
+        ),
+        sourced(
+            "sandbox.limits.maxMemoryMiB",
+            vec![setting(settings, &["sandbox", "limits", "maxMemoryMiB"])],
+            &crate::sandbox::Limits::default().memory_mib().map_or_else(
+                || "none (the machine's memory is unknown)".to_string(),
+                |m| format!("{m} (half the machine's memory)"),
+            ),
+        ),
     ]
 }
 

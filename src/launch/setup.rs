@@ -382,6 +382,7 @@ fn mcp_servers(
 struct ShellSettings {
     sandbox: SandboxConfig,
     output_cap: u64,
+    limits: crate::sandbox::Limits,
     persist: bool,
 }
 
@@ -390,6 +391,7 @@ impl ShellSettings {
         Ok(ShellSettings {
             sandbox: SandboxConfig::from_settings(settings, cli.sandbox)?,
             output_cap: crate::sandbox::contain::output_cap(settings)?,
+            limits: crate::sandbox::Limits::from_settings(settings)?,
             persist: !cli.no_session_persistence,
         })
     }
@@ -431,6 +433,7 @@ fn session_services(
         .confiner(Some(Arc::new(confiner)))
         .sandbox(sandbox)
         .output_cap(shell.output_cap)
+        .limits(shell.limits)
         .extra_dirs(authorizer.working_dirs().into_iter().skip(1).collect())
         .evidence(Arc::new(evidence))
         .mcp(Some(mcp.clone()))

@@ -10,6 +10,7 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::ExitCode;
 
+pub use super::cgroup::{cgroup_dir, remove_cgroup};
 use crate::console::err_line;
 
 /// The default cap on one command's output file.
@@ -97,7 +98,12 @@ impl<W: Write> CappedWriter<W> {
 /// Runs `program args` as a child whose output passes through a pipe into this process's
 /// stdout (capped); reaps every process that ends up in this subtree; when the child ends,
 /// kills what it left behind. Returns the child's status.
-pub fn run(program: &str, args: &[String], cap: u64) -> ExitCode {
+///
+/// `guard_helper`: the child gets a Landlock domain of its own, nested in this process's, that
+/// only scopes signals, so nothing the command runs can kill this process and leave its
+/// descendants to run on outside the subtree (keel relies on that before it looks at what a
+/// command created, see `quarantine`).
+pub fn run(program: &str, args: &[String], cap: u64, guard_helper: bool) -> ExitCode {
     // SAFETY: prctl with constant arguments on this process.
     unsafe {
         libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
@@ -108,11 +114,18 @@ pub fn run(program: &str, args: &[String], cap: u64) -> ExitCode {
     };
     let writer: OwnedFd = writer.into();
     let child = match (writer.try_clone(), writer.try_clone()) {
-        (Ok(out), Ok(err)) => std::process::Command::new(program)
-            .args(args)
-            .stdout(out)
-            .stderr(err)
-            .spawn(),
+        (Ok(out), Ok(err)) => {
+            let mut cmd = std::process::Command::new(program);
+            cmd.args(args).stdout(out).stderr(err);
+            if guard_helper {
+                // SAFETY: this process has a single thread, and the hook only makes system
+                // calls on the child itself.
+                unsafe {
+                    cmd.pre_exec(scope_signals);
+                }
+            }
+            cmd.spawn()
+        }
         (Err(e), _) | (_, Err(e)) => return fail(&format!("cannot duplicate the pipe: {e}")),
     };
     drop(writer);
@@ -185,18 +198,70 @@ pub fn run(program: &str, args: &[String], cap: u64) -> ExitCode {
     exit_like(status.unwrap_or(1))
 }
 
-/// Kills and reaps whatever is left below this process. Being a subreaper, it has no
-/// descendants at all once it has no children, which one `waitpid` tells without reading
-/// `/proc`.
+/// Kills and reaps whatever is left below this process, until nothing is. Being a subreaper,
+/// it has no descendants at all once it has no children, which `waitpid` tells without reading
+/// `/proc`; the orphans of killed processes become its children, so it waits for each kill to
+/// land and looks again.
 fn kill_leftovers() {
-    while reap_any() {}
-    let mut st = 0;
-    // SAFETY: waitpid with a valid status pointer; ECHILD means no children remain.
-    let none = unsafe { libc::waitpid(-1, &mut st, libc::WNOHANG) } < 0;
-    if !none {
-        kill_descendants(std::process::id() as libc::pid_t, true);
+    let me = std::process::id() as libc::pid_t;
+    loop {
         while reap_any() {}
+        let mut st = 0;
+        // SAFETY: waitpid with a valid status pointer; ECHILD means no children remain.
+        if unsafe { libc::waitpid(-1, &mut st, libc::WNOHANG) } < 0 {
+            return;
+        }
+        for pid in descendants(me) {
+            // SAFETY: kill(2) on a pid read from /proc; a vanished pid only gives ESRCH.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+        // SAFETY: as above; blocks until a killed child is gone.
+        let r = unsafe { libc::waitpid(-1, &mut st, 0) };
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return;
+        }
     }
+}
+
+/// Puts the calling process (the command, between fork and exec) in a Landlock domain of its
+/// own that scopes signals: it can signal itself and what it starts, not the helper.
+fn scope_signals() -> std::io::Result<()> {
+    #[repr(C)]
+    struct RulesetAttr {
+        handled_access_fs: u64,
+        handled_access_net: u64,
+        scoped: u64,
+    }
+    const LANDLOCK_SCOPE_SIGNAL: u64 = 1 << 1;
+    let attr = RulesetAttr {
+        handled_access_fs: 0,
+        handled_access_net: 0,
+        scoped: LANDLOCK_SCOPE_SIGNAL,
+    };
+    // SAFETY: prctl with constant arguments; landlock_create_ruleset reads an attribute of the
+    // size passed; landlock_restrict_self and close take the descriptor it returned.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let fd = libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            &attr as *const RulesetAttr,
+            std::mem::size_of::<RulesetAttr>(),
+            0,
+        );
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let r = libc::syscall(libc::SYS_landlock_restrict_self, fd, 0);
+        libc::close(fd as libc::c_int);
+        if r != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 /// Reaps every exited child; records the shell's status.
@@ -306,101 +371,6 @@ pub fn exec(program: &str, args: &[String]) -> ExitCode {
     ExitCode::from(127)
 }
 
-/// The cgroup (v2) directory a command's helper with pid `pid` creates for itself, when the
-/// hierarchy is there and writable: `<this process's cgroup>/keel-<pid>`. keel and its helpers
-/// share the same parent cgroup.
-pub fn cgroup_dir(pid: libc::pid_t) -> Option<std::path::PathBuf> {
-    use std::sync::OnceLock;
-    static BASE: OnceLock<Option<std::path::PathBuf>> = OnceLock::new();
-    let base = BASE.get_or_init(|| {
-        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-        // Fields: ... mount point (5th) ... " - " fstype ...
-        let mount = mountinfo.lines().find_map(|l| {
-            let (left, right) = l.split_once(" - ")?;
-            (right.split_whitespace().next()? == "cgroup2")
-                .then(|| left.split_whitespace().nth(4).map(str::to_string))?
-        })?;
-        let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-        let rel = own.lines().find_map(|l| l.strip_prefix("0::"))?;
-        Some(std::path::Path::new(&mount).join(rel.trim_start_matches('/')))
-    });
-    base.as_ref().map(|b| b.join(format!("keel-{pid}")))
-}
-
-/// Moves this process (the helper, before it confines itself) into a cgroup of its own, so
-/// keel can kill every process of the command even if the helper itself is gone. Best effort:
-/// without a writable cgroup v2 hierarchy the subreaper alone contains the command.
-pub fn join_cgroup() {
-    let pid = std::process::id() as libc::pid_t;
-    if let Some(dir) = cgroup_dir(pid) {
-        join(&dir, pid);
-    }
-}
-
-/// Moves `pid` into the cgroup `dir`, creating it. A directory already there was left by an
-/// earlier helper that had the same pid (its keel was killed before removing it; pids are
-/// reused): what still runs in it is what that command left behind, so it is killed and the
-/// cgroup reused — giving up would run this command with no cgroup at all.
-fn join(dir: &std::path::Path, pid: libc::pid_t) -> bool {
-    match std::fs::create_dir(dir) {
-        Ok(()) => {}
-        // The kill is done when the write returns; only then does this process join.
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let _ = std::fs::write(dir.join("cgroup.kill"), "1");
-        }
-        Err(_) => return false,
-    }
-    if std::fs::write(dir.join("cgroup.procs"), pid.to_string()).is_err() {
-        let _ = std::fs::remove_dir(dir);
-        return false;
-    }
-    true
-}
-
-/// Kills whatever is left in the cgroup of the command whose helper had pid `pid`, and
-/// removes the cgroup (from keel, after the command ended or was stopped).
-pub fn remove_cgroup(pid: libc::pid_t) {
-    let Some(dir) = cgroup_dir(pid) else { return };
-    if !dir.exists() {
-        return;
-    }
-    // cgroup.kill takes nested cgroups too (a keel run inside the command).
-    let _ = std::fs::write(dir.join("cgroup.kill"), "1");
-    for _ in 0..50 {
-        if remove_cgroup_tree(&dir).is_ok() {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(2));
-    }
-    // Killed processes leave the cgroup only once the kernel has torn them down, which a loaded
-    // machine can delay: keep trying in the background rather than hold up the caller or leak
-    // the cgroup.
-    let spawned = std::thread::Builder::new()
-        .name("keel-cgroup-reaper".into())
-        .spawn(move || {
-            for _ in 0..500 {
-                std::thread::sleep(std::time::Duration::from_millis(20));
-                if remove_cgroup_tree(&dir).is_ok() {
-                    return;
-                }
-            }
-            crate::debug::log(format!("could not remove the cgroup {}", dir.display()));
-        });
-    if let Err(e) = spawned {
-        crate::debug::log(format!("cannot start removing a cgroup later: {e}"));
-    }
-}
-
-/// Removes a cgroup directory and the cgroups below it (their files go with them).
-fn remove_cgroup_tree(dir: &std::path::Path) -> std::io::Result<()> {
-    for e in std::fs::read_dir(dir)?.flatten() {
-        if e.file_type().is_ok_and(|t| t.is_dir()) {
-            remove_cgroup_tree(&e.path())?;
-        }
-    }
-    std::fs::remove_dir(dir)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -426,43 +396,5 @@ mod tests {
         w.push(b"all of it");
         w.finish();
         assert_eq!(small, b"all of it");
-    }
-
-    /// A cgroup left by a killed keel under the pid a new helper now has: its leftovers die and
-    /// the new command still gets the cgroup (before, the helper silently ran without one).
-    #[test]
-    fn a_stale_cgroup_of_a_reused_pid_is_emptied_and_joined() {
-        let mut leftover = std::process::Command::new("sleep").arg("301").spawn().unwrap();
-        let mut newcomer = std::process::Command::new("sleep").arg("302").spawn().unwrap();
-        let Some(dir) = cgroup_dir(newcomer.id() as libc::pid_t) else {
-            let _ = (leftover.kill(), newcomer.kill(), leftover.wait(), newcomer.wait());
-            err_line!("skipped: no cgroup v2 hierarchy here");
-            return;
-        };
-        let stale = std::fs::create_dir(&dir)
-            .and_then(|()| std::fs::write(dir.join("cgroup.procs"), leftover.id().to_string()));
-        if let Err(e) = stale {
-            let _ = std::fs::remove_dir(&dir);
-            let _ = (leftover.kill(), newcomer.kill(), leftover.wait(), newcomer.wait());
-            err_line!("skipped: the cgroup v2 hierarchy is not writable here ({e})");
-            return;
-        }
-        assert!(join(&dir, newcomer.id() as libc::pid_t));
-        let status = leftover.wait().unwrap();
-        assert_eq!(
-            std::os::unix::process::ExitStatusExt::signal(&status),
-            Some(libc::SIGKILL),
-            "the leftover was killed"
-        );
-        let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap();
-        assert_eq!(
-            procs.trim(),
-            newcomer.id().to_string(),
-            "only the newcomer is in the cgroup"
-        );
-        assert!(newcomer.try_wait().unwrap().is_none(), "the newcomer still runs");
-        newcomer.kill().unwrap();
-        newcomer.wait().unwrap();
-        remove_cgroup(newcomer.id() as libc::pid_t);
     }
 }

@@ -12,11 +12,12 @@ use landlock::{
     RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
-use super::contain;
 use super::fs_rules::{self, FS_ABI};
+use super::limits::{self, Limits};
 use super::lockdown::{self, SocketRule};
 use super::policy::{Kind, Policy};
 use super::{Capabilities, HELPER_ARG};
+use super::{cgroup, contain};
 use crate::console::err_line;
 
 /// Exit status when the confinement could not be set up (the command did not run).
@@ -41,16 +42,11 @@ fn run(args: &[String]) -> ExitCode {
         let _ = writeln!(std::io::stdout(), "{json}");
         return ExitCode::SUCCESS;
     }
-    let mut args = args;
-    let mut cap = None;
-    if args.first().map(String::as_str) == Some("--cap") {
-        match args.get(1).and_then(|v| v.parse::<u64>().ok()) {
-            Some(c) => cap = Some(c),
-            None => return fail("--cap needs a number of bytes"),
-        }
-        args = &args[2..];
-    }
-    let (policy, at) = if args.get(..2) == Some(&["--kind".to_string(), "none".to_string()]) {
+    let (opts, args) = match Options::parse(args) {
+        Ok(v) => v,
+        Err(e) => return fail(&e),
+    };
+    let (mut policy, at) = if args.get(..2) == Some(&["--kind".to_string(), "none".to_string()]) {
         match args.iter().position(|a| a == "--") {
             Some(i) => (None, i + 1),
             None => return fail("no command to run"),
@@ -64,19 +60,87 @@ fn run(args: &[String]) -> ExitCode {
     let Some((program, program_args)) = args[at..].split_first() else {
         return fail("no command to run");
     };
-    if cap.is_some() {
-        // Before confinement: the jail cannot write to the cgroup hierarchy.
-        contain::join_cgroup();
+    // Names keel looks at after the command may only be left open while the command cannot
+    // kill this process (a nested Landlock domain scoping signals, ABI 6): otherwise what it
+    // started could outlive it, and create them after keel looked. They are reserved instead.
+    let guard_helper = policy.is_some() && kernel_abi().is_some_and(|abi| abi >= 6);
+    if let Some(p) = &mut policy
+        && !guard_helper
+    {
+        p.reserved.extend(opts.sweep.iter().cloned());
     }
-    if let Some(policy) = &policy
-        && let Err(e) = confine(policy)
+    // Before confinement: the jail cannot write to the cgroup hierarchy.
+    let joined = match opts.cap {
+        Some(_) => cgroup::join(opts.limits.as_ref()),
+        None => cgroup::Joined::default(),
+    };
+    let shm_size = opts.limits.and_then(|l| l.max_memory);
+    let confined = match &policy {
+        Some(p) => match confine(p, shm_size) {
+            Ok(c) => c,
+            Err(e) => return fail(&e),
+        },
+        None => Confined::default(),
+    };
+    if let Some(l) = opts.limits
+        && !joined.processes
+        && limits::process_rlimit_applies()
+        && let Err(e) = limits::bound_processes(l.max_processes, confined.user_namespace)
     {
         return fail(&e);
     }
-    match cap {
-        Some(cap) => contain::run(program, program_args, cap),
+    match opts.cap {
+        Some(cap) => contain::run(program, program_args, cap, guard_helper),
         None => contain::exec(program, program_args),
     }
+}
+
+/// The helper's own options, before the policy: `--cap BYTES` (contain the command and cap
+/// its output), `--max-procs N` and `--max-memory BYTES` (its limits), `--sweep PATH` (a name
+/// keel looks at after the command, which the command may therefore create).
+#[derive(Debug, Default)]
+struct Options {
+    cap: Option<u64>,
+    limits: Option<Limits>,
+    sweep: Vec<PathBuf>,
+}
+
+impl Options {
+    fn parse(mut args: &[String]) -> Result<(Options, &[String]), String> {
+        let mut opts = Options::default();
+        let (mut procs, mut memory) = (None, None);
+        loop {
+            let number = |what: &str| {
+                args.get(1)
+                    .and_then(|v| v.parse::<u64>().ok())
+                    .ok_or_else(|| format!("{} needs {what}", args[0]))
+            };
+            match args.first().map(String::as_str) {
+                Some("--cap") => opts.cap = Some(number("a number of bytes")?),
+                Some("--max-procs") => procs = Some(number("a number of processes")?),
+                Some("--max-memory") => memory = Some(number("a number of bytes")?),
+                Some("--sweep") => opts
+                    .sweep
+                    .push(PathBuf::from(args.get(1).ok_or("--sweep needs a path")?)),
+                _ => break,
+            }
+            args = &args[2..];
+        }
+        opts.limits = procs.map(|max_processes| Limits {
+            max_processes,
+            max_memory: memory,
+        });
+        Ok((opts, args))
+    }
+}
+
+/// What confining this process set up, which later steps need to know.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Confined {
+    /// It entered a user namespace of its own (`RLIMIT_NPROC` then counts from there).
+    pub user_namespace: bool,
+    /// `/dev/shm` is a fresh tmpfs of its own.
+    pub private_shm: bool,
 }
 
 fn fail(msg: &str) -> ExitCode {
@@ -84,8 +148,9 @@ fn fail(msg: &str) -> ExitCode {
     ExitCode::from(SETUP_FAILED)
 }
 
-/// Applies `policy` to this process (and so to everything it execs).
-pub fn confine(policy: &Policy) -> Result<(), String> {
+/// Applies `policy` to this process (and so to everything it execs). `shm_size`: the bytes
+/// the command's own `/dev/shm` may hold (its memory limit; the kernel's default without one).
+pub fn confine(policy: &Policy, shm_size: Option<u64>) -> Result<Confined, String> {
     let root = nix::unistd::geteuid().is_root();
     let must_mount = !policy.protected.is_empty();
     // Landlock governs file contents and names, not modes, owners, times or attributes:
@@ -96,12 +161,18 @@ pub fn confine(policy: &Policy) -> Result<(), String> {
     // As root the jail gets its own user namespace, so no capability reaches anything outside
     // it even before all are dropped. (Commands that write keep root's view of file owners.)
     let user = root && policy.kind == Kind::Jail;
+    // A mount namespace also gives the command a `/dev/shm` of its own; the jail has one only
+    // where it gets a user namespace anyway (elsewhere a user namespace would show every file
+    // of another owner as `nobody`'s, and its `/dev/shm` stays closed by Landlock instead).
+    let want_mount = must_mount || freeze || user;
+    let mut confined = Confined::default();
     let mut in_netns = false;
     let mut mounted = false;
-    match lockdown::enter_namespaces(user, must_mount || freeze, want_netns) {
-        Ok(()) => {
+    match lockdown::enter_namespaces(user, want_mount, want_netns) {
+        Ok(userns) => {
             in_netns = want_netns;
-            mounted = must_mount || freeze;
+            mounted = want_mount;
+            confined.user_namespace = userns;
         }
         Err(e) => {
             if must_mount || policy.kind == Kind::Sandbox {
@@ -109,29 +180,36 @@ pub fn confine(policy: &Policy) -> Result<(), String> {
             }
             // Without a network namespace the seccomp filter below refuses every socket;
             // without a mount namespace workspace commands rely on the check alone.
-            if lockdown::enter_namespaces(user, false, want_netns).is_ok() {
+            if let Ok(userns) = lockdown::enter_namespaces(user, false, want_netns) {
                 in_netns = want_netns;
+                confined.user_namespace = userns;
             } else if user {
-                lockdown::enter_namespaces(false, false, false)?;
+                confined.user_namespace = lockdown::enter_namespaces(false, false, false)?;
             }
         }
     }
-    if mounted {
+    if mounted && policy.kind == Kind::Jail {
+        // The jail needs its mount namespace only for `/dev/shm`: without it, that stays
+        // closed by Landlock. (Mounts are never made before they are private.)
+        confined.private_shm = make_mounts_private().is_ok() && private_shm(shm_size).unwrap_or(false);
+    } else if mounted {
         make_mounts_private()?;
         if freeze {
-            let mut writable = policy.writable.clone();
-            if policy.kind == Kind::Sandbox {
-                writable.push("/dev/shm".into());
-            }
-            freeze_outside(&writable)?;
+            freeze_outside(&policy.writable)?;
         }
+        confined.private_shm = match private_shm(shm_size) {
+            Ok(done) => done,
+            // The write sandbox grants `/dev/shm`: never the host's.
+            Err(e) if policy.kind == Kind::Sandbox => return Err(e),
+            Err(_) => false,
+        };
         protect(&policy.protected)?;
         // The working directory was looked up before these mounts: look it up again, or
         // relative paths would go on through the mounts underneath.
         let cwd = std::env::current_dir().map_err(|e| format!("cannot find the working directory: {e}"))?;
         std::env::set_current_dir(&cwd).map_err(|e| format!("cannot enter {}: {e}", cwd.display()))?;
     }
-    restrict_files(policy)?;
+    restrict_files(policy, confined.private_shm)?;
     let keep: &[u32] = if policy.kind == Kind::Sandbox && root {
         lockdown::FILE_CAPS
     } else {
@@ -144,7 +222,33 @@ pub fn confine(policy: &Policy) -> Result<(), String> {
         Kind::Sandbox if in_netns => SocketRule::NoUnix,
         Kind::Sandbox => SocketRule::None,
     };
-    lockdown::apply_seccomp(sockets, policy.kind == Kind::Jail)
+    lockdown::apply_seccomp(sockets, policy.kind == Kind::Jail)?;
+    Ok(confined)
+}
+
+/// Mounts a fresh tmpfs on `/dev/shm` in this process's private mount namespace: the command
+/// can use shared memory (Python's multiprocessing, for one) without seeing or touching the
+/// host's, and what it leaves there goes with the namespace. Its pages count towards the
+/// command's memory limit. `Ok(false)`: there is no `/dev/shm` here.
+fn private_shm(size: Option<u64>) -> Result<bool, String> {
+    use nix::mount::{MsFlags, mount};
+    let shm = Path::new("/dev/shm");
+    if !shm.is_dir() {
+        return Ok(false);
+    }
+    let mut data = "mode=1777".to_string();
+    if let Some(bytes) = size {
+        data.push_str(&format!(",size={bytes}"));
+    }
+    mount(
+        Some("tmpfs"),
+        shm,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some(data.as_str()),
+    )
+    .map_err(|e| format!("cannot give the command a /dev/shm of its own: {e}"))?;
+    Ok(true)
 }
 
 /// Makes each path read-only for this process and its children: a read-only bind mount of
@@ -296,7 +400,7 @@ pub fn kernel_abi() -> Option<i32> {
 
 /// Applies the policy's Landlock rules: file-system reads and writes, TCP (without the
 /// network), and — from ABI 6 — signals and abstract unix sockets scoped to the command.
-fn restrict_files(policy: &Policy) -> Result<(), String> {
+fn restrict_files(policy: &Policy, private_shm: bool) -> Result<(), String> {
     let abi = kernel_abi().ok_or("Landlock is not available in this kernel")?;
     let scoped = abi >= 6;
     if !scoped && policy.kind != Kind::Sandbox {
@@ -318,7 +422,14 @@ fn restrict_files(policy: &Policy) -> Result<(), String> {
         ruleset = ruleset.scope(Scope::from_all(ABI::V6)).map_err(err)?;
     }
     let mut created = ruleset.create().map_err(err)?;
-    for g in fs_rules::grants(policy) {
+    let mut grants = fs_rules::grants(policy);
+    if private_shm {
+        grants.push(fs_rules::Grant {
+            path: "/dev/shm".into(),
+            access: fs_rules::read_rights() | fs_rules::write_rights(),
+        });
+    }
+    for g in grants {
         let Ok(fd) = PathFd::new(&g.path) else { continue };
         let is_dir = std::fs::metadata(&g.path).is_ok_and(|m| m.is_dir());
         let access = if is_dir {
@@ -361,7 +472,7 @@ fn probe_here() -> Capabilities {
                 allow_network: true,
                 tmp_dir: None,
             };
-            restrict_files(&policy).is_ok()
+            restrict_files(&policy, false).is_ok()
                 && std::fs::write(dir.path().join("ok"), b"x").is_ok()
                 && std::fs::write("/keel-sandbox-probe", b"x").is_err()
         })
@@ -410,7 +521,7 @@ fn probe_jail(dir: &Path, secret: &Path) -> bool {
         allow_network: false,
         tmp_dir: None,
     };
-    if confine(&policy).is_err() {
+    if confine(&policy, None).is_err() {
         return false;
     }
     // SAFETY: socket(2) with constant arguments; a returned descriptor is closed at exit.

@@ -10,8 +10,8 @@ use seccompiler::{
 
 /// Enters new namespaces. A user namespace comes first whenever one is needed for the others
 /// (not root) or asked for (`user`): then no capability the process holds reaches anything
-/// outside the namespace.
-pub fn enter_namespaces(user: bool, mount: bool, network: bool) -> Result<(), String> {
+/// outside the namespace. `Ok(true)`: a user namespace was entered.
+pub fn enter_namespaces(user: bool, mount: bool, network: bool) -> Result<bool, String> {
     use nix::sched::{CloneFlags, unshare};
     let mut flags = CloneFlags::empty();
     if mount {
@@ -22,10 +22,10 @@ pub fn enter_namespaces(user: bool, mount: bool, network: bool) -> Result<(), St
     }
     let root = nix::unistd::geteuid().is_root();
     if !user && !flags.is_empty() && root {
-        return unshare(flags).map_err(|e| format!("unshare: {e}"));
+        return unshare(flags).map(|()| false).map_err(|e| format!("unshare: {e}"));
     }
     if !user && flags.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
     let uid = nix::unistd::geteuid();
     let gid = nix::unistd::getegid();
@@ -35,7 +35,7 @@ pub fn enter_namespaces(user: bool, mount: bool, network: bool) -> Result<(), St
     let _ = std::fs::write("/proc/self/setgroups", "deny");
     std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1")).map_err(|e| format!("uid_map: {e}"))?;
     std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1")).map_err(|e| format!("gid_map: {e}"))?;
-    Ok(())
+    Ok(true)
 }
 
 /// Capabilities a write-sandboxed command run by root keeps: those of ordinary file work.

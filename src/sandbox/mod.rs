@@ -13,13 +13,17 @@
 //! applies the restrictions in a fresh single-threaded process and then execs the command, so
 //! nothing unsafe happens between fork and exec in the multi-threaded agent.
 
+pub mod cgroup;
 pub mod confiner;
 pub mod contain;
 pub mod fs_rules;
+pub mod gitdir;
 pub mod helper;
+pub mod limits;
 pub mod lockdown;
 pub mod notes;
 pub mod policy;
+pub mod quarantine;
 pub mod secrets;
 
 use std::path::{Path, PathBuf};
@@ -29,6 +33,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::settings::{Settings, SettingsError};
 pub use confiner::Confiner;
+pub use limits::Limits;
 pub use notes::explain_failure;
 pub use policy::{Kind, Policy};
 
@@ -217,10 +222,22 @@ pub fn probe() -> Capabilities {
 
 /// The program and arguments that run `argv` under keel's helper: confined by `policy` (if
 /// any), contained (the helper is a child subreaper and kills what the command leaves
-/// behind), with its output capped at `cap` bytes.
-pub fn wrap(policy: Option<&Policy>, cap: u64, argv: &[String]) -> std::io::Result<(PathBuf, Vec<String>)> {
+/// behind) within `limits`, with its output capped at `cap` bytes. `sweep`: names the command
+/// may create although they hold configuration, which keel looks at after it
+/// ([`policy::open_top`], [`quarantine`]).
+pub fn wrap(
+    policy: Option<&Policy>,
+    cap: u64,
+    limits: Option<&Limits>,
+    sweep: &[PathBuf],
+    argv: &[String],
+) -> std::io::Result<(PathBuf, Vec<String>)> {
     let exe = std::env::current_exe()?;
     let mut args = vec![HELPER_ARG.to_string(), "--cap".into(), cap.to_string()];
+    args.extend(limits.map(Limits::to_args).unwrap_or_default());
+    for p in sweep {
+        args.extend(["--sweep".to_string(), p.display().to_string()]);
+    }
     match policy {
         Some(p) => args.extend(p.to_args()),
         None => args.extend(["--kind".to_string(), "none".to_string()]),

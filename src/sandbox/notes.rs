@@ -1,5 +1,8 @@
-//! Notes for the model when a confined command failed, probably because of its confinement.
+//! Notes for the model when a confined command failed, probably because of its confinement,
+//! and when a command reached one of its limits.
 
+use super::cgroup::Usage;
+use super::limits::{self, Limits};
 use super::policy::{Kind, Policy};
 
 const FS: &[&str] = &["Permission denied", "Read-only file system", "Operation not permitted"];
@@ -78,6 +81,47 @@ pub fn explain_failure(output: &str, policy: &Policy) -> Option<String> {
     Some(note)
 }
 
+/// Notes for the model when a command reached a limit: its cgroups' counters say so (`usage`);
+/// where `RLIMIT_NPROC` bounded its processes instead, failed forks in its output do.
+pub fn limit_notes(usage: &Usage, output: &str, limits: Option<&Limits>) -> Vec<String> {
+    let mut notes = Vec::new();
+    let processes = |limit: u64| {
+        format!(
+            "[keel] This command reached its limit of {limit} processes and threads at once (setting \
+             sandbox.limits.maxProcesses), so starting more failed (\"Resource temporarily unavailable\"). \
+             Run fewer at once (a smaller `-j`, fewer background jobs), or ask the user to raise the limit."
+        )
+    };
+    match (usage.processes, limits) {
+        (Some(hit), _) if hit.count > 0 => notes.push(processes(hit.limit)),
+        (None, Some(l)) if limits::process_rlimit_applies() && forks_failed(output) => {
+            notes.push(processes(l.max_processes).replace("reached", "probably reached"));
+        }
+        _ => {}
+    }
+    if let Some(hit) = usage.memory
+        && hit.count > 0
+    {
+        notes.push(format!(
+            "[keel] This command reached its memory limit of {} MiB (setting sandbox.limits.maxMemoryMiB): the \
+             kernel killed {} of its processes (\"Killed\", exit status 137). Use less memory at once (smaller \
+             inputs, streaming instead of loading everything), or ask the user to raise the limit.",
+            hit.limit / (1024 * 1024),
+            hit.count
+        ));
+    }
+    notes
+}
+
+/// Whether the output shows starting a process failing for lack of room (`EAGAIN`).
+fn forks_failed(output: &str) -> bool {
+    output.lines().any(|l| {
+        let l = l.to_ascii_lowercase();
+        (l.contains("fork") || l.contains("spawn") || l.contains("thread"))
+            && l.contains("resource temporarily unavailable")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,5 +165,27 @@ mod tests {
             explain_failure("", &policy(Kind::Jail)).is_none(),
             "grep finding nothing is no jail matter"
         );
+    }
+
+    #[test]
+    fn limit_notes_name_the_limit_and_its_value() {
+        use super::super::cgroup::Hit;
+        let usage = Usage {
+            processes: Some(Hit { limit: 20, count: 80 }),
+            memory: Some(Hit {
+                limit: 100 << 20,
+                count: 1,
+            }),
+        };
+        let notes = limit_notes(&usage, "", None);
+        assert!(notes[0].contains("limit of 20 processes") && notes[0].contains("maxProcesses"));
+        assert!(notes[1].contains("memory limit of 100 MiB") && notes[1].contains("maxMemoryMiB"));
+        let quiet = Usage {
+            processes: Some(Hit { limit: 20, count: 0 }),
+            memory: None,
+        };
+        assert!(limit_notes(&quiet, "bash: fork: Resource temporarily unavailable", None).is_empty());
+        assert!(forks_failed("bash: fork: retry: Resource temporarily unavailable"));
+        assert!(!forks_failed("read: Resource temporarily unavailable"));
     }
 }

@@ -131,6 +131,40 @@ pub fn config_paths(working_dirs: &[PathBuf], home: Option<&Path>) -> (Vec<PathB
     (existing, missing)
 }
 
+/// Lets a write-sandboxed command create new entries at the top of its writable directories
+/// (`echo x > notes.txt`): the configuration names missing there leave `reserved`, which takes
+/// the right to create entries from their whole directory, and are returned for keel to look
+/// at once the command is gone ([`super::quarantine`]). Only where every reserved path below
+/// a directory lies directly in it — one further down (the home directory's `.config/git` when
+/// the home is inside) keeps the directory closed, as Landlock cannot take a right back below
+/// a grant — and only for names that do not exist at all (a link keeps its name reserved).
+pub fn open_top(policy: &mut Policy) -> Vec<PathBuf> {
+    if policy.kind != Kind::Sandbox {
+        return Vec::new();
+    }
+    let mut opened: Vec<PathBuf> = Vec::new();
+    for root in &policy.writable {
+        if policy.tmp_dir.as_ref() == Some(root) {
+            continue;
+        }
+        let inner: Vec<&PathBuf> = policy
+            .reserved
+            .iter()
+            .filter(|r| r.starts_with(root) && *r != root)
+            .collect();
+        let flat = inner
+            .iter()
+            .all(|r| r.parent() == Some(root.as_path()) && r.symlink_metadata().is_err());
+        if flat {
+            opened.extend(inner.into_iter().cloned());
+        }
+    }
+    opened.sort();
+    opened.dedup();
+    policy.reserved.retain(|r| !opened.contains(r));
+    opened
+}
+
 impl Policy {
     /// The helper's arguments for this policy (before `--` and the command).
     pub fn to_args(&self) -> Vec<String> {
@@ -244,5 +278,40 @@ mod tests {
         assert!(existing.contains(&w.join("cfg")), "{existing:?}");
         assert!(missing.contains(&w.join("nowhere/mcp.json")), "{missing:?}");
         assert!(!existing.contains(&w.join(".claude")));
+    }
+
+    #[test]
+    fn the_top_opens_only_where_every_reserved_name_lies_directly_in_it() {
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path().canonicalize().unwrap();
+        let (ws, home) = (w.join("ws"), w.join("home"));
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::create_dir_all(home.join(".config")).unwrap();
+        std::os::unix::fs::symlink("elsewhere", ws.join(".claude")).unwrap();
+        let mut p = Policy {
+            kind: Kind::Sandbox,
+            writable: vec![ws.clone(), home.clone(), w.join("tmp")],
+            protected: Vec::new(),
+            reserved: vec![
+                ws.join(".keel"),
+                ws.join(".mcp.json"),
+                home.join(".bashrc"),
+                home.join(".config/git"),
+            ],
+            hidden: Vec::new(),
+            allow_network: false,
+            tmp_dir: Some(w.join("tmp")),
+        };
+        let opened = open_top(&mut p);
+        assert_eq!(opened, vec![ws.join(".keel"), ws.join(".mcp.json")]);
+        assert_eq!(p.reserved, vec![home.join(".bashrc"), home.join(".config/git")]);
+        // A link's name stays reserved, and so does its directory.
+        p.reserved.push(ws.join(".claude"));
+        assert!(open_top(&mut p).is_empty());
+        // The jail and workspace confinement never open.
+        let mut jail = p.clone();
+        jail.kind = Kind::Workspace;
+        jail.reserved = vec![ws.join(".keel")];
+        assert!(open_top(&mut jail).is_empty());
     }
 }

@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use super::bash::background::BackgroundShells;
+use super::bash::gate::CommandGate;
 use super::file_state::FileStateMap;
 use crate::checkpoint::{Checkpoints, Hashed};
-use crate::sandbox::{Confiner, SandboxMode};
+use crate::sandbox::{Confiner, Limits, SandboxMode};
 use crate::types::permission::Mode;
 use crate::types::tool::Todo;
 
@@ -173,6 +174,11 @@ pub struct ShellEnv {
     pub confiner: Option<Arc<Confiner>>,
     /// Most bytes one shell command's output file keeps (head and tail; `shellOutputMaxBytes`).
     pub output_cap: u64,
+    /// Processes and memory each command may use (`sandbox.limits`).
+    pub limits: Limits,
+    /// Keeps sandboxed commands that may create configuration at the top of the workspace
+    /// apart from unsandboxed ones (shared with sub-agents).
+    pub gate: Arc<CommandGate>,
     /// Where the next Bash command starts: `cd` persists while it stays inside the workspace.
     pub(crate) cwd: Mutex<PathBuf>,
     /// Background shells; all of them are killed when the session ends (and on drop).
@@ -185,6 +191,8 @@ impl ShellEnv {
             sandbox,
             confiner,
             output_cap,
+            limits: Limits::default(),
+            gate: Arc::default(),
             cwd: Mutex::new(cwd),
             shells: BackgroundShells::default(),
         }

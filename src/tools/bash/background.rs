@@ -9,6 +9,7 @@ use std::sync::Mutex;
 
 use nix::unistd::Pid;
 
+use super::gate::UnconfinedLease;
 use super::output::read_new;
 use super::process::kill_group;
 use super::spawn::{Confine, shell_command};
@@ -53,6 +54,8 @@ struct Shell {
     log: PathBuf,
     read_to: u64,
     status: ShellStatus,
+    /// An unsandboxed shell's place (see `gate`), given back when it ends.
+    lease: Option<UnconfinedLease>,
 }
 
 impl Shell {
@@ -66,6 +69,7 @@ impl Shell {
             if let Some(pgid) = self.pgid.take() {
                 kill_group(pgid);
             }
+            self.lease = None;
         }
     }
 
@@ -76,6 +80,7 @@ impl Shell {
         let _ = self.child.start_kill();
         let _ = self.child.try_wait();
         self.status = ShellStatus::Killed;
+        self.lease = None;
     }
 }
 
@@ -115,13 +120,16 @@ impl BackgroundShells {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Starts `command` in `cwd`; returns its id and the file its output goes to.
+    /// Starts `command` in `cwd`; returns its id and the file its output goes to. `lease`: the
+    /// place of an unsandboxed shell, held while it runs. Sandboxed background shells keep the
+    /// top of the workspace closed: keel could look at what they made only once they end.
     pub fn start(
         &self,
         command: &str,
         cwd: &Path,
         out_dir: &Path,
         confine: &Confine<'_>,
+        lease: Option<UnconfinedLease>,
     ) -> Result<(String, PathBuf), ToolError> {
         std::fs::create_dir_all(out_dir)
             .map_err(|e| ToolError::io(format!("cannot create {}", out_dir.display()), e))?;
@@ -132,8 +140,9 @@ impl BackgroundShells {
         let cwd_file = out_dir.join(format!("{id}.cwd"));
         let file =
             std::fs::File::create(&log).map_err(|e| ToolError::io(format!("cannot create {}", log.display()), e))?;
-        let (mut cmd, _policy) =
-            shell_command(command, cwd, &file, &cwd_file, confine).map_err(|e| super::run::refused(cwd, e))?;
+        let policy = confine.policy(&cwd_file).map_err(|e| super::run::refused(cwd, e))?;
+        let mut cmd = shell_command(command, cwd, &file, &cwd_file, confine, policy.as_ref(), &[])
+            .map_err(|e| super::run::refused(cwd, e))?;
         let child = cmd.spawn().map_err(|e| super::run::refused(cwd, e))?;
         let pgid = child.id().and_then(|id| i32::try_from(id).ok()).map(Pid::from_raw);
         inner.shells.insert(
@@ -148,6 +157,7 @@ impl BackgroundShells {
                 log: log.clone(),
                 read_to: 0,
                 status: ShellStatus::Running,
+                lease,
             },
         );
         Ok((id, log))

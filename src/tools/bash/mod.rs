@@ -5,6 +5,7 @@
 //! background shells, `manage.rs` holds BashOutput and KillShell, `output.rs` reads output files.
 
 pub mod background;
+pub mod gate;
 pub mod manage;
 pub mod output;
 pub mod process;
@@ -130,6 +131,7 @@ impl Tool for BashTool {
             (mode, _) => mode.clone(),
         };
         let env_file = ctx.workspace.hook_env_file();
+        let quarantine = ctx.workspace.session_dir.join("quarantine");
         let confine = Confine {
             env_file: Some(&env_file),
             how: if input.disable_sandbox {
@@ -138,15 +140,29 @@ impl Tool for BashTool {
                 ctx.confinement
             },
             output_cap: shell.output_cap,
+            limits: Some(&shell.limits),
             sandbox: &sandbox,
             confiner: shell.confiner.as_deref(),
+            gate: &shell.gate,
+            quarantine: Some(&quarantine),
         };
+        // Background shells that ended give their places back.
+        let _ = shell.shells.running();
         let mut notes = Vec::new();
         let cwd = shell_cwd(&ctx.workspace, shell, &mut notes);
         // `foreground_log` names the same file.
         let out_dir = ctx.workspace.session_dir.join(super::services::SHELL_OUTPUT_DIR);
         if input.run_in_background {
-            let (id, log) = shell.shells.start(&input.command, &cwd, &out_dir, &confine)?;
+            let lease = match confine.unconfined() {
+                true => tokio::select! {
+                    lease = shell.gate.unconfined() => Some(lease),
+                    _ = ctx.cancel.cancelled() => {
+                        return Err(ToolError::invalid("interrupted by the user before the command started"));
+                    }
+                },
+                false => None,
+            };
+            let (id, log) = shell.shells.start(&input.command, &cwd, &out_dir, &confine, lease)?;
             let mut text = format!(
                 "Started in the background as {id}. Its output goes to {}. Check it with BashOutput (bash_id \
                  \"{id}\") and stop it with KillShell (shell_id \"{id}\"); it is stopped when the session ends.",
@@ -182,12 +198,25 @@ impl Tool for BashTool {
             update_shell_cwd(&ctx.workspace, shell, dir, &mut notes);
         }
         notes.extend(run::capture_note(&out_dir));
+        notes.extend(crate::sandbox::quarantine::note(&finished.swept));
+        notes.extend(crate::sandbox::notes::limit_notes(
+            &finished.usage,
+            &finished.output.text,
+            Some(&shell.limits),
+        ));
         let failed = !matches!(&finished.ending, Ending::Exited(s) if s.success());
         if failed
             && let Some(policy) = &finished.policy
             && let Some(note) = crate::sandbox::explain_failure(&finished.output.text, policy)
         {
             notes.push(note);
+            if finished.top_closed {
+                notes.push(
+                    "(The top of the workspace was closed for this command because a command outside the sandbox \
+                     was running at the same time; once it is done, new entries can be created there again.)"
+                        .into(),
+                );
+            }
         }
         Ok(render(finished, &notes))
     }

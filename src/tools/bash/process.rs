@@ -35,6 +35,15 @@ impl ProcessGroup {
         self.kill();
         self.pgid = None;
     }
+
+    /// Kills the tree and the group but leaves the command's cgroups to the caller (who reads
+    /// them and waits for them to empty, [`crate::sandbox::cgroup::end`]); returns the group id,
+    /// which is also the helper's pid the cgroups are named after.
+    pub fn kill_tree_and_disarm(&mut self) -> Option<Pid> {
+        let pgid = self.pgid.take()?;
+        kill_tree(pgid);
+        Some(pgid)
+    }
 }
 
 impl Drop for ProcessGroup {
@@ -47,10 +56,14 @@ impl Drop for ProcessGroup {
 /// child subreaper, so processes that left the group with `setsid` are still below it), then
 /// the group.
 pub fn kill_group(pgid: Pid) {
-    crate::sandbox::contain::kill_descendants(pgid.as_raw(), false);
-    // ESRCH (no such group) means everything is already gone.
-    let _ = killpg(pgid, Signal::SIGKILL);
+    kill_tree(pgid);
     // Where the helper could put the command in a cgroup of its own, that catches anything
     // left even if the helper itself was killed before it could clean up.
     crate::sandbox::contain::remove_cgroup(pgid.as_raw());
+}
+
+fn kill_tree(pgid: Pid) {
+    crate::sandbox::contain::kill_descendants(pgid.as_raw(), false);
+    // ESRCH (no such group) means everything is already gone.
+    let _ = killpg(pgid, Signal::SIGKILL);
 }

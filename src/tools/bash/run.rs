@@ -8,10 +8,13 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
+use super::gate::Lease;
 use super::output::{Captured, read_output};
 use super::process::ProcessGroup;
 use super::spawn::{Confine, shell_command};
-use crate::sandbox::Policy;
+use crate::sandbox::cgroup::Usage;
+use crate::sandbox::quarantine::Outcome;
+use crate::sandbox::{Kind, Policy};
 use crate::tools::ToolError;
 
 #[derive(Debug)]
@@ -29,7 +32,16 @@ pub struct Finished {
     pub final_cwd: Option<PathBuf>,
     /// How the command was confined (`None`: not at all).
     pub policy: Option<Policy>,
+    /// What its cgroups counted against its limits.
+    pub usage: Usage,
+    /// What became of configuration it created at the top of the workspace.
+    pub swept: Vec<Outcome>,
+    /// The top of the workspace stayed closed because an unsandboxed command ran meanwhile.
+    pub top_closed: bool,
 }
+
+/// How long keel waits for a command's cgroups to empty after killing what is left in them.
+const EMPTY_WAIT: Duration = Duration::from_secs(5);
 
 /// Runs `command` in `cwd`; its output goes to `<out_dir>/<name>.log` while it runs.
 pub async fn run_foreground(
@@ -51,10 +63,35 @@ pub async fn run_foreground(
     std::fs::create_dir_all(out_dir).map_err(io)?;
     let log = out_dir.join(format!("{name}.log"));
     let cwd_file = out_dir.join(format!("{name}.cwd"));
+    let mut policy = confine.policy(&cwd_file).map_err(|e| refused(cwd, e))?;
+    // Unsandboxed commands and sandboxed ones that may create configuration at the top of the
+    // workspace never run at the same time (see `gate`).
+    let mut sweep = Vec::new();
+    let mut top_closed = false;
+    let _lease: Option<Lease> = match policy.as_mut() {
+        None => tokio::select! {
+            lease = confine.gate.unconfined() => Some(Lease::Unconfined(lease)),
+            _ = cancel.cancelled() => return Ok(not_started(policy, Ending::Cancelled)),
+        },
+        Some(p) if p.kind == Kind::Sandbox && confine.quarantine.is_some() => match confine.gate.try_open() {
+            Some(lease) => {
+                sweep = crate::sandbox::policy::open_top(p);
+                Some(Lease::Open(lease))
+            }
+            None => {
+                top_closed = !p.reserved.is_empty();
+                None
+            }
+        },
+        Some(_) => None,
+    };
     let file = std::fs::File::create(&log).map_err(io)?;
-    let (mut cmd, policy) = shell_command(command, cwd, &file, &cwd_file, confine).map_err(|e| refused(cwd, e))?;
+    let mut cmd =
+        shell_command(command, cwd, &file, &cwd_file, confine, policy.as_ref(), &sweep).map_err(|e| refused(cwd, e))?;
+    let mut aftermath = Aftermath::new(sweep, confine.quarantine.map(|q| q.join(name)));
     let mut child = cmd.spawn().map_err(|e| refused(cwd, e))?;
     drop(file);
+    aftermath.started(child.id().and_then(|id| i32::try_from(id).ok()));
     let mut group = ProcessGroup::of(&child);
 
     let ending = tokio::select! {
@@ -67,12 +104,19 @@ pub async fn run_foreground(
         _ = cancel.cancelled() => Ending::Cancelled,
     };
     // Processes the command left running (or the whole tree, on timeout and cancellation).
-    group.kill_and_disarm();
+    let pgid = group.kill_tree_and_disarm();
     if !matches!(ending, Ending::Exited(_)) {
         // Also the shell itself, in case it was stopped before it had made its own group.
         let _ = child.start_kill();
         let _ = child.wait().await;
     }
+    // What is left in its cgroups is killed and awaited; only then is what it created at the
+    // top looked at (nothing of it can still change it), and only then may another command
+    // start.
+    aftermath.pgid = pgid.map(|p| p.as_raw());
+    let (usage, swept) = tokio::task::spawn_blocking(move || aftermath.finish())
+        .await
+        .map_err(|e| ToolError::invalid(format!("keel could not finish the command's clean-up: {e}")))?;
 
     let output = read_output(&log).map_err(|e| ToolError::io(format!("cannot read {}", log.display()), e))?;
     let final_cwd = match ending {
@@ -88,7 +132,98 @@ pub async fn run_foreground(
         output,
         final_cwd,
         policy,
+        usage,
+        swept,
+        top_closed,
     })
+}
+
+/// The end of one foreground command: what is left of it in its cgroups is killed and awaited,
+/// their counters read, and only then what it created at the top of the workspace looked at.
+/// Dropped unfinished (the call's future was dropped), it does the same, so nothing the
+/// command made stays unexamined; if keel dies first, its record makes the next start do it.
+struct Aftermath {
+    /// The helper's pid (its group id, and its cgroups' name).
+    pgid: Option<i32>,
+    sweep: Vec<PathBuf>,
+    quarantine: Option<PathBuf>,
+    record: Option<PathBuf>,
+    done: bool,
+}
+
+impl Aftermath {
+    fn new(sweep: Vec<PathBuf>, quarantine: Option<PathBuf>) -> Self {
+        let record = match &quarantine {
+            Some(q) if !sweep.is_empty() => crate::sandbox::quarantine::record(&sweep, q),
+            _ => None,
+        };
+        Aftermath {
+            pgid: None,
+            sweep,
+            quarantine,
+            record,
+            done: false,
+        }
+    }
+
+    fn started(&mut self, helper: Option<i32>) {
+        self.pgid = helper;
+        if let (Some(r), Some(h)) = (&self.record, helper) {
+            crate::sandbox::quarantine::record_helper(r, h);
+        }
+    }
+
+    fn finish(mut self) -> (Usage, Vec<Outcome>) {
+        self.run()
+    }
+
+    fn run(&mut self) -> (Usage, Vec<Outcome>) {
+        self.done = true;
+        let ended = self.pgid.map(|p| crate::sandbox::cgroup::end(p, EMPTY_WAIT));
+        if ended.is_some_and(|e| !e.emptied) {
+            crate::debug::log(format!(
+                "processes of the command with helper {:?} were still in its cgroups after {EMPTY_WAIT:?}",
+                self.pgid
+            ));
+        }
+        let swept = match &self.quarantine {
+            Some(q) if !self.sweep.is_empty() => crate::sandbox::quarantine::sweep(&self.sweep, q),
+            _ => Vec::new(),
+        };
+        if let Some(r) = self.record.take() {
+            crate::sandbox::quarantine::clear(&r);
+        }
+        (ended.map(|e| e.usage).unwrap_or_default(), swept)
+    }
+}
+
+impl Drop for Aftermath {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        if let Some(p) = self.pgid {
+            super::process::kill_group(nix::unistd::Pid::from_raw(p));
+        }
+        let _ = self.run();
+    }
+}
+
+/// A command that never started (cancelled while it waited for its turn).
+fn not_started(policy: Option<Policy>, ending: Ending) -> Finished {
+    Finished {
+        ending,
+        output: Captured {
+            text: String::new(),
+            total_bytes: 0,
+            kept_file: None,
+        },
+        final_cwd: None,
+        policy,
+        usage: Usage::default(),
+        swept: Vec::new(),
+        top_closed: false,
+    }
 }
 
 /// The shell's final directory from its report. The command can write that file too (it is

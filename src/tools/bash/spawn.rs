@@ -5,10 +5,12 @@
 //! later the OS sandbox as another `pre_exec` step) lives here and nowhere else.
 
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 
-use crate::sandbox::{Confinement, Confiner, Kind, Policy, SandboxMode};
+use super::gate::CommandGate;
+use crate::sandbox::{Confinement, Confiner, Kind, Limits, Policy, SandboxMode};
 
 /// Runs the command with `eval` so `cd`, heredocs and `exit` behave as typed, then reports the
 /// final working directory (for `cd` to persist) and passes the command's status through. The
@@ -48,11 +50,28 @@ pub struct Confine<'a> {
     pub env_file: Option<&'a Path>,
     /// Most bytes of output kept on disk (head and tail).
     pub output_cap: u64,
+    /// The processes and memory the command may use.
+    pub limits: Option<&'a Limits>,
     pub sandbox: &'a SandboxMode,
     pub confiner: Option<&'a Confiner>,
+    pub gate: &'a Arc<CommandGate>,
+    /// Where configuration a sandboxed foreground command created at the top of the workspace
+    /// is moved (see `sandbox::quarantine`); without it the top stays closed.
+    pub quarantine: Option<&'a Path>,
 }
 
 impl Confine<'_> {
+    /// Whether the command will run with no confinement at all (as [`Confiner::policy`]
+    /// decides), known before its policy is built.
+    pub fn unconfined(&self) -> bool {
+        match self.sandbox {
+            SandboxMode::Enforced(_) | SandboxMode::Refuse(_) => false,
+            SandboxMode::Off => {
+                !(self.how != Confinement::Approved && self.confiner.is_some_and(|c| c.jail_available()))
+            }
+        }
+    }
+
     /// The policy for a command whose working-directory report goes to `report`.
     pub fn policy(&self, report: &Path) -> std::io::Result<Option<Policy>> {
         let refused = |r: String| std::io::Error::new(std::io::ErrorKind::PermissionDenied, r);
@@ -126,13 +145,18 @@ pub fn inert_git_env(jailed: bool) -> Vec<(String, String)> {
 /// subreaper — kills whatever the shell leaves behind when it ends, `setsid` and
 /// double-forked processes included. The working-directory report is the one file outside
 /// the policy the shell may write.
+///
+/// `policy` is what [`Confine::policy`] gave for `cwd_report`; `sweep` the configuration names
+/// the command may create, which the caller looks at after it ([`crate::sandbox::policy::open_top`]).
 pub fn shell_command(
     command: &str,
     cwd: &Path,
     output: &File,
     cwd_report: &Path,
     confine: &Confine,
-) -> std::io::Result<(tokio::process::Command, Option<Policy>)> {
+    policy: Option<&Policy>,
+    sweep: &[PathBuf],
+) -> std::io::Result<tokio::process::Command> {
     let shell_argv: Vec<String> = vec![
         shell_program().to_string(),
         "-c".into(),
@@ -142,15 +166,14 @@ pub fn shell_command(
         cwd_report.display().to_string(),
         confine.env_file.map(|p| p.display().to_string()).unwrap_or_default(),
     ];
-    let policy = confine.policy(cwd_report)?;
-    if let Some(policy) = &policy {
+    if let Some(policy) = policy {
         // Landlock grants rights on existing files only.
         File::create(cwd_report)?;
         if let Some(tmp) = &policy.tmp_dir {
             std::fs::create_dir_all(tmp)?;
         }
     }
-    let (exe, args) = crate::sandbox::wrap(policy.as_ref(), confine.output_cap, &shell_argv)?;
+    let (exe, args) = crate::sandbox::wrap(policy, confine.output_cap, confine.limits, sweep, &shell_argv)?;
     let program = exe.display().to_string();
     let mut cmd = match setsid_program() {
         Some(setsid) => {
@@ -164,18 +187,18 @@ pub fn shell_command(
             c
         }
     };
-    if let Some(tmp) = policy.as_ref().and_then(|p| p.tmp_dir.as_ref()) {
+    if let Some(tmp) = policy.and_then(|p| p.tmp_dir.as_ref()) {
         cmd.env("TMPDIR", tmp);
     }
     // A command keel approved on its own does not get keel's secrets (its API key among them),
     // jail or not, and its git runs no program a repository's configuration names.
-    if confine.how != Confinement::Approved || policy.as_ref().is_some_and(|p| p.kind != Kind::Sandbox) {
+    if confine.how != Confinement::Approved || policy.is_some_and(|p| p.kind != Kind::Sandbox) {
         for name in crate::sandbox::confiner::secret_env_names() {
             cmd.env_remove(name);
         }
     }
     if confine.how != Confinement::Approved {
-        let jailed = policy.as_ref().is_some_and(|p| p.kind != Kind::Sandbox);
+        let jailed = policy.is_some_and(|p| p.kind != Kind::Sandbox);
         for (k, v) in inert_git_env(jailed) {
             cmd.env(k, v);
         }
@@ -186,5 +209,49 @@ pub fn shell_command(
         .stdout(output.try_clone()?)
         .stderr(output.try_clone()?)
         .kill_on_drop(true);
-    Ok((cmd, policy))
+    Ok(cmd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Background shells take their place at the gate before their policy is built, so the
+    /// prediction must agree with the policy in every case.
+    #[test]
+    fn whether_a_command_is_unconfined_is_known_before_its_policy() {
+        let d = tempfile::tempdir().unwrap();
+        let w = d.path().canonicalize().unwrap();
+        let confiner = Confiner::new(vec![w.clone()], None, w.join("tmp"), |_| false);
+        let gate = Arc::default();
+        let report = w.join("report");
+        let enforced = SandboxMode::Enforced(
+            crate::sandbox::SandboxConfig::default().policy(std::slice::from_ref(&w), Some(&w.join("tmp"))),
+        );
+        for sandbox in [SandboxMode::Off, enforced] {
+            for how in [
+                Confinement::Approved,
+                Confinement::ReadOnly,
+                Confinement::WorkspaceWrite { creates_at_top: false },
+            ] {
+                for confiner in [None, Some(&confiner)] {
+                    let c = Confine {
+                        how,
+                        env_file: None,
+                        output_cap: 1 << 20,
+                        limits: None,
+                        sandbox: &sandbox,
+                        confiner,
+                        gate: &gate,
+                        quarantine: None,
+                    };
+                    assert_eq!(
+                        c.policy(&report).unwrap().is_none(),
+                        c.unconfined(),
+                        "{how:?} {sandbox:?}"
+                    );
+                }
+            }
+        }
+    }
 }
