@@ -95,8 +95,9 @@ pub async fn run(provider: Option<ProviderKind>, model: Option<String>, offline:
     for p in &caps.problems {
         println!("  note {p}");
     }
-    if let Some(s) = &settings {
-        match SandboxConfig::from_settings(s, false) {
+    let sandbox_config = settings.as_ref().map(|s| SandboxConfig::from_settings(s, false));
+    if let Some(config) = &sandbox_config {
+        match config {
             Ok(cfg) if cfg.enabled => {
                 let enforceable = caps.can_enforce(&cfg.policy(std::slice::from_ref(&cwd), None));
                 println!(
@@ -117,6 +118,16 @@ pub async fn run(provider: Option<ProviderKind>, model: Option<String>, offline:
                 println!("  FAIL {e}");
             }
         }
+    }
+
+    println!("\nReads by confined commands (the read-only jail, acceptEdits file commands, the sandbox)");
+    let read_settings = match &sandbox_config {
+        Some(Ok(cfg)) => cfg.reads.clone(),
+        _ => Default::default(),
+    };
+    let reads = sandbox::reads::ReadScope::new(home.as_deref(), Some(&keel_home), read_settings, Default::default());
+    for line in reads.report() {
+        println!("  {line}");
     }
 
     println!("\nCommands used by tools and hooks");
