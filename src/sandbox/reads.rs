@@ -123,7 +123,6 @@ pub const PLAIN_CONFIG: &[&str] = &[
     ".inputrc",
     ".editorconfig",
     ".vimrc",
-    ".vim",
     ".config/nvim",
     ".nanorc",
     ".tmux.conf",
@@ -225,6 +224,11 @@ fn parse_entry(raw: &str, base: &Path) -> Result<PathBuf, String> {
             "`{raw}` is a pattern; name a file or directory (a trailing `/**` is accepted)"
         ));
     }
+    if s.starts_with('~') && s != "~" && !s.starts_with("~/") {
+        return Err(format!(
+            "`{raw}`: only your own home is written `~`; name another user's as an absolute path"
+        ));
+    }
     let s = if s.starts_with("//") { &s[1..] } else { s };
     Ok(crate::fsutil::paths::resolve(base, s))
 }
@@ -284,6 +288,8 @@ impl ReadScope {
             .flat_map(|h| STATE_DIRS.iter().map(move |s| h.join(s)))
             .collect();
         state.extend(keel_home.map(Path::to_path_buf));
+        state.sort();
+        state.dedup();
         let mut allowed = Vec::new();
         if let Some(h) = home {
             for rel in TOOLCHAINS.iter().chain(PLAIN_CONFIG) {
@@ -349,11 +355,16 @@ impl ReadScope {
             readable.extend(session_handed(dir));
         }
         // Credential locations matter only in homes something is readable in (any other is
-        // closed as a whole); the system's always.
+        // closed as a whole); the system's always. Links count where they lead.
+        let real = |p: &PathBuf| p.canonicalize().unwrap_or_else(|_| p.clone());
+        let real_readable: Vec<PathBuf> = readable.iter().map(real).collect();
         let open_homes: Vec<PathBuf> = self
             .homes
             .iter()
-            .filter(|h| readable.iter().any(|r| r.starts_with(h)))
+            .filter(|h| {
+                let real_home = real(h);
+                readable.iter().any(|r| r.starts_with(h)) || real_readable.iter().any(|r| r.starts_with(&real_home))
+            })
             .cloned()
             .collect();
         let mut hidden = Vec::new();

@@ -15,7 +15,7 @@ fn entries_are_paths_with_the_references_prefixes() {
     assert_eq!(parse_entry("/opt/sdk/**", base).unwrap(), PathBuf::from("/opt/sdk"));
     assert_eq!(parse_entry("./data", base).unwrap(), base.join("data"));
     assert_eq!(parse_entry("/", base).unwrap(), PathBuf::from("/"));
-    for bad in ["~/**.kdbx", "/etc/*.conf", "a?b", "  "] {
+    for bad in ["~/**.kdbx", "/etc/*.conf", "a?b", "  ", "~bob/.ssh"] {
         assert!(parse_entry(bad, base).is_err(), "{bad}");
     }
 }

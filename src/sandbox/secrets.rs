@@ -298,4 +298,27 @@ mod tests {
         assert_eq!(s.found, want);
         assert!(!s.truncated);
     }
+
+    /// The home list holds in every home, not only the user's.
+    #[test]
+    fn credential_locations_hold_in_every_home() {
+        let home = Some(Path::new("/home/u"));
+        for p in [
+            "/root/.ssh/id_rsa",
+            "/home/other/.npmrc",
+            "/home/other/.config/git/credentials",
+            "/home/u/.cache/huggingface/token",
+            "/home/u/.local/share/fish/fish_history",
+        ] {
+            assert!(credential_reason(Path::new(p), home).is_some(), "{p}");
+        }
+        for p in [
+            "/home/other/src/main.rs",
+            "/root/.cargo/bin/cargo",
+            "/homework/.npmrc",
+            "/srv/.npmrc",
+        ] {
+            assert!(credential_reason(Path::new(p), home).is_none(), "{p}");
+        }
+    }
 }
