@@ -17,10 +17,12 @@ fn protections(settings: &Settings, cwd: &Path, keel_home: &Path) {
     let trusted = cwd
         .canonicalize()
         .is_ok_and(|c| crate::config::trust::is_trusted(keel_home, &c));
+    let lower_only = crate::sandbox::limits::Limits::lower_only();
     let notices = precedence::enforce(
         &mut s,
         Weigh {
             project_trusted: trusted,
+            lower_only: &lower_only,
         },
     );
     out_line!("\nProtections (managed settings fix what they set; project and local settings can only tighten yours)");
@@ -132,8 +134,9 @@ pub async fn run(provider: Option<ProviderKind>, model: Option<String>, offline:
     for p in &caps.problems {
         out_line!("  note {p}");
     }
-    if let Some(s) = &settings {
-        match SandboxConfig::from_settings(s, false) {
+    let sandbox_config = settings.as_ref().map(|s| SandboxConfig::from_settings(s, false));
+    if let Some(config) = &sandbox_config {
+        match config {
             Ok(cfg) if cfg.enabled => {
                 let enforceable = caps.can_enforce(&cfg.policy(std::slice::from_ref(&cwd), None));
                 out_line!(
@@ -157,6 +160,16 @@ pub async fn run(provider: Option<ProviderKind>, model: Option<String>, offline:
     }
 
     limits_report(settings.as_ref(), &mut problems);
+
+    out_line!("\nReads by confined commands (the read-only jail, acceptEdits file commands, the sandbox)");
+    let read_settings = match &sandbox_config {
+        Some(Ok(cfg)) => cfg.reads.clone(),
+        _ => Default::default(),
+    };
+    let reads = sandbox::reads::ReadScope::new(home.as_deref(), Some(&keel_home), read_settings, Default::default());
+    for line in reads.report() {
+        out_line!("  {line}");
+    }
 
     out_line!("\nCommands used by tools and hooks");
     for (cmd, why) in [

@@ -41,14 +41,17 @@ pub const ENFORCE_AVAILABLE_MODELS: &str = "enforceAvailableModels";
 
 /// What the session knows about the folder when layers are weighed.
 #[derive(Debug, Clone, Copy)]
-pub struct Weigh {
+pub struct Weigh<'a> {
     /// The user trusted this folder in the TUI, or a headless run was given `--trust-project`:
     /// the project's `acceptEdits` may apply.
     pub project_trusted: bool,
+    /// Numeric limits a project may only lower, with keel's default for each (the sandbox's
+    /// per-command limits).
+    pub lower_only: &'a [(&'a [&'a str], u64)],
 }
 
 /// Removes from the layers what they may not set; returns one notice per removal.
-pub fn enforce(settings: &mut Settings, weigh: Weigh) -> Vec<String> {
+pub fn enforce(settings: &mut Settings, weigh: Weigh<'_>) -> Vec<String> {
     let mut notices = Vec::new();
     managed_locks(settings, &mut notices);
     project_limits(settings, weigh, &mut notices);
@@ -261,7 +264,28 @@ pub fn model_allowed(names: &[String], model: &str) -> bool {
     })
 }
 
-fn project_limits(settings: &mut Settings, weigh: Weigh, notices: &mut Vec<String>) {
+fn project_limits(settings: &mut Settings, weigh: Weigh<'_>, notices: &mut Vec<String>) {
+    for (path, default) in weigh.lower_only {
+        let bound = settings
+            .layers
+            .iter()
+            .rev()
+            .filter(|l| l.scope.is_users())
+            .find_map(|l| nested_in(&l.value, path).and_then(Value::as_u64))
+            .unwrap_or(*default);
+        for layer in settings.layers.iter_mut().filter(|l| l.scope.is_project()) {
+            if let Some(v) = nested_in(&layer.value, path).and_then(Value::as_u64)
+                && v > bound
+            {
+                remove(&mut layer.value, path);
+                notices.push(format!(
+                    "{}: `{}: {v}` is ignored: a project's settings may lower this limit, not raise it above {bound}",
+                    layer.label(),
+                    path.join(".")
+                ));
+            }
+        }
+    }
     let users_bool = |settings: &Settings, path: &[&str]| -> Option<bool> {
         settings
             .layers
@@ -330,7 +354,7 @@ fn project_limits(settings: &mut Settings, weigh: Weigh, notices: &mut Vec<Strin
 
 /// A project's `permissions.defaultMode`: a mode at or below the user's applies; `acceptEdits`
 /// in a trusted folder; nothing else.
-fn project_mode(layer: &mut Layer, users: Mode, weigh: Weigh, notices: &mut Vec<String>) {
+fn project_mode(layer: &mut Layer, users: Mode, weigh: Weigh<'_>, notices: &mut Vec<String>) {
     let Some(mode) = nested_in(&layer.value, &["permissions", "defaultMode"])
         .and_then(Value::as_str)
         .and_then(Mode::parse)

@@ -17,8 +17,45 @@ fn settings(layers: Vec<Layer>) -> Settings {
     Settings { layers }
 }
 
-const UNTRUSTED: Weigh = Weigh { project_trusted: false };
-const TRUSTED: Weigh = Weigh { project_trusted: true };
+const UNTRUSTED: Weigh = Weigh {
+    project_trusted: false,
+    lower_only: &[],
+};
+const TRUSTED: Weigh = Weigh {
+    project_trusted: true,
+    lower_only: &[],
+};
+
+#[test]
+fn a_project_may_lower_a_limit_and_not_raise_it() {
+    let procs: &[&str] = &["sandbox", "limits", "maxProcesses"];
+    let weigh = Weigh {
+        project_trusted: true,
+        lower_only: &[(procs, 4096)],
+    };
+    let mut raised = settings(vec![layer(
+        Scope::Project,
+        "p.json",
+        json!({"sandbox": {"limits": {"maxProcesses": 100000}}}),
+    )]);
+    let notices = enforce(&mut raised, weigh);
+    assert!(raised.nested(procs).is_none());
+    assert!(notices[0].contains("4096"), "{notices:?}");
+    let mut lowered = settings(vec![
+        layer(
+            Scope::User,
+            "u.json",
+            json!({"sandbox": {"limits": {"maxProcesses": 200}}}),
+        ),
+        layer(
+            Scope::Project,
+            "p.json",
+            json!({"sandbox": {"limits": {"maxProcesses": 100}}}),
+        ),
+    ]);
+    assert!(enforce(&mut lowered, weigh).is_empty());
+    assert_eq!(lowered.nested(procs).unwrap().0, 100);
+}
 
 #[test]
 fn a_project_cannot_switch_off_the_users_sandbox() {

@@ -60,6 +60,7 @@ const WIDENING_KEYS: &[(&[&str], &str)] = &[
     (&["permissions", "allow"], "rules that approve tools without asking"),
     (&["permissions", "additionalDirectories"], "extra working directories"),
     (&["sandbox", "additionalWritePaths"], "sandbox write exceptions"),
+    (&["sandbox", "filesystem", "allowRead"], "sandbox read exceptions"),
     (&["sandbox", "allowNetwork"], "network access for sandboxed commands"),
     (&["sandbox", "limits"], "limits on the processes and memory of commands"),
     (
@@ -166,9 +167,17 @@ pub fn restrict(settings: &mut Settings, dir: &Path) -> Vec<String> {
             map.remove(*key);
         }
         for (path, _) in WIDENING_KEYS {
-            if let [parent, key] = path
-                && let Some(Value::Object(inner)) = map.get_mut(*parent)
-            {
+            let Some((key, parents)) = path.split_last() else {
+                continue;
+            };
+            let mut inner = Some(&mut *map);
+            for p in parents {
+                inner = match inner.and_then(|m| m.get_mut(*p)) {
+                    Some(Value::Object(o)) => Some(o),
+                    _ => None,
+                };
+            }
+            if let Some(inner) = inner {
                 inner.remove(*key);
             }
         }
@@ -269,7 +278,8 @@ mod tests {
             &proj.join(".claude/settings.json"),
             r#"{"hooks": {"SessionStart": []}, "model": "opus",
                 "permissions": {"allow": ["Bash"], "deny": ["Read(.env)"], "defaultMode": "bypassPermissions"},
-                "sandbox": {"enabled": true, "allowNetwork": true}}"#,
+                "sandbox": {"enabled": true, "allowNetwork": true,
+                            "filesystem": {"allowRead": ["~"], "denyRead": ["secrets"]}}}"#,
         );
         write(
             &proj.join(".keel/settings.local.json"),
@@ -319,5 +329,8 @@ mod tests {
         assert_eq!(s.scalar("model").unwrap().0, "opus");
         assert_eq!(s.flag(&["sandbox", "enabled"]).unwrap(), Some(true));
         assert_eq!(s.flag(&["sandbox", "allowNetwork"]).unwrap(), None);
+        // Reading more of the home is a widening; hiding more is not.
+        assert!(s.strings(&["sandbox", "filesystem", "allowRead"]).unwrap().is_empty());
+        assert_eq!(s.strings(&["sandbox", "filesystem", "denyRead"]).unwrap().len(), 1);
     }
 }

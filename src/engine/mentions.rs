@@ -450,14 +450,14 @@ mod tests {
         let (cwd, git) = (base.join("work"), base.join("home/.config/git"));
         std::fs::create_dir_all(&cwd).unwrap();
         std::fs::create_dir_all(&git).unwrap();
-        std::fs::write(git.join("credentials"), "SECRET\n").unwrap();
+        std::fs::write(git.join("notes"), "SECRET\n").unwrap();
         std::os::unix::fs::symlink(&git, cwd.join("docs")).unwrap();
         std::fs::write(cwd.join("b.txt"), "inside\n").unwrap();
         std::os::unix::fs::symlink("b.txt", cwd.join("a.txt")).unwrap();
         let shared = SessionServices::builder(cwd.clone(), base.join("session")).build();
         let authorizer = Authorizer::new(Vec::new(), vec![cwd.clone()], Some(base.join("home")), None);
-        let creds = git.join("credentials");
-        match check(&authorizer, &shared, &cwd.join("docs/credentials"), true) {
+        let creds = git.join("notes");
+        match check(&authorizer, &shared, &cwd.join("docs/notes"), true) {
             Check::Ask { real, info } => {
                 assert_eq!(real, creds);
                 assert!(info.reason.contains(&creds.display().to_string()), "{}", info.reason);
@@ -465,7 +465,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let r = resolve(
-            &format!("summarize @docs/credentials and @a.txt and @{}", creds.display()),
+            &format!("summarize @docs/notes and @a.txt and @{}", creds.display()),
             &shared,
             &|p| check(&authorizer, &shared, p, false),
         );

@@ -83,6 +83,17 @@ pub fn load(
 }
 
 impl Extensions {
+    /// Folders the session hands its shell commands to read although they lie in a private
+    /// home or keel's state: the project's memory and each skill's own folder (its scripts).
+    pub fn handed_to_commands(&self) -> Vec<PathBuf> {
+        let skills = self
+            .skills
+            .iter()
+            .filter(|s| s.kind == crate::skills::Kind::Skill)
+            .map(|s| s.dir.clone());
+        self.memory.iter().map(|m| m.dir.clone()).chain(skills).collect()
+    }
+
     /// Lets the file tools use the memory folder without asking.
     pub fn grant_memory(&self, authorizer: &mut Authorizer) -> Result<(), SetupError> {
         let Some(m) = &self.memory else { return Ok(()) };

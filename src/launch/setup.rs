@@ -91,7 +91,7 @@ pub fn prepare_with(cli: &Options, trust: ProjectTrust) -> Result<Prepared, Setu
     log_provenance(cli, &settings);
     let (authorizer, permission_mode, extensions) = permissions(cli, &base, &mut settings, &mut warnings)?;
     // Checked before the model is chosen, so a bad setting is named before a bad endpoint.
-    let shell = ShellSettings::from(cli, &settings)?;
+    let shell = ShellSettings::from(cli, &settings, extensions.handed_to_commands())?;
     let (context_window, compact) = context_settings(&settings)?;
     let choice = super::model::choose(cli, &settings, context_window.is_some())?;
     warnings.extend(choice.warnings.iter().cloned());
@@ -203,8 +203,10 @@ fn load_settings(cli: &Options, base: &Base, trust: ProjectTrust) -> Result<(Set
     } else {
         Vec::new()
     };
+    let lower_only = crate::sandbox::limits::Limits::lower_only();
     let weigh = Weigh {
         project_trusted: trust == ProjectTrust::Trusted || trust == ProjectTrust::Headless && cli.trust_project,
+        lower_only: &lower_only,
     };
     warnings.extend(precedence::enforce(&mut settings, weigh));
     if !ignored.is_empty() {
@@ -384,15 +386,18 @@ struct ShellSettings {
     output_cap: u64,
     limits: crate::sandbox::Limits,
     persist: bool,
+    /// Folders of keel's state the session's commands may read (memory, skills).
+    handed: Vec<PathBuf>,
 }
 
 impl ShellSettings {
-    fn from(cli: &Options, settings: &Settings) -> Result<Self, SetupError> {
+    fn from(cli: &Options, settings: &Settings, handed: Vec<PathBuf>) -> Result<Self, SetupError> {
         Ok(ShellSettings {
             sandbox: SandboxConfig::from_settings(settings, cli.sandbox)?,
             output_cap: crate::sandbox::contain::output_cap(settings)?,
             limits: crate::sandbox::Limits::from_settings(settings)?,
             persist: !cli.no_session_persistence,
+            handed,
         })
     }
 }
@@ -419,12 +424,23 @@ fn session_services(
     let (verification, verification_warnings) =
         crate::evidence::Config::from_settings(settings, project.instructions.all().map(|f| f.content.as_str()))?;
     let rules = authorizer.clone();
+    let handed = crate::sandbox::reads::Handed {
+        session_dir: Some(place.session_dir.clone()),
+        paths: shell.handed,
+    };
+    let reads = crate::sandbox::reads::ReadScope::new(
+        base.user_home.as_deref(),
+        Some(&base.home),
+        shell.sandbox.reads.clone(),
+        handed,
+    );
     let confiner = crate::sandbox::Confiner::new(
         authorizer.working_dirs().to_vec(),
         base.user_home.clone(),
         place.session_dir.join("tmp"),
         move |p| rules.read_denied_by_rule(p),
-    );
+    )
+    .with_reads(reads);
     let guard = authorizer.clone();
     let evidence = crate::evidence::Evidence::new(&base.cwd, &place.session_dir, verification, shell.persist);
     let services = SessionServices::builder(base.cwd.clone(), place.session_dir.clone())

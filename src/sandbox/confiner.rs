@@ -6,17 +6,22 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::policy::{Kind, Policy, config_paths};
-use super::secrets::{self, ScanCache};
+use super::reads::{ReadLists, ReadScope};
+use super::secrets::ScanCache;
 use super::{Confinement, SandboxMode, capabilities};
 
 type DenyFn = dyn Fn(&Path) -> bool + Send + Sync;
 
-/// Per-session confinement state: the working directories, the private temp dir and the
-/// credential scan.
+/// Per-session confinement state: the working directories, the private temp dir, what
+/// commands may read and the credential scan.
 pub struct Confiner {
     working_dirs: Vec<PathBuf>,
     home: Option<PathBuf>,
     tmp_dir: PathBuf,
+    reads: Arc<ReadScope>,
+    /// Readable besides the working directories: a sub-agent's worktree keeps the repository's
+    /// `.git`, where its objects and refs are.
+    also_readable: Vec<PathBuf>,
     cache: Mutex<ScanCache>,
     /// Read deny rules, so files they name stay unreadable in the jail too.
     denied: Arc<DenyFn>,
@@ -38,13 +43,29 @@ impl Confiner {
         tmp_dir: PathBuf,
         denied: impl Fn(&Path) -> bool + Send + Sync + 'static,
     ) -> Self {
+        let keel_home = crate::config::paths::keel_home();
+        let reads = ReadScope::new(
+            home.as_deref(),
+            keel_home.as_deref(),
+            Default::default(),
+            Default::default(),
+        );
         Confiner {
             working_dirs,
             home,
             tmp_dir,
+            reads: Arc::new(reads),
+            also_readable: Vec::new(),
             cache: Mutex::new(ScanCache::default()),
             denied: Arc::new(denied),
         }
+    }
+
+    /// The session's read policy (its settings and the paths it hands its commands), in place
+    /// of the one built from the environment alone.
+    pub fn with_reads(mut self, reads: ReadScope) -> Self {
+        self.reads = Arc::new(reads);
+        self
     }
 
     /// The same state for commands working in `to`, a git worktree of the repository `from`
@@ -60,6 +81,13 @@ impl Confiner {
                 .collect(),
             home: self.home.clone(),
             tmp_dir: self.tmp_dir.clone(),
+            reads: self.reads.clone(),
+            also_readable: self
+                .also_readable
+                .iter()
+                .cloned()
+                .chain(std::iter::once(from.join(".git")))
+                .collect(),
             cache: Mutex::new(ScanCache::default()),
             denied: Arc::new(denied),
         }
@@ -98,8 +126,11 @@ impl Confiner {
         }
     }
 
-    fn hidden(&self, scan_workspace: bool) -> Vec<PathBuf> {
-        let mut hidden = secrets::fixed_locations(self.home.as_deref());
+    /// What one command may read: the session's read lists, plus (for commands keel approved
+    /// on its own) the credential files a scan of the working directories found.
+    fn reads(&self, scan_workspace: bool) -> ReadLists {
+        let readable: Vec<PathBuf> = self.working_dirs.iter().chain(&self.also_readable).cloned().collect();
+        let mut lists = self.reads.lists(&readable);
         if scan_workspace {
             let denied = self.denied.clone();
             let scan = self
@@ -107,9 +138,9 @@ impl Confiner {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .get(&self.working_dirs, &move |p: &Path| denied(p));
-            hidden.extend(scan.found);
+            lists.hidden.extend(scan.found);
         }
-        hidden
+        lists
     }
 
     /// Jailed commands get a temp dir of their own, apart from the one commands that may
@@ -123,12 +154,15 @@ impl Confiner {
 
     fn jail(&self, report: &Path) -> Policy {
         let tmp = self.jail_tmp();
+        let reads = self.reads(true);
         Policy {
             kind: Kind::Jail,
             writable: vec![tmp.clone(), report.to_path_buf()],
             protected: Vec::new(),
             reserved: Vec::new(),
-            hidden: self.hidden(true),
+            private: reads.private,
+            readable: reads.readable,
+            hidden: reads.hidden,
             allow_network: false,
             tmp_dir: Some(tmp),
         }
@@ -149,12 +183,15 @@ impl Confiner {
         let tmp = self.jail_tmp();
         let mut writable = self.working_dirs.clone();
         writable.extend([tmp.clone(), report.to_path_buf()]);
+        let reads = self.reads(true);
         Policy {
             kind: Kind::Workspace,
             writable,
             protected,
             reserved,
-            hidden: self.hidden(true),
+            private: reads.private,
+            readable: reads.readable,
+            hidden: reads.hidden,
             allow_network: false,
             tmp_dir: Some(tmp),
         }
@@ -176,13 +213,14 @@ impl Confiner {
         p.writable.push(report.to_path_buf());
         p.protected = protected;
         p.reserved = reserved;
-        // Without the network no sandboxed command needs the user's keys and tokens, and a
-        // command the check could not see into (a script, inline code) must not print them
-        // into the conversation. (The working directories are not scanned here: commands
-        // that write would force a new scan every time.)
-        if !p.allow_network {
-            p.hidden = self.hidden(false);
-        }
+        // A command the check could not see into (a script, inline code) must not print the
+        // user's files and tokens into the conversation, network or not: home directories are
+        // private but for what builds and tests need. (The working directories are not
+        // scanned here: commands that write would force a new scan every time.)
+        let reads = self.reads(false);
+        p.private = reads.private;
+        p.readable = reads.readable;
+        p.hidden = reads.hidden;
         p
     }
 }
@@ -234,5 +272,45 @@ mod tests {
             "existing ones are mounted read-only"
         );
         assert!(c.workspace(&report, true).reserved.is_empty());
+    }
+
+    /// Every confined command gets the session's read lists: the home private, the working
+    /// directories readable; a sub-agent's worktree keeps the repository's `.git` readable
+    /// (its objects and refs live there) without the repository itself.
+    #[test]
+    fn policies_carry_the_read_lists_and_worktrees_keep_the_repository_git() {
+        let d = tempfile::tempdir().unwrap();
+        let base = d.path().canonicalize().unwrap();
+        let (home, repo, wt) = (base.join("home"), base.join("home/repo"), base.join("wt"));
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        let c = Confiner::new(vec![repo.clone()], Some(home.clone()), base.join("tmp"), |_| false);
+        let report = base.join("report");
+        let template = Policy {
+            kind: Kind::Sandbox,
+            writable: vec![repo.clone()],
+            protected: Vec::new(),
+            reserved: Vec::new(),
+            private: Vec::new(),
+            readable: Vec::new(),
+            hidden: Vec::new(),
+            allow_network: true,
+            tmp_dir: None,
+        };
+        for p in [
+            c.jail(&report),
+            c.workspace(&report, false),
+            c.sandbox(&template, &report),
+        ] {
+            assert!(p.private.contains(&home), "{:?}: {:?}", p.kind, p.private);
+            assert!(p.readable.contains(&repo), "{:?}: {:?}", p.kind, p.readable);
+        }
+        let child = c.rebased(&repo, &wt, |_| false);
+        let p = child.jail(&report);
+        assert!(
+            p.readable.contains(&wt) && p.readable.contains(&repo.join(".git")),
+            "{:?}",
+            p.readable
+        );
+        assert!(!p.readable.contains(&repo), "{:?}", p.readable);
     }
 }

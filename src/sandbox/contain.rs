@@ -234,14 +234,25 @@ fn scope_signals() -> std::io::Result<()> {
         handled_access_net: u64,
         scoped: u64,
     }
+    #[repr(C, packed)]
+    struct PathBeneathAttr {
+        allowed_access: u64,
+        parent_fd: i32,
+    }
     const LANDLOCK_SCOPE_SIGNAL: u64 = 1 << 1;
+    const LANDLOCK_ACCESS_FS_REFER: u64 = 1 << 13;
+    const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
+    // Every domain denies moving and linking files between directories (REFER) unless it
+    // handles and grants it: this one grants it everywhere, leaving the decision to the
+    // confinement's own domain, or renames across directories would fail with EXDEV.
     let attr = RulesetAttr {
-        handled_access_fs: 0,
+        handled_access_fs: LANDLOCK_ACCESS_FS_REFER,
         handled_access_net: 0,
         scoped: LANDLOCK_SCOPE_SIGNAL,
     };
-    // SAFETY: prctl with constant arguments; landlock_create_ruleset reads an attribute of the
-    // size passed; landlock_restrict_self and close take the descriptor it returned.
+    // SAFETY: prctl with constant arguments; landlock_create_ruleset and landlock_add_rule read
+    // attributes of the sizes their types have; open takes a C string literal; restrict_self
+    // and close take the descriptors returned.
     unsafe {
         if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
             return Err(std::io::Error::last_os_error());
@@ -254,6 +265,29 @@ fn scope_signals() -> std::io::Result<()> {
         );
         if fd < 0 {
             return Err(std::io::Error::last_os_error());
+        }
+        let root = libc::open(c"/".as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+        if root < 0 {
+            let e = std::io::Error::last_os_error();
+            libc::close(fd as libc::c_int);
+            return Err(e);
+        }
+        let rule = PathBeneathAttr {
+            allowed_access: LANDLOCK_ACCESS_FS_REFER,
+            parent_fd: root,
+        };
+        let added = libc::syscall(
+            libc::SYS_landlock_add_rule,
+            fd,
+            LANDLOCK_RULE_PATH_BENEATH,
+            &rule as *const PathBeneathAttr,
+            0,
+        );
+        libc::close(root);
+        if added != 0 {
+            let e = std::io::Error::last_os_error();
+            libc::close(fd as libc::c_int);
+            return Err(e);
         }
         let r = libc::syscall(libc::SYS_landlock_restrict_self, fd, 0);
         libc::close(fd as libc::c_int);

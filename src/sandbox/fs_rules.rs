@@ -46,23 +46,22 @@ pub struct Grant {
     pub access: BitFlags<AccessFs>,
 }
 
-/// The rules for `policy`. Reads: everything but the hidden paths and `/dev` (bar a few safe
+/// The rules for `policy`. Reads: everything but the private trees (bar the readable paths
+/// inside them, the writable paths among those), the hidden paths and `/dev` (bar a few safe
 /// devices; the write sandbox also keeps `/dev/shm`). Writes: the writable paths, minus the
 /// right to create entries in the parents of reserved paths.
 pub fn grants(policy: &Policy) -> Vec<Grant> {
     let mut out = Vec::new();
     let mut hidden: Vec<PathBuf> = policy.hidden.clone();
     hidden.push(PathBuf::from("/dev"));
-    let hidden = normalize(&hidden);
-    for (path, access) in except(
-        Path::new("/"),
-        &hidden,
-        &BTreeSet::new(),
-        read_rights(),
-        AccessFs::ReadDir.into(),
-    ) {
-        out.push(Grant { path, access });
-    }
+    let mut readable = policy.readable.clone();
+    readable.extend(policy.writable.iter().cloned());
+    let tree = ReadTree {
+        hidden: normalize(&hidden),
+        private: normalize(&policy.private),
+        readable: normalize(&readable),
+    };
+    tree.visit(Path::new("/"), &mut out);
     let mut devices: Vec<&str> = SAFE_DEVICES.to_vec();
     if policy.kind == Kind::Sandbox {
         devices.push("/dev/shm");
@@ -76,13 +75,6 @@ pub fn grants(policy: &Policy) -> Vec<Grant> {
 
     let protected: BTreeSet<PathBuf> = policy.protected.iter().cloned().collect();
     for root in &policy.writable {
-        // Writable paths are readable, unless they hold something hidden.
-        if !hidden.iter().any(|h| h.starts_with(root)) {
-            out.push(Grant {
-                path: root.clone(),
-                access: read_rights(),
-            });
-        }
         let inner: Vec<PathBuf> = policy
             .reserved
             .iter()
@@ -109,6 +101,89 @@ pub fn grants(policy: &Policy) -> Vec<Grant> {
         }
     }
     out
+}
+
+/// The read side of a policy, every path canonical. A path is readable unless a hidden path
+/// holds it or the deepest private or readable path holding it is a private one (a path that
+/// is both counts as readable).
+struct ReadTree {
+    hidden: Vec<PathBuf>,
+    private: Vec<PathBuf>,
+    readable: Vec<PathBuf>,
+}
+
+impl ReadTree {
+    fn open(&self, p: &Path) -> bool {
+        if self.hidden.iter().any(|h| p.starts_with(h)) {
+            return false;
+        }
+        let deepest = |list: &[PathBuf]| {
+            list.iter()
+                .filter(|b| p.starts_with(b))
+                .map(|b| b.components().count())
+                .max()
+        };
+        match (deepest(&self.private), deepest(&self.readable)) {
+            (Some(closed), Some(opened)) => opened >= closed,
+            (Some(_), None) => false,
+            _ => true,
+        }
+    }
+
+    fn below<'a>(&'a self, dir: &'a Path) -> impl Iterator<Item = &'a PathBuf> {
+        self.hidden
+            .iter()
+            .chain(&self.private)
+            .chain(&self.readable)
+            .filter(move |b| b.starts_with(dir) && b.as_path() != dir)
+    }
+
+    /// Whether everything beneath `path` is as readable as `path` itself: then one rule (or
+    /// none) covers it.
+    fn uniform(&self, path: &Path) -> bool {
+        let here = self.open(path);
+        self.below(path).all(|b| self.open(b) == here)
+    }
+
+    /// Rules for `path` and what it holds.
+    fn visit(&self, path: &Path, out: &mut Vec<Grant>) {
+        if !self.uniform(path) {
+            self.split(path, out);
+        } else if self.open(path) {
+            out.push(Grant {
+                path: path.to_path_buf(),
+                access: read_rights(),
+            });
+        }
+    }
+
+    /// A directory whose entries differ: a readable one gets the right to list it and each
+    /// entry its own rules (links none: access through them is judged at the target); an
+    /// unreadable one gets nothing, and only the entries on the way to a readable path are
+    /// looked at.
+    fn split(&self, dir: &Path, out: &mut Vec<Grant>) {
+        if self.open(dir) {
+            out.push(Grant {
+                path: dir.to_path_buf(),
+                access: AccessFs::ReadDir.into(),
+            });
+            let Ok(entries) = std::fs::read_dir(dir) else { return };
+            for e in entries.flatten() {
+                if !e.file_type().is_ok_and(|t| t.is_symlink()) {
+                    self.visit(&e.path(), out);
+                }
+            }
+            return;
+        }
+        let ways: BTreeSet<PathBuf> = self
+            .below(dir)
+            .filter(|b| self.open(b))
+            .filter_map(|b| b.strip_prefix(dir).ok()?.components().next().map(|c| dir.join(c)))
+            .collect();
+        for way in ways {
+            self.visit(&way, out);
+        }
+    }
 }
 
 /// Rules granting `full` beneath `root` except below the `kept_out` paths: every directory
@@ -177,6 +252,8 @@ mod tests {
             writable: Vec::new(),
             protected: Vec::new(),
             reserved: Vec::new(),
+            private: Vec::new(),
+            readable: Vec::new(),
             hidden: Vec::new(),
             allow_network: false,
             tmp_dir: None,
@@ -214,6 +291,81 @@ mod tests {
         assert_eq!(rights_of(&g, Path::new("/")), Some(AccessFs::ReadDir.into()));
         assert_eq!(rights_of(&g, Path::new("/dev")), None);
         assert!(rights_of(&g, Path::new("/dev/null")).is_some());
+    }
+
+    /// A private home gets no rule at all (not even a listing); only its allowed entries are
+    /// granted, a credential file inside one of them stays out, and a link from the workspace
+    /// into the home gets nothing (Landlock judges it at its closed target).
+    #[test]
+    fn a_private_home_opens_only_its_allowed_entries() {
+        let d = tempfile::tempdir().unwrap();
+        let base = d.path().canonicalize().unwrap();
+        let home = base.join("home");
+        for f in [
+            ".cargo/bin/cargo",
+            ".cargo/credentials.toml",
+            ".config/git/config",
+            ".config/git/credentials",
+            ".keel/projects/p/s/tool-results/a.txt",
+            ".keel/projects/other/t.jsonl",
+            "notes",
+        ] {
+            let p = home.join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, "x").unwrap();
+        }
+        std::fs::create_dir_all(base.join("work/src")).unwrap();
+        std::fs::create_dir_all(base.join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink(home.join(".config"), base.join("work/vendor")).unwrap();
+        let mut p = policy(Kind::Jail);
+        p.private = vec![home.clone(), home.join(".keel")];
+        p.readable = vec![
+            base.join("work"),
+            home.join(".cargo"),
+            home.join(".config/git/config"),
+            home.join(".keel/projects/p/s/tool-results"),
+        ];
+        p.hidden = vec![home.join(".cargo/credentials.toml")];
+        let g = grants(&p);
+        let list: Option<BitFlags<AccessFs>> = Some(AccessFs::ReadDir.into());
+        assert_eq!(rights_of(&g, &base), list);
+        assert_eq!(rights_of(&g, &base.join("elsewhere")), Some(read_rights()));
+        assert_eq!(rights_of(&g, &base.join("work")), Some(read_rights()));
+        assert_eq!(rights_of(&g, &base.join("work/vendor")), None);
+        for closed in [
+            home.clone(),
+            home.join("notes"),
+            home.join(".config"),
+            home.join(".config/git"),
+            home.join(".config/git/credentials"),
+            home.join(".cargo/credentials.toml"),
+            home.join(".keel"),
+            home.join(".keel/projects/other"),
+            home.join(".keel/projects/other/t.jsonl"),
+        ] {
+            assert_eq!(rights_of(&g, &closed), None, "{closed:?}");
+        }
+        assert_eq!(
+            rights_of(&g, &home.join(".cargo")),
+            list,
+            "split around its credential file"
+        );
+        assert_eq!(rights_of(&g, &home.join(".cargo/bin")), Some(read_rights()));
+        assert_eq!(rights_of(&g, &home.join(".config/git/config")), Some(read_rights()));
+        assert_eq!(
+            rights_of(&g, &home.join(".keel/projects/p/s/tool-results")),
+            Some(read_rights())
+        );
+        // No rule lies inside a closed tree but the allowed ones.
+        for rule in &g {
+            if rule.path.starts_with(&home) {
+                assert!(
+                    p.readable.iter().any(|r| rule.path.starts_with(r)),
+                    "{:?} granted inside the private home",
+                    rule.path
+                );
+            }
+        }
     }
 
     #[test]

@@ -13,8 +13,8 @@ const MIN_PROCESSES: u64 = 8;
 /// Least memory a command may be limited to (a shell and a small program).
 const MIN_MEMORY_MIB: u64 = 16;
 
-const PROCESSES_KEY: &[&str] = &["sandbox", "limits", "maxProcesses"];
-const MEMORY_KEY: &[&str] = &["sandbox", "limits", "maxMemoryMiB"];
+pub const PROCESSES_KEY: &[&str] = &["sandbox", "limits", "maxProcesses"];
+pub const MEMORY_KEY: &[&str] = &["sandbox", "limits", "maxMemoryMiB"];
 
 /// The limits every shell command runs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +36,14 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// The settings a project may only lower, with their defaults (for `config::precedence`).
+    pub fn lower_only() -> Vec<(&'static [&'static str], u64)> {
+        let d = Limits::default();
+        let mut out = vec![(PROCESSES_KEY, d.max_processes)];
+        out.extend(d.memory_mib().map(|m| (MEMORY_KEY, m)));
+        out
+    }
+
     /// `sandbox.limits.maxProcesses` (default 4,096) and `sandbox.limits.maxMemoryMiB` (default
     /// half the machine's memory): whole numbers; too small a value is an error, not a command
     /// that cannot start.

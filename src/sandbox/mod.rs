@@ -4,7 +4,9 @@
 //!
 //! - The read-only jail ([`Confinement::ReadOnly`]) for commands keel approved on its own as
 //!   read-only: no writes but `/dev/null` and a private temp dir, no network or unix
-//!   sockets, no credential reads, no capabilities, no signals or tracing outside the command.
+//!   sockets, no reads in home directories but the working directories and toolchains
+//!   ([`reads`]), no credential reads, no capabilities, no signals or tracing outside the
+//!   command.
 //! - The workspace confinement ([`Confinement::WorkspaceWrite`]) for file commands acceptEdits
 //!   approved: the jail plus writes in the working directories.
 //! - The opt-in write sandbox (`--sandbox`, [`SandboxMode`]) for everything else.
@@ -24,6 +26,7 @@ pub mod lockdown;
 pub mod notes;
 pub mod policy;
 pub mod quarantine;
+pub mod reads;
 pub mod secrets;
 
 use std::path::{Path, PathBuf};
@@ -64,6 +67,9 @@ pub struct SandboxConfig {
     pub fail_if_unavailable: bool,
     pub allow_network: bool,
     pub extra_writable: Vec<PathBuf>,
+    /// `sandbox.filesystem.allowRead` / `denyRead`: what every confined command may read
+    /// besides keel's defaults, and what it may not.
+    pub reads: reads::ReadSettings,
 }
 
 impl SandboxConfig {
@@ -77,6 +83,7 @@ impl SandboxConfig {
             fail_if_unavailable: settings.flag(&["sandbox", "failIfUnavailable"])?.unwrap_or(true),
             allow_network: settings.flag(&["sandbox", "allowNetwork"])?.unwrap_or(false),
             extra_writable: extra,
+            reads: reads::ReadSettings::from_settings(settings)?,
         })
     }
 
@@ -96,6 +103,8 @@ impl SandboxConfig {
             writable,
             protected: Vec::new(),
             reserved: Vec::new(),
+            private: Vec::new(),
+            readable: Vec::new(),
             hidden: Vec::new(),
             allow_network: self.allow_network,
             tmp_dir: tmp_dir.map(Path::to_path_buf),

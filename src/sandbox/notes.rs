@@ -33,8 +33,9 @@ pub fn explain_failure(output: &str, policy: &Policy) -> Option<String> {
         return Some(
             "[keel] This command was approved automatically as read-only, so it ran in keel's read-only jail: \
              it cannot write files (only $TMPDIR and /dev/null), use the network or unix sockets, read \
-             credential files, or signal other processes. If it failed because it needs any of that, run it \
-             again with `dangerouslyDisableSandbox: true` to ask the user for approval to write."
+             credential files or home directories outside the working directories and toolchains (keel's \
+             own state included), or signal other processes. If it failed because it needs any of that, run \
+             it again with `dangerouslyDisableSandbox: true` to ask the user for approval."
                 .into(),
         );
     }
@@ -58,8 +59,12 @@ pub fn explain_failure(output: &str, policy: &Policy) -> Option<String> {
                 names.join(", ")
             ));
         }
-        if policy.kind == Kind::Sandbox && !policy.hidden.is_empty() {
-            note.push_str("; credential files (`~/.ssh`, `~/.aws`, …) cannot be read while the network is off");
+        if policy.kind == Kind::Sandbox && !(policy.hidden.is_empty() && policy.private.is_empty()) {
+            note.push_str(
+                "; credential files (`~/.ssh`, `~/.aws`, …), keel's own state and home directories outside the \
+                 working directories and toolchain locations cannot be read (`sandbox.filesystem.allowRead` in the \
+                 user's settings adds locations)",
+            );
         }
         if !policy.reserved.is_empty() {
             let names: Vec<String> = policy.reserved.iter().map(|p| p.display().to_string()).collect();
@@ -132,6 +137,8 @@ mod tests {
             writable: vec!["/work/repo".into(), "/tmp".into(), "/dev/null".into()],
             protected: Vec::new(),
             reserved: Vec::new(),
+            private: Vec::new(),
+            readable: Vec::new(),
             hidden: Vec::new(),
             allow_network: false,
             tmp_dir: None,

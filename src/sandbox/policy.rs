@@ -3,7 +3,8 @@
 //! Three kinds of confinement share one mechanism:
 //! - [`Kind::Jail`]: a command keel approved on its own because it only reads. Nothing is
 //!   writable but `/dev/null`, the command's private temp dir and keel's own report file;
-//!   no network, no unix sockets, credential locations unreadable, no capabilities.
+//!   no network, no unix sockets, home directories private but for the working directories
+//!   and toolchains (see [`super::reads`]), credential locations unreadable, no capabilities.
 //! - [`Kind::Workspace`]: a file command acceptEdits approved (`mkdir`, `cp`, …): the jail
 //!   plus writes in the working directories, whose configuration stays read-only.
 //! - [`Kind::Sandbox`]: the opt-in write sandbox (`--sandbox`) for every other command:
@@ -48,7 +49,13 @@ pub struct Policy {
     /// (and its ancestors up to the writable root) lose the right to create entries, while
     /// everything already inside stays writable.
     pub reserved: Vec<PathBuf>,
-    /// Paths whose content the command cannot read (credential locations).
+    /// Trees whose content the command cannot read but for the `readable` paths inside them
+    /// (home directories, keel's state).
+    pub private: Vec<PathBuf>,
+    /// Paths readable although a `private` tree holds them (the deepest of the two decides).
+    pub readable: Vec<PathBuf>,
+    /// Paths whose content the command cannot read whatever holds them (credential
+    /// locations, `denyRead`).
     pub hidden: Vec<PathBuf>,
     pub allow_network: bool,
     /// The commands' private temporary directory, given to them as `TMPDIR`.
@@ -178,6 +185,8 @@ impl Policy {
         push("--write", &self.writable);
         push("--protect", &self.protected);
         push("--reserve", &self.reserved);
+        push("--private", &self.private);
+        push("--read", &self.readable);
         push("--hide", &self.hidden);
         if self.allow_network {
             args.push("--net".into());
@@ -193,6 +202,8 @@ impl Policy {
             writable: Vec::new(),
             protected: Vec::new(),
             reserved: Vec::new(),
+            private: Vec::new(),
+            readable: Vec::new(),
             hidden: Vec::new(),
             allow_network: false,
             tmp_dir: None,
@@ -208,6 +219,8 @@ impl Policy {
                 "--write" => policy.writable.push(PathBuf::from(value()?)),
                 "--protect" => policy.protected.push(PathBuf::from(value()?)),
                 "--reserve" => policy.reserved.push(PathBuf::from(value()?)),
+                "--private" => policy.private.push(PathBuf::from(value()?)),
+                "--read" => policy.readable.push(PathBuf::from(value()?)),
                 "--hide" => policy.hidden.push(PathBuf::from(value()?)),
                 "--net" => {
                     policy.allow_network = true;
@@ -234,6 +247,8 @@ mod tests {
             writable: vec!["/tmp/x".into(), "/dev/null".into()],
             protected: vec!["/w/.git".into()],
             reserved: vec!["/w/.keel".into()],
+            private: vec!["/root".into()],
+            readable: vec!["/root/.cargo".into()],
             hidden: vec!["/root/.ssh".into()],
             allow_network: true,
             tmp_dir: None,
@@ -299,6 +314,8 @@ mod tests {
                 home.join(".config/git"),
             ],
             hidden: Vec::new(),
+            private: Vec::new(),
+            readable: Vec::new(),
             allow_network: false,
             tmp_dir: Some(w.join("tmp")),
         };

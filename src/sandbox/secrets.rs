@@ -31,14 +31,34 @@ const FRESH_FOR: Duration = Duration::from_secs(3);
 /// Most entries one scan looks at; a larger tree is scanned up to here (see `truncated`).
 const MAX_ENTRIES: usize = 200_000;
 
-/// The fixed credential locations that exist.
-pub fn fixed_locations(home: Option<&Path>) -> Vec<PathBuf> {
+/// The fixed credential locations that exist: the home list joined to each of `homes`, and
+/// the system's.
+pub fn fixed_locations(homes: &[PathBuf]) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = Vec::new();
-    if let Some(h) = home {
+    for h in homes {
         out.extend(HOME_CREDENTIALS.iter().map(|c| h.join(c)));
     }
     out.extend(SYSTEM_CREDENTIALS.iter().map(PathBuf::from));
     out.retain(|p| p.symlink_metadata().is_ok());
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Every home directory: `home` (the user's), `/root` and each entry of `/home`. A home of
+/// `/` is left out (it would make everything private).
+pub fn every_home(home: Option<&Path>) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = home
+        .filter(|h| h.parent().is_some())
+        .map(Path::to_path_buf)
+        .into_iter()
+        .collect();
+    out.push(PathBuf::from("/root"));
+    if let Ok(entries) = std::fs::read_dir("/home") {
+        out.extend(entries.flatten().map(|e| e.path()));
+    }
+    out.sort();
+    out.dedup();
     out
 }
 
@@ -159,6 +179,43 @@ pub const HOME_CREDENTIALS: &[&str] = &[
     ".config/chromium",
     ".bash_history",
     ".zsh_history",
+    ".python_history",
+    ".psql_history",
+    ".mysql_history",
+    ".sqlite_history",
+    ".node_repl_history",
+    ".rediscli_history",
+    ".lesshst",
+    ".local/share/fish/fish_history",
+    // git's own credential store, package and container registries' saved logins.
+    ".config/git/credentials",
+    ".config/pip",
+    ".pip",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".gem/credentials",
+    ".bundle/config",
+    ".m2/settings-security.xml",
+    ".config/containers/auth.json",
+    ".config/configstore",
+    ".subversion/auth",
+    // Code-host and assistant logins.
+    ".config/glab-cli",
+    ".config/github-copilot",
+    ".gemini",
+    ".cache/huggingface/token",
+    ".cache/huggingface/stored_tokens",
+    ".huggingface/token",
+    // Database clients' passwords.
+    ".my.cnf",
+    ".mylogin.cnf",
+    // Cloud and service CLIs.
+    ".oci",
+    ".fly",
+    ".databrickscfg",
+    ".kaggle",
+    ".terraformrc",
+    ".config/hcloud",
 ];
 
 /// System files that hold password hashes or host keys (readable by root without privileges).
@@ -175,21 +232,34 @@ pub fn is_credential_name(name: &str) -> bool {
     name.starts_with(".env") || name.ends_with(".pem") || name.ends_with(".key")
 }
 
-/// Credential files read only when an allow rule names them.
+/// Credential files read only when an allow rule names them. The home list applies to `home`
+/// and to every other home (`/root`, `/home/*`).
 pub fn credential_reason(path: &Path, home: Option<&Path>) -> Option<String> {
     let name = path.file_name()?.to_str()?;
-    // Called for every file a search visits: strip the home once and compare first components
-    // before whole prefixes, with no allocation.
-    let in_secret_dir = home
-        .and_then(|h| path.strip_prefix(h).ok())
-        .and_then(|rel| Some((rel, rel.components().next()?)))
-        .is_some_and(|(rel, first)| {
+    // Called for every file a search visits: strip each home once and compare first
+    // components before whole prefixes, with no allocation.
+    let in_secret_dir = within_homes(path, home).any(|rel| {
+        rel.components().next().is_some_and(|first| {
             HOME_CREDENTIALS
                 .iter()
                 .any(|c| Path::new(c).components().next() == Some(first) && rel.starts_with(c))
-        });
+        })
+    });
     let system = SYSTEM_CREDENTIALS.iter().any(|c| path.starts_with(c)) && !path.starts_with("/etc/ssh/ssh_config");
     (is_credential_name(name) || in_secret_dir || system).then(|| format!("{} may hold credentials", path.display()))
+}
+
+/// `path` relative to each home it may lie in: `home`, `/root`, and `/home/<name>`.
+fn within_homes<'a>(path: &'a Path, home: Option<&'a Path>) -> impl Iterator<Item = &'a Path> {
+    let below_home = path.strip_prefix("/home").ok().map(|rel| {
+        let mut comps = rel.components();
+        comps.next();
+        comps.as_path()
+    });
+    home.and_then(|h| path.strip_prefix(h).ok())
+        .into_iter()
+        .chain(path.strip_prefix("/root").ok())
+        .chain(below_home)
 }
 
 #[cfg(test)]
@@ -227,5 +297,28 @@ mod tests {
         want.sort();
         assert_eq!(s.found, want);
         assert!(!s.truncated);
+    }
+
+    /// The home list holds in every home, not only the user's.
+    #[test]
+    fn credential_locations_hold_in_every_home() {
+        let home = Some(Path::new("/home/u"));
+        for p in [
+            "/root/.ssh/id_rsa",
+            "/home/other/.npmrc",
+            "/home/other/.config/git/credentials",
+            "/home/u/.cache/huggingface/token",
+            "/home/u/.local/share/fish/fish_history",
+        ] {
+            assert!(credential_reason(Path::new(p), home).is_some(), "{p}");
+        }
+        for p in [
+            "/home/other/src/main.rs",
+            "/root/.cargo/bin/cargo",
+            "/homework/.npmrc",
+            "/srv/.npmrc",
+        ] {
+            assert!(credential_reason(Path::new(p), home).is_none(), "{p}");
+        }
     }
 }

@@ -1,5 +1,5 @@
 //! A cloned repository that links out of itself: `docs -> ~/.config/git` makes
-//! `docs/credentials` look like a project file while it is the user's credential store, and
+//! `docs/notes` look like a project file while it is the user's credential store, and
 //! `creds.txt` links to the file itself, and `notes -> ~/notes` makes a write to `notes/x` land in the home directory. `@`-mentions and
 //! the file tools judge where a path leads: asked in the TUI, refused headless in every mode,
 //! naming the resolved path; `--add-dir` lets it through, and links that stay inside work.
@@ -20,7 +20,7 @@ const PATTERN: &str = "LINKED0SECRET";
 /// The hostile checkout and the paths its links lead to.
 struct Repo {
     env: Env,
-    /// `docs/credentials` resolved.
+    /// `docs/notes` resolved.
     creds: PathBuf,
     /// Where `notes` leads.
     notes: PathBuf,
@@ -32,13 +32,13 @@ fn hostile_repo() -> Repo {
     let notes = env.home.join("notes");
     std::fs::create_dir_all(&git).unwrap();
     std::fs::create_dir_all(&notes).unwrap();
-    std::fs::write(git.join("credentials"), format!("https://user:{SECRET}@github.com\n")).unwrap();
+    std::fs::write(git.join("notes"), format!("https://user:{SECRET}@github.com\n")).unwrap();
     std::os::unix::fs::symlink(&git, env.path("docs")).unwrap();
-    std::os::unix::fs::symlink(git.join("credentials"), env.path("creds.txt")).unwrap();
+    std::os::unix::fs::symlink(git.join("notes"), env.path("creds.txt")).unwrap();
     std::os::unix::fs::symlink(&notes, env.path("notes")).unwrap();
     env.write("b.txt", "plain inside text\n");
     std::os::unix::fs::symlink("b.txt", env.path("a.txt")).unwrap();
-    let creds = git.canonicalize().unwrap().join("credentials");
+    let creds = git.canonicalize().unwrap().join("notes");
     let notes = notes.canonicalize().unwrap();
     Repo { env, creds, notes }
 }
@@ -66,12 +66,7 @@ async fn a_mention_through_a_link_out_of_the_workspace_is_not_attached_headless(
     for mode in ["default", "acceptEdits", "bypassPermissions"] {
         let (out, first, leaked) = run(
             &repo,
-            &[
-                "-p",
-                "summarize @docs/credentials and @a.txt",
-                "--permission-mode",
-                mode,
-            ],
+            &["-p", "summarize @docs/notes and @a.txt", "--permission-mode", mode],
             Vec::new(),
         )
         .await;
@@ -79,7 +74,7 @@ async fn a_mention_through_a_link_out_of_the_workspace_is_not_attached_headless(
         assert!(!leaked, "{mode}: the credential file reached the model");
         // The note names where the mention leads.
         assert!(
-            out.stderr.contains("@docs/credentials: not attached") && out.stderr.contains(&creds),
+            out.stderr.contains("@docs/notes: not attached") && out.stderr.contains(&creds),
             "{mode}: {}",
             out.stderr
         );
@@ -98,11 +93,11 @@ async fn file_tools_through_a_link_out_of_the_workspace_are_refused_headless_in_
     for mode in ["default", "acceptEdits", "dontAsk", "bypassPermissions"] {
         let steps = vec![
             vec![
-                tool("r1", "Read", json!({"file_path": "docs/credentials"})),
+                tool("r1", "Read", json!({"file_path": "docs/notes"})),
                 tool("g1", "Grep", json!({"pattern": PATTERN, "path": "docs"})),
                 tool("g2", "Grep", json!({"pattern": PATTERN, "output_mode": "content"})),
                 tool("l1", "Glob", json!({"pattern": "docs/*"})),
-                tool("l2", "Glob", json!({"pattern": "**/credentials"})),
+                tool("l2", "Glob", json!({"pattern": "**/notes"})),
                 tool("r2", "Read", json!({"file_path": "a.txt"})),
                 tool("r3", "Read", json!({"file_path": "creds.txt"})),
             ],
@@ -129,7 +124,7 @@ async fn file_tools_through_a_link_out_of_the_workspace_are_refused_headless_in_
         // Walks of the whole repository do not follow the link.
         let (text, is_error) = last.tool_result_text("l2");
         assert!(
-            !is_error && !text.contains("docs/credentials"),
+            !is_error && !text.contains("docs/notes"),
             "{mode} Glob of the repository: {text}"
         );
         let (text, is_error) = last.tool_result_text("g2");
@@ -155,19 +150,14 @@ async fn an_added_directory_covering_the_target_lets_the_link_through() {
     let repo = hostile_repo();
     let git_dir = repo.creds.parent().unwrap().display().to_string();
     let steps = vec![vec![
-        tool("r1", "Read", json!({"file_path": "docs/credentials"})),
+        tool("r1", "Read", json!({"file_path": "docs/notes"})),
         tool(
             "g1",
             "Grep",
             json!({"pattern": PATTERN, "path": "docs", "output_mode": "content"}),
         ),
     ]];
-    let (out, last, _) = run(
-        &repo,
-        &["-p", "summarize @docs/credentials", "--add-dir", &git_dir],
-        steps,
-    )
-    .await;
+    let (out, last, _) = run(&repo, &["-p", "summarize @docs/notes", "--add-dir", &git_dir], steps).await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let first = last.messages()[0].to_string();
     assert!(first.contains(SECRET), "the mention is attached: {first}");
@@ -187,17 +177,17 @@ async fn a_mention_through_a_link_out_of_the_workspace_is_asked_in_the_tui() {
     server.push(answer("Nothing to summarize.")).push(answer("Summarized."));
     let t = Tmux::start(env, &server, &[], 160, 40);
     t.wait_for_text("Ask keel").await;
-    t.type_text("summarize @docs/credentials");
+    t.type_text("summarize @docs/notes");
     t.press(&["Enter"]);
     let s = t.wait_for_text("Enter to choose").await;
-    assert!(s.contains("resolves to") && s.contains("credentials"), "{s}");
+    assert!(s.contains("resolves to") && s.contains("notes"), "{s}");
     assert!(server.requests().is_empty(), "nothing is sent before the answer");
     t.press(&["3"]);
     let s = t.wait_for_text("Nothing to summarize.").await;
     assert!(s.contains("not attached"), "{s}");
     assert!(!secret_sent(&server), "a declined mention reached the model");
 
-    t.type_text("summarize @docs/credentials");
+    t.type_text("summarize @docs/notes");
     t.press(&["Enter"]);
     t.wait_for_text("Enter to choose").await;
     t.press(&["1"]);
@@ -215,10 +205,7 @@ async fn a_mention_through_a_link_out_of_the_workspace_is_asked_in_the_tui() {
         .collect();
     let answers: Vec<&str> = decisions.iter().filter_map(|d| d["decision"].as_str()).collect();
     assert_eq!(answers, ["deny", "allow_once"], "{decisions:?}");
-    assert!(
-        decisions.iter().all(|d| d["mention"] == "docs/credentials"),
-        "{decisions:?}"
-    );
+    assert!(decisions.iter().all(|d| d["mention"] == "docs/notes"), "{decisions:?}");
 }
 
 /// The session folder's model output is one of the places file tools read without asking: a

@@ -286,3 +286,37 @@ async fn a_keel_killed_mid_command_leaves_nothing_planted() {
         "the interrupted command still runs"
     );
 }
+
+/// The command's own Landlock domain (which keeps it from signalling the helper) must not
+/// forbid moving files between directories: `mv`, cargo and git all rename across them.
+#[tokio::test]
+async fn files_move_between_directories_and_out_of_tmpdir() {
+    if !sandbox_enforceable() || !top_opens() {
+        eprintln!("skipped: the sandbox or its signal scoping is not available here");
+        return;
+    }
+    let env = Env::new();
+    env.write("a/f.txt", "moved\n");
+    std::fs::create_dir_all(env.path("b")).unwrap();
+    let last = sandboxed(
+        &env,
+        vec![vec![
+            // `mv` would copy on EXDEV and hide it; rename(2) itself must work.
+            tool(
+                "mv",
+                "Bash",
+                json!({"command": "python3 -c \"import os; os.rename('a/f.txt', 'b/f.txt'); os.rename('a', 'c')\" && cat b/f.txt"}),
+            ),
+            tool(
+                "tmp",
+                "Bash",
+                json!({"command": "echo scratch > \"$TMPDIR/s\" && mv \"$TMPDIR/s\" b/s && cat b/s"}),
+            ),
+        ]],
+    )
+    .await;
+    let (text, is_error) = last.tool_result_text("mv");
+    assert!(!is_error && text.contains("moved"), "{text}");
+    let (text, is_error) = last.tool_result_text("tmp");
+    assert!(!is_error && text.contains("scratch"), "{text}");
+}

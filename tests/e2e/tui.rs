@@ -455,6 +455,8 @@ async fn esc_esc_lists_points_and_rewind_restores_a_shell_change() {
     // The points picker says what cannot be restored; Esc closes it for the typed commands.
     t.wait_for_text("4 files changed since (1 not restorable").await;
     t.press(&["Escape"]);
+    // Apart from the typing that follows, or a busy terminal reads Esc and `/` as Alt+/.
+    tokio::time::sleep(Duration::from_millis(200)).await;
     t.type_text("/rewind 1 preview");
     t.press(&["Enter"]);
     t.wait_for_text("not restorable (changed by a shell command), left as it is:")

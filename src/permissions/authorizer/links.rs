@@ -1,6 +1,6 @@
 //! Paths that leave the workspace through a symbolic link inside it.
 //!
-//! A cloned repository can commit `docs -> ~/.config/git`: `docs/credentials` reads as a file
+//! A cloned repository can commit `docs -> ~/.config/git`: `docs/notes` reads as a file
 //! of the project, yet it is the user's credential store. A file tool's path is therefore
 //! judged where it resolves (links followed; for a file that does not exist yet, its nearest
 //! existing ancestor), as well as where it is written: a path inside a working directory that
@@ -121,7 +121,7 @@ mod tests {
     use crate::permissions::rules::{Anchors, Behavior, Rule};
 
     /// A workspace whose `docs` is a link to the user's git configuration (holding
-    /// `credentials`), `out` one to another folder of the user's, `a` a link to `b` inside
+    /// `notes`), `out` one to another folder of the user's, `a` a link to `b` inside
     /// it, and a session folder outside it.
     struct Trap {
         _dir: tempfile::TempDir,
@@ -139,7 +139,7 @@ mod tests {
         for d in [&work, &git, &session, &elsewhere] {
             std::fs::create_dir_all(d).unwrap();
         }
-        std::fs::write(git.join("credentials"), "https://u:SECRET@example.com\n").unwrap();
+        std::fs::write(git.join("notes"), "https://u:SECRET@example.com\n").unwrap();
         std::os::unix::fs::symlink(&git, work.join("docs")).unwrap();
         std::fs::write(elsewhere.join("notes.md"), "mine\n").unwrap();
         std::os::unix::fs::symlink(&elsewhere, work.join("out")).unwrap();
@@ -208,14 +208,14 @@ mod tests {
     fn reads_through_a_link_out_of_the_workspace_ask_in_every_mode() {
         let t = trap();
         let a = t.authorizer(&[], &[], &[]);
-        let creds = t.git.join("credentials");
+        let creds = t.git.join("notes");
         for mode in MODES {
             for (tool, input) in [
-                ("Read", json!({"file_path": "docs/credentials"})),
+                ("Read", json!({"file_path": "docs/notes"})),
                 ("Grep", json!({"pattern": "SECRET", "path": "docs"})),
                 ("Glob", json!({"pattern": "docs/**"})),
                 ("LS", json!({"path": "docs"})),
-                ("NotebookRead", json!({"notebook_path": "docs/credentials"})),
+                ("NotebookRead", json!({"notebook_path": "docs/notes"})),
             ] {
                 let d = t.decide(&a, tool, input, mode);
                 let want = if tool == "Grep" || tool == "Glob" || tool == "LS" {
@@ -227,10 +227,10 @@ mod tests {
             }
         }
         // The tool is handed the resolved path, so the message and the open agree.
-        let d = t.decide(&a, "Read", json!({"file_path": "docs/credentials"}), Mode::Default);
+        let d = t.decide(&a, "Read", json!({"file_path": "docs/notes"}), Mode::Default);
         assert_eq!(d.resolved.as_deref(), Some(creds.as_path()));
         // A PreToolUse hook's allow does not answer it.
-        let input = json!({"file_path": "docs/credentials"});
+        let input = json!({"file_path": "docs/notes"});
         let call = Call::named("Read", &input, true, &t.work);
         let d = a.decide_call(&call, Mode::BypassPermissions, &t.work, Some(HookDecision::Allow), &[]);
         assert_trap(&d, &creds);
@@ -282,14 +282,11 @@ mod tests {
     #[test]
     fn only_a_rule_naming_the_resolved_path_or_an_added_directory_lets_it_through() {
         let t = trap();
-        let read = json!({"file_path": "docs/credentials"});
+        let read = json!({"file_path": "docs/notes"});
         let write = json!({"file_path": "out/new.txt", "content": "x"});
         // Rules naming the path as written, or no path at all, do not.
         let a = t.authorizer(&["Read", "Read(docs/**)", "Edit(out/**)"], &[], &[]);
-        assert_trap(
-            &t.decide(&a, "Read", read.clone(), Mode::Default),
-            &t.git.join("credentials"),
-        );
+        assert_trap(&t.decide(&a, "Read", read.clone(), Mode::Default), &t.git.join("notes"));
         assert_trap(
             &t.decide(&a, "Write", write.clone(), Mode::AcceptEdits),
             &t.elsewhere.join("new.txt"),
@@ -318,10 +315,7 @@ mod tests {
         let Verdict::Ask { info, .. } = t.decide(&a, "Read", read.clone(), Mode::Default).verdict else {
             panic!("expected a question");
         };
-        assert_eq!(
-            info.rules_to_save,
-            vec![format!("Read(/{}/credentials)", t.git.display())]
-        );
+        assert_eq!(info.rules_to_save, vec![format!("Read(/{}/notes)", t.git.display())]);
         a.grant(&info);
         assert_eq!(t.decide(&a, "Read", read, Mode::Default).verdict, Verdict::Allow);
     }
@@ -333,7 +327,7 @@ mod tests {
         for deny in ["Read(docs/**)", outside.as_str()] {
             let a = t.authorizer(&[], &[deny], &[&t.git]);
             for mode in MODES {
-                let d = t.decide(&a, "Read", json!({"file_path": "docs/credentials"}), mode);
+                let d = t.decide(&a, "Read", json!({"file_path": "docs/notes"}), mode);
                 assert!(
                     matches!(d.verdict, Verdict::Deny(_)),
                     "{deny} {mode:?}: {:?}",
@@ -397,7 +391,7 @@ mod tests {
     fn a_path_outside_as_written_keeps_its_old_answers() {
         let t = trap();
         let a = t.authorizer(&[], &[], &[]);
-        let creds = t.git.join("credentials");
+        let creds = t.git.join("notes");
         let d = t.decide(&a, "Read", json!({"file_path": creds}), Mode::Default);
         assert!(matches!(d.verdict, Verdict::Ask { hard: false, .. }), "{:?}", d.verdict);
         let d = t.decide(&a, "Read", json!({"file_path": creds}), Mode::BypassPermissions);
