@@ -11,9 +11,13 @@ use crate::sandbox::{self, SandboxConfig};
 
 /// The protections in force, after the precedence rule: which layer set each, and what a
 /// layer tried to change and may not.
-fn protections(settings: &Settings, cwd: &Path, keel_home: &Path) {
+fn protections(settings: &Settings, cwd: &Path, keel_home: &Path) -> u32 {
     use crate::config::precedence::{self, Weigh};
     let mut s = settings.clone();
+    if let Err(e) = precedence::check_managed(&s) {
+        out_line!("\nProtections\n  FAIL {e}: keel will not start until it is fixed");
+        return 1;
+    }
     let trusted = cwd
         .canonicalize()
         .is_ok_and(|c| crate::config::trust::is_trusted(keel_home, &c));
@@ -32,6 +36,7 @@ fn protections(settings: &Settings, cwd: &Path, keel_home: &Path) {
     for n in notices {
         out_line!("  --   {n}");
     }
+    0
 }
 
 pub async fn run(provider: Option<ProviderKind>, model: Option<String>, offline: bool) -> ExitCode {
@@ -76,7 +81,7 @@ pub async fn run(provider: Option<ProviderKind>, model: Option<String>, offline:
         for v in crate::launch::provenance::in_force(&options, s) {
             out_line!("  {} = {}  (from {})", v.key, v.value, v.origin.describe());
         }
-        protections(s, &cwd, &keel_home);
+        problems += protections(s, &cwd, &keel_home);
     }
 
     out_line!("\nModel access");

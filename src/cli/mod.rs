@@ -76,12 +76,25 @@ pub async fn run() -> anyhow::Result<ExitCode> {
 fn list_hooks() -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir()?;
     let keel_home = crate::config::paths::keel_home().unwrap_or_else(|| cwd.join(".keel"));
-    let settings = crate::config::settings::Settings::load(dirs::home_dir().as_deref(), &keel_home, &cwd, None)?;
+    let mut settings = crate::config::settings::Settings::load(dirs::home_dir().as_deref(), &keel_home, &cwd, None)?;
+    crate::config::precedence::check_managed(&settings)?;
+    // What a session would run: the layers weighed as setup weighs them (a project's
+    // `disableAllHooks` turns off only its own hooks).
+    let trusted = cwd
+        .canonicalize()
+        .is_ok_and(|c| crate::config::trust::is_trusted(&keel_home, &c));
+    let weigh = crate::config::precedence::Weigh {
+        project_trusted: trusted,
+        lower_only: &[],
+    };
+    for notice in crate::config::precedence::enforce(&mut settings, weigh) {
+        out_line!("note: {notice}");
+    }
     let disabled = settings
         .scalar("disableAllHooks")
         .is_some_and(|(v, _)| v == &serde_json::Value::Bool(true));
     let config = crate::hooks::HookConfig::from_settings(&settings)?;
-    if disabled {
+    if disabled && config.events.is_empty() {
         out_line!("All hooks are disabled (disableAllHooks).");
     } else {
         crate::console::write_out(&config.describe());

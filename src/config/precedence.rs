@@ -4,10 +4,11 @@
 //! - **Managed** settings (an operator's, `managed.rs`) fix what they set: the hooks that run
 //!   (`allowManagedHooksOnly`), the permission rules that allow (`allowManagedPermissionRulesOnly`),
 //!   the sandbox, the lists that widen it, the permission-mode ceiling and the model allowlist.
-//! - **Project and local** settings (files a cloned repository can ship) cannot switch off a
-//!   protection the user set (the sandbox and its fallbacks), cannot disable the user's hooks
-//!   (`disableAllHooks` there turns off the project's own), cannot widen what commands read, and
-//!   cannot raise the permission mode above the user's own: never to `dontAsk` or
+//! - **Project and local** settings (files a cloned repository can ship) cannot weaken the
+//!   sandbox (off, network on, run without it, more writable paths), cannot disable the user's
+//!   hooks (`disableAllHooks` there turns off the project's own), cannot widen what commands read
+//!   (`allowRead`; extra directories only in a trusted folder), cannot raise a per-command limit,
+//!   and cannot raise the permission mode above the user's own: never to `dontAsk` or
 //!   `bypassPermissions`, to `acceptEdits` only in a folder the user trusted (headless: with
 //!   `--trust-project`).
 //!
@@ -20,8 +21,7 @@ use serde_json::Value;
 use super::settings::{Layer, Scope, Settings, SettingsError, nested_in};
 use crate::types::permission::Mode;
 
-/// Booleans whose safe value a user's setting fixes: a project may set the safe value, never
-/// the other one.
+/// Booleans of the sandbox with a safe value: a project may set it, never the other one.
 const PROTECTIONS: &[(&[&str], bool)] = &[
     (&["sandbox", "enabled"], true),
     (&["sandbox", "failIfUnavailable"], true),
@@ -286,18 +286,6 @@ fn project_limits(settings: &mut Settings, weigh: Weigh<'_>, notices: &mut Vec<S
             }
         }
     }
-    let users_bool = |settings: &Settings, path: &[&str]| -> Option<bool> {
-        settings
-            .layers
-            .iter()
-            .rev()
-            .filter(|l| l.scope.is_users())
-            .find_map(|l| nested_in(&l.value, path).and_then(Value::as_bool))
-    };
-    let protections: Vec<(&[&str], bool, bool)> = PROTECTIONS
-        .iter()
-        .map(|(p, safe)| (*p, *safe, users_bool(settings, p) == Some(*safe)))
-        .collect();
     let users_mode = settings
         .layers
         .iter()
@@ -315,21 +303,34 @@ fn project_limits(settings: &mut Settings, weigh: Weigh<'_>, notices: &mut Vec<S
         .any(|l| l.scope.is_users() && l.value.get("hooks").is_some());
     let mut project_hooks_off = false;
     for layer in settings.layers.iter_mut().filter(|l| l.scope.is_project()) {
-        for (path, safe, user_fixed) in &protections {
+        for (path, safe) in PROTECTIONS {
             let set = nested_in(&layer.value, path).and_then(Value::as_bool);
-            if *user_fixed && set == Some(!safe) {
+            if set == Some(!safe) {
                 remove(&mut layer.value, path);
                 notices.push(format!(
-                    "{}: `{}: {}` is ignored: a project's settings cannot undo this protection of yours",
+                    "{}: `{}: {}` is ignored: a project's settings cannot weaken the sandbox",
                     layer.label(),
                     path.join("."),
                     !safe
                 ));
             }
         }
-        if remove(&mut layer.value, &["sandbox", "filesystem", "allowRead"]) {
+        for path in [
+            &["sandbox", "filesystem", "allowRead"][..],
+            &["sandbox", "additionalWritePaths"][..],
+        ] {
+            if remove(&mut layer.value, path) {
+                notices.push(format!(
+                    "{}: `{}` is ignored: only your own settings can open more of the disk to commands",
+                    layer.label(),
+                    path.join(".")
+                ));
+            }
+        }
+        if !weigh.project_trusted && remove(&mut layer.value, &["permissions", "additionalDirectories"]) {
             notices.push(format!(
-                "{}: `sandbox.filesystem.allowRead` is ignored: only your own settings can open more of the disk to commands",
+                "{}: `permissions.additionalDirectories` is ignored: a project's extra directories apply only in a \
+                 folder you trusted (in a headless run: with --trust-project or KEEL_TRUST_PROJECT=1)",
                 layer.label()
             ));
         }

@@ -77,6 +77,49 @@ fn a_project_cannot_switch_off_the_users_sandbox() {
 }
 
 #[test]
+fn a_project_cannot_widen_the_sandbox_even_where_the_user_set_nothing() {
+    let mut s = settings(vec![layer(
+        Scope::Project,
+        "p.json",
+        json!({"sandbox": {"allowNetwork": true, "failIfUnavailable": false, "additionalWritePaths": ["~"]}}),
+    )]);
+    let notices = enforce(&mut s, TRUSTED);
+    assert_eq!(s.flag(&["sandbox", "allowNetwork"]).unwrap(), None);
+    assert_eq!(s.flag(&["sandbox", "failIfUnavailable"]).unwrap(), None);
+    assert!(s.strings(&["sandbox", "additionalWritePaths"]).unwrap().is_empty());
+    assert_eq!(notices.len(), 3, "{notices:?}");
+}
+
+#[test]
+fn a_projects_extra_directories_need_a_trusted_folder() {
+    let dirs = || {
+        layer(
+            Scope::Project,
+            "p.json",
+            json!({"permissions": {"additionalDirectories": ["~"]}}),
+        )
+    };
+    let mut untrusted = settings(vec![dirs()]);
+    let notices = enforce(&mut untrusted, UNTRUSTED);
+    assert!(
+        untrusted
+            .strings(&["permissions", "additionalDirectories"])
+            .unwrap()
+            .is_empty()
+    );
+    assert!(notices[0].contains("--trust-project"), "{notices:?}");
+    let mut trusted = settings(vec![dirs()]);
+    assert!(enforce(&mut trusted, TRUSTED).is_empty());
+    assert_eq!(
+        trusted
+            .strings(&["permissions", "additionalDirectories"])
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[test]
 fn a_project_may_turn_the_sandbox_on() {
     let mut s = settings(vec![layer(
         Scope::Project,

@@ -124,10 +124,10 @@ fn weakened_protections(v: &Value) -> Vec<String> {
     let mut out = Vec::new();
     let is = |path: &[&str], want: bool| nested(v, path).and_then(Value::as_bool) == Some(want);
     if is(&["sandbox", "enabled"], false) {
-        out.push("`sandbox.enabled: false` (ignored when your settings turn the sandbox on)".to_string());
+        out.push("`sandbox.enabled: false` (ignored: a project cannot weaken the sandbox)".to_string());
     }
     if is(&["sandbox", "failIfUnavailable"], false) {
-        out.push("`sandbox.failIfUnavailable: false` (ignored when your settings ask for it)".to_string());
+        out.push("`sandbox.failIfUnavailable: false` (ignored: a project cannot weaken the sandbox)".to_string());
     }
     if nested(v, &["sandbox", "filesystem", "allowRead"]).is_some() {
         out.push("`sandbox.filesystem.allowRead` (ignored: only your settings open more of the disk)".to_string());

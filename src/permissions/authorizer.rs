@@ -73,6 +73,8 @@ pub struct Authorizer {
     /// Managed settings allow only their own allow rules (`allowManagedPermissionRulesOnly`):
     /// a skill's `allowed-tools` grants nothing.
     pub managed_rules_only: bool,
+    /// Managed settings fix the extra working directories: none can be added.
+    pub managed_dirs: bool,
     /// Managed settings' model allowlist, for the model changes a session makes (a sub-agent's
     /// or a skill's `model:`, `set_model`).
     pub model_allowlist: Option<crate::config::precedence::ModelAllowlist>,
@@ -100,6 +102,7 @@ impl Authorizer {
             save_path,
             ceiling: None,
             managed_rules_only: false,
+            managed_dirs: false,
             model_allowlist: None,
             jail: None,
         }
@@ -349,6 +352,14 @@ impl Authorizer {
     }
 
     pub fn grant(&self, info: &AskInfo) -> Option<String> {
+        // Only managed allow rules count: the answer approved this call, and nothing more.
+        if self.managed_rules_only && !(info.session_grants.is_empty() && info.rules_to_save.is_empty()) {
+            return Some(
+                "the answer approved this call only: managed settings allow only their own allow rules \
+                 (allowManagedPermissionRulesOnly), so nothing is remembered"
+                    .into(),
+            );
+        }
         {
             let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
             for text in info.session_grants.iter().chain(info.rules_to_save.iter()) {

@@ -81,8 +81,17 @@ pub fn build(
     for (dir, layer) in settings.strings(&["permissions", "additionalDirectories"])? {
         dirs.push(crate::fsutil::paths::resolve(&layer.base_dir, &dir));
     }
-    for d in &cli.add_dirs {
-        dirs.push(crate::fsutil::paths::resolve(cwd, &d.to_string_lossy()));
+    // Managed settings that name the extra directories fix the list.
+    let managed_dirs = settings.managed_value(&["permissions", "additionalDirectories"]);
+    if let Some((_, layer)) = managed_dirs.filter(|_| !cli.add_dirs.is_empty()) {
+        warnings.push(format!(
+            "--add-dir is ignored: {} fixes the extra working directories",
+            layer.label()
+        ));
+    } else {
+        for d in &cli.add_dirs {
+            dirs.push(crate::fsutil::paths::resolve(cwd, &d.to_string_lossy()));
+        }
     }
     for d in dirs.iter_mut() {
         if let Ok(c) = d.canonicalize() {
@@ -146,6 +155,7 @@ pub fn build(
     let mut authorizer = Authorizer::new(rules, dirs, home.map(Path::to_path_buf), save_path);
     authorizer.ceiling = ceiling;
     authorizer.managed_rules_only = managed_rules_only;
+    authorizer.managed_dirs = managed_dirs.is_some();
     authorizer.model_allowlist = crate::config::precedence::model_allowlist(settings);
     Ok(PermissionSetup {
         authorizer,

@@ -320,10 +320,13 @@ async fn unavailable_sandbox_refuses_or_warns_per_setting() {
     assert!(is_error && text.contains("was not run"), "{text}");
     assert!(!env.path("ran.txt").exists());
 
-    env.write(
-        ".keel/settings.json",
+    // The user's own settings: a project's `failIfUnavailable: false` is ignored.
+    std::fs::create_dir_all(env.home.join(".keel")).unwrap();
+    std::fs::write(
+        env.home.join(".keel/settings.json"),
         r#"{"sandbox": {"enabled": true, "failIfUnavailable": false}}"#,
-    );
+    )
+    .unwrap();
     let server = ModelServer::start().await;
     server
         .push(calls(vec![tool("b2", "Bash", json!({"command": "touch ran.txt"}))]))

@@ -104,6 +104,9 @@ impl Authorizer {
     /// Adds or removes working directories; returns the working directories after the change.
     /// The session's own directory is never removed.
     pub fn update_directories(&self, add: bool, dirs: &[String], d: Destination) -> Result<Vec<PathBuf>, String> {
+        if add && self.managed_dirs {
+            return Err("directories cannot be added: managed settings fix the extra working directories".into());
+        }
         let cwd = self.anchors.cwd.clone();
         let resolved = dirs
             .iter()

@@ -53,6 +53,7 @@ impl Authorizer {
             save_path: self.save_path.clone(),
             ceiling: self.ceiling.clone(),
             managed_rules_only: self.managed_rules_only,
+            managed_dirs: self.managed_dirs,
             model_allowlist: self.model_allowlist.clone(),
             jail: self.jail.clone(),
         }

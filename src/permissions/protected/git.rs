@@ -49,6 +49,41 @@ fn invocation<'a>(
     Some(Invocation { sub, rest, dir })
 }
 
+/// An alias defined on the command line (`-c alias.x='checkout -- .'`, `--config-env`), or
+/// `GIT_CONFIG_COUNT`/`GIT_CONFIG_KEY_*` in the command's environment: the subcommand's name
+/// then says nothing of what it does. (Configuration that runs programs is judged elsewhere:
+/// such a command is never read-only.)
+fn inline_config(cmd: &SimpleCommand, args: &[&str]) -> Option<String> {
+    let globals = git_sub(args).map_or(args.len(), |(_, rest)| args.len() - rest.len() - 1);
+    let is_alias = |v: &str| v.to_ascii_lowercase().starts_with("alias.");
+    let mut i = 0;
+    while i < globals {
+        let a = args[i];
+        let value = match a {
+            "-c" | "--config-env" => args.get(i + 1).copied(),
+            _ => a.strip_prefix("--config-env="),
+        };
+        if value.is_some_and(is_alias) {
+            return Some("a git alias defined on the command line can make the subcommand do anything".into());
+        }
+        i += if matches!(
+            a,
+            "-C" | "-c" | "--config-env" | "--git-dir" | "--work-tree" | "--namespace"
+        ) {
+            2
+        } else {
+            1
+        };
+    }
+    cmd.env
+        .iter()
+        .filter_map(|w| w.text.split_once('=').map(|(k, _)| k))
+        .any(|k| k == "GIT_CONFIG_COUNT" || k.starts_with("GIT_CONFIG_KEY_") || k == "GIT_CONFIG_PARAMETERS")
+        .then(|| {
+            "git configuration given in the environment (`GIT_CONFIG_*`) can define aliases that do anything".into()
+        })
+}
+
 /// The command's word with this text (for whether the shell expands it).
 fn word_of(cmd: &SimpleCommand, text: &str) -> Word {
     cmd.words.iter().find(|w| w.text == text).cloned().unwrap_or(Word {
@@ -93,8 +128,18 @@ pub(super) fn destructive(
     cwd: Option<&Path>,
     home: Option<&Path>,
 ) -> Option<String> {
+    // An alias given on the command line makes any word mean anything.
+    if let Some(why) = inline_config(cmd, args) {
+        return Some(why);
+    }
     let call = invocation(cmd, args, cwd, home)?;
     let (sub, rest) = (call.sub, call.rest);
+    // Words `xargs` appends are paths keel never sees: `… | xargs git checkout` restores them.
+    if cmd.wrappers.iter().any(|w| w == "xargs") && matches!(sub, "checkout" | "restore") {
+        return Some(format!(
+            "`xargs git {sub}` restores the paths it is given, discarding their changes"
+        ));
+    }
     let forced = |takes_value: &[char]| {
         rest.iter()
             .any(|a| names(a, "--force") || short_bundle(a).is_some_and(|b| bundle_has(b, 'f', takes_value)))

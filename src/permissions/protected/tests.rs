@@ -161,6 +161,12 @@ fn git_commands_that_overwrite_the_working_tree() {
         "tofu -chdir=x apply -destroy",
         "pulumi down",
         "pulumi -s dev destroy",
+        "xargs git checkout --",
+        "xargs git checkout",
+        "xargs -0 git restore",
+        "git -c alias.x='checkout -- .' x",
+        "git --config-env=alias.y=EVIL y",
+        "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0='checkout -- .' git x",
     ] {
         assert!(d_in(w, s).is_some(), "{s}");
     }
