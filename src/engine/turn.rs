@@ -298,16 +298,17 @@ impl Engine {
                 ))]);
                 continue;
             }
+            // The verification gate decides first, so Stop (and SubagentStop) hooks fire only for
+            // a stop that happens. Its send-backs count under the same loop guard as a hook's
+            // block, and make `stop_hook_active` true for the hooks at the next stop.
+            if stop_blocks < MAX_STOP_BLOCKS
+                && let Some(note) = self.verification_gate()
+            {
+                stop_blocks += 1;
+                self.session.push_user(vec![ContentBlock::text(note)]);
+                continue;
+            }
             match self.stop_check(stop_blocks > 0, stop_blocks).await {
-                // The verification gate sends the model back like a Stop hook, under the same
-                // loop guard.
-                StopVerdict::Stop if stop_blocks < MAX_STOP_BLOCKS => {
-                    if let Some(note) = self.verification_gate() {
-                        stop_blocks += 1;
-                        self.session.push_user(vec![ContentBlock::text(note)]);
-                        continue;
-                    }
-                }
                 StopVerdict::Stop => {}
                 StopVerdict::Halt(reason) => return self.halted(reason, TerminalReason::StopHookPrevented),
                 StopVerdict::Continue(feedback) => {
