@@ -66,17 +66,26 @@ pub fn todos_unverified(todos: &[Todo]) -> Option<usize> {
     (done.len() >= 3 && !done.iter().any(|t| is_verification_step(t))).then_some(done.len())
 }
 
-/// The note that sends the model back, or `None` when the turn may end: nothing changed in this
-/// turn (`turn_start` is the version the turn began at), or a fresh passing run stands and no
-/// test was weakened. `send` is 1 for the first note of the turn.
+/// The note that sends the model back, or `None` when the turn may end: a fresh passing run
+/// stands and no test was weakened, or nothing changed in this turn (`turn_start` is the version
+/// the turn began at) — except the task-list rule, which reminds once per turn whatever changed.
+/// `send` is 1 for the first note of the turn.
 pub fn note(ledger: &Ledger, turn_start: u64, todos: &[Todo], send: u32, mode: GateMode) -> Option<String> {
     if mode == GateMode::Off || send > mode.max_sends() {
         return None;
     }
-    ledger.work_since(turn_start).next()?;
     let status = ledger.status();
     if status == Status::Passed && ledger.weakened.is_empty() {
         return None;
+    }
+    if ledger.work_since(turn_start).next().is_none() {
+        // Work claimed done in the task list, with no file changed: one reminder per turn.
+        let n = todos_unverified(todos).filter(|_| send == 1)?;
+        return Some(format!(
+            "[keel: verification] Before you finish: {n} todos are completed and none of them was a verification \
+             step. If you verified the work, say how; if not, verify it, or say plainly in your answer that it \
+             is not verified."
+        ));
     }
     let mut lines: Vec<String> = Vec::new();
     let last = ledger.last_test_run();

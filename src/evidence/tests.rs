@@ -400,6 +400,36 @@ async fn the_todo_rule_adds_its_line_when_no_completed_todo_was_a_verification_s
 }
 
 #[tokio::test]
+async fn the_todo_rule_reminds_once_per_turn_even_when_no_file_changed() {
+    use crate::types::tool::{Todo, TodoStatus};
+    let todo = |content: &str| Todo {
+        content: content.into(),
+        status: TodoStatus::Completed,
+        active_form: content.into(),
+    };
+    let done = [
+        todo("Read the parser"),
+        todo("Fix the off-by-one"),
+        todo("Update the docs"),
+    ];
+    let w = ws(GateMode::Require);
+    w.ev.begin_turn();
+    let note = w.ev.gate(&done).expect("a reminder with no file changed");
+    assert!(note.contains("3 todos are completed"), "{note}");
+    assert!(
+        w.ev.gate(&done).is_none(),
+        "one reminder per turn, even in require mode"
+    );
+    w.ev.begin_turn();
+    assert!(w.ev.gate(&done).is_some(), "a new turn may remind again");
+    w.ev.begin_turn();
+    assert!(
+        w.ev.gate(&done[..2]).is_none(),
+        "fewer than three completed: nothing to say"
+    );
+}
+
+#[tokio::test]
 async fn a_planted_fifo_or_device_is_never_read() {
     let w = ws(GateMode::Nudge);
     nix::unistd::mkfifo(

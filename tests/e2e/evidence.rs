@@ -623,3 +623,29 @@ async fn every_runner_behind_a_pipeline_is_read_from_its_own_summary() {
         assert_eq!(run["exit_code"].as_i64(), Some(*exit), "{command}: {run}");
     }
 }
+
+/// Three completed todos, none about verifying, and no file changed: one reminder, then the
+/// turn ends.
+#[tokio::test]
+async fn completed_todos_without_verification_are_reminded_once_without_file_changes() {
+    let env = Env::new();
+    let todos = json!([
+        {"content": "Read the parser", "status": "completed", "activeForm": "Reading the parser"},
+        {"content": "Find the bug", "status": "completed", "activeForm": "Finding the bug"},
+        {"content": "Explain the fix", "status": "completed", "activeForm": "Explaining the fix"}
+    ]);
+    let r = json_session(
+        &env,
+        vec![
+            json!({"tool_calls": [{"name": "TodoWrite", "input": {"todos": todos}}]}),
+            say("All done."),
+            say("Nothing was verified: I only read the code."),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(r["result"], "Nothing was verified: I only read the code.");
+    let n = nudges(&env);
+    assert_eq!(n.len(), 1, "{n:?}");
+    assert!(n[0].contains("3 todos are completed"), "{}", n[0]);
+}
