@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::settings::{Scope, Settings};
+use super::settings::{Settings, nested_in};
 
 /// Where trusted folders are recorded, below keel's home.
 pub const FILE: &str = "trusted-folders.json";
@@ -69,10 +69,6 @@ const WIDENING_KEYS: &[(&[&str], &str)] = &[
     ),
 ];
 
-fn is_project(scope: Scope) -> bool {
-    matches!(scope, Scope::Project | Scope::Local)
-}
-
 /// A default mode looser than asking (`acceptEdits`, `bypassPermissions`, `dontAsk`).
 fn widening_mode(v: &Value) -> bool {
     !matches!(v.as_str(), Some("default") | Some("plan"))
@@ -91,7 +87,7 @@ pub fn project_commands(settings: &Settings, dir: &Path) -> Vec<String> {
 /// [`project_commands`] as files and their items, for a question that shows one per line.
 pub fn project_findings(settings: &Settings, dir: &Path) -> Vec<(String, Vec<String>)> {
     let mut out = Vec::new();
-    for layer in settings.layers.iter().filter(|l| is_project(l.scope)) {
+    for layer in settings.layers.iter().filter(|l| l.scope.is_project()) {
         let mut items: Vec<String> = Vec::new();
         for (key, what) in COMMAND_KEYS {
             if layer.value.get(*key).is_some_and(|v| !v.is_null()) {
@@ -99,7 +95,7 @@ pub fn project_findings(settings: &Settings, dir: &Path) -> Vec<(String, Vec<Str
             }
         }
         for (path, what) in WIDENING_KEYS {
-            if nested(&layer.value, path).is_some() {
+            if nested_in(&layer.value, path).is_some() {
                 items.push(format!("`{}` ({what})", path.join(".")));
             }
         }
@@ -122,20 +118,20 @@ pub fn project_findings(settings: &Settings, dir: &Path) -> Vec<(String, Vec<Str
 /// Keys of one project file that would weaken a protection, each with what keel does with it.
 fn weakened_protections(v: &Value) -> Vec<String> {
     let mut out = Vec::new();
-    let is = |path: &[&str], want: bool| nested(v, path).and_then(Value::as_bool) == Some(want);
+    let is = |path: &[&str], want: bool| nested_in(v, path).and_then(Value::as_bool) == Some(want);
     if is(&["sandbox", "enabled"], false) {
         out.push("`sandbox.enabled: false` (ignored: a project cannot weaken the sandbox)".to_string());
     }
     if is(&["sandbox", "failIfUnavailable"], false) {
         out.push("`sandbox.failIfUnavailable: false` (ignored: a project cannot weaken the sandbox)".to_string());
     }
-    if nested(v, &["sandbox", "filesystem", "allowRead"]).is_some() {
+    if nested_in(v, &["sandbox", "filesystem", "allowRead"]).is_some() {
         out.push("`sandbox.filesystem.allowRead` (ignored: only your settings open more of the disk)".to_string());
     }
     if is(&["disableAllHooks"], true) {
         out.push("`disableAllHooks` (turns off only the project's own hooks)".to_string());
     }
-    match nested(v, &["permissions", "defaultMode"]).and_then(Value::as_str) {
+    match nested_in(v, &["permissions", "defaultMode"]).and_then(Value::as_str) {
         Some(m @ "acceptEdits") => out.push(format!(
             "`permissions.defaultMode: {m}` (edits without asking; only if you trust this folder)"
         )),
@@ -147,19 +143,11 @@ fn weakened_protections(v: &Value) -> Vec<String> {
     out
 }
 
-fn nested<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
-    let mut cur = v;
-    for k in path {
-        cur = cur.get(*k)?;
-    }
-    (!cur.is_null()).then_some(cur)
-}
-
 /// Removes from the project layers what runs commands or widens permissions (an untrusted
 /// folder); deny and ask rules and everything else stay. Returns what was dropped.
 pub fn restrict(settings: &mut Settings, dir: &Path) -> Vec<String> {
     let dropped = project_commands(settings, dir);
-    for layer in settings.layers.iter_mut().filter(|l| is_project(l.scope)) {
+    for layer in settings.layers.iter_mut().filter(|l| l.scope.is_project()) {
         let Some(map) = layer.value.as_object_mut() else {
             continue;
         };

@@ -300,11 +300,7 @@ impl Pipeline<'_> {
                     rules,
                     destination,
                 } => self.authorizer.update_rules(op, behavior, &rules, destination),
-                Update::SetMode { mode, .. }
-                    if let Some(why) = self.authorizer.ceiling.as_ref().and_then(|c| c.refuses(mode)) =>
-                {
-                    Err(why)
-                }
+                Update::SetMode { mode, .. } if let Some(why) = self.authorizer.mode_refused(mode) => Err(why),
                 Update::SetMode { mode, destination } => {
                     self.services.set_mode(mode);
                     self.events.emit(EngineEvent::ModeChanged(mode));
@@ -332,7 +328,7 @@ impl Pipeline<'_> {
     /// → default.
     fn after_approval(&self, effects: Effects, always: bool) {
         if effects.leaves_plan && self.services.mode() == Mode::Plan {
-            let refused = |m: Mode| self.authorizer.ceiling.as_ref().and_then(|c| c.refuses(m)).is_some();
+            let refused = |m: Mode| self.authorizer.mode_refused(m).is_some();
             let next = match always {
                 true if !refused(Mode::AcceptEdits) => Mode::AcceptEdits,
                 _ if !refused(Mode::Default) => Mode::Default,

@@ -129,7 +129,7 @@ impl Engine {
 
     /// Why the session may not use `model`, when managed settings enforce a model allowlist.
     pub fn model_refused(&self, model: &str) -> Option<String> {
-        self.authorizer.model_allowlist.as_ref().and_then(|l| l.refuses(model))
+        self.authorizer.model_refused(model)
     }
 
     /// Managed settings' model allowlist, when they enforce one.
@@ -139,7 +139,7 @@ impl Engine {
 
     /// Why the session may not enter `mode`, if a ceiling forbids it.
     pub fn mode_refused(&self, mode: Mode) -> Option<String> {
-        self.authorizer.ceiling.as_ref().and_then(|c| c.refuses(mode))
+        self.authorizer.mode_refused(mode)
     }
 
     /// The highest mode the session may enter, when a setting limits it.

@@ -100,9 +100,7 @@ impl SkillInvoker {
         if skill.fork_agent.is_none() {
             let model = skill.model.as_ref().map(|m| crate::config::models::resolve_alias(m));
             // A model outside managed settings' allowlist is not switched to.
-            let refused = model
-                .as_deref()
-                .and_then(|m| self.authorizer.model_allowlist.as_ref().and_then(|l| l.refuses(m)));
+            let refused = model.as_deref().and_then(|m| self.authorizer.model_refused(m));
             match refused {
                 Some(why) => self.events.notice(
                     crate::engine::events::NoticeLevel::Warning,

@@ -181,9 +181,8 @@ pub fn protections(settings: &Settings) -> Vec<Sourced> {
             "false (keel ships no bundled skills)",
         ),
     ];
-    let mut out: Vec<Sourced> = any_layer
-        .iter()
-        .map(|(key, path, default)| match settings.nested(path) {
+    let sourced =
+        |key: &'static str, found: Option<(&Value, &crate::config::settings::Layer)>, default: &str| match found {
             Some((v, layer)) => Sourced {
                 key,
                 value: text(v),
@@ -194,23 +193,15 @@ pub fn protections(settings: &Settings) -> Vec<Sourced> {
                 value: default.to_string(),
                 origin: Origin::Default,
             },
-        })
+        };
+    let mut out: Vec<Sourced> = any_layer
+        .iter()
+        .map(|(key, path, default)| sourced(key, settings.nested(path), default))
         .collect();
     out.extend(
         managed_only
             .iter()
-            .map(|(key, path, default)| match settings.managed_value(path) {
-                Some((v, layer)) => Sourced {
-                    key,
-                    value: text(v),
-                    origin: origin(layer),
-                },
-                None => Sourced {
-                    key,
-                    value: default.to_string(),
-                    origin: Origin::Default,
-                },
-            }),
+            .map(|(key, path, default)| sourced(key, settings.managed_value(path), default)),
     );
     out
 }

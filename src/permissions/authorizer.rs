@@ -351,6 +351,16 @@ impl Authorizer {
         self.save_path.as_deref()
     }
 
+    /// Why the session may not enter `mode`, when a ceiling forbids it.
+    pub fn mode_refused(&self, mode: Mode) -> Option<String> {
+        self.ceiling.as_ref().and_then(|c| c.refuses(mode))
+    }
+
+    /// Why the session may not use `model`, when managed settings enforce a model allowlist.
+    pub fn model_refused(&self, model: &str) -> Option<String> {
+        self.model_allowlist.as_ref().and_then(|l| l.refuses(model))
+    }
+
     pub fn grant(&self, info: &AskInfo) -> Option<String> {
         // Only managed allow rules count: the answer approved this call, and nothing more.
         if self.managed_rules_only && !(info.session_grants.is_empty() && info.rules_to_save.is_empty()) {

@@ -190,7 +190,7 @@ pub(super) async fn prepare(
 
     // A definition's model outside managed settings' allowlist gives way to the session's.
     let model = match def.model.as_deref().map(models::resolve_alias) {
-        Some(m) if let Some(why) = r.authorizer.model_allowlist.as_ref().and_then(|l| l.refuses(&m)) => {
+        Some(m) if let Some(why) = r.authorizer.model_refused(&m) => {
             r.events.notice(
                 NoticeLevel::Warning,
                 format!("agent type {}: {why}; it runs on the session's model", def.name),
