@@ -75,7 +75,9 @@ pub fn note(ledger: &Ledger, turn_start: u64, todos: &[Todo], send: u32, mode: G
         return None;
     }
     let status = ledger.status();
-    if status == Status::Passed && ledger.weakened.is_empty() {
+    // A check that could not run here is named in the report: an answer that says so is honest,
+    // and sending the model back cannot install the program.
+    if matches!(status, Status::Passed | Status::CouldNotRun) && ledger.weakened.is_empty() {
         return None;
     }
     if ledger.work_since(turn_start).next().is_none() {
@@ -133,7 +135,7 @@ pub fn note(ledger: &Ledger, turn_start: u64, todos: &[Todo], send: u32, mode: G
             "No test run is recorded in this session, and these files changed: {}.",
             since(0)
         )),
-        (Status::Passed | Status::None, _) => {}
+        (Status::Passed | Status::None | Status::CouldNotRun, _) => {}
     }
     for w in ledger.weakened.values() {
         lines.push(format!(

@@ -23,6 +23,9 @@ pub enum Outcome {
     NotRun,
     /// The output was not understood (or could not be attributed to the runner).
     Unknown,
+    /// The check could not start or reach what it needs (program missing, no credentials, no
+    /// database): it says nothing about the code, and the report names it as such.
+    CouldNotRun,
 }
 
 /// A run's classification now: its outcome, or `stale` for a pass older than the tree.
@@ -34,6 +37,7 @@ pub enum RunStatus {
     NotRun,
     Stale,
     Unknown,
+    CouldNotRun,
 }
 
 impl RunStatus {
@@ -44,6 +48,7 @@ impl RunStatus {
             RunStatus::NotRun => "not_run",
             RunStatus::Stale => "stale",
             RunStatus::Unknown => "unknown",
+            RunStatus::CouldNotRun => "could_not_run",
         }
     }
 }
@@ -64,6 +69,9 @@ pub enum Status {
     Unverified,
     /// Nothing changed and no tests ran.
     None,
+    /// The newest test run could not run at all (its program is missing, a service or
+    /// credentials it needs are absent): nothing was verified, and the report says why.
+    CouldNotRun,
 }
 
 impl Status {
@@ -75,6 +83,7 @@ impl Status {
             Status::NotRun => "not_run",
             Status::Unverified => "unverified",
             Status::None => "none",
+            Status::CouldNotRun => "could_not_run",
         }
     }
 }
@@ -122,6 +131,7 @@ impl Run {
             Outcome::Failed => RunStatus::Failed,
             Outcome::NotRun => RunStatus::NotRun,
             Outcome::Unknown => RunStatus::Unknown,
+            Outcome::CouldNotRun => RunStatus::CouldNotRun,
         }
     }
 
@@ -271,6 +281,9 @@ impl Ledger {
         if fresh_tests.iter().any(|r| r.outcome == Outcome::NotRun) {
             return Status::NotRun;
         }
+        if !fresh_tests.is_empty() && fresh_tests.iter().all(|r| r.outcome == Outcome::CouldNotRun) {
+            return Status::CouldNotRun;
+        }
         if !fresh_tests.is_empty() {
             return Status::Unverified;
         }
@@ -280,6 +293,7 @@ impl Ledger {
                 Outcome::Failed => Status::Failed,
                 Outcome::NotRun => Status::NotRun,
                 Outcome::Unknown => Status::Unverified,
+                Outcome::CouldNotRun => Status::CouldNotRun,
             },
             None if self.changes.iter().any(Change::is_work) => Status::Unverified,
             None => Status::None,
@@ -294,6 +308,22 @@ impl Ledger {
             out.push(r);
         }
         out
+    }
+
+    /// The checks whose newest run could not run at all, in run order.
+    pub fn could_not_run(&self) -> Vec<&Run> {
+        self.latest_per_check(|_| true)
+            .into_iter()
+            .filter(|r| r.outcome == Outcome::CouldNotRun)
+            .collect()
+    }
+
+    /// The checks whose newest run gave no result keel could read, in run order.
+    pub fn unread(&self) -> Vec<&Run> {
+        self.latest_per_check(|_| true)
+            .into_iter()
+            .filter(|r| r.outcome == Outcome::Unknown)
+            .collect()
     }
 
     /// The newest test run, if any.

@@ -21,8 +21,10 @@ pub use crate::shell::split as command;
 mod command_changes;
 mod config;
 pub mod declared;
+pub mod expand;
 pub mod gate;
 pub mod ledger;
+pub mod own;
 pub mod parse;
 pub mod report;
 pub mod runners;
@@ -383,7 +385,7 @@ impl Evidence {
         known: &(dyn Fn(&Path) -> Option<String> + Sync),
     ) -> Vec<String> {
         let command = plan.line.as_str();
-        let reading = runners::recognise_split(&plan.segments, &self.config.declared);
+        let (reading, bodies) = expand::read_line(&plan.segments, &self.config.declared, shell_cwd);
         let (changes, during) = {
             let mut s = self.lock();
             let changes = s.last.as_ref().map(|b| b.diff(&after)).unwrap_or_default();
@@ -394,21 +396,22 @@ impl Evidence {
             }
             (changes, during)
         };
-        let mut text = output
+        let combined = output
             .structured
             .get("stdout")
             .and_then(Value::as_str)
             .map(str::to_string)
             .unwrap_or_else(|| output.content.as_text());
-        // `pytest > out.log`: the runner's report went to a file.
-        let segments = &plan.segments;
-        for r in &reading.runs {
-            for w in segments.get(r.segment).map(|s| s.writes.as_slice()).unwrap_or_default() {
-                let path = crate::fsutil::paths::resolve(shell_cwd, w);
-                if let Ok(log) = read_file_capped(&path, crate::fsutil::MAX_LOADED_BYTES) {
-                    text.push('\n');
-                    text.push_str(&String::from_utf8_lossy(&log));
-                }
+        let mut text = combined.clone();
+        let facts = own::facts(&plan.segments, &reading, bodies, shell_cwd, started_at);
+        // `pytest > out.log`: the runner's report went to a file; the log keeps it too.
+        let mut kept: Vec<&str> = Vec::new();
+        for o in &facts.own {
+            if let own::Own::File { path, text: report } = o
+                && !kept.contains(&path.as_str())
+            {
+                kept.push(path);
+                text.push_str(&format!("\n--- {path} ---\n{report}"));
             }
         }
         let exit = match output.structured.get("exitCode") {
@@ -434,7 +437,7 @@ impl Evidence {
         // A command that never started (refused, not valid) gives no runs.
         let started = output.structured.get("interrupted").is_some();
         let drafts = if started {
-            classify::drafts_split(&plan.segments, &reading, &text, exit)
+            classify::drafts_with(&plan.segments, &reading, &facts, &combined, exit)
         } else {
             Vec::new()
         };

@@ -20,9 +20,16 @@ pub fn json(ledger: &Ledger) -> Value {
                 (Kind::Test, Some(c)) => json!(f(c)),
                 _ => Value::Null,
             };
+            // The runner's own status: the shell's only when it reached the shell.
+            let exit_code = if r.exit_hidden {
+                r.runner_exit
+            } else {
+                r.runner_exit.or(r.exit_code)
+            };
             json!({
                 "command": r.command,
-                "exit_code": r.runner_exit.or(r.exit_code),
+                "exit_code": exit_code,
+                "status": r.status(ledger.version).as_str(),
                 "executed": count(|c| c.executed),
                 "passed": count(|c| c.passed),
                 "failed": count(|c| c.failed),
@@ -42,11 +49,17 @@ pub fn json(ledger: &Ledger) -> Value {
             })
         })
         .collect();
+    let could_not_run: Vec<Value> = ledger
+        .could_not_run()
+        .into_iter()
+        .map(|r| json!({"command": r.runner_command, "reason": r.note}))
+        .collect();
     json!({
         "status": ledger.status().as_str(),
         "files_changed": ledger.files_changed(),
         "runs": runs,
         "weakened_tests": weakened,
+        "could_not_run": could_not_run,
     })
 }
 
@@ -60,6 +73,23 @@ pub fn text_line(ledger: &Ledger) -> Option<String> {
         Status::Failed => parts.push("the last verification run failed".into()),
         Status::NotRun => parts.push("the last test run executed zero tests".into()),
         Status::Unverified => parts.push("files changed and no test run verified them".into()),
+        Status::CouldNotRun => parts.push("the tests could not run here, so nothing was verified".into()),
+    }
+    for r in ledger.could_not_run() {
+        parts.push(format!(
+            "`{}` {}",
+            super::ledger::clip(&r.runner_command, 60),
+            r.note.as_deref().unwrap_or("could not run")
+        ));
+    }
+    // Runs that ended with no result keel could read, when newer than the last passing run of
+    // their check (a run cut short by `timeout`, a report that went nowhere).
+    for r in ledger.unread() {
+        parts.push(format!(
+            "`{}` gave no result ({})",
+            super::ledger::clip(&r.runner_command, 60),
+            r.note.as_deref().unwrap_or("output not understood")
+        ));
     }
     if !ledger.weakened.is_empty() {
         let files: Vec<&str> = ledger.weakened.keys().map(String::as_str).collect();
@@ -87,6 +117,7 @@ pub fn status_label(ledger: &Ledger) -> Option<String> {
     }
     let word = match status {
         Status::NotRun => "not run",
+        Status::CouldNotRun => "could not run",
         other => other.as_str(),
     };
     let weakened = if ledger.weakened.is_empty() { "" } else { " (weakened)" };

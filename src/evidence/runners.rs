@@ -293,13 +293,13 @@ pub fn recognise_split(segments: &[Segment], declared: &Declared) -> Reading {
 
 /// Whether the status of segment `i` is the line's status when it fails: every connector from
 /// it to the end is `&&` (a failing command stops the chain there).
-fn exit_reaches_shell(segments: &[Segment], i: usize) -> bool {
+pub fn exit_reaches_shell(segments: &[Segment], i: usize) -> bool {
     segments[i..]
         .iter()
         .all(|s| matches!(s.next, Connector::And | Connector::End))
 }
 
-fn observes(words: &[String]) -> bool {
+pub fn observes(words: &[String]) -> bool {
     let Some(first) = words.first() else { return true };
     let name = command::base_name(first);
     if name == "git" {

@@ -44,7 +44,7 @@ fn collect(line: &str, depth: usize, out: &mut Loose) {
     for tok in parse::lex(line, false).unwrap_or_default() {
         match tok {
             Tok::Word(w) => words.push(w),
-            Tok::Redirect { .. } => {}
+            Tok::Redirect { .. } | Tok::Dup { .. } => {}
             Tok::Sep(_) => command(std::mem::take(&mut words), depth, out),
         }
     }

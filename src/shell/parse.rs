@@ -88,8 +88,18 @@ pub(super) enum Tok {
     Redirect {
         write: bool,
         target: Word,
+        /// The descriptor redirected: 0 or 1 by default, 2 for `2>`, [`BOTH_FDS`] for `&>`.
+        fd: u32,
+    },
+    /// `2>&1`, `>&2`: descriptor `fd` becomes a copy of `to` (no file involved).
+    Dup {
+        fd: u32,
+        to: u32,
     },
 }
+
+/// The `fd` of `&>file`: standard output and standard error together.
+pub(super) const BOTH_FDS: u32 = u32::MAX;
 
 /// Splits a command line. `Err` carries why it cannot be judged safely.
 pub fn parse(command: &str) -> Result<Vec<SimpleCommand>, String> {
@@ -112,7 +122,8 @@ fn parse_nested(command: &str, depth: usize) -> Result<Vec<SimpleCommand>, Strin
         let t = toks.next();
         match t {
             Some(Tok::Word(w)) => current.words.push(w),
-            Some(Tok::Redirect { write, target }) => {
+            Some(Tok::Dup { .. }) => {}
+            Some(Tok::Redirect { write, target, .. }) => {
                 if write {
                     current.writes.push(target)
                 } else {
@@ -265,7 +276,11 @@ pub(super) fn lex(s: &str, strict: bool) -> Result<Vec<Tok>, String> {
                     push_word(&mut cur, &mut toks)?;
                     let skip = if chars.get(i + 2) == Some(&'>') { 3 } else { 2 };
                     let (target, used) = redirect_target(&chars, i + skip, strict)?;
-                    toks.push(Tok::Redirect { write: true, target });
+                    toks.push(Tok::Redirect {
+                        write: true,
+                        target,
+                        fd: BOTH_FDS,
+                    });
                     i = used;
                     continue;
                 }
@@ -386,11 +401,15 @@ pub(super) fn lex(s: &str, strict: bool) -> Result<Vec<Tok>, String> {
                 }
                 // A word made only of digits right before the operator is a file descriptor.
                 let fd_prefix = cur.started && !cur.dynamic && cur.text.chars().all(|d| d.is_ascii_digit());
-                if fd_prefix {
+                let default_fd = if c == '>' { 1 } else { 0 };
+                let fd = if fd_prefix {
+                    let n = cur.text.parse().unwrap_or(default_fd);
                     cur = Acc::default();
+                    n
                 } else {
                     push_word(&mut cur, &mut toks)?;
-                }
+                    default_fd
+                };
                 let mut j = i + 1;
                 if c == '>' && matches!(chars.get(j), Some('>') | Some('|')) {
                     j += 1;
@@ -398,8 +417,13 @@ pub(super) fn lex(s: &str, strict: bool) -> Result<Vec<Tok>, String> {
                 if chars.get(j) == Some(&'&') {
                     // >&2, 2>&1: duplicate a descriptor, no file involved.
                     j += 1;
+                    let from = j;
                     while chars.get(j).is_some_and(|d| d.is_ascii_digit() || *d == '-') {
                         j += 1;
+                    }
+                    let to: String = chars[from..j].iter().collect();
+                    if let Ok(to) = to.parse() {
+                        toks.push(Tok::Dup { fd, to });
                     }
                     i = j;
                     continue;
@@ -409,6 +433,7 @@ pub(super) fn lex(s: &str, strict: bool) -> Result<Vec<Tok>, String> {
                         toks.push(Tok::Redirect {
                             write: c == '>',
                             target,
+                            fd,
                         });
                         i = used;
                     }

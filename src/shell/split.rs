@@ -33,6 +33,49 @@ pub struct Segment {
     pub next: Connector,
     /// Files this command writes through `>`/`>>` (not `2>&1`).
     pub writes: Vec<String>,
+    /// Where its standard output goes once its redirections applied, in order.
+    pub stdout: Dest,
+    /// Where its standard error goes.
+    pub stderr: Dest,
+}
+
+/// Where one output stream of a simple command ends up.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Dest {
+    /// Where the line's streams go (the result, or the next command of a pipeline); `2>&1`
+    /// and `>&2` keep a stream here.
+    #[default]
+    Inherited,
+    /// Wherever standard output goes, the next command of a pipeline included (`2>&1` while
+    /// standard output is inherited).
+    Joined,
+    /// A file (`/dev/null` included).
+    File(String),
+}
+
+/// Applies one redirection to the pair (standard output, standard error).
+fn redirect(streams: &mut (Dest, Dest), fd: u32, to: Dest) {
+    match fd {
+        1 => streams.0 = to,
+        2 => streams.1 = to,
+        super::parse::BOTH_FDS => {
+            streams.0 = to.clone();
+            streams.1 = to;
+        }
+        _ => {}
+    }
+}
+
+/// `fd>&to`: `fd` goes where `to` goes now.
+fn duplicate(streams: &mut (Dest, Dest), fd: u32, to: u32) {
+    let copy = match (to, &streams.0) {
+        (1, Dest::Inherited) if fd == 2 => Dest::Joined,
+        (1, d) => d.clone(),
+        (2, _) if streams.1 == Dest::Joined => Dest::Inherited,
+        (2, _) => streams.1.clone(),
+        _ => return,
+    };
+    redirect(streams, fd, copy);
 }
 
 /// Shell keywords that open or continue a compound command; the command after them is what runs.
@@ -47,7 +90,13 @@ pub fn split(line: &str) -> Vec<Segment> {
     let mut out: Vec<Segment> = Vec::new();
     let mut words: Vec<String> = Vec::new();
     let mut writes: Vec<String> = Vec::new();
-    let push_segment = |words: &mut Vec<String>, writes: &mut Vec<String>, next: Connector, out: &mut Vec<Segment>| {
+    let mut streams = (Dest::Inherited, Dest::Inherited);
+    let push_segment = |words: &mut Vec<String>,
+                        writes: &mut Vec<String>,
+                        streams: &mut (Dest, Dest),
+                        next: Connector,
+                        out: &mut Vec<Segment>| {
+        let (stdout, stderr) = std::mem::take(streams);
         while words.first().is_some_and(|w| KEYWORDS.contains(&w.as_str())) {
             words.remove(0);
         }
@@ -65,19 +114,29 @@ pub fn split(line: &str) -> Vec<Segment> {
             words: std::mem::take(words),
             next,
             writes: std::mem::take(writes),
+            stdout,
+            stderr,
         });
     };
     // Tolerant reading never refuses; an error here would be a lexer fault, read as nothing.
     for tok in super::parse::lex(line, false).unwrap_or_default() {
         match tok {
             Tok::Word(w) => words.push(w.text),
-            Tok::Redirect { write: true, target } => writes.push(target.text),
+            Tok::Redirect {
+                write: true,
+                target,
+                fd,
+            } => {
+                redirect(&mut streams, fd, Dest::File(target.text.clone()));
+                writes.push(target.text);
+            }
             // `<file`: the operand is read, not a word of the command.
             Tok::Redirect { write: false, .. } => {}
-            Tok::Sep(connector) => push_segment(&mut words, &mut writes, connector, &mut out),
+            Tok::Dup { fd, to } => duplicate(&mut streams, fd, to),
+            Tok::Sep(connector) => push_segment(&mut words, &mut writes, &mut streams, connector, &mut out),
         }
     }
-    push_segment(&mut words, &mut writes, Connector::End, &mut out);
+    push_segment(&mut words, &mut writes, &mut streams, Connector::End, &mut out);
     out
 }
 
@@ -132,5 +191,29 @@ mod tests {
         let s = split("echo $(date) && go test ./... < /dev/null");
         assert_eq!(s[0].words, vec!["echo", "$(date)"]);
         assert_eq!(s[1].words, vec!["go", "test", "./..."]);
+    }
+
+    #[test]
+    fn each_segment_knows_where_its_output_and_errors_go() {
+        let f = |t: &str| Dest::File(t.to_string());
+        let streams =
+            |line: &str| -> Vec<(Dest, Dest)> { split(line).into_iter().map(|s| (s.stdout, s.stderr)).collect() };
+        assert_eq!(streams("pytest -q"), vec![(Dest::Inherited, Dest::Inherited)]);
+        assert_eq!(
+            streams("pytest > /dev/null 2>&1"),
+            vec![(f("/dev/null"), f("/dev/null"))]
+        );
+        assert_eq!(streams("pytest 2>&1 > out.log"), vec![(f("out.log"), Dest::Joined)]);
+        assert_eq!(streams("jest 2> err.log"), vec![(Dest::Inherited, f("err.log"))]);
+        assert_eq!(streams("cargo test &> all.log"), vec![(f("all.log"), f("all.log"))]);
+        assert_eq!(streams("pytest 1>o.log 2>>e.log"), vec![(f("o.log"), f("e.log"))]);
+        assert_eq!(
+            streams("pytest 2>&1 | tail -3 > run.log; cat run.log"),
+            vec![
+                (Dest::Inherited, Dest::Joined),
+                (f("run.log"), Dest::Inherited),
+                (Dest::Inherited, Dest::Inherited)
+            ]
+        );
     }
 }

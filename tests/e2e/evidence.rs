@@ -10,12 +10,12 @@ use serde_json::{Value, json};
 
 use crate::support::{Env, Out, read_jsonl};
 
-const CALC: &str = "def add(a, b):\n    return a - b\n";
-const TESTS: &str = "import unittest\n\nfrom calc import add\n\n\nclass TestCalc(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 0), 2)\n        self.assertEqual(add(2, 3), 5)\n\n    def test_zero(self):\n        self.assertEqual(add(0, 0), 0)\n";
-const ANSWER: &str = "I was sent back: the evidence does not support my claim yet.";
+pub(crate) const CALC: &str = "def add(a, b):\n    return a - b\n";
+pub(crate) const TESTS: &str = "import unittest\n\nfrom calc import add\n\n\nclass TestCalc(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 0), 2)\n        self.assertEqual(add(2, 3), 5)\n\n    def test_zero(self):\n        self.assertEqual(add(0, 0), 0)\n";
+pub(crate) const ANSWER: &str = "I was sent back: the evidence does not support my claim yet.";
 
 /// A small Python project whose `add` subtracts: one of three assertions fails.
-fn project() -> Env {
+pub(crate) fn project() -> Env {
     let env = Env::new();
     env.write("calc.py", CALC);
     env.write("tests/__init__.py", "");
@@ -23,24 +23,24 @@ fn project() -> Env {
     env
 }
 
-fn read(path: &str) -> Value {
+pub(crate) fn read(path: &str) -> Value {
     json!({"tool_calls": [{"name": "Read", "input": {"file_path": path}}]})
 }
 
-fn edit(path: &str, old: &str, new: &str) -> Value {
+pub(crate) fn edit(path: &str, old: &str, new: &str) -> Value {
     json!({"tool_calls": [{"name": "Edit", "input": {"file_path": path, "old_string": old, "new_string": new}}]})
 }
 
-fn bash(command: &str) -> Value {
+pub(crate) fn bash(command: &str) -> Value {
     json!({"tool_calls": [{"name": "Bash", "input": {"command": command}}]})
 }
 
-fn say(text: &str) -> Value {
+pub(crate) fn say(text: &str) -> Value {
     json!({"text": text})
 }
 
 /// Runs `turns` with the stop gate as the settings say (`KEEL_VERIFICATION_GATE` unset).
-async fn session(env: &Env, turns: Vec<Value>, extra: &[&str]) -> Out {
+pub(crate) async fn session(env: &Env, turns: Vec<Value>, extra: &[&str]) -> Out {
     let script = env.home.join(format!("script-{}.json", uuid_like()));
     std::fs::write(&script, serde_json::to_string(&json!({"turns": turns})).unwrap()).unwrap();
     env.keel_offline()
@@ -70,7 +70,7 @@ fn uuid_like() -> String {
     )
 }
 
-async fn json_session(env: &Env, turns: Vec<Value>, extra: &[&str]) -> Value {
+pub(crate) async fn json_session(env: &Env, turns: Vec<Value>, extra: &[&str]) -> Value {
     let mut args = vec!["--output-format", "json"];
     args.extend_from_slice(extra);
     let out = session(env, turns, &args).await;
@@ -79,7 +79,7 @@ async fn json_session(env: &Env, turns: Vec<Value>, extra: &[&str]) -> Value {
 }
 
 /// The notes the stop gate sent, from the session's transcript.
-fn nudges(env: &Env) -> Vec<String> {
+pub(crate) fn nudges(env: &Env) -> Vec<String> {
     env.transcripts()
         .iter()
         .flat_map(|t| read_jsonl(t))
@@ -89,7 +89,7 @@ fn nudges(env: &Env) -> Vec<String> {
 }
 
 /// Every tool result text of the session, from the transcript.
-fn tool_results(env: &Env) -> Vec<String> {
+pub(crate) fn tool_results(env: &Env) -> Vec<String> {
     env.transcripts()
         .iter()
         .flat_map(|t| read_jsonl(t))
@@ -100,7 +100,7 @@ fn tool_results(env: &Env) -> Vec<String> {
         .collect()
 }
 
-fn have_python() -> bool {
+pub(crate) fn have_python() -> bool {
     let ok = std::process::Command::new("python3")
         .arg("--version")
         .output()
@@ -568,7 +568,7 @@ async fn the_ledger_survives_compaction_and_resume() {
 
 /// A stand-in for a runner: prints a captured output of the real runner and exits 0, as the
 /// runner would look behind `| tail`.
-fn shim(env: &Env, name: &str, fixture: &str) -> PathBuf {
+pub(crate) fn shim(env: &Env, name: &str, fixture: &str) -> PathBuf {
     let captured = std::fs::read_to_string(format!(
         "{}/tests/fixtures/evidence/{fixture}",
         env!("CARGO_MANIFEST_DIR")
