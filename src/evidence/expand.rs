@@ -437,6 +437,11 @@ fn shell_script(words: &[String], dir: &Path, declared: &Declared, depth: usize)
         return None;
     };
     let path = crate::fsutil::paths::resolve(dir, &file);
+    // A project's own scripts only (not `/usr/bin/…`), and only what can be a shell script.
+    let ext = path.extension().and_then(|e| e.to_str());
+    if !path.starts_with(dir) || !matches!(ext, None | Some("sh" | "bash")) {
+        return None;
+    }
     let text = read_text(&path)?;
     if !matches!(name, "sh" | "bash" | "dash" | "zsh") {
         let shebang = text.lines().next().unwrap_or("");

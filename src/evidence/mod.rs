@@ -687,6 +687,10 @@ fn run_note(run: &Run) -> Option<String> {
             "gave no result keel could read ({})",
             run.note.as_deref().unwrap_or("output not understood")
         ),
+        Outcome::CouldNotRun => format!(
+            "did not run ({}): it verifies nothing; say so in your answer rather than counting it as passed",
+            run.note.as_deref().unwrap_or("could not run")
+        ),
         Outcome::Failed if run.exit_hidden && run.exit_code == Some(0) => {
             format!(
                 "failed although the command line exited 0: {}",

@@ -105,6 +105,11 @@ pub fn facts(
         }
         for file in printed_files(seg) {
             let path = crate::fsutil::paths::resolve(cwd, &file);
+            // Only the project's files can hold a stored report worth comparing; keel reads
+            // nothing of the machine's for it.
+            if !path.starts_with(cwd) {
+                continue;
+            }
             let key = path.display().to_string();
             if own_files.contains(&key) {
                 continue;

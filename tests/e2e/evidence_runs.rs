@@ -133,6 +133,12 @@ async fn a_missing_linter_behind_or_true_could_not_run() {
     assert_eq!(cnr.len(), 1, "{v}");
     assert_eq!(cnr[0]["command"], "ruff check .");
     assert!(cnr[0]["reason"].as_str().unwrap().contains("not found"), "{}", cnr[0]);
+    assert!(
+        crate::evidence::tool_results(&env)
+            .iter()
+            .any(|t| t.contains("`ruff check .` did not run")),
+        "the model is told at once"
+    );
 }
 
 /// A visible exit 127 is not a failure of the code: the text line says "could not run" and
