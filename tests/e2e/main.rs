@@ -15,6 +15,7 @@ mod demo;
 mod edit_guards;
 mod engine_loop;
 mod evidence;
+mod evidence_weakenings;
 mod file_safety;
 mod harness_attacks;
 mod headless;
