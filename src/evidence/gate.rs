@@ -66,6 +66,17 @@ pub fn todos_unverified(todos: &[Todo]) -> Option<usize> {
     (done.len() >= 3 && !done.iter().any(|t| is_verification_step(t))).then_some(done.len())
 }
 
+/// `Run 2 `pytest -k add`: 1 passed, 0 failed (exit 0) — only a subset ran (`-k add`) since the
+/// last change; run the whole suite.`
+fn subset_line(run: &super::ledger::Run) -> String {
+    format!(
+        "Run {} {} — {}.",
+        run.id,
+        run.describe(),
+        run.subset_note().unwrap_or_default()
+    )
+}
+
 /// The note that sends the model back, or `None` when the turn may end: a fresh passing run
 /// stands and no test was weakened, or nothing changed in this turn (`turn_start` is the version
 /// the turn began at) — except the task-list rule, which reminds once per turn whatever changed.
@@ -126,6 +137,9 @@ pub fn note(ledger: &Ledger, turn_start: u64, todos: &[Todo], send: u32, mode: G
             "The last test run executed zero tests, which is not a pass: {}.",
             run.describe()
         )),
+        (Status::Unverified, _) if ledger.unbacked_subset().is_some() => {
+            lines.extend(ledger.unbacked_subset().map(subset_line))
+        }
         (Status::Unverified, Some(run)) => lines.push(format!(
             "keel could not read a result from the last test run: {}{}.",
             run.describe(),

@@ -65,7 +65,8 @@ pub enum Status {
     Stale,
     /// The newest test run executed zero tests.
     NotRun,
-    /// Files changed and no test run says anything about them (none ran, or none understood).
+    /// Files changed and no test run says anything about them (none ran, none understood, or
+    /// only part of the suite ran since the last change).
     Unverified,
     /// Nothing changed and no tests ran.
     None,
@@ -120,6 +121,10 @@ pub struct Run {
     pub version: u64,
     /// When the run finished (RFC 3339).
     pub at: String,
+    /// What selected part of the suite (`-k add`, a node id, a name filter); `None`: the whole
+    /// suite as far as the command line tells.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subset: Option<String>,
 }
 
 impl Run {
@@ -133,6 +138,14 @@ impl Run {
             Outcome::Unknown => RunStatus::Unknown,
             Outcome::CouldNotRun => RunStatus::CouldNotRun,
         }
+    }
+
+    /// `only a subset ran (`-k add`) since the last change; run the whole suite`.
+    pub fn subset_note(&self) -> Option<String> {
+        let subset = self.subset.as_deref()?;
+        Some(format!(
+            "only a subset ran (`{subset}`) since the last change; run the whole suite"
+        ))
     }
 
     /// Runs of the same check (the runner's command as written).
@@ -181,7 +194,8 @@ pub enum Source {
     /// keel's Edit / Write.
     Tool { tool: String },
     /// A shell command (`verification`: the line only ran checks and observers, so the change
-    /// is their by-product, such as a log file or a snapshot).
+    /// is their by-product, such as a log file or a cache; never a test file, a snapshot or a
+    /// test configuration, which are work whoever rewrote them).
     Shell { command: String, verification: bool },
     /// Something outside this session's tools: the user, a background process, or while the
     /// session was closed.
@@ -276,7 +290,11 @@ impl Ledger {
         }
         let fresh_tests: Vec<&Run> = fresh.iter().copied().filter(|r| r.kind == Kind::Test).collect();
         if fresh_tests.iter().any(|r| r.outcome == Outcome::Passed) {
-            return Status::Passed;
+            // A passing run of part of a suite counts only beside a passing run of the whole.
+            return match unbacked(&fresh_tests) {
+                Some(_) => Status::Unverified,
+                None => Status::Passed,
+            };
         }
         if fresh_tests.iter().any(|r| r.outcome == Outcome::NotRun) {
             return Status::NotRun;
@@ -326,6 +344,16 @@ impl Ledger {
             .collect()
     }
 
+    /// The newest passing run of part of the suite against the current tree, when no passing run
+    /// of the whole stands beside it (the session is then `unverified`).
+    pub fn unbacked_subset(&self) -> Option<&Run> {
+        let fresh = self.latest_per_check(|r| r.version == self.version && r.kind == Kind::Test);
+        if fresh.iter().any(|r| r.outcome == Outcome::Failed) {
+            return None;
+        }
+        unbacked(&fresh)
+    }
+
     /// The newest test run, if any.
     pub fn last_test_run(&self) -> Option<&Run> {
         self.runs.iter().rev().find(|r| r.kind == Kind::Test)
@@ -363,6 +391,19 @@ impl Ledger {
         }
         out
     }
+}
+
+/// The newest passing run of part of a suite among `runs` with no passing run of the whole suite
+/// by the same runner beside it.
+fn unbacked<'a>(runs: &[&'a Run]) -> Option<&'a Run> {
+    let passed = |r: &&&Run| r.outcome == Outcome::Passed;
+    runs.iter().filter(passed).rev().copied().find(|r| {
+        r.subset.is_some()
+            && !runs
+                .iter()
+                .filter(passed)
+                .any(|whole| whole.subset.is_none() && whole.runner == r.runner)
+    })
 }
 
 pub fn clip(s: &str, max: usize) -> String {

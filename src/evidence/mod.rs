@@ -8,8 +8,10 @@
 //! - a command line is read for verification runs ([`runners`]), whose output is parsed
 //!   ([`parse`]) and classified ([`classify`]) into the [`ledger`], with the log kept on disk;
 //! - a change to a test file is compared with the file as the session first saw it
-//!   ([`weakened`]): removed assertions, added skip markers and deleted tests are flagged in the
-//!   tool result and the ledger.
+//!   ([`weakened`]): removed assertions (or ones replaced by assertions that cannot fail), added
+//!   skip markers, deleted tests, deselections added to a test configuration and changed
+//!   snapshot values are flagged in the tool result and the ledger;
+//! - a run that selects part of a suite records what selected it ([`subset`]).
 //!
 //! The engine asks the stop [`gate`] before a turn may end; the front ends show the
 //! [`report`]. The ledger is host state, persisted as `evidence.json` in the session directory,
@@ -29,6 +31,7 @@ pub mod parse;
 pub mod report;
 pub mod runners;
 mod store;
+pub mod subset;
 mod uplink;
 pub mod weakened;
 
@@ -418,21 +421,32 @@ impl Evidence {
             Some(Value::Number(n)) => n.as_i64().map(|n| n as i32),
             _ => None,
         };
-        let read = self.prefetch(&during).await;
+        let mut read = self.prefetch(&during).await;
+        read.added = changes.added.iter().map(|p| rel_string(p)).collect();
         let mut notes = Vec::new();
         let mut s = self.lock();
         let version_before = s.ledger.version;
         let verification = reading.only_observes && !reading.runs.is_empty();
         let uncertain = changes.uncertain && !reading.only_observes;
-        if !during.is_empty() || uncertain {
-            s.ledger.change(
-                during.clone(),
-                Source::Shell {
-                    command: command.to_string(),
-                    verification,
-                },
-                uncertain,
-            );
+        // What a line that only ran checks changed is their by-product (a log, a cache), except
+        // what the tests expect or which of them run (a snapshot `jest -u` rewrote): that is work.
+        let (work, byproducts): (Vec<String>, Vec<String>) = during
+            .iter()
+            .cloned()
+            .partition(|r| !verification || weakened::rewritten_is_work(Path::new(r)));
+        if !byproducts.is_empty() {
+            let source = Source::Shell {
+                command: command.to_string(),
+                verification: true,
+            };
+            s.ledger.change(byproducts, source, false);
+        }
+        if !work.is_empty() || uncertain {
+            let source = Source::Shell {
+                command: command.to_string(),
+                verification: false,
+            };
+            s.ledger.change(work, source, uncertain);
         }
         // A command that never started (refused, not valid) gives no runs.
         let started = output.structured.get("interrupted").is_some();
@@ -467,6 +481,7 @@ impl Evidence {
                 log: log.clone(),
                 version,
                 at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                subset: subset::of_run(&plan.segments, &reading, d.runner, d.kind),
             };
             let run = s.ledger.push_run(run);
             if let Some(n) = run_note(run) {
@@ -540,6 +555,7 @@ impl Evidence {
         Prefetched {
             now,
             committed: self.committed(rels).await,
+            added: HashSet::new(),
         }
     }
 
@@ -597,7 +613,10 @@ impl Evidence {
         let base = match ledger.baselines.get(rel) {
             Some(b) => b.clone(),
             None => {
-                let b = known(path).or_else(|| committed.get(rel).cloned())?;
+                // A configuration or snapshot file the command created is measured against its
+                // absence.
+                let absent = || (read.added.contains(rel) && weakened::is_suite_file(path)).then(String::new);
+                let b = known(path).or_else(|| committed.get(rel).cloned()).or_else(absent)?;
                 if !weakened::holds_tests(path, &b, &now) {
                     return None;
                 }
@@ -707,6 +726,8 @@ struct Prefetched {
     /// Each file's text now (`None`: unreadable; empty: removed).
     now: HashMap<String, Option<String>>,
     committed: HashMap<String, String>,
+    /// Files the command created (absent from the fingerprint before it).
+    added: HashSet<String>,
 }
 
 /// Whether a change of `path` can weaken tests (a test file, or Rust source with its tests
@@ -725,9 +746,16 @@ fn text_now(path: &Path) -> Option<String> {
     }
 }
 
-/// What a file holds now, as a baseline for the weakened-test check, when it holds tests.
+/// What a file holds now, as a baseline for the weakened-test check, when it holds tests (a
+/// configuration or snapshot file that does not exist yet: empty, what it will add counts).
 fn baseline_text(path: &Path) -> Option<String> {
-    let bytes = read_file_capped(path, MAX_BASELINE_BYTES as u64).ok()?;
+    let bytes = match read_file_capped(path, MAX_BASELINE_BYTES as u64) {
+        Ok(b) => b,
+        Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound && weakened::is_suite_file(path) => {
+            return Some(String::new());
+        }
+        Err(_) => return None,
+    };
     let text = String::from_utf8(bytes).ok()?;
     weakened::holds_tests(path, &text, "").then_some(text)
 }

@@ -35,6 +35,7 @@ pub fn json(ledger: &Ledger) -> Value {
                 "failed": count(|c| c.failed),
                 "skipped": count(|c| c.skipped),
                 "fresh": r.version == ledger.version,
+                "subset": r.subset,
             })
         })
         .collect();
@@ -45,7 +46,10 @@ pub fn json(ledger: &Ledger) -> Value {
             json!({
                 "file": w.file,
                 "removed_assertions": w.weakening.removed_assertions,
+                "replaced_with_trivial": w.weakening.replaced_with_trivial,
                 "added_skips": w.weakening.added_skips,
+                "added_deselections": w.weakening.added_deselections,
+                "changed_snapshots": w.weakening.changed_snapshots,
             })
         })
         .collect();
@@ -72,7 +76,12 @@ pub fn text_line(ledger: &Ledger) -> Option<String> {
         Status::Stale => parts.push("tests passed before the last changes and were not run since".into()),
         Status::Failed => parts.push("the last verification run failed".into()),
         Status::NotRun => parts.push("the last test run executed zero tests".into()),
-        Status::Unverified => parts.push("files changed and no test run verified them".into()),
+        Status::Unverified => parts.push(
+            ledger
+                .unbacked_subset()
+                .and_then(|r| r.subset_note())
+                .unwrap_or_else(|| "files changed and no test run verified them".into()),
+        ),
         Status::CouldNotRun => parts.push("the tests could not run here, so nothing was verified".into()),
     }
     for r in ledger.could_not_run() {
@@ -145,6 +154,9 @@ pub fn listing(ledger: &Ledger, gate: &str) -> String {
                 r.duration_ms,
                 r.version
             );
+            if let Some(subset) = &r.subset {
+                let _ = write!(out, "\n      part of the suite: {subset}");
+            }
             if let Some(note) = &r.note {
                 let _ = write!(out, "\n      {note}");
             }

@@ -569,3 +569,120 @@ async fn a_missing_program_could_not_run_and_does_not_fail_the_session() {
     assert_eq!(w.ev.ledger().status(), Status::CouldNotRun);
     assert!(w.ev.gate(&[]).is_none());
 }
+
+const JEST_PASS: &str = "Tests:       1 passed, 1 total\nSnapshots:   1 updated, 1 total\n";
+
+#[tokio::test]
+async fn a_snapshot_a_runner_rewrote_is_work_and_a_changed_expectation() {
+    let w = ws(GateMode::Nudge);
+    let snap = "__tests__/__snapshots__/x.test.js.snap";
+    std::fs::create_dir_all(w.path("__tests__/__snapshots__")).unwrap();
+    std::fs::write(w.path(snap), "exports[`adds 1`] = `3`;\n").unwrap();
+    // The session sees the snapshot (a command naming it keeps its baseline).
+    w.bash(&format!("cat {snap}"), |_| {}, "exports[`adds 1`] = `3`;", 0)
+        .await;
+    w.ev.begin_turn();
+    let out = w
+        .bash(
+            "jest -u 2>&1 | tee jest.log",
+            |d| {
+                std::fs::write(d.join(snap), "exports[`adds 1`] = `4`;\n").unwrap();
+                std::fs::write(d.join("jest.log"), JEST_PASS).unwrap();
+            },
+            JEST_PASS,
+            0,
+        )
+        .await;
+    let text = out.content.as_text();
+    assert!(
+        text.contains(&format!("[keel: weakened tests] {snap}")) && text.contains("1 expected snapshot value changed"),
+        "{text}"
+    );
+    let l = w.ev.ledger();
+    assert_eq!(l.files_changed(), vec![snap], "the snapshot is work; the log is not");
+    assert_eq!(l.runs[0].outcome, ledger::Outcome::Passed);
+    assert_eq!(l.weakened[snap].weakening.changed_snapshots, 1);
+    let note =
+        w.ev.gate(&[])
+            .expect("a pass against a rewritten expectation is sent back");
+    assert!(
+        note.contains(&format!("Weakened tests in {snap}: 1 expected snapshot value changed")),
+        "{note}"
+    );
+}
+
+#[tokio::test]
+async fn a_new_configuration_is_measured_against_its_absence() {
+    let w = ws(GateMode::Nudge);
+    w.ev.begin_turn();
+    // Created by the shell: absent from the fingerprint before the command, from the read state
+    // and from git.
+    let out = w
+        .bash(
+            "printf '[pytest]\\naddopts = --deselect tests/test_app.py::test_f\\n' > pytest.ini",
+            |d| {
+                std::fs::write(
+                    d.join("pytest.ini"),
+                    "[pytest]\naddopts = --deselect tests/test_app.py::test_f\n",
+                )
+                .unwrap()
+            },
+            "",
+            0,
+        )
+        .await;
+    assert!(
+        out.content.as_text().contains("pytest.ini is now weaker")
+            && out.content.as_text().contains("1 test deselection added"),
+        "{}",
+        out.content.as_text()
+    );
+    // Created by Write: the baseline kept before the call is its absence.
+    let out = w
+        .edit(
+            "conftest.py",
+            "import pytest\n\ndef pytest_collection_modifyitems(items):\n    for item in items:\n        if item.name == 'test_f':\n            item.add_marker(pytest.mark.skip(reason='later'))\n",
+        )
+        .await;
+    assert!(
+        out.content.as_text().contains("[keel: weakened tests] conftest.py")
+            && out.content.as_text().contains("1 skip/xfail/ignore marker added"),
+        "{}",
+        out.content.as_text()
+    );
+    let l = w.ev.ledger();
+    assert_eq!(l.weakened["pytest.ini"].weakening.added_deselections, 1);
+    assert_eq!(l.weakened["conftest.py"].weakening.added_skips, 1);
+    assert_eq!(l.baselines["conftest.py"], "");
+    // A new test file is not measured against nothing: what it skips is its own business.
+    let out = w
+        .edit(
+            "tests/test_new.py",
+            "import pytest\n\n@pytest.mark.skip\ndef test_x():\n    assert g()\n",
+        )
+        .await;
+    assert!(!out.content.as_text().contains("weakened"), "{}", out.content.as_text());
+}
+
+#[tokio::test]
+async fn a_subset_run_is_recorded_with_what_selected_it() {
+    let w = ws(GateMode::Nudge);
+    w.ev.begin_turn();
+    w.edit("src/app.py", "def f(x):\n    return x + 2\n").await;
+    w.bash("pytest -q -k 'not slow'", |_| {}, PASS, 0).await;
+    let l = w.ev.ledger();
+    assert_eq!(l.runs[0].subset.as_deref(), Some("-k 'not slow'"));
+    assert_eq!(l.status(), Status::Unverified);
+    let note = w.ev.gate(&[]).expect("a subset after a change is sent back");
+    assert!(
+        note.contains("only a subset ran (`-k 'not slow'`) since the last change"),
+        "{note}"
+    );
+    w.ev.begin_turn();
+    w.bash("pytest -q", |_| {}, PASS, 0).await;
+    w.bash("pytest -q tests/test_app.py::test_f", |_| {}, PASS, 0).await;
+    let l = w.ev.ledger();
+    assert_eq!(l.runs[1].subset, None);
+    assert_eq!(l.runs[2].subset.as_deref(), Some("tests/test_app.py::test_f"));
+    assert_eq!(l.status(), Status::Passed, "a targeted rerun beside a whole pass");
+}

@@ -1,6 +1,9 @@
-//! Weakened tests: a change to a test file that removes assertions, adds skip / xfail / ignore
-//! markers or deletes test functions. Pure functions over the file's text before and after;
-//! commented-out lines do not count (commenting an assertion out removes it).
+//! Weakened tests: a change to a test file that removes assertions (or replaces them with ones
+//! that cannot fail, [`trivial`]), adds skip / xfail / ignore markers or deletes test functions; a
+//! change to a configuration that decides which tests run that deselects some ([`test_config`]);
+//! a changed expected value in a snapshot file ([`snapshots`]). Pure functions over the file's
+//! text before and after; commented-out lines do not count (commenting an assertion out removes
+//! it).
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -8,35 +11,69 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
+#[path = "snapshots.rs"]
+mod snapshots;
+#[path = "test_config.rs"]
+mod test_config;
+#[path = "trivial.rs"]
+mod trivial;
+
 /// How much weaker a test file got (net counts; an edit that moves an assertion is no change).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Weakening {
+    /// Assertions gone, those replaced by assertions that cannot fail included.
     pub removed_assertions: u64,
+    /// Of `removed_assertions`, how many were replaced by assertions that cannot fail.
+    #[serde(default)]
+    pub replaced_with_trivial: u64,
     pub added_skips: u64,
     pub deleted_tests: u64,
+    /// Deselections a configuration added (`--deselect`, `-k`, `collect_ignore`, an ignore
+    /// pattern) and entries it dropped from what runs (`testpaths`, `testMatch`).
+    #[serde(default)]
+    pub added_deselections: u64,
+    /// Snapshot entries whose expected value changed or that were removed.
+    #[serde(default)]
+    pub changed_snapshots: u64,
 }
 
 impl Weakening {
     pub fn is_empty(&self) -> bool {
-        self.removed_assertions == 0 && self.added_skips == 0 && self.deleted_tests == 0
+        self.removed_assertions == 0
+            && self.added_skips == 0
+            && self.deleted_tests == 0
+            && self.added_deselections == 0
+            && self.changed_snapshots == 0
     }
 
     /// Whether `self` is weaker than `other` in any respect.
     pub fn exceeds(&self, other: &Weakening) -> bool {
         self.removed_assertions > other.removed_assertions
+            || self.replaced_with_trivial > other.replaced_with_trivial
             || self.added_skips > other.added_skips
             || self.deleted_tests > other.deleted_tests
+            || self.added_deselections > other.added_deselections
+            || self.changed_snapshots > other.changed_snapshots
     }
 
     /// `2 assertions removed, 1 skip marker added`.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
         let plural = |n: u64, one: &str, many: &str| if n == 1 { one.to_string() } else { many.to_string() };
-        if self.removed_assertions > 0 {
+        let removed = self.removed_assertions.saturating_sub(self.replaced_with_trivial);
+        if removed > 0 {
             parts.push(format!(
                 "{} {} removed",
-                self.removed_assertions,
-                plural(self.removed_assertions, "assertion", "assertions")
+                removed,
+                plural(removed, "assertion", "assertions")
+            ));
+        }
+        if self.replaced_with_trivial > 0 {
+            parts.push(format!(
+                "{} {} replaced with {} that cannot fail",
+                self.replaced_with_trivial,
+                plural(self.replaced_with_trivial, "assertion", "assertions"),
+                plural(self.replaced_with_trivial, "one", "ones")
             ));
         }
         if self.added_skips > 0 {
@@ -51,6 +88,20 @@ impl Weakening {
                 "{} test {} deleted",
                 self.deleted_tests,
                 plural(self.deleted_tests, "function", "functions")
+            ));
+        }
+        if self.added_deselections > 0 {
+            parts.push(format!(
+                "{} test {} added",
+                self.added_deselections,
+                plural(self.added_deselections, "deselection", "deselections")
+            ));
+        }
+        if self.changed_snapshots > 0 {
+            parts.push(format!(
+                "{} expected snapshot {} changed",
+                self.changed_snapshots,
+                plural(self.changed_snapshots, "value", "values")
             ));
         }
         parts.join(", ")
@@ -91,8 +142,12 @@ const SOURCE_EXTENSIONS: &[&str] = &[
 
 const TEST_DIRS: &[&str] = &["tests", "test", "__tests__", "spec", "specs", "testing", "e2e"];
 
-/// Whether the path names a test file by the usual conventions.
+/// Whether the path names a test file by the usual conventions, or a file that decides which
+/// tests run or what they expect ([`is_suite_file`]).
 pub fn is_test_file(path: &Path) -> bool {
+    if is_suite_file(path) {
+        return true;
+    }
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     if !SOURCE_EXTENSIONS.contains(&ext) {
         return false;
@@ -114,6 +169,26 @@ pub fn is_test_file(path: &Path) -> bool {
             p.components()
                 .any(|c| TEST_DIRS.contains(&c.as_os_str().to_str().unwrap_or("")))
         })
+}
+
+/// Whether `path` is a configuration that decides which tests run (`conftest.py`, `pytest.ini`,
+/// `jest.config.js`, …) or a snapshot file: such a file that did not exist has an empty baseline
+/// (what a new one adds is measured against nothing).
+pub fn is_suite_file(path: &Path) -> bool {
+    test_config::kind(path).is_some() || snapshots::is_snapshot(path)
+}
+
+/// Directories where tools write what they build: a test-named file there is output.
+const OUTPUT_DIRS: &[&str] = &["target", "build", "dist", "out", "coverage", ".venv", "venv"];
+
+/// Whether a change to `path` by a line that only ran checks is work, not their by-product: what
+/// the tests expect or which of them run (a snapshot `jest -u` rewrote, a test file with inline
+/// snapshots), as opposed to logs and caches.
+pub fn rewritten_is_work(path: &Path) -> bool {
+    is_test_file(path)
+        && !path
+            .components()
+            .any(|c| OUTPUT_DIRS.contains(&c.as_os_str().to_str().unwrap_or("")))
 }
 
 /// Whether `path` can hold tests at all (a test file, or a Rust source): for any other file
@@ -154,7 +229,7 @@ fn patterns(l: Lang) -> &'static Patterns {
             // Python
             p(
                 r"\bassert\b|\bself\.assert\w*\s*\(|\bself\.fail\w*\s*\(|\bpytest\.(?:raises|fail|warns|approx)\s*\(|\.assert_\w+\s*\(",
-                r"@pytest\.mark\.(?:skip|skipif|xfail)\b|@unittest\.(?:skip|skipIf|skipUnless|expectedFailure)\b|\bpytest\.(?:skip|xfail|importorskip)\s*\(|\.skipTest\s*\(|@skip\b",
+                r"@?pytest\.mark\.(?:skip|skipif|xfail)\b|@unittest\.(?:skip|skipIf|skipUnless|expectedFailure)\b|\bpytest\.(?:skip|xfail|importorskip)\s*\(|\.skipTest\s*\(|@skip\b",
                 r"(?m)^\s*(?:async\s+)?def\s+test\w*\s*\(",
             ),
             // Rust
@@ -279,29 +354,71 @@ fn strip_trailing_comment(l: Lang, line: &str) -> &str {
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Tally {
+    /// Every assertion, those that cannot fail included.
     assertions: u64,
+    /// Assertions that cannot fail.
+    trivial: u64,
     skips: u64,
     tests: u64,
+    /// A `conftest.py`'s deselections.
+    deselections: u64,
 }
 
-fn tally(l: Lang, text: &str) -> Tally {
+fn tally(l: Lang, text: &str, conftest: bool) -> Tally {
     let code = code_lines(l, text);
     let p = patterns(l);
-    Tally {
-        assertions: p.assertion.find_iter(&code).count() as u64,
+    let mut t = Tally {
         skips: p.skip.find_iter(&code).count() as u64,
         tests: p.test.find_iter(&code).count() as u64,
+        deselections: if conftest {
+            test_config::conftest_deselections(&code)
+        } else {
+            0
+        },
+        ..Tally::default()
+    };
+    for m in p.assertion.find_iter(&code) {
+        t.assertions += 1;
+        if trivial::cannot_fail(l, m.as_str(), &code[m.start()..]) {
+            t.trivial += 1;
+        }
     }
+    t
 }
 
-/// How much weaker `after` is than `before` (a deleted file: `after` empty).
+/// How much weaker `after` is than `before` (a deleted file: `after` empty; a new configuration
+/// or snapshot file: `before` empty).
 pub fn compare(path: &Path, before: &str, after: &str) -> Weakening {
+    let config = test_config::kind(path);
+    match config {
+        Some(test_config::Config::Conftest) | None => {}
+        Some(kind) => {
+            return Weakening {
+                added_deselections: test_config::added_deselections(kind, before, after),
+                ..Weakening::default()
+            };
+        }
+    }
+    if snapshots::is_snapshot(path) {
+        return Weakening {
+            changed_snapshots: snapshots::changed(before, after),
+            ..Weakening::default()
+        };
+    }
     let l = lang(path);
-    let (b, a) = (tally(l, before), tally(l, after));
+    let conftest = config.is_some();
+    let (b, a) = (tally(l, before, conftest), tally(l, after, conftest));
+    // Assertions that cannot fail are no assertions: replacing a real one with one of them
+    // removes it. A trivial assertion deleted is still an assertion removed.
+    let removed_any = b.assertions.saturating_sub(a.assertions);
+    let removed_real = (b.assertions - b.trivial).saturating_sub(a.assertions - a.trivial);
     Weakening {
-        removed_assertions: b.assertions.saturating_sub(a.assertions),
+        removed_assertions: removed_any.max(removed_real),
+        replaced_with_trivial: removed_real.saturating_sub(removed_any),
         added_skips: a.skips.saturating_sub(b.skips),
         deleted_tests: b.tests.saturating_sub(a.tests),
+        added_deselections: a.deselections.saturating_sub(b.deselections),
+        changed_snapshots: 0,
     }
 }
 

@@ -267,7 +267,14 @@ async fn a_deleted_assertion_is_flagged_even_when_the_tests_then_pass() {
     assert_eq!(v["status"], "passed", "the run itself passed");
     assert_eq!(
         v["weakened_tests"],
-        json!([{"file": "tests/test_calc.py", "removed_assertions": 1, "added_skips": 0}])
+        json!([{
+            "file": "tests/test_calc.py",
+            "removed_assertions": 1,
+            "replaced_with_trivial": 0,
+            "added_skips": 0,
+            "added_deselections": 0,
+            "changed_snapshots": 0
+        }])
     );
 }
 

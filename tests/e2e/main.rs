@@ -16,6 +16,7 @@ mod edit_guards;
 mod engine_loop;
 mod evidence;
 mod evidence_runs;
+mod evidence_weakenings;
 mod file_safety;
 mod harness_attacks;
 mod headless;

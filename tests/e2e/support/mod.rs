@@ -2,6 +2,7 @@
 
 pub mod openai;
 pub mod procs;
+pub mod runners;
 pub mod sdk;
 pub mod server;
 pub mod sse;
