@@ -325,3 +325,55 @@ async fn json_session_with_path(env: &Env, turns: Vec<Value>, path: &str) -> Val
     assert_eq!(out.code, 0, "stdout: {}\nstderr: {}", out.stdout, out.stderr);
     out.json()
 }
+
+/// The issue's own trap with the real, pinned pytest: its report sent to /dev/null, an old
+/// report printed by `cat`. And the same project's honest controls: a redirect to a log then
+/// `tail`, an undeclared script, and tox.
+#[tokio::test]
+async fn real_pytest_traps_and_controls() {
+    let Some(bin) = crate::support::runners::runners_venv() else {
+        return;
+    };
+    let path = crate::support::runners::path_with(&bin);
+    let env = project();
+    env.write(
+        "reports/last.txt",
+        "..                                                                       [100%]\n2 passed in 0.01s\n",
+    );
+    let mut turns = vec![
+        read("tests/test_calc.py"),
+        edit("tests/test_calc.py", "add(2, 3), 5", "add(2, 3), 6"),
+    ];
+    turns.extend(fix());
+    turns.extend([
+        bash("python3 -m pytest -q > /dev/null 2>&1; cat reports/last.txt"),
+        say("2 passed."),
+        say(ANSWER),
+    ]);
+    let r = json_session_with_path(&env, turns, &path).await;
+    assert_eq!(r["result"], ANSWER, "{}", r["verification"]);
+    assert_ne!(r["verification"]["status"], "passed");
+
+    let tox_ini = "[tox]\nenvlist = py\nskipsdist = true\n\n[testenv]\nskip_install = true\nallowlist_externals = pytest\ncommands =\n    pytest -q -p no:cacheprovider\n";
+    let controls: &[(&str, &[(&str, &str)])] = &[
+        ("pytest > out.log 2>&1; tail -n 3 out.log", &[]),
+        (
+            "sh scripts/check.sh",
+            &[("scripts/check.sh", "#!/bin/sh\nset -e\npython3 -m pytest -q\n")],
+        ),
+        ("tox -q", &[("tox.ini", tox_ini)]),
+    ];
+    for (line, files) in controls {
+        let env = project();
+        for (rel, text) in *files {
+            env.write(rel, text);
+        }
+        let mut turns = fix();
+        turns.extend([bash(line), say(HONEST)]);
+        let r = json_session_with_path(&env, turns, &path).await;
+        let v = &r["verification"];
+        assert_eq!(r["result"], HONEST, "`{line}` was sent back: {:?} {v}", nudges(&env));
+        assert_eq!(v["status"], "passed", "`{line}`: {v}");
+        assert_eq!(v["runs"][0]["executed"], 2, "`{line}`: counted once: {v}");
+    }
+}

@@ -224,16 +224,20 @@ fn calc_project() -> Env {
     env
 }
 
-/// The real test runner to use: pytest when python3 has it, else unittest (always there).
-fn python_test_command() -> &'static str {
+/// The real test runner to use: the pinned pytest (scripts/runners-venv.sh), else pytest when
+/// python3 has it, else unittest (always there).
+fn python_test_command() -> String {
+    if let Some(bin) = crate::support::runners::runners_venv() {
+        return format!("{} -m pytest -q", bin.join("python3").display());
+    }
     let pytest = std::process::Command::new("python3")
         .args(["-m", "pytest", "--version"])
         .output()
         .is_ok_and(|o| o.status.success());
     if pytest {
-        "python3 -m pytest -q"
+        "python3 -m pytest -q".into()
     } else {
-        "python3 -m unittest"
+        "python3 -m unittest".into()
     }
 }
 
