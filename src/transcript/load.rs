@@ -163,6 +163,37 @@ pub fn load_until(path: &Path, stop: Option<u32>) -> Result<Loaded, TranscriptEr
     Ok(out)
 }
 
+/// How much of a rewind's record a transcript holds: the `checkpoint` event of its point, and
+/// (for a rewind of the conversation to before point `to`) a `rewind_boundary` after it
+/// followed by all `messages` messages the conversation kept. A crash can stop between any two
+/// of these lines; what is missing is appended again (a later boundary replaces an earlier one).
+pub fn rewind_recorded(path: &Path, point: u32, to: u32, messages: Option<usize>) -> (bool, bool) {
+    let Ok(file) = File::open(path) else {
+        return (false, messages.is_none());
+    };
+    let (mut event, mut boundary, mut after) = (false, false, 0usize);
+    for line in BufReader::new(file).split(b'\n').map_while(Result::ok) {
+        let Some(v) = parse_line(&line) else {
+            continue;
+        };
+        match v.get("type").and_then(Value::as_str) {
+            Some("event")
+                if v["event"] == crate::checkpoint::TRANSCRIPT_EVENT
+                    && v["data"]["point"].as_u64() == Some(u64::from(point)) =>
+            {
+                event = true;
+            }
+            Some(REWIND_BOUNDARY) if event && v["toPoint"].as_u64() == Some(u64::from(to)) => {
+                boundary = true;
+                after = 0;
+            }
+            Some("user") | Some("assistant") if boundary => after += 1,
+            _ => {}
+        }
+    }
+    (event, messages.is_none_or(|n| boundary && after == n))
+}
+
 fn ends_without_newline(path: &Path) -> bool {
     use std::io::{Read, Seek, SeekFrom};
     let Ok(mut f) = File::open(path) else {
