@@ -76,8 +76,21 @@ pub(super) fn session_place(
             Err(e) => return Err(SetupError::Invalid(e.to_string())),
         }
     };
+    // A fork (asked for, or the session is busy) continues under a new id; the earlier
+    // session's file stays as it was.
+    let new_id = uuid::Uuid::new_v4().to_string();
+    if let Some(busy) = &busy {
+        warnings.push(format!(
+            "{busy}, still after {:.1} s, so this run continues it as a new session {new_id} (as --fork-session \
+             does); {id} keeps its one writer",
+            wait.as_secs_f64()
+        ));
+    }
     let loaded = transcript::load(&transcript_path)?;
-    warnings.extend(loaded.warnings(&transcript_path));
+    warnings.extend(match busy {
+        Some(_) => loaded.warnings_while_running(&transcript_path),
+        None => loaded.warnings(&transcript_path),
+    });
     let history = Some((loaded.history, loaded.todos, loaded.unsaved));
     if let Some(lock) = lock {
         return Ok(Place {
@@ -88,15 +101,6 @@ pub(super) fn session_place(
             forked: false,
             lock: Some(lock),
         });
-    }
-    // A fork: the earlier conversation continues under a new id; its file stays as it was.
-    let new_id = uuid::Uuid::new_v4().to_string();
-    if let Some(busy) = busy {
-        warnings.push(format!(
-            "{busy}, still after {:.1} s, so this run continues it as a new session {new_id} (as --fork-session \
-             does); {id} keeps its one writer",
-            wait.as_secs_f64()
-        ));
     }
     let lock = lock_new(&new_id)?;
     Ok(Place {

@@ -47,6 +47,16 @@ pub const REWIND_BOUNDARY: &str = "rewind_boundary";
 impl Loaded {
     /// What the user should be told about this resume: lost, unreadable or repaired content.
     pub fn warnings(&self, path: &Path) -> Vec<String> {
+        self.warnings_of(path, false)
+    }
+
+    /// [`Loaded::warnings`] of a session another process is still writing (read for a fork):
+    /// its calls without a result are running there, not cut off.
+    pub fn warnings_while_running(&self, path: &Path) -> Vec<String> {
+        self.warnings_of(path, true)
+    }
+
+    fn warnings_of(&self, path: &Path, running: bool) -> Vec<String> {
         let mut out = Vec::new();
         let shown = path.display();
         if let Some(u) = &self.unsaved {
@@ -70,7 +80,13 @@ impl Loaded {
             ));
         }
         let r = &self.repairs;
-        if r.unanswered_calls > 0 {
+        if r.unanswered_calls > 0 && running {
+            out.push(format!(
+                "transcript {shown}: {} tool call(s) are still running in the other process; this session has \
+                 them as interrupted",
+                r.unanswered_calls
+            ));
+        } else if r.unanswered_calls > 0 {
             out.push(format!(
                 "transcript {shown}: {} tool call(s) had no result (the session ended mid-turn); they are marked \
                  interrupted",

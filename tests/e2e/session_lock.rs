@@ -113,6 +113,10 @@ async fn a_second_process_on_a_busy_session_waits_then_continues_as_a_new_sessio
             && warnings.contains(&format!("continues it as a new session {b_id}")),
         "{warnings}"
     );
+    assert!(
+        warnings.contains("1 tool call(s) are still running in the other process"),
+        "A's running call is not called cut off: {warnings}"
+    );
     assert_eq!(
         b.stderr.lines().filter(|l| l.contains("is in use")).count(),
         1,
