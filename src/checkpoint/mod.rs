@@ -13,18 +13,21 @@
 
 mod blobs;
 pub mod entry;
+mod journal;
+mod log;
 pub mod rewind;
 pub mod shell;
 
-use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
 pub use blobs::{Blobs, Hashed, hex, hex_hash};
-pub use rewind::{Conflict, Plan, Restore, RewindError};
+pub use journal::Recovery;
+use log::LogLine;
+pub use log::Lost;
+pub use rewind::{Conflict, Plan, Restore, RewindError, Unrestorable};
 
 /// Files larger than this are not copied; their changes are logged (by hash) but cannot be
 /// rewound, and the tool result says so. `KEEL_CHECKPOINT_MAX_BYTES` overrides it.
@@ -42,6 +45,20 @@ pub enum CheckpointError {
         source: std::io::Error,
     },
 }
+
+/// A change of this process that keel could not record for undo, for the run's warnings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Gap {
+    pub point: u32,
+    pub path: PathBuf,
+    pub by: String,
+    pub why: String,
+    /// Only its line could not be written: it waits beside the log for room to write it.
+    pub queued: bool,
+}
+
+/// Longest list of gaps in the warnings; the rest are counted.
+const MAX_GAPS_SHOWN: usize = 10;
 
 /// What a point stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,13 +123,6 @@ pub struct Change {
     pub by: String,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(untagged)]
-enum LogLine {
-    Point(Point),
-    Change { change: Change },
-}
-
 /// The checkpoints of one session. Cheap to create: nothing touches the disk before the first
 /// point or change.
 #[derive(Debug)]
@@ -132,7 +142,10 @@ pub struct Checkpoints {
 struct State {
     /// The newest point (0 before the first prompt); `None` until the log was read.
     current: Option<u32>,
-    log: Option<File>,
+    log: Option<log::LogFile>,
+    gaps: Vec<Gap>,
+    /// Gaps told in a notice already.
+    noticed: usize,
 }
 
 /// The undo limits set in the environment, checked once at start: a value that is not a whole
@@ -183,10 +196,6 @@ impl Checkpoints {
         Blobs::new(self.dir.join("objects"))
     }
 
-    fn log_path(&self) -> PathBuf {
-        self.dir.join("log.jsonl")
-    }
-
     fn io(&self, source: std::io::Error) -> CheckpointError {
         CheckpointError::Io {
             path: self.dir.clone(),
@@ -199,25 +208,18 @@ impl Checkpoints {
         f(&mut guard)
     }
 
-    fn append(&self, state: &mut State, line: &LogLine) -> Result<(), CheckpointError> {
+    /// Appends `lines` whole (the unwritten tail first); with `sync`, durably.
+    fn append(&self, state: &mut State, lines: &[LogLine], sync: bool) -> Result<(), CheckpointError> {
         if state.log.is_none() {
-            std::fs::create_dir_all(&self.dir).map_err(|e| self.io(e))?;
-            let file = OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(self.log_path())
-                .map_err(|e| self.io(e))?;
-            state.log = Some(file);
+            state.log = Some(log::LogFile::open(&self.dir).map_err(|e| self.io(e))?);
         }
-        let mut bytes = serde_json::to_vec(line).unwrap_or_default();
-        bytes.push(b'\n');
-        let file = state
+        let log = state
             .log
             .as_mut()
             .ok_or_else(|| self.io(std::io::ErrorKind::NotFound.into()))?;
-        // Not synced: the previous content itself is (in `snap`); a power loss can cost the undo
-        // record of the last change, never a user's file.
-        file.write_all(&bytes).map_err(|e| self.io(e))
+        // Not synced but for a rewind's commit: the previous content itself is (in `snap`); a
+        // power loss can cost the undo record of the last change, never a user's file.
+        log.append(lines, sync).map_err(|e| self.io(e))
     }
 
     fn current(&self, state: &mut State) -> u32 {
@@ -230,20 +232,7 @@ impl Checkpoints {
     pub fn begin(&self, kind: PointKind, text: &str) -> Result<u32, CheckpointError> {
         self.with_state(|state| {
             let n = self.current(state) + 1;
-            let first_line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
-            let mut short: String = first_line.chars().take(80).collect();
-            if first_line.chars().count() > 80 {
-                short.push('…');
-            }
-            let point = Point {
-                point: n,
-                kind,
-                text: short,
-                at: chrono::Utc::now().to_rfc3339(),
-                files_changed: 0,
-                not_restorable: 0,
-            };
-            self.append(state, &LogLine::Point(point))?;
+            self.append(state, &[LogLine::Point(new_point(n, kind, text))], false)?;
             state.current = Some(n);
             Ok(n)
         })
@@ -284,7 +273,9 @@ impl Checkpoints {
     }
 
     /// [`Checkpoints::record`] of contents whose digests are known already (Edit and Write
-    /// hash each content once, for the read state and this log alike).
+    /// hash each content once, for the read state and this log alike). A previous content that
+    /// cannot be stored (a full disk) is logged as not kept, so a rewind names the file instead
+    /// of passing over it, and the run's warnings name the change.
     pub fn record_hashed(
         &self,
         path: &Path,
@@ -293,55 +284,168 @@ impl Checkpoints {
         mode: u32,
         by: &str,
     ) -> Result<Option<String>, CheckpointError> {
-        let before_snap = self.snap_hashed(before, mode, true)?;
-        let after_snap = self.snap_hashed(after, mode, false)?;
-        let note = match &before_snap {
-            Snap::TooBig { size, .. } => Some(format!(
+        let mut notes = Vec::new();
+        let mut unstored = None;
+        let before_snap = match self.snap_hashed(before, mode, true) {
+            Ok(snap) => snap,
+            Err(CheckpointError::Io { source, .. }) => {
+                notes.push(format!(
+                    "Note: keel could not store the previous content of {} for undo ({source}), so this change \
+                     cannot be rewound.",
+                    path.display()
+                ));
+                let why = format!(
+                    "keel could not store its previous content in {} ({source})",
+                    self.dir.display()
+                );
+                unstored = Some(why.clone());
+                Snap::NotKept { why }
+            }
+        };
+        // The new content is kept for diffs only; its hash is what a rewind checks.
+        let after_snap = self.snap_hashed(after, mode, false).unwrap_or_else(|_| match after {
+            Some(h) => Snap::TooBig {
+                hash: hex(&h.digest),
+                size: h.bytes.len() as u64,
+            },
+            None => Snap::Absent,
+        });
+        if let Snap::TooBig { size, .. } = &before_snap {
+            notes.push(format!(
                 "Note: {} was {} bytes, more than keel keeps for undo ({} bytes, KEEL_CHECKPOINT_MAX_BYTES), so \
                  this change cannot be rewound.",
                 path.display(),
                 size,
                 self.max_bytes
-            )),
-            _ => None,
-        };
-        self.log_change(Change {
+            ));
+        }
+        let change = Change {
             point: 0,
             path: path.to_path_buf(),
             before: before_snap,
             after: after_snap,
             by: by.to_string(),
-        })?;
-        Ok(note)
+        };
+        if let Some(why) = unstored {
+            self.with_state(|state| {
+                let point = self.current(state);
+                state.gaps.push(Gap {
+                    point,
+                    path: path.to_path_buf(),
+                    by: by.to_string(),
+                    why,
+                    queued: false,
+                })
+            });
+        }
+        if let Some(why) = self.log_change(change)? {
+            notes.push(format!(
+                "Note: the undo record of this change could not be written yet ({why}); keel keeps it and writes it \
+                 when there is room."
+            ));
+        }
+        Ok((!notes.is_empty()).then(|| notes.join(" ")))
     }
 
-    /// Appends `change` to the log under the newest point (its `point` is set here).
-    fn log_change(&self, mut change: Change) -> Result<(), CheckpointError> {
+    /// Appends `change` to the log under the newest point (its `point` is set here). When its
+    /// line cannot be written it waits beside the log (`Ok(Some(why))`); `Err` when even that
+    /// record could not hold it.
+    fn log_change(&self, mut change: Change) -> Result<Option<String>, CheckpointError> {
         self.with_state(|state| {
             change.point = self.current(state);
-            self.append(state, &LogLine::Change { change })
+            let line = LogLine::Change { change: change.clone() };
+            let Err(e) = self.append(state, &[line], false) else {
+                return Ok(None);
+            };
+            let why = match &e {
+                CheckpointError::Io { source, .. } => source.to_string(),
+            };
+            let queued = state.log.as_mut().is_some_and(|l| l.keep(change.clone()));
+            state.gaps.push(Gap {
+                point: change.point,
+                path: change.path.clone(),
+                by: change.by.clone(),
+                why: why.clone(),
+                queued,
+            });
+            if queued { Ok(Some(why)) } else { Err(e) }
         })
     }
 
-    /// Every line of the log; a torn last line (a crash) is ignored.
-    fn read_log(&self) -> (Vec<Point>, Vec<Change>) {
-        let (mut points, mut changes) = (Vec::new(), Vec::new());
-        let Ok(file) = File::open(self.log_path()) else {
-            return (points, changes);
-        };
-        for line in BufReader::new(file).split(b'\n').map_while(Result::ok) {
-            match serde_json::from_slice::<LogLine>(&line) {
-                Ok(LogLine::Point(p)) => points.push(p),
-                Ok(LogLine::Change { change }) => changes.push(change),
-                Err(_) => {}
+    /// The changes of this run that keel could not record for undo, one sentence each, for the
+    /// run's warnings (a queued one only while it waits).
+    pub fn undo_warnings(&self) -> Vec<String> {
+        self.with_state(|state| {
+            let waiting = state.log.as_ref().is_some_and(|l| !l.tail.is_empty());
+            let gaps: Vec<&Gap> = state.gaps.iter().filter(|g| !g.queued || waiting).collect();
+            let mut out: Vec<String> = gaps.iter().take(MAX_GAPS_SHOWN).map(|g| self.describe(g)).collect();
+            if gaps.len() > MAX_GAPS_SHOWN {
+                out.push(format!(
+                    "undo: {} more change(s) could not be recorded (see `keel rewind --list`)",
+                    gaps.len() - MAX_GAPS_SHOWN
+                ));
             }
+            out
+        })
+    }
+
+    /// The gaps not told yet, for a notice at the end of a turn.
+    pub fn new_gap_notices(&self) -> Vec<String> {
+        self.with_state(|state| {
+            let new: Vec<String> = state.gaps[state.noticed.min(state.gaps.len())..]
+                .iter()
+                .map(|g| self.describe(g))
+                .collect();
+            state.noticed = state.gaps.len();
+            new
+        })
+    }
+
+    fn describe(&self, g: &Gap) -> String {
+        if g.queued {
+            format!(
+                "undo: the record of the change of {} by {} (point {}) could not be written ({}); keel keeps it in \
+                 {} and writes it into the log when there is room",
+                g.path.display(),
+                g.by,
+                g.point,
+                g.why,
+                self.dir.join("unrecorded.json").display()
+            )
+        } else {
+            format!(
+                "undo: the change of {} by {} (point {}) could not be recorded: {}; a rewind cannot restore that \
+                 file and will say so",
+                g.path.display(),
+                g.by,
+                g.point,
+                g.why
+            )
         }
-        (points, changes)
+    }
+
+    fn read_log(&self) -> log::Contents {
+        log::read(&self.dir)
+    }
+
+    /// The logged changes keel holds no previous content of (a shell command's beyond the
+    /// budget, or a content that could not be stored), oldest first, and the changes of which
+    /// not even a line could be kept.
+    pub fn unrecorded(&self) -> (Vec<Change>, Vec<Lost>) {
+        let log = self.read_log();
+        let changes = log
+            .changes
+            .into_iter()
+            .filter(|c| matches!(c.before, Snap::NotKept { .. }))
+            .collect();
+        (changes, log.lost)
     }
 
     /// The points, oldest first, each with the number of files changed from it on.
     pub fn points(&self) -> Vec<Point> {
-        let (mut points, changes) = self.read_log();
+        let log::Contents {
+            mut points, changes, ..
+        } = self.read_log();
         for p in &mut points {
             let mut files: Vec<&Path> = changes
                 .iter()
@@ -366,7 +470,24 @@ impl Checkpoints {
 
     /// The changes logged since point `n` (inclusive), oldest first.
     pub fn changes_since(&self, n: u32) -> Vec<Change> {
-        self.read_log().1.into_iter().filter(|c| c.point >= n).collect()
+        self.read_log().changes.into_iter().filter(|c| c.point >= n).collect()
+    }
+}
+
+/// Point `n`, named by the first line of `text` (shortened), made now.
+fn new_point(n: u32, kind: PointKind, text: &str) -> Point {
+    let first_line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    let mut short: String = first_line.chars().take(80).collect();
+    if first_line.chars().count() > 80 {
+        short.push('…');
+    }
+    Point {
+        point: n,
+        kind,
+        text: short,
+        at: chrono::Utc::now().to_rfc3339(),
+        files_changed: 0,
+        not_restorable: 0,
     }
 }
 

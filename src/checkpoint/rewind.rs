@@ -1,13 +1,15 @@
 //! Restoring files to a point: plan (what would change, and what changed outside keel since),
-//! then apply all of it or nothing. A rewind is itself a point with logged changes, so it can
-//! be rewound too.
+//! then apply all of it or nothing, as one journaled operation (`journal.rs`). A rewind is
+//! itself a point with logged changes, so it can be rewound too.
 
 use std::path::{Path, PathBuf};
 
 use similar::TextDiff;
 
 use super::entry::{self, Content, Entry};
+use super::journal::{Journal, JournalFile};
 use super::{Change, CheckpointError, Checkpoints, PointKind, Snap};
+use crate::fsutil::crash;
 
 /// What a rewind restores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +48,27 @@ pub struct FileRestore {
     pub target: Snap,
 }
 
+/// A file changed since the point that a rewind cannot restore, because keel holds no earlier
+/// content of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Unrestorable {
+    pub path: PathBuf,
+    /// What made the change (`Bash`, `Edit`, `Write`).
+    pub by: String,
+    pub why: String,
+}
+
+impl Unrestorable {
+    /// How a listing names it: a shell command's change, or one keel could not record.
+    pub fn label(&self) -> String {
+        if self.by == "Bash" {
+            "not restorable (changed by a shell command)".into()
+        } else {
+            format!("not restorable (changed by {}; keel could not record it)", self.by)
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Plan {
     pub to: u32,
@@ -53,9 +76,10 @@ pub struct Plan {
     pub conflicts: Vec<Conflict>,
     /// Files whose earlier content was too big to keep.
     pub too_big: Vec<PathBuf>,
-    /// Files a shell command changed before keel held a copy of them, and why: a rewind leaves
-    /// them as they are and says so.
-    pub not_restorable: Vec<(PathBuf, String)>,
+    /// Files keel holds no earlier content of (a shell command changed them before keel held a
+    /// copy, or the copy could not be stored), and why: a rewind leaves them as they are and
+    /// says so.
+    pub not_restorable: Vec<Unrestorable>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -85,6 +109,13 @@ pub enum RewindError {
     Log(#[from] CheckpointError),
     #[error("the conversation cannot be rewound to point {0}: the transcript has no record of it{1}")]
     NoConversation(u32, String),
+    #[error("cannot read the journal of an interrupted rewind, {0}: {1}")]
+    Journal(PathBuf, String),
+    #[error(
+        "an earlier rewind (point {0}) is not finished; open the session again (`keel -c`, `keel rewind --list`) \
+         to complete or roll it back first"
+    )]
+    Unfinished(u32),
 }
 
 fn list(paths: &[PathBuf]) -> String {
@@ -109,7 +140,7 @@ fn conflict_message(conflicts: &[Conflict]) -> String {
     s
 }
 
-fn read_err(path: &Path) -> impl Fn(std::io::Error) -> RewindError + '_ {
+pub(super) fn read_err(path: &Path) -> impl Fn(std::io::Error) -> RewindError + '_ {
     move |source| RewindError::Read {
         path: path.to_path_buf(),
         source,
@@ -118,7 +149,7 @@ fn read_err(path: &Path) -> impl Fn(std::io::Error) -> RewindError + '_ {
 
 /// The log's hash of what stands at `path` now (`None`: absent), the file streamed through the
 /// hash; no link is followed and only a regular file or a link is looked at.
-fn current_hash(path: &Path) -> Result<Option<String>, RewindError> {
+pub(super) fn current_hash(path: &Path) -> Result<Option<String>, RewindError> {
     Ok(match entry::read(path).map_err(read_err(path))? {
         Entry::Absent => None,
         Entry::Link(t) => Some(entry::link_hash(&t)),
@@ -149,7 +180,11 @@ impl Checkpoints {
                 continue;
             };
             if let Snap::NotKept { why } = &first.before {
-                plan.not_restorable.push((path.to_path_buf(), why.clone()));
+                plan.not_restorable.push(Unrestorable {
+                    path: path.to_path_buf(),
+                    by: first.by.clone(),
+                    why: why.clone(),
+                });
                 continue;
             }
             let current_hash = current_hash(path)?;
@@ -223,53 +258,77 @@ impl Checkpoints {
         if !plan.too_big.is_empty() {
             return Err(RewindError::TooBig(plan.too_big));
         }
-        Ok(self.apply(&plan, &format!("rewind to before point {to}"))?.1)
+        let (point, files) = self.apply(&plan, &format!("rewind to before point {to}"), None)?;
+        self.finish_rewind(point);
+        Ok(files)
     }
 
     /// Applies a checked plan as a new point (also when there is nothing to restore, so the
-    /// conversation part of a rewind has its point too). Returns the new point and the
-    /// restored paths.
-    pub fn apply(&self, plan: &Plan, label: &str) -> Result<(u32, Vec<PathBuf>), RewindError> {
+    /// conversation part of a rewind has its point too), journaled: `conversation` is the
+    /// number of messages the conversation keeps when it is rewound too. Returns the new point
+    /// and the restored paths; the journal stays until [`Checkpoints::finish_rewind`], once the
+    /// transcript holds the rewind as well.
+    pub fn apply(
+        &self,
+        plan: &Plan,
+        label: &str,
+        conversation: Option<usize>,
+    ) -> Result<(u32, Vec<PathBuf>), RewindError> {
+        if let Some(earlier) = self.pending_rewind()? {
+            return Err(RewindError::Unfinished(earlier.point.point));
+        }
         // Everything is read before anything is written.
         let mut contents = Vec::with_capacity(plan.files.len());
         for f in &plan.files {
-            let target = match &f.target {
-                Snap::Absent => Content::Absent,
-                Snap::Stored { hash, mode, .. } => {
-                    Content::File(self.blobs().get(hash).map_err(read_err(&f.path))?, *mode)
-                }
-                Snap::Link { target, .. } => Content::Link(target.clone()),
-                Snap::TooBig { .. } | Snap::NotKept { .. } => {
-                    return Err(RewindError::TooBig(vec![f.path.clone()]));
-                }
-            };
+            let target = self.content_of(&f.path, &f.target)?;
             let now = entry::read_content(&f.path, self.max_bytes).map_err(read_err(&f.path))?;
             contents.push((f, target, now));
         }
-        let point = self.begin(PointKind::Rewind, label)?;
-        let mut done: Vec<(&Path, &Content)> = Vec::new();
+        let mut files = Vec::with_capacity(contents.len());
         for (f, target, now) in &contents {
-            let change = super::Change {
-                point: 0,
+            files.push(JournalFile {
                 path: f.path.clone(),
                 before: self.snap_content(now)?,
                 after: self.snap_content(target)?,
-                by: "rewind".into(),
-            };
-            self.log_change(change)?;
+            });
+        }
+        let point = self.with_state(|state| self.current(state) + 1);
+        let journal = Journal {
+            point: super::new_point(point, PointKind::Rewind, label),
+            to: plan.to,
+            files,
+            conversation,
+        };
+        self.write_journal(&journal)?;
+        crash::point("rewind-journaled");
+        let mut done: Vec<(&Path, &Content)> = Vec::new();
+        for (f, target, now) in &contents {
             if let Err(source) = entry::write(&f.path, target) {
-                for (path, previous) in done.into_iter().rev() {
-                    let _ = entry::write(path, previous);
-                }
-                let _ = entry::write(&f.path, now);
+                done.push((&f.path, now));
+                self.undo_writes(done);
                 return Err(RewindError::Write {
                     path: f.path.clone(),
                     source,
                 });
             }
             done.push((&f.path, now));
+            crash::point("rewind-file");
         }
+        if let Err(e) = self.commit(&journal) {
+            self.undo_writes(done);
+            return Err(e);
+        }
+        crash::point("rewind-logged");
         Ok((point, plan.files.iter().map(|f| f.path.clone()).collect()))
+    }
+
+    /// A rewind that failed before its commit: the files written are put back, newest first,
+    /// and the journal goes (a crash here leaves it for [`Checkpoints::recover`]).
+    fn undo_writes(&self, done: Vec<(&Path, &Content)>) {
+        for (path, previous) in done.into_iter().rev() {
+            let _ = entry::write(path, previous);
+        }
+        self.remove_journal();
     }
 
     /// The log's snapshot of a content (kept durably: it may be about to be overwritten).

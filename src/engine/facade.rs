@@ -27,6 +27,8 @@ pub struct RunReport {
     pub verification_line: Option<String>,
     /// Transcript lines that could not be written even at the last try.
     pub unsaved: Option<String>,
+    /// Changes keel could not record for undo (a full disk), one sentence each.
+    pub undo: Vec<String>,
 }
 
 impl Engine {
@@ -237,6 +239,7 @@ impl Engine {
             verification: evidence.report_json(),
             verification_line: evidence.text_line(),
             unsaved: self.session.transcript.health(),
+            undo: self.session.services.checkpoints.undo_warnings(),
         }
     }
 }

@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use serde_json::json;
 
 use super::{Engine, NoticeLevel, Session};
-use crate::checkpoint::{Plan, Point, PointKind, Restore, RewindError, TRANSCRIPT_EVENT};
-use crate::types::message::ContentBlock;
+use crate::checkpoint::{Plan, Point, PointKind, Recovery, Restore, RewindError, TRANSCRIPT_EVENT, Unrestorable};
+use crate::fsutil::crash;
+use crate::types::message::{ContentBlock, Message};
 
 /// What a rewind did.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,8 +22,17 @@ pub struct RewindReport {
     pub messages: Option<usize>,
     /// The rewound point's prompt (shortened), e.g. to offer it again for editing.
     pub prompt: Option<String>,
-    /// Files a shell command changed that keel could not restore (no copy was kept), and why.
-    pub not_restorable: Vec<(PathBuf, String)>,
+    /// Files changed since that keel could not restore (no earlier content was kept), and why.
+    pub not_restorable: Vec<Unrestorable>,
+}
+
+/// What opening a session found of a rewind a crash had interrupted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recovered {
+    /// One sentence for the user: what was completed or rolled back.
+    pub notice: String,
+    /// The conversation's record was completed: a history loaded before is out of date.
+    pub conversation: bool,
 }
 
 impl Engine {
@@ -115,16 +125,11 @@ pub fn rewind(session: &mut Session, to: u32, restore: Restore) -> Result<Rewind
         Restore::Conversation => "conversation",
         Restore::Both => "code and conversation",
     };
-    let (point, files) = store.apply(&plan, &format!("rewind of the {what} to before point {to}"))?;
-    session.log_event(
-        TRANSCRIPT_EVENT,
-        json!({"point": point, "kind": "rewind", "to": to, "files": files}),
-    );
-    let messages = history.map(|h| {
-        let n = h.len();
-        session.rewind_history(h, to);
-        n
-    });
+    let label = format!("rewind of the {what} to before point {to}");
+    let (point, files) = store.apply(&plan, &label, history.as_ref().map(Vec::len))?;
+    let messages = history.as_ref().map(Vec::len);
+    record(session, point, to, &files, history);
+    store.finish_rewind(point);
     Ok(RewindReport {
         point,
         files,
@@ -132,4 +137,82 @@ pub fn rewind(session: &mut Session, to: u32, restore: Restore) -> Result<Rewind
         messages,
         prompt: (target.kind == PointKind::Prompt).then(|| target.text.clone()),
     })
+}
+
+/// The transcript's part of a rewind: its point (an undo of the conversation stops there),
+/// then the conversation kept.
+fn record(session: &mut Session, point: u32, to: u32, files: &[PathBuf], history: Option<Vec<Message>>) {
+    session.log_event(
+        TRANSCRIPT_EVENT,
+        json!({"point": point, "kind": "rewind", "to": to, "files": files}),
+    );
+    crash::point("rewind-event");
+    if let Some(h) = history {
+        session.rewind_history(h, to);
+    }
+}
+
+/// Completes or rolls back a rewind of this session that a crash interrupted (see
+/// `checkpoint::journal`), before anything else reads or writes the session: the files, the
+/// undo log and the transcript agree again afterwards.
+pub fn recover(session: &mut Session) -> Result<Option<Recovered>, RewindError> {
+    let store = session.services.checkpoints.clone();
+    let recovery = match store.recover()? {
+        None => return Ok(None),
+        Some(r) => r,
+    };
+    match recovery {
+        Recovery::RolledBack {
+            journal,
+            put_back,
+            left,
+        } => {
+            let mut notice = format!(
+                "keel was stopped in the middle of a rewind to before point {}; it was rolled back ({} file(s) \
+                 put back as they were before it), so nothing of it remains: run it again to rewind",
+                journal.to,
+                put_back.len()
+            );
+            if !left.is_empty() {
+                let names: Vec<String> = left.iter().map(|p| p.display().to_string()).collect();
+                notice.push_str(&format!("; left as they are, changed since: {}", names.join(", ")));
+            }
+            Ok(Some(Recovered {
+                notice,
+                conversation: false,
+            }))
+        }
+        Recovery::Completed(journal) => {
+            let point = journal.point.point;
+            let path = session.transcript.path();
+            let mut conversation = false;
+            if session.transcript.is_recording() {
+                let (event, kept) = crate::transcript::rewind_recorded(&path, point, journal.to, journal.conversation);
+                if !event {
+                    session.log_event(
+                        TRANSCRIPT_EVENT,
+                        json!({"point": point, "kind": "rewind", "to": journal.to, "files": journal.paths()}),
+                    );
+                }
+                if !kept {
+                    let loaded = crate::transcript::load_until(&path, Some(journal.to))
+                        .map_err(|e| RewindError::NoConversation(journal.to, format!(" ({e})")))?;
+                    if loaded.reached {
+                        session.rewind_history(loaded.history, journal.to);
+                        conversation = true;
+                    }
+                }
+            }
+            store.finish_rewind(point);
+            Ok(Some(Recovered {
+                notice: format!(
+                    "keel was stopped in the middle of a rewind to before point {} after it had restored its {} \
+                     file(s); its record is now complete (`keel rewind --to {point}` undoes it)",
+                    journal.to,
+                    journal.files.len()
+                ),
+                conversation,
+            }))
+        }
+    }
 }

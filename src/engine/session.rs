@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::services::SessionServices;
 use crate::compact::record::ToolLog;
 use crate::config::models;
+use crate::transcript::lock::SessionLock;
 use crate::transcript::{SessionMeta, SharedTranscript, Transcript, TranscriptError};
 use crate::types::message::{ContentBlock, Message, Role, Usage};
 use crate::types::tool::Todo;
@@ -76,6 +77,8 @@ pub struct Session {
     pub transcript_errors: Vec<String>,
     /// The task list as last written to the transcript.
     logged_todos: Vec<Todo>,
+    /// This process is the session's one writer while it holds this.
+    lock: Option<SessionLock>,
 }
 
 impl Session {
@@ -97,7 +100,13 @@ impl Session {
             transcript: SharedTranscript::new(transcript),
             transcript_errors: Vec::new(),
             logged_todos: Vec::new(),
+            lock: None,
         }
+    }
+
+    /// Keeps the session's lock for as long as the session lives.
+    pub fn hold(&mut self, lock: SessionLock) {
+        self.lock = Some(lock);
     }
 
     /// Restores the task list of a resumed session (without logging it again).
@@ -193,6 +202,7 @@ impl Session {
             "toPoint": to,
         }));
         self.note_transcript(r);
+        crate::fsutil::crash::point("rewind-boundary");
         for m in &history {
             let r = self.transcript.message(m);
             self.note_transcript(r);

@@ -84,6 +84,9 @@ impl Engine {
                 .into_iter()
                 .for_each(|e| self.events.notice(NoticeLevel::Warning, e)),
         }
+        for gap in self.session.services.checkpoints.new_gap_notices() {
+            self.events.notice(NoticeLevel::Warning, gap);
+        }
         self.session.log_event(
             "turn_finished",
             json!({"subtype": outcome.subtype.as_str(), "is_error": outcome.is_error, "num_turns": outcome.num_turns}),

@@ -1,7 +1,9 @@
 //! File-system helpers: atomic writes that never leave a half-written file, opening files
 //! exactly where a permission check resolved them (`open`), the atomic write relative to an
-//! open directory (`replace`), and the temporary files a killed keel left behind (`stale`).
+//! open directory (`replace`), the temporary files a killed keel left behind (`stale`), and the
+//! fault-injection points of crash-safety tests (`crash`).
 
+pub mod crash;
 pub mod open;
 pub mod paths;
 pub mod replace;

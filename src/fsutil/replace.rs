@@ -82,6 +82,7 @@ pub fn write_in_dir(
     let mut tmp = File::from(fd);
     let written = fill(&mut tmp, bytes, opts).and_then(|meta| {
         check_target(dir, name, opts.replace)?;
+        super::crash::point("write-rename");
         rename(dir, &tmp_name, name, opts.replace)?;
         Ok(meta)
     });

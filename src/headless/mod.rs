@@ -255,6 +255,8 @@ async fn run_inner(cli: &Options, out: Arc<Out>) -> Result<ExitCode, HeadlessErr
         }
         warnings.push(unsaved);
     }
+    // Told as notices already (stderr); the result names them too.
+    warnings.extend(report.undo.iter().cloned());
     let mut result = output::with_warnings(
         output::result_object(&outcome, &report.session_id, &report.totals, &report.denials),
         &warnings,

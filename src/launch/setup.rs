@@ -6,6 +6,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::options::{InputFormat, Options};
+use super::place::Place;
 pub use super::values::{context_report, system_prompt_texts};
 use super::values::{context_settings, permission_mode, reasoning, setting_sources};
 use crate::compact::CompactSettings;
@@ -24,7 +25,7 @@ use crate::provider::catalog::Catalog;
 use crate::sandbox::{SandboxConfig, SandboxMode};
 use crate::tools::builtin_tools;
 use crate::tools::registry::{RegistryError, ToolRegistry};
-use crate::transcript::{self, Transcript, TranscriptError};
+use crate::transcript::{Transcript, TranscriptError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
@@ -255,39 +256,12 @@ fn permissions(
     Ok((Arc::new(authorizer), permissions.mode, extensions))
 }
 
-/// Which session this is: a new one, the continued or resumed one, or a fork of it.
-struct Place {
-    id: String,
-    transcript: PathBuf,
-    session_dir: PathBuf,
-    history: Option<Restored>,
-    forked: bool,
-}
-
 fn session_place(cli: &Options, base: &Base, warnings: &mut Vec<String>) -> Result<Place, SetupError> {
-    let project_dir = paths::project_dir(&base.home, &base.cwd);
-    let (id, transcript, history, resume_warnings) = resolve_session(cli, &base.home, &project_dir)?;
-    warnings.extend(resume_warnings);
-    // --fork-session: the earlier conversation continues under a new id; its file stays as it was.
-    let forked = cli.programs.fork_session && history.is_some();
-    let (id, transcript) = if forked {
-        let id = uuid::Uuid::new_v4().to_string();
-        let path = project_dir.join(format!("{id}.jsonl"));
-        (id, path)
-    } else {
-        (id, transcript)
-    };
-    let session_dir = project_dir.join(&id);
-    if let Some(log) = crate::debug::attach_session(&session_dir) {
-        tracing::info!(id = %id, log = %log.display(), resumed = history.is_some(), "session");
+    let place = super::place::session_place(cli, &base.home, &base.cwd, warnings)?;
+    if let Some(log) = crate::debug::attach_session(&place.session_dir) {
+        tracing::info!(id = %place.id, log = %log.display(), resumed = place.history.is_some(), "session");
     }
-    Ok(Place {
-        id,
-        transcript,
-        session_dir,
-        history,
-        forked,
-    })
+    Ok(place)
 }
 
 /// The built-in tools and the extensions', narrowed by `--tools` and whole-tool deny rules.
@@ -470,20 +444,39 @@ fn open_session(
     warnings: &mut Vec<String>,
 ) -> Result<(Session, bool), SetupError> {
     let transcript = if cli.no_session_persistence {
-        Transcript::disabled(place.transcript)
+        Transcript::disabled(place.transcript.clone())
     } else {
         Transcript::create(&place.transcript)?
     };
     let mut session = Session::with_services(place.id, transcript, services);
+    if let Some(lock) = place.lock {
+        session.hold(lock);
+    }
     session.tool_log = if cli.no_session_persistence {
         ToolLog::in_memory()
     } else {
         ToolLog::open(place.session_dir.join("tool-log.jsonl"))
     };
-    let Some((history, todos, unsaved)) = place.history else {
+    let Some((mut history, mut todos, unsaved)) = place.history else {
         session.write_meta(model);
         return Ok((session, false));
     };
+    if !place.forked {
+        // A rewind a crash interrupted is completed or rolled back before the session goes on.
+        match crate::engine::rewind::recover(&mut session) {
+            Ok(None) => {}
+            Ok(Some(recovered)) => {
+                warnings.push(recovered.notice);
+                if recovered.conversation {
+                    let loaded = crate::transcript::load(&place.transcript)?;
+                    (history, todos) = (loaded.history, loaded.todos);
+                }
+            }
+            Err(e) => warnings.push(format!(
+                "an interrupted rewind of this session could not be completed or rolled back: {e}"
+            )),
+        }
+    }
     if place.forked {
         session.write_meta(model);
         for m in &history {
@@ -554,52 +547,4 @@ fn session_hooks(
     );
     hooks.set_env_file(session.services.hook_env_file());
     Ok(Arc::new(hooks))
-}
-
-/// A resumed session's history, task list and record of unsaved lines.
-type Restored = (
-    Vec<crate::types::message::Message>,
-    Vec<crate::types::tool::Todo>,
-    Option<transcript::UnsavedRecord>,
-);
-
-/// Session id, transcript path, resumed history and task list, warnings.
-type Resolved = (String, PathBuf, Option<Restored>, Vec<String>);
-
-fn resolve_session(
-    cli: &Options,
-    home: &std::path::Path,
-    project_dir: &std::path::Path,
-) -> Result<Resolved, SetupError> {
-    // `--resume` without an id opens the picker in interactive mode; the session starts fresh.
-    let path = if let Some(id) = cli.resume.as_deref().filter(|id| !id.is_empty()) {
-        Some(transcript::find_session(home, project_dir, id)?)
-    } else if cli.continue_session {
-        Some(transcript::latest_in(project_dir)?)
-    } else {
-        None
-    };
-    let Some(path) = path else {
-        let id = match &cli.session_id {
-            Some(id) => uuid::Uuid::parse_str(id)
-                .map_err(|_| SetupError::Invalid(format!("--session-id must be a UUID, got `{id}`")))?
-                .to_string(),
-            None => uuid::Uuid::new_v4().to_string(),
-        };
-        let transcript_path = project_dir.join(format!("{id}.jsonl"));
-        if transcript_path.exists() {
-            return Err(SetupError::Invalid(format!(
-                "session {id} already exists; resume it with --resume {id}"
-            )));
-        }
-        return Ok((id, transcript_path, None, Vec::new()));
-    };
-    let loaded = transcript::load(&path)?;
-    let id = path
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .map(str::to_string)
-        .ok_or_else(|| SetupError::Invalid(format!("odd transcript file name {}", path.display())))?;
-    let warnings = loaded.warnings(&path);
-    Ok((id, path, Some((loaded.history, loaded.todos, loaded.unsaved)), warnings))
 }

@@ -47,6 +47,16 @@ pub const REWIND_BOUNDARY: &str = "rewind_boundary";
 impl Loaded {
     /// What the user should be told about this resume: lost, unreadable or repaired content.
     pub fn warnings(&self, path: &Path) -> Vec<String> {
+        self.warnings_of(path, false)
+    }
+
+    /// [`Loaded::warnings`] of a session another process is still writing (read for a fork):
+    /// its calls without a result are running there, not cut off.
+    pub fn warnings_while_running(&self, path: &Path) -> Vec<String> {
+        self.warnings_of(path, true)
+    }
+
+    fn warnings_of(&self, path: &Path, running: bool) -> Vec<String> {
         let mut out = Vec::new();
         let shown = path.display();
         if let Some(u) = &self.unsaved {
@@ -70,7 +80,13 @@ impl Loaded {
             ));
         }
         let r = &self.repairs;
-        if r.unanswered_calls > 0 {
+        if r.unanswered_calls > 0 && running {
+            out.push(format!(
+                "transcript {shown}: {} tool call(s) are still running in the other process; this session has \
+                 them as interrupted",
+                r.unanswered_calls
+            ));
+        } else if r.unanswered_calls > 0 {
             out.push(format!(
                 "transcript {shown}: {} tool call(s) had no result (the session ended mid-turn); they are marked \
                  interrupted",
@@ -161,6 +177,37 @@ pub fn load_until(path: &Path, stop: Option<u32>) -> Result<Loaded, TranscriptEr
     out.repaired_calls = out.repairs.unanswered_calls;
     out.unsaved = unsaved::read(path);
     Ok(out)
+}
+
+/// How much of a rewind's record a transcript holds: the `checkpoint` event of its point, and
+/// (for a rewind of the conversation to before point `to`) a `rewind_boundary` after it
+/// followed by all `messages` messages the conversation kept. A crash can stop between any two
+/// of these lines; what is missing is appended again (a later boundary replaces an earlier one).
+pub fn rewind_recorded(path: &Path, point: u32, to: u32, messages: Option<usize>) -> (bool, bool) {
+    let Ok(file) = File::open(path) else {
+        return (false, messages.is_none());
+    };
+    let (mut event, mut boundary, mut after) = (false, false, 0usize);
+    for line in BufReader::new(file).split(b'\n').map_while(Result::ok) {
+        let Some(v) = parse_line(&line) else {
+            continue;
+        };
+        match v.get("type").and_then(Value::as_str) {
+            Some("event")
+                if v["event"] == crate::checkpoint::TRANSCRIPT_EVENT
+                    && v["data"]["point"].as_u64() == Some(u64::from(point)) =>
+            {
+                event = true;
+            }
+            Some(REWIND_BOUNDARY) if event && v["toPoint"].as_u64() == Some(u64::from(to)) => {
+                boundary = true;
+                after = 0;
+            }
+            Some("user") | Some("assistant") if boundary => after += 1,
+            _ => {}
+        }
+    }
+    (event, messages.is_none_or(|n| boundary && after == n))
 }
 
 fn ends_without_newline(path: &Path) -> bool {

@@ -11,6 +11,7 @@
 //! next append, so it never swallows the following line.
 
 mod load;
+pub mod lock;
 mod repair;
 mod unsaved;
 
@@ -22,7 +23,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-pub use load::{Loaded, REWIND_BOUNDARY, load, load_until};
+pub use load::{Loaded, REWIND_BOUNDARY, load, load_until, rewind_recorded};
 pub use repair::{Repairs, interrupted_result, repair};
 pub use unsaved::{Unsaved, UnsavedRecord};
 

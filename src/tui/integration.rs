@@ -237,10 +237,12 @@ fn rewind_preview(engine: &Engine, n: u32) -> Result<Rewound, IntegrationError> 
     for p in &plan.too_big {
         text.push_str(&format!("\n  refuse: {} was too big to have been kept", p.display()));
     }
-    for (p, why) in &plan.not_restorable {
+    for u in &plan.not_restorable {
         text.push_str(&format!(
-            "\n  not restorable (changed by a shell command), left as it is: {} — {why}",
-            p.display()
+            "\n  {}, left as it is: {} — {}",
+            u.label(),
+            u.path.display(),
+            u.why
         ));
     }
     if plan.files.is_empty() && plan.conflicts.is_empty() && plan.too_big.is_empty() && plan.not_restorable.is_empty() {
@@ -274,7 +276,7 @@ pub fn rewind(engine: &mut Engine, arg: Option<&str>) -> Result<Rewound, Integra
             };
             let lost = match p.not_restorable {
                 0 => String::new(),
-                n => format!(" ({n} not restorable: changed by a shell command)"),
+                n => format!(" ({n} not restorable: no earlier content kept)"),
             };
             text.push_str(&format!(
                 "\n  {}  {kind}  {} file(s) changed since{lost}  {}",
@@ -310,10 +312,12 @@ pub fn rewind(engine: &mut Engine, arg: Option<&str>) -> Result<Rewound, Integra
     let mut text = format!("Rewound to before point {n}.");
     if restore.code() {
         text.push_str(&format!(" {} file(s) restored.", report.files.len()));
-        for (p, why) in &report.not_restorable {
+        for u in &report.not_restorable {
             text.push_str(&format!(
-                "\n  not restorable (changed by a shell command), left as it is: {} — {why}",
-                p.display()
+                "\n  {}, left as it is: {} — {}",
+                u.label(),
+                u.path.display(),
+                u.why
             ));
         }
     }

@@ -3,11 +3,12 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
 use crate::engine::{Session, SessionServices};
+use crate::transcript::lock::{self, LockError, SessionLock};
 use crate::transcript::{self, Transcript};
 use crate::types::message::{ContentBlock, Message, Role};
 
@@ -133,12 +134,33 @@ fn services_after(place: &SessionPlace, id: &str, current: Option<&SessionServic
     }
 }
 
+/// The lock that makes this process the session's one writer (none when nothing is recorded).
+/// A session another process holds is not waited for here: the user is told at once.
+fn lock_for(place: &SessionPlace, path: &Path, id: &str) -> Result<Option<SessionLock>, String> {
+    if !place.persist {
+        return Ok(None);
+    }
+    lock::acquire(&path.with_extension(""), id, Duration::ZERO)
+        .map(Some)
+        .map_err(|e| match e {
+            LockError::Busy { .. } => format!(
+                "{e}; resume it once that process has ended, or continue it as a new session with \
+                 `keel --resume {id} --fork-session`"
+            ),
+            e => e.to_string(),
+        })
+}
+
 /// A fresh session (for `/clear`), taking over `current`'s startup decisions.
 pub fn fresh(place: &SessionPlace, model: &str, current: Option<&SessionServices>) -> Result<Session, String> {
     let id = uuid::Uuid::new_v4().to_string();
     let path = place.project_dir.join(format!("{id}.jsonl"));
+    let lock = lock_for(place, &path, &id)?;
     let transcript = transcript_for(place, &path)?;
     let mut session = Session::with_services(id.clone(), transcript, services_after(place, &id, current));
+    if let Some(lock) = lock {
+        session.hold(lock);
+    }
     crate::debug::attach_session(&session.services.session_dir);
     session.write_meta(model);
     Ok(session)
@@ -151,16 +173,35 @@ pub fn resume(
     model: &str,
     current: Option<&SessionServices>,
 ) -> Result<(Session, Vec<String>), String> {
-    let loaded = transcript::load(path).map_err(|e| e.to_string())?;
     let id = path
         .file_stem()
         .and_then(|s| s.to_str())
         .ok_or_else(|| format!("odd transcript file name {}", path.display()))?
         .to_string();
-    let warnings = loaded.warnings(path);
+    let lock = lock_for(place, path, &id)?;
+    let mut loaded = transcript::load(path).map_err(|e| e.to_string())?;
+    let mut warnings = loaded.warnings(path);
     let transcript = transcript_for(place, path)?;
     let mut session = Session::with_services(id.clone(), transcript, services_after(place, &id, current));
+    if let Some(lock) = lock {
+        session.hold(lock);
+    }
     crate::debug::attach_session(&session.services.session_dir);
+    // A rewind a crash interrupted is completed or rolled back first.
+    match crate::engine::rewind::recover(&mut session) {
+        Ok(None) => {}
+        Ok(Some(recovered)) => {
+            warnings.push(recovered.notice);
+            if recovered.conversation {
+                let unsaved = loaded.unsaved.take();
+                loaded = transcript::load(path).map_err(|e| e.to_string())?;
+                loaded.unsaved = unsaved;
+            }
+        }
+        Err(e) => warnings.push(format!(
+            "an interrupted rewind of this session could not be completed or rolled back: {e}"
+        )),
+    }
     session.set_history(loaded.history);
     session.log_event("resumed", serde_json::json!({"model": model}));
     session.log_loss(loaded.unsaved.as_ref());

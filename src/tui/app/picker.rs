@@ -132,7 +132,7 @@ pub fn point_items(points: &[Point]) -> Vec<PickItem> {
                 if p.files_changed == 1 { "" } else { "s" },
                 match p.not_restorable {
                     0 => String::new(),
-                    n => format!(" ({n} not restorable: changed by a shell command)"),
+                    n => format!(" ({n} not restorable: no earlier content kept)"),
                 }
             ),
         })
