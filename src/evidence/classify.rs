@@ -68,9 +68,22 @@ pub fn drafts_with(
         let heard = heard(&group, facts, output);
         let mut d = draft(&members, &heard, exit, &others, facts);
         if let Some(body) = group.iter().find_map(|&k| facts.bodies.get(k).and_then(Option::as_ref)) {
+            let hidden_before = d.exit_hidden;
             judge_body(&mut d, body, exit);
+            if d.exit_hidden && !hidden_before {
+                // The script's status is not its runner's: say the runner's, from its report.
+                d.runner_exit = match d.outcome {
+                    Outcome::Passed => Some(0),
+                    Outcome::Failed => Some(d.runner.failure_exit()),
+                    Outcome::NotRun => Some(d.runner.no_tests_exit()),
+                    Outcome::Unknown | Outcome::CouldNotRun => None,
+                };
+            }
         }
-        if let Some(why) = could_not_run(&members, segments, &heard, exit, &others) {
+        // Only the runner's own, readable report can say it could not run.
+        let readable =
+            heard.lost.is_none() && d.counts.is_none() && d.note.as_deref().is_none_or(|n| !n.contains("cannot tell"));
+        if readable && let Some(why) = could_not_run(&members, segments, &heard, exit, &others) {
             d.outcome = Outcome::CouldNotRun;
             d.counts = None;
             d.runner_exit = Some(why.0);
@@ -295,16 +308,21 @@ fn judge_body(d: &mut Draft, body: &Expanded, exit: Option<i32>) {
     }
 }
 
-/// Output by which a shell or interpreter says a program could not start.
+/// Output by which a shell or interpreter says a program could not start, in its exact forms:
+/// `sh: 1: ruff: not found`, `bash: ruff: command not found`, `python3: No module named mypy`,
+/// `npm ERR! could not determine executable to run`.
 fn missing_program(text: &str, program: &str, module: Option<&str>) -> Option<String> {
     text.lines().map(str::trim).find_map(|l| {
-        let hit = (l.contains(program)
-            && (l.ends_with("command not found")
-                || l.ends_with(": not found")
-                || l.ends_with("No such file or directory")
-                || l.ends_with("Permission denied")))
-            || module.is_some_and(|m| l.ends_with(&format!("No module named {m}")))
-            || l.contains("could not determine executable to run");
+        let said = |tail: &str| {
+            l.strip_suffix(tail)
+                .and_then(|head| head.strip_suffix(&format!("{program}: ")))
+                .is_some_and(|shell| shell.is_empty() || shell.ends_with(": "))
+        };
+        let hit = said("command not found")
+            || said("not found")
+            || module.is_some_and(|m| l.ends_with(&format!(": No module named {m}")))
+            || l == "npm ERR! could not determine executable to run"
+            || l == "npm error could not determine executable to run";
         hit.then(|| super::ledger::clip(l, 120))
     })
 }
@@ -366,7 +384,8 @@ fn could_not_run(
         ));
     }
     let lower = text.to_ascii_lowercase();
-    if (visible.is_some_and(|e| e != 0) || (!first.exit_visible && exit.is_some()))
+    // A service or credentials missing: only with the runner's own failing status in view.
+    if visible.is_some_and(|e| e != 0)
         && let Some(line) = lower.lines().find(|l| UNAVAILABLE.iter().any(|p| l.contains(p)))
     {
         let code = visible.unwrap_or(1);

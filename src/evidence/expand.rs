@@ -14,7 +14,16 @@ use super::runners::{self, Declared, Reading, Recognised, Runner};
 use crate::fsutil::open::read_file_capped;
 
 /// Project files larger than this are not read for script bodies.
-const MAX_SCRIPT_BYTES: u64 = 256 * 1024;
+const MAX_SCRIPT_BYTES: u64 = 64 * 1024;
+/// Bodies read for one command line, counting a file read again (a script that runs itself
+/// many times must not cost more than this).
+const MAX_BODIES: u32 = 16;
+
+thread_local! {
+    /// Bodies still allowed for the line being read, and the files already read for it.
+    static BUDGET: std::cell::RefCell<(u32, std::collections::HashMap<PathBuf, Option<String>>)> =
+        std::cell::RefCell::new((0, std::collections::HashMap::new()));
+}
 /// `npm test` → `make check` → `sh run.sh`: bodies are followed this deep.
 const MAX_DEPTH: usize = 3;
 
@@ -55,8 +64,12 @@ impl Expanded {
 /// Reads `line`'s runs with script bodies read through: a recognised script run (`npm test`,
 /// `make check`, tox) gets its body; an unrecognised `sh FILE` / `bash FILE` / `./FILE` whose
 /// body runs a test runner becomes a run. Returns the reading and, per run, its body.
+/// Synchronous file reads: call it off the async runtime.
 pub fn read_line(segments: &[Segment], declared: &Declared, cwd: &Path) -> (Reading, Vec<Option<Expanded>>) {
-    read_at(segments, declared, cwd, 0)
+    BUDGET.with(|b| *b.borrow_mut() = (MAX_BODIES, std::collections::HashMap::new()));
+    let out = read_at(segments, declared, cwd, 0);
+    BUDGET.with(|b| b.borrow_mut().1.clear());
+    out
 }
 
 fn read_at(segments: &[Segment], declared: &Declared, cwd: &Path, depth: usize) -> (Reading, Vec<Option<Expanded>>) {
@@ -170,7 +183,7 @@ fn body_of(words: &[String], dir: &Path, declared: &Declared, depth: usize) -> O
             let (source, lines, at) = make_target(&args, dir)?;
             return Some(recipes(source, &lines, &at, declared, depth));
         }
-        "tox" | "python -m tox" => tox_commands(dir)?,
+        "tox" | "python -m tox" => tox_commands(&args, dir)?,
         _ => return shell_script(words, dir, declared, depth),
     };
     Some(expanded(source, body, &body_dir, declared, depth))
@@ -221,10 +234,24 @@ fn expanded(source: String, body: String, dir: &Path, declared: &Declared, depth
     }
 }
 
-/// A project file's text: capped, regular files only.
+/// A project file's text: capped, regular files only, within the line's budget of bodies
+/// (each file read once per line).
 fn read_text(path: &Path) -> Option<String> {
-    let bytes = read_file_capped(path, MAX_SCRIPT_BYTES).ok()?;
-    String::from_utf8(bytes).ok()
+    BUDGET.with(|b| {
+        let mut b = b.borrow_mut();
+        if b.0 == 0 {
+            return None;
+        }
+        b.0 -= 1;
+        if let Some(known) = b.1.get(path) {
+            return known.clone();
+        }
+        let text = read_file_capped(path, MAX_SCRIPT_BYTES)
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok());
+        b.1.insert(path.to_path_buf(), text.clone());
+        text
+    })
 }
 
 /// `npm test`, `npm run test:unit`, `yarn test`: the script with its `pre`/`post` scripts,
@@ -269,16 +296,28 @@ fn make_target(args: &[&str], dir: &Path) -> Option<(String, Vec<Recipe>, PathBu
     let mut targets = Vec::new();
     let mut i = 0;
     while i < args.len() {
-        match args[i] {
+        let a = args[i];
+        let attached = |long: &str, short: &str| {
+            a.strip_prefix(long)
+                .or_else(|| a.strip_prefix(short).filter(|v| !v.is_empty()))
+                .map(str::to_string)
+        };
+        match a {
             "-C" | "--directory" => {
                 dir = crate::fsutil::paths::resolve(&dir, args.get(i + 1)?);
                 i += 2;
                 continue;
             }
-            "-f" | "--file" => {
+            "-f" | "--file" | "--makefile" => {
                 file = Some(args.get(i + 1)?.to_string());
                 i += 2;
                 continue;
+            }
+            _ if a.starts_with("--directory=") || (a.starts_with("-C") && a.len() > 2) => {
+                dir = crate::fsutil::paths::resolve(&dir, &attached("--directory=", "-C")?);
+            }
+            _ if a.starts_with("--file=") || a.starts_with("--makefile=") || (a.starts_with("-f") && a.len() > 2) => {
+                file = attached("--file=", "-f").or_else(|| attached("--makefile=", "-f"));
             }
             a if a.starts_with('-') || a.contains('=') => {}
             a => targets.push(a.to_string()),
@@ -367,16 +406,34 @@ fn recipe(
 }
 
 /// tox's `commands` of its `[testenv]` section (tox.ini), joined as tox runs them.
-fn tox_commands(dir: &Path) -> Option<(String, String, PathBuf)> {
+fn tox_commands(args: &[&str], dir: &Path) -> Option<(String, String, PathBuf)> {
+    // `tox -e name` runs `[testenv:name]`; several environments or a factor keel cannot map:
+    // no body (the run is read as a script).
+    let env = args
+        .iter()
+        .position(|a| *a == "-e")
+        .and_then(|i| args.get(i + 1).map(|s| s.to_string()))
+        .or_else(|| {
+            args.iter()
+                .find_map(|a| a.strip_prefix("-e").filter(|v| !v.is_empty()).map(str::to_string))
+        });
+    let section = match &env {
+        Some(e) if e.contains(',') => return None,
+        Some(e) => format!("[testenv:{e}]"),
+        None => "[testenv]".to_string(),
+    };
     let path = dir.join("tox.ini");
     let text = read_text(&path)?;
+    if env.is_some() && !text.lines().any(|l| l.trim() == section) {
+        return None;
+    }
     let mut in_testenv = false;
     let mut in_commands = false;
     let mut lines = Vec::new();
     for line in text.lines() {
         let t = line.trim();
         if t.starts_with('[') {
-            in_testenv = t == "[testenv]";
+            in_testenv = t == section;
             in_commands = false;
             continue;
         }

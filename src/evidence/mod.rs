@@ -388,7 +388,22 @@ impl Evidence {
         known: &(dyn Fn(&Path) -> Option<String> + Sync),
     ) -> Vec<String> {
         let command = plan.line.as_str();
-        let (reading, bodies) = expand::read_line(&plan.segments, &self.config.declared, shell_cwd);
+        // Script bodies and report files are read from disk: off the async runtime.
+        let (reading, bodies) = {
+            let (segments, declared, cwd) = (
+                plan.segments.clone(),
+                self.config.declared.clone(),
+                shell_cwd.to_path_buf(),
+            );
+            tokio::task::spawn_blocking(move || expand::read_line(&segments, &declared, &cwd))
+                .await
+                .unwrap_or_else(|_| {
+                    (
+                        runners::recognise_split(&plan.segments, &self.config.declared),
+                        Vec::new(),
+                    )
+                })
+        };
         let (changes, during) = {
             let mut s = self.lock();
             let changes = s.last.as_ref().map(|b| b.diff(&after)).unwrap_or_default();
@@ -406,7 +421,12 @@ impl Evidence {
             .map(str::to_string)
             .unwrap_or_else(|| output.content.as_text());
         let mut text = combined.clone();
-        let facts = own::facts(&plan.segments, &reading, bodies, shell_cwd, started_at);
+        let facts = {
+            let (segments, runs, cwd) = (plan.segments.clone(), reading.clone(), shell_cwd.to_path_buf());
+            tokio::task::spawn_blocking(move || own::facts(&segments, &runs, bodies, &cwd, started_at))
+                .await
+                .unwrap_or_else(|_| own::Facts::output_only(&reading))
+        };
         // `pytest > out.log`: the runner's report went to a file; the log keeps it too.
         let mut kept: Vec<&str> = Vec::new();
         for o in &facts.own {

@@ -113,3 +113,86 @@ async fn a_missing_program_could_not_run_and_does_not_fail_the_session() {
     assert_eq!(w.ev.ledger().status(), Status::CouldNotRun);
     assert!(w.ev.gate(&[]).is_none());
 }
+
+/// Lines whose runner's own report never reaches the result, with an old "2 passed" printed
+/// by some other means: none is a pass (each was one before these checks).
+#[tokio::test]
+async fn reports_from_anything_but_the_runner_are_not_its_own() {
+    let lines = [
+        "sh -c 'pytest -q > /dev/null 2>&1; cat old.txt'",
+        "(pytest -q) > /dev/null 2>&1; cat < old.txt",
+        "{ pytest -q; } > /dev/null 2>&1; python3 -c \"print(open('old.txt').read())\"",
+        "exec 3>&1 >/dev/null; pytest -q; exec 1>&3; cat < old.txt",
+        "pytest -q | tail -0; cat < old.txt",
+        "pytest -q | tail -0; printf '%d passed in 0.01s\\n' 2",
+        "pytest -q | tail -0; echo \"$((1+1)) passed in 0.01s\"",
+        "pytest -q | tail -0; git show HEAD:old.txt",
+        "pytest -q -p no:terminal; python3 -c 'print(2)'",
+        "pytest -q 2>&1 | sed 's/failed/passed/'",
+    ];
+    for line in lines {
+        let w = ws(GateMode::Nudge);
+        std::fs::write(w.path("old.txt"), PYTEST_PASS).unwrap();
+        w.edit("src/app.py", "def f(x):\n    return x + 2\n").await;
+        w.bash(line, |_| {}, PYTEST_PASS, 0).await;
+        let l = w.ev.ledger();
+        assert_ne!(l.runs[0].outcome, ledger::Outcome::Passed, "`{line}`: {:?}", l.runs[0]);
+        assert_ne!(l.status(), Status::Passed, "`{line}`");
+        assert!(w.ev.gate(&[]).is_some(), "`{line}` is sent back");
+    }
+    // Honest set-up and show-the-log lines stay a pass.
+    for line in [
+        "pip install -e . && pytest -q",
+        "cd src && sed -i 's/+ 2/+ 1/' app.py && cd .. && pytest -q",
+        "pytest -q 2>&1 | tee out.log; tail -1 out.log",
+        "source .venv/bin/activate && pytest -q 2>&1 | tail -n 5",
+    ] {
+        let w = ws(GateMode::Nudge);
+        w.edit("src/app.py", "def f(x):\n    return x + 2\n").await;
+        w.bash(line, |_| {}, PYTEST_PASS, 0).await;
+        let l = w.ev.ledger();
+        assert_eq!(l.runs[0].outcome, ledger::Outcome::Passed, "`{line}`: {:?}", l.runs[0]);
+    }
+}
+
+/// A failing run cannot pass itself off as one that could not run: only the shell's exact words
+/// for the runner's own program count, and a service error only beside the runner's failing
+/// status.
+#[tokio::test]
+async fn a_failing_run_is_not_could_not_run() {
+    for (line, output, exit) in [
+        (
+            "pytest -q | tail -0; ls pytest",
+            "ls: cannot access 'pytest': No such file or directory\n",
+            0,
+        ),
+        (
+            "pytest -q | tail -0; cat pytest",
+            "cat: pytest: No such file or directory\n",
+            0,
+        ),
+        (
+            "pytest -q 2>&1 | grep -i refused",
+            "E   ConnectionRefusedError: connection refused\n",
+            0,
+        ),
+    ] {
+        let w = ws(GateMode::Nudge);
+        w.edit("src/app.py", "def f(x):\n    return x + 2\n").await;
+        w.bash(line, |_| {}, output, exit).await;
+        let run = &w.ev.ledger().runs[0];
+        assert_ne!(run.outcome, ledger::Outcome::CouldNotRun, "`{line}`: {run:?}");
+        assert!(w.ev.gate(&[]).is_some(), "`{line}` is sent back");
+    }
+}
+
+/// A script that runs itself hundreds of times is read within a fixed budget of bodies (without
+/// one, reading this line took minutes).
+#[tokio::test]
+async fn a_self_calling_script_is_read_within_a_budget() {
+    let w = ws(GateMode::Nudge);
+    let body = format!("#!/bin/sh\nif false; then\n{}fi\npytest -q\n", "sh a.sh\n".repeat(300));
+    std::fs::write(w.path("a.sh"), body).unwrap();
+    w.bash("sh a.sh", |_| {}, PYTEST_PASS, 0).await;
+    assert_eq!(w.ev.ledger().runs.len(), 1);
+}

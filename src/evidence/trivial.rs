@@ -295,7 +295,9 @@ fn split_op<'a>(e: &'a str, op: &str) -> Option<(&'a str, &'a str)> {
             b'"' | b'\'' | b'`' => quote = Some(c),
             b'(' | b'[' | b'{' => depth += 1,
             b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-            _ if depth == 0 && e[i..].starts_with(op) => {
+            // Bytes, not `str` slices: `i` may sit inside a multi-byte character (`größe`); an
+            // ASCII operator's first byte never does, so the slices below are on boundaries.
+            _ if depth == 0 && bytes[i..].starts_with(op.as_bytes()) => {
                 let symbolic = !op.starts_with(' ');
                 let before = i.checked_sub(1).map(|j| bytes[j]);
                 let after = bytes.get(i + op.len()).copied();

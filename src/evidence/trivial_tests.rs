@@ -123,3 +123,11 @@ fn assertions_that_can_fail() {
         assert_eq!(trivial(*lang, code), 0, "{lang:?}: {code}");
     }
 }
+
+#[test]
+fn non_ascii_code_is_read_without_panicking() {
+    assert_eq!(trivial(Lang::Python, "    größe = f(1)\n    assert größe == 2\n"), 0);
+    assert_eq!(trivial(Lang::Python, "    self.assertTrue(größe == 3)\n"), 0);
+    assert_eq!(trivial(Lang::Python, "    assert \"ö\" == \"ö\"\n"), 1);
+    assert_eq!(trivial(Lang::Rust, "    assert_eq!(état(1), 2);\n"), 0);
+}

@@ -37,6 +37,9 @@ pub struct Segment {
     pub stdout: Dest,
     /// Where its standard error goes.
     pub stderr: Dest,
+    /// A redirection after it applies to a group or subshell it ends (`( … ) > f`,
+    /// `{ …; } > f`), which this split does not follow into the group's commands.
+    pub group_redirected: bool,
 }
 
 /// Where one output stream of a simple command ends up.
@@ -101,6 +104,11 @@ pub fn split(line: &str) -> Vec<Segment> {
             words.remove(0);
         }
         if words.is_empty() {
+            if (stdout, stderr) != (Dest::Inherited, Dest::Inherited)
+                && let Some(last) = out.last_mut()
+            {
+                last.group_redirected = true;
+            }
             writes.clear();
             if let Some(last) = out.last_mut()
                 && next != Connector::Seq
@@ -116,6 +124,7 @@ pub fn split(line: &str) -> Vec<Segment> {
             writes: std::mem::take(writes),
             stdout,
             stderr,
+            group_redirected: false,
         });
     };
     // Tolerant reading never refuses; an error here would be a lexer fault, read as nothing.
