@@ -8,6 +8,11 @@
 //!    status and the report; for a short and a 150 KB output;
 //! 3. a whole watched Bash call (`Evidence::before` + `after`: one fingerprint) on the 10k-file
 //!    repository.
+//!
+//! With `--detection [SIZES]` (default `1000,30000,100000`) instead: the change detection of one
+//! shell command at each size, before (a walk of the whole tree, diffed with the last one) and
+//! after (the watcher: its start, its first walk, then a command that changes nothing, one
+//! file, a new directory of ten files, a thousand files), and a whole watched `true` call.
 
 // Benchmark code: a failed unwrap is a failed run, reported with its panic message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -19,20 +24,25 @@ use std::time::{Duration, Instant};
 
 use keel::evidence::{Config, Evidence, classify, runners};
 use keel::tools::ToolOutput;
-use keel::workspace::Fingerprinter;
+use keel::workspace::{Detection, Fingerprinter, Limits, Snapshot, Watcher};
 use serde_json::json;
 
 const FILES: usize = 10_000;
 const IGNORED: usize = 20_000;
 
 fn generate(root: &Path) {
+    generate_n(root, FILES, IGNORED);
+}
+
+/// `files` tracked files, ten per directory, and `ignored` files under an ignored `target/`.
+fn generate_n(root: &Path, files: usize, ignored: usize) {
     std::fs::write(root.join(".gitignore"), "target/\n*.log\n").unwrap();
-    for i in 0..FILES {
+    for i in 0..files {
         let dir = root.join(format!("src/mod{:03}/sub{}", i / 50, i % 5));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join(format!("file{i}.rs")), format!("pub fn f{i}() {{}}\n")).unwrap();
     }
-    for i in 0..IGNORED {
+    for i in 0..ignored {
         let dir = root.join(format!("target/debug/deps/d{}", i / 500));
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join(format!("o{i}.o")), "x").unwrap();
@@ -58,6 +68,14 @@ fn stats(mut samples: Vec<Duration>) -> (f64, f64) {
 }
 
 fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().is_some_and(|a| a == "--detection") {
+        let sizes = args.get(1).map_or("1000,30000,100000", String::as_str);
+        for n in sizes.split(',') {
+            detection(n.parse().expect("--detection takes sizes like 1000,30000"));
+        }
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     println!("generating {FILES} files (+ {IGNORED} ignored) in {}", root.display());
@@ -207,4 +225,149 @@ fn main() {
             "whole watched call, {FILES}-file workspace (one fingerprint): wall median {m:.2} ms, p95 {p:.2} ms; CPU {cpu_per:.2} ms"
         );
     });
+}
+
+/// Resident memory of this process, in MiB.
+fn rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kib: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+        .unwrap_or(0.0);
+    kib / 1024.0
+}
+
+/// The detection a command pays: a snapshot of the tree after it, its diff with the one
+/// before, its digest (what `Evidence::after` does with it).
+fn per_command(
+    take: &dyn Fn() -> Snapshot,
+    last: &mut Snapshot,
+    runs: usize,
+    effect: &mut dyn FnMut(usize),
+    expect: usize,
+) -> (f64, f64, Detection) {
+    let mut times = Vec::new();
+    let mut how = Detection::Walk;
+    for i in 0..runs {
+        effect(i);
+        let t = Instant::now();
+        let now = take();
+        let changes = last.diff(&now);
+        std::hint::black_box(now.digest());
+        times.push(t.elapsed());
+        assert_eq!(changes.paths().count(), expect, "{changes:?}");
+        how = now.detection();
+        *last = now;
+    }
+    let (m, p) = stats(times);
+    (m, p, how)
+}
+
+fn detection(files: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    generate_n(&root, files, 2_000);
+    let fp = Fingerprinter::new(&root);
+    let runs = if files > 50_000 { 10 } else { 30 };
+    println!("\n{files} tracked files (+ 2,000 ignored), {runs} commands each:");
+
+    // Before: a walk of the whole tree after every command.
+    let mut last = fp.snapshot();
+    let walk = || fp.snapshot();
+    let (m, p, _) = per_command(&walk, &mut last, runs, &mut |_| {}, 0);
+    println!("  before, walk + diff per command (no change): median {m:.2} ms, p95 {p:.2} ms");
+
+    // After: the watcher.
+    let rss = rss_mib();
+    let t = Instant::now();
+    let w = Watcher::start(fp.clone(), Limits::default());
+    let started = t.elapsed().as_secs_f64() * 1000.0;
+    w.wait_ready();
+    let ready = t.elapsed().as_secs_f64() * 1000.0;
+    println!(
+        "  after, watcher start returns in {started:.3} ms; first walk and watches ready in {ready:.0} ms (in the background); memory +{:.1} MiB",
+        rss_mib() - rss
+    );
+    let mut last = w.snapshot();
+    let watched = || w.snapshot();
+    let (m, p, how) = per_command(&watched, &mut last, runs, &mut |_| {}, 0);
+    println!("  after, no change (`true`): median {m:.3} ms, p95 {p:.3} ms ({how:?})");
+    let (m, p, how) = per_command(
+        &watched,
+        &mut last,
+        runs,
+        &mut |i| {
+            let f = i % 50;
+            std::fs::write(
+                root.join(format!("src/mod000/sub{}/file{f}.rs", f % 5)),
+                format!("changed {i}\n"),
+            )
+            .unwrap()
+        },
+        1,
+    );
+    println!("  after, one file rewritten: median {m:.3} ms, p95 {p:.3} ms ({how:?})");
+    let (m, p, how) = per_command(
+        &watched,
+        &mut last,
+        runs,
+        &mut |i| {
+            let d = root.join(format!("src/new{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            for j in 0..10 {
+                std::fs::write(d.join(format!("n{j}.rs")), "new\n").unwrap();
+            }
+        },
+        10,
+    );
+    println!("  after, a new directory of ten files: median {m:.3} ms, p95 {p:.3} ms ({how:?})");
+    let (m, p, how) = per_command(
+        &watched,
+        &mut last,
+        runs.min(10),
+        &mut |i| {
+            for k in 0..1_000 {
+                let f = k % files;
+                std::fs::write(
+                    root.join(format!("src/mod{:03}/sub{}/file{f}.rs", f / 50, f % 5)),
+                    format!("v{i}\n"),
+                )
+                .unwrap();
+            }
+        },
+        1_000.min(files),
+    );
+    println!("  after, 1,000 files rewritten: median {m:.2} ms, p95 {p:.2} ms ({how:?})");
+
+    // A whole watched `true` call.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let session = tempfile::tempdir().unwrap();
+    let ev = Evidence::new(&root, session.path(), Config::default(), false);
+    let call = || async {
+        let w = ev
+            .before(
+                "Bash",
+                keel::types::tool::Effects::RUNS,
+                &json!({"command": "true"}),
+                None,
+                &root,
+            )
+            .await;
+        let mut out =
+            ToolOutput::text(String::new()).with_structured(json!({"stdout": "", "interrupted": false, "exitCode": 0}));
+        ev.after(w, &mut out, &|_| None).await;
+    };
+    rt.block_on(call());
+    let mut times = Vec::new();
+    for _ in 0..runs {
+        let t = Instant::now();
+        rt.block_on(call());
+        times.push(t.elapsed());
+    }
+    let (m, p) = stats(times);
+    println!("  after, a whole watched `true` call (Evidence::before + after): median {m:.3} ms, p95 {p:.3} ms");
 }

@@ -55,7 +55,7 @@ use crate::fsutil::open::{ReadError, read_file_capped};
 use crate::shell::plan::CommandPlan;
 use crate::types::message::{ToolResultBlock, ToolResultContent};
 use crate::types::tool::{Effects, ToolOutput};
-use crate::workspace::{Fingerprinter, Snapshot};
+use crate::workspace::{Fingerprinter, Snapshot, Watcher};
 
 /// Test files larger than this are not kept as a baseline (nor compared).
 const MAX_BASELINE_BYTES: usize = 512 * 1024;
@@ -98,12 +98,16 @@ struct State {
     last_taken: u64,
     /// Files whose committed content was already asked of git (asked once per session).
     heads_asked: HashSet<String>,
+    /// A resumed session's digest not yet compared with the workspace (the comparison waits
+    /// for the watcher's first walk, which runs in the background from start-up).
+    digest_unchecked: bool,
 }
 
 /// The session's evidence: the ledger and what keeps it current.
 pub struct Evidence {
     cwd: PathBuf,
-    fingerprinter: Fingerprinter,
+    /// Keeps the workspace's fingerprint current (one per tree, shared with sub-agents).
+    watcher: Arc<Watcher>,
     config: Config,
     /// `evidence.json`; `None` without session persistence.
     store: Option<PathBuf>,
@@ -154,8 +158,8 @@ impl Evidence {
         }
         let saved_baselines = ledger.baselines.len();
         // The session directory may lie inside the workspace (KEEL_HOME there): its files are
-        // keel's, not the project's.
-        let fingerprinter = Fingerprinter::new(cwd).excluding(session_dir);
+        // keel's, not the project's. The watcher's first walk starts in the background now.
+        let watcher = Watcher::shared(Fingerprinter::new(cwd).excluding(session_dir));
         let mut state = State {
             ledger,
             command_changes: None,
@@ -169,19 +173,13 @@ impl Evidence {
             uplink: None,
             last_taken: 0,
             heads_asked: HashSet::new(),
+            digest_unchecked: false,
         };
-        if let Some(digest) = state.ledger.digest {
-            let now = fingerprinter.snapshot();
-            if now.digest() != digest {
-                state.ledger.change(Vec::new(), Source::Outside, true);
-            }
-            state.ledger.digest = Some(now.digest());
-            state.last = Some(now);
-        }
+        state.digest_unchecked = state.ledger.digest.is_some();
         state.turn_start = state.ledger.version;
         Evidence {
             cwd: cwd.to_path_buf(),
-            fingerprinter,
+            watcher,
             config,
             store,
             log_dir: session_dir.join("evidence"),
@@ -195,8 +193,33 @@ impl Evidence {
         Evidence::new(&self.cwd, session_dir, self.config.clone(), self.store.is_some())
     }
 
+    /// The state, with a resumed session's digest compared first (waiting for the watcher's
+    /// first walk if it is still running).
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if s.digest_unchecked {
+            s.digest_unchecked = false;
+            if let Some(digest) = s.ledger.digest {
+                // Files that changed while the session was closed make its passes stale.
+                let now = self.watcher.snapshot();
+                if now.digest() != digest {
+                    s.ledger.change(Vec::new(), Source::Outside, true);
+                }
+                s.ledger.digest = Some(now.digest());
+                s.last = Some(now);
+            }
+        }
+        s
+    }
+
+    /// When a resumed session's check is still to be made, waits for the watcher's first walk
+    /// off the async threads, so [`Evidence::lock`] does not block a runtime thread on it.
+    async fn ready(&self) {
+        if self.watcher.is_ready() || !self.state.lock().unwrap_or_else(|p| p.into_inner()).digest_unchecked {
+            return;
+        }
+        let w = self.watcher.clone();
+        let _ = tokio::task::spawn_blocking(move || w.wait_ready()).await;
     }
 
     pub fn gate_mode(&self) -> GateMode {
@@ -267,6 +290,7 @@ impl Evidence {
         plan: Option<Arc<CommandPlan>>,
         shell_cwd: &Path,
     ) -> Watch {
+        self.ready().await;
         if effects.runs_commands {
             if input.get("run_in_background").and_then(Value::as_bool) == Some(true) {
                 return Watch::None;
@@ -671,9 +695,11 @@ impl Evidence {
         })
     }
 
+    /// The workspace now: the watcher's view brought up to date (a walk when it cannot vouch
+    /// for it), in a blocking task. The command has ended: every change it made is queued.
     async fn fingerprint(&self) -> Snapshot {
-        let fp = self.fingerprinter.clone();
-        tokio::task::spawn_blocking(move || fp.snapshot())
+        let w = self.watcher.clone();
+        tokio::task::spawn_blocking(move || w.snapshot())
             .await
             .unwrap_or_default()
     }
@@ -695,9 +721,13 @@ impl Evidence {
         report::text_line(&self.lock().ledger)
     }
 
-    /// The TUI status line's label.
+    /// The TUI status line's label. Never waits for the watcher's first walk (drawn from
+    /// start-up on): until it is done, a resumed session shows its ledger as saved.
     pub fn status_label(&self) -> Option<String> {
-        report::status_label(&self.lock().ledger)
+        if self.watcher.is_ready() {
+            return report::status_label(&self.lock().ledger);
+        }
+        report::status_label(&self.state.lock().unwrap_or_else(|p| p.into_inner()).ledger)
     }
 
     /// `/evidence`.

@@ -55,11 +55,13 @@ impl Evidence {
             }),
             last_taken: 0,
             heads_asked: p.heads_asked.clone(),
+            digest_unchecked: false,
         };
         drop(p);
         Evidence {
             cwd: parent.cwd.clone(),
-            fingerprinter: parent.fingerprinter.clone(),
+            // The parent's watcher: one set of watches and one first walk per tree.
+            watcher: parent.watcher.clone(),
             config: parent.config.clone(),
             store: None,
             log_dir: session_dir.join("evidence"),

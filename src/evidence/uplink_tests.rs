@@ -119,3 +119,32 @@ async fn a_weakening_the_child_undoes_leaves_the_parents_record() {
         "restored in the child, cleared in the parent"
     );
 }
+
+#[tokio::test]
+async fn children_share_the_parents_watcher_and_commands_are_seen_from_its_events() {
+    let d = tempfile::tempdir().unwrap();
+    let parent = session(d.path());
+    let child = Evidence::for_subagent(&parent, &d.path().join(".session/child"));
+    let grandchild = Evidence::for_subagent(&Arc::new(child), &d.path().join(".session/grandchild"));
+    assert!(
+        Arc::ptr_eq(&parent.watcher, &grandchild.watcher),
+        "one watcher for the tree"
+    );
+    bash(&parent, d.path(), "true", || {}, "", 0).await;
+    bash(
+        &grandchild,
+        d.path(),
+        "sed -i s/1/2/ app.py",
+        || std::fs::write(d.path().join("app.py"), "def f(x):\n    return x + 2\n").unwrap(),
+        "",
+        0,
+    )
+    .await;
+    let how = grandchild.with_last(|last, _| last.map(|s| s.detection()));
+    assert!(
+        matches!(how, Some(crate::workspace::Detection::Events { looked_at: 1 })),
+        "{how:?}"
+    );
+    let changes = grandchild.take_command_changes().unwrap();
+    assert_eq!(changes.modified, vec![std::path::PathBuf::from("app.py")]);
+}

@@ -8,17 +8,20 @@
 //! modification time (`cp -p`, `touch -d`) and tells when a file changed
 //! ([`Stamp::ctime_ns`]), so the snapshot after one command can stand for the tree before the
 //! next. The cost is the file system's: about that of `find` printing the same attributes
-//! (`scripts/evidence_bench.sh`, docs/PERFORMANCE.md).
+//! (`scripts/evidence_bench.sh`, docs/PERFORMANCE.md). The watcher ([`super::watch`]) runs the
+//! same walk once and then only over the paths the kernel reports changed ([`Scope`]), so both
+//! see the same files.
 //!
 //! A workspace larger than the entry limit gives an *incomplete* snapshot: its diff cannot be
 //! trusted to be empty, which callers must treat as "may have changed".
 
-use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::collections::HashSet;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+
+pub use super::snapshot::{Changes, Snapshot, Stamp};
 
 /// Files recorded at most; a larger workspace gives an incomplete snapshot.
 pub const DEFAULT_LIMIT: usize = 200_000;
@@ -44,129 +47,77 @@ const SKIPPED_DIRS: &[&str] = &[
     ".turbo",
 ];
 
-/// What the fingerprint records of one file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Stamp {
-    pub size: u64,
-    pub mtime_ns: i64,
-    pub ctime_ns: i64,
-    pub inode: u64,
-}
-
-impl Stamp {
-    pub fn of(meta: &std::fs::Metadata) -> Stamp {
-        Stamp {
-            size: meta.len(),
-            mtime_ns: meta
-                .mtime()
-                .saturating_mul(1_000_000_000)
-                .saturating_add(meta.mtime_nsec()),
-            ctime_ns: meta
-                .ctime()
-                .saturating_mul(1_000_000_000)
-                .saturating_add(meta.ctime_nsec()),
-            inode: meta.ino(),
-        }
-    }
-}
-
-/// The state of the workspace's files at one moment, keyed by path relative to the root.
-#[derive(Debug, Clone, Default)]
-pub struct Snapshot {
-    files: HashMap<PathBuf, Stamp>,
-    complete: bool,
-}
-
-/// Files that differ between two snapshots (paths relative to the root, sorted).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Changes {
-    pub added: Vec<PathBuf>,
-    pub modified: Vec<PathBuf>,
-    pub removed: Vec<PathBuf>,
-    /// One of the snapshots was incomplete: files beyond the limit may have changed unseen.
-    pub uncertain: bool,
-}
-
-impl Changes {
-    pub fn is_empty(&self) -> bool {
-        self.added.is_empty() && self.modified.is_empty() && self.removed.is_empty()
-    }
-
-    /// Every changed path, in order: added, modified, removed.
-    pub fn paths(&self) -> impl Iterator<Item = &PathBuf> {
-        self.added.iter().chain(&self.modified).chain(&self.removed)
-    }
-}
-
-impl Snapshot {
-    pub fn len(&self) -> usize {
-        self.files.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.files.is_empty()
-    }
-
-    /// Whether every file of the workspace was recorded (the limit was not reached).
-    pub fn is_complete(&self) -> bool {
-        self.complete
-    }
-
-    pub fn get(&self, relative: &Path) -> Option<&Stamp> {
-        self.files.get(relative)
-    }
-
-    /// Every recorded file (relative path) and its stamp, in no particular order.
-    pub fn iter(&self) -> impl Iterator<Item = (&PathBuf, &Stamp)> {
-        self.files.iter()
-    }
-
-    /// What changed from `self` (before) to `after`.
-    pub fn diff(&self, after: &Snapshot) -> Changes {
-        let mut c = Changes {
-            uncertain: !self.complete || !after.complete,
-            ..Changes::default()
-        };
-        for (path, stamp) in &after.files {
-            match self.files.get(path) {
-                None => c.added.push(path.clone()),
-                Some(old) if old != stamp => c.modified.push(path.clone()),
-                Some(_) => {}
-            }
-        }
-        for path in self.files.keys() {
-            if !after.files.contains_key(path) {
-                c.removed.push(path.clone());
-            }
-        }
-        c.added.sort();
-        c.modified.sort();
-        c.removed.sort();
-        c
-    }
-
-    /// An order-independent digest of the whole snapshot: equal digests mean no file changed
-    /// (kept across a resumed session instead of the snapshot itself).
-    pub fn digest(&self) -> u64 {
-        let mut sum: u64 = self.files.len() as u64;
-        for (path, stamp) in &self.files {
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            path.hash(&mut h);
-            stamp.hash(&mut h);
-            // Addition commutes, so the map's iteration order does not matter.
-            sum = sum.wrapping_add(h.finish());
-        }
-        sum
-    }
-}
-
 /// Takes snapshots of one workspace root.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fingerprinter {
     root: PathBuf,
     limit: usize,
     /// Directories left out (keel's own session directory when it lies inside the workspace).
     excluded: Vec<PathBuf>,
+}
+
+/// The part of the tree a walk looks at (the watcher's changed paths): each target with
+/// everything below it, reached through the directories on the way, whose other entries are
+/// passed over. The walk still starts at the root, so ignore rules apply exactly as in a walk
+/// of the whole tree.
+#[derive(Debug, Default)]
+pub(crate) struct Scope {
+    targets: HashSet<PathBuf>,
+    through: HashSet<PathBuf>,
+}
+
+impl Scope {
+    /// A scope over `targets` (paths relative to the root; the root itself is no target).
+    pub(crate) fn new(targets: impl IntoIterator<Item = PathBuf>) -> Scope {
+        let mut scope = Scope::default();
+        for t in targets {
+            let mut up = t.parent();
+            while let Some(dir) = up.filter(|d| !d.as_os_str().is_empty()) {
+                if !scope.through.insert(dir.to_path_buf()) {
+                    break;
+                }
+                up = dir.parent();
+            }
+            scope.targets.insert(t);
+        }
+        scope
+    }
+
+    /// Whether the walk takes `rel`: `Some(true)` for a directory only on the way to a target
+    /// (entered, but already watched and its other entries passed over).
+    fn admits(&self, rel: &Path, is_dir: bool) -> Option<bool> {
+        if rel.ancestors().any(|a| self.targets.contains(a)) {
+            return Some(false);
+        }
+        (is_dir && self.through.contains(rel)).then_some(true)
+    }
+}
+
+/// A directory the walk is about to enter (absolute path), told before it is read; `false`
+/// keeps the walk out of it (only for a walk whose result is not wanted any more).
+pub(crate) type EnterHook = Arc<dyn Fn(&Path) -> bool + Send + Sync>;
+
+/// What one walk is asked for beyond the files' stamps (the watcher's needs).
+#[derive(Default)]
+pub(crate) struct WalkPlan {
+    pub scope: Option<Arc<Scope>>,
+    pub enter: Option<EnterHook>,
+    /// Also note files with several links, `.git` entries and linked `.gitignore` files.
+    pub record: bool,
+}
+
+/// What a walk found.
+#[derive(Debug, Default)]
+pub(crate) struct Walked {
+    pub files: Vec<(PathBuf, Stamp)>,
+    /// Files with more than one link: a write through another name reaches none of the
+    /// watches on this tree.
+    pub linked: Vec<PathBuf>,
+    /// Directories holding a `.git` entry (their exclude files lie outside the watches).
+    pub git_dirs: Vec<PathBuf>,
+    /// `.gitignore` files that are symbolic links (their targets may lie outside the tree).
+    pub ignore_links: Vec<PathBuf>,
+    pub complete: bool,
 }
 
 impl Fingerprinter {
@@ -197,18 +148,34 @@ impl Fingerprinter {
         &self.root
     }
 
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
+
     /// Walks the workspace now. Unreadable entries are skipped (they cannot be compared either
     /// way); a missing root gives an empty, complete snapshot.
     pub fn snapshot(&self) -> Snapshot {
+        let walked = self.walk(WalkPlan::default());
+        Snapshot::from_files(walked.files, walked.complete)
+    }
+
+    /// The walk behind every snapshot: the whole tree, or only `plan.scope`.
+    pub(crate) fn walk(&self, plan: WalkPlan) -> Walked {
+        let collected = Mutex::new(Walked::default());
         let shared = Shared {
             root: &self.root,
             limit: self.limit,
-            collected: Mutex::new(Vec::new()),
+            record: plan.record,
+            collected: &collected,
             overflow: AtomicBool::new(false),
         };
-        let threads = std::thread::available_parallelism()
-            .map(|n| n.get().min(4))
-            .unwrap_or(1);
+        // A scoped walk is small: one thread saves starting more.
+        let threads = match plan.scope {
+            Some(_) => 1,
+            None => std::thread::available_parallelism()
+                .map(|n| n.get().min(4))
+                .unwrap_or(1),
+        };
         let excluded = self.excluded.clone();
         // A repository can commit `.gitignore` as a link to /dev/zero or a FIFO, which the
         // walker would read forever: such a root is walked without ignore files, such a
@@ -221,6 +188,10 @@ impl Fingerprinter {
             .all(|d| crate::fsutil::walk::bad_ignore_file(d).is_none());
         let hostile = Arc::new(AtomicBool::new(false));
         let seen_hostile = hostile.clone();
+        let git_dirs = Arc::new(Mutex::new(Vec::new()));
+        let seen_git = git_dirs.clone();
+        let root = self.root.clone();
+        let WalkPlan { scope, enter, record } = plan;
         ignore::WalkBuilder::new(&self.root)
             .hidden(false)
             // git's own rules only: no `.ignore`/`.rgignore` lookups in every directory.
@@ -232,11 +203,25 @@ impl Fingerprinter {
             .require_git(false)
             .follow_links(false)
             .threads(threads)
+            // Called for entries the ignore rules let through, before a directory is read.
             .filter_entry(move |e| {
-                if !e.file_type().is_some_and(|t| t.is_dir()) {
-                    return true;
+                let is_dir = e.file_type().is_some_and(|t| t.is_dir());
+                let rel = e.path().strip_prefix(&root).unwrap_or(e.path());
+                let mut on_the_way = false;
+                if let Some(scope) = &scope {
+                    match scope.admits(rel, is_dir) {
+                        Some(through) => on_the_way = through,
+                        None => return false,
+                    }
                 }
                 let name = e.file_name().to_str().unwrap_or("");
+                if record && name == ".git" {
+                    let dir = rel.parent().unwrap_or(Path::new("")).to_path_buf();
+                    seen_git.lock().unwrap_or_else(|p| p.into_inner()).push(dir);
+                }
+                if !is_dir {
+                    return true;
+                }
                 if SKIPPED_DIRS.contains(&name) || excluded.iter().any(|x| e.path() == x) {
                     return false;
                 }
@@ -244,20 +229,19 @@ impl Fingerprinter {
                     seen_hostile.store(true, Ordering::Relaxed);
                     return false;
                 }
-                true
+                on_the_way || enter.as_ref().is_none_or(|enter| enter(e.path()))
             })
             .build_parallel()
             .visit(&mut Builder(&shared));
-        let mut complete = !shared.overflow.load(Ordering::Relaxed) && !hostile.load(Ordering::Relaxed);
-        let mut files = shared.collected.into_inner().unwrap_or_else(|p| p.into_inner());
-        if files.len() > self.limit {
-            files.truncate(self.limit);
-            complete = false;
+        let overflow = shared.overflow.load(Ordering::Relaxed);
+        let mut walked = collected.into_inner().unwrap_or_else(|p| p.into_inner());
+        walked.complete = !overflow && !hostile.load(Ordering::Relaxed);
+        if walked.files.len() > self.limit {
+            walked.files.truncate(self.limit);
+            walked.complete = false;
         }
-        Snapshot {
-            files: files.into_iter().collect(),
-            complete,
-        }
+        walked.git_dirs = std::mem::take(&mut *git_dirs.lock().unwrap_or_else(|p| p.into_inner()));
+        walked
     }
 }
 
@@ -273,7 +257,8 @@ fn safe_gitignore(dir: &Path) -> bool {
 struct Shared<'a> {
     root: &'a Path,
     limit: usize,
-    collected: Mutex<Vec<(PathBuf, Stamp)>>,
+    record: bool,
+    collected: &'a Mutex<Walked>,
     overflow: AtomicBool,
 }
 
@@ -283,7 +268,7 @@ impl<'s, 'a: 's, 'b: 's> ignore::ParallelVisitorBuilder<'s> for Builder<'a, 'b> 
     fn build(&mut self) -> Box<dyn ignore::ParallelVisitor + 's> {
         Box::new(Collector {
             shared: self.0,
-            local: Vec::new(),
+            local: Walked::default(),
         })
     }
 }
@@ -292,14 +277,16 @@ impl<'s, 'a: 's, 'b: 's> ignore::ParallelVisitorBuilder<'s> for Builder<'a, 'b> 
 /// done (one lock per thread and per thousand files, not per file).
 struct Collector<'a, 'b> {
     shared: &'b Shared<'a>,
-    local: Vec<(PathBuf, Stamp)>,
+    local: Walked,
 }
 
 impl Collector<'_, '_> {
     fn flush(&mut self) -> usize {
         let mut all = self.shared.collected.lock().unwrap_or_else(|p| p.into_inner());
-        all.append(&mut self.local);
-        all.len()
+        all.files.append(&mut self.local.files);
+        all.linked.append(&mut self.local.linked);
+        all.ignore_links.append(&mut self.local.ignore_links);
+        all.files.len()
     }
 }
 
@@ -317,8 +304,16 @@ impl ignore::ParallelVisitor for Collector<'_, '_> {
         ) else {
             return ignore::WalkState::Continue;
         };
-        self.local.push((rel.to_path_buf(), Stamp::of(&meta)));
-        if self.local.len() >= 1024 && self.flush() > self.shared.limit {
+        if self.shared.record {
+            if meta.nlink() > 1 && !meta.is_dir() {
+                self.local.linked.push(rel.to_path_buf());
+            }
+            if meta.file_type().is_symlink() && entry.file_name() == ".gitignore" {
+                self.local.ignore_links.push(rel.to_path_buf());
+            }
+        }
+        self.local.files.push((rel.to_path_buf(), Stamp::of(&meta)));
+        if self.local.files.len() >= 1024 && self.flush() > self.shared.limit {
             self.shared.overflow.store(true, Ordering::Relaxed);
             return ignore::WalkState::Quit;
         }
@@ -328,7 +323,7 @@ impl ignore::ParallelVisitor for Collector<'_, '_> {
 
 impl Drop for Collector<'_, '_> {
     fn drop(&mut self) {
-        if !self.local.is_empty() {
+        if !self.local.files.is_empty() {
             self.flush();
         }
     }
