@@ -109,18 +109,7 @@ impl Engine {
                 o.terminal_reason = TerminalReason::MaxTurns;
                 return o;
             }
-            if let Some(max) = self.config.max_budget_usd
-                && self.session.totals.cost_usd >= max
-            {
-                let mut o = failure(
-                    ResultSubtype::ErrorMaxBudgetUsd,
-                    format!(
-                        "reached the spending limit of ${max} (spent ${:.4}) before the task was finished",
-                        self.session.totals.cost_usd
-                    ),
-                    None,
-                );
-                o.terminal_reason = TerminalReason::BudgetExhausted;
+            if let Some(o) = self.over_budget(false) {
                 return o;
             }
             stats.requests += 1;
@@ -247,6 +236,9 @@ impl Engine {
                     return self.halted(reason, TerminalReason::HookStopped);
                 }
                 if let Some(value) = self.structured.as_ref().and_then(|s| s.take()) {
+                    if let Some(o) = self.over_budget(true) {
+                        return o;
+                    }
                     return TurnOutcome {
                         result: value.to_string(),
                         structured_output: Some(value),
@@ -317,12 +309,38 @@ impl Engine {
                     continue;
                 }
             }
+            // The limit is checked after each model call, so the last one may have gone past
+            // it: an answer that cost more than allowed is still a budget failure.
+            if let Some(o) = self.over_budget(true) {
+                return o;
+            }
             return TurnOutcome {
                 result: message.text(),
                 stop_reason: Some(response.stop_reason.as_str().to_string()),
                 ..TurnOutcome::default()
             };
         }
+    }
+
+    /// `--max-budget-usd` reached: the failure to end the turn with. `finished`: the model had
+    /// finished the task with the call that went past the limit.
+    fn over_budget(&self, finished: bool) -> Option<TurnOutcome> {
+        let max = self.config.max_budget_usd?;
+        let spent = self.session.totals.cost_usd;
+        if spent < max {
+            return None;
+        }
+        let message = if finished {
+            format!(
+                "spent ${spent:.4}, over the spending limit of ${max}: the model call that finished the task went \
+                 past it (the limit is checked after each call)"
+            )
+        } else {
+            format!("reached the spending limit of ${max} (spent ${spent:.4}) before the task was finished")
+        };
+        let mut o = failure(ResultSubtype::ErrorMaxBudgetUsd, message, None);
+        o.terminal_reason = TerminalReason::BudgetExhausted;
+        Some(o)
     }
 
     /// Streams one request, forwarding deltas as events.

@@ -44,6 +44,7 @@ mod sdk_mcp;
 mod sdk_permissions;
 mod settings_layers;
 mod shm;
+mod silent_waits;
 mod skills;
 mod stream_control;
 mod stream_json;
