@@ -9,6 +9,7 @@ mod support;
 
 mod agents;
 mod bash;
+mod clear_messages;
 mod compaction;
 mod containment;
 mod demo;
