@@ -464,7 +464,10 @@ mod tests {
         let lines = s.unknown_keys();
         assert_eq!(lines.len(), 2, "{lines:?}");
         assert!(lines[0].contains("`modle` is not a setting keel knows") && lines[0].contains("did you mean `model`"));
-        assert!(lines[1].contains("`zzzzzz`") && !lines[1].contains("did you mean"), "{lines:?}");
+        assert!(
+            lines[1].contains("`zzzzzz`") && !lines[1].contains("did you mean"),
+            "{lines:?}"
+        );
     }
 
     #[test]

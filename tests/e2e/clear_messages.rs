@@ -51,10 +51,7 @@ async fn every_subcommand_ends_quietly_on_a_closed_stdout() {
             .to_string(),
     );
     for args in PRINTING {
-        let mut child = env
-            .keel_offline()
-            .args(args)
-            .spawn_with_stdout(Stdio::piped());
+        let mut child = env.keel_offline().args(args).spawn_with_stdout(Stdio::piped());
         drop(child.stdout.take());
         let out = crate::support::finish(child).await;
         assert!(!out.stderr.contains("panicked"), "keel {args:?}: {}", out.stderr);

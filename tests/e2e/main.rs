@@ -30,6 +30,7 @@ mod jail;
 mod limits;
 mod link_escapes;
 mod mcp;
+mod mcp_failures;
 mod openai;
 mod permissions;
 mod plugins;

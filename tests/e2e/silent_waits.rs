@@ -128,7 +128,10 @@ async fn an_answer_that_went_past_the_budget_is_error_max_budget_usd() {
     assert_eq!(r["subtype"], "error_max_budget_usd", "{r}");
     assert_eq!(r["is_error"], true);
     assert_eq!(r["terminal_reason"], "budget_exhausted");
-    assert!(r.get("result").is_none(), "error subtypes carry errors, not a result: {r}");
+    assert!(
+        r.get("result").is_none(),
+        "error subtypes carry errors, not a result: {r}"
+    );
     let errors = r["errors"][0].as_str().unwrap();
     assert!(errors.contains("over the spending limit of $0.0001"), "{errors}");
     assert_eq!(server.requests().len(), 1);
