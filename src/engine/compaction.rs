@@ -378,12 +378,14 @@ impl Engine {
                     delay_ms,
                     status,
                     error,
+                    waited_ms,
                 }) => self.events.emit(EngineEvent::Retry {
                     attempt,
                     max_retries,
                     delay_ms,
                     status,
                     error,
+                    waited_ms,
                 }),
                 Ok(_) => {}
                 Err(ProviderError::Cancelled) => return Err(CompactError::Cancelled),

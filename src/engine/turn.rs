@@ -162,8 +162,9 @@ impl Engine {
 
             let mut content = response.content.clone();
             if content.is_empty() {
-                // The API rejects empty assistant messages in the history.
-                content.push(ContentBlock::text("(no output)"));
+                // The API rejects empty assistant messages in the history; say what left it
+                // empty rather than pretend the model said nothing.
+                content.push(ContentBlock::text(empty_placeholder(&response)));
             }
             let message = Message::assistant(content);
             self.session.push_assistant_with(
@@ -366,6 +367,7 @@ impl Engine {
                     delay_ms,
                     status,
                     error,
+                    waited_ms,
                 } => {
                     self.session.log_event(
                         "api_retry",
@@ -377,6 +379,7 @@ impl Engine {
                         delay_ms,
                         status,
                         error,
+                        waited_ms,
                     });
                 }
             }
@@ -396,15 +399,20 @@ impl Engine {
         }
     }
 
-    /// Records the interruption so the next turn's model knows, and reports it.
+    /// Records the interruption so the next turn's model knows, and reports it (naming the
+    /// signal when one other than Ctrl+C stopped the turn).
     fn interrupted(&mut self, terminal_reason: TerminalReason) -> TurnOutcome {
         self.session
             .push_user(vec![ContentBlock::text("[Request interrupted by user]")]);
+        let why = match crate::shutdown::stopped_by() {
+            Some(signal) => format!("stopped by {signal}"),
+            None => "interrupted by the user".into(),
+        };
         TurnOutcome {
             subtype: ResultSubtype::ErrorDuringExecution,
             is_error: true,
-            result: "interrupted by the user".into(),
-            errors: vec!["interrupted by the user".into()],
+            result: why.clone(),
+            errors: vec![why],
             interrupted: true,
             terminal_reason,
             ..TurnOutcome::default()
@@ -421,6 +429,24 @@ fn failure(subtype: ResultSubtype, message: String, status: Option<u16>) -> Turn
         api_error_status: status,
         terminal_reason: TerminalReason::ApiError,
         ..TurnOutcome::default()
+    }
+}
+
+/// What an assistant message with no content stands for in the history.
+fn empty_placeholder(response: &ModelResponse) -> String {
+    let cut: Vec<&str> = response
+        .broken_tool_calls
+        .iter()
+        .filter(|b| b.reason == BrokenReason::Truncated)
+        .map(|b| b.name.as_str())
+        .collect();
+    if cut.is_empty() {
+        "(no output)".into()
+    } else {
+        format!(
+            "(the output token limit cut this response off while a call to {} was being written)",
+            cut.join(", ")
+        )
     }
 }
 

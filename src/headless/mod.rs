@@ -348,6 +348,7 @@ fn watch_signals(cancel: CancellationToken) -> SignalWatch {
             _ = hup.recv() => libc::SIGHUP,
         };
         flag.store(sig, Ordering::SeqCst);
+        crate::shutdown::note_stop_signal(sig);
         cancel.cancel();
     });
     SignalWatch(which)

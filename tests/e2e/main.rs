@@ -29,6 +29,7 @@ mod instruction_imports;
 mod jail;
 mod limits;
 mod link_escapes;
+mod local_servers;
 mod mcp;
 mod mcp_failures;
 mod openai;
