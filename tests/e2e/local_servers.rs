@@ -248,3 +248,91 @@ async fn sigterm_is_reported_as_sigterm() {
     assert!(error.contains("SIGTERM"), "{r}");
     assert!(!error.contains("by the user"), "{r}");
 }
+
+/// A server that counts 40% more tokens than keel's four bytes per token (as a tokenizer for
+/// code can): usage reports its count, and a request over its window is refused the way
+/// llama.cpp refuses it.
+fn counting_server(server: &ModelServer, window: u64, refused: std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::Ordering;
+    let turn = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    server.respond_with(move |body: &Value| {
+        let count = serde_json::to_vec(body).unwrap().len() as u64 * 14 / 40;
+        if count > window {
+            refused.fetch_add(1, Ordering::SeqCst);
+            return Some(Reply::Json {
+                status: 400,
+                body: json!({"error": {"code": 400, "type": "exceed_context_size_error",
+                    "message": format!("the request exceeds the available context size, try increasing it ({count} > {window})")}}),
+                headers: Vec::new(),
+            });
+        }
+        let summary = body["messages"].to_string().contains("[keel: compaction]");
+        let blocks = if summary {
+            vec![Block::Text("## Current work\nReading big.txt.\n## Next step\nAnswer.".into())]
+        } else {
+            match turn.fetch_add(1, Ordering::SeqCst) {
+                0 => vec![Block::Tool {
+                    id: "r1".into(),
+                    name: "Read".into(),
+                    input: json!({"file_path": "a.txt"}),
+                }],
+                1 => vec![Block::Tool {
+                    id: "r2".into(),
+                    name: "Read".into(),
+                    input: json!({"file_path": "b.txt"}),
+                }],
+                _ => vec![Block::Text("done".into())],
+            }
+        };
+        let finish = if matches!(blocks[0], Block::Tool { .. }) { "tool_calls" } else { "stop" };
+        let mut chunks = chat_frames("m.gguf", &blocks, finish);
+        let usage = chunks.len() - 2;
+        chunks[usage] = format!(
+            "data: {}\n\n",
+            json!({"id": "chatcmpl-count", "object": "chat.completion.chunk", "created": 1767000000, "model": "m.gguf",
+                "choices": [], "usage": {"prompt_tokens": count, "completion_tokens": 30, "total_tokens": count + 30}})
+        );
+        Some(Reply::Sse { chunks, pace: Duration::ZERO })
+    });
+}
+
+/// keel's estimate runs short of this server's count; it learns by how much from the first
+/// answer, and a request that would pass the window with that shortfall is made smaller first
+/// (the view tiers, then compaction) instead of being sent and refused. With Read the only
+/// tool (a small fixed prefix) the third request is about 9,800 tokens by keel's plain
+/// estimate, under the 10,744 the 11,000-token window leaves for input, and about 12,000 by
+/// the server's count: sent as it is, it would be refused.
+#[tokio::test]
+async fn a_request_the_server_would_count_past_its_window_is_not_sent() {
+    const WINDOW: u64 = 11_000;
+    let env = Env::new();
+    let line = "x".repeat(91);
+    env.write("a.txt", &format!("{line}\n").repeat(105));
+    env.write("b.txt", &format!("{line}\n").repeat(200));
+    let refused = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let server = ModelServer::start().await;
+    counting_server(&server, WINDOW, refused.clone());
+    let out = env
+        .keel_openai(&server, "openai")
+        .env("KEEL_CONTEXT_WINDOW", WINDOW.to_string())
+        .env("KEEL_AUTOCOMPACT_PCT", "100")
+        .args([
+            "-p",
+            "read a.txt and b.txt",
+            "--model",
+            "m.gguf",
+            "--tools",
+            "Read",
+            "--settings",
+        ])
+        .arg(json!({"models": {"m.gguf": {"maxOutputTokens": 256}}}).to_string())
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        refused.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "a request was sent past the window: {}",
+        out.stderr
+    );
+}
