@@ -77,6 +77,24 @@ pub fn set_graceful(on: bool) {
     GRACEFUL.store(on, Ordering::SeqCst);
 }
 
+/// The signal that asked keel to stop (0: none), so an interrupted turn says who stopped it.
+static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+/// Records the signal a graceful handler acted on.
+pub fn note_stop_signal(sig: i32) {
+    STOP_SIGNAL.store(sig, Ordering::SeqCst);
+}
+
+/// What stopped the turn, in words, when it was a signal other than the user's Ctrl+C
+/// (SIGINT): a supervisor's SIGTERM, a closed terminal's SIGHUP.
+pub fn stopped_by() -> Option<&'static str> {
+    match STOP_SIGNAL.load(Ordering::SeqCst) {
+        libc::SIGTERM => Some("SIGTERM (a request to end keel, from a supervisor, a CI timeout or kill)"),
+        libc::SIGHUP => Some("SIGHUP (the terminal or connection keel ran in closed)"),
+        _ => None,
+    }
+}
+
 /// Installs the forced exit: on the second of SIGINT, SIGTERM or SIGHUP (any mix), or on the
 /// first while no graceful handler is set, kill every registered process group and exit with
 /// 128 + the signal number at once.

@@ -188,6 +188,11 @@ pub struct ProgramArgs {
     #[arg(long, value_name = "USD")]
     pub max_budget_usd: Option<f64>,
 
+    /// With a prompt argument: wait for stdin to end however long it takes (without it, keel
+    /// goes on without stdin when nothing arrives there within 3 s)
+    #[arg(long)]
+    pub wait_for_stdin: bool,
+
     /// Require the final answer as JSON matching this schema (result in `structured_output`)
     #[arg(long, value_name = "SCHEMA")]
     pub json_schema: Option<String>,
@@ -377,6 +382,7 @@ impl ProgramArgs {
             setting_sources: self.setting_sources.clone(),
             fork_session: self.fork_session,
             max_budget_usd: self.max_budget_usd,
+            wait_for_stdin: self.wait_for_stdin,
             json_schema: self.json_schema.clone(),
             max_thinking_tokens: self.max_thinking_tokens,
             thinking: self.thinking.clone(),

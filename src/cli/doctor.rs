@@ -63,6 +63,20 @@ pub async fn run(provider: Option<ProviderKind>, model: Option<String>, offline:
             for l in &s.layers {
                 out_line!("  ok   {} ({})", l.label(), l.scope.as_str());
             }
+            for line in s.unknown_keys() {
+                out_line!("  WARN {line}");
+            }
+            match crate::hooks::HookConfig::from_settings(&s) {
+                Ok(hooks) => {
+                    for w in &hooks.warnings {
+                        out_line!("  WARN {w}");
+                    }
+                }
+                Err(e) => {
+                    problems += 1;
+                    out_line!("  FAIL {e}");
+                }
+            }
             Some(s)
         }
         Err(e) => {

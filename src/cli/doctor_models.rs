@@ -84,7 +84,7 @@ pub async fn report(provider: Option<ProviderKind>, model: Option<String>, setti
         Ok(r) => {
             let mut info = models::info(&r.model);
             let mut asked = None;
-            if info.source == Source::Default && !offline && r.kind != Kind::Anthropic {
+            if !offline && crate::launch::model::should_ask(&r.model, &r.endpoint, r.kind, false) {
                 let p = probe::context_window(&r.endpoint, &r.model).await;
                 if let Some(w) = p.window {
                     models::learn_window(&r.model, w);
@@ -109,8 +109,13 @@ pub async fn report(provider: Option<ProviderKind>, model: Option<String>, setti
                     "no price (cost shown as unknown)"
                 }
             );
-            if let Some(note) = asked.and_then(|p| p.note) {
-                out_line!("  note {note}");
+            if let Some(p) = &asked {
+                if let Some(note) = &p.note {
+                    out_line!("  note {note}");
+                }
+                if let Some(warning) = p.tools_note(&r.model) {
+                    out_line!("  WARN {warning}");
+                }
             }
             if info.source == Source::Default {
                 out_line!(

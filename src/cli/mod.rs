@@ -99,5 +99,9 @@ fn list_hooks() -> anyhow::Result<ExitCode> {
     } else {
         crate::console::write_out(&config.describe());
     }
+    // A misspelt top-level key may be the `hooks` the user thinks is there.
+    for line in settings.unknown_keys() {
+        out_line!("warning: {line}");
+    }
     Ok(ExitCode::SUCCESS)
 }

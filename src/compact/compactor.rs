@@ -174,6 +174,12 @@ impl Compactor {
         self.window.threshold(self.settings.threshold_pct)
     }
 
+    /// Whether the view last assembled may not fit the window's input budget once the
+    /// estimate's usual shortfall against the provider's count is added.
+    pub fn may_overflow(&self) -> bool {
+        self.counter.with_margin() >= self.window.input_budget()
+    }
+
     /// The output limit of a request: the configured one, but never more than the window keeps
     /// free for the answer when the window is small.
     pub fn request_max_tokens(&self, configured: u32) -> u32 {

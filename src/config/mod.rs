@@ -5,4 +5,5 @@ pub mod models;
 pub mod paths;
 pub mod precedence;
 pub mod settings;
+pub mod spelling;
 pub mod trust;

@@ -48,6 +48,17 @@ const KNOWN_KEYS: &[&str] = &[
     "availableModels",
     "enforceAvailableModels",
     "disableBundledSkills",
+    "plugins",
+    "autoMemoryEnabled",
+    // The reference's keys keel has no use for: accepted without a word.
+    "enabledPlugins",
+    "extraKnownMarketplaces",
+    "companyAnnouncements",
+    "awsAuthRefresh",
+    "awsCredentialExport",
+    "otelHeadersHelper",
+    "forceLoginOrgUUID",
+    "respectGitignore",
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,9 +176,6 @@ impl Settings {
                     value,
                 });
             }
-        }
-        for layer in &layers {
-            warn_unknown(layer);
         }
         Ok(Settings { layers })
     }
@@ -363,13 +371,25 @@ fn cli_layer(arg: &str, project: &Path) -> Result<Layer, SettingsError> {
     })
 }
 
-fn warn_unknown(layer: &Layer) {
-    if let Value::Object(map) = &layer.value {
-        for key in map.keys() {
-            if !KNOWN_KEYS.contains(&key.as_str()) {
-                tracing::debug!("{}: ignoring unknown setting `{key}`", layer.label());
+impl Settings {
+    /// One line per top-level key of a layer that keel neither reads nor knows from the
+    /// reference's files (most often a misspelling), naming the nearest known key. Shown by
+    /// every command that reads the settings: a session's start, `keel doctor`, `keel hooks`.
+    pub fn unknown_keys(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for layer in &self.layers {
+            let Value::Object(map) = &layer.value else {
+                continue;
+            };
+            for key in map.keys().filter(|k| !KNOWN_KEYS.contains(&k.as_str())) {
+                out.push(format!(
+                    "{}: `{key}` is not a setting keel knows, so it is ignored{}",
+                    layer.label(),
+                    super::spelling::did_you_mean(key, KNOWN_KEYS.iter().copied())
+                ));
             }
         }
+        out
     }
 }
 
@@ -429,6 +449,25 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains(".claude/settings.json:3:"), "{err}");
+    }
+
+    #[test]
+    fn unknown_top_level_keys_are_named_with_the_nearest_known_one() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Settings::load(
+            None,
+            &d.path().join("k"),
+            d.path(),
+            Some(r#"{"modle": "x", "permissions": {}, "enabledPlugins": {}, "zzzzzz": 1}"#),
+        )
+        .unwrap();
+        let lines = s.unknown_keys();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].contains("`modle` is not a setting keel knows") && lines[0].contains("did you mean `model`"));
+        assert!(
+            lines[1].contains("`zzzzzz`") && !lines[1].contains("did you mean"),
+            "{lines:?}"
+        );
     }
 
     #[test]

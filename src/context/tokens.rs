@@ -146,26 +146,65 @@ struct Observed {
     tokens: u64,
 }
 
+/// What the last count was made of, so the usage of the request it was sent as can say how
+/// far the estimate was off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Counted {
+    generation: u64,
+    messages: usize,
+    /// Tokens the provider counted before (an earlier request's usage).
+    known: u64,
+    /// Tokens estimated, before scaling.
+    estimated: u64,
+}
+
+/// The estimated part must be at least this large for its error to be measured.
+const MIN_SAMPLE: u64 = 256;
+/// Larger ratios of counted to estimated tokens are not a tokenizer's difference but something
+/// the estimate does not see (a provider's own hidden prompt): not learned.
+const MAX_SCALE: f64 = 1.6;
+
 /// Counts the tokens of the next request: provider usage for the part already sent, the
-/// estimate for the rest; the pure estimate when no usage applies.
+/// estimate for the rest; the pure estimate when no usage applies. It also learns how far the
+/// estimate fell short of the provider's count before (llama.cpp counts up to a fifth more
+/// than four bytes per token for code): [`TokenCounter::with_margin`] is the count with the
+/// estimated part scaled by that, never below the plain estimate, which is what decides
+/// whether a request fits the window at all.
 #[derive(Debug, Default, Clone)]
 pub struct TokenCounter {
-    pending: Option<(u64, usize)>,
+    pending: Option<(u64, usize, Option<Counted>)>,
     last: Option<Observed>,
+    /// Provider tokens per estimated token, once measured (`None`: 1).
+    scale: Option<f64>,
+    last_count: std::cell::Cell<Option<Counted>>,
 }
 
 impl TokenCounter {
     /// Notes the view about to be sent.
     pub fn sent(&mut self, generation: u64, messages: usize) {
-        self.pending = Some((generation, messages));
+        let counted = self
+            .last_count
+            .get()
+            .filter(|c| c.generation == generation && c.messages == messages);
+        self.pending = Some((generation, messages, counted));
     }
 
-    /// Records the provider's usage for the request last sent (zero usage is ignored).
+    /// Records the provider's usage for the request last sent (zero usage is ignored), and
+    /// learns from it how far the estimate was off.
     pub fn observed(&mut self, usage: &Usage) {
         let tokens = usage.context_tokens() + usage.output_tokens;
-        if let Some((generation, messages)) = self.pending.take()
+        if let Some((generation, messages, counted)) = self.pending.take()
             && tokens > 0
         {
+            if let Some(c) = counted
+                && c.estimated >= MIN_SAMPLE
+                && usage.context_tokens() > c.known
+            {
+                let ratio = (usage.context_tokens() - c.known) as f64 / c.estimated as f64;
+                if ratio <= MAX_SCALE {
+                    self.scale = Some(ratio.max(1.0));
+                }
+            }
             self.last = Some(Observed {
                 generation,
                 messages,
@@ -174,22 +213,43 @@ impl TokenCounter {
         }
     }
 
-    /// Forgets what the provider said (the view was rebuilt from scratch).
+    /// Forgets what the provider said (the view was rebuilt from scratch); how far the
+    /// estimate tends to be off stays known.
     pub fn reset(&mut self) {
         self.pending = None;
         self.last = None;
     }
 
+    /// Provider tokens per estimated token, as last measured (1 until then).
+    pub fn scale(&self) -> f64 {
+        self.scale.unwrap_or(1.0)
+    }
+
     /// Tokens of a request made of `fixed` (system and tools, estimated) and `view`.
     pub fn count(&self, generation: u64, fixed: u64, view: &[Message]) -> u64 {
-        match self.last {
+        let (known, estimated) = match self.last {
             // The provider counted the request it saw (system, tools, the first `messages`
             // view messages) and its answer, which is the next view message.
             Some(o) if o.generation == generation && o.messages < view.len() => {
-                o.tokens.max(fixed) + messages(&view[o.messages + 1..])
+                (o.tokens.max(fixed), messages(&view[o.messages + 1..]))
             }
-            _ => fixed + messages(view),
-        }
+            _ => (0, fixed + messages(view)),
+        };
+        self.last_count.set(Some(Counted {
+            generation,
+            messages: view.len(),
+            known,
+            estimated,
+        }));
+        known + estimated
+    }
+
+    /// The last count with its estimated part scaled by how far estimates fell short before.
+    pub fn with_margin(&self) -> u64 {
+        self.last_count
+            .get()
+            .map(|c| c.known + (c.estimated as f64 * self.scale()).ceil() as u64)
+            .unwrap_or(0)
     }
 }
 
@@ -264,5 +324,49 @@ mod tests {
         c.sent(3, 3);
         c.observed(&Usage::default());
         assert_eq!(c.count(3, 50, &grown), 50 + messages(&grown));
+    }
+
+    #[test]
+    fn an_estimate_that_fell_short_of_the_providers_count_is_scaled_up_from_then_on() {
+        let mut c = TokenCounter::default();
+        let view = vec![Message::user_text("a".repeat(4_000))];
+        let estimate = c.count(1, 200, &view);
+        c.sent(1, 1);
+        // The server counted 17% more than keel estimated.
+        let counted = estimate + estimate * 17 / 100;
+        c.observed(&Usage {
+            input_tokens: counted,
+            output_tokens: 10,
+            ..Usage::default()
+        });
+        assert!((c.scale() - 1.17).abs() < 0.01, "{}", c.scale());
+        let mut grown = view.clone();
+        grown.push(Message::assistant(vec![ContentBlock::text("ok")]));
+        grown.push(Message::user_text("b".repeat(8_000)));
+        let tail = message(&grown[2]);
+        assert_eq!(
+            c.count(1, 200, &grown),
+            counted + 10 + tail,
+            "the plain count is unchanged"
+        );
+        let margin = c.with_margin();
+        assert_eq!(margin, counted + 10 + (tail as f64 * c.scale()).ceil() as u64);
+        assert!(margin > counted + 10 + tail, "the new part is counted with the margin");
+        // A count below the estimate never lowers it; an implausible one is not learned.
+        c.sent(1, 3);
+        c.observed(&Usage {
+            input_tokens: counted + 10 + tail / 2,
+            output_tokens: 5,
+            ..Usage::default()
+        });
+        assert_eq!(c.scale(), 1.0);
+        let mut huge = TokenCounter::default();
+        huge.count(1, 200, &view);
+        huge.sent(1, 1);
+        huge.observed(&Usage {
+            input_tokens: estimate * 30,
+            ..Usage::default()
+        });
+        assert_eq!(huge.scale(), 1.0);
     }
 }

@@ -76,10 +76,13 @@ impl Engine {
                 .set_fixed_tokens(tokens::system(&self.config.system) + tokens::tool_set(&self.registry.tool_set()));
         }
         let mut view = self.current_view();
-        if self.compactor.settings.auto && view.tokens >= self.compactor.threshold() {
+        // Past the threshold, or past the window itself once the estimate's shortfall against
+        // the server's count is allowed for (a request the server would refuse).
+        let too_big = |c: &crate::compact::Compactor, v: &RequestView| v.tokens >= c.threshold() || c.may_overflow();
+        if self.compactor.settings.auto && too_big(&self.compactor, &view) {
             let store = self.session.history_handle();
             view = self.compactor.squeeze(&store, &self.session.services.session_dir);
-            if view.tokens >= self.compactor.threshold() && !self.compactor.breaker.is_open() {
+            if too_big(&self.compactor, &view) && !self.compactor.breaker.is_open() {
                 match self.compact(None, Trigger::Auto, cancel).await {
                     Err(CompactError::Cancelled) => return None,
                     Err(e) => self
@@ -276,7 +279,10 @@ impl Engine {
         let pre_tokens = view.tokens;
         let window = self.compactor.window;
         let instruction = summary::instruction(custom_instructions);
+        // The summary request is estimated like any other: allow for the estimate's usual
+        // shortfall against the server's count, so the request that is to make room fits itself.
         let budget = window.total.saturating_sub(window.output_reserve) * 95 / 100;
+        let budget = (budget as f64 / self.compactor.counter.scale()) as u64;
         let (messages, omitted) =
             summary::request_messages(&view.messages, &instruction, self.compactor.fixed_tokens(), budget)
                 .map_err(CompactError::TooLarge)?;
@@ -378,12 +384,14 @@ impl Engine {
                     delay_ms,
                     status,
                     error,
+                    waited_ms,
                 }) => self.events.emit(EngineEvent::Retry {
                     attempt,
                     max_retries,
                     delay_ms,
                     status,
                     error,
+                    waited_ms,
                 }),
                 Ok(_) => {}
                 Err(ProviderError::Cancelled) => return Err(CompactError::Cancelled),

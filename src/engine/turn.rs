@@ -112,18 +112,7 @@ impl Engine {
                 o.terminal_reason = TerminalReason::MaxTurns;
                 return o;
             }
-            if let Some(max) = self.config.max_budget_usd
-                && self.session.totals.cost_usd >= max
-            {
-                let mut o = failure(
-                    ResultSubtype::ErrorMaxBudgetUsd,
-                    format!(
-                        "reached the spending limit of ${max} (spent ${:.4}) before the task was finished",
-                        self.session.totals.cost_usd
-                    ),
-                    None,
-                );
-                o.terminal_reason = TerminalReason::BudgetExhausted;
+            if let Some(o) = self.over_budget(false) {
                 return o;
             }
             stats.requests += 1;
@@ -176,8 +165,9 @@ impl Engine {
 
             let mut content = response.content.clone();
             if content.is_empty() {
-                // The API rejects empty assistant messages in the history.
-                content.push(ContentBlock::text("(no output)"));
+                // The API rejects empty assistant messages in the history; say what left it
+                // empty rather than pretend the model said nothing.
+                content.push(ContentBlock::text(empty_placeholder(&response)));
             }
             let message = Message::assistant(content);
             self.session.push_assistant_with(
@@ -250,6 +240,9 @@ impl Engine {
                     return self.halted(reason, TerminalReason::HookStopped);
                 }
                 if let Some(value) = self.structured.as_ref().and_then(|s| s.take()) {
+                    if let Some(o) = self.over_budget(true) {
+                        return o;
+                    }
                     return TurnOutcome {
                         result: value.to_string(),
                         structured_output: Some(value),
@@ -320,12 +313,38 @@ impl Engine {
                     continue;
                 }
             }
+            // The limit is checked after each model call, so the last one may have gone past
+            // it: an answer that cost more than allowed is still a budget failure.
+            if let Some(o) = self.over_budget(true) {
+                return o;
+            }
             return TurnOutcome {
                 result: message.text(),
                 stop_reason: Some(response.stop_reason.as_str().to_string()),
                 ..TurnOutcome::default()
             };
         }
+    }
+
+    /// `--max-budget-usd` reached: the failure to end the turn with. `finished`: the model had
+    /// finished the task with the call that went past the limit.
+    fn over_budget(&self, finished: bool) -> Option<TurnOutcome> {
+        let max = self.config.max_budget_usd?;
+        let spent = self.session.totals.cost_usd;
+        if spent < max {
+            return None;
+        }
+        let message = if finished {
+            format!(
+                "spent ${spent:.4}, over the spending limit of ${max}: the model call that finished the task went \
+                 past it (the limit is checked after each call)"
+            )
+        } else {
+            format!("reached the spending limit of ${max} (spent ${spent:.4}) before the task was finished")
+        };
+        let mut o = failure(ResultSubtype::ErrorMaxBudgetUsd, message, None);
+        o.terminal_reason = TerminalReason::BudgetExhausted;
+        Some(o)
     }
 
     /// Streams one request, forwarding deltas as events.
@@ -351,6 +370,7 @@ impl Engine {
                     delay_ms,
                     status,
                     error,
+                    waited_ms,
                 } => {
                     self.session.log_event(
                         "api_retry",
@@ -362,6 +382,7 @@ impl Engine {
                         delay_ms,
                         status,
                         error,
+                        waited_ms,
                     });
                 }
             }
@@ -381,15 +402,20 @@ impl Engine {
         }
     }
 
-    /// Records the interruption so the next turn's model knows, and reports it.
+    /// Records the interruption so the next turn's model knows, and reports it (naming the
+    /// signal when one other than Ctrl+C stopped the turn).
     fn interrupted(&mut self, terminal_reason: TerminalReason) -> TurnOutcome {
         self.session
             .push_user(vec![ContentBlock::text("[Request interrupted by user]")]);
+        let why = match crate::shutdown::stopped_by() {
+            Some(signal) => format!("stopped by {signal}"),
+            None => "interrupted by the user".into(),
+        };
         TurnOutcome {
             subtype: ResultSubtype::ErrorDuringExecution,
             is_error: true,
-            result: "interrupted by the user".into(),
-            errors: vec!["interrupted by the user".into()],
+            result: why.clone(),
+            errors: vec![why],
             interrupted: true,
             terminal_reason,
             ..TurnOutcome::default()
@@ -406,6 +432,24 @@ fn failure(subtype: ResultSubtype, message: String, status: Option<u16>) -> Turn
         api_error_status: status,
         terminal_reason: TerminalReason::ApiError,
         ..TurnOutcome::default()
+    }
+}
+
+/// What an assistant message with no content stands for in the history.
+fn empty_placeholder(response: &ModelResponse) -> String {
+    let cut: Vec<&str> = response
+        .broken_tool_calls
+        .iter()
+        .filter(|b| b.reason == BrokenReason::Truncated)
+        .map(|b| b.name.as_str())
+        .collect();
+    if cut.is_empty() {
+        "(no output)".into()
+    } else {
+        format!(
+            "(the output token limit cut this response off while a call to {} was being written)",
+            cut.join(", ")
+        )
     }
 }
 

@@ -5,9 +5,9 @@ pub mod output;
 pub mod printer;
 pub mod protocol;
 pub mod slash;
+pub mod stdin;
 pub mod stream;
 
-use std::io::{IsTerminal, Read};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -20,9 +20,6 @@ use crate::launch::setup::{self, SetupError};
 use out::Out;
 use printer::Printer;
 
-/// Largest prompt accepted on stdin.
-const MAX_STDIN: u64 = 10 * 1024 * 1024;
-
 #[derive(Debug, thiserror::Error)]
 pub enum HeadlessError {
     #[error(transparent)]
@@ -34,24 +31,25 @@ pub enum HeadlessError {
 }
 
 /// Reads the prompt from the argument and/or stdin (stdin is appended after the argument).
+/// With an argument, a stdin nothing arrives on within a few seconds is left unread
+/// (`stdin.rs`), unless `--wait-for-stdin` asks to wait.
 pub fn read_prompt(cli: &Options) -> Result<String, HeadlessError> {
     let mut prompt = cli.prompt.clone().unwrap_or_default();
-    let stdin = std::io::stdin();
-    if !stdin.is_terminal() {
-        let mut buf = String::new();
-        stdin
-            .lock()
-            .take(MAX_STDIN + 1)
-            .read_to_string(&mut buf)
-            .map_err(HeadlessError::Stdin)?;
-        if buf.len() as u64 > MAX_STDIN {
-            return Err(HeadlessError::Usage("the prompt on stdin is larger than 10 MB".into()));
-        }
-        if !buf.trim().is_empty() {
-            if !prompt.is_empty() {
-                prompt.push_str("\n\n");
+    let wait = if cli.prompt.is_some() && !cli.programs.wait_for_stdin {
+        stdin::Wait::FirstByte(stdin::FIRST_BYTE_WAIT)
+    } else {
+        stdin::Wait::Unbounded
+    };
+    match stdin::read(wait)? {
+        stdin::Input::Terminal => {}
+        stdin::Input::Silent(waited) => err_line!("{}", stdin::silent_notice(waited)),
+        stdin::Input::Text(buf) => {
+            if !buf.trim().is_empty() {
+                if !prompt.is_empty() {
+                    prompt.push_str("\n\n");
+                }
+                prompt.push_str(&buf);
             }
-            prompt.push_str(&buf);
         }
     }
     if prompt.trim().is_empty() {
@@ -352,6 +350,7 @@ fn watch_signals(cancel: CancellationToken) -> SignalWatch {
             _ = hup.recv() => libc::SIGHUP,
         };
         flag.store(sig, Ordering::SeqCst);
+        crate::shutdown::note_stop_signal(sig);
         cancel.cancel();
     });
     SignalWatch(which)

@@ -13,6 +13,9 @@ use super::out::Out;
 use super::output;
 use super::protocol::client::ClientLink;
 use crate::console::err_line;
+
+/// After this long since a request was first sent, every retry of it is announced on stderr.
+const ANNOUNCE_RETRIES_AFTER_MS: u64 = 5_000;
 use crate::engine::{EngineEvent, NoticeLevel, TurnOutcome};
 use crate::launch::options::OutputFormat;
 use crate::permissions::PermissionReply;
@@ -196,6 +199,7 @@ impl Printer {
                 delay_ms,
                 status,
                 error,
+                waited_ms,
             } => {
                 if stream {
                     self.line(&output::retry_line(
@@ -207,9 +211,19 @@ impl Printer {
                         &self.session_id,
                     ));
                 }
-                // The first retry of a request is always shown: a silent wait looks like a hang.
-                if self.verbose || attempt == 1 {
-                    err_line!("keel: {error}; retrying in {delay_ms} ms (attempt {attempt} of {max_retries})");
+                // The first retry of a request is always shown, and every one once the wait is
+                // long enough to be noticed, with how long it has lasted: a silent wait looks like
+                // a hang.
+                if self.verbose || attempt == 1 || waited_ms >= ANNOUNCE_RETRIES_AFTER_MS {
+                    let waited = if attempt > 1 {
+                        format!(
+                            "; {} since the first attempt",
+                            crate::provider::http::fmt_duration(std::time::Duration::from_millis(waited_ms),)
+                        )
+                    } else {
+                        String::new()
+                    };
+                    err_line!("keel: {error}; retrying in {delay_ms} ms (attempt {attempt} of {max_retries}{waited})");
                 }
             }
             EngineEvent::Compacted {

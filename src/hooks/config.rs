@@ -187,7 +187,8 @@ impl HookConfig {
                 };
                 let Some(event) = Event::parse(name) else {
                     config.warnings.push(format!(
-                        "{label}: hooks for `{name}` are ignored: keel has no such event"
+                        "{label}: hooks for `{name}` are ignored: keel has no such event{}",
+                        crate::config::spelling::did_you_mean(name, Event::ALL.iter().map(|e| e.as_str()))
                     ));
                     continue;
                 };
@@ -276,10 +277,10 @@ impl HookConfig {
 
     /// A human-readable listing by event and source file (`keel hooks`, `/hooks`).
     pub fn describe(&self) -> String {
-        if self.is_empty() {
-            return "No hooks configured.".into();
-        }
         let mut out = String::new();
+        if self.is_empty() {
+            out.push_str("No hooks configured.\n");
+        }
         for (event, groups) in &self.events {
             out.push_str(&format!("{}\n", event.as_str()));
             for g in groups {

@@ -130,8 +130,21 @@ pub fn choose(cli: &Options, settings: &Settings, explicit_window: bool) -> Resu
     })
 }
 
-/// For a model the table does not know: ask the server, and say what window keel assumes.
-/// `blocking`: called from synchronous start-up code.
+/// Whether to ask the server about `model` before the session starts: always a local server
+/// (it serves the model with the context it was started with, whatever keel's table says, and
+/// its chat template decides whether tools reach the model), and any other non-Anthropic
+/// server for a model nobody knows the window of. The public OpenAI endpoint answers none of
+/// the questions.
+pub fn should_ask(model: &str, endpoint: &Endpoint, kind: Kind, explicit_window: bool) -> bool {
+    if kind == Kind::Anthropic || endpoint.base_url.as_str() == crate::provider::openai::DEFAULT_BASE_URL {
+        return false;
+    }
+    endpoint.base_url.is_local() || (!explicit_window && models::info(model).source == Source::Default)
+}
+
+/// What the server says about the model (its window, learned for the session; whether its
+/// template takes tools), and what window keel assumes for a model nobody knows.
+/// `blocking`: called from synchronous start-up code (otherwise nothing is asked here).
 pub fn window_notes(
     model: &str,
     endpoint: &Endpoint,
@@ -140,26 +153,19 @@ pub fn window_notes(
     blocking: bool,
 ) -> Vec<String> {
     let mut notes = Vec::new();
-    if explicit_window || models::info(model).source != Source::Default || kind == Kind::Anthropic {
-        return notes;
-    }
-    let probed = if endpoint.base_url.as_str() == crate::provider::openai::DEFAULT_BASE_URL {
-        None
-    } else if blocking {
-        Some(probe::context_window_blocking(endpoint, model))
-    } else {
-        None
-    };
+    let probed = (blocking && should_ask(model, endpoint, kind, explicit_window))
+        .then(|| probe::context_window_blocking(endpoint, model));
     if let Some(p) = &probed {
         learn(model, p, &mut notes);
     }
-    if models::info(model).source == Source::Default {
+    if !explicit_window && kind != Kind::Anthropic && models::info(model).source == Source::Default {
         notes.push(unknown_window_note(model, probed.is_some()));
     }
     notes
 }
 
-/// Records what a probe found.
+/// Records what a probe found: the window (which a `models` setting still overrides), and the
+/// notes the user must see.
 pub fn learn(model: &str, p: &probe::Probe, notes: &mut Vec<String>) {
     if let Some(w) = p.window {
         models::learn_window(model, w);
@@ -167,6 +173,7 @@ pub fn learn(model: &str, p: &probe::Probe, notes: &mut Vec<String>) {
     if let Some(n) = &p.note {
         notes.push(n.clone());
     }
+    notes.extend(p.tools_note(model));
 }
 
 pub fn unknown_window_note(model: &str, asked: bool) -> String {

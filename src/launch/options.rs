@@ -134,6 +134,9 @@ pub struct ProgramOptions {
     /// Stop once the session has cost this many US dollars
     pub max_budget_usd: Option<f64>,
 
+    /// With a prompt argument: wait for stdin to end without a time limit
+    pub wait_for_stdin: bool,
+
     /// Require the final answer as JSON matching this schema (result in `structured_output`)
     pub json_schema: Option<String>,
 

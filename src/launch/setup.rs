@@ -198,7 +198,7 @@ fn load_settings(cli: &Options, base: &Base, trust: ProjectTrust) -> Result<(Set
             .retain(|l| matches!(l.scope, Scope::Cli | Scope::Managed) || scopes.contains(&l.scope));
     }
     crate::config::precedence::check_managed(&settings)?;
-    let mut warnings = Vec::new();
+    let mut warnings = settings.unknown_keys();
     let ignored = if trust == ProjectTrust::Untrusted {
         trust::restrict(&mut settings, &base.cwd)
     } else {

@@ -107,18 +107,42 @@ pub(super) fn context_settings(settings: &Settings) -> Result<(Option<u64>, Comp
     Ok((window, compact))
 }
 
-/// The `keel context` listing for the current directory (no provider or session needed).
+/// The `keel context` listing for the current directory: the model and window a session here
+/// would use (the settings' model, asked of its server as a session asks it), no session.
 pub fn context_report(cli: &Options) -> Result<String, SetupError> {
     let cwd = std::env::current_dir()
         .and_then(|d| d.canonicalize())
         .map_err(|e| SetupError::Invalid(format!("cannot determine the working directory: {e}")))?;
-    let model = cli
-        .model
-        .clone()
-        .or_else(|| std::env::var("ANTHROPIC_MODEL").ok().filter(|m| !m.trim().is_empty()))
-        .map(|m| models::resolve_alias(&m))
-        .unwrap_or_else(|| models::DEFAULT_MODEL.to_string());
-    let (context_window, compact) = context_env().map_err(SetupError::Invalid)?;
+    let keel_home = crate::config::paths::keel_home()
+        .ok_or_else(|| SetupError::Invalid("cannot find a home directory; set KEEL_HOME".into()))?;
+    let mut settings = Settings::load(dirs::home_dir().as_deref(), &keel_home, &cwd, cli.settings.as_deref())?;
+    crate::config::precedence::check_managed(&settings)?;
+    let lower_only = crate::sandbox::limits::Limits::lower_only();
+    let weigh = crate::config::precedence::Weigh {
+        project_trusted: crate::config::trust::is_trusted(&keel_home, &cwd),
+        lower_only: &lower_only,
+    };
+    let _ = crate::config::precedence::enforce(&mut settings, weigh);
+    let (context_window, compact) = context_settings(&settings)?;
+    let (model, notes) = match super::model::choose(cli, &settings, context_window.is_some()) {
+        Ok(choice) => (choice.model, choice.warnings),
+        // No provider to ask (no key, say): the model the settings name, as the table knows it.
+        Err(_) => {
+            let named = cli
+                .model
+                .clone()
+                .or_else(|| std::env::var("ANTHROPIC_MODEL").ok().filter(|m| !m.trim().is_empty()))
+                .or_else(|| {
+                    settings
+                        .scalar("model")
+                        .and_then(|(v, _)| v.as_str().map(str::to_string))
+                });
+            let model = named
+                .map(|m| models::resolve_alias(&m))
+                .unwrap_or_else(|| models::DEFAULT_MODEL.to_string());
+            (model, Vec::new())
+        }
+    };
     let info = models::info(&model);
     let window = tokens::Window::new(info.context_window, context_window, info.max_output);
     let home_dir = dirs::home_dir();
@@ -130,14 +154,18 @@ pub fn context_report(cli: &Options) -> Result<String, SetupError> {
         append: cli.append_system_prompt.as_deref(),
     });
     let registry = ToolRegistry::new(builtin_tools())?;
-    Ok(crate::context::report::render(&crate::context::report::Report {
+    let mut report = crate::context::report::render(&crate::context::report::Report {
         model: &model,
         window,
         threshold: window.threshold(compact.threshold_pct),
         auto: compact.auto,
         project: &project,
         tools: registry.tool_set().as_slice(),
-    }))
+    });
+    for note in notes {
+        report.push_str(&format!("note: {note}\n"));
+    }
+    Ok(report)
 }
 
 /// The context window override and compaction settings from the environment:

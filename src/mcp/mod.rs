@@ -9,6 +9,8 @@
 //! itself with [`McpHub::register_channel_server`].
 
 pub mod config;
+pub mod errors;
+pub mod line_cap;
 pub mod manage;
 pub mod mentions;
 pub mod names;
@@ -148,6 +150,34 @@ impl McpHub {
     /// The registry MCP tools are added to (held weakly: the registry's tools hold the hub).
     pub fn attach(&self, registry: &Arc<ToolRegistry>) {
         *self.registry.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::downgrade(registry));
+        let hub = self.me.clone();
+        registry.explain_unknown(Arc::new(move |name| hub.upgrade()?.why_missing(name)));
+    }
+
+    /// Why a tool name of one of the servers is not registered: the server did not start (or
+    /// may not), in its own words.
+    pub fn why_missing(&self, tool_name: &str) -> Option<String> {
+        // The longest prefix: `mcp__a__b__x` belongs to server `a__b` if there is one.
+        let server = self
+            .servers()
+            .into_iter()
+            .filter(|s| tool_name.starts_with(&names::server_prefix(&s.name)))
+            .max_by_key(|s| names::server_prefix(&s.name).len())?;
+        let status = server.status();
+        let detail = status.detail.unwrap_or_else(|| "no reason was given".into());
+        let detail = detail.trim_end().trim_end_matches('.');
+        let name = &server.name;
+        Some(match status.state {
+            State::Connected => return None,
+            State::Failed => {
+                format!("MCP server `{name}` failed to start, so none of its tools exist in this session: {detail}.")
+            }
+            State::NeedsAuth => {
+                format!("MCP server `{name}` needs authentication, so its tools are missing: {detail}.")
+            }
+            State::Disabled => format!("MCP server `{name}` is not running: {detail}."),
+            State::Pending => format!("MCP server `{name}` has not finished starting."),
+        })
     }
 
     fn registry(&self) -> Option<Arc<ToolRegistry>> {

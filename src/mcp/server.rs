@@ -133,12 +133,25 @@ impl Live {
     }
 
     fn exit_note(&mut self) -> String {
+        if let Some(reason) = self.tripped() {
+            return reason;
+        }
         match &mut self.opened {
             Opened::Child { child, .. } => match child.try_wait() {
                 Ok(Some(status)) => format!("the server process exited ({status})"),
                 _ => "the connection to the server closed".into(),
             },
             Opened::Remote => "the connection to the server closed".into(),
+        }
+    }
+}
+
+impl Live {
+    /// Why keel itself closed the connection (a message over the size bound), if it did.
+    fn tripped(&self) -> Option<String> {
+        match &self.opened {
+            Opened::Child { tripped, .. } => tripped.reason(),
+            Opened::Remote => None,
         }
     }
 }
@@ -344,7 +357,7 @@ impl Server {
         let tools = match listed {
             Ok(Ok(tools)) => tools,
             Ok(Err(e)) => {
-                let msg = format!("listing its tools failed: {e}");
+                let msg = format!("listing its tools failed: {}", super::errors::service_error(&e));
                 self.set_state(State::Failed, Some(msg.clone()));
                 return Err(msg);
             }
@@ -582,16 +595,17 @@ impl Server {
         match e {
             ServiceError::McpError(e) => CallError::Server(e.message.to_string()),
             e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
+                let e = super::errors::service_error(&e);
                 let mut slot = self.slot.lock().await;
                 let note = match slot.live.as_mut() {
                     Some(live) => {
-                        if live.is_closed() {
+                        if live.is_closed() || live.tripped().is_some() {
                             live.exit_note()
                         } else {
-                            e.to_string()
+                            e
                         }
                     }
-                    None => e.to_string(),
+                    None => e,
                 };
                 let tail = transport::log_tail(&self.log, 5);
                 let detail = if tail.is_empty() {
@@ -603,7 +617,7 @@ impl Server {
                 self.set_state(State::Failed, Some(detail.clone()));
                 CallError::Broken(detail)
             }
-            e => CallError::Server(e.to_string()),
+            e => CallError::Server(super::errors::service_error(&e)),
         }
     }
 

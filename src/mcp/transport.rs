@@ -13,6 +13,7 @@ use rmcp::model::{
     ServerJsonRpcMessage,
 };
 use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, Transport};
 use rmcp::{ClientHandler, ServiceExt};
@@ -20,6 +21,7 @@ use serde_json::Value;
 use tokio::sync::{Mutex, mpsc};
 
 use super::config::ServerSpec;
+use super::line_cap;
 use super::sse::SseTransport;
 use crate::tools::bash::process::ProcessGroup;
 
@@ -139,6 +141,8 @@ pub enum Opened {
     Child {
         group: ProcessGroup,
         child: Box<tokio::process::Child>,
+        /// Set when the server's message was too large and keel closed the connection.
+        tripped: line_cap::Tripped,
     },
 }
 
@@ -188,25 +192,33 @@ pub async fn open(
             env,
             cwd,
         }) => {
+            let max_line = line_cap::max_line_from_env().map_err(OpenError::Failed)?;
             let (mut child, group) = spawn(command, args, env, cwd.as_deref(), opts)?;
             let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
                 return Err(OpenError::Failed(
                     "the server's stdin/stdout could not be opened".into(),
                 ));
             };
-            match client.serve((stdout, stdin)).await {
+            // keel bounds each message itself (the library would drop an oversized one and
+            // leave its request waiting), so the library's own bound is lifted.
+            let tripped = line_cap::Tripped::default();
+            let reader = line_cap::LineCap::new(stdout, max_line, tripped.clone());
+            let transport = AsyncRwTransport::new_client(reader, stdin).with_max_line_length(usize::MAX);
+            match client.serve(transport).await {
                 Ok(service) => Ok((
                     service,
                     Opened::Child {
                         group,
                         child: Box::new(child),
+                        tripped,
                     },
                 )),
                 Err(e) => {
                     group.kill();
                     let _ = child.wait().await;
                     let tail = log_tail(opts.log, 5);
-                    let mut msg = format!("{} during the MCP handshake", init_error(e));
+                    let why = tripped.reason().map(OpenError::Failed).unwrap_or_else(|| init_error(e));
+                    let mut msg = format!("{why} during the MCP handshake");
                     if !tail.is_empty() {
                         msg.push_str(&format!("; its stderr ended with:\n{tail}"));
                     }
@@ -232,7 +244,7 @@ pub async fn open(
 }
 
 fn init_error(e: rmcp::service::ClientInitializeError) -> OpenError {
-    let text = e.to_string();
+    let text = super::errors::init_error(&e);
     if e.is_authorization_required() || looks_unauthorized(&text) {
         OpenError::NeedsAuth(format!(
             "the server needs authentication (it answered 401/403); keel does not sign in to MCP servers yet — configure an Authorization header instead ({text})"

@@ -94,6 +94,25 @@ impl BaseUrl {
         }
     }
 
+    /// Whether the server runs on this machine or the local network (Ollama, llama.cpp, vLLM,
+    /// LM Studio as people run them): such a server is asked what it serves, since it decides
+    /// the context window and whether tools reach the model, whatever keel's table says.
+    pub fn is_local(&self) -> bool {
+        match self.url.host() {
+            Some(url::Host::Domain(d)) => {
+                let d = d.to_ascii_lowercase();
+                d == "localhost"
+                    || d == "host.docker.internal"
+                    || [".localhost", ".local", ".lan", ".internal", ".home.arpa"]
+                        .iter()
+                        .any(|suffix| d.ends_with(suffix))
+            }
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback() || ip.is_unique_local() || ip.is_unicast_link_local(),
+            None => false,
+        }
+    }
+
     pub fn ends_in_v1(&self) -> bool {
         self.text.ends_with("/v1")
     }
@@ -153,6 +172,29 @@ mod tests {
         assert!(err("https://h/v1?api-version=1").contains("query"));
         assert!(err("https://u:p@h/v1").contains("credentials"));
         assert!(err("  ").contains("empty"));
+    }
+
+    #[test]
+    fn local_servers_are_told_from_remote_ones() {
+        let local = |raw: &str| BaseUrl::parse(raw, "X").unwrap().is_local();
+        for raw in [
+            "http://localhost:11434/v1",
+            "http://127.0.0.1:8080/v1",
+            "http://192.168.1.20:8000/v1",
+            "http://10.0.0.5/v1",
+            "http://gpu-box.local:8080/v1",
+            "http://[::1]:8080/v1",
+            "http://host.docker.internal:11434/v1",
+        ] {
+            assert!(local(raw), "{raw}");
+        }
+        for raw in [
+            "https://api.openai.com/v1",
+            "https://openrouter.ai/api/v1",
+            "http://8.8.8.8/v1",
+        ] {
+            assert!(!local(raw), "{raw}");
+        }
     }
 
     #[test]

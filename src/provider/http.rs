@@ -18,7 +18,10 @@ mod explain;
 
 use super::{ModelResponse, ProviderError, ProviderEvent, StreamAssembler, StreamFailure};
 use explain::{classify_send_error, looks_like_sse, not_a_stream};
-pub use explain::{describe_body, describe_send_error, error_chain, fmt_duration, is_context_overflow};
+pub use explain::{
+    describe_body, describe_send_error, error_chain, explain_context_full, fmt_duration, is_context_full,
+    is_context_overflow,
+};
 
 /// How long each phase of a request may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +113,8 @@ struct Cause {
     /// The server could not be reached at all.
     unreachable: bool,
     overloaded: bool,
+    /// The server ran out of context part-way (see [`StreamFailure::context_full`]).
+    context_full: bool,
 }
 
 impl Cause {
@@ -120,6 +125,7 @@ impl Cause {
             hint: None,
             unreachable: false,
             overloaded: false,
+            context_full: false,
         })
     }
 }
@@ -174,7 +180,9 @@ impl Transport {
         let mut attempt = 0u32;
         let mut unreachable = 0u32;
         let mut overloads = 0u32;
+        let mut context_full = false;
         let mut waited = Duration::ZERO;
+        let started = Instant::now();
         loop {
             let outcome = tokio::select! {
                 _ = cancel.cancelled() => return Err(ProviderError::Cancelled),
@@ -195,6 +203,17 @@ impl Transport {
                         target.base.as_str()
                     )));
                 }
+            }
+            // A request that filled the server's context part-way will most likely do it again:
+            // one more try, not ten (each may stream for minutes before it fails).
+            if cause.context_full {
+                if context_full {
+                    return Err(ProviderError::ServerError(format!(
+                        "{} (keel sent the request twice; it failed the same way both times)",
+                        cause.message
+                    )));
+                }
+                context_full = true;
             }
             overloads = if cause.overloaded { overloads + 1 } else { 0 };
             if let Some(n) = self.retry.overloads_before_fallback
@@ -250,6 +269,7 @@ impl Transport {
                     delay_ms: delay.as_millis() as u64,
                     status: cause.status,
                     error: cause.message,
+                    waited_ms: started.elapsed().as_millis() as u64,
                 }))
                 .await;
             tokio::select! {
@@ -410,12 +430,19 @@ impl Transport {
             _ => is_retryable_status(status),
         };
         if retry {
+            let context_full = is_context_full(&detail);
+            let detail = if context_full {
+                explain_context_full(&detail)
+            } else {
+                detail
+            };
             return AttemptError::Retry(Cause {
                 status: Some(status),
                 message: format!("HTTP {status}: {detail}"),
                 hint,
                 unreachable: false,
                 overloaded,
+                context_full,
             });
         }
         AttemptError::Fatal(match status {
@@ -481,6 +508,7 @@ fn failure(f: StreamFailure) -> AttemptError {
             hint: None,
             unreachable: false,
             overloaded: f.overloaded,
+            context_full: f.context_full,
         })
     } else {
         AttemptError::Fatal(ProviderError::ServerError(f.message))

@@ -182,6 +182,8 @@ pub enum ProviderEvent {
         delay_ms: u64,
         status: Option<u16>,
         error: String,
+        /// Time since the request was first sent.
+        waited_ms: u64,
     },
     Completed(ModelResponse),
 }
@@ -236,6 +238,9 @@ pub struct StreamFailure {
     pub message: String,
     pub retryable: bool,
     pub overloaded: bool,
+    /// The server ran out of context while answering (llama.cpp's slots share one context):
+    /// sending the same request again is tried once only.
+    pub context_full: bool,
 }
 
 impl StreamFailure {
@@ -244,6 +249,7 @@ impl StreamFailure {
             message: message.into(),
             retryable: true,
             overloaded: false,
+            context_full: false,
         }
     }
 
@@ -252,6 +258,7 @@ impl StreamFailure {
             message: message.into(),
             retryable: false,
             overloaded: false,
+            context_full: false,
         }
     }
 }

@@ -2,7 +2,9 @@
 //! vLLM and OpenRouter list it in `/models` (`max_model_len`, `context_length`), llama.cpp's
 //! `llama-server` in `/props` (`n_ctx`), Ollama in `/api/ps` (a loaded model's
 //! `context_length`) or in `/api/show` (`num_ctx` when the model sets one). The questions go out
-//! together, each bounded, and an unreachable server only means "no answer".
+//! together, each bounded, and an unreachable server only means "no answer". llama.cpp's
+//! `/props` also says whether the chat template it applies supports tools
+//! (`chat_template_caps.supports_tools`): one without them drops every tool from the prompt.
 
 use std::time::Duration;
 
@@ -24,6 +26,30 @@ pub struct Probe {
     pub answered_by: Option<String>,
     /// Something the user should know (Ollama's default context is smaller than the model's).
     pub note: Option<String>,
+    /// Whether the server passes tools to the model (`None`: it did not say).
+    pub tools: Option<bool>,
+}
+
+impl Probe {
+    fn none() -> Probe {
+        Probe {
+            window: None,
+            answered_by: None,
+            note: None,
+            tools: None,
+        }
+    }
+
+    /// The warning for a server that leaves the tools out of the prompt.
+    pub fn tools_note(&self, model: &str) -> Option<String> {
+        (self.tools == Some(false)).then(|| {
+            format!(
+                "the server's chat template for {model} does not support tools (llama.cpp /props: supports_tools \
+                 false), so it leaves keel's tools out of the prompt and the model can only answer: start \
+                 llama-server with --jinja and a template that supports tools (--chat-template-file)"
+            )
+        })
+    }
 }
 
 /// Asks every known question at once and takes the most specific answer.
@@ -49,11 +75,7 @@ pub async fn context_window(endpoint: &Endpoint, model: &str) -> Probe {
 pub fn context_window_blocking(endpoint: &Endpoint, model: &str) -> Probe {
     let endpoint = endpoint.clone();
     let model = model.to_string();
-    let none = Probe {
-        window: None,
-        answered_by: None,
-        note: None,
-    };
+    let none = Probe::none();
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -101,10 +123,29 @@ pub fn interpret(
     ps: Option<&Value>,
     show: Option<&Value>,
 ) -> Probe {
+    let tools = props.and_then(|p| {
+        p["chat_template_caps"]["supports_tools"]
+            .as_bool()
+            .or(p["supports_tools"].as_bool())
+    });
+    Probe {
+        tools,
+        ..window(model, models, props, ps, show)
+    }
+}
+
+fn window(
+    model: &str,
+    models: Option<&Value>,
+    props: Option<&Value>,
+    ps: Option<&Value>,
+    show: Option<&Value>,
+) -> Probe {
     let found = |window: u64, by: &str| Probe {
         window: Some(window),
         answered_by: Some(by.to_string()),
         note: None,
+        tools: None,
     };
     // Ollama: a loaded model's real context, or the num_ctx its Modelfile sets.
     if let Some(list) = ps.and_then(|v| v["models"].as_array())
@@ -137,6 +178,7 @@ pub fn interpret(
             return Probe {
                 window: None,
                 answered_by: Some("Ollama /api/show".into()),
+                tools: None,
                 note: Some(format!(
                     "Ollama serves {model} with its default context length (OLLAMA_CONTEXT_LENGTH, often only 4096 \
                      tokens){} and cuts longer prompts without an error: start it with OLLAMA_CONTEXT_LENGTH=32768 \
@@ -173,11 +215,7 @@ pub fn interpret(
             return found(n, "llama.cpp /props (n_ctx)");
         }
     }
-    Probe {
-        window: None,
-        answered_by: None,
-        note: None,
-    }
+    Probe::none()
 }
 
 #[cfg(test)]
@@ -223,6 +261,18 @@ mod tests {
             note.contains("OLLAMA_CONTEXT_LENGTH") && note.contains("131072"),
             "{note}"
         );
+    }
+
+    #[test]
+    fn a_template_without_tools_is_noticed() {
+        let props = json!({"default_generation_settings": {"n_ctx": 8192},
+            "chat_template_caps": {"supports_tools": false, "supports_tool_calls": false}});
+        let p = interpret("m.gguf", None, Some(&props), None, None);
+        assert_eq!((p.window, p.tools), (Some(8192), Some(false)));
+        assert!(p.tools_note("m.gguf").unwrap().contains("--jinja"));
+        let with = json!({"chat_template_caps": {"supports_tools": true}});
+        assert_eq!(interpret("m", None, Some(&with), None, None).tools_note("m"), None);
+        assert_eq!(interpret("m", None, None, None, None).tools, None);
     }
 
     #[test]

@@ -30,8 +30,13 @@ pub struct ToolRegistry {
     inner: RwLock<Inner>,
 }
 
+/// More to say about a name no tool has (the MCP server it belongs to failed to start).
+pub type UnknownHint = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 #[derive(Default)]
 struct Inner {
+    /// Consulted for calls to names no tool has.
+    hint: Option<UnknownHint>,
     tools: BTreeMap<String, Arc<RegisteredTool>>,
     /// Registration order.
     order: Vec<String>,
@@ -186,6 +191,9 @@ impl ToolRegistry {
         let deferred: Vec<Arc<dyn Tool>> = deferred.into_iter().filter(|t| keep(t.name())).collect();
         let child = ToolRegistry::new(offered)?;
         child.add(deferred, true)?;
+        if let Some(hint) = self.read().hint.clone() {
+            child.explain_unknown(hint);
+        }
         Ok(child)
     }
 
@@ -216,18 +224,25 @@ impl ToolRegistry {
         self.read().generation
     }
 
+    /// Lets the owner of a family of tools (MCP servers) say why one of them is missing.
+    pub fn explain_unknown(&self, hint: UnknownHint) {
+        self.write().hint = Some(hint);
+    }
+
     /// The message for a call to a tool that does not exist.
     pub fn unknown_tool_message(&self, name: &str) -> String {
-        let inner = self.read();
-        if inner.deferred.iter().any(|n| n == name) {
-            return format!(
-                "`{name}` is a deferred tool: load its definition first with ToolSearch (query `select:{name}`), then call it."
-            );
-        }
-        format!(
-            "No tool named `{name}` exists. Available tools: {}. Call one of these by its exact name.",
-            inner.offered.join(", ")
-        )
+        let (offered, hint) = {
+            let inner = self.read();
+            if inner.deferred.iter().any(|n| n == name) {
+                return format!(
+                    "`{name}` is a deferred tool: load its definition first with ToolSearch (query `select:{name}`), then call it."
+                );
+            }
+            (inner.offered.join(", "), inner.hint.clone())
+        };
+        // Asked without the registry's lock held: the hint reads its owner's state.
+        let why = hint.and_then(|h| h(name)).map(|w| format!(" {w}")).unwrap_or_default();
+        format!("No tool named `{name}` exists.{why} Available tools: {offered}. Call one of these by its exact name.")
     }
 }
 

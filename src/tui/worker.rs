@@ -291,13 +291,15 @@ async fn switch_model(
     }
     .map_err(|e| e.to_string())?;
     let mut notes = Vec::new();
-    if models::info(&resolved.model).source == models::Source::Default
-        && engine.window_from_model()
-        && resolved.kind != crate::provider::catalog::Kind::Anthropic
-    {
+    if crate::launch::model::should_ask(
+        &resolved.model,
+        &resolved.endpoint,
+        resolved.kind,
+        !engine.window_from_model(),
+    ) {
         let probe = crate::provider::probe::context_window(&resolved.endpoint, &resolved.model).await;
         crate::launch::model::learn(&resolved.model, &probe, &mut notes);
-        if models::info(&resolved.model).source == models::Source::Default {
+        if models::info(&resolved.model).source == models::Source::Default && engine.window_from_model() {
             notes.push(crate::launch::model::unknown_window_note(&resolved.model, true));
         }
     }

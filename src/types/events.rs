@@ -80,6 +80,8 @@ pub enum EngineEvent {
         delay_ms: u64,
         status: Option<u16>,
         error: String,
+        /// Time since the request was first sent.
+        waited_ms: u64,
     },
     /// A complete assistant message, as appended to the history.
     Assistant {

@@ -155,6 +155,7 @@ impl Assembler {
                         "overloaded_error" | "api_error" | "rate_limit_error" | "timeout_error"
                     ),
                     overloaded: kind == "overloaded_error",
+                    context_full: false,
                 });
             }
             _ => {}

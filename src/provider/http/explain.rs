@@ -33,6 +33,7 @@ pub(super) fn classify_send_error(e: &reqwest::Error, url: &str, base: &BaseUrl)
             hint: None,
             unreachable: true,
             overloaded: false,
+            context_full: false,
         });
     }
     if lower.contains("certificate") || lower.contains("tls") || lower.contains("corrupt message") {
@@ -80,11 +81,27 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
     out
 }
 
+/// Whether a server says it ran out of context while answering: llama.cpp's words when the
+/// slot's share of the context fills up part-way through a response.
+pub fn is_context_full(message: &str) -> bool {
+    message.to_ascii_lowercase().contains("context size has been exceeded")
+}
+
+/// `message` (a context-full error) with what it means and what to do.
+pub fn explain_context_full(message: &str) -> String {
+    format!(
+        "{message} — the server ran out of context while answering: llama.cpp divides its context (-c) \
+         among its parallel slots (-np), so each request gets only a share; start llama-server with -np 1 or a \
+         larger -c"
+    )
+}
+
 /// Whether a 400-class message says the prompt did not fit (each server words it its own way).
 pub fn is_context_overflow(message: &str) -> bool {
     let m = message.to_ascii_lowercase();
     [
         "prompt is too long",
+        "context size has been exceeded",
         "context window",
         "too many tokens",
         "maximum context length",

@@ -116,7 +116,8 @@ impl App {
                 delay_ms,
                 status,
                 error,
-            } => self.on_retry(attempt, max_retries, delay_ms, status, &error),
+                waited_ms,
+            } => self.on_retry(attempt, max_retries, delay_ms, status, &error, waited_ms),
             EngineEvent::Assistant {
                 message, model, usage, ..
             } => {
@@ -263,7 +264,7 @@ impl App {
     }
 
     /// A retried request voids what streamed since it started.
-    fn on_retry(&mut self, attempt: u32, max: u32, delay_ms: u64, status: Option<u16>, error: &str) {
+    fn on_retry(&mut self, attempt: u32, max: u32, delay_ms: u64, status: Option<u16>, error: &str, waited_ms: u64) {
         self.request_cut();
         self.text_streamed = false;
         for i in std::mem::take(&mut self.request_text_cells) {
@@ -281,8 +282,13 @@ impl App {
             }
         }
         let code = status.map(|s| format!(" ({s})")).unwrap_or_default();
+        let waited = if waited_ms >= 5_000 {
+            format!(", {} s so far", waited_ms / 1000)
+        } else {
+            String::new()
+        };
         let text = format!(
-            "API error{code}: {error} · retrying in {:.1} s (attempt {attempt} of {max})",
+            "API error{code}: {error} · retrying in {:.1} s (attempt {attempt} of {max}{waited})",
             delay_ms as f64 / 1000.0
         );
         match self.retry_cell {

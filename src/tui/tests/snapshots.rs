@@ -268,6 +268,7 @@ fn shell_cell_and_notices() {
                 delay_ms: 1500,
                 status: Some(529),
                 error: "overloaded".into(),
+                waited_ms: 0,
             },
             EngineEvent::Notice {
                 level: NoticeLevel::Warning,

@@ -72,6 +72,7 @@ fn long_streams_freeze_finished_blocks_into_cells() {
         delay_ms: 10,
         status: Some(529),
         error: "overloaded".into(),
+        waited_ms: 0,
     });
     assert!(
         a.transcript

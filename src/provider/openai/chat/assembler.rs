@@ -218,14 +218,17 @@ impl StreamAssembler for Assembler {
         }
         let mut broken = Vec::new();
         let mut seen = HashSet::new();
-        for call in self.calls {
+        let last = self.calls.len().saturating_sub(1);
+        for (i, call) in self.calls.into_iter().enumerate() {
             let id = if call.id.is_empty() || !seen.insert(call.id.clone()) {
                 fresh_call_id()
             } else {
                 call.id
             };
             let parsed = parse_arguments(&call.arguments);
-            if cut && parsed.is_err() {
+            // Only the call being written when the limit struck can be cut short, and only if
+            // its arguments stop mid-way; a finished call with broken arguments is malformed.
+            if cut && i == last && parsed.is_err() && ends_early(&call.arguments) {
                 // The output limit cut this call: it never runs, the model is asked to go on.
                 broken.push(BrokenToolCall {
                     id,
@@ -271,6 +274,12 @@ impl StreamAssembler for Assembler {
             broken_tool_calls: broken,
         })
     }
+}
+
+/// Whether `raw` is JSON that stops before it is complete (what an output limit leaves), as
+/// opposed to JSON that is wrong.
+pub(crate) fn ends_early(raw: &str) -> bool {
+    serde_json::from_str::<Value>(raw).is_err_and(|e| e.is_eof())
 }
 
 /// Empty arguments mean a call without parameters; anything else must be a JSON object.
@@ -328,15 +337,22 @@ pub(crate) fn stream_error(v: &Value) -> StreamFailure {
         ]
         .iter()
         .any(|p| lower.contains(p));
+    let context_full = crate::provider::http::is_context_full(message);
     let message = if code.is_empty() {
         message.to_string()
     } else {
         format!("{message} (code {code})")
     };
+    let message = if context_full {
+        crate::provider::http::explain_context_full(&message)
+    } else {
+        message
+    };
     StreamFailure {
         message,
-        retryable: transient,
+        retryable: transient || context_full,
         overloaded,
+        context_full,
     }
 }
 

@@ -103,6 +103,49 @@ fn a_call_cut_by_length_is_truncated_not_run() {
     );
 }
 
+/// llama.cpp at a `length` stop with calls that were finished: one reads fine, the other's
+/// arguments are complete but broken. Neither was cut: the broken one is malformed.
+#[test]
+fn finished_calls_with_broken_arguments_at_a_length_stop_are_malformed_not_cut() {
+    let (resp, _) = run("llamacpp_length_broken_finished_calls.sse");
+    let resp = resp.unwrap();
+    assert_eq!(resp.stop_reason, StopReason::MaxTokens);
+    assert_eq!(resp.content.len(), 2, "{:?}", resp.content);
+    assert!(matches!(&resp.content[0], ContentBlock::ToolUse { name, input, .. }
+        if name == "Read" && input["file_path"] == "notes.txt"));
+    assert_eq!(resp.broken_tool_calls.len(), 1);
+    let broken = &resp.broken_tool_calls[0];
+    assert_eq!((broken.id.as_str(), broken.name.as_str()), ("call_lcppB", "Write"));
+    assert!(
+        matches!(&broken.reason, BrokenReason::Malformed { raw, .. } if raw.contains("\"out.txt\" \"content\"")),
+        "{:?}",
+        broken.reason
+    );
+}
+
+/// llama.cpp's slot running out of context part-way: a failure that is sent again once only,
+/// with what it means.
+#[test]
+fn llama_cpp_context_full_mid_stream_is_explained_and_marked() {
+    let (resp, events) = run("llamacpp_context_full_midstream.sse");
+    assert!(!texts(&events).is_empty(), "output had started");
+    let f = resp.unwrap_err();
+    assert!(f.retryable && f.context_full && !f.overloaded, "{f:?}");
+    assert!(
+        f.message.starts_with("Context size has been exceeded. (code 500)"),
+        "{}",
+        f.message
+    );
+    assert!(
+        f.message.contains("-np 1") && f.message.contains("larger -c"),
+        "{}",
+        f.message
+    );
+    // Other in-stream errors are not.
+    let other = stream_error(&json!({"error": {"code": 500, "message": "boom"}}));
+    assert!(other.retryable && !other.context_full);
+}
+
 #[test]
 fn refusal_deltas_become_the_answer_with_a_refusal_stop() {
     let (resp, events) = run("refusal.sse");

@@ -267,7 +267,11 @@ impl StreamAssembler for Assembler {
                     done,
                 } => {
                     let parsed = parse_arguments(&arguments);
-                    if incomplete && (!done || parsed.is_err()) {
+                    // A finished call with broken arguments is malformed, not cut.
+                    if incomplete
+                        && (!done
+                            || (parsed.is_err() && crate::provider::openai::chat::assembler::ends_early(&arguments)))
+                    {
                         broken.push(BrokenToolCall {
                             id: call_id,
                             name,
@@ -382,6 +386,7 @@ fn failure(err: &Value) -> StreamFailure {
         },
         retryable,
         overloaded,
+        context_full: false,
     }
 }
 
