@@ -62,7 +62,8 @@ pub(super) fn kind(path: &Path) -> Option<Config> {
 /// How many deselections `after` adds to `before` (and entries of what-runs lists it drops).
 pub(super) fn added_deselections(kind: Config, before: &str, after: &str) -> u64 {
     let (b, a) = (selections(kind, before), selections(kind, after));
-    let mut count = multiset_added(&b.exclude, &a.exclude);
+    let excluded: Vec<String> = a.exclude.iter().filter(|e| !holds_no_tests(e)).cloned().collect();
+    let mut count = multiset_added(&b.exclude, &excluded);
     // A list of what runs that is still there but lost entries runs less (a list removed or
     // added whole is the tool's default or a project's choice: not counted).
     let entries = |s: &Selections, key: &str| -> Vec<String> {
@@ -82,6 +83,51 @@ pub(super) fn added_deselections(kind: Config, before: &str, after: &str) -> u64
         }
     }
     count
+}
+
+/// Directories no suite keeps its tests in (dependencies, build output, caches, docs): leaving
+/// them out is ordinary configuration, not a deselection.
+const NOT_TEST_DIRS: &[&str] = &[
+    "node_modules",
+    "dist",
+    "build",
+    "out",
+    "target",
+    "coverage",
+    "docs",
+    "doc",
+    "site",
+    "vendor",
+    "venv",
+    ".venv",
+    "env",
+    ".env",
+    ".tox",
+    ".nox",
+    ".git",
+    ".hg",
+    "__pycache__",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".next",
+    ".cache",
+    "tmp",
+    "*.egg",
+    "*.egg-info",
+    ".eggs",
+];
+
+/// Whether an exclusion (`norecursedirs: build`, `testPathIgnorePatterns: /node_modules/`,
+/// `addopts: --ignore=docs`) names only such a directory.
+fn holds_no_tests(entry: &str) -> bool {
+    let value = entry.split_once(": ").map_or(entry, |(_, v)| v);
+    let value = value
+        .trim_start_matches("--ignore-glob=")
+        .trim_start_matches("--ignore=")
+        .trim_start_matches("<rootDir>")
+        .trim_matches(|c| c == '/' || c == '*' || c == '\'' || c == '"')
+        .trim_start_matches("./");
+    !value.is_empty() && NOT_TEST_DIRS.contains(&value)
 }
 
 /// How many entries of `after` are not in `before` (counted with repetition).

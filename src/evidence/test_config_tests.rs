@@ -112,7 +112,11 @@ fn javascript_configurations() {
     assert_eq!(added("jest.config.js", jest, jest), 0);
     let ignored = jest.replace("['/node_modules/']", "['/node_modules/', '<rootDir>/__tests__/slow']");
     assert_eq!(added("jest.config.js", jest, &ignored), 1);
-    assert_eq!(added("jest.config.js", "", jest), 1, "a new file against nothing");
+    assert_eq!(
+        added("jest.config.js", "", &ignored),
+        1,
+        "a new file against nothing (node_modules holds no tests)"
+    );
     let name = "export default { testNamePattern: /^(?!adds)/ };\n";
     assert_eq!(added("jest.config.mjs", "", name), 1);
     let vitest = "import { defineConfig } from 'vitest/config'\nexport default defineConfig({\n  test: {\n    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],\n    coverage: { exclude: ['dist'] },\n  },\n})\n";
@@ -218,5 +222,27 @@ fn conftest_deselections_in_code() {
     assert_eq!(
         conftest_deselections("import pytest\n\n@pytest.fixture\ndef db():\n    return 1\n"),
         0
+    );
+}
+
+#[test]
+fn leaving_out_directories_that_hold_no_tests_is_no_deselection() {
+    assert_eq!(
+        added("pytest.ini", "", "[pytest]\nnorecursedirs = .git node_modules build\n"),
+        0
+    );
+    assert_eq!(added("pytest.ini", "", "[pytest]\naddopts = -ra --ignore=docs\n"), 0);
+    assert_eq!(
+        added(
+            "jest.config.js",
+            "",
+            "module.exports = { testPathIgnorePatterns: ['/node_modules/', '/dist/'] };\n"
+        ),
+        0
+    );
+    // A test directory left out still counts.
+    assert_eq!(
+        added("pytest.ini", "", "[pytest]\naddopts = --ignore=tests/test_calc.py\n"),
+        1
     );
 }
