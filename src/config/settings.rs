@@ -177,7 +177,11 @@ impl Settings {
                 });
             }
         }
-        Ok(Settings { layers })
+        let settings = Settings { layers };
+        for line in settings.unknown_keys() {
+            tracing::debug!("{line}");
+        }
+        Ok(settings)
     }
 
     /// Every settings file a session reads, existing or not, with its scope: the ones a
@@ -383,7 +387,7 @@ impl Settings {
             };
             for key in map.keys().filter(|k| !KNOWN_KEYS.contains(&k.as_str())) {
                 out.push(format!(
-                    "{}: `{key}` is not a setting keel knows, so it is ignored{}",
+                    "{}: ignoring unknown setting `{key}`: it is not a setting keel knows{}",
                     layer.label(),
                     super::spelling::did_you_mean(key, KNOWN_KEYS.iter().copied())
                 ));
@@ -463,7 +467,7 @@ mod tests {
         .unwrap();
         let lines = s.unknown_keys();
         assert_eq!(lines.len(), 2, "{lines:?}");
-        assert!(lines[0].contains("`modle` is not a setting keel knows") && lines[0].contains("did you mean `model`"));
+        assert!(lines[0].contains("ignoring unknown setting `modle`") && lines[0].contains("did you mean `model`"));
         assert!(
             lines[1].contains("`zzzzzz`") && !lines[1].contains("did you mean"),
             "{lines:?}"

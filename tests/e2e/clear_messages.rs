@@ -79,7 +79,7 @@ async fn settings_mistakes_are_reported_by_doctor_hooks_and_a_session() {
         .to_string(),
     );
     let script = env.write("script.json", r#"{"turns": [{"text": "hi"}]}"#);
-    let key = "`modle` is not a setting keel knows, so it is ignored (did you mean `model`?)";
+    let key = "ignoring unknown setting `modle`: it is not a setting keel knows (did you mean `model`?)";
     let event = "hooks for `PreToolUze` are ignored: keel has no such event (did you mean `PreToolUse`?)";
     let doctor = env.keel_offline().args(["doctor", "--offline"]).run().await;
     let hooks = env.keel_offline().arg("hooks").run().await;
