@@ -153,43 +153,24 @@ async fn a_legacy_sse_server_cannot_redirect_messages_to_another_origin() {
     assert_eq!(posts, 0, "nothing was sent");
 }
 
-/// `@modelcontextprotocol/server-everything`, installed from npm into a cache outside the
-/// repository (`KEEL_TEST_CACHE`, default `~/.cache/keel-tests`); `None` (with the reason
-/// printed) when node or npm is missing or the package cannot be installed.
+/// The pinned `@modelcontextprotocol/server-everything` (`tests/e2e/mcp/everything-version.txt`),
+/// installed by `scripts/mcp-everything-install.sh` (which `.ci/run` calls) into a cache outside
+/// the repository (`KEEL_TEST_CACHE`, default `~/.cache/keel-tests`); the test installs nothing
+/// itself. `None`, with the reason printed, when it is not there.
 fn everything() -> Option<std::path::PathBuf> {
-    let has = |cmd: &str| {
-        std::process::Command::new(cmd)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if !has("node") || !has("npm") {
-        eprintln!("SKIPPED: node and npm are needed for @modelcontextprotocol/server-everything");
-        return None;
-    }
+    let version = include_str!("everything-version.txt").trim();
     let cache = std::env::var_os("KEEL_TEST_CACHE")
         .map(std::path::PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache/keel-tests")))?
-        .join("everything");
+        .join(format!("everything-{version}"));
     let entry = cache.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    if !entry.is_file() {
-        std::fs::create_dir_all(&cache).ok()?;
-        let installed = std::process::Command::new("npm")
-            .args([
-                "install",
-                "--no-audit",
-                "--no-fund",
-                "--fetch-retries=0",
-                "--fetch-timeout=20000",
-                "--prefix",
-            ])
-            .arg(&cache)
-            .arg("@modelcontextprotocol/server-everything")
-            .output();
-        if !installed.is_ok_and(|o| o.status.success()) || !entry.is_file() {
-            eprintln!("SKIPPED: @modelcontextprotocol/server-everything could not be installed from npm");
-            return None;
-        }
+    if !cache.join(".keel-ready").is_file() || !entry.is_file() {
+        eprintln!(
+            "SKIPPED: the pinned @modelcontextprotocol/server-everything {version} is not installed in {}; run \
+             scripts/mcp-everything-install.sh",
+            cache.display()
+        );
+        return None;
     }
     Some(entry)
 }
