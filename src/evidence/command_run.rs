@@ -21,21 +21,24 @@ impl Evidence {
         known: &(dyn Fn(&Path) -> Option<String> + Sync),
     ) -> Vec<String> {
         let command = plan.line.as_str();
-        // Script bodies and report files are read from disk: off the async runtime.
-        let (reading, bodies) = {
+        // Script bodies and report files are read from disk: in one task off the async runtime.
+        let (reading, facts) = {
             let (segments, declared, cwd) = (
                 plan.segments.clone(),
                 self.config.declared.clone(),
                 shell_cwd.to_path_buf(),
             );
-            tokio::task::spawn_blocking(move || expand::read_line(&segments, &declared, &cwd))
-                .await
-                .unwrap_or_else(|_| {
-                    (
-                        runners::recognise_split(&plan.segments, &self.config.declared),
-                        Vec::new(),
-                    )
-                })
+            tokio::task::spawn_blocking(move || {
+                let (reading, bodies) = expand::read_line(&segments, &declared, &cwd);
+                let facts = own::facts(&segments, &reading, bodies, &cwd, started_at);
+                (reading, facts)
+            })
+            .await
+            .unwrap_or_else(|_| {
+                let reading = runners::recognise_split(&plan.segments, &self.config.declared);
+                let facts = own::Facts::output_only(&reading);
+                (reading, facts)
+            })
         };
         let (changes, during) = {
             let mut s = self.lock();
@@ -54,12 +57,6 @@ impl Evidence {
             .map(str::to_string)
             .unwrap_or_else(|| output.content.as_text());
         let mut text = combined.clone();
-        let facts = {
-            let (segments, runs, cwd) = (plan.segments.clone(), reading.clone(), shell_cwd.to_path_buf());
-            tokio::task::spawn_blocking(move || own::facts(&segments, &runs, bodies, &cwd, started_at))
-                .await
-                .unwrap_or_else(|_| own::Facts::output_only(&reading))
-        };
         // `pytest > out.log`: the runner's report went to a file; the log keeps it too.
         let mut kept: Vec<&str> = Vec::new();
         for o in &facts.own {

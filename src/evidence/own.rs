@@ -237,15 +237,8 @@ fn unfollowed(segments: &[Segment], run: usize) -> Option<String> {
     if moved {
         return Some("`exec` redirected the line's output before it ran, which keel does not follow".into());
     }
-    let words = runners::strip_wrappers(&segments[run].words);
-    let name = words.first().map(|w| super::command::base_name(w)).unwrap_or("");
-    if matches!(name, "sh" | "bash" | "dash" | "zsh")
-        && let Some(c) = words
-            .iter()
-            .position(|w| w.starts_with('-') && !w.starts_with("--") && w.contains('c'))
-        && let Some(line) = words.get(c + 1)
-    {
-        let inner = super::command::split(line);
+    if let Some(line) = runners::shell_c(&runners::strip_wrappers(&segments[run].words)) {
+        let inner = super::command::split(&line);
         let reading = runners::recognise_split(&inner, &runners::Declared::default());
         let extra = inner.iter().enumerate().any(|(i, s)| {
             let is_run = reading.runs.iter().any(|r| r.segment == i);
@@ -334,6 +327,7 @@ fn other_output(segments: &[Segment], reading: &Reading, run: usize) -> Option<S
         }
     }
     let pipeline_end = j;
+    let own_writes = writes_of_runs(segments, reading);
     for (i, s) in segments.iter().enumerate() {
         if (run..=pipeline_end).contains(&i) || reading.runs.iter().any(|r| r.segment == i) || quiet(s) {
             continue;
@@ -348,7 +342,7 @@ fn other_output(segments: &[Segment], reading: &Reading, run: usize) -> Option<S
         }
         // Printing only files the runner wrote in this line is showing its report.
         let files = printed_files(s);
-        if is_printer(s) && !files.is_empty() && files.iter().all(|f| writes_of_runs(segments, reading).contains(f)) {
+        if is_printer(s) && !files.is_empty() && files.iter().all(|f| own_writes.contains(f)) {
             continue;
         }
         return Some(format!(

@@ -394,7 +394,7 @@ fn options_with_values(w: &[String], with_value: &[&str]) -> usize {
 }
 
 /// The line given to `sh -c`/`bash -c`.
-fn shell_c(words: &[String]) -> Option<String> {
+pub fn shell_c(words: &[String]) -> Option<String> {
     let name = command::base_name(words.first()?);
     if !matches!(name, "sh" | "bash" | "zsh" | "dash") {
         return None;
