@@ -44,6 +44,9 @@ impl Approved {
 pub struct Refusal {
     pub output: ToolOutput,
     pub denied: bool,
+    /// The tool's own precheck failed before anyone was asked: the call failed, as it would
+    /// have when run (its PostToolUseFailure hooks fire).
+    pub failed_check: bool,
 }
 
 impl Pipeline<'_> {
@@ -92,6 +95,11 @@ impl Pipeline<'_> {
             Verdict::Deny(reason) => return Err(denied(call, &format!("Permission denied: {reason}."))),
             Verdict::Ask { info, .. } => info,
         };
+        // Nobody is asked about a call that cannot succeed (when nobody can be asked, the
+        // denial says what permission is missing, which comes first).
+        if self.hooks.has(Event::PermissionRequest) || (self.interactive && mode != Mode::DontAsk) {
+            self.precheck(call, tool, resolved.as_deref(), cancel).await?;
+        }
         // Whoever decides on loading a skill sees what it would grant.
         if effects.loads_skill
             && let Some(runner) = &self.grants.skills
@@ -155,6 +163,7 @@ impl Pipeline<'_> {
                     "The call was interrupted while waiting for the user's approval; it did not run.",
                 ),
                 denied: false,
+                failed_check: false,
             }),
             Some(PermissionReply::AllowOnce) => {
                 self.record_decision(call, "user", "allow_once", json!({}));
@@ -347,6 +356,7 @@ fn denied(_call: &ToolCall, message: &str) -> Refusal {
     Refusal {
         output: ToolOutput::error(message.to_string()),
         denied: true,
+        failed_check: false,
     }
 }
 

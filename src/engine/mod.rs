@@ -16,6 +16,9 @@ pub mod mentions;
 mod new_tool_tests;
 mod observers;
 pub mod pipeline;
+mod precheck;
+#[cfg(test)]
+mod precheck_tests;
 pub mod rewind;
 pub mod services;
 pub mod session;

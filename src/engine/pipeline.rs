@@ -1,4 +1,5 @@
-//! The tool pipeline: lookup → schema validation → authorization → execution → result budget.
+//! The tool pipeline: lookup → schema validation → PreToolUse hooks → authorization (with the
+//! tool's precheck before any question) → execution → result budget → PostToolUse hooks.
 //!
 //! Read-only calls of one assistant message run concurrently; a mutating call runs alone;
 //! results come back in the model's order, one per call, whatever happens.
@@ -203,6 +204,19 @@ impl Pipeline<'_> {
             .await
         {
             Ok(a) => a,
+            Err(refusal) if refusal.failed_check => {
+                // The call failed as it would have when run, only before anyone was asked.
+                let mut output = refusal.output;
+                let elapsed = started.elapsed().as_millis() as u64;
+                let post_stop = self
+                    .post_tool_hooks(&effective, &effective.input, &mut output, elapsed, false, pre.context)
+                    .await;
+                return Done {
+                    output,
+                    denied: false,
+                    stop: pre.stop.or(post_stop),
+                };
+            }
             Err(refusal) => return self.refused(call, refusal),
         };
         let confinement = approved.confinement;
@@ -240,7 +254,14 @@ impl Pipeline<'_> {
                          forbids, so it was not run.",
                         call.name
                     ));
-                    return self.refused(call, Refusal { output, denied: true });
+                    return self.refused(
+                        call,
+                        Refusal {
+                            output,
+                            denied: true,
+                            failed_check: false,
+                        },
+                    );
                 }
                 let plan = facts.plan;
                 (

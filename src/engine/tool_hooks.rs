@@ -60,6 +60,7 @@ impl Pipeline<'_> {
                     agg.block_reason()
                 )),
                 denied: true,
+                failed_check: false,
             });
         }
         match agg.permission {
@@ -75,6 +76,7 @@ impl Pipeline<'_> {
                         call.name
                     )),
                     denied: true,
+                    failed_check: false,
                 });
             }
             Some(Permission::Ask) => out.decision = Some(HookDecision::Ask),
@@ -91,6 +93,7 @@ impl Pipeline<'_> {
                         problems.join("\n- ")
                     )),
                     denied: false,
+                    failed_check: false,
                 });
             }
             out.input = updated;

@@ -46,6 +46,17 @@ pub struct ToolContext {
     grants: Grants,
 }
 
+/// What a call's precheck may look at. It runs before anyone approved the call, so it opens a
+/// file only where a Read of that file would need nobody's approval either; elsewhere it judges
+/// from what the session already knows (the read state), and `call` finds out the rest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sight {
+    /// The file may be opened and read.
+    Disk,
+    /// Nothing is opened: only the input and the session's read state count.
+    SessionOnly,
+}
+
 /// Everything a session can grant a call; the pipeline hands each call the part its tool
 /// declared ([`Grants::only`]).
 #[derive(Clone, Default)]
@@ -199,6 +210,14 @@ pub trait Tool: Send + Sync {
     /// (the tool that loads them: ToolSearch).
     fn lists_deferred(&self) -> bool {
         false
+    }
+    /// The call's own deterministic checks (bad input, a file never read, an anchor that does
+    /// not match, a file changed since it was read), run before a person, a PermissionRequest
+    /// hook or a driving program is asked to approve it: a call that cannot succeed goes back
+    /// to the model with its error and nobody is asked. `call` makes the same checks again,
+    /// since the file may change while the question is open.
+    async fn precheck(&self, _input: &Value, _ctx: &ToolContext, _sight: Sight) -> Result<(), ToolError> {
+        Ok(())
     }
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
 }

@@ -12,8 +12,8 @@ use super::edit::guard::{self, Intent};
 use super::edit::{disk, text};
 use super::file_state::{FileView, ViewKind, file_mtime};
 use super::{
-    Body, Capability, Declared, Effects, FileAccess, RuleGrammar, Subject, Tool, ToolContext, ToolError, ToolOutput,
-    parse_input, paths,
+    Body, Capability, Declared, Effects, FileAccess, RuleGrammar, Sight, Subject, Tool, ToolContext, ToolError,
+    ToolOutput, parse_input, paths,
 };
 use crate::checkpoint::Hashed;
 
@@ -82,6 +82,26 @@ impl Tool for WriteTool {
             "required": ["file_path", "content"],
             "additionalProperties": false
         })
+    }
+
+    /// An existing file must have been read whole and be unchanged; a new file needs nothing.
+    /// Without sight of the disk nothing can be told (the file may be new).
+    async fn precheck(&self, input: &Value, ctx: &ToolContext, sight: Sight) -> Result<(), ToolError> {
+        if sight != Sight::Disk {
+            return Ok(());
+        }
+        let input: Input = parse_input(input.clone())?;
+        let path = paths::resolve(ctx.cwd(), &input.file_path);
+        let real = ctx.resolved_path(&path);
+        let (ws, files) = (ctx.workspace.clone(), ctx.files()?.clone());
+        tokio::task::spawn_blocking(move || {
+            if let Some(existing) = disk::load(&path, &real, &ws.roots(), "Write")? {
+                guard::check(&files.files(), &path, &existing.bytes, Intent::Overwrite)?;
+            }
+            Ok(())
+        })
+        .await
+        .map_err(|e| ToolError::invalid(format!("the write task failed: {e}")))?
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

@@ -391,3 +391,112 @@ async fn edit_through_a_symlink_changes_the_target_and_keeps_the_link() {
     );
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "after\n");
 }
+
+/// A call that cannot succeed is not put to a PermissionRequest hook or to a program answering
+/// `can_use_tool`: it fails with its own reason (PreToolUse and PostToolUseFailure hooks see it
+/// as before), and a call that can succeed is still asked.
+#[tokio::test]
+async fn nobody_is_asked_about_an_edit_that_cannot_succeed() {
+    use crate::hooks::{group, script, settings};
+    use crate::support::ModelServer;
+    use crate::support::sse::{answer, calls};
+    let env = Env::new();
+    env.write("a.txt", "one\ntwo\n");
+    let log = env.path("hooks.log");
+    let record = |event: &str| {
+        format!(
+            "grep -o '\"tool_use_id\":\"[^\"]*\"' | sed 's/^/{event} /' >> '{}'",
+            log.display()
+        )
+    };
+    let allow = script(
+        &env,
+        "allow.sh",
+        &format!(
+            "{}\necho '{{\"hookSpecificOutput\": {{\"hookEventName\": \"PermissionRequest\", \"decision\": {{\"behavior\": \"allow\"}}}}}}'",
+            record("ask")
+        ),
+    );
+    let pre = script(&env, "pre.sh", &record("pre"));
+    let failed = script(&env, "failed.sh", &record("failed"));
+    settings(
+        &env,
+        json!({
+            "PermissionRequest": [group("Edit", &allow)],
+            "PreToolUse": [group("Edit", &pre)],
+            "PostToolUseFailure": [group("Edit", &failed)],
+        }),
+    );
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![edit("e1", &env, "a.txt", "two", "2")]))
+        .push(calls(vec![
+            read("r1", &env, "a.txt"),
+            edit("e2", &env, "a.txt", "three", "3"),
+        ]))
+        .push(calls(vec![edit("e3", &env, "a.txt", "two", "2")]))
+        .push(answer("done"));
+    let out = env
+        .keel(&server)
+        .args(["-p", "go", "--output-format", "json"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let reqs = server.requests();
+    let (text, err) = reqs[1].tool_result_text("e1");
+    assert!(err && text.contains("has not been read"), "{text}");
+    let (text, err) = reqs[2].tool_result_text("e2");
+    assert!(err && text.contains("was not found"), "{text}");
+    let (text, err) = reqs[3].tool_result_text("e3");
+    assert!(!err, "{text}");
+    assert_eq!(std::fs::read_to_string(env.path("a.txt")).unwrap(), "one\n2\n");
+    let log = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "pre \"tool_use_id\":\"e1\"",
+            "failed \"tool_use_id\":\"e1\"",
+            "pre \"tool_use_id\":\"e2\"",
+            "failed \"tool_use_id\":\"e2\"",
+            "pre \"tool_use_id\":\"e3\"",
+            "ask \"tool_use_id\":\"e3\"",
+        ],
+        "{log}"
+    );
+    let result: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    assert_eq!(result["result"], "done");
+    assert_eq!(result["permission_denials"], json!([]), "{result}");
+
+    // A program answering `can_use_tool` is not asked either: the call fails with its reason
+    // (were it asked, the closed input would deny it).
+    env.write("b.txt", "one\n");
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![edit("e4", &env, "b.txt", "one", "1")]))
+        .push(answer("could not edit"));
+    let message = json!({"type": "user", "message": {"role": "user", "content": "edit b"}, "parent_tool_use_id": null, "session_id": ""});
+    let out = env
+        .keel(&server)
+        .args([
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ])
+        .args(["--permission-prompt-tool", "stdio"])
+        .stdin(&format!("{message}\n"))
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (text, err) = server.requests()[1].tool_result_text("e4");
+    assert!(err && text.contains("has not been read"), "{text}");
+    let lines = out.lines();
+    assert!(
+        !lines.iter().any(|l| l["type"] == "control_request"),
+        "the program was asked: {lines:#?}"
+    );
+    let result = lines.iter().find(|l| l["type"] == "result").unwrap();
+    assert_eq!(result["permission_denials"], json!([]), "{result}");
+}

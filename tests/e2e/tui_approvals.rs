@@ -245,3 +245,33 @@ async fn init_has_the_model_write_agents_md_through_an_approval() {
     t.press(&["C-d"]);
     assert_eq!(t.wait_exit().await, 0);
 }
+
+/// An Edit of a file never read opens no dialog: the model gets the reason at once, the cell
+/// says it, and no decision is recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_of_an_unread_file_opens_no_dialog() {
+    let env = Env::new();
+    let file = env.write("notes.txt", "milk\n");
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool(
+            "e1",
+            "Edit",
+            json!({"file_path": file, "old_string": "milk", "new_string": "bread"}),
+        )]))
+        .push(answer("I need to read it first."));
+    let t = Tmux::start(&env, &server, &[], W, H);
+    t.wait_for_text("Ask keel").await;
+    t.type_text("buy bread instead");
+    t.press(&["Enter"]);
+    // No key is pressed: a dialog would wait for one and the answer would never come.
+    let s = t.wait_for_text("I need to read it first.").await;
+    assert!(!s.contains("Permission needed"), "{s}");
+    assert!(s.contains("has not been read"), "{s}");
+    let (result, is_error) = server.requests()[1].tool_result_text("e1");
+    assert!(is_error && result.contains("has not been read"), "{result}");
+    assert!(decisions(&env).is_empty(), "{:?}", decisions(&env));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "milk\n");
+    t.press(&["C-d"]);
+    assert_eq!(t.wait_exit().await, 0);
+}

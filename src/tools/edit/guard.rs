@@ -50,18 +50,7 @@ pub fn too_large(path: &Path, len: u64) -> ToolError {
 /// Checks the read state of `path` against its current bytes; returns the model's view.
 pub fn check(files: &FileStateMap, path: &Path, current: &[u8], intent: Intent) -> Result<FileView, ToolError> {
     let Some(view) = files.get(path) else {
-        return Err(ToolError::invalid(match intent {
-            Intent::Edit => format!(
-                "{} has not been read in this session, so it cannot be edited yet. Read it first (the part you \
-                 want to change is enough), then repeat the edit.",
-                path.display()
-            ),
-            Intent::Overwrite => format!(
-                "{} already exists and has not been read in this session. Read the whole file before replacing \
-                 it, so nothing in it is lost by accident; for a local change use Edit.",
-                path.display()
-            ),
-        }));
+        return Err(unread(path, intent));
     };
     if intent == Intent::Overwrite && !view.is_complete() {
         return Err(ToolError::invalid(format!(
@@ -76,6 +65,22 @@ pub fn check(files: &FileStateMap, path: &Path, current: &[u8], intent: Intent) 
         return Err(ToolError::invalid(conflict_message(path, view, current)));
     }
     Ok(view.clone())
+}
+
+/// The refusal of a file the session has not read.
+pub fn unread(path: &Path, intent: Intent) -> ToolError {
+    ToolError::invalid(match intent {
+        Intent::Edit => format!(
+            "{} has not been read in this session, so it cannot be edited yet. Read it first (the part you \
+             want to change is enough), then repeat the edit.",
+            path.display()
+        ),
+        Intent::Overwrite => format!(
+            "{} already exists and has not been read in this session. Read the whole file before replacing \
+             it, so nothing in it is lost by accident; for a local change use Edit.",
+            path.display()
+        ),
+    })
 }
 
 fn conflict_message(path: &Path, view: &FileView, current: &[u8]) -> String {

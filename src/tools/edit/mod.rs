@@ -4,7 +4,8 @@
 //! `old_string` creates it) → directory or special file → read-before-edit and unchanged-on-disk (`guard`) →
 //! UTF-8 → anchor found exactly once (or `replace_all`). The write is atomic and keeps the file's
 //! BOM, line endings, final newline and permissions; the read state is updated afterwards so a
-//! second edit needs no re-read.
+//! second edit needs no re-read. The same checks run as the call's precheck, before anyone is
+//! asked to approve it (`Stage::Check` stops short of the write), and again when it runs.
 
 pub mod apply;
 pub mod disk;
@@ -20,8 +21,8 @@ use serde_json::{Value, json};
 
 use super::file_state::{FileView, ViewKind, file_mtime};
 use super::{
-    Body, Capability, Declared, Effects, FileAccess, RuleGrammar, Subject, Tool, ToolContext, ToolError, ToolOutput,
-    Workspace, parse_input, paths,
+    Body, Capability, Declared, Effects, FileAccess, RuleGrammar, Sight, Subject, Tool, ToolContext, ToolError,
+    ToolOutput, Workspace, parse_input, paths,
 };
 use crate::checkpoint::Hashed;
 use apply::ApplyError;
@@ -109,21 +110,57 @@ impl Tool for EditTool {
         })
     }
 
+    async fn precheck(&self, input: &Value, ctx: &ToolContext, sight: Sight) -> Result<(), ToolError> {
+        let input: Input = parse_input(input.clone())?;
+        check_strings(&input)?;
+        let path = paths::resolve(ctx.cwd(), &input.file_path);
+        let files = ctx.files()?.clone();
+        match sight {
+            // An anchor needs a file that was read (whether it exists or not, `call` would refuse).
+            Sight::SessionOnly if !input.old_string.is_empty() && files.files().get(&path).is_none() => {
+                Err(guard::unread(&path, Intent::Edit))
+            }
+            Sight::SessionOnly => Ok(()),
+            Sight::Disk => run(ctx, path, input, Stage::Check).await.map(|_| ()),
+        }
+    }
+
     async fn call(&self, input: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let input: Input = parse_input(input)?;
-        if input.old_string == input.new_string {
-            return Err(ToolError::invalid(
-                "old_string and new_string are identical, so the edit would change nothing. Put the new text in \
-                 new_string.",
-            ));
-        }
+        check_strings(&input)?;
         let path = paths::resolve(ctx.cwd(), &input.file_path);
-        let real = ctx.resolved_path(&path);
-        let (ws, files) = (ctx.workspace.clone(), ctx.files()?.clone());
-        tokio::task::spawn_blocking(move || edit_file(&path, &real, &input, &ws, &files))
-            .await
-            .map_err(|e| ToolError::invalid(format!("the edit task failed: {e}")))?
+        run(ctx, path, input, Stage::Write).await
     }
+}
+
+/// How far an edit goes: only its checks (before the call is approved), or to the disk.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Check,
+    Write,
+}
+
+fn check_strings(input: &Input) -> Result<(), ToolError> {
+    if input.old_string == input.new_string {
+        return Err(ToolError::invalid(
+            "old_string and new_string are identical, so the edit would change nothing. Put the new text in \
+             new_string.",
+        ));
+    }
+    Ok(())
+}
+
+async fn run(ctx: &ToolContext, path: PathBuf, input: Input, stage: Stage) -> Result<ToolOutput, ToolError> {
+    let real = ctx.resolved_path(&path);
+    let (ws, files) = (ctx.workspace.clone(), ctx.files()?.clone());
+    tokio::task::spawn_blocking(move || edit_file(&path, &real, &input, &ws, &files, stage))
+        .await
+        .map_err(|e| ToolError::invalid(format!("the edit task failed: {e}")))?
+}
+
+/// What a precheck that passed returns (nobody sees it).
+fn checked() -> Result<ToolOutput, ToolError> {
+    Ok(ToolOutput::text("the edit's checks passed"))
 }
 
 fn edit_file(
@@ -132,10 +169,14 @@ fn edit_file(
     input: &Input,
     ws: &Workspace,
     shared: &FileAccess,
+    stage: Stage,
 ) -> Result<ToolOutput, ToolError> {
     let roots = ws.roots();
     let Some(existing) = disk::load(path, real, &roots, "Edit")? else {
         if input.old_string.is_empty() {
+            if stage == Stage::Check {
+                return checked();
+            }
             return create_file(path, real, &input.new_string, &roots, shared);
         }
         return Err(ToolError::invalid(format!(
@@ -174,6 +215,9 @@ fn edit_file(
             changed: 0..input.new_string.len(),
             replacements: 1,
         };
+        if stage == Stage::Check {
+            return checked();
+        }
         return write_change(target, body, change, view.kind, (&roots, shared), input, old);
     }
     let applied = apply::apply(body, &input.old_string, &input.new_string, input.replace_all)
@@ -184,6 +228,9 @@ fn edit_file(
         changed: applied.first,
         replacements: applied.replacements,
     };
+    if stage == Stage::Check {
+        return checked();
+    }
     write_change(target, body, change, view.kind, (&roots, shared), input, old)
 }
 
