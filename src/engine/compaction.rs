@@ -406,6 +406,10 @@ impl Engine {
         };
         self.session.totals.record(&model, &response.usage);
         self.session.totals.api_ms += started.elapsed().as_millis() as u64;
+        self.session.log_event(
+            crate::transcript::USAGE_EVENT,
+            serde_json::json!({"model": model, "usage": response.usage, "for": "compaction"}),
+        );
         Ok(response)
     }
 

@@ -135,6 +135,10 @@ impl Engine {
         while let Ok(finished) = self.contributions.1.try_recv() {
             for (model, usage) in finished.usage {
                 self.session.totals.record(&model, &usage);
+                self.session.log_event(
+                    crate::transcript::USAGE_EVENT,
+                    serde_json::json!({"model": model, "usage": usage, "for": "subagent"}),
+                );
             }
             self.session.denials.extend(finished.denials);
         }

@@ -27,13 +27,9 @@ impl Engine {
             "verification_gate",
             json!({"mode": evidence.gate_mode().as_str(), "status": evidence.with_ledger(|l| l.status().as_str()), "note": note}),
         );
-        self.events.notice(
-            NoticeLevel::Info,
-            format!(
-                "verification: the model was sent back to verify its changes ({})",
-                evidence.with_ledger(|l| l.status().as_str())
-            ),
-        );
+        let status = evidence.with_ledger(|l| l.status().as_str());
+        self.events
+            .notice(NoticeLevel::Info, crate::evidence::gate::sent_back_notice(Some(status)));
         Some(note)
     }
 }

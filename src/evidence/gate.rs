@@ -10,6 +10,20 @@ use regex::Regex;
 use super::ledger::{Ledger, Status};
 use crate::types::tool::{Todo, TodoStatus};
 
+/// How every note of the gate begins: a resumed conversation tells keel's note from the
+/// user's words by it.
+pub const LEAD: &str = "[keel: verification]";
+
+/// What a front end shows when the gate sent the model back (`status`: the ledger's, when
+/// known), live and in a resumed conversation alike.
+pub fn sent_back_notice(status: Option<&str>) -> String {
+    let mut text = String::from("verification: the model was sent back to verify its changes");
+    if let Some(s) = status {
+        text.push_str(&format!(" ({s})"));
+    }
+    text
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum GateMode {
     #[default]
@@ -95,7 +109,7 @@ pub fn note(ledger: &Ledger, turn_start: u64, todos: &[Todo], send: u32, mode: G
         // Work claimed done in the task list, with no file changed: one reminder per turn.
         let n = todos_unverified(todos).filter(|_| send == 1)?;
         return Some(format!(
-            "[keel: verification] Before you finish: {n} todos are completed and none of them was a verification \
+            "{LEAD} Before you finish: {n} todos are completed and none of them was a verification \
              step. If you verified the work, say how; if not, verify it, or say plainly in your answer that it \
              is not verified."
         ));
@@ -164,7 +178,7 @@ pub fn note(ledger: &Ledger, turn_start: u64, todos: &[Todo], send: u32, mode: G
             "{n} todos are completed and none of them was a verification step."
         ));
     }
-    let mut text = String::from("[keel: verification] Before you finish, the evidence ledger shows:\n");
+    let mut text = format!("{LEAD} Before you finish, the evidence ledger shows:\n");
     for l in &lines {
         text.push_str("- ");
         text.push_str(l);

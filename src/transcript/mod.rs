@@ -2,7 +2,8 @@
 //!
 //! Line types: `meta` (session header), `user` and `assistant` (conversation messages, enough
 //! to rebuild the history), `compact_boundary` (the history was compacted: the messages after
-//! it replace those before), `event` (retries, hook runs, denials, notices: for audit only).
+//! it replace those before), `event` (retries, hook runs, denials, notices: for audit; the task
+//! list and the usage of requests without an answer line are read again on resume).
 //!
 //! Nothing is lost silently: a line that cannot be written (disk full) is kept in memory and
 //! retried, in order, before the next one, so the file is always a prefix of the session; what
@@ -351,6 +352,10 @@ impl Drop for Transcript {
 
 /// The event that records the task list after TodoWrite changed it; the last one wins on resume.
 pub const TODOS_EVENT: &str = "todos";
+
+/// The event that records the usage of a request whose answer is no conversation line (a
+/// compaction summary, a finished sub-agent's requests), so a resumed session's totals are whole.
+pub const USAGE_EVENT: &str = "usage";
 
 /// The event a resumed session logs when the previous run could not save all its lines.
 pub const LOSS_EVENT: &str = "transcript_loss";

@@ -113,10 +113,12 @@ pub async fn run(cli: Options) -> Result<ExitCode, TuiError> {
     }
     // A compacted session shows its earlier conversation too (the engine goes on from the
     // hand-off).
-    match transcript::resumed::conversation(&engine.transcript_path()) {
-        Some(all) => transcript::history::fill(&mut app.transcript, &all, &cwd),
+    let resumed = transcript::resumed::read(&engine.transcript_path());
+    match &resumed.conversation {
+        Some(all) => transcript::history::fill(&mut app.transcript, all, &cwd),
         None => transcript::history::fill(&mut app.transcript, engine.history(), &cwd),
     }
+    app.restore_figures(resumed.figures);
     app.editor.set_history(input::history::load(&project_dir));
     for w in prepared.warnings.iter().chain(&approval_notes) {
         app.notice(NoticeLevel::Warning, w.clone());

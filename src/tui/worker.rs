@@ -79,6 +79,8 @@ pub struct NewSession {
     pub id: String,
     pub shared: Arc<SessionServices>,
     pub history: Vec<Message>,
+    /// The resumed session's figures of earlier runs (tokens, cost, context).
+    pub figures: super::transcript::resumed::Figures,
     pub warnings: Vec<String>,
 }
 
@@ -330,12 +332,13 @@ fn replace_session(engine: &mut Engine, session: Session, mut warnings: Vec<Stri
     if engine.has_skill_runner() {
         engine.install_skills(engine.skills());
     }
+    let resumed = super::transcript::resumed::read(&engine.transcript_path());
     NewSession {
         id: engine.session_id().to_string(),
         shared: engine.services(),
         // What the screen shows: the whole conversation of a compacted session.
-        history: super::transcript::resumed::conversation(&engine.transcript_path())
-            .unwrap_or_else(|| engine.history().to_vec()),
+        history: resumed.conversation.unwrap_or_else(|| engine.history().to_vec()),
+        figures: resumed.figures,
         warnings,
     }
 }

@@ -179,3 +179,79 @@ async fn a_resumed_compacted_session_shows_the_earlier_conversation_and_folds_th
     t.press(&["C-d"]);
     assert_eq!(t.wait_exit().await, 0);
 }
+
+/// After `keel -c` the stop gate's note of the earlier run is the notice it was live, not a
+/// prompt of the user's, and the status line has the session's tokens, cost and context at
+/// once, before any request of the new run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_session_shows_the_gates_note_as_a_notice_and_its_figures() {
+    const SENT_BACK: &str = "verification: the model was sent back to verify its changes";
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool(
+            "w1",
+            "Write",
+            json!({"file_path": env.path("added.txt"), "content": "new\n"}),
+        )]))
+        .push(answer("Added the file."))
+        .push(answer("No tests cover it; not verified."));
+    let gate = [("KEEL_VERIFICATION_GATE", "nudge".to_string())];
+    let t = Tmux::start_with(&env, &server, &["--permission-mode", "acceptEdits"], 100, 30, &gate);
+    t.wait_for_text("Ask keel").await;
+    t.type_text("add a file");
+    t.press(&["Enter"]);
+    let live = t.wait_for_text("not verified.").await;
+    assert!(live.contains(SENT_BACK), "{live}");
+    assert!(!live.contains("[keel: verification]"), "{live}");
+    t.press(&["C-d"]);
+    assert_eq!(t.wait_exit().await, 0);
+    assert_eq!(server.requests().len(), 3);
+
+    // Wide enough for every figure of the status line.
+    let t = Tmux::start_with(&env, &server, &["-c"], 140, 30, &gate);
+    let s = t.wait_for_text("not verified.").await;
+    assert!(s.contains("› add a file"), "{s}");
+    assert!(s.contains(SENT_BACK), "the note is keel's notice again:\n{s}");
+    assert!(
+        !s.lines().any(|l| l.contains("› [keel: verification]")),
+        "the note is not shown as typed by the user:\n{s}"
+    );
+    // Three requests of 100 input tokens; 30 + 20 + 20 output; the last one occupied 120.
+    let status = s.lines().rev().find(|l| l.contains("mode ")).unwrap_or_default();
+    assert!(status.contains("300 in / 70 out"), "{s}");
+    assert!(status.contains("$0.00"), "{s}");
+    assert!(status.contains("ctx <1%"), "{s}");
+    assert_eq!(server.requests().len(), 3, "no request of the new run yet");
+    t.press(&["C-d"]);
+    assert_eq!(t.wait_exit().await, 0);
+}
+
+/// The figures of a resumed session count the requests that left no answer in the
+/// conversation too: here the summary request of a `/compact`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resumed_sessions_figures_include_its_compaction_request() {
+    let env = Env::new();
+    let server = ModelServer::start().await;
+    server
+        .push(answer("The parser rejects dates before 1970."))
+        .push(answer(
+            "## Decisions\nNone.\n## Open verification items\nNone.\n## Current work\nDates.\n## Next step\nFix it.",
+        ));
+    let out = env
+        .keel(&server)
+        .args(["-p", "why do the date tests fail?"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = env.keel(&server).args(["-p", "/compact", "-c"]).run().await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let t = Tmux::start(&env, &server, &["--continue"], 140, 30);
+    let s = t.wait_for_text("Conversation compacted").await;
+    let status = s.lines().rev().find(|l| l.contains("mode ")).unwrap_or_default();
+    // The answer and the summary: 100 input and 20 output tokens each.
+    assert!(status.contains("200 in / 40 out"), "{s}");
+    assert_eq!(server.requests().len(), 2);
+    t.press(&["C-d"]);
+    assert_eq!(t.wait_exit().await, 0);
+}

@@ -103,6 +103,9 @@ impl App {
             t.status = ToolStatus::Waiting;
         }
         self.approval_waits.insert(prompt.tool_use_id.clone(), now);
+        if let Some(b) = self.busy.as_mut() {
+            b.wait_for_user(now);
+        }
         if self.approval.is_none() {
             self.approval = Some(Approval::new(prompt, now));
         } else {
@@ -114,6 +117,11 @@ impl App {
 
     fn next_approval(&mut self, now: Instant) {
         self.approval = self.pending_approvals.pop_front().map(|p| Approval::new(p, now));
+        if self.approval.is_none()
+            && let Some(b) = self.busy.as_mut()
+        {
+            b.user_answered(now);
+        }
         self.dirty = true;
     }
 
@@ -128,6 +136,9 @@ impl App {
         self.approval = None;
         self.pending_approvals.clear();
         self.approval_waits.clear();
+        if let Some(b) = self.busy.as_mut() {
+            b.user_answered(Instant::now());
+        }
     }
 
     /// Arms the dialog once the prompt box has been quiet for [`GRACE`] (called on timer wakeups).

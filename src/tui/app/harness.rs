@@ -1,5 +1,5 @@
-//! The TUI's side of skills, sub-agents and memory: `/tasks`, `/skills`, `/agents`, `/memory`
-//! and the `#` prefix that saves a note to the project's memory.
+//! The TUI's side of skills, sub-agents, memory and the task list: `/tasks`, `/todos`,
+//! `/skills`, `/agents`, `/memory` and the `#` prefix that saves a note to the project's memory.
 
 use std::fmt::Write;
 
@@ -37,6 +37,26 @@ impl App {
                 "Project memory is off (autoMemoryEnabled is false, or KEEL_DISABLE_AUTO_MEMORY is set).",
             ),
         }
+    }
+
+    /// `/todos`: the task list as a checklist.
+    pub(super) fn todos_report(&self) -> String {
+        let todos = self.shared.todos();
+        if todos.is_empty() {
+            return "No todos yet: keel keeps a task list when a task has several steps.".to_string();
+        }
+        todos
+            .iter()
+            .map(|t| {
+                let mark = match t.status {
+                    crate::tools::TodoStatus::Completed => "[x]",
+                    crate::tools::TodoStatus::InProgress => "[~]",
+                    crate::tools::TodoStatus::Pending => "[ ]",
+                };
+                format!("- {mark} {}", t.content)
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     pub(super) fn tasks_report(&self) -> String {

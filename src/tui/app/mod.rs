@@ -5,6 +5,7 @@
 //! terminal.
 
 mod approval;
+mod busy;
 mod events;
 mod harness;
 mod keys;
@@ -24,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 pub use approval::Approval;
 #[cfg(test)]
 pub(crate) use approval::GRACE;
+pub use busy::{Activity, Busy};
 #[cfg(test)]
 pub(crate) use events::stable_split;
 pub use live::{LIVE_AFTER_MS, LIVE_POLL, LIVE_READ_MAX};
@@ -68,23 +70,6 @@ pub enum ExitReason {
     Signal(i32),
 }
 
-/// What the engine task is doing, for the status line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Activity {
-    Thinking,
-    Responding,
-    Tool(String),
-    Shell,
-    Command(String),
-}
-
-#[derive(Debug)]
-pub struct Busy {
-    pub since: Instant,
-    pub activity: Activity,
-    pub cancel: CancellationToken,
-}
-
 /// A prompt, command or shell line waiting for the running job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Queued {
@@ -99,6 +84,8 @@ pub struct Status {
     pub model_choices: Vec<String>,
     pub context_window: u64,
     pub totals: Totals,
+    /// Figures of the requests a resumed session made before this run.
+    pub earlier: Totals,
     /// Tokens the last request occupied in the window.
     pub context_tokens: u64,
     pub session_id: String,
@@ -189,6 +176,7 @@ impl App {
                 model_choices: vec![init.model.clone()],
                 model: init.model,
                 totals: Totals::default(),
+                earlier: Totals::default(),
                 context_tokens: 0,
                 session_id: init.session_id,
                 started: Instant::now(),
@@ -434,11 +422,7 @@ impl App {
     }
 
     fn begin(&mut self, activity: Activity, cancel: CancellationToken) {
-        self.busy = Some(Busy {
-            since: Instant::now(),
-            activity,
-            cancel,
-        });
+        self.busy = Some(Busy::new(activity, cancel, Instant::now()));
         self.streaming = None;
         self.thinking = None;
         self.request_tools.clear();
@@ -457,26 +441,7 @@ impl App {
             Command::Memory => self.open_memory(),
             Command::Cost => self.info("Cost", self.cost_report()),
             Command::Evidence => self.info("Evidence", format!("```text\n{}```", self.shared.evidence.listing())),
-            Command::Todos => {
-                let todos = self.shared.todos();
-                let text = if todos.is_empty() {
-                    "No todos yet: keel keeps a task list when a task has several steps.".to_string()
-                } else {
-                    todos
-                        .iter()
-                        .map(|t| {
-                            let mark = match t.status {
-                                crate::tools::TodoStatus::Completed => "[x]",
-                                crate::tools::TodoStatus::InProgress => "[~]",
-                                crate::tools::TodoStatus::Pending => "[ ]",
-                            };
-                            format!("- {mark} {}", t.content)
-                        })
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                };
-                self.info("Todos", text);
-            }
+            Command::Todos => self.info("Todos", self.todos_report()),
             Command::Model(None) => {
                 let names = self.model_choices();
                 let items = names
@@ -606,66 +571,6 @@ impl App {
         // The catalog's list already holds what this session's providers can serve (Claude
         // models only when Anthropic is among them).
         out
-    }
-
-    fn cost_report(&self) -> String {
-        let totals = self.shown_totals();
-        let t = &totals;
-        let requests = match self.status.cut.requests {
-            0 => t.requests.to_string(),
-            n => format!(
-                "{} ({n} cut off by an interruption or a retry; their tokens are estimated from what streamed)",
-                t.requests
-            ),
-        };
-        let total = if t.cost_known() {
-            format!("${:.4}", t.cost_usd)
-        } else {
-            "unknown".to_string()
-        };
-        let mut s = format!(
-            "- Total cost: {total}\n- API time: {}\n- Session time: {}\n- Requests: {}\n- Tokens: {} input, {} output, {} cache write, {} cache read\n",
-            super::transcript::cells::format_duration(t.api_ms),
-            super::transcript::cells::format_duration(self.status.started.elapsed().as_millis() as u64),
-            requests,
-            t.usage.input_tokens,
-            t.usage.output_tokens,
-            t.usage.cache_creation_input_tokens,
-            t.usage.cache_read_input_tokens,
-        );
-        for (model, m) in &t.by_model {
-            let cost = if m.unpriced {
-                "cost unknown".to_string()
-            } else {
-                format!("${:.4}", m.cost_usd)
-            };
-            s.push_str(&format!(
-                "- {model}: {cost} ({} in, {} out)\n",
-                m.usage.input_tokens + m.usage.cache_creation_input_tokens + m.usage.cache_read_input_tokens,
-                m.usage.output_tokens
-            ));
-        }
-        let unpriced = t.unpriced_models();
-        if !unpriced.is_empty() || models::info(&self.status.model).pricing.is_none() {
-            let names = if unpriced.is_empty() {
-                format!("`{}`", self.status.model)
-            } else {
-                unpriced.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")
-            };
-            s.push_str(&format!(
-                "\nkeel has no price for {names}, so the cost is unknown; give prices with \
-                 \"models\": {{\"NAME\": {{\"inputPrice\": …, \"outputPrice\": …}}}} (USD per million tokens).\n"
-            ));
-        }
-        s
-    }
-
-    /// Context use in percent of the window (last request).
-    pub fn context_percent(&self) -> Option<u64> {
-        if self.status.context_tokens == 0 || self.status.context_window == 0 {
-            return None;
-        }
-        Some((self.status.context_tokens * 100 / self.status.context_window).min(100))
     }
 }
 

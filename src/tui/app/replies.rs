@@ -54,7 +54,7 @@ impl App {
                 self.status.totals = Totals::default();
                 self.status.cut = Totals::default();
                 self.status.in_flight = None;
-                self.status.context_tokens = 0;
+                self.restore_figures(s.figures);
                 history::fill(&mut self.transcript, &s.history, &self.cwd);
                 for w in s.warnings {
                     self.notice(NoticeLevel::Warning, w);

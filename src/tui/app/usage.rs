@@ -1,11 +1,13 @@
-//! Tokens and cost as the status line and `/cost` show them: the engine's totals (sent after
-//! every job, so compaction requests and sub-agents count), the request streaming now (input
-//! from its `message_start`, output estimated from the streamed text until the real figure
-//! arrives), and requests cut off by an interruption or a retry (estimated, and said so).
+//! Tokens and cost as the status line and `/cost` show them: a resumed session's earlier runs
+//! (from its transcript), the engine's totals (sent after every job, so compaction requests and
+//! sub-agents count), the request streaming now (input from its `message_start`, output
+//! estimated from the streamed text until the real figure arrives), and requests cut off by an
+//! interruption or a retry (estimated, and said so).
 
 use serde_json::Value;
 
 use super::App;
+use crate::config::models;
 use crate::engine::session::Totals;
 use crate::types::message::Usage;
 
@@ -98,9 +100,17 @@ impl App {
         self.status.cut.record(&model, &f.usage());
     }
 
-    /// The figures shown: the engine's, requests cut off, and the one streaming now.
+    /// A resumed session's figures from its transcript: shown before its first request.
+    pub fn restore_figures(&mut self, figures: crate::tui::transcript::resumed::Figures) {
+        self.status.earlier = figures.totals;
+        self.status.context_tokens = figures.context_tokens;
+        self.dirty = true;
+    }
+
+    /// The figures shown: earlier runs of the session, the engine's, requests cut off, and the
+    /// one streaming now.
     pub fn shown_totals(&self) -> Totals {
-        let mut t = merged(&self.status.totals, &self.status.cut);
+        let mut t = merged(&merged(&self.status.earlier, &self.status.totals), &self.status.cut);
         if let Some(f) = &self.status.in_flight {
             let model = if f.model.is_empty() {
                 self.status.model.clone()
@@ -113,6 +123,68 @@ impl App {
             t = merged(&t, &now);
         }
         t
+    }
+}
+
+impl App {
+    pub(super) fn cost_report(&self) -> String {
+        let totals = self.shown_totals();
+        let t = &totals;
+        let requests = match self.status.cut.requests {
+            0 => t.requests.to_string(),
+            n => format!(
+                "{} ({n} cut off by an interruption or a retry; their tokens are estimated from what streamed)",
+                t.requests
+            ),
+        };
+        let total = if t.cost_known() {
+            format!("${:.4}", t.cost_usd)
+        } else {
+            "unknown".to_string()
+        };
+        let mut s = format!(
+            "- Total cost: {total}\n- API time: {}\n- Session time: {}\n- Requests: {}\n- Tokens: {} input, {} output, {} cache write, {} cache read\n",
+            crate::tui::transcript::cells::format_duration(t.api_ms),
+            crate::tui::transcript::cells::format_duration(self.status.started.elapsed().as_millis() as u64),
+            requests,
+            t.usage.input_tokens,
+            t.usage.output_tokens,
+            t.usage.cache_creation_input_tokens,
+            t.usage.cache_read_input_tokens,
+        );
+        for (model, m) in &t.by_model {
+            let cost = if m.unpriced {
+                "cost unknown".to_string()
+            } else {
+                format!("${:.4}", m.cost_usd)
+            };
+            s.push_str(&format!(
+                "- {model}: {cost} ({} in, {} out)\n",
+                m.usage.input_tokens + m.usage.cache_creation_input_tokens + m.usage.cache_read_input_tokens,
+                m.usage.output_tokens
+            ));
+        }
+        let unpriced = t.unpriced_models();
+        if !unpriced.is_empty() || models::info(&self.status.model).pricing.is_none() {
+            let names = if unpriced.is_empty() {
+                format!("`{}`", self.status.model)
+            } else {
+                unpriced.iter().map(|m| format!("`{m}`")).collect::<Vec<_>>().join(", ")
+            };
+            s.push_str(&format!(
+                "\nkeel has no price for {names}, so the cost is unknown; give prices with \
+                 \"models\": {{\"NAME\": {{\"inputPrice\": …, \"outputPrice\": …}}}} (USD per million tokens).\n"
+            ));
+        }
+        s
+    }
+
+    /// Context use in percent of the window (last request).
+    pub fn context_percent(&self) -> Option<u64> {
+        if self.status.context_tokens == 0 || self.status.context_window == 0 {
+            return None;
+        }
+        Some((self.status.context_tokens * 100 / self.status.context_window).min(100))
     }
 }
 

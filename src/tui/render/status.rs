@@ -59,6 +59,8 @@ pub fn line(app: &App, now: Instant, width: usize) -> Line<'static> {
     } else if let Some(b) = &app.busy {
         let ms = now.saturating_duration_since(b.since).as_millis() as u64;
         let frame = SPINNER[((ms / 100) % SPINNER.len() as u64) as usize];
+        // The job's own time: waits for the user's approval are not counted, as in the cells.
+        let ms = b.working(now).as_millis() as u64;
         left.push(Span::styled(format!("{frame} "), theme::accent()));
         left.push(Span::styled(
             activity_text(&b.activity),

@@ -176,3 +176,25 @@ fn an_open_request_is_dropped_when_the_turn_ends() {
     assert!(a.approval.is_none());
     assert!(matches!(rx.try_recv(), Err(oneshot::error::TryRecvError::Closed)));
 }
+
+/// The status line's timer stands still while a dialog waits for the user: 27 s of waiting and
+/// 2.6 s of work show as 2 s, as the tool's cell counts it.
+#[test]
+fn the_status_timer_leaves_out_the_wait_for_approval() {
+    let mut a = app();
+    a.submit_text("build");
+    let since = a.busy.as_ref().unwrap().since;
+    a.on_engine_event(EngineEvent::ToolStarted {
+        id: "b1".into(),
+        name: "Bash".into(),
+        input: json!({"command": "make"}),
+    });
+    let mut rx = permission(&mut a);
+    let answered = since + Duration::from_secs(27);
+    a.tick(answered);
+    a.on_key(crossterm::event::KeyEvent::from(KeyCode::Char('1')), answered);
+    assert_eq!(rx.try_recv().unwrap(), PermissionReply::AllowOnce);
+    let later = answered + Duration::from_millis(2_600);
+    let status = crate::tui::render::status::line(&a, later, 100).to_string();
+    assert!(status.contains("Running Bash · 2s"), "{status}");
+}

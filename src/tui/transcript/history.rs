@@ -7,6 +7,7 @@ use crate::types::message::{ContentBlock, Message, Role};
 
 use super::{CellKind, ShellCell, ToolCell, ToolStatus, Transcript};
 use crate::engine::mentions;
+use crate::evidence::gate;
 use crate::tui::shell;
 
 /// The marker the engine leaves when a turn is interrupted.
@@ -42,6 +43,13 @@ pub fn fill(t: &mut Transcript, history: &[Message], cwd: &Path) {
                             t.push(CellKind::Notice {
                                 level: NoticeLevel::Warning,
                                 text: "Interrupted".into(),
+                            });
+                        }
+                        // The stop gate's note is keel's: shown as the notice it was live.
+                        ContentBlock::Text { text: s, .. } if s.starts_with(gate::LEAD) => {
+                            t.push(CellKind::Notice {
+                                level: NoticeLevel::Info,
+                                text: gate::sent_back_notice(None),
                             });
                         }
                         ContentBlock::Text { text: s, .. } if s.starts_with(mentions::ATTACHMENT_LEAD) => {
@@ -149,6 +157,11 @@ mod tests {
                 )],
             },
             Message::assistant(vec![ContentBlock::text("Found a.rs.")]),
+            Message::user_text(format!(
+                "{} Before you finish, the evidence ledger shows:\n- No test run is recorded.",
+                gate::LEAD
+            )),
+            Message::assistant(vec![ContentBlock::text("Not verified.")]),
             Message::user_text(INTERRUPTED),
             Message {
                 role: Role::User,
@@ -192,6 +205,8 @@ mod tests {
                 "assistant:Looking.",
                 "tool:Glob:Ok:a.rs",
                 "assistant:Found a.rs.",
+                "notice:verification: the model was sent back to verify its changes",
+                "assistant:Not verified.",
                 "notice:Interrupted",
                 "shell:ls:a.rs:Some(0)",
                 "user:explain @a.rs",
