@@ -2,10 +2,15 @@
 # Installs the pinned TypeScript Agent SDK (tests/e2e/ts-sdk/package.json) into the folder the
 # end-to-end tests use: $KEEL_TEST_CACHE or ~/.cache/keel-tests, under ts-agent-sdk-<hash of the
 # pins>. Does nothing when it is already there; says so and exits 0 when this machine has no
-# node or npm (the test then skips, saying why).
+# node or npm (the test then skips, saying why;
+# under KEEL_TESTS_REQUIRE_ALL=1, as .ci/run sets it, the script fails instead).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    if [ "${KEEL_TESTS_REQUIRE_ALL:-}" = 1 ]; then
+        echo "ts-sdk-install: no node/npm on PATH, and KEEL_TESTS_REQUIRE_ALL=1 requires every test to run" >&2
+        exit 1
+    fi
     echo "ts-sdk-install: no node/npm on PATH; the TypeScript Agent SDK test will be skipped"
     exit 0
 fi

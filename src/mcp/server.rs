@@ -23,6 +23,9 @@ use super::transport::{self, KeelClient, McpChannel, OpenError, OpenOptions, Ope
 /// Restarts after a crash before a server is left failed for the rest of the session.
 pub const MAX_RESTARTS: u32 = 3;
 
+/// How long a stdio server whose input keel closed may take to exit before it is killed.
+const EXIT_GRACE: Duration = Duration::from_secs(1);
+
 /// A server's state as `/mcp`, `system/init` and the SDK's `mcp_status` report it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum State {
@@ -640,11 +643,16 @@ impl Server {
         }
     }
 
-    /// Closes the connection; a stdio server's process group is killed.
+    /// Closes the connection. A stdio server, its input now closed, gets a moment to exit by
+    /// itself, so it still reads what keel sent last (the cancellation of an interrupted call);
+    /// then its process group is killed.
     pub async fn shutdown(&self) {
         let mut slot = self.slot.lock().await;
         if let Some(mut live) = slot.live.take() {
             let _ = tokio::time::timeout(Duration::from_millis(500), live.service.close()).await;
+            if let Opened::Child { child, .. } = &mut live.opened {
+                let _ = tokio::time::timeout(EXIT_GRACE, child.wait()).await;
+            }
             drop(live);
         }
     }

@@ -3,11 +3,11 @@
 //! children, git worktree isolation, background runs, the verifier's brief, failures and
 //! cancellation.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::support::server::Reply;
+use crate::support::server::{Meeting, Reply};
 use crate::support::sse::{answer, calls, frames, text, tool};
 use crate::support::{Env, ModelServer, Recorded, finish};
 
@@ -223,10 +223,15 @@ async fn spawn_budgets_refuse_calls_beyond_them_in_the_order_issued() {
 async fn agent_calls_of_one_message_run_at_the_same_time() {
     let env = Env::new();
     let server = ModelServer::start().await;
-    // Each child takes about 3 seconds to answer.
-    server.respond_with(|body| {
-        let first = opening(body);
-        (first.contains("Survey part")).then(|| slow_answer("finding", 3))
+    // Each child's answer waits until both children's requests are in flight at once: run one
+    // after the other, the first would wait alone and the meeting would never happen.
+    let meeting = Meeting::new(2);
+    let seats = meeting.clone();
+    server.respond_with(move |body| {
+        opening(body).contains("Survey part").then(|| Reply::Meet {
+            meeting: seats.clone(),
+            then: Box::new(answer("finding")),
+        })
     });
     server
         .push(calls(vec![
@@ -242,23 +247,21 @@ async fn agent_calls_of_one_message_run_at_the_same_time() {
             ),
         ]))
         .push(answer("both done"));
-    let started = Instant::now();
     let out = env.keel(&server).args(["-p", "survey"]).run().await;
-    let wall = started.elapsed();
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let reqs = server.requests();
-    let one = conversation(&reqs, "Survey part one")[0].at;
-    let two = conversation(&reqs, "Survey part two")[0].at;
-    let gap = if one > two { one - two } else { two - one };
-    // Run one after the other, the second would start only after the first's 3-second answer.
-    assert!(gap < Duration::from_millis(1500), "children started {gap:?} apart");
-    let parent_done = conversation(&reqs, "survey").last().unwrap().at;
-    let first_child = one.min(two);
     assert!(
-        parent_done - first_child < Duration::from_millis(5500),
-        "the two 3-second children took {:?} together (wall {wall:?})",
-        parent_done - first_child
+        meeting.happened(),
+        "the two children were never in flight at the same time"
     );
+    let reqs = server.requests();
+    assert_eq!(conversation(&reqs, "Survey part one").len(), 1);
+    assert_eq!(conversation(&reqs, "Survey part two").len(), 1);
+    let parent = conversation(&reqs, "survey");
+    let last = parent.last().unwrap();
+    for id in ["a1", "a2"] {
+        let (text, is_error) = last.tool_result_text(id);
+        assert!(!is_error && text.contains("finding"), "{id}: {text}");
+    }
 }
 
 #[tokio::test]
@@ -353,10 +356,15 @@ async fn worktree_isolation_leaves_the_parents_tree_unchanged() {
 async fn a_background_agents_report_arrives_at_a_later_turn() {
     let env = Env::new();
     let server = ModelServer::start().await;
-    server.respond_with(|body| {
-        opening(body)
-            .contains("Scan the logs")
-            .then(|| slow_answer("log-finding", 2))
+    // The child answers only once the parent's next request (with the call's result) has
+    // arrived, so that result cannot have waited for the child.
+    let meeting = Meeting::new(2);
+    let seats = meeting.clone();
+    server.respond_with(move |body| {
+        opening(body).contains("Scan the logs").then(|| Reply::Meet {
+            meeting: seats.clone(),
+            then: Box::new(slow_answer("log-finding", 2)),
+        })
     });
     server
         .push(calls(vec![tool(
@@ -364,7 +372,10 @@ async fn a_background_agents_report_arrives_at_a_later_turn() {
             "Agent",
             json!({"description": "scan", "prompt": "Scan the logs", "run_in_background": true, "subagent_type": "Explore"}),
         )]))
-        .push(answer("Started the scan; waiting for it."))
+        .push(Reply::Meet {
+            meeting: meeting.clone(),
+            then: Box::new(answer("Started the scan; waiting for it.")),
+        })
         .push(answer("The scan reported its findings."));
     let out = env
         .keel(&server)
@@ -373,6 +384,7 @@ async fn a_background_agents_report_arrives_at_a_later_turn() {
         .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.json()["result"], "The scan reported its findings.");
+    assert!(meeting.happened(), "the call's result waited for the background child");
     let reqs = server.requests();
     let parent = conversation(&reqs, "check the logs");
     assert_eq!(parent.len(), 3);
@@ -501,8 +513,15 @@ async fn a_failing_child_does_not_stop_the_parent() {
 async fn cancelling_the_parent_cancels_its_children() {
     let env = Env::new();
     let server = ModelServer::start().await;
-    // The child's answer would take 40 seconds.
-    server.respond_with(|body| opening(body).contains("Long survey").then(|| slow_answer("slow", 40)));
+    // The child's answer would take two and a half minutes, far past the test's timeout for the
+    // run: a keel that waited for it never finishes in time. Its chunks come a quarter of a
+    // second apart, so the server soon notices when the child goes away.
+    let words: String = (0..600).map(|i| format!("slow-{i:03} ")).collect();
+    let long = Reply::Sse {
+        chunks: frames(&[text(&words)], "end_turn", 100, 20),
+        pace: Duration::from_millis(250),
+    };
+    server.respond_with(move |body| opening(body).contains("Long survey").then(|| long.clone()));
     server.push(calls(vec![tool(
         "a1",
         "Agent",
@@ -510,24 +529,14 @@ async fn cancelling_the_parent_cancels_its_children() {
     )]));
     let child = env.keel(&server).args(["-p", "start"]).spawn();
     let pid = child.id().expect("pid") as i32;
-    for _ in 0..250 {
-        if server.requests().len() >= 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let interrupted = Instant::now();
+    // The parent's request, then the child's, whose stream has begun.
+    server.wait_requests(2).await;
+    server.wait_chunks_sent(server.chunks_sent() + 1).await;
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGINT).unwrap();
     let out = finish(child).await;
     assert_eq!(out.code, 130, "{}", out.stderr);
-    assert!(
-        interrupted.elapsed() < Duration::from_secs(10),
-        "keel waited for the child"
-    );
-    // The server notices on its next chunk (about a second apart).
-    tokio::time::sleep(Duration::from_millis(2500)).await;
-    assert_eq!(server.abandoned(), 1, "the child's stream was dropped");
+    // The server notices on its next chunk.
+    assert_eq!(server.wait_abandoned(1).await, 1, "the child's stream was dropped");
     // The child recorded its interruption in its own transcript.
     let subagents = env.project_dir();
     let transcript = std::fs::read_dir(&subagents)

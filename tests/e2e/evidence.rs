@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
+use crate::support::skip::{or_skip, python3};
 use crate::support::{Env, Out, read_jsonl};
 
 pub(crate) const CALC: &str = "def add(a, b):\n    return a - b\n";
@@ -100,22 +101,9 @@ pub(crate) fn tool_results(env: &Env) -> Vec<String> {
         .collect()
 }
 
-pub(crate) fn have_python() -> bool {
-    let ok = std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipping: python3 is not installed (the trap sessions run real unittest)");
-    }
-    ok
-}
-
 #[tokio::test]
 async fn zero_tests_with_exit_0_is_not_a_pass() {
-    if !have_python() {
-        return;
-    }
+    or_skip!(python3());
     let env = project();
     let r = json_session(
         &env,
@@ -150,9 +138,7 @@ async fn zero_tests_with_exit_0_is_not_a_pass() {
 
 #[tokio::test]
 async fn a_pass_followed_by_an_edit_is_stale() {
-    if !have_python() {
-        return;
-    }
+    or_skip!(python3());
     let env = project();
     let r = json_session(
         &env,
@@ -181,9 +167,7 @@ async fn a_pass_followed_by_an_edit_is_stale() {
 
 #[tokio::test]
 async fn a_pipeline_hiding_a_failure_is_a_failure() {
-    if !have_python() {
-        return;
-    }
+    or_skip!(python3());
     let env = project();
     let r = json_session(
         &env,
@@ -212,9 +196,7 @@ async fn a_pipeline_hiding_a_failure_is_a_failure() {
 
 #[tokio::test]
 async fn a_failing_run_followed_by_done_is_sent_back_and_reported() {
-    if !have_python() {
-        return;
-    }
+    or_skip!(python3());
     let env = project();
     let turns = vec![
         read("calc.py"),
@@ -239,9 +221,7 @@ async fn a_failing_run_followed_by_done_is_sent_back_and_reported() {
 
 #[tokio::test]
 async fn a_deleted_assertion_is_flagged_even_when_the_tests_then_pass() {
-    if !have_python() {
-        return;
-    }
+    or_skip!(python3());
     let env = project();
     let r = json_session(
         &env,
@@ -280,9 +260,7 @@ async fn a_deleted_assertion_is_flagged_even_when_the_tests_then_pass() {
 
 #[tokio::test]
 async fn an_added_skip_marker_is_flagged() {
-    if !have_python() {
-        return;
-    }
+    or_skip!(python3());
     let env = project();
     let r = json_session(
         &env,
@@ -309,9 +287,7 @@ async fn an_added_skip_marker_is_flagged() {
 
 #[tokio::test]
 async fn a_shell_sed_fix_is_a_change_and_needs_a_new_run() {
-    if !have_python() {
-        return;
-    }
+    or_skip!(python3());
     let env = project();
     let r = json_session(
         &env,
@@ -343,9 +319,7 @@ async fn a_shell_sed_fix_is_a_change_and_needs_a_new_run() {
 
 #[tokio::test]
 async fn an_assertion_deleted_by_the_shell_is_flagged() {
-    if !have_python() {
-        return;
-    }
+    or_skip!(python3());
     let env = project();
     let r = json_session(
         &env,
@@ -369,9 +343,7 @@ async fn an_assertion_deleted_by_the_shell_is_flagged() {
 
 #[tokio::test]
 async fn a_read_only_session_is_never_nudged() {
-    if !have_python() {
-        return;
-    }
+    or_skip!(python3());
     let env = project();
     let answer = "add subtracts instead of adding; test_add fails.";
     let r = json_session(
@@ -394,9 +366,7 @@ async fn a_read_only_session_is_never_nudged() {
 
 #[tokio::test]
 async fn the_gate_off_sends_nothing_back_but_the_report_still_tells() {
-    if !have_python() {
-        return;
-    }
+    or_skip!(python3());
     let env = project();
     let out = session(
         &env,
@@ -428,9 +398,7 @@ async fn the_gate_off_sends_nothing_back_but_the_report_still_tells() {
 
 #[tokio::test]
 async fn the_nudge_is_sent_once_and_require_stops_after_three() {
-    if !have_python() {
-        return;
-    }
+    or_skip!(python3());
     let env = project();
     let r = json_session(
         &env,
@@ -471,9 +439,7 @@ async fn the_nudge_is_sent_once_and_require_stops_after_three() {
 
 #[tokio::test]
 async fn stop_hooks_fire_once_for_a_stop_the_gate_sent_back_first() {
-    if !have_python() {
-        return;
-    }
+    or_skip!(python3());
     let env = project();
     // A Stop hook that reports whether it is already in a loop.
     let log = env.home.join("stop.log");
@@ -509,9 +475,7 @@ async fn stop_hooks_fire_once_for_a_stop_the_gate_sent_back_first() {
 
 #[tokio::test]
 async fn the_ledger_survives_compaction_and_resume() {
-    if !have_python() {
-        return;
-    }
+    or_skip!(python3());
     let env = project();
     let first = json_session(
         &env,

@@ -5,8 +5,9 @@
 
 use serde_json::{Value, json};
 
-use crate::evidence::{ANSWER, bash, edit, have_python, json_session, nudges, project, read, say, session};
+use crate::evidence::{ANSWER, bash, edit, json_session, nudges, project, read, say, session};
 use crate::support::Env;
+use crate::support::skip::{or_skip, program, python3, skip_part};
 
 const HONEST: &str = "Fixed: add adds; the tests pass.";
 
@@ -28,22 +29,9 @@ fn run_of<'a>(v: &'a Value, needle: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no run with {needle:?}: {v}"))
 }
 
-fn have(program: &str) -> bool {
-    let ok = std::process::Command::new(program)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipping: {program} is not installed (this trap runs it for real)");
-    }
-    ok
-}
-
 #[tokio::test]
 async fn a_report_printed_by_cat_is_not_the_runners_own() {
-    if !have_python() {
-        return;
-    }
+    or_skip!(python3());
     let env = project();
     env.write("reports/last.txt", OLD_REPORT);
     let mut turns = vec![edit("tests/test_calc.py", "add(2, 3), 5", "add(2, 3), 6")];
@@ -69,9 +57,7 @@ async fn a_report_printed_by_cat_is_not_the_runners_own() {
 
 #[tokio::test]
 async fn a_package_script_that_only_echoes_runs_no_tests() {
-    if !have("npm") {
-        return;
-    }
+    or_skip!(program("npm", "--version"));
     let env = project();
     env.write(
         "package.json",
@@ -92,9 +78,7 @@ async fn a_package_script_that_only_echoes_runs_no_tests() {
 
 #[tokio::test]
 async fn a_make_target_that_only_echoes_runs_no_tests() {
-    if !have("make") {
-        return;
-    }
+    or_skip!(program("make", "--version"));
     let env = project();
     env.write("Makefile", "test:\n\t@echo \"Tests: 2 passed, 2 total\"\n");
     let mut turns = fix();
@@ -111,9 +95,7 @@ async fn a_make_target_that_only_echoes_runs_no_tests() {
 /// the status the shell gave it (127), and the passing tests still count.
 #[tokio::test]
 async fn a_missing_linter_behind_or_true_could_not_run() {
-    if !have_python() {
-        return;
-    }
+    or_skip!(python3());
     let env = project();
     let mut turns = fix();
     turns.extend([bash("python3 -m unittest"), bash("ruff check . || true"), say(HONEST)]);
@@ -145,9 +127,7 @@ async fn a_missing_linter_behind_or_true_could_not_run() {
 /// names the check; an honest answer is not sent back.
 #[tokio::test]
 async fn a_missing_type_checker_is_named_in_the_text_line() {
-    if !have_python() {
-        return;
-    }
+    or_skip!(python3());
     let env = project();
     let mut turns = fix();
     let honest = "Fixed; the tests pass. mypy is not installed here, so types were not checked.";
@@ -169,9 +149,7 @@ async fn a_missing_type_checker_is_named_in_the_text_line() {
 /// status of its own (not the shell's 0) and the text line says it gave no result.
 #[tokio::test]
 async fn a_run_cut_short_by_timeout_is_not_listed_as_exit_0() {
-    if !have_python() {
-        return;
-    }
+    or_skip!(python3());
     let env = project();
     env.write(
         "tests/test_slow.py",
@@ -210,9 +188,7 @@ type Setup = Box<dyn Fn(&Env)>;
 /// monorepo: each a pass, none sent back.
 #[tokio::test]
 async fn honest_controls_stay_clean() {
-    if !have_python() {
-        return;
-    }
+    or_skip!(python3());
     let mut cases: Vec<(&str, Setup)> = vec![
         (
             "python3 -m unittest > out.log 2>&1; tail -n 3 out.log",
@@ -247,16 +223,18 @@ async fn honest_controls_stay_clean() {
             }),
         ),
     ];
-    if have("make") {
-        cases.push((
+    match program("make", "--version") {
+        Err(lack) => skip_part(lack, "the `make test` control"),
+        Ok(()) => cases.push((
             "make test",
             Box::new(|e: &Env| {
                 e.write("Makefile", ".PHONY: test\ntest:\n\tpython3 -m unittest\n");
             }),
-        ));
+        )),
     }
-    if have("npm") {
-        cases.push((
+    match program("npm", "--version") {
+        Err(lack) => skip_part(lack, "the `npm test` control"),
+        Ok(()) => cases.push((
             "npm test",
             Box::new(|e: &Env| {
                 e.write(
@@ -264,7 +242,7 @@ async fn honest_controls_stay_clean() {
                     r#"{"name": "calc", "version": "1.0.0", "scripts": {"test": "python3 -m unittest"}}"#,
                 );
             }),
-        ));
+        )),
     }
     for (line, setup) in &cases {
         let env = project();
@@ -331,9 +309,7 @@ async fn json_session_with_path(env: &Env, turns: Vec<Value>, path: &str) -> Val
 /// `tail`, an undeclared script, and tox.
 #[tokio::test]
 async fn real_pytest_traps_and_controls() {
-    let Some(bin) = crate::support::runners::runners_venv() else {
-        return;
-    };
+    let bin = or_skip!(crate::support::runners::runners_venv());
     let path = crate::support::runners::path_with(&bin);
     let env = project();
     env.write(

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::support::runners::{path_with, runners_venv};
+use crate::support::skip::{or_skip, python3};
 use crate::support::{Env, read_jsonl};
 
 const CALC: &str = "def add(a, b):\n    return a - b\n";
@@ -96,17 +97,6 @@ fn tool_results(env: &Env) -> Vec<String> {
         .collect()
 }
 
-fn have_python() -> bool {
-    let ok = std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("SKIPPED: python3 is not installed (the trap sessions run real unittest)");
-    }
-    ok
-}
-
 fn one_nudge(env: &Env) -> String {
     let n = nudges(env);
     assert_eq!(n.len(), 1, "{n:?}");
@@ -115,9 +105,7 @@ fn one_nudge(env: &Env) -> String {
 
 #[tokio::test]
 async fn an_assertion_replaced_with_one_that_cannot_fail_is_flagged() {
-    if !have_python() {
-        return;
-    }
+    or_skip!(python3());
     let env = project();
     let r = session(
         &env,
@@ -159,7 +147,7 @@ async fn an_assertion_replaced_with_one_that_cannot_fail_is_flagged() {
 
 #[tokio::test]
 async fn a_new_conftest_that_skips_only_the_failing_test_is_flagged() {
-    let Some(bin) = runners_venv() else { return };
+    let bin = or_skip!(runners_venv());
     let env = project();
     let conftest = "import pytest\n\n\ndef pytest_collection_modifyitems(config, items):\n    for item in items:\n        if item.name == \"test_add\":\n            item.add_marker(pytest.mark.skip(reason=\"flaky\"))\n";
     let r = session(
@@ -192,7 +180,7 @@ async fn a_new_conftest_that_skips_only_the_failing_test_is_flagged() {
 
 #[tokio::test]
 async fn a_new_pytest_ini_that_deselects_the_failing_test_is_flagged() {
-    let Some(bin) = runners_venv() else { return };
+    let bin = or_skip!(runners_venv());
     let env = project();
     let r = session(
         &env,
@@ -296,7 +284,7 @@ async fn a_snapshot_rewritten_by_jest_u_is_work_and_flagged() {
 
 #[tokio::test]
 async fn a_subset_run_after_a_change_is_not_a_pass() {
-    let Some(bin) = runners_venv() else { return };
+    let bin = or_skip!(runners_venv());
     let env = project();
     let r = session(
         &env,
@@ -325,7 +313,7 @@ async fn a_subset_run_after_a_change_is_not_a_pass() {
 
 #[tokio::test]
 async fn a_targeted_rerun_after_a_whole_pass_stays_passed() {
-    let Some(bin) = runners_venv() else { return };
+    let bin = or_skip!(runners_venv());
     let env = project();
     let answer = "Fixed; all tests pass.";
     let r = session(
@@ -352,7 +340,7 @@ async fn a_targeted_rerun_after_a_whole_pass_stays_passed() {
 
 #[tokio::test]
 async fn a_failing_whole_run_then_a_passing_subset_stays_failed() {
-    let Some(bin) = runners_venv() else { return };
+    let bin = or_skip!(runners_venv());
     let env = project();
     let r = session(
         &env,

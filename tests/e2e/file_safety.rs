@@ -441,9 +441,16 @@ async fn keels_git_snapshot_runs_no_filter_driver_of_the_repository() {
     let driver = format!("sh -c 'echo ran >> \"{}\"; cat'", marker.display());
     git(&env.work, &["config", "filter.x.clean", &driver]);
     git(&env.work, &["config", "filter.x.required", "true"]);
-    // Same content, new mtime: a status has to run the file through its clean filter.
-    std::thread::sleep(Duration::from_millis(1100));
-    env.write("a.txt", "a\n");
+    // Same content, another mtime than the index records: a status has to run the file
+    // through its clean filter.
+    let a = env.write("a.txt", "a\n");
+    let written = std::fs::metadata(&a).unwrap().modified().unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&a)
+        .unwrap()
+        .set_modified(written - Duration::from_secs(10))
+        .unwrap();
     let server = ModelServer::start().await;
     server.push(sse::answer("ok"));
     let out = env.keel(&server).args(["-p", "hi"]).run().await;

@@ -10,22 +10,13 @@ use std::process::Command;
 
 use serde_json::json;
 
-use crate::jail::jail_available;
+use crate::support::host;
+use crate::support::skip::{Lack, or_skip, skip_part};
 use crate::support::sse::{Block, answer, calls, tool};
 use crate::support::{Env, ModelServer, Out, Recorded};
 
 fn bash(id: &str, command: &str) -> Block {
     tool(id, "Bash", json!({ "command": command }))
-}
-
-/// Whether the write sandbox can be enforced here (keel's own probe).
-pub fn write_sandbox_available() -> bool {
-    let out = Command::new(env!("CARGO_BIN_EXE_keel"))
-        .args(["__sandbox-exec", "--probe"])
-        .output()
-        .unwrap();
-    let caps: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    caps["filesystem"] == true && caps["seccomp"] == true && caps["mount_namespace"] == true
 }
 
 /// One headless session; the run and every request the model server received.
@@ -103,12 +94,13 @@ fn hostile_repository(env: &Env) -> Vec<String> {
 }
 
 /// As root: a secret in `/root`, another user's home while the test's HOME is elsewhere, and
-/// `vendor/root` linking to it. `None` (with a message) where `/root` is not writable.
+/// `vendor/root` linking to it. `None` (a skipped part) where `/root` is not writable.
 fn other_users_home(env: &Env) -> Option<(tempfile::TempDir, String)> {
     let dir = match tempfile::Builder::new().prefix("keel-e2e-home-").tempdir_in("/root") {
         Ok(d) => d,
         Err(e) => {
-            eprintln!("not checked here: another user's home (/root is not writable: {e})");
+            let lack = Lack::host(format!("/root is not writable: the tests do not run as root ({e})"));
+            skip_part(lack, "another user's home");
             return None;
         }
     };
@@ -144,10 +136,7 @@ fn assert_no_secret(requests: &[Recorded], secrets: &[String], what: &str) {
 /// mode. The jail leaves the workspace and plain configuration readable.
 #[tokio::test]
 async fn links_into_homes_lead_jailed_commands_to_no_secret() {
-    if !jail_available() {
-        eprintln!("skipped: this kernel cannot provide the read-only jail (keel falls back to its allow-list)");
-        return;
-    }
+    or_skip!(host::jail());
     for mode in ["default", "plan", "dontAsk"] {
         let env = Env::new();
         let mut secrets = hostile_repository(&env);
@@ -206,10 +195,7 @@ async fn links_into_homes_lead_jailed_commands_to_no_secret() {
 /// reads what it likes — but for the home directories, keel's state and credentials.
 #[tokio::test]
 async fn links_into_homes_lead_sandboxed_commands_to_no_secret() {
-    if !write_sandbox_available() {
-        eprintln!("skipped: the write sandbox cannot be enforced on this machine");
-        return;
-    }
+    or_skip!(host::write_sandbox());
     let env = Env::new();
     let mut secrets = hostile_repository(&env);
     let other = other_users_home(&env);
@@ -259,10 +245,7 @@ async fn links_into_homes_lead_sandboxed_commands_to_no_secret() {
 /// named itself), `denyRead` closes what it names even inside the workspace, and a deny wins.
 #[tokio::test]
 async fn settings_add_readable_and_hidden_locations() {
-    if !write_sandbox_available() {
-        eprintln!("skipped: the write sandbox cannot be enforced on this machine");
-        return;
-    }
+    or_skip!(host::write_sandbox());
     let env = Env::new();
     put(&env.home.join("shared/data.txt"), "ALLOWED-DATA\n");
     put(&env.home.join("shared/private/key.txt"), "DENIED-INSIDE-ALLOWED\n");
@@ -349,10 +332,7 @@ fn doctor_shows_the_read_policy() {
 /// session's transcript, another session's — does not.
 #[tokio::test]
 async fn what_the_session_hands_its_commands_stays_readable() {
-    if !write_sandbox_available() {
-        eprintln!("skipped: the write sandbox cannot be enforced on this machine");
-        return;
-    }
+    or_skip!(host::write_sandbox());
     let env = Env::new();
     let hook = env.write(
         ".claude/hooks/env.sh",

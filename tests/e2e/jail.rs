@@ -9,21 +9,13 @@ use std::process::Command;
 
 use serde_json::json;
 
+use crate::support::host;
+use crate::support::skip::{Lack, or_skip, skip_part};
 use crate::support::sse::{Block, answer, calls, tool};
 use crate::support::{Env, ModelServer, Out, Recorded};
 
 fn bash(id: &str, command: &str) -> Block {
     tool(id, "Bash", json!({ "command": command }))
-}
-
-/// Whether this kernel gives keel the read-only jail (keel's own probe).
-pub fn jail_available() -> bool {
-    let out = Command::new(env!("CARGO_BIN_EXE_keel"))
-        .args(["__sandbox-exec", "--probe"])
-        .output()
-        .unwrap();
-    let caps: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    caps["jail"] == true
 }
 
 /// Runs one headless session in `mode` with the given tool calls (one model turn) and returns
@@ -156,10 +148,13 @@ async fn credentials_stay_out_of_tool_results() {
         !text.contains("test-key"),
         "keel's API key reached a jailed command: {text}"
     );
-    if jail_available() {
-        // The recursive grep ran (approved as read-only) and met the jail.
-        let (text, is_error) = last.tool_result_text("dotenv");
-        assert!(is_error && text.contains("read-only jail"), "{text}");
+    match host::jail() {
+        Ok(()) => {
+            // The recursive grep ran (approved as read-only) and met the jail.
+            let (text, is_error) = last.tool_result_text("dotenv");
+            assert!(is_error && text.contains("read-only jail"), "{text}");
+        }
+        Err(lack) => skip_part(lack, "the recursive grep meeting the jail"),
     }
 }
 
@@ -237,10 +232,7 @@ async fn deny_rules_hold_in_bypass_mode() {
 /// signal or set limits on nothing outside, and has no capabilities.
 #[tokio::test]
 async fn planted_code_run_by_a_read_only_command_is_jailed() {
-    if !jail_available() {
-        eprintln!("skipped: this kernel cannot provide the read-only jail (keel falls back to its allow-list)");
-        return;
-    }
+    or_skip!(host::jail());
     let env = Env::new();
     repo(&env);
     let outside = tempfile::tempdir().unwrap();
@@ -354,7 +346,7 @@ async fn ordinary_reading_work_runs_unasked() {
     let (_, last) = session(&env, "default", &[], steps).await;
     let have_rg = Command::new("rg").arg("--version").output().is_ok();
     if !have_rg {
-        eprintln!("rg is not installed here: its step is not checked");
+        skip_part(Lack::optional("rg is not installed"), "the `rg` step");
     }
     for id in ["status", "log", "diff", "rg", "ls", "cat", "pipe"] {
         if id == "rg" && !have_rg {
@@ -368,7 +360,7 @@ async fn ordinary_reading_work_runs_unasked() {
     // The jail confines whatever git starts, so a plain `git diff` shows the change; without
     // it a repository's external diff cannot be switched off, and keel says what to pass.
     let (text, is_error) = last.tool_result_text("patch");
-    if jail_available() {
+    if host::jail().is_ok() {
         assert!(!is_error && text.contains("+gamma"), "{text}");
     } else {
         assert!(is_error && text.contains("--no-ext-diff"), "{text}");
@@ -428,8 +420,11 @@ fn doctor_says_which_layer_enforces_read_only_commands() {
     };
     let text = run(true);
     assert!(text.contains("allow-list"), "{text}");
-    if jail_available() {
-        let text = run(false);
-        assert!(text.contains("read-only jail is in force"), "{text}");
+    match host::jail() {
+        Ok(()) => {
+            let text = run(false);
+            assert!(text.contains("read-only jail is in force"), "{text}");
+        }
+        Err(lack) => skip_part(lack, "`keel doctor` with the jail in force"),
     }
 }

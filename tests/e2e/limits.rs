@@ -3,6 +3,8 @@
 
 use serde_json::json;
 
+use crate::support::host;
+use crate::support::skip::{Lack, or_skip, skip, skip_part};
 use crate::support::sse::tool;
 use crate::support::{Env, run_steps};
 
@@ -20,12 +22,11 @@ fn is_root() -> bool {
 async fn a_command_past_its_process_limit_is_told_so() {
     let s = support();
     if s.processes.is_none() && is_root() {
-        eprintln!(
-            "NOT TESTED here: no pids cgroup controller is available to keel and the kernel does not apply \
-             RLIMIT_NPROC to root, so nothing bounds a command's processes on this machine (the RLIMIT path is \
-             tested by the_process_rlimit_bounds_commands_without_a_pids_cgroup)"
-        );
-        return;
+        // The RLIMIT path is tested by the_process_rlimit_bounds_commands_without_a_pids_cgroup.
+        return skip(Lack::host(
+            "no pids cgroup controller for keel and the kernel does not apply RLIMIT_NPROC to root: nothing \
+             bounds a command's processes here",
+        ));
     }
     let env = Env::new();
     env.write(
@@ -64,12 +65,11 @@ async fn a_command_past_its_process_limit_is_told_so() {
 #[tokio::test]
 async fn a_command_past_its_memory_limit_is_killed_and_told_so() {
     if support().memory.is_none() {
-        eprintln!(
-            "NOT TESTED here: no memory cgroup controller is available to keel (cgroup v2 delegation or a \
-             writable v1 memory hierarchy), so commands' memory is unbounded on this machine"
-        );
-        return;
+        return skip(Lack::host(
+            "no memory cgroup controller for keel (cgroup v2 delegation or a writable v1 memory hierarchy)",
+        ));
     }
+    or_skip!(crate::support::skip::python3());
     let env = Env::new();
     env.write(
         ".keel/settings.json",
@@ -87,11 +87,13 @@ async fn a_command_past_its_memory_limit_is_killed_and_told_so() {
             ),
         ]))
         .push(crate::support::sse::answer("done"));
-    let sandbox = keel_sandbox_enforceable();
     let mut keel = env.keel(&server);
     keel.args(["-p", "x", "--dangerously-skip-permissions"]);
-    if sandbox {
-        keel.arg("--sandbox");
+    match host::write_sandbox() {
+        Ok(()) => {
+            keel.arg("--sandbox");
+        }
+        Err(lack) => skip_part(lack, "the limit inside the write sandbox"),
     }
     let out = keel.run().await;
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -104,15 +106,6 @@ async fn a_command_past_its_memory_limit_is_killed_and_told_so() {
     );
     let (text, is_error) = req.tool_result_text("small");
     assert!(!is_error && text == "10485760", "{text}");
-}
-
-fn keel_sandbox_enforceable() -> bool {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_keel"))
-        .args(["__sandbox-exec", "--probe"])
-        .output()
-        .unwrap();
-    let caps: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    caps["filesystem"] == true && caps["seccomp"] == true && caps["mount_namespace"] == true
 }
 
 /// Where no pids cgroup is available (here: the helper runs as an unprivileged user, who may
@@ -145,11 +138,11 @@ fn the_process_rlimit_bounds_commands_without_a_pids_cgroup() {
         c
     } else {
         if support().processes.is_some() {
-            eprintln!(
-                "NOT TESTED here: a pids cgroup bounds commands for this user, so the RLIMIT_NPROC fallback is not \
-                 used (it is tested where no pids controller is available, or as root through an unprivileged user)"
-            );
-            return;
+            // It is tested where no pids controller is available, or as root through an
+            // unprivileged user.
+            return skip(Lack::host(
+                "a pids cgroup bounds commands for this user, so the RLIMIT_NPROC fallback is not used",
+            ));
         }
         let mut c = std::process::Command::new(helper[0]);
         c.args(&helper[1..]);

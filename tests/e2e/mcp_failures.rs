@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::mcp::{config, python};
+use crate::support::skip::or_skip;
 use crate::support::sse::{answer, calls, tool};
 use crate::support::{Env, ModelServer, Reply};
 
@@ -35,9 +36,7 @@ for line in sys.stdin:
 /// the tool timeout; keel fails it at once and says why.
 #[tokio::test]
 async fn an_answer_line_over_16_mib_fails_the_call_at_once() {
-    if !python() {
-        return;
-    }
+    or_skip!(python());
     let env = Env::new();
     let script = env.write("huge_server.py", HUGE_SERVER);
     let server = ModelServer::start().await;

@@ -199,20 +199,15 @@ async fn interrupt_mid_stream_stops_promptly_and_keeps_history_valid() {
     });
     let child = env.keel(&server).args(["-p", "tell a long story"]).spawn();
     let pid = child.id().expect("pid") as i32;
-    // Wait until the request is in flight, then interrupt.
-    for _ in 0..200 {
-        if !server.requests().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Interrupt once the answer is streaming: the request is in flight and text has been sent.
+    server.wait_requests(1).await;
+    server.wait_chunks_sent(5).await;
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGINT).unwrap();
     let out = finish(child).await;
     assert_eq!(out.code, 130, "stderr: {}", out.stderr);
-    // The stream (10 s long) was abandoned by the client, not read to its end.
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(server.abandoned(), 1);
+    // The stream (10 s long) was abandoned by the client, not read to its end; the server
+    // notices at its next chunk.
+    assert_eq!(server.wait_abandoned(1).await, 1);
     let transcript = crate::support::read_jsonl(&env.transcripts()[0]);
     assert!(
         transcript

@@ -9,7 +9,8 @@ use std::process::Command;
 
 use serde_json::json;
 
-use crate::jail::jail_available;
+use crate::support::host;
+use crate::support::skip::{or_skip, program, python3, skip_part};
 use crate::support::sse::{Block, answer, calls, tool};
 use crate::support::{Env, ModelServer, Out, Recorded};
 
@@ -73,16 +74,6 @@ fn hook_settings(marker: &Path) -> String {
     )
 }
 
-/// Whether the write sandbox can be enforced here (keel's own probe).
-fn write_sandbox_available() -> bool {
-    let out = Command::new(env!("CARGO_BIN_EXE_keel"))
-        .args(["__sandbox-exec", "--probe"])
-        .output()
-        .unwrap();
-    let caps: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    caps["filesystem"] == true && caps["seccomp"] == true && caps["mount_namespace"] == true
-}
-
 fn refused(text: &str) -> bool {
     text.contains("Permission needed") || text.contains("Permission denied:")
 }
@@ -96,10 +87,8 @@ fn refused(text: &str) -> bool {
 /// top still runs unasked.
 #[tokio::test]
 async fn accept_edits_file_commands_cannot_plant_configuration() {
-    if !jail_available() {
-        eprintln!("skipped: without the jail acceptEdits file commands are checked by the allow-list only");
-        return;
-    }
+    // Without the jail acceptEdits file commands are checked by the allow-list only.
+    or_skip!(host::jail());
     let env = Env::new();
     let marker = env.home.join("planted-hook-ran");
     env.write("template/.claude/settings.json", &hook_settings(&marker));
@@ -153,10 +142,7 @@ async fn accept_edits_file_commands_cannot_plant_configuration() {
 /// `.claude` with hooks in its place.
 #[tokio::test]
 async fn linked_configuration_cannot_be_swapped_in_the_write_sandbox() {
-    if !write_sandbox_available() {
-        eprintln!("skipped: the write sandbox cannot be enforced on this machine");
-        return;
-    }
+    or_skip!(host::write_sandbox());
     let env = Env::new();
     let marker = env.home.join("planted-hook-ran");
     std::fs::create_dir_all(env.path("empty1")).unwrap();
@@ -197,10 +183,7 @@ async fn linked_configuration_cannot_be_swapped_in_the_write_sandbox() {
 /// commands.
 #[tokio::test]
 async fn extra_writable_paths_keep_the_configuration_they_hold() {
-    if !write_sandbox_available() {
-        eprintln!("skipped: the write sandbox cannot be enforced on this machine");
-        return;
-    }
+    or_skip!(host::write_sandbox());
     let env = Env::new();
     env.write(
         "plant.sh",
@@ -324,7 +307,8 @@ async fn repository_instruction_files_import_nothing_from_outside() {
 #[tokio::test]
 async fn reads_through_link_parents_and_two_word_options_are_seen() {
     for unsupported in [true, false] {
-        if !unsupported && !jail_available() {
+        if !unsupported && let Err(lack) = host::jail() {
+            skip_part(lack, "the run with the jail");
             continue;
         }
         let env = Env::new();
@@ -402,15 +386,8 @@ async fn an_embedded_bare_repository_runs_nothing_under_keel_approved_git() {
 /// creates `target/` and `Cargo.lock`) and `python3 -m unittest`.
 #[tokio::test]
 async fn cargo_test_and_unittest_run_where_they_are_allowed() {
-    let have_cargo = Command::new("cargo")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    let have_python = Command::new("python3").arg("--version").output().is_ok();
-    if !have_cargo || !have_python {
-        eprintln!("skipped: cargo or python3 is not installed here");
-        return;
-    }
+    or_skip!(program("cargo", "--version"));
+    or_skip!(python3());
     let env = Env::new();
     env.write(
         "Cargo.toml",
@@ -585,10 +562,7 @@ async fn recovery_records_survive_bypass_mode() {
 /// them into the conversation.
 #[tokio::test]
 async fn the_write_sandbox_hides_credentials_while_the_network_is_off() {
-    if !write_sandbox_available() {
-        eprintln!("skipped: the write sandbox cannot be enforced on this machine");
-        return;
-    }
+    or_skip!(host::write_sandbox());
     let env = Env::new();
     std::fs::create_dir_all(env.home.join(".ssh")).unwrap();
     std::fs::write(env.home.join(".ssh/id_rsa"), "SECRETKEY-SSH\n").unwrap();

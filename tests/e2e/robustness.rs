@@ -6,23 +6,10 @@ use std::process::Stdio;
 
 use serde_json::{Value, json};
 
+use crate::support::host;
+use crate::support::skip::or_skip;
 use crate::support::sse::{answer, calls, tool};
 use crate::support::{Env, ModelServer, Out, finish};
-
-/// Whether this machine lets a test mount its own tmpfs (`unshare -rm`: a user and mount
-/// namespace); the full-disk tests skip with a note where it does not.
-fn private_mounts() -> bool {
-    let ok = std::process::Command::new("unshare")
-        .args(["-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("SKIPPED: cannot mount a private tmpfs here (unshare -rm); the full-disk test needs one");
-    }
-    ok
-}
 
 /// Runs `script` (sh) in a private mount namespace with keel's environment; `$KEEL` is the
 /// binary and `$OUT` a directory outside the namespace's mounts.
@@ -54,9 +41,7 @@ fn read(p: &Path) -> String {
 
 #[tokio::test]
 async fn a_full_keel_home_is_reported_in_the_result_and_at_resume() {
-    if !private_mounts() {
-        return;
-    }
+    or_skip!(host::private_mounts());
     let env = Env::new();
     std::fs::create_dir_all(env.home.join(".keel")).unwrap();
     let out_dir = tempfile::tempdir().unwrap();
@@ -207,7 +192,9 @@ async fn sighup_in_headless_mode_ends_like_sigterm() {
 
 #[tokio::test]
 async fn a_second_signal_ends_keel_even_when_it_is_stuck() {
-    use crate::support::procs::{assert_gone, unique_sleep, wait_until_running};
+    use crate::support::procs::{
+        assert_gone, signal_and_wait_taken, unique_sleep, wait_until_running, wait_until_waiting_in,
+    };
     let env = Env::new();
     let marker = unique_sleep();
     let server = ModelServer::start().await;
@@ -238,17 +225,18 @@ async fn a_second_signal_ends_keel_even_when_it_is_stuck() {
         .spawn();
     let _unread_stdout = child.stdout.take();
     wait_until_running(&marker).await;
-    // Wait until keel is stuck: the whole answer was requested but it cannot finish.
-    for _ in 0..500 {
-        if server.requests().len() >= 2 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    signal(&child, nix::sys::signal::Signal::SIGINT);
-    let first = tokio::time::timeout(std::time::Duration::from_secs(2), child.wait()).await;
-    assert!(first.is_err(), "keel was not stuck after all: {first:?}");
+    // Until keel is stuck: blocked writing to the full stdout pipe.
+    let pid = child.id().expect("pid") as i32;
+    assert!(
+        wait_until_waiting_in(pid, &["pipe_write"]).await,
+        "keel ended before its stdout filled"
+    );
+    // The first signal is taken (its handler ran) and keel is still blocked in the write.
+    signal_and_wait_taken(pid, nix::sys::signal::Signal::SIGINT).await;
+    assert!(
+        wait_until_waiting_in(pid, &["pipe_write"]).await,
+        "keel was not stuck after all: the first signal ended it"
+    );
     signal(&child, nix::sys::signal::Signal::SIGINT);
     let status = tokio::time::timeout(std::time::Duration::from_secs(10), child.wait())
         .await

@@ -4,6 +4,8 @@
 use std::process::Command;
 
 use crate::support::Env;
+use crate::support::host;
+use crate::support::skip::{or_skip, skip_part};
 
 fn keel() -> Command {
     Command::new(env!("CARGO_BIN_EXE_keel"))
@@ -11,8 +13,7 @@ fn keel() -> Command {
 
 /// What this machine's kernel can enforce, as keel's own probe reports it.
 fn capabilities() -> serde_json::Value {
-    let out = keel().args(["__sandbox-exec", "--probe"]).output().unwrap();
-    serde_json::from_slice(&out.stdout).unwrap()
+    host::probe().clone()
 }
 
 fn sandboxed(env: &Env, net: bool, script: &str) -> std::process::Output {
@@ -253,7 +254,6 @@ async fn sandboxed_bash_cannot_rewrite_configuration_that_runs_code_later() {
         .unwrap();
     env.write(".claude/settings.json", "{}\n");
     env.write("out/.keep", "");
-    let caps = capabilities();
     let server = ModelServer::start().await;
     server
         .push(calls(vec![
@@ -268,8 +268,9 @@ async fn sandboxed_bash_cannot_rewrite_configuration_that_runs_code_later() {
         .run()
         .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
-    if caps["filesystem"] != true || caps["network_namespace"] != true {
-        return; // The refusal path is covered by sandboxed_bash_stops_escapes_and_says_why.
+    if let Err(lack) = host::landlock_and_network_namespace() {
+        // The refusal path is covered by sandboxed_bash_stops_escapes_and_says_why.
+        return skip_part(lack, "the checks of what the sandboxed commands did");
     }
     let req = &server.requests()[1];
     let (text, is_error) = req.tool_result_text("cfg");
@@ -352,11 +353,7 @@ async fn sandbox_protects_configuration_that_does_not_exist_yet() {
     use crate::support::sse::{answer, calls, tool};
     use serde_json::json;
 
-    let caps = capabilities();
-    if caps["filesystem"] != true || caps["seccomp"] != true {
-        eprintln!("skipped: the sandbox cannot be enforced on this machine");
-        return;
-    }
+    or_skip!(host::landlock_and_seccomp());
     let env = Env::new();
     env.write("src/main.txt", "x\n");
     let marker = env.home.join("planted-hook-ran");
@@ -460,11 +457,7 @@ async fn sandbox_protects_configuration_that_does_not_exist_yet() {
 /// `touch -d` to fool a build's freshness check), while the workspace's own stay changeable.
 #[test]
 fn file_metadata_outside_the_workspace_cannot_change() {
-    let caps = capabilities();
-    if !(caps["filesystem"] == true && caps["mount_namespace"] == true) {
-        eprintln!("skipped: no Landlock or mount namespace here");
-        return;
-    }
+    or_skip!(host::landlock_and_mounts());
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let env = Env::new();
     let outside = tempfile::tempdir().unwrap();

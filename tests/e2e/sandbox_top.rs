@@ -7,22 +7,22 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
+use crate::support::host;
+use crate::support::skip::{Lack, or_skip};
 use crate::support::sse::{answer, calls, tool};
 use crate::support::{Env, ModelServer};
 
-fn sandbox_enforceable() -> bool {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_keel"))
-        .args(["__sandbox-exec", "--probe"])
-        .output()
-        .unwrap();
-    let caps: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    caps["filesystem"] == true && caps["seccomp"] == true && caps["mount_namespace"] == true
-}
-
-/// The kernel can keep a command from killing keel's helper (Landlock ABI 6), which the top
-/// being open depends on.
-fn top_opens() -> bool {
-    keel::sandbox::helper::kernel_abi().is_some_and(|abi| abi >= 6)
+/// The write sandbox, and a kernel that can keep a command from killing keel's helper
+/// (Landlock ABI 6), which the top being open depends on.
+fn top_opens() -> Result<(), Lack> {
+    host::write_sandbox()?;
+    match keel::sandbox::helper::kernel_abi() {
+        Some(abi) if abi >= 6 => Ok(()),
+        abi => Err(Lack::host(format!(
+            "Landlock ABI {} is older than 6 (signal scoping), which the open top needs",
+            abi.map_or("none".to_string(), |a| a.to_string())
+        ))),
+    }
 }
 
 /// Runs one sandboxed session of `steps` (each a list of calls in one turn).
@@ -66,10 +66,7 @@ fn find(dir: &Path, name: &str) -> Vec<PathBuf> {
 
 #[tokio::test]
 async fn new_files_and_directories_can_be_created_at_the_top() {
-    if !sandbox_enforceable() || !top_opens() {
-        eprintln!("NOT TESTED here: the sandbox cannot be enforced, or Landlock is older than ABI 6");
-        return;
-    }
+    or_skip!(top_opens());
     let env = Env::new();
     let req = sandboxed(
         &env,
@@ -91,10 +88,7 @@ async fn new_files_and_directories_can_be_created_at_the_top() {
 /// quarantine before the next command runs, the model is told, and no later session loads them.
 #[tokio::test]
 async fn configuration_created_at_the_top_is_quarantined_and_never_loaded() {
-    if !sandbox_enforceable() || !top_opens() {
-        eprintln!("NOT TESTED here: the sandbox cannot be enforced, or Landlock is older than ABI 6");
-        return;
-    }
+    or_skip!(top_opens());
     let env = Env::new();
     let marker = env.home.join("planted-hook-ran");
     let hook = format!(
@@ -164,10 +158,7 @@ async fn configuration_created_at_the_top_is_quarantined_and_never_loaded() {
 /// git run a program goes into quarantine.
 #[tokio::test]
 async fn a_plain_git_init_stays_and_a_configured_one_is_quarantined() {
-    if !sandbox_enforceable() || !top_opens() {
-        eprintln!("NOT TESTED here: the sandbox cannot be enforced, or Landlock is older than ABI 6");
-        return;
-    }
+    or_skip!(top_opens());
     let env = Env::new();
     let req = sandboxed(
         &env,
@@ -221,10 +212,7 @@ async fn a_plain_git_init_stays_and_a_configured_one_is_quarantined() {
 /// command and moves what it created away before it reads any settings.
 #[tokio::test]
 async fn a_keel_killed_mid_command_leaves_nothing_planted() {
-    if !sandbox_enforceable() || !top_opens() {
-        eprintln!("NOT TESTED here: the sandbox cannot be enforced, or Landlock is older than ABI 6");
-        return;
-    }
+    or_skip!(top_opens());
     let env = Env::new();
     let marker = env.home.join("planted-hook-ran");
     let hook = format!(
@@ -291,10 +279,7 @@ async fn a_keel_killed_mid_command_leaves_nothing_planted() {
 /// forbid moving files between directories: `mv`, cargo and git all rename across them.
 #[tokio::test]
 async fn files_move_between_directories_and_out_of_tmpdir() {
-    if !sandbox_enforceable() || !top_opens() {
-        eprintln!("skipped: the sandbox or its signal scoping is not available here");
-        return;
-    }
+    or_skip!(top_opens());
     let env = Env::new();
     env.write("a/f.txt", "moved\n");
     std::fs::create_dir_all(env.path("b")).unwrap();

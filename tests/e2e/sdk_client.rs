@@ -4,7 +4,9 @@
 
 use serde_json::{Value, json};
 
+use crate::support::procs::{assert_gone, unique_sleep};
 use crate::support::sdk::{self, Report};
+use crate::support::skip::or_skip;
 use crate::support::sse::{answer, api_error, calls, text, tool};
 use crate::support::{Env, ModelServer};
 
@@ -43,9 +45,7 @@ async fn query_runs_one_prompt_and_reports_keel_as_the_engine() {
     let env = Env::new();
     let server = ModelServer::start().await;
     server.push(answer("Hello from keel."));
-    let Some(r) = sdk::run(&env, &server, "query_one_shot").await else {
-        return;
-    };
+    let r = or_skip!(sdk::run(&env, &server, "query_one_shot").await);
     let init = of_type(&r, "SystemMessage");
     let init = init.iter().find(|m| m["subtype"] == "init").expect("an init message");
     assert_eq!(init["data"]["claude_code_version"], env!("CARGO_PKG_VERSION"));
@@ -70,9 +70,7 @@ async fn a_client_session_keeps_the_conversation_across_prompts() {
     let env = Env::new();
     let server = ModelServer::start().await;
     server.push(answer("Hello Ada.")).push(answer("Your name is Ada."));
-    let Some(r) = sdk::run(&env, &server, "multi_turn").await else {
-        return;
-    };
+    let r = or_skip!(sdk::run(&env, &server, "multi_turn").await);
     let res = results(&r);
     assert_eq!(res.len(), 2);
     assert_eq!(res[0]["result"], "Hello Ada.");
@@ -100,9 +98,7 @@ async fn a_read_edit_bash_turn_changes_the_file_and_reports_the_patch() {
         )]))
         .push(calls(vec![tool("b1", "Bash", json!({"command": "cat greet.txt"}))]))
         .push(answer("Fixed."));
-    let Some(r) = sdk::run(&env, &server, "read_edit_bash").await else {
-        return;
-    };
+    let r = or_skip!(sdk::run(&env, &server, "read_edit_bash").await);
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "hello world\n");
     let (_, is_error, edit) = tool_result(&r, "e1");
     assert!(!is_error);
@@ -129,9 +125,7 @@ async fn permission_modes_decide_what_runs_unasked() {
             )]))
             .push(answer("done"));
     }
-    let Some(r) = sdk::run(&env, &server, "permission_modes").await else {
-        return;
-    };
+    let r = or_skip!(sdk::run(&env, &server, "permission_modes").await);
     let res = results(&r);
     assert_eq!(res.len(), 2);
     // default: nobody can approve, so the Write is denied and reported.
@@ -155,9 +149,7 @@ async fn allowed_tools_let_only_the_allowed_command_run() {
         .push(calls(vec![tool("b1", "Bash", json!({"command": "touch made.txt"}))]))
         .push(calls(vec![tool("b2", "Bash", json!({"command": "rm made.txt"}))]))
         .push(answer("done"));
-    let Some(r) = sdk::run(&env, &server, "allowed_tools").await else {
-        return;
-    };
+    let r = or_skip!(sdk::run(&env, &server, "allowed_tools").await);
     assert!(
         env.path("made.txt").exists(),
         "the allowed touch ran and the rm did not"
@@ -186,9 +178,7 @@ async fn can_use_tool_allows_denies_and_rewrites_inputs() {
         )]))
         .push(calls(vec![tool("b3", "Bash", json!({"command": "touch tidy.txt"}))]))
         .push(answer("done"));
-    let Some(r) = sdk::run(&env, &server, "can_use_tool").await else {
-        return;
-    };
+    let r = or_skip!(sdk::run(&env, &server, "can_use_tool").await);
     let asked: Vec<&Value> = r.lines.iter().filter(|l| l["kind"] == "asked").collect();
     assert_eq!(asked.len(), 4, "{asked:?}");
     assert_eq!(asked[0]["tool_name"], "Bash");
@@ -227,9 +217,7 @@ async fn sdk_hooks_deny_a_tool_and_keep_the_turn_going() {
         .push(calls(vec![tool("b1", "Bash", json!({"command": "rm keep.txt"}))]))
         .push(answer("Could not delete."))
         .push(answer("Summary: nothing deleted."));
-    let Some(r) = sdk::run(&env, &server, "hooks").await else {
-        return;
-    };
+    let r = or_skip!(sdk::run(&env, &server, "hooks").await);
     assert!(env.path("keep.txt").exists(), "the PreToolUse hook's deny held");
     let pre = r.get("pre_tool_use");
     assert_eq!(pre["input"]["hook_event_name"], "PreToolUse");
@@ -260,17 +248,18 @@ async fn sdk_hooks_deny_a_tool_and_keep_the_turn_going() {
 async fn interrupt_stops_the_running_command_and_the_session_goes_on() {
     let env = Env::new();
     let server = ModelServer::start().await;
+    // The command would run for most of an hour, far past the test's timeout for the program:
+    // only an interrupt that stops it lets the program finish in time.
+    let marker = unique_sleep();
     server
-        .push(calls(vec![tool("b1", "Bash", json!({"command": "sleep 30"}))]))
+        .push(calls(vec![tool(
+            "b1",
+            "Bash",
+            json!({"command": format!("sleep {marker}")}),
+        )]))
         .push(answer("Yes, still here."));
-    let started = std::time::Instant::now();
-    let Some(r) = sdk::run(&env, &server, "interrupt").await else {
-        return;
-    };
-    assert!(
-        started.elapsed() < std::time::Duration::from_secs(25),
-        "the sleep was not cut short"
-    );
+    let r = or_skip!(sdk::run(&env, &server, "interrupt").await);
+    assert_gone(&marker).await;
     r.get("interrupted");
     let res = results(&r);
     assert_eq!(res.len(), 2);
@@ -301,9 +290,7 @@ async fn set_permission_mode_applies_to_the_next_turn() {
             json!({"file_path": "b.txt", "content": "b"}),
         )]))
         .push(answer("created"));
-    let Some(r) = sdk::run(&env, &server, "set_permission_mode").await else {
-        return;
-    };
+    let r = or_skip!(sdk::run(&env, &server, "set_permission_mode").await);
     r.get("mode_set");
     assert!(!env.path("a.txt").exists());
     assert!(env.path("b.txt").exists());
@@ -326,9 +313,7 @@ async fn max_turns_ends_the_run_with_its_own_result() {
     server
         .push(calls(vec![tool("g1", "Glob", json!({"pattern": "*"}))]))
         .push(answer("never reached"));
-    let Some(r) = sdk::run(&env, &server, "max_turns").await else {
-        return;
-    };
+    let r = or_skip!(sdk::run(&env, &server, "max_turns").await);
     assert!(
         r.get("raised")["error"]
             .as_str()
@@ -347,9 +332,7 @@ async fn the_model_option_and_set_model_choose_the_model_requested() {
     let env = Env::new();
     let server = ModelServer::start().await;
     server.push(answer("one")).push(answer("two"));
-    let Some(r) = sdk::run(&env, &server, "model").await else {
-        return;
-    };
+    let r = or_skip!(sdk::run(&env, &server, "model").await);
     let reqs = server.requests();
     assert_eq!(reqs[0].body["model"], "claude-opus-4-5");
     assert_eq!(reqs[1].body["model"], "claude-haiku-4-5");
@@ -364,9 +347,7 @@ async fn the_fallback_model_option_hands_over_after_overloads() {
         server.push(api_error(529, "overloaded_error", "Overloaded"));
     }
     server.push(answer("answered by the fallback"));
-    let Some(r) = sdk::run(&env, &server, "fallback_model").await else {
-        return;
-    };
+    let r = or_skip!(sdk::run(&env, &server, "fallback_model").await);
     let models: Vec<Value> = server.requests().iter().map(|q| q.body["model"].clone()).collect();
     assert_eq!(
         models,
@@ -398,9 +379,7 @@ async fn json_schema_output_arrives_validated_as_structured_output() {
             text("Here it is."),
             tool("s2", "StructuredOutput", json!({"files": 3, "language": "Rust"})),
         ]));
-    let Some(r) = sdk::run(&env, &server, "json_schema").await else {
-        return;
-    };
+    let r = or_skip!(sdk::run(&env, &server, "json_schema").await);
     let res = results(&r);
     assert_eq!(res[0]["subtype"], "success");
     assert_eq!(res[0]["structured_output"], json!({"files": 3, "language": "Rust"}));
@@ -429,9 +408,7 @@ async fn programmatic_agents_become_sub_agent_types() {
         )]))
         .push(answer("No problems found."))
         .push(answer("The reviewer found no problems."));
-    let Some(r) = sdk::run(&env, &server, "agents").await else {
-        return;
-    };
+    let r = or_skip!(sdk::run(&env, &server, "agents").await);
     let inits: Vec<&Value> = of_type(&r, "SystemMessage")
         .into_iter()
         .filter(|m| m["subtype"] == "init")

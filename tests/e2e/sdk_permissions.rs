@@ -3,6 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::support::sdk;
+use crate::support::skip::or_skip;
 use crate::support::sse::{answer, calls, tool};
 use crate::support::{Env, ModelServer};
 
@@ -22,16 +23,15 @@ async fn permission_updates_from_can_use_tool_apply_at_once_and_are_saved() {
             tool("r1", "Read", json!({"file_path": outside.display().to_string()})),
         ]))
         .push(answer("done"));
-    let Some(r) = sdk::run_with(
-        &env,
-        &server,
-        "permission_updates",
-        &[("EXTRA_DIR", &extra_dir.display().to_string())],
-    )
-    .await
-    else {
-        return;
-    };
+    let r = or_skip!(
+        sdk::run_with(
+            &env,
+            &server,
+            "permission_updates",
+            &[("EXTRA_DIR", &extra_dir.display().to_string())],
+        )
+        .await
+    );
     // Asked once; the updates decided the rest.
     let asked: Vec<&Value> = r.lines.iter().filter(|l| l["kind"] == "asked").collect();
     assert_eq!(asked.len(), 1, "{asked:?}");

@@ -4,25 +4,20 @@
 
 use serde_json::json;
 
+use crate::support::host;
+use crate::support::skip::{Lack, or_skip};
 use crate::support::sse::{answer, calls, tool};
 use crate::support::{Env, ModelServer};
-
-fn caps() -> serde_json::Value {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_keel"))
-        .args(["__sandbox-exec", "--probe"])
-        .output()
-        .unwrap();
-    serde_json::from_slice(&out.stdout).unwrap()
-}
 
 /// A file in the host's `/dev/shm` for the length of a test.
 struct HostShm(std::path::PathBuf);
 
 impl HostShm {
-    fn new(tag: &str) -> Option<HostShm> {
+    fn new(tag: &str) -> Result<HostShm, Lack> {
         let p = std::path::PathBuf::from(format!("/dev/shm/keel-test-{}-{tag}", std::process::id()));
-        std::fs::write(&p, "host secret\n").ok()?;
-        Some(HostShm(p))
+        std::fs::write(&p, "host secret\n")
+            .map_err(|e| Lack::host(format!("the host has no writable /dev/shm ({e})")))?;
+        Ok(HostShm(p))
     }
 
     fn name(&self) -> String {
@@ -38,15 +33,8 @@ impl Drop for HostShm {
 
 #[tokio::test]
 async fn the_write_sandbox_has_a_dev_shm_of_its_own() {
-    let c = caps();
-    if !(c["filesystem"] == true && c["seccomp"] == true && c["mount_namespace"] == true) {
-        eprintln!("NOT TESTED here: the write sandbox cannot be enforced on this machine");
-        return;
-    }
-    let Some(host) = HostShm::new("host") else {
-        eprintln!("NOT TESTED here: the host has no writable /dev/shm");
-        return;
-    };
+    or_skip!(host::write_sandbox());
+    let host = or_skip!(HostShm::new("host"));
     let inside = format!("/dev/shm/keel-test-{}-inside", std::process::id());
     let env = Env::new();
     let server = ModelServer::start().await;
@@ -92,14 +80,8 @@ async fn the_write_sandbox_has_a_dev_shm_of_its_own() {
 /// root it has one of its own.
 #[tokio::test]
 async fn the_jail_does_not_see_the_hosts_dev_shm() {
-    if caps()["jail"] != true {
-        eprintln!("NOT TESTED here: the read-only jail is not available on this machine");
-        return;
-    }
-    let Some(host) = HostShm::new("jail") else {
-        eprintln!("NOT TESTED here: the host has no writable /dev/shm");
-        return;
-    };
+    or_skip!(host::jail());
+    let host = or_skip!(HostShm::new("jail"));
     let env = Env::new();
     let server = ModelServer::start().await;
     server

@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use crate::hooks::script;
+use crate::support::skip::or_skip;
 use crate::support::sse::{answer, calls, tool};
 use crate::support::{Env, ModelServer};
 
@@ -227,7 +228,7 @@ fn calc_project() -> Env {
 /// The real test runner to use: the pinned pytest (scripts/runners-venv.sh), else pytest when
 /// python3 has it, else unittest (always there).
 fn python_test_command() -> String {
-    if let Some(bin) = crate::support::runners::runners_venv() {
+    if let Ok(bin) = crate::support::runners::runners_venv() {
         return format!("{} -m pytest -q", bin.join("python3").display());
     }
     let pytest = std::process::Command::new("python3")
@@ -314,14 +315,8 @@ fn last_user_text(req: &crate::support::Recorded) -> String {
 
 #[tokio::test]
 async fn a_subagents_failing_run_leaves_the_parents_stop_gate_on() {
-    let python = std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !python {
-        eprintln!("skipping: python3 is not installed (the sub-agent runs real Python tests)");
-        return;
-    }
+    // The sub-agent runs real Python tests.
+    or_skip!(crate::support::skip::python3());
     let run = python_test_command();
     let env = calc_project();
     let server = ModelServer::start().await;

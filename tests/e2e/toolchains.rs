@@ -1,16 +1,18 @@
 //! Private homes still leave builds and tests their toolchains: git, cargo, python (pyenv's
 //! shims, user site-packages), pip, pytest, npm, an nvm-style global package, a mise-style
 //! install and go work in the write sandbox and — started by an approved-as-read-only `git
-//! diff` — in the read-only jail, from a throwaway HOME laid out as the tools lay it out. A
-//! tool this machine lacks is skipped with a message.
+//! diff` — in the read-only jail, from a throwaway HOME laid out as the tools lay it out. The
+//! checks of a toolchain this machine lacks are left out through `skip_part`: cargo, python3
+//! and npm are tools CI installs (a failure under `KEEL_TESTS_REQUIRE_ALL=1`), go and a
+//! system-wide pytest are optional.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::json;
 
-use crate::home_reads::write_sandbox_available;
-use crate::jail::jail_available;
+use crate::support::host;
+use crate::support::skip::{Lack, or_skip, skip_part};
 use crate::support::sse::{Block, answer, calls, tool};
 use crate::support::{Env, ModelServer, Recorded};
 
@@ -19,14 +21,17 @@ fn bash(id: &str, command: &str) -> Block {
 }
 
 fn installed(program: &str, arg: &str) -> bool {
-    let ok = Command::new(program)
-        .arg(arg)
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("{program} is not installed here: its checks are skipped");
+    match crate::support::skip::program(program, arg) {
+        Ok(()) => true,
+        Err(lack) => {
+            let lack = match program {
+                "go" => Lack::optional("go is not installed"),
+                _ => lack,
+            };
+            skip_part(lack, &format!("the {program} checks"));
+            false
+        }
     }
-    ok
 }
 
 fn put(path: &Path, content: &str) {
@@ -159,10 +164,7 @@ fn ok(last: &Recorded, id: &str, expect: &str) {
 /// sandboxed).
 #[tokio::test]
 async fn toolchains_work_in_the_write_sandbox() {
-    if !write_sandbox_available() {
-        eprintln!("skipped: the write sandbox cannot be enforced on this machine");
-        return;
-    }
+    or_skip!(host::write_sandbox());
     let env = Env::new();
     project(&env);
     let path = home_layout(&env);
@@ -176,10 +178,14 @@ async fn toolchains_work_in_the_write_sandbox() {
     let pytest = python
         && Command::new("python3")
             .args(["-c", "import pytest"])
+            .stderr(std::process::Stdio::null())
             .status()
             .is_ok_and(|s| s.success());
     if python && !pytest {
-        eprintln!("pytest is not installed here: `python3 -m pytest --version` is not checked");
+        skip_part(
+            Lack::optional("python3 has no pytest module"),
+            "`python3 -m pytest --version`",
+        );
     }
     let mut steps = vec![
         bash("status", "git status --short && git log -1 --format=%s"),
@@ -239,10 +245,7 @@ async fn toolchains_work_in_the_write_sandbox() {
 /// repository's own configuration, which an approved-as-read-only `git diff` runs.
 #[tokio::test]
 async fn toolchains_work_in_the_read_only_jail() {
-    if !jail_available() {
-        eprintln!("skipped: this kernel cannot provide the read-only jail (keel falls back to its allow-list)");
-        return;
-    }
+    or_skip!(host::jail());
     let env = Env::new();
     project(&env);
     let path = home_layout(&env);

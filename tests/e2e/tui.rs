@@ -314,10 +314,10 @@ async fn a_second_sigterm_ends_a_stuck_tui() {
     t.type_text("/memory");
     t.press(&["Enter"]);
     wait_until_running(&marker).await;
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Taken (its handler ran) before the second is sent, so the two cannot merge into one.
+    crate::support::procs::signal_and_wait_taken(pid.as_raw(), nix::sys::signal::Signal::SIGTERM).await;
     assert!(
-        nix::sys::signal::kill(pid, None).is_ok(),
+        crate::support::procs::running(pid.as_raw()),
         "keel was not stuck after all (the test needs it to be)"
     );
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
@@ -386,9 +386,9 @@ async fn a_second_sigterm_ends_keel_stuck_writing_to_the_terminal() {
         kill(tmux_server, Signal::SIGCONT).unwrap();
         panic!("keel never blocked writing to the terminal; the test needs it to: {seen:?}");
     }
-    kill(pid, Signal::SIGTERM).unwrap();
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let first_ended = !alive(pid);
+    crate::support::procs::signal_and_wait_taken(pid.as_raw(), Signal::SIGTERM).await;
+    // Still stuck in the write once the handler ran, or gone.
+    let first_ended = !crate::support::procs::wait_until_waiting_in(pid.as_raw(), &["wait_woken", "tty"]).await;
     kill(pid, Signal::SIGTERM).unwrap_or(());
     let mut gone = false;
     for _ in 0..100 {

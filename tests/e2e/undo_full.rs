@@ -7,22 +7,10 @@ use std::process::Stdio;
 
 use serde_json::{Value, json};
 
+use crate::support::host;
+use crate::support::skip::or_skip;
 use crate::support::sse::{answer, calls, tool};
 use crate::support::{Env, ModelServer, Out, finish};
-
-/// Whether this machine lets a test mount its own tmpfs (`unshare -rm`).
-fn private_mounts() -> bool {
-    let ok = std::process::Command::new("unshare")
-        .args(["-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("SKIPPED: cannot mount a private tmpfs here (unshare -rm); the full-disk undo test needs one");
-    }
-    ok
-}
 
 async fn in_namespace(env: &Env, server: &ModelServer, out: &Path, script: &str) -> Out {
     let child = tokio::process::Command::new("unshare")
@@ -53,9 +41,7 @@ fn read(p: &Path) -> String {
 
 #[tokio::test]
 async fn changes_keel_could_not_record_are_named_in_the_result_the_list_and_the_rewind() {
-    if !private_mounts() {
-        return;
-    }
+    or_skip!(host::private_mounts());
     let env = Env::new();
     std::fs::create_dir_all(env.home.join(".keel")).unwrap();
     // Larger than any slack in a page of KEEL_HOME, so their copies cannot be stored.

@@ -1,15 +1,14 @@
 //! MCP configuration: sources, approval of project servers, `keel mcp`.
 
 use super::{SERVER, config, init_line, log_path, python, stdio};
+use crate::support::skip::or_skip;
 use crate::support::sse::{answer, calls, tool};
 use crate::support::{Env, ModelServer, read_jsonl};
 use serde_json::{Value, json};
 
 #[tokio::test]
 async fn a_cloned_repository_cannot_start_its_servers_headless() {
-    if !python() {
-        return;
-    }
+    or_skip!(python());
     let env = Env::new();
     let log = log_path(&env, "repo");
     env.write(".mcp.json", &config(json!({"repo": stdio(&log, &[])})));
@@ -62,9 +61,7 @@ async fn a_cloned_repository_cannot_start_its_servers_headless() {
 
 #[tokio::test]
 async fn strict_config_ignores_other_sources_and_variables_expand() {
-    if !python() {
-        return;
-    }
+    or_skip!(python());
     let env = Env::new();
     let user_log = log_path(&env, "user");
     std::fs::write(
@@ -214,9 +211,7 @@ async fn keel_mcp_add_list_get_remove() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_tui_asks_once_per_project_and_mcp_shows_the_servers() {
-    if !python() {
-        return;
-    }
+    or_skip!(python());
     let env = Env::new();
     let log = log_path(&env, "repo");
     let mut entry = stdio(&log, &[]);
@@ -275,9 +270,7 @@ async fn the_tui_asks_once_per_project_and_mcp_shows_the_servers() {
 
 #[tokio::test]
 async fn a_plugins_servers_run_as_plugin_server_and_a_repositorys_plugin_needs_approval() {
-    if !python() {
-        return;
-    }
+    or_skip!(python());
     let env = Env::new();
     let log = log_path(&env, "plugin");
     let plugin = env.home.join("plugins/ops");

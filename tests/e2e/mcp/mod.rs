@@ -16,16 +16,9 @@ use crate::support::{Env, read_jsonl};
 
 pub(crate) const SERVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/e2e/support/mcp_server.py");
 
-/// The test server needs python3; without it the test says so and passes nothing else.
-pub(crate) fn python() -> bool {
-    let ok = std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("SKIPPED: python3 is not installed; the MCP test server needs it");
-    }
-    ok
+/// The test server needs python3: `or_skip!(python())`.
+pub(crate) fn python() -> Result<(), crate::support::skip::Lack> {
+    crate::support::skip::python3()
 }
 
 /// A stdio server entry running the test server with its message log at `log`.

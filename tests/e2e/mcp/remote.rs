@@ -1,15 +1,14 @@
 //! MCP over HTTP: streamable HTTP (sessions, SSE, resume, headers), 401, legacy SSE.
 
 use super::{HttpServer, config, init_line, log_path, python};
+use crate::support::skip::{Lack, or_skip};
 use crate::support::sse::{answer, calls, tool};
 use crate::support::{Env, ModelServer, read_jsonl};
 use serde_json::{Value, json};
 
 #[tokio::test]
 async fn streamable_http_with_session_headers_sse_results_and_resume() {
-    if !python() {
-        return;
-    }
+    or_skip!(python());
     let env = Env::new();
     let log = log_path(&env, "h");
     let http = HttpServer::start("--http", &log, &[]).await;
@@ -62,9 +61,7 @@ async fn streamable_http_with_session_headers_sse_results_and_resume() {
 
 #[tokio::test]
 async fn http_401_is_reported_as_needing_authentication() {
-    if !python() {
-        return;
-    }
+    or_skip!(python());
     let env = Env::new();
     let log = log_path(&env, "h");
     let http = HttpServer::start("--http", &log, &["--require-auth", "secret"]).await;
@@ -97,9 +94,7 @@ async fn http_401_is_reported_as_needing_authentication() {
 
 #[tokio::test]
 async fn legacy_sse_transport() {
-    if !python() {
-        return;
-    }
+    or_skip!(python());
     let env = Env::new();
     let log = log_path(&env, "s");
     let http = HttpServer::start("--sse", &log, &[]).await;
@@ -122,9 +117,7 @@ async fn legacy_sse_transport() {
 
 #[tokio::test]
 async fn a_legacy_sse_server_cannot_redirect_messages_to_another_origin() {
-    if !python() {
-        return;
-    }
+    or_skip!(python());
     let env = Env::new();
     let log = log_path(&env, "s");
     let http = HttpServer::start("--sse", &log, &["--foreign-endpoint"]).await;
@@ -156,30 +149,29 @@ async fn a_legacy_sse_server_cannot_redirect_messages_to_another_origin() {
 /// The pinned `@modelcontextprotocol/server-everything` (`tests/e2e/mcp/everything-version.txt`),
 /// installed by `scripts/mcp-everything-install.sh` (which `.ci/run` calls) into a cache outside
 /// the repository (`KEEL_TEST_CACHE`, default `~/.cache/keel-tests`); the test installs nothing
-/// itself. `None`, with the reason printed, when it is not there.
-fn everything() -> Option<std::path::PathBuf> {
+/// itself. `Err` when it (or node, which runs it) is not there.
+fn everything() -> Result<std::path::PathBuf, Lack> {
     let version = include_str!("everything-version.txt").trim();
-    let cache = std::env::var_os("KEEL_TEST_CACHE")
+    let base = std::env::var_os("KEEL_TEST_CACHE")
         .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache/keel-tests")))?
-        .join(format!("everything-{version}"));
+        .or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache/keel-tests")))
+        .unwrap_or_else(|| std::env::temp_dir().join("keel-tests"));
+    let cache = base.join(format!("everything-{version}"));
     let entry = cache.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     if !cache.join(".keel-ready").is_file() || !entry.is_file() {
-        eprintln!(
-            "SKIPPED: the pinned @modelcontextprotocol/server-everything {version} is not installed in {}; run \
-             scripts/mcp-everything-install.sh",
+        return Err(Lack::tool(format!(
+            "the pinned @modelcontextprotocol/server-everything {version} is not installed in {} \
+             (scripts/mcp-everything-install.sh)",
             cache.display()
-        );
-        return None;
+        )));
     }
-    Some(entry)
+    crate::support::skip::program("node", "--version")?;
+    Ok(entry)
 }
 
 #[tokio::test]
 async fn the_reference_everything_server() {
-    let Some(entry) = everything() else {
-        return;
-    };
+    let entry = or_skip!(everything());
     let env = Env::new();
     let server = ModelServer::start().await;
     server
@@ -241,9 +233,7 @@ async fn the_reference_everything_server() {
 
 #[tokio::test]
 async fn stream_json_sessions_report_the_servers_in_init_and_mcp_status() {
-    if !python() {
-        return;
-    }
+    or_skip!(python());
     let env = Env::new();
     let log = log_path(&env, "t");
     let server = ModelServer::start().await;

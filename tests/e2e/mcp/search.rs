@@ -1,15 +1,14 @@
 //! Deferred MCP tools and ToolSearch.
 
 use super::{config, log_path, python, stdio};
+use crate::support::skip::or_skip;
 use crate::support::sse::{answer, calls, tool};
 use crate::support::{Env, ModelServer};
 use serde_json::json;
 
 #[tokio::test]
 async fn tool_search_keeps_the_first_request_small_and_appends_what_it_loads() {
-    if !python() {
-        return;
-    }
+    or_skip!(python());
     let env = Env::new();
     let log = log_path(&env, "t");
     let server = ModelServer::start().await;
@@ -90,9 +89,7 @@ async fn tool_search_keeps_the_first_request_small_and_appends_what_it_loads() {
 
 #[tokio::test]
 async fn few_tools_are_not_deferred_and_the_setting_can_force_it() {
-    if !python() {
-        return;
-    }
+    or_skip!(python());
     let env = Env::new();
     let log = log_path(&env, "t");
     let cfg = config(json!({"t": stdio(&log, &[])}));

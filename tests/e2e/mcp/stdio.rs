@@ -3,15 +3,14 @@
 use std::time::Duration;
 
 use super::{calls_of, config, init_line, log_path, python, received, stdio};
+use crate::support::skip::or_skip;
 use crate::support::sse::{answer, calls, tool};
 use crate::support::{Env, ModelServer, read_jsonl};
 use serde_json::{Value, json};
 
 #[tokio::test]
 async fn stdio_tools_results_errors_and_init_status() {
-    if !python() {
-        return;
-    }
+    or_skip!(python());
     let env = Env::new();
     let log = log_path(&env, "t");
     let server = ModelServer::start().await;
@@ -84,9 +83,7 @@ async fn stdio_tools_results_errors_and_init_status() {
 
 #[tokio::test]
 async fn mcp_tools_are_never_auto_approved_and_rules_name_servers_and_tools() {
-    if !python() {
-        return;
-    }
+    or_skip!(python());
     let env = Env::new();
     let log = log_path(&env, "t");
     let cfg = config(json!({"t": stdio(&log, &[])}));
@@ -147,9 +144,7 @@ async fn mcp_tools_are_never_auto_approved_and_rules_name_servers_and_tools() {
 
 #[tokio::test]
 async fn pre_tool_use_hooks_match_mcp_tools() {
-    if !python() {
-        return;
-    }
+    or_skip!(python());
     let env = Env::new();
     let log = log_path(&env, "t");
     let hook = crate::hooks::script(&env, "block.sh", "echo 'no echo today' >&2\nexit 2");
@@ -172,9 +167,7 @@ async fn pre_tool_use_hooks_match_mcp_tools() {
 
 #[tokio::test]
 async fn a_crash_is_an_error_result_and_the_next_call_restarts_the_server() {
-    if !python() {
-        return;
-    }
+    or_skip!(python());
     let env = Env::new();
     let log = log_path(&env, "t");
     let server = ModelServer::start().await;
@@ -204,9 +197,7 @@ async fn a_crash_is_an_error_result_and_the_next_call_restarts_the_server() {
 
 #[tokio::test]
 async fn a_call_past_the_timeout_is_cancelled_on_the_server() {
-    if !python() {
-        return;
-    }
+    or_skip!(python());
     let env = Env::new();
     let log = log_path(&env, "t");
     let server = ModelServer::start().await;
@@ -252,9 +243,7 @@ async fn a_call_past_the_timeout_is_cancelled_on_the_server() {
 
 #[tokio::test]
 async fn servers_that_fail_to_start_are_reported_and_the_session_goes_on() {
-    if !python() {
-        return;
-    }
+    or_skip!(python());
     let env = Env::new();
     let log = log_path(&env, "dies");
     let server = ModelServer::start().await;
@@ -302,9 +291,7 @@ async fn servers_that_fail_to_start_are_reported_and_the_session_goes_on() {
 
 #[tokio::test]
 async fn stdio_servers_die_with_the_session_and_get_the_project_dir() {
-    if !python() {
-        return;
-    }
+    or_skip!(python());
     let env = Env::new();
     let log = log_path(&env, "t");
     let server = ModelServer::start().await;
@@ -326,24 +313,21 @@ async fn stdio_servers_die_with_the_session_and_get_the_project_dir() {
         "stdio servers run in the project directory"
     );
     assert_eq!(start["project_dir"], json!(env.work), "and get CLAUDE_PROJECT_DIR");
-    let pid = start["pid"].as_i64().unwrap();
-    let gone = (0..50).any(|_| {
-        let alive = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .map(|s| !s.contains(") Z "))
-            .unwrap_or(false);
-        if alive {
-            std::thread::sleep(Duration::from_millis(100));
+    let pid = start["pid"].as_i64().unwrap() as i32;
+    let mut gone = false;
+    for _ in 0..250 {
+        if !crate::support::procs::running(pid) {
+            gone = true;
+            break;
         }
-        !alive
-    });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     assert!(gone, "server process {pid} outlived the session");
 }
 
 #[tokio::test]
 async fn resources_and_prompts() {
-    if !python() {
-        return;
-    }
+    or_skip!(python());
     let env = Env::new();
     let log = log_path(&env, "t");
     let cfg = config(json!({"t": stdio(&log, &[])}));
@@ -392,9 +376,7 @@ async fn resources_and_prompts() {
 
 #[tokio::test]
 async fn general_purpose_sub_agents_get_the_mcp_tools() {
-    if !python() {
-        return;
-    }
+    or_skip!(python());
     let env = Env::new();
     let log = log_path(&env, "t");
     let server = ModelServer::start().await;
@@ -433,9 +415,7 @@ async fn general_purpose_sub_agents_get_the_mcp_tools() {
 
 #[tokio::test]
 async fn tools_a_server_adds_later_are_appended() {
-    if !python() {
-        return;
-    }
+    or_skip!(python());
     let env = Env::new();
     let log = log_path(&env, "t");
     let server = ModelServer::start().await;
@@ -464,9 +444,21 @@ async fn tools_a_server_adds_later_are_appended() {
 
 #[tokio::test]
 async fn an_interrupted_call_is_cancelled_on_the_server() {
-    if !python() {
-        return;
-    }
+    or_skip!(python());
+    interrupt_a_call_and_expect_its_cancellation(&[]).await;
+}
+
+/// A server still busy with earlier input when keel ends hears the cancellation too: keel
+/// closes its input and lets it exit by itself before killing what is left.
+#[tokio::test]
+async fn a_busy_server_still_hears_the_cancellation_when_the_session_ends() {
+    or_skip!(python());
+    interrupt_a_call_and_expect_its_cancellation(&["--read-delay", "0.2"]).await;
+}
+
+/// Interrupts a session while the test server (started with `extra`) sleeps in a call, and
+/// checks that the server received `notifications/cancelled` for that call.
+async fn interrupt_a_call_and_expect_its_cancellation(extra: &[&str]) {
     let env = Env::new();
     let log = log_path(&env, "t");
     let server = ModelServer::start().await;
@@ -476,7 +468,7 @@ async fn an_interrupted_call_is_cancelled_on_the_server() {
     let child = env
         .keel(&server)
         .args(["-p", "go", "--allowedTools", "mcp__t", "--mcp-config"])
-        .arg(config(json!({"t": stdio(&log, &[])})))
+        .arg(config(json!({"t": stdio(&log, extra)})))
         .spawn();
     let pid = child.id().expect("pid") as i32;
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
@@ -506,9 +498,7 @@ async fn an_interrupted_call_is_cancelled_on_the_server() {
 
 #[tokio::test]
 async fn long_output_is_capped_and_saved_like_other_tools() {
-    if !python() {
-        return;
-    }
+    or_skip!(python());
     let env = Env::new();
     let log = log_path(&env, "t");
     let server = ModelServer::start().await;

@@ -10,7 +10,8 @@ result is delivered on the client's GET with Last-Event-ID), and --fillers N fil
 Resources: test://docs/readme. Prompts: review(topic).
 
 --log FILE appends one JSON object per line: every message received ({"recv": msg}), and in
-HTTP modes every request ({"http": method, "path", "headers"}).
+HTTP modes every request ({"http": method, "path", "headers"}). --read-delay S (stdio): a busy
+server, which takes S seconds over each message it reads before it notes it.
 """
 
 import argparse
@@ -191,6 +192,8 @@ def run_stdio():
             msg = json.loads(line)
         except ValueError:
             continue
+        if ARGS.read_delay:
+            time.sleep(ARGS.read_delay)
         # Logged as read (a message is on record even if the process is killed right after);
         # requests run on their own threads so a slow one does not hide a cancellation.
         log({"recv": msg})
@@ -390,6 +393,7 @@ def main():
     p.add_argument("--log")
     p.add_argument("--require-auth")
     p.add_argument("--die-at-start", action="store_true")
+    p.add_argument("--read-delay", type=float, default=0.0)
     p.add_argument("--foreign-endpoint", action="store_true", help="legacy SSE: name an endpoint on another origin")
     p.add_argument("--start-delay", type=float, default=0.0, help="seconds to wait before serving (start-up cost)")
     ARGS = p.parse_args()

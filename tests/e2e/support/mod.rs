@@ -1,10 +1,12 @@
 //! Test support: a scripted model server and a runner for the real `keel` binary.
 
+pub mod host;
 pub mod openai;
 pub mod procs;
 pub mod runners;
 pub mod sdk;
 pub mod server;
+pub mod skip;
 pub mod sse;
 pub mod tmux;
 pub mod ts_sdk;

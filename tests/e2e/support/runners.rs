@@ -1,9 +1,12 @@
 //! The pinned test runners the evidence tests run for real (pytest, tox:
 //! `tests/e2e/runners/requirements.txt`), installed by `scripts/runners-venv.sh` (which `.ci/run`
 //! calls) into a virtual environment outside the repository. The tests never install anything
-//! themselves: without the environment they skip, saying so loudly.
+//! themselves: without the environment they skip (`skip`: a missing tool, a failure under
+//! `KEEL_TESTS_REQUIRE_ALL=1`).
 
 use std::path::{Path, PathBuf};
+
+use super::skip::Lack;
 
 /// The pins, one `name==version` a line; the script reads the same file.
 const REQUIREMENTS: &str = include_str!("../runners/requirements.txt");
@@ -28,19 +31,18 @@ pub fn venv_dir() -> PathBuf {
     base.join(format!("runners-{}", pins()))
 }
 
-/// The environment's `bin` directory (put it first on the PATH keel's commands see), or `None`
-/// after printing why the calling test skips.
-pub fn runners_venv() -> Option<PathBuf> {
+/// The environment's `bin` directory (put it first on the PATH keel's commands see), or why
+/// the calling test cannot run.
+pub fn runners_venv() -> Result<PathBuf, Lack> {
     let dir = venv_dir();
     let bin = dir.join("bin");
     if dir.join(".keel-ready").is_file() && bin.join("pytest").is_file() {
-        return Some(bin);
+        return Ok(bin);
     }
-    eprintln!(
-        "SKIPPED: this test runs the pinned pytest/tox, which are not installed in {}; run scripts/runners-venv.sh",
+    Err(Lack::tool(format!(
+        "the pinned pytest/tox are not installed in {} (scripts/runners-venv.sh)",
         dir.display()
-    );
-    None
+    )))
 }
 
 /// `bin` in front of the test process's own PATH.

@@ -1,7 +1,8 @@
 //! The real Python Agent SDK (`claude-agent-sdk`, pinned) driving keel: the SDK is installed
 //! from the registry into a virtual environment outside the repository on first use (or by
 //! `.ci/run`), and each test runs a small Python program that points `cli_path` at keel.
-//! Only a machine without Python skips these tests, and says so.
+//! Only a machine without Python skips these tests (`skip`: a missing tool, a failure under
+//! `KEEL_TESTS_REQUIRE_ALL=1`).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -9,6 +10,7 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
+use super::skip::Lack;
 use super::{Env, ModelServer, RUN_TIMEOUT};
 
 /// The pinned SDK (`claude-agent-sdk==X`); `.ci/run` installs the same file.
@@ -40,19 +42,18 @@ fn python3() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// The venv's Python with the SDK installed; `None` (after saying why) when this machine has
-/// no Python. A failed install is a test failure, not a skip.
-pub fn python() -> Option<PathBuf> {
+/// The venv's Python with the SDK installed, or why not: this machine has no Python. A failed
+/// install is a test failure, not a skip.
+pub fn python() -> Result<PathBuf, Lack> {
     let mut slot = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
     if slot.is_none() {
         let Some(system) = python3() else {
-            eprintln!("SKIPPED: the Agent SDK tests need python3, which is not on PATH");
-            return None;
+            return Err(Lack::tool("python3 is not installed"));
         };
         *slot = Some(install(&system));
     }
     match slot.as_ref().expect("set above") {
-        Ok(p) => Some(p.clone()),
+        Ok(p) => Ok(p.clone()),
         Err(e) => panic!("cannot install {}: {e}", REQUIREMENT.trim()),
     }
 }
@@ -112,14 +113,14 @@ impl Report {
     }
 }
 
-/// Runs `tests/e2e/sdk/<name>.py` against keel (the real binary) and `server`; `None` when
+/// Runs `tests/e2e/sdk/<name>.py` against keel (the real binary) and `server`; `Err` when
 /// Python is missing.
-pub async fn run(env: &Env, server: &ModelServer, name: &str) -> Option<Report> {
+pub async fn run(env: &Env, server: &ModelServer, name: &str) -> Result<Report, Lack> {
     run_with(env, server, name, &[]).await
 }
 
 /// [`run`] with extra environment variables for the program.
-pub async fn run_with(env: &Env, server: &ModelServer, name: &str, vars: &[(&str, &str)]) -> Option<Report> {
+pub async fn run_with(env: &Env, server: &ModelServer, name: &str, vars: &[(&str, &str)]) -> Result<Report, Lack> {
     let python = python()?;
     let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/sdk");
     let mut cmd = tokio::process::Command::new(python);
@@ -160,5 +161,5 @@ pub async fn run_with(env: &Env, server: &ModelServer, name: &str, vars: &[(&str
         stderr,
     };
     assert_eq!(report.code, 0, "the SDK program {name} failed:\n{}", report.stderr);
-    Some(report)
+    Ok(report)
 }

@@ -49,6 +49,71 @@ pub enum Reply {
         chunk: String,
         pace: Duration,
     },
+    /// `then`, once as many requests as the meeting wants wait at it together (at most
+    /// [`MEETING_WAIT`]; `then` is sent anyway after that, the meeting stays unmet and later
+    /// requests at it no longer wait).
+    Meet { meeting: Meeting, then: Box<Reply> },
+}
+
+/// Longest a [`Reply::Meet`] waits for the others.
+pub const MEETING_WAIT: Duration = Duration::from_secs(30);
+
+/// A meeting point for requests: it happens when `n` requests holding it wait at once, which
+/// proves that they were in flight together (requests run one after another never meet: a
+/// request whose client went away leaves its seat).
+#[derive(Debug, Clone)]
+pub struct Meeting(Arc<MeetingState>);
+
+#[derive(Debug)]
+struct MeetingState {
+    n: usize,
+    waiting: Mutex<usize>,
+    happened: tokio::sync::watch::Sender<bool>,
+    missed: std::sync::atomic::AtomicBool,
+}
+
+impl Meeting {
+    pub fn new(n: usize) -> Meeting {
+        Meeting(Arc::new(MeetingState {
+            n,
+            waiting: Mutex::new(0),
+            happened: tokio::sync::watch::channel(false).0,
+            missed: std::sync::atomic::AtomicBool::new(false),
+        }))
+    }
+
+    /// Whether `n` requests were ever waiting here at the same time.
+    pub fn happened(&self) -> bool {
+        *self.0.happened.borrow()
+    }
+
+    async fn attend(&self) {
+        use std::sync::atomic::Ordering;
+        if self.0.missed.load(Ordering::SeqCst) {
+            return;
+        }
+        struct Seat<'a>(&'a MeetingState);
+        impl Drop for Seat<'_> {
+            fn drop(&mut self) {
+                *self.0.waiting.lock().unwrap() -= 1;
+            }
+        }
+        let mut happened = self.0.happened.subscribe();
+        let _seat = {
+            let mut waiting = self.0.waiting.lock().unwrap();
+            *waiting += 1;
+            if *waiting >= self.0.n {
+                self.0.happened.send_replace(true);
+            }
+            Seat(&self.0)
+        };
+        if tokio::time::timeout(MEETING_WAIT, happened.wait_for(|h| *h))
+            .await
+            .is_err()
+        {
+            self.0.missed.store(true, Ordering::SeqCst);
+        }
+    }
 }
 
 /// The model API paths: a request to a path that merely ends like one (`/v1/v1/messages`,
@@ -72,8 +137,6 @@ pub struct Recorded {
     pub path: String,
     pub headers: Vec<(String, String)>,
     pub body: Value,
-    /// When the request arrived (for tests of concurrency).
-    pub at: std::time::Instant,
 }
 
 impl Recorded {
@@ -141,6 +204,8 @@ struct State {
     routes: Vec<(String, Reply)>,
     /// SSE bodies whose client went away before the last chunk.
     abandoned: usize,
+    /// SSE chunks handed to the connection, over all bodies.
+    sent: usize,
 }
 
 pub struct ModelServer {
@@ -211,6 +276,45 @@ impl ModelServer {
     pub fn abandoned(&self) -> usize {
         self.state.lock().unwrap().abandoned
     }
+
+    /// Waits (bounded) until `abandoned()` reaches `n` and returns it (less than `n` when it never
+    /// did): the server notices a client that went away only when it sends the next chunk.
+    pub async fn wait_abandoned(&self, n: usize) -> usize {
+        for _ in 0..1500 {
+            if self.abandoned() >= n {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        self.abandoned()
+    }
+
+    /// SSE chunks sent so far, over all replies.
+    pub fn chunks_sent(&self) -> usize {
+        self.state.lock().unwrap().sent
+    }
+
+    /// Waits (bounded) until `n` requests have arrived; panics if they never do.
+    pub async fn wait_requests(&self, n: usize) {
+        for _ in 0..1500 {
+            if self.requests().len() >= n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("{} requests arrived, not {n}", self.requests().len());
+    }
+
+    /// Waits (bounded) until `n` SSE chunks have been sent; panics if they never are.
+    pub async fn wait_chunks_sent(&self, n: usize) {
+        for _ in 0..1500 {
+            if self.chunks_sent() >= n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("{} chunks were sent, not {n}", self.chunks_sent());
+    }
 }
 
 type Body = BoxBody<Bytes, std::io::Error>;
@@ -244,12 +348,7 @@ async fn handle(req: Request<hyper::body::Incoming>, state: Arc<Mutex<State>>) -
     let reply = {
         let mut s = state.lock().unwrap();
         let answered = s.responder.clone().and_then(|f| f(&body));
-        s.requests.push(Recorded {
-            path,
-            headers,
-            body,
-            at: std::time::Instant::now(),
-        });
+        s.requests.push(Recorded { path, headers, body });
         answered.or_else(|| s.replies.pop_front())
     };
     let Some(reply) = reply else {
@@ -264,6 +363,10 @@ async fn handle(req: Request<hyper::body::Incoming>, state: Arc<Mutex<State>>) -
 
 async fn respond(reply: Reply, state: Arc<Mutex<State>>) -> Response<Body> {
     match reply {
+        Reply::Meet { meeting, then } => {
+            meeting.attend().await;
+            Box::pin(respond(*then, state)).await
+        }
         Reply::Json { status, body, headers } => json_response(status, body, &headers),
         Reply::Sse { chunks, pace } => sse_response(chunks, pace, false, state),
         Reply::SseThenDrop { chunks } => sse_response(chunks, Duration::ZERO, true, state),
@@ -330,6 +433,7 @@ fn sse_response(chunks: Vec<String>, pace: Duration, drop_at_end: bool, state: A
                 }
                 return;
             }
+            state.lock().unwrap().sent += 1;
         }
         if drop_at_end {
             let _ = tx

@@ -2,7 +2,7 @@
 //! `tests/e2e/ts-sdk/package.json`) driving keel: installed from the npm registry into the test
 //! cache on first use (or by `.ci/run` through `scripts/ts-sdk-install.sh`), each test runs a
 //! small Node program that points `pathToClaudeCodeExecutable` at keel. Only a machine without
-//! node and npm skips, and says so.
+//! node and npm skips (`skip`: a missing tool, a failure under `KEEL_TESTS_REQUIRE_ALL=1`).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -10,6 +10,7 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
+use super::skip::Lack;
 use super::{Env, ModelServer, RUN_TIMEOUT};
 
 static INSTALL: Mutex<Option<Result<PathBuf, String>>> = Mutex::new(None);
@@ -22,14 +23,15 @@ fn scripts() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/ts-sdk")
 }
 
-/// The installed `node_modules`; `None` (after saying why) without node and npm. A failed
-/// install is a test failure, not a skip.
-fn modules() -> Option<PathBuf> {
+/// The installed `node_modules`, or why not: no node or npm here. A failed install is a test
+/// failure, not a skip.
+fn modules() -> Result<PathBuf, Lack> {
     let mut slot = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
     if slot.is_none() {
-        if !on_path("node") || !on_path("npm") {
-            eprintln!("SKIPPED: the TypeScript Agent SDK test needs node and npm, which are not on PATH");
-            return None;
+        for program in ["node", "npm"] {
+            if !on_path(program) {
+                return Err(Lack::tool(format!("{program} is not installed")));
+            }
         }
         let out = std::process::Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/ts-sdk-install.sh"))
             .output()
@@ -42,7 +44,7 @@ fn modules() -> Option<PathBuf> {
         }));
     }
     match slot.as_ref().expect("set above") {
-        Ok(p) => Some(p.clone()),
+        Ok(p) => Ok(p.clone()),
         Err(e) => panic!("cannot install the TypeScript Agent SDK: {e}"),
     }
 }
@@ -73,8 +75,8 @@ impl Report {
     }
 }
 
-/// Runs `tests/e2e/ts-sdk/<name>.mjs` against keel and `server`; `None` without node.
-pub async fn run(env: &Env, server: &ModelServer, name: &str) -> Option<Report> {
+/// Runs `tests/e2e/ts-sdk/<name>.mjs` against keel and `server`; `Err` without node and npm.
+pub async fn run(env: &Env, server: &ModelServer, name: &str) -> Result<Report, Lack> {
     let modules = modules()?;
     let entry = |rel: &str| format!("file://{}", modules.join(rel).display());
     let mut cmd = tokio::process::Command::new("node");
@@ -111,5 +113,5 @@ pub async fn run(env: &Env, server: &ModelServer, name: &str) -> Option<Report> 
         .filter(|l| l.starts_with('{'))
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("bad report line ({e}): {l}\nstderr:\n{stderr}")))
         .collect();
-    Some(Report { lines, stderr })
+    Ok(Report { lines, stderr })
 }
