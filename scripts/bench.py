@@ -55,6 +55,13 @@ def make_repo(root, files=40, lines=150):
         f.write("target/\n")
 
 
+def git_init(root):
+    env = dict(os.environ, GIT_AUTHOR_NAME="bench", GIT_AUTHOR_EMAIL="bench@example.com",
+               GIT_COMMITTER_NAME="bench", GIT_COMMITTER_EMAIL="bench@example.com")
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "init"]):
+        subprocess.run(cmd, cwd=root, env=env, check=True)
+
+
 def make_turns(root, turns):
     """Cycles of ten turns: survey (Glob, Grep, Read), edit (Edit, a second Edit without re-reading,
     Write of a new file) and shell (Bash). Each cycle works on its own file, so every edit's anchor
@@ -208,6 +215,83 @@ def responses_for(turn, n):
     return "".join(parts).encode()
 
 
+class CacheModel:
+    """What an Anthropic-style prompt cache makes of the session's requests, worked out from the
+    request bodies alone (independent of keel's code). The request is read as a sequence of
+    blocks (tool definitions, system blocks, then each message's content blocks); a block
+    carrying `cache_control` is a breakpoint. A request reads from the cache the longest prefix
+    that ends at one of its breakpoints, or at most 20 blocks before one, and that an earlier
+    request wrote; it writes everything from there up to its last breakpoint; the rest is
+    uncached input. Tokens are estimated as 4 bytes of the block's JSON each. Cost is counted in
+    uncached-token equivalents: input 1, cache read 0.1, cache write 1.25."""
+
+    LOOKBACK = 20
+
+    def __init__(self):
+        import hashlib
+        self.hashlib = hashlib
+        self.written = set()
+        self.sent = self.read = self.write = self.uncached = 0
+        self.requests = 0
+
+    @staticmethod
+    def blocks(body):
+        out = []
+        for t in body.get("tools", []):
+            out.append(t)
+        system = body.get("system", [])
+        if isinstance(system, str):
+            system = [{"type": "text", "text": system}]
+        out.extend(system)
+        for m in body.get("messages", []):
+            content = m.get("content")
+            if isinstance(content, str):
+                content = [{"type": "text", "text": content}]
+            for i, b in enumerate(content):
+                out.append(dict(b, _role=m.get("role"), _first=i == 0))
+        return out
+
+    def add(self, raw):
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            return
+        h = self.hashlib.sha256()
+        prefix_hash, tokens, marks, total = [], [], [], 0
+        for i, b in enumerate(self.blocks(body)):
+            marked = isinstance(b, dict) and "cache_control" in b
+            clean = {k: v for k, v in b.items() if k != "cache_control"} if isinstance(b, dict) else b
+            enc = json.dumps(clean, sort_keys=True, separators=(",", ":")).encode()
+            h.update(enc)
+            h.update(b"\0")
+            prefix_hash.append(h.hexdigest())
+            total += len(enc) / 4
+            tokens.append(total)
+            if marked:
+                marks.append(i)
+        hit = -1
+        for p in reversed(marks):
+            for j in range(p, max(p - self.LOOKBACK, -1), -1):
+                if prefix_hash[j] in self.written:
+                    hit = j
+                    break
+            if hit >= 0:
+                break
+        read = tokens[hit] if hit >= 0 else 0
+        last = marks[-1] if marks else -1
+        written = max((tokens[last] if last >= 0 else 0) - read, 0)
+        self.sent += total
+        self.read += read
+        self.write += written
+        self.uncached += total - read - written
+        for p in marks:
+            self.written.add(prefix_hash[p])
+        self.requests += 1
+
+    def cost(self):
+        return self.uncached + 0.1 * self.read + 1.25 * self.write
+
+
 PROTOCOLS = {"sse": sse_for, "openai": chat_for, "responses": responses_for}
 
 
@@ -242,6 +326,10 @@ class Server:
         self.samples = []
         self.hwm = None
         self.lock = threading.Lock()
+        # Request bodies are kept in a file and worked out after the run, so that the cache model
+        # does not hold up the answers (or keep a long session's bodies in memory).
+        self.cache = CacheModel() if protocol == "sse" else None
+        self.spool = tempfile.TemporaryFile() if self.cache else None
         outer = self
 
         class H(BaseHTTPRequestHandler):
@@ -253,8 +341,10 @@ class Server:
 
             def do_POST(self):
                 length = int(self.headers.get("content-length", 0))
-                self.rfile.read(length)
+                raw = self.rfile.read(length)
                 with outer.lock:
+                    if outer.spool is not None:
+                        outer.spool.write(len(raw).to_bytes(8, "little") + raw)
                     body = outer.bodies[outer.next]
                     outer.next += 1
                     if outer.pid:
@@ -282,6 +372,11 @@ class Server:
 
     def close(self):
         self.httpd.shutdown()
+        if self.spool is not None:
+            self.spool.seek(0)
+            while len(head := self.spool.read(8)) == 8:
+                self.cache.add(self.spool.read(int.from_bytes(head, "little")))
+            self.spool.close()
 
 
 def run_once(keel, template, mode, turns, script_path, piece=None):
@@ -332,6 +427,7 @@ def run_once(keel, template, mode, turns, script_path, piece=None):
     check_edits(repo, turns)
     shutil.rmtree(home, ignore_errors=True)
     result["cpu_samples"] = server.samples if server else []
+    result["cache"] = server.cache if server else None
     result["peak_rss"] = max(v for v in (peak[0], server.hwm if server else None, 0.0) if v is not None) or None
     return wall, result
 
@@ -357,7 +453,7 @@ def measure(keel, repo, mode, turns, script_path, piece=None):
     # keel's own VmHWM, read while it ran (ru_maxrss of RUSAGE_CHILDREN would also count what a
     # forked child inherits from this script before it execs keel).
     rss = result["peak_rss"] or after.ru_maxrss / 1024.0
-    return wall, cpu, rss, result["num_turns"], window_costs(result["cpu_samples"])
+    return wall, cpu, rss, result["num_turns"], window_costs(result["cpu_samples"]), result["cache"]
 
 
 def window_costs(samples, width=100):
@@ -376,6 +472,8 @@ def main():
     ap.add_argument("--turns", type=int, default=90)
     ap.add_argument("--keel", default=os.path.join(ROOT, "target", "release", "keel"))
     ap.add_argument("--mode", default="both", choices=["script", "sse", "openai", "responses", "both", "all"])
+    ap.add_argument("--git", action="store_true",
+                    help="make the repository a git repository with one commit, as real projects are")
     ap.add_argument("--wrap", default="", help="command prefix for keel, e.g. a profiler")
     ap.add_argument("--giant", action="store_true",
                     help="also time one answer made of a single 10 MB text event, streamed in 16 KB writes "
@@ -389,12 +487,15 @@ def main():
     repo = os.path.join(work, "repo")
     os.makedirs(repo)
     make_repo(repo)
+    if args.git:
+        git_init(repo)
     turns = make_turns(repo, args.turns)
     script_path = os.path.join(work, "script.json")
     with open(script_path, "w") as f:
         json.dump({"model": "claude-sonnet-4-5", "turns": turns}, f)
     modes = {"both": ["script", "sse"], "all": ["script", "sse", "openai", "responses"]}.get(args.mode, [args.mode])
     shells = statistics.median(shell_cpu(repo, shell_commands(turns)) for _ in range(args.runs))
+    caches = {}
     counts = {}
     for t in turns:
         for c in t.get("tool_calls", []):
@@ -408,7 +509,9 @@ def main():
     for mode in modes:
         walls, cpus, rss, n, windows = [], [], 0.0, 0, []
         for _ in range(args.runs):
-            w, c, r, n, win = measure(args.keel, repo, mode, turns, script_path)
+            w, c, r, n, win, cache = measure(args.keel, repo, mode, turns, script_path)
+            if cache:
+                caches[mode] = cache
             walls.append(w)
             cpus.append(c)
             rss = max(rss, r)
@@ -422,11 +525,16 @@ def main():
                       f"{statistics.median(w[1] for w in windows):.2f} ms")
         print(f"| {mode} | {n} | {statistics.median(walls) * 1000:.0f} ms | {cpu * 1000:.0f} ms | "
               f"{cpu * 1000 / n:.2f} ms | {own * 1000 / n:.2f} ms | {rss:.1f} MiB | {growth} |")
+    for mode, c in caches.items():
+        print(f"prompt cache ({mode}, the last run's {c.requests} requests; tokens estimated at 4 bytes): "
+              f"sent {c.sent / 1000:.0f}k, cache reads {c.read / 1000:.0f}k, cache writes {c.write / 1000:.0f}k, "
+              f"uncached {c.uncached / 1000:.0f}k; cost {c.cost() / 1000:.0f}k uncached-token equivalents "
+              f"(read 0.1x, write 1.25x)")
     if args.giant:
         giant = [{"text": "x" * (10 * 1024 * 1024)}]
         cpus, walls = [], []
         for _ in range(args.runs):
-            w, c, _, _, _ = measure(args.keel, repo, "sse", giant, script_path, piece=args.giant_piece)
+            w, c, _, _, _, _ = measure(args.keel, repo, "sse", giant, script_path, piece=args.giant_piece)
             walls.append(w)
             cpus.append(c)
         print(f"one 10 MB text event (SSE, sent in {args.giant_piece} byte writes): wall {statistics.median(walls) * 1000:.0f} ms, "

@@ -2,10 +2,16 @@
 //!
 //! The view has a cold part (store messages before the *frontier*, with tiers 2–4 applied) and
 //! a hot part (everything after it, verbatim). The frontier only moves in steps — when the hot
-//! part holds too many exchanges or too many tokens — and the cold part is rebuilt only then.
-//! Between steps every request repeats the previous one byte for byte and appends to it, so
-//! the provider's prompt cache keeps hitting; and building a request costs a copy of the new
-//! messages only.
+//! part holds too many exchanges or too many tokens. Between steps every request repeats the
+//! previous one byte for byte and appends to it, so the provider's prompt cache keeps hitting,
+//! and building a request costs a copy of the new messages only.
+//!
+//! A step leaves the cold part that earlier requests sent as it is and applies the tiers to the
+//! messages that just became cold (with evidence from the whole history): what was sent stays
+//! byte-stable, the cache is rewritten only from the old frontier on, and a step costs the new
+//! part rather than the whole history. Only [`Compactor::squeeze`], the step before
+//! autocompaction, re-runs the tiers over everything, where the last tokens matter more than
+//! the cache.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -14,6 +20,7 @@ use std::time::{Duration, Instant};
 use super::breaker::Breaker;
 use super::view::View;
 use super::{Memo, TierContext, calls::CallIndex, collapse, microcompact, snip};
+pub use crate::context::assemble::Anchors;
 use crate::context::tokens::{self, TokenCounter, Window};
 use crate::tools::kinds::KindTable;
 use crate::types::message::{Message, Role};
@@ -31,9 +38,12 @@ pub struct ViewPolicy {
 
 impl Default for ViewPolicy {
     fn default() -> Self {
+        // Small steps, often: a step rewrites only the newly cold messages (the part sent
+        // before stays as it was), so consumed results can turn into placeholders soon without
+        // costing the cache the whole history (docs/PERFORMANCE.md, prompt caching).
         ViewPolicy {
-            hot_min: 4,
-            hot_max: 24,
+            hot_min: 2,
+            hot_max: 8,
             hot_share_pct: 30,
         }
     }
@@ -64,13 +74,14 @@ impl Default for CompactSettings {
 #[derive(Debug, Clone)]
 pub struct RequestView {
     pub messages: Arc<Vec<Message>>,
-    /// Changes whenever the cold part is rebuilt (usage of an older generation is stale).
+    /// Changes whenever the cold part changes (usage of an older generation is stale).
     pub generation: u64,
     /// Estimated tokens of the whole request (system and tools included).
     pub tokens: u64,
+    /// Where the view's stable prefixes end, for prompt-cache breakpoints.
+    pub anchors: Anchors,
 }
 
-/// What the compactor did, for diagnostics and the benchmark.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CompactStats {
     /// Request views built.
@@ -117,6 +128,10 @@ struct Cold {
     /// Store index of the first hot message (0: no cold part).
     upto: usize,
     view: View,
+    /// Leading view messages that the requests before the last step sent as they are now.
+    kept: usize,
+    /// Built in more than one step (a rebuild over everything could shape it further).
+    stepped: bool,
 }
 
 #[derive(Debug)]
@@ -139,6 +154,8 @@ pub struct Compactor {
     generation: u64,
     built: Option<Built>,
     memo: std::cell::RefCell<Memo>,
+    /// The generation of the view the last request was built from.
+    sent_generation: Option<u64>,
     /// What the session's tools declare (the engine keeps it in step with the registry).
     pub kinds: KindTable,
 }
@@ -157,8 +174,16 @@ impl Compactor {
             generation: 0,
             built: None,
             memo: Default::default(),
+            sent_generation: None,
             kinds: KindTable::default(),
         }
+    }
+
+    /// Notes that a request is built from `view`; whether its cold part changed since the
+    /// previous request (so that request's tail is no cache prefix of this one).
+    pub fn sending(&mut self, view: &RequestView) -> bool {
+        self.counter.sent(view.generation, view.messages.len());
+        self.sent_generation.replace(view.generation) != Some(view.generation)
     }
 
     pub fn set_fixed_tokens(&mut self, tokens: u64) {
@@ -208,7 +233,7 @@ impl Compactor {
             self.reset();
         }
         if self.settings.view_tiers && self.hot_too_big(store) {
-            self.advance(store, session_dir, self.policy.hot_min);
+            self.advance(store, session_dir, self.policy.hot_min, Step::Extend);
         }
         let view = self.assemble(store);
         self.stats.views += 1;
@@ -221,7 +246,7 @@ impl Compactor {
     pub fn squeeze(&mut self, store: &Arc<Vec<Message>>, session_dir: &Path) -> RequestView {
         let timer = Timer::start();
         if self.settings.view_tiers {
-            self.advance(store, session_dir, 1);
+            self.advance(store, session_dir, 1, Step::Rebuild);
         }
         let view = self.assemble(store);
         timer.stop(&mut self.stats);
@@ -238,8 +263,9 @@ impl Compactor {
             || tokens::messages(hot) > self.window.input_budget() * self.policy.hot_share_pct as u64 / 100
     }
 
-    /// Moves the frontier so that `keep` exchanges stay verbatim, and rebuilds the cold part.
-    fn advance(&mut self, store: &Arc<Vec<Message>>, session_dir: &Path, keep: usize) {
+    /// Moves the frontier so that `keep` exchanges stay verbatim: the tiers run over the newly
+    /// cold messages (`Step::Extend`) or over the whole cold part (`Step::Rebuild`).
+    fn advance(&mut self, store: &Arc<Vec<Message>>, session_dir: &Path, keep: usize, step: Step) {
         let assistants: Vec<usize> = store
             .iter()
             .enumerate()
@@ -253,14 +279,34 @@ impl Compactor {
         else {
             return;
         };
-        if upto <= self.cold.upto {
+        // A rebuild also catches up on what steps left alone (calls in the part sent before a
+        // step that later calls superseded), even where the frontier stays.
+        let upto = match step {
+            Step::Rebuild if self.cold.stepped => upto.max(self.cold.upto),
+            _ => upto,
+        };
+        if upto <= self.cold.upto && !(step == Step::Rebuild && self.cold.stepped) {
             return;
         }
         let before = thread_cpu();
-        self.cold = Cold {
-            upto,
-            view: cold_view(store, upto, session_dir, &self.memo, &self.kinds),
+        let from = match step {
+            Step::Extend => self.cold.upto,
+            Step::Rebuild => 0,
         };
+        let part = cold_view(store, from..upto, session_dir, &self.memo, &self.kinds);
+        if from == 0 {
+            self.cold = Cold {
+                upto,
+                view: part,
+                kept: 0,
+                stepped: false,
+            };
+        } else {
+            self.cold.kept = self.cold.view.len();
+            self.cold.view.extend(part);
+            self.cold.upto = upto;
+            self.cold.stepped = true;
+        }
         self.stats.rebuild_cpu += thread_cpu().saturating_sub(before);
         self.built = None;
         self.generation += 1;
@@ -286,18 +332,32 @@ impl Compactor {
             built.view.clone()
         };
         let tokens = self.counter.count(self.generation, self.fixed_tokens, &messages);
+        let end = |len: usize| len.checked_sub(1).filter(|_| self.cold.upto > 0);
         RequestView {
             messages,
             generation: self.generation,
             tokens,
+            anchors: Anchors {
+                cold_end: end(self.cold.view.len()),
+                kept_end: end(self.cold.kept),
+            },
         }
     }
 }
 
-/// Tiers 2, 3 and 4, in that order, over `store[..upto]` (evidence from the whole store).
+/// How a frontier move treats the cold part that is already there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Keep it as sent; the tiers shape only the messages that became cold.
+    Extend,
+    /// Re-run the tiers over the whole cold part.
+    Rebuild,
+}
+
+/// Tiers 2, 3 and 4, in that order, over `store[range]` (evidence from the whole store).
 pub fn cold_view(
     store: &[Message],
-    upto: usize,
+    range: std::ops::Range<usize>,
     session_dir: &Path,
     memo: &std::cell::RefCell<Memo>,
     kinds: &KindTable,
@@ -306,12 +366,13 @@ pub fn cold_view(
     let ctx = TierContext {
         store,
         index: &index,
-        upto,
+        from: range.start,
+        upto: range.end,
         session_dir,
         memo,
         kinds,
     };
-    let mut view = View::identity(&store[..upto], 0);
+    let mut view = View::identity(&store[range.clone()], range.start);
     let snips = snip::superseded(&ctx);
     snip::apply(&mut view, &ctx, &snips);
     microcompact::apply(&mut view, &ctx);

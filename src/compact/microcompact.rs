@@ -26,7 +26,7 @@ pub fn apply(view: &mut View, ctx: &TierContext<'_>) -> usize {
         .unwrap_or(0);
     for call in &ctx.index.calls {
         let Some((m, _)) = call.result_at else { continue };
-        if m >= ctx.upto || m > answered {
+        if m < ctx.from || m >= ctx.upto || m > answered {
             continue;
         }
         let Some(v) = view.view_index(m) else { continue };

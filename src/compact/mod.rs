@@ -34,13 +34,15 @@ use std::path::Path;
 
 use crate::types::message::Message;
 
-pub use compactor::{CompactSettings, Compactor, RequestView, ViewPolicy};
+pub use compactor::{Anchors, CompactSettings, Compactor, RequestView, ViewPolicy};
 
 /// What a view tier works with.
 pub struct TierContext<'a> {
     /// The complete stored history.
     pub store: &'a [Message],
     pub index: &'a calls::CallIndex,
+    /// Store index where the messages the tiers shape start (the old frontier of a step).
+    pub from: usize,
     /// Store index of the frontier: only messages before it are changed.
     pub upto: usize,
     /// Where full outputs are kept (`tool-results/`).

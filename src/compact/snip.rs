@@ -49,7 +49,7 @@ pub fn superseded(ctx: &TierContext<'_>) -> Vec<Snip> {
     let calls = &ctx.index.calls;
     let mut out = Vec::new();
     for (i, c) in calls.iter().enumerate() {
-        if c.use_at.0 >= ctx.upto || c.result_at.is_none_or(|r| r.0 >= ctx.upto) {
+        if c.use_at.0 < ctx.from || c.use_at.0 >= ctx.upto || c.result_at.is_none_or(|r| r.0 >= ctx.upto) {
             continue;
         }
         let Some(result) = c.result(ctx.store) else { continue };

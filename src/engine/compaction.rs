@@ -93,7 +93,10 @@ impl Engine {
                 view = self.current_view();
             }
         }
-        self.compactor.counter.sent(view.generation, view.messages.len());
+        let plan = assemble::CachePlan {
+            anchors: view.anchors,
+            moved: self.compactor.sending(&view),
+        };
         // A loaded skill's `model` applies for the rest of the turn.
         let model = self
             .session
@@ -101,12 +104,13 @@ impl Engine {
             .skills
             .model()
             .unwrap_or_else(|| self.config.model.clone());
-        let mut request = assemble::request(
+        let mut request = assemble::request_with(
             &model,
             self.compactor.request_max_tokens(self.config.max_tokens),
             &self.config.system,
             &self.registry.tool_set(),
             view.messages,
+            plan,
         );
         request.reasoning = self.config.reasoning.clone();
         Some(request)

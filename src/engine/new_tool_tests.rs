@@ -210,9 +210,9 @@ fn compaction_folds_the_new_tools_old_results_because_it_only_reads() {
     let session = w.dir.path().join("session");
     let declared = KindTable::of(&w.registry);
     assert!(declared.observes("Peek"));
-    let folded = cold_view(&store, upto, &session, &Default::default(), &declared);
+    let folded = cold_view(&store, 0..upto, &session, &Default::default(), &declared);
     // Without its declaration the same history is a record of unknown actions, kept whole.
-    let unknown = cold_view(&store, upto, &session, &Default::default(), &KindTable::default());
+    let unknown = cold_view(&store, 0..upto, &session, &Default::default(), &KindTable::default());
     assert_eq!(
         unknown.messages.len(),
         store.len() - 1,

@@ -15,7 +15,7 @@ use crate::support::{Env, ModelServer, Out, Recorded, run_steps};
 
 /// Runs keel through scripted tool-call steps in a permission mode; returns the run and the
 /// last request (which carries every tool result).
-async fn run_in_mode(env: &Env, mode: &str, steps: Vec<Vec<Block>>) -> (Out, Recorded) {
+async fn run_in_mode(env: &Env, mode: &str, steps: Vec<Vec<Block>>) -> (Out, Vec<Recorded>) {
     let server = ModelServer::start().await;
     for step in steps {
         server.push(sse::calls(step));
@@ -26,19 +26,26 @@ async fn run_in_mode(env: &Env, mode: &str, steps: Vec<Vec<Block>>) -> (Out, Rec
         .args(["-p", "go", "--permission-mode", mode])
         .run()
         .await;
-    let last = server.requests().pop().expect("at least one request");
-    (out, last)
+    let requests = server.requests();
+    assert!(!requests.is_empty(), "at least one request");
+    (out, requests)
 }
 
-/// Every tool result of the session as (id, text, is_error).
-fn all_results(last: &Recorded) -> Vec<(String, String, bool)> {
-    let mut out = Vec::new();
-    for m in last.messages() {
-        for b in m["content"].as_array().into_iter().flatten() {
-            if b["type"] == "tool_result" {
-                let id = b["tool_use_id"].as_str().unwrap_or_default().to_string();
-                let (text, err) = last.tool_result_text(&id);
-                out.push((id, text, err));
+/// Every tool result of the session as (id, text, is_error), each from the first request that
+/// carried it (later requests may show older results compacted).
+fn all_results(requests: &[Recorded]) -> Vec<(String, String, bool)> {
+    let mut out: Vec<(String, String, bool)> = Vec::new();
+    for r in requests {
+        for m in r.messages() {
+            for b in m["content"].as_array().into_iter().flatten() {
+                if b["type"] == "tool_result" {
+                    let id = b["tool_use_id"].as_str().unwrap_or_default().to_string();
+                    if out.iter().any(|(seen, _, _)| *seen == id) {
+                        continue;
+                    }
+                    let (text, err) = r.tool_result_text(&id);
+                    out.push((id, text, err));
+                }
             }
         }
     }
@@ -91,11 +98,11 @@ async fn a_flipping_link_never_lets_read_show_a_file_outside() {
         })
         .collect();
     // Default mode: a read outside the workspace would need a human, which -p has not.
-    let (out, last) = run_in_mode(&env, "default", steps).await;
+    let (out, requests) = run_in_mode(&env, "default", steps).await;
     stop.store(true, Ordering::Relaxed);
     flips.join().unwrap();
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let results = all_results(&last);
+    let results = all_results(&requests);
     assert_eq!(results.len(), 300);
     let shown = results.iter().filter(|(_, t, e)| !e && t.contains("harmless")).count();
     for (id, text, _) in &results {
@@ -139,7 +146,7 @@ async fn a_flipping_link_never_lets_write_or_edit_change_a_file_outside() {
         )]);
     }
     // acceptEdits: writes inside the workspace are approved; outside they need a human.
-    let (out, last) = run_in_mode(&env, "acceptEdits", steps).await;
+    let (out, requests) = run_in_mode(&env, "acceptEdits", steps).await;
     stop.store(true, Ordering::Relaxed);
     flips.join().unwrap();
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -154,7 +161,7 @@ async fn a_flipping_link_never_lets_write_or_edit_change_a_file_outside() {
         "the outside file was rewritten"
     );
 
-    let edited = all_results(&last)
+    let edited = all_results(&requests)
         .iter()
         .filter(|(id, t, e)| id.starts_with('e') && !e && t.contains("Edited"))
         .count();
@@ -328,7 +335,7 @@ async fn glob_outside_the_workspace_asks_and_did_you_mean_hides_denied_files() {
     std::fs::create_dir_all(&outside).unwrap();
     std::fs::write(outside.join("diary-2024.txt"), "x").unwrap();
     env.write(".env", "API_KEY=SECRET\n");
-    let (out, last) = run_in_mode(
+    let (out, requests) = run_in_mode(
         &env,
         "default",
         vec![vec![
@@ -339,6 +346,7 @@ async fn glob_outside_the_workspace_asks_and_did_you_mean_hides_denied_files() {
     )
     .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
+    let last = requests.last().unwrap();
     for id in ["g1", "g2"] {
         let (text, err) = last.tool_result_text(id);
         assert!(err && text.contains("outside the working directories"), "{id}: {text}");

@@ -98,6 +98,7 @@ fn ctx<'a>(store: &'a [Message], index: &'a CallIndex, upto: usize, dir: &'a Pat
     TierContext {
         store,
         index,
+        from: 0,
         upto,
         session_dir: dir,
         memo: Box::leak(Box::default()),

@@ -46,7 +46,7 @@ fn all_tiers_together_shrink_the_cold_part_and_keep_the_api_shape() {
     }
     let store = h.messages;
     let upto = store.len() - 4;
-    let view = cold_view(&store, upto, dir.path(), &Default::default(), &Default::default());
+    let view = cold_view(&store, 0..upto, dir.path(), &Default::default(), &Default::default());
     insta::assert_snapshot!("all_tiers_before", render(&store[..upto], dir.path()));
     insta::assert_snapshot!("all_tiers_after", render(&view.messages, dir.path()));
     view.check(0, upto).unwrap();
@@ -70,6 +70,7 @@ fn compactor_moves_the_frontier_in_steps_and_appends_between_them() {
     let mut store = vec![Message::user_text("survey the repository")];
     let mut previous: Option<Arc<Vec<Message>>> = None;
     let mut rebuilds_at = Vec::new();
+    let mut frontiers = vec![0];
     for i in 0..20 {
         store.push(Message::assistant(vec![ContentBlock::ToolUse {
             id: format!("c{i}"),
@@ -89,17 +90,29 @@ fn compactor_moves_the_frontier_in_steps_and_appends_between_them() {
         let view = c.view(&shared, dir.path());
         if c.stats.rebuilds > before {
             rebuilds_at.push(i);
+            frontiers.push(c.frontier());
+            // A step keeps the cold part earlier requests sent, byte for byte, and says where
+            // it ends (the prefix a prompt cache still holds).
+            let prev = previous.as_ref().unwrap();
+            let kept = view.anchors.kept_end.map_or(0, |k| k + 1);
+            assert_eq!(&view.messages[..kept], &prev[..kept], "request {i}");
+            if frontiers.len() > 2 {
+                assert!(kept > 0, "request {i}: a second step keeps the first one's cold part");
+            }
         } else if let Some(prev) = &previous {
             // Between steps the new request starts with the previous one, byte for byte.
             assert_eq!(&view.messages[..prev.len()], &prev[..], "request {i}");
         }
-        // The incremental view equals a view built from scratch.
+        // The view is each step's tiers over the messages that step made cold, then the hot
+        // part verbatim.
+        let mut fresh = Vec::new();
+        for w in frontiers.windows(2) {
+            fresh.extend(cold_view(&store, w[0]..w[1], dir.path(), &Default::default(), &Default::default()).messages);
+        }
         let upto = c.frontier();
-        let mut fresh = if upto == 0 {
-            Vec::new()
-        } else {
-            cold_view(&store, upto, dir.path(), &Default::default(), &Default::default()).messages
-        };
+        if upto > 0 {
+            assert_eq!(view.anchors.cold_end, Some(fresh.len() - 1), "request {i}");
+        }
         fresh.extend(store[upto..].iter().cloned());
         assert_eq!(*view.messages, fresh, "request {i}");
         assert_pairs_valid(&view.messages);
@@ -116,6 +129,70 @@ fn compactor_moves_the_frontier_in_steps_and_appends_between_them() {
         store.len() - 2,
         "squeezing keeps only the newest exchange"
     );
+    // Squeezing re-runs the tiers over the whole cold part.
+    let mut full = cold_view(
+        &store,
+        0..c.frontier(),
+        dir.path(),
+        &Default::default(),
+        &Default::default(),
+    )
+    .messages;
+    full.extend(store[c.frontier()..].iter().cloned());
+    assert_eq!(*squeezed.messages, full);
+    assert_eq!(
+        squeezed.anchors.kept_end, None,
+        "nothing sent before survives a rebuild"
+    );
+}
+
+#[test]
+fn a_step_leaves_what_was_sent_alone_and_squeezing_catches_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Compactor::new(
+        Window::new(200_000, None, 32_000),
+        crate::compact::CompactSettings::default(),
+    );
+    c.policy.hot_min = 1;
+    c.policy.hot_max = 2;
+    let mut store = vec![Message::user_text("survey")];
+    let read = |store: &mut Vec<Message>, id: &str, file: &str| {
+        store.push(Message::assistant(vec![ContentBlock::ToolUse {
+            id: id.into(),
+            name: "Bash".into(),
+            input: json!({"command": format!("grep -c x {file}")}),
+        }]));
+        store.push(Message {
+            role: Role::User,
+            content: vec![ContentBlock::tool_result(
+                id,
+                ToolResultContent::Text(format!("{file}: 3 matches")),
+                false,
+            )],
+        });
+    };
+    read(&mut store, "early", "alpha");
+    read(&mut store, "b", "beta");
+    read(&mut store, "g", "gamma");
+    let first = c.view(&Arc::new(store.clone()), dir.path());
+    assert!(c.frontier() > 2, "the first step made the early call cold");
+    assert!(first.messages.iter().any(|m| m.tool_uses().any(|u| u.id == "early")));
+    // The same call repeated with the same result supersedes the early one, but the early one
+    // sits in the cold part earlier requests sent: a step leaves it as it was.
+    read(&mut store, "again", "alpha");
+    read(&mut store, "d", "delta");
+    read(&mut store, "e", "epsilon");
+    let later = c.view(&Arc::new(store.clone()), dir.path());
+    assert!(later.anchors.kept_end.is_some());
+    assert_eq!(
+        later.messages[..first.anchors.cold_end.unwrap() + 1],
+        first.messages[..first.anchors.cold_end.unwrap() + 1]
+    );
+    assert!(later.messages.iter().any(|m| m.tool_uses().any(|u| u.id == "early")));
+    // Near the window, squeezing rebuilds everything: the early call is snipped now.
+    let squeezed = c.squeeze(&Arc::new(store.clone()), dir.path());
+    assert!(!squeezed.messages.iter().any(|m| m.tool_uses().any(|u| u.id == "early")));
+    assert!(render(&squeezed.messages, dir.path()).contains("[Snipped Bash"));
 }
 
 #[test]
