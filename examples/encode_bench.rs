@@ -64,6 +64,7 @@ fn request(messages: &[Message], tools: &ToolSet) -> ModelRequest {
         tools: tools.clone(),
         cache_breakpoints: keel::context::assemble::tail_breakpoints(messages),
         reasoning: Default::default(),
+        unchanged: None,
     }
 }
 

@@ -28,8 +28,14 @@ pub struct CallIndex {
 
 impl CallIndex {
     pub fn build(store: &[Message]) -> Self {
+        Self::build_from(store, 0)
+    }
+
+    /// The calls from store message `from` on (with their store positions): what a frontier
+    /// step needs, since its tiers shape only messages from there and take evidence from later.
+    pub fn build_from(store: &[Message], from: usize) -> Self {
         let mut index = CallIndex::default();
-        for (m, message) in store.iter().enumerate() {
+        for (m, message) in store.iter().enumerate().skip(from) {
             for (b, block) in message.content.iter().enumerate() {
                 match block {
                     ContentBlock::ToolUse { id, name, input } => {

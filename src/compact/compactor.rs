@@ -22,6 +22,7 @@ use super::view::View;
 use super::{Memo, TierContext, calls::CallIndex, collapse, microcompact, snip};
 pub use crate::context::assemble::Anchors;
 use crate::context::tokens::{self, TokenCounter, Window};
+use crate::provider::prefix::Unchanged;
 use crate::tools::kinds::KindTable;
 use crate::types::message::{Message, Role};
 
@@ -154,8 +155,12 @@ pub struct Compactor {
     generation: u64,
     built: Option<Built>,
     memo: std::cell::RefCell<Memo>,
-    /// The generation of the view the last request was built from.
-    sent_generation: Option<u64>,
+    /// This conversation's name in the providers' encoding caches.
+    lineage: u64,
+    /// The generation and length of the view the last request was built from.
+    sent: Option<(u64, usize)>,
+    /// The history revision the view follows (a replaced history starts a new view).
+    revision: u64,
     /// What the session's tools declare (the engine keeps it in step with the registry).
     pub kinds: KindTable,
 }
@@ -174,16 +179,39 @@ impl Compactor {
             generation: 0,
             built: None,
             memo: Default::default(),
-            sent_generation: None,
+            lineage: fastrand::u64(..),
+            sent: None,
+            revision: 0,
             kinds: KindTable::default(),
         }
     }
 
-    /// Notes that a request is built from `view`; whether its cold part changed since the
-    /// previous request (so that request's tail is no cache prefix of this one).
-    pub fn sending(&mut self, view: &RequestView) -> bool {
+    /// Notes that a request is built from `view`: whether its cold part changed since the
+    /// previous request (so that request's tail is no cache prefix of this one), and how many
+    /// of its leading messages are the previous request's.
+    pub fn sending(&mut self, view: &RequestView) -> Sending {
         self.counter.sent(view.generation, view.messages.len());
-        self.sent_generation.replace(view.generation) != Some(view.generation)
+        let len = view.messages.len();
+        let previous = self.sent.replace((view.generation, len));
+        let same = previous.filter(|(g, _)| *g == view.generation);
+        Sending {
+            moved: same.is_none(),
+            // Within a generation the view only grows at its end, where the last message may
+            // have taken more content since.
+            unchanged: Unchanged {
+                lineage: (self.lineage, view.generation),
+                len: same.map_or(0, |(_, l)| l.saturating_sub(1).min(len)),
+            },
+        }
+    }
+
+    /// Follows the history's revision: a replaced history (compaction, rewind, resume) starts
+    /// a new view even when it is as long as the old one.
+    pub fn follow(&mut self, revision: u64) {
+        if revision != self.revision {
+            self.revision = revision;
+            self.reset();
+        }
     }
 
     pub fn set_fixed_tokens(&mut self, tokens: u64) {
@@ -345,6 +373,13 @@ impl Compactor {
     }
 }
 
+/// What [`Compactor::sending`] tells the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sending {
+    pub moved: bool,
+    pub unchanged: Unchanged,
+}
+
 /// How a frontier move treats the cold part that is already there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {
@@ -362,7 +397,7 @@ pub fn cold_view(
     memo: &std::cell::RefCell<Memo>,
     kinds: &KindTable,
 ) -> View {
-    let index = CallIndex::build(store);
+    let index = CallIndex::build_from(store, range.start);
     let ctx = TierContext {
         store,
         index: &index,

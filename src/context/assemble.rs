@@ -83,6 +83,7 @@ pub fn request_with(
         tools: tools.clone(),
         cache_breakpoints: breakpoints,
         reasoning: Default::default(),
+        unchanged: None,
     }
 }
 

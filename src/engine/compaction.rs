@@ -61,6 +61,7 @@ impl Engine {
     /// The view of the history for the next request.
     pub fn current_view(&mut self) -> RequestView {
         let store = self.session.history_handle();
+        self.compactor.follow(self.session.history_revision());
         self.compactor.view(&store, &self.session.services.session_dir)
     }
 
@@ -81,6 +82,7 @@ impl Engine {
         let too_big = |c: &crate::compact::Compactor, v: &RequestView| v.tokens >= c.threshold() || c.may_overflow();
         if self.compactor.settings.auto && too_big(&self.compactor, &view) {
             let store = self.session.history_handle();
+            self.compactor.follow(self.session.history_revision());
             view = self.compactor.squeeze(&store, &self.session.services.session_dir);
             if too_big(&self.compactor, &view) && !self.compactor.breaker.is_open() {
                 match self.compact(None, Trigger::Auto, cancel).await {
@@ -93,9 +95,10 @@ impl Engine {
                 view = self.current_view();
             }
         }
+        let sending = self.compactor.sending(&view);
         let plan = assemble::CachePlan {
             anchors: view.anchors,
-            moved: self.compactor.sending(&view),
+            moved: sending.moved,
         };
         // A loaded skill's `model` applies for the rest of the turn.
         let model = self
@@ -113,6 +116,7 @@ impl Engine {
             plan,
         );
         request.reasoning = self.config.reasoning.clone();
+        request.unchanged = Some(sending.unchanged);
         Some(request)
     }
 

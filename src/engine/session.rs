@@ -79,6 +79,9 @@ pub struct Session {
     logged_todos: Vec<Todo>,
     /// This process is the session's one writer while it holds this.
     lock: Option<SessionLock>,
+    /// Counts replacements of the history (appends leave it): what was built from the old
+    /// history is stale once it moves.
+    history_revision: u64,
 }
 
 impl Session {
@@ -101,6 +104,7 @@ impl Session {
             transcript_errors: Vec::new(),
             logged_todos: Vec::new(),
             lock: None,
+            history_revision: 0,
         }
     }
 
@@ -176,6 +180,12 @@ impl Session {
     /// Replaces the conversation (resume, compaction).
     pub fn set_history(&mut self, history: Vec<Message>) {
         self.history = Arc::new(history);
+        self.history_revision += 1;
+    }
+
+    /// Changes whenever the history is replaced rather than appended to.
+    pub fn history_revision(&self) -> u64 {
+        self.history_revision
     }
 
     /// Replaces the conversation after compaction. The transcript keeps everything before and
@@ -192,6 +202,7 @@ impl Session {
             self.note_transcript(r);
         }
         self.history = Arc::new(history);
+        self.history_revision += 1;
     }
 
     /// Replaces the conversation after a rewind to before point `to`: the transcript gets a
@@ -208,6 +219,7 @@ impl Session {
             self.note_transcript(r);
         }
         self.history = Arc::new(history);
+        self.history_revision += 1;
     }
 
     pub fn log_event(&mut self, name: &str, data: Value) {

@@ -39,6 +39,9 @@ pub struct ModelRequest {
     pub cache_breakpoints: Vec<usize>,
     /// Extended thinking and effort (`--max-thinking-tokens`, `--thinking`, `--effort`).
     pub reasoning: Reasoning,
+    /// How many leading messages equal those of the previous request of the same conversation
+    /// (the compactor knows; encoders then reuse their encodings without comparing them).
+    pub unchanged: Option<prefix::Unchanged>,
 }
 
 /// How much the model reasons before answering; `None` fields leave the API's default.
@@ -315,6 +318,7 @@ mod tests {
             messages: Arc::new(Vec::new()),
             tools: set,
             cache_breakpoints: Vec::new(),
+            unchanged: None,
             reasoning: Reasoning::default(),
         };
         let body: Value = serde_json::from_slice(&anthropic::wire_body(&request).unwrap()).unwrap();

@@ -17,8 +17,19 @@ const ENTRIES: usize = 2;
 /// a prompt-cache breakpoint on the message.
 pub type Encoder<'a> = dyn FnMut(&Message, bool, &mut Vec<u8>) -> Result<(), String> + 'a;
 
+/// "The first `len` messages equal those of the previous request of conversation `lineage`":
+/// what the compactor knows without comparing (it only appended since). The lineage names one
+/// conversation and one generation of its view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unchanged {
+    pub lineage: (u64, u64),
+    pub len: usize,
+}
+
 #[derive(Default)]
 struct Entry {
+    /// The lineage of the request last written from this entry.
+    lineage: Option<(u64, u64)>,
     messages: Vec<Message>,
     bytes: Vec<u8>,
     /// End of each message's items in `bytes`.
@@ -63,11 +74,12 @@ impl std::fmt::Debug for PrefixCache {
 
 impl PrefixCache {
     /// Appends the items of `messages` (each followed by a comma) to `out`. `marked`: indices
-    /// encoded with a breakpoint.
+    /// encoded with a breakpoint. `unchanged`: how many leading messages need no comparison.
     pub fn write(
         &self,
         flavor: &str,
         messages: &[Message],
+        unchanged: Option<Unchanged>,
         marked: &[usize],
         out: &mut Vec<u8>,
         encode: &mut Encoder<'_>,
@@ -81,12 +93,25 @@ impl PrefixCache {
         let clock = state.clock;
         let entry = pick(&mut state.entries, messages);
         entry.used = clock;
-        let common = entry
-            .messages
-            .iter()
-            .zip(messages)
-            .take_while(|(cached, new)| same_message(cached, new))
-            .count();
+        // Comparing is what grows with a long history: skip what the caller vouches for.
+        let vouched = match unchanged {
+            Some(u) if entry.lineage == Some(u.lineage) => u.len.min(entry.messages.len()).min(messages.len()),
+            _ => 0,
+        };
+        debug_assert!(
+            entry.messages[..vouched]
+                .iter()
+                .zip(&messages[..vouched])
+                .all(|(a, b)| same_message(a, b)),
+            "a request vouched for messages that changed"
+        );
+        entry.lineage = unchanged.map(|u| u.lineage);
+        let common = vouched
+            + entry.messages[vouched..]
+                .iter()
+                .zip(&messages[vouched..])
+                .take_while(|(cached, new)| same_message(cached, new))
+                .count();
         entry.truncate(common);
         for m in &messages[common..] {
             encode(m, false, &mut entry.bytes)?;
@@ -204,7 +229,7 @@ mod tests {
 
     fn write(cache: &PrefixCache, msgs: &[Message], marked: &[usize]) -> (String, Reuse) {
         let mut out = b"[".to_vec();
-        let r = cache.write("f", msgs, marked, &mut out, &mut enc).unwrap();
+        let r = cache.write("f", msgs, None, marked, &mut out, &mut enc).unwrap();
         close_array(&mut out);
         (String::from_utf8(out).unwrap(), r)
     }
@@ -266,7 +291,44 @@ mod tests {
         assert!(!same_message(&call(a), &call(b)));
         // A new flavor (another model's capabilities) starts over.
         let mut out = Vec::new();
-        let r = cache.write("g", &main, &[], &mut out, &mut enc).unwrap();
+        let r = cache.write("g", &main, None, &[], &mut out, &mut enc).unwrap();
         assert_eq!(r.reused, 0);
+    }
+
+    fn write_vouched(cache: &PrefixCache, msgs: &[Message], unchanged: Unchanged) -> String {
+        let mut out = b"[".to_vec();
+        cache
+            .write("f", msgs, Some(unchanged), &[], &mut out, &mut enc)
+            .unwrap();
+        close_array(&mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn vouched_messages_are_reused_and_only_for_the_same_lineage() {
+        let cache = PrefixCache::default();
+        let mine = |len| Unchanged { lineage: (7, 1), len };
+        let msgs = vec![user("a"), user("b"), user("c")];
+        assert_eq!(write_vouched(&cache, &msgs, mine(0)), r#"["a","b","c"]"#);
+        let longer = vec![user("a"), user("b"), user("c"), user("d")];
+        assert_eq!(write_vouched(&cache, &longer, mine(2)), r#"["a","b","c","d"]"#);
+        // Another lineage (a sub-agent, a new generation) vouches for nothing here: the
+        // changed message is found by comparing.
+        let changed = vec![user("a"), user("X"), user("c"), user("d")];
+        let other = Unchanged {
+            lineage: (7, 2),
+            len: 3,
+        };
+        assert_eq!(write_vouched(&cache, &changed, other), r#"["a","X","c","d"]"#);
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "vouched for messages that changed")]
+    fn a_wrong_voucher_is_caught_in_debug_builds() {
+        let cache = PrefixCache::default();
+        let mine = |len| Unchanged { lineage: (7, 1), len };
+        write_vouched(&cache, &[user("a"), user("b")], mine(0));
+        write_vouched(&cache, &[user("a"), user("X")], mine(2));
     }
 }

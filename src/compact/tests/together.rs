@@ -243,3 +243,45 @@ fn request_layout_with_cache_breakpoints() {
         }
     )));
 }
+
+#[test]
+fn requests_vouch_for_what_they_repeat_and_a_replaced_history_starts_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Compactor::new(
+        Window::new(200_000, None, 32_000),
+        crate::compact::CompactSettings::default(),
+    );
+    let mut store = vec![Message::user_text("go")];
+    store.push(Message::assistant(vec![ContentBlock::text("a")]));
+    store.push(Message::user_text("b"));
+    let first = c.view(&Arc::new(store.clone()), dir.path());
+    let s1 = c.sending(&first);
+    assert!(s1.moved);
+    assert_eq!(s1.unchanged.len, 0);
+    store.push(Message::assistant(vec![ContentBlock::text("c")]));
+    store.push(Message::user_text("d"));
+    let second = c.view(&Arc::new(store.clone()), dir.path());
+    let s2 = c.sending(&second);
+    assert!(!s2.moved);
+    // The last message of the previous request may have grown since: not vouched for.
+    assert_eq!(s2.unchanged.len, first.messages.len() - 1);
+    assert_eq!(s2.unchanged.lineage, s1.unchanged.lineage);
+    assert_eq!(
+        &second.messages[..s2.unchanged.len],
+        &first.messages[..s2.unchanged.len]
+    );
+    // A history replaced by one just as long (a rewind) is a new view: nothing is vouched for.
+    let replaced: Vec<Message> = store
+        .iter()
+        .map(|m| Message {
+            role: m.role,
+            content: vec![ContentBlock::text("other")],
+        })
+        .collect();
+    c.follow(1);
+    let third = c.view(&Arc::new(replaced), dir.path());
+    let s3 = c.sending(&third);
+    assert!(s3.moved);
+    assert_eq!(s3.unchanged.len, 0);
+    assert_ne!(s3.unchanged.lineage, s2.unchanged.lineage);
+}

@@ -229,6 +229,7 @@ pub fn cached_wire_body(request: &ModelRequest, cache: &PrefixCache) -> Result<V
         .write(
             "anthropic",
             &request.messages,
+            request.unchanged,
             &request.cache_breakpoints,
             &mut out,
             &mut |m, mark, buf| encode_message(m, mark, buf),

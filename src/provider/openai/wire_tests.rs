@@ -78,6 +78,7 @@ fn request(model: &str, messages: Vec<Message>) -> ModelRequest {
         messages: Arc::new(messages),
         tools: tools(),
         cache_breakpoints: vec![0],
+        unchanged: None,
         reasoning: Default::default(),
     }
 }

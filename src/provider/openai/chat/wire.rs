@@ -72,9 +72,14 @@ pub fn body(request: &ModelRequest, tools: &[u8], cache: &PrefixCache) -> Result
         out.push(b',');
     }
     let flavor = format!("chat:{}:{}:{}", caps.images, caps.send_reasoning, caps.tools);
-    cache.write(&flavor, &request.messages, &[], &mut out, &mut |m, _, buf| {
-        encode(m, &caps, buf)
-    })?;
+    cache.write(
+        &flavor,
+        &request.messages,
+        request.unchanged,
+        &[],
+        &mut out,
+        &mut |m, _, buf| encode(m, &caps, buf),
+    )?;
     close_array(&mut out);
     out.push(b'}');
     Ok(out)

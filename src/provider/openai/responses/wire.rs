@@ -66,9 +66,14 @@ pub fn body(request: &ModelRequest, tools: &[u8], cache: &PrefixCache) -> Result
     }
     out.extend_from_slice(b",\"input\":[");
     let flavor = format!("responses:{}:{}", caps.images, caps.thinking);
-    cache.write(&flavor, &request.messages, &[], &mut out, &mut |m, _, buf| {
-        encode(m, &caps, buf)
-    })?;
+    cache.write(
+        &flavor,
+        &request.messages,
+        request.unchanged,
+        &[],
+        &mut out,
+        &mut |m, _, buf| encode(m, &caps, buf),
+    )?;
     close_array(&mut out);
     out.push(b'}');
     Ok(out)
