@@ -34,6 +34,8 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 WRAP = []
+FIXED = {}
+WINDOW = [100]
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -292,6 +294,24 @@ class CacheModel:
         return self.uncached + 0.1 * self.read + 1.25 * self.write
 
 
+def fixed_prefix_bytes(protocol, raw):
+    """Bytes of what every request repeats before the conversation: tool definitions and system
+    text (as JSON), per protocol."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return None
+    if "messages" not in body and "input" not in body:
+        return None  # not a model request (a local server's capability probe)
+    size = len(json.dumps(body.get("tools", []), separators=(",", ":")))
+    if protocol == "sse":
+        return size + len(json.dumps(body.get("system", []), separators=(",", ":")))
+    items = body.get("messages") if protocol == "openai" else body.get("input", [])
+    size += len(json.dumps(body.get("instructions", ""), separators=(",", ":"))) if protocol == "responses" else 0
+    return size + sum(len(json.dumps(m, separators=(",", ":"))) for m in items or []
+                      if isinstance(m, dict) and m.get("role") in ("system", "developer"))
+
+
 PROTOCOLS = {"sse": sse_for, "openai": chat_for, "responses": responses_for}
 
 
@@ -330,6 +350,8 @@ class Server:
         # does not hold up the answers (or keep a long session's bodies in memory).
         self.cache = CacheModel() if protocol == "sse" else None
         self.spool = tempfile.TemporaryFile() if self.cache else None
+        self.protocol = protocol
+        self.fixed = None
         outer = self
 
         class H(BaseHTTPRequestHandler):
@@ -343,6 +365,8 @@ class Server:
                 length = int(self.headers.get("content-length", 0))
                 raw = self.rfile.read(length)
                 with outer.lock:
+                    if outer.fixed is None:
+                        outer.fixed = fixed_prefix_bytes(outer.protocol, raw)
                     if outer.spool is not None:
                         outer.spool.write(len(raw).to_bytes(8, "little") + raw)
                     body = outer.bodies[outer.next]
@@ -428,6 +452,7 @@ def run_once(keel, template, mode, turns, script_path, piece=None):
     shutil.rmtree(home, ignore_errors=True)
     result["cpu_samples"] = server.samples if server else []
     result["cache"] = server.cache if server else None
+    result["fixed"] = server.fixed if server else None
     result["peak_rss"] = max(v for v in (peak[0], server.hwm if server else None, 0.0) if v is not None) or None
     return wall, result
 
@@ -453,12 +478,15 @@ def measure(keel, repo, mode, turns, script_path, piece=None):
     # keel's own VmHWM, read while it ran (ru_maxrss of RUSAGE_CHILDREN would also count what a
     # forked child inherits from this script before it execs keel).
     rss = result["peak_rss"] or after.ru_maxrss / 1024.0
+    if result["fixed"]:
+        FIXED[mode] = result["fixed"]
     return wall, cpu, rss, result["num_turns"], window_costs(result["cpu_samples"]), result["cache"]
 
 
-def window_costs(samples, width=100):
+def window_costs(samples, width=None):
     """keel's own CPU per turn over the first and the last `width` turns (ms), from the samples
     taken at each request; None when the session is too short or /proc was unreadable."""
+    width = width or WINDOW[0]
     if len(samples) < 2 * width + 1 or any(s is None for s in samples):
         return None
     first = (samples[width] - samples[0]) / width
@@ -481,6 +509,7 @@ def main():
     ap.add_argument("--giant-piece", type=int, default=16 * 1024, help="write size of the giant event's body")
     args = ap.parse_args()
     WRAP.extend(args.wrap.split())
+    WINDOW[0] = 200 if args.turns >= 1000 else 100
     if not os.path.exists(args.keel):
         sys.exit(f"{args.keel} not found: run `cargo build --release` first")
     work = tempfile.mkdtemp(prefix="keel-bench-")
@@ -504,7 +533,7 @@ def main():
     print("tool calls: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
     print(f"CPU of the processes the Bash calls start (setsid, bash, command), run directly: {shells * 1000:.0f} ms")
     print("| mode | turns | wall (median) | CPU (median) | CPU per turn | keel's own CPU per turn | peak RSS (max) "
-          "| own CPU per turn, first / last 100 turns |")
+          f"| own CPU per turn, first / last {WINDOW[0]} turns |")
     print("|---|---|---|---|---|---|---|---|")
     for mode in modes:
         walls, cpus, rss, n, windows = [], [], 0.0, 0, []
@@ -525,6 +554,9 @@ def main():
                       f"{statistics.median(w[1] for w in windows):.2f} ms")
         print(f"| {mode} | {n} | {statistics.median(walls) * 1000:.0f} ms | {cpu * 1000:.0f} ms | "
               f"{cpu * 1000 / n:.2f} ms | {own * 1000 / n:.2f} ms | {rss:.1f} MiB | {growth} |")
+    for mode, b in FIXED.items():
+        print(f"fixed prefix ({mode}: tool definitions and system text, first request): {b} bytes, "
+              f"about {b / 4000:.1f}k tokens at 4 bytes a token")
     for mode, c in caches.items():
         print(f"prompt cache ({mode}, the last run's {c.requests} requests; tokens estimated at 4 bytes): "
               f"sent {c.sent / 1000:.0f}k, cache reads {c.read / 1000:.0f}k, cache writes {c.write / 1000:.0f}k, "

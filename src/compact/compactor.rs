@@ -95,6 +95,8 @@ pub struct CompactStats {
     pub cpu: Duration,
     /// The part of `cpu` spent rebuilding the cold part when the frontier moved.
     pub rebuild_cpu: Duration,
+    /// Times the cold part was built whole again between squeezes (see `consolidate`).
+    pub consolidations: u64,
 }
 
 /// Measures wall and CPU time of a piece of compactor work.
@@ -133,6 +135,16 @@ struct Cold {
     kept: usize,
     /// Built in more than one step (a rebuild over everything could shape it further).
     stepped: bool,
+    /// Estimated tokens of the cold part when it was last built whole.
+    base_tokens: u64,
+}
+
+/// Below this size a cold part is not worth rebuilding whole between squeezes.
+const CONSOLIDATE_MIN_TOKENS: u64 = 4_000;
+
+/// How many leading messages two views share.
+fn common_prefix(a: &[Message], b: &[Message]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
 #[derive(Debug)]
@@ -323,10 +335,12 @@ impl Compactor {
         };
         let part = cold_view(store, from..upto, session_dir, &self.memo, &self.kinds);
         if from == 0 {
+            let kept = common_prefix(&self.cold.view.messages, &part.messages);
             self.cold = Cold {
                 upto,
+                base_tokens: tokens::messages(&part.messages),
                 view: part,
-                kept: 0,
+                kept,
                 stepped: false,
             };
         } else {
@@ -334,11 +348,34 @@ impl Compactor {
             self.cold.view.extend(part);
             self.cold.upto = upto;
             self.cold.stepped = true;
+            self.consolidate(store, session_dir);
         }
         self.stats.rebuild_cpu += thread_cpu().saturating_sub(before);
         self.built = None;
         self.generation += 1;
         self.stats.rebuilds += 1;
+    }
+
+    /// Steps leave calls that later calls superseded in the part sent before; once the cold
+    /// part has grown by half since it was last built whole, it is built whole again and taken
+    /// when that saves a tenth of it. The cache keeps the prefix both share; the growth rule
+    /// keeps the rebuilds few (their total cost stays proportional to the history).
+    fn consolidate(&mut self, store: &Arc<Vec<Message>>, session_dir: &Path) {
+        let now = tokens::messages(&self.cold.view.messages);
+        if now < CONSOLIDATE_MIN_TOKENS || now < self.cold.base_tokens.saturating_mul(3) / 2 {
+            return;
+        }
+        let whole = cold_view(store, 0..self.cold.upto, session_dir, &self.memo, &self.kinds);
+        let whole_tokens = tokens::messages(&whole.messages);
+        self.stats.consolidations += 1;
+        if whole_tokens.saturating_mul(10) <= now.saturating_mul(9) {
+            self.cold.kept = common_prefix(&self.cold.view.messages, &whole.messages);
+            self.cold.view = whole;
+            self.cold.stepped = false;
+            self.cold.base_tokens = whole_tokens;
+        } else {
+            self.cold.base_tokens = now;
+        }
     }
 
     /// Cold part plus the hot messages, appended to the previous request's view when possible.

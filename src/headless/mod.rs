@@ -225,6 +225,7 @@ async fn run_inner(cli: &Options, out: Arc<Out>) -> Result<ExitCode, HeadlessErr
     tracing::debug!(
         views = s.views,
         rebuilds = s.rebuilds,
+        consolidations = s.consolidations,
         cpu_ms = s.cpu.as_secs_f64() * 1000.0,
         rebuild_cpu_ms = s.rebuild_cpu.as_secs_f64() * 1000.0,
         wall_ms = s.time.as_secs_f64() * 1000.0,

@@ -285,3 +285,45 @@ fn requests_vouch_for_what_they_repeat_and_a_replaced_history_starts_over() {
     assert_eq!(s3.unchanged.len, 0);
     assert_ne!(s3.unchanged.lineage, s2.unchanged.lineage);
 }
+
+#[test]
+fn a_cold_part_that_grew_is_built_whole_again_when_that_saves_enough() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Compactor::new(
+        Window::new(200_000, None, 32_000),
+        crate::compact::CompactSettings::default(),
+    );
+    let mut store = vec![Message::user_text("go")];
+    let exchange = |store: &mut Vec<Message>, id: String, command: String, output: String| {
+        store.push(Message::assistant(vec![ContentBlock::ToolUse {
+            id: id.clone(),
+            name: "Bash".into(),
+            input: json!({"command": command}),
+        }]));
+        store.push(Message {
+            role: Role::User,
+            content: vec![ContentBlock::tool_result(id, ToolResultContent::Text(output), false)],
+        });
+    };
+    // Small results stay verbatim when cold; the first forty commands come back, with the same
+    // output, long after the steps that made them cold.
+    let output = |i: usize| format!("{}\n", format!("line of output {i} ").repeat(25));
+    for i in 0..40 {
+        exchange(&mut store, format!("c{i}"), format!("run {i}"), output(i));
+        c.view(&Arc::new(store.clone()), dir.path());
+    }
+    for i in 0..40 {
+        exchange(&mut store, format!("again{i}"), format!("run {i}"), output(i));
+        c.view(&Arc::new(store.clone()), dir.path());
+    }
+    for i in 40..120 {
+        exchange(&mut store, format!("c{i}"), format!("run {i}"), output(i));
+        c.view(&Arc::new(store.clone()), dir.path());
+    }
+    let view = c.view(&Arc::new(store.clone()), dir.path());
+    assert!(c.stats.consolidations > 0);
+    let uses = |id: &str| view.messages.iter().any(|m| m.tool_uses().any(|u| u.id == id));
+    assert!(!uses("c0") && !uses("c39"), "the superseded early calls left the view");
+    assert!(uses("c40") && uses("again0"));
+    assert_pairs_valid(&view.messages);
+}
