@@ -56,17 +56,15 @@ impl ClientHandler for KeelClient {
             .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
     }
 
-    fn create_elicitation(
+    async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
-    ) -> impl Future<Output = Result<ElicitResult, rmcp::ErrorData>> + Send + '_ {
-        async move {
-            let params = serde_json::to_value(&request).unwrap_or(Value::Null);
-            let asked = elicit::Request::from_params(&self.server, &params);
-            let answer = self.elicitation.ask(asked).await;
-            serde_json::from_value(answer.to_json()).map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))
-        }
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let params = serde_json::to_value(&request).unwrap_or(Value::Null);
+        let asked = elicit::Request::from_params(&self.server, &params);
+        let answer = self.elicitation.ask(asked).await;
+        serde_json::from_value(answer.to_json()).map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))
     }
 
     fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) -> impl Future<Output = ()> + Send + '_ {
