@@ -1,24 +1,37 @@
 #!/usr/bin/env bash
-# Runs the official MCP client conformance scenarios (initialize, tools_call, sse-retry) against keel.
-# Needs npm; installs node@22 and @modelcontextprotocol/conformance into a cache directory
-# outside the repository (KEEL_TEST_CACHE, default ~/.cache/keel-tests). Results go to
+# Runs the official MCP client conformance suite against keel (all its client scenarios, or
+# those named in KEEL_CONFORMANCE_SCENARIOS) and prints how many passed.
+# Needs npm; installs node@22 and @modelcontextprotocol/conformance (pinned below) into a cache
+# directory outside the repository (KEEL_TEST_CACHE, default ~/.cache/keel-tests). Results go to
 # target/mcp-conformance/. Usage: scripts/mcp-conformance.sh [path/to/keel]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(dirname "$here")"
 keel="${1:-$repo/target/debug/keel}"
-cache="${KEEL_TEST_CACHE:-$HOME/.cache/keel-tests}/conformance"
+version="0.1.16"
+cache="${KEEL_TEST_CACHE:-$HOME/.cache/keel-tests}/conformance-$version"
 if [ ! -x "$cache/node_modules/.bin/conformance" ] || [ ! -x "$cache/node_modules/.bin/node" ]; then
   mkdir -p "$cache"
-  npm install --no-audit --no-fund --prefix "$cache" node@22 @modelcontextprotocol/conformance >&2
+  npm install --no-audit --no-fund --prefix "$cache" node@22 "@modelcontextprotocol/conformance@$version" >&2
 fi
 export PATH="$cache/node_modules/.bin:$PATH"
 export KEEL_CONFORMANCE_BIN="$keel"
 out="$repo/target/mcp-conformance"
+rm -rf "$out"
 mkdir -p "$out"
-status=0
-for scenario in ${KEEL_CONFORMANCE_SCENARIOS:-initialize tools_call sse-retry}; do
+scenarios="${KEEL_CONFORMANCE_SCENARIOS:-$(conformance list 2>/dev/null | sed -n '/Client scenarios/,$p' | sed -n 's/^  - \([^ ]*\).*/\1/p')}"
+passed=0
+failed=0
+failures=""
+for scenario in $scenarios; do
   echo "== $scenario" >&2
-  conformance client --command "$here/mcp-conformance-client.sh" --scenario "$scenario" -o "$out/$scenario" || status=1
+  if conformance client --command "$here/mcp-conformance-client.sh" --scenario "$scenario" -o "$out/$scenario" >&2; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    failures="$failures $scenario"
+  fi
 done
-exit $status
+echo "MCP client conformance $version:$([ -n "$failures" ] && echo " failed:$failures")"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

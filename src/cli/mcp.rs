@@ -49,10 +49,22 @@ pub enum McpCommand {
         scope: Option<String>,
         name: String,
     },
+    /// Sign in to an HTTP server in a browser (OAuth); the sign-in is kept under KEEL_HOME
+    Login {
+        name: String,
+        /// Seconds to wait for the browser to come back
+        #[arg(long, default_value_t = 300)]
+        timeout: u64,
+        /// Print the address only; do not try to open a browser
+        #[arg(long)]
+        no_browser: bool,
+    },
+    /// Forget the sign-in to an HTTP server
+    Logout { name: String },
 }
 
-pub fn run(command: McpCommand) -> ExitCode {
-    match execute(command) {
+pub async fn run(command: McpCommand) -> ExitCode {
+    match execute(command).await {
         Ok(text) => {
             crate::console::write_out(&text);
             if !text.ends_with('\n') {
@@ -71,7 +83,7 @@ fn scope(raw: &str) -> Result<Scope, String> {
     Scope::parse(raw).ok_or_else(|| format!("unknown scope `{raw}`; use local, project or user"))
 }
 
-fn execute(command: McpCommand) -> Result<String, String> {
+async fn execute(command: McpCommand) -> Result<String, String> {
     let cwd = std::env::current_dir()
         .and_then(|d| d.canonicalize())
         .map_err(|e| format!("cannot determine the working directory: {e}"))?;
@@ -107,5 +119,21 @@ fn execute(command: McpCommand) -> Result<String, String> {
             manage::add(&src, scope(&s)?, &name, entry)
         }
         McpCommand::Remove { scope: s, name } => manage::remove(&src, &name, s.as_deref().map(scope).transpose()?),
+        McpCommand::Login {
+            name,
+            timeout,
+            no_browser,
+        } => {
+            let say = |line: &str| err_line!("{line}");
+            crate::mcp::signin::login(
+                &src,
+                &name,
+                std::time::Duration::from_secs(timeout.max(1)),
+                !no_browser,
+                &say,
+            )
+            .await
+        }
+        McpCommand::Logout { name } => crate::mcp::signin::logout(&src, &name),
     }
 }

@@ -55,7 +55,7 @@ pub async fn run() -> anyhow::Result<ExitCode> {
         }) => return Ok(doctor::run(provider, model, offline).await),
         Some(args::Command::Hooks) => return list_hooks(),
         Some(args::Command::Rewind(ref a)) => return rewind::run(a),
-        Some(args::Command::Mcp(command)) => return Ok(mcp::run(command)),
+        Some(args::Command::Mcp(command)) => return Ok(mcp::run(command).await),
         Some(args::Command::Context) => {
             crate::console::write_out(&crate::launch::setup::context_report(&cli.lower())?);
             return Ok(ExitCode::SUCCESS);

@@ -46,6 +46,35 @@ pub fn write_atomic_copy(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_atomic_with(path, bytes, false)
 }
 
+/// Like [`write_atomic`], for secrets (sign-in tokens): the file is always owner-only (0600,
+/// whatever mode an existing one had) and a directory this creates is owner-only (0700). The
+/// temporary file is created 0600, so the secret is never readable by others, not even briefly.
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path has no file name"))?;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    let dir_fd: std::os::fd::OwnedFd = std::fs::File::open(dir)?.into();
+    let abs_dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    replace::write_in_dir(
+        &dir_fd,
+        &abs_dir,
+        name,
+        bytes,
+        Options {
+            sync: true,
+            mode: 0o600,
+            replace: Replace::Any,
+        },
+    )?;
+    Ok(())
+}
+
 /// For keel's own files (settings, spill files): the path is trusted, so it is opened normally.
 fn write_atomic_with(path: &Path, bytes: &[u8], sync: bool) -> std::io::Result<()> {
     let dir = match path.parent() {

@@ -19,6 +19,7 @@ use super::printer::Printer;
 use super::protocol::client::ClientLink;
 use super::protocol::codec::{self, ClientRequest, Inbound, Initialize};
 use super::protocol::control;
+use super::protocol::elicitation;
 use super::protocol::mcp_relay;
 use super::protocol::offer;
 use super::slash;
@@ -129,6 +130,12 @@ pub async fn run(cli: &Options, prepared: Prepared, out: Arc<Out>, shutdown: Can
                             forward_subagent_text.store(forward, std::sync::atomic::Ordering::Relaxed);
                         }
                         out.line(&codec::success(&id, answer));
+                        // A program that speaks the control protocol answers servers'
+                        // elicitation requests (its SDK declines those it has no handler for).
+                        if let Some(hub) = engine.mcp() {
+                            hub.elicitation()
+                                .set(Arc::new(elicitation::SdkElicitor { link: link.clone() }));
+                        }
                         if let (Some(hub), false) = (engine.mcp(), init.sdk_mcp_servers.is_empty()) {
                             let names = init.sdk_mcp_servers.clone();
                             connecting.push(tokio::spawn(mcp_relay::connect_named(hub, link.clone(), names)));

@@ -56,6 +56,8 @@ pub enum ServerSpec {
     Http {
         url: String,
         headers: BTreeMap<String, String>,
+        /// How keel signs in when the server asks (`"oauth"` in the entry).
+        oauth: OAuthConfig,
     },
     /// The legacy HTTP+SSE transport (an SSE stream plus a POST endpoint it names).
     Sse {
@@ -166,7 +168,8 @@ fn lower(name: &str, raw: &Value, expand: &dyn Fn(&str) -> Result<String, String
             Ok(if kind == "sse" {
                 ServerSpec::Sse { url, headers }
             } else {
-                ServerSpec::Http { url, headers }
+                let oauth = oauth_config(name, obj.get("oauth"), expand)?;
+                ServerSpec::Http { url, headers, oauth }
             })
         }
         "sdk" => Ok(ServerSpec::Sdk),
@@ -177,6 +180,100 @@ fn lower(name: &str, raw: &Value, expand: &dyn Fn(&str) -> Result<String, String
             "server `{name}`: unknown `type` `{other}`; use \"stdio\", \"http\" or \"sse\" (or \"sdk\" for a program's in-process server)"
         )),
     }
+}
+
+/// The `"oauth"` object of an HTTP server's entry: what keel needs to sign in that discovery
+/// cannot tell it. Everything is optional; without a client id keel registers itself
+/// (dynamic client registration).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OAuthConfig {
+    /// A client id registered with the authorization server beforehand.
+    pub client_id: Option<String>,
+    /// Its secret, for a confidential client (usually `${VAR}` from the environment).
+    pub client_secret: Option<String>,
+    /// The port of the loopback address the browser is sent back to (0 or absent: any free
+    /// port; a pre-registered client usually needs a fixed one).
+    pub callback_port: u16,
+    /// Scopes to ask for instead of those the server's metadata names.
+    pub scopes: Vec<String>,
+    /// An https URL of keel's client metadata document (a URL-based client id), used when the
+    /// authorization server supports them and no client id is configured.
+    pub client_metadata_url: Option<String>,
+    /// `client_credentials`: keel signs in as the client itself, with its id and secret and no
+    /// person (machine-to-machine servers); otherwise a person signs in in a browser.
+    pub client_credentials: bool,
+}
+
+fn oauth_config(
+    name: &str,
+    raw: Option<&Value>,
+    expand: &dyn Fn(&str) -> Result<String, String>,
+) -> Result<OAuthConfig, String> {
+    let obj = match raw {
+        None | Some(Value::Null) => return Ok(OAuthConfig::default()),
+        Some(Value::Object(o)) => o,
+        Some(other) => return Err(format!("server `{name}`: `oauth` must be an object, found {other}")),
+    };
+    let text = |key: &str| -> Result<Option<String>, String> {
+        string(obj, key, name)?
+            .map(|v| expand(&v).map_err(|e| format!("server `{name}`: oauth.{key}: {e}")))
+            .transpose()
+    };
+    for key in obj.keys() {
+        if !matches!(
+            key.as_str(),
+            "clientId" | "clientSecret" | "callbackPort" | "scopes" | "clientMetadataUrl" | "grant"
+        ) {
+            return Err(format!(
+                "server `{name}`: unknown oauth key `{key}` (known: clientId, clientSecret, callbackPort, scopes, clientMetadataUrl, grant)"
+            ));
+        }
+    }
+    let callback_port = match obj.get("callbackPort") {
+        None | Some(Value::Null) => 0,
+        Some(v) => v
+            .as_u64()
+            .and_then(|p| u16::try_from(p).ok())
+            .ok_or_else(|| format!("server `{name}`: oauth.callbackPort must be a port number, found {v}"))?,
+    };
+    let scopes = match obj.get("scopes") {
+        Some(Value::String(s)) => s.split_whitespace().map(str::to_string).collect(),
+        _ => strings(obj, "scopes", name)?,
+    };
+    let client_credentials = match text("grant")?.as_deref() {
+        None | Some("authorization_code") => false,
+        Some("client_credentials") => true,
+        Some(other) => {
+            return Err(format!(
+                "server `{name}`: oauth.grant `{other}` is not known; use \"authorization_code\" (a person signs in, the default) or \"client_credentials\""
+            ));
+        }
+    };
+    let config = OAuthConfig {
+        client_id: text("clientId")?.filter(|s| !s.is_empty()),
+        client_secret: text("clientSecret")?.filter(|s| !s.is_empty()),
+        callback_port,
+        scopes,
+        client_metadata_url: text("clientMetadataUrl")?.filter(|s| !s.is_empty()),
+        client_credentials,
+    };
+    if config.client_secret.is_some() && config.client_id.is_none() {
+        return Err(format!("server `{name}`: oauth.clientSecret needs oauth.clientId"));
+    }
+    if config.client_credentials && (config.client_id.is_none() || config.client_secret.is_none()) {
+        return Err(format!(
+            "server `{name}`: the client_credentials grant needs oauth.clientId and oauth.clientSecret"
+        ));
+    }
+    if let Some(url) = &config.client_metadata_url {
+        let ok = reqwest::Url::parse(url).is_ok_and(|u| u.scheme() == "https" && u.path() != "/");
+        if !ok {
+            return Err(format!(
+                "server `{name}`: oauth.clientMetadataUrl must be an https URL with a path, got {url}"
+            ));
+        }
+    }
+    Ok(config)
 }
 
 /// Server names become part of tool names and permission rules (sanitised there).

@@ -170,6 +170,9 @@ pub fn list(src: &Sources<'_>) -> Result<String, String> {
             approval_word(src, e)
         ));
         out.push('\n');
+        if let Some(line) = super::signin::state_line(src.keel_home, e) {
+            out.push_str(&format!("    {line}\n"));
+        }
         if let Err(err) = &e.spec
             && config::parse_entry(&e.name, &e.raw).is_ok()
         {
@@ -221,7 +224,7 @@ pub fn get(src: &Sources<'_>, name: &str) -> Result<String, String> {
                 out.push_str(&format!("  cwd: {}\n", c.display()));
             }
         }
-        Ok(config::ServerSpec::Http { url, headers }) | Ok(config::ServerSpec::Sse { url, headers }) => {
+        Ok(config::ServerSpec::Http { url, headers, .. }) | Ok(config::ServerSpec::Sse { url, headers }) => {
             out.push_str(&format!(
                 "  type: {}\n  url: {url}\n",
                 if e.raw.get("type") == Some(&json!("sse")) {

@@ -8,7 +8,9 @@
 //! ([`McpHub::statuses`]) and shut it down. An embedding front end registers servers it relays
 //! itself with [`McpHub::register_channel_server`].
 
+pub mod auth;
 pub mod config;
+pub mod elicit;
 pub mod errors;
 pub mod line_cap;
 pub mod manage;
@@ -20,6 +22,7 @@ pub mod result;
 pub mod search;
 pub mod server;
 pub mod setup;
+pub mod signin;
 pub mod sources;
 pub mod sse;
 pub mod startup;
@@ -55,6 +58,10 @@ pub struct HubOptions {
     pub log_dir: PathBuf,
     /// Tools a bare-name deny rule removes from the model's view.
     pub hidden: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+    /// Where HTTP servers' sign-ins are kept (`<KEEL_HOME>/mcp-auth/`); `None`: nowhere.
+    pub keel_home: Option<PathBuf>,
+    /// Who answers servers' elicitation requests (front ends replace the default).
+    pub elicitation: Arc<elicit::Route>,
 }
 
 pub struct McpHub {
@@ -143,6 +150,8 @@ impl McpHub {
                 project_dir: self.options.project_dir.clone(),
                 log,
                 timeouts: self.options.timeouts,
+                keel_home: self.options.keel_home.clone(),
+                elicitation: self.options.elicitation.clone(),
             },
         )
     }
@@ -188,6 +197,11 @@ impl McpHub {
             .upgrade()
     }
 
+    /// Who answers the servers' elicitation requests (front ends install theirs).
+    pub fn elicitation(&self) -> &Arc<elicit::Route> {
+        &self.options.elicitation
+    }
+
     pub fn servers(&self) -> Vec<Arc<Server>> {
         self.servers.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
@@ -223,7 +237,9 @@ impl McpHub {
         let servers: Vec<Arc<Server>> = self
             .servers()
             .into_iter()
-            .filter(|s| s.startable() && s.state() == State::Pending && s.status().tools.is_empty())
+            .filter(|s| {
+                s.startable() && (s.state() == State::Pending || s.recheck_sign_in()) && s.status().tools.is_empty()
+            })
             .collect();
         let started = futures_util::future::join_all(servers.iter().map(|s| s.start())).await;
         let mut batch = Vec::new();

@@ -17,7 +17,9 @@ use serde_json::{Map, Value};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use super::auth::Access;
 use super::config::{Scope, ServerSpec};
+use super::elicit;
 use super::transport::{self, KeelClient, McpChannel, OpenError, OpenOptions, Opened, Service, Target};
 
 /// Restarts after a crash before a server is left failed for the rest of the session.
@@ -180,6 +182,10 @@ pub struct Placement {
     /// Where a stdio server's stderr is appended.
     pub log: PathBuf,
     pub timeouts: Timeouts,
+    /// Where sign-ins are kept (HTTP servers); `None`: nowhere.
+    pub keel_home: Option<PathBuf>,
+    /// Who answers the server's elicitation requests.
+    pub elicitation: Arc<elicit::Route>,
 }
 
 pub struct Server {
@@ -201,6 +207,12 @@ pub struct Server {
     tools_changed: Arc<AtomicBool>,
     /// The channel to an in-process SDK server, once the driving program's relay is attached.
     relay: StdMutex<Option<McpChannel>>,
+    /// An HTTP server's sign-in.
+    access: Option<Arc<Access>>,
+    /// When the sign-in it had was made, as of the server's last refusal (a newer sign-in
+    /// clears `needs-auth`).
+    refused_sign_in: std::sync::atomic::AtomicU64,
+    elicitation: Arc<elicit::Route>,
 }
 
 /// How a request to a server failed.
@@ -241,7 +253,20 @@ impl Server {
         initial: (State, Option<String>),
         place: Placement,
     ) -> Server {
+        let access = match &reach {
+            Reach::Spec(ServerSpec::Http { url, headers, oauth }) => Some(Arc::new(Access::new(
+                &name,
+                url,
+                oauth.clone(),
+                place.keel_home.as_deref(),
+                headers.keys().any(|k| k.eq_ignore_ascii_case("authorization")),
+            ))),
+            _ => None,
+        };
         Server {
+            access,
+            refused_sign_in: std::sync::atomic::AtomicU64::new(0),
+            elicitation: place.elicitation,
             name,
             scope,
             source,
@@ -295,6 +320,25 @@ impl Server {
         let mut s = self.status.lock().unwrap_or_else(|p| p.into_inner());
         s.0 = state;
         s.1 = detail;
+    }
+
+    /// The server refused keel (401/403): `needs-auth` until someone signs in again.
+    fn refused(&self, message: String) {
+        if let Some(a) = &self.access {
+            self.refused_sign_in.store(a.signed_in_at(), Ordering::Relaxed);
+        }
+        self.set_state(State::NeedsAuth, Some(message));
+    }
+
+    /// A server left `needs-auth` that has been signed in to since (`keel mcp login`) goes back
+    /// to pending, so the next start or call connects with the new sign-in. True if it did.
+    pub fn recheck_sign_in(&self) -> bool {
+        let Some(a) = &self.access else { return false };
+        if self.state() != State::NeedsAuth || a.signed_in_at() <= self.refused_sign_in.load(Ordering::Relaxed) {
+            return false;
+        }
+        self.set_state(State::Pending, None);
+        true
     }
 
     /// Whether the server said its tool list changed since the last look (and forgets it).
@@ -414,7 +458,12 @@ impl Server {
                 .unwrap_or_else(|| "it is not configured to run".into());
             return Err(detail);
         }
-        if slot.ever_connected || restart {
+        // A server that refused keel is asked again only once someone signed in since.
+        let signed_in_again = self.state() == State::NeedsAuth && self.recheck_sign_in();
+        if self.state() == State::NeedsAuth {
+            return Err(self.status().detail.unwrap_or_default());
+        }
+        if (slot.ever_connected || restart) && !signed_in_again {
             if self.restarts.load(Ordering::Relaxed) >= MAX_RESTARTS {
                 let detail = self.status().detail.unwrap_or_default();
                 return Err(format!(
@@ -430,11 +479,14 @@ impl Server {
             (Reach::None, _) => return Err("it is not configured to run".into()),
         };
         let client = KeelClient {
+            server: self.name.clone(),
             tools_changed: self.tools_changed.clone(),
+            elicitation: self.elicitation.clone(),
         };
         let opts = OpenOptions {
             project_dir: &self.project_dir,
             log: &self.log,
+            access: self.access.as_ref(),
         };
         self.set_state(State::Pending, None);
         let opened = tokio::time::timeout(self.timeouts.startup, transport::open(target, client, &opts)).await;
@@ -465,7 +517,7 @@ impl Server {
                 Ok(())
             }
             Ok(Err(OpenError::NeedsAuth(m))) => {
-                self.set_state(State::NeedsAuth, Some(m.clone()));
+                self.refused(m.clone());
                 Err(m)
             }
             Ok(Err(OpenError::Failed(m))) => {
@@ -595,6 +647,18 @@ impl Server {
     /// What a failed request means: a JSON-RPC error from the server, or a broken connection
     /// (the server is marked failed and restarted by the next call).
     async fn failure(&self, e: ServiceError) -> CallError {
+        if let Some(challenge) = self.access.as_ref().and_then(|a| a.take_challenge()) {
+            let message = self
+                .access
+                .as_ref()
+                .map(|a| a.needs_sign_in(Some(&challenge)))
+                .unwrap_or_default();
+            let mut slot = self.slot.lock().await;
+            slot.live = None;
+            drop(slot);
+            self.refused(message.clone());
+            return CallError::Unavailable(message);
+        }
         match e {
             ServiceError::McpError(e) => CallError::Server(e.message.to_string()),
             e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {

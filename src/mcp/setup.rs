@@ -156,6 +156,8 @@ pub fn build(inputs: &McpInputs<'_>) -> Result<McpSetup, String> {
         project_dir: inputs.cwd.to_path_buf(),
         log_dir: inputs.session_dir.join("mcp-logs"),
         hidden: inputs.hidden.clone(),
+        keel_home: Some(inputs.keel_home.to_path_buf()),
+        elicitation: Arc::new(super::elicit::Route::default()),
     });
     hub.plan(planned);
     Ok(McpSetup { hub, notices, pending })

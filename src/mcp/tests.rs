@@ -67,6 +67,8 @@ fn hub(mode: search::Mode, context_window: u64) -> Arc<McpHub> {
         project_dir: PathBuf::from("/"),
         log_dir: std::env::temp_dir(),
         hidden: Arc::new(|_| false),
+        keel_home: None,
+        elicitation: Arc::new(super::elicit::Route::default()),
     })
 }
 

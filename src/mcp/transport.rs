@@ -9,18 +9,21 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rmcp::model::{
-    ClientCapabilities, ClientJsonRpcMessage, Implementation, InitializeRequestParams, ProtocolVersion,
-    ServerJsonRpcMessage,
+    ClientCapabilities, ClientJsonRpcMessage, ElicitRequestParams, ElicitResult, Implementation,
+    InitializeRequestParams, ProtocolVersion, ServerJsonRpcMessage,
 };
-use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::service::{NotificationContext, RequestContext, RoleClient, RunningService};
 use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClient;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, Transport};
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::{Mutex, mpsc};
 
+use super::auth::{Access, Watched};
 use super::config::ServerSpec;
+use super::elicit;
 use super::line_cap;
 use super::sse::SseTransport;
 use crate::tools::bash::process::ProcessGroup;
@@ -31,19 +34,37 @@ pub type Service = RunningService<RoleClient, KeelClient>;
 /// keel's client identity and its handling of what servers send unasked.
 #[derive(Clone)]
 pub struct KeelClient {
+    /// The server's configured name (who is asking, in an elicitation).
+    pub server: String,
     /// Set when the server says its tool list changed.
     pub tools_changed: Arc<AtomicBool>,
+    /// Who answers the server's elicitation requests.
+    pub elicitation: Arc<elicit::Route>,
+}
+
+/// What keel can do for a server: answer elicitation forms (and URL requests, by showing the
+/// address).
+fn capabilities() -> ClientCapabilities {
+    serde_json::from_value(serde_json::json!({"elicitation": {"form": {}, "url": {}}})).unwrap_or_default()
 }
 
 impl ClientHandler for KeelClient {
     fn get_info(&self) -> InitializeRequestParams {
         // The newest revision that still has the `initialize` handshake, as deployed servers
         // know it; a server that speaks an older one answers with it and that is used.
-        InitializeRequestParams::new(
-            ClientCapabilities::default(),
-            Implementation::new("keel", env!("CARGO_PKG_VERSION")),
-        )
-        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+        InitializeRequestParams::new(capabilities(), Implementation::new("keel", env!("CARGO_PKG_VERSION")))
+            .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, rmcp::ErrorData> {
+        let params = serde_json::to_value(&request).unwrap_or(Value::Null);
+        let asked = elicit::Request::from_params(&self.server, &params);
+        let answer = self.elicitation.ask(asked).await;
+        serde_json::from_value(answer.to_json()).map_err(|e| rmcp::ErrorData::internal_error(e.to_string(), None))
     }
 
     fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) -> impl Future<Output = ()> + Send + '_ {
@@ -59,6 +80,8 @@ pub struct OpenOptions<'a> {
     pub project_dir: &'a Path,
     /// Where a stdio server's stderr is appended.
     pub log: &'a Path,
+    /// An HTTP server's sign-in (tokens, and the challenges it answers with).
+    pub access: Option<&'a Arc<Access>>,
 }
 
 /// A message channel to a server that lives elsewhere (the Agent SDK's in-process servers,
@@ -226,12 +249,21 @@ pub async fn open(
                 }
             }
         }
-        Target::Spec(ServerSpec::Http { url, headers }) => {
+        Target::Spec(ServerSpec::Http { url, headers, .. }) => {
             let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                 .custom_headers(header_map(headers)?)
                 .reinit_on_expired_session(true);
-            let transport = StreamableHttpClientTransport::with_client(http_client()?, config);
-            let service = client.serve(transport).await.map_err(init_error)?;
+            let base = http_client()?;
+            let service = match opts.access {
+                None => serve_http(client, base, config, None).await?,
+                Some(access) => match access.authorized(base.clone()).await {
+                    Ok(Some(signed_in)) => {
+                        serve_http(client, Watched::new(signed_in, access.clone()), config, Some(access)).await?
+                    }
+                    Ok(None) => serve_http(client, Watched::new(base, access.clone()), config, Some(access)).await?,
+                    Err(e) => return Err(OpenError::NeedsAuth(format!("signing in failed: {e}"))),
+                },
+            };
             Ok((service, Opened::Remote))
         }
         Target::Spec(ServerSpec::Sdk) => Err(OpenError::Failed(NO_RELAY.into())),
@@ -243,11 +275,31 @@ pub async fn open(
     }
 }
 
+/// Opens a streamable-HTTP session over `http`; a 401/403 becomes "needs sign-in", saying how.
+async fn serve_http<C: StreamableHttpClient + Sync>(
+    client: KeelClient,
+    http: C,
+    config: StreamableHttpClientTransportConfig,
+    access: Option<&Arc<Access>>,
+) -> Result<Service, OpenError> {
+    let transport = StreamableHttpClientTransport::with_client(http, config);
+    client.serve(transport).await.map_err(|e| {
+        let challenge = access.and_then(|a| a.take_challenge());
+        match (access, init_error(e)) {
+            (Some(a), OpenError::NeedsAuth(_)) => OpenError::NeedsAuth(a.needs_sign_in(challenge.as_ref())),
+            (Some(a), OpenError::Failed(_)) if challenge.is_some() => {
+                OpenError::NeedsAuth(a.needs_sign_in(challenge.as_ref()))
+            }
+            (_, other) => other,
+        }
+    })
+}
+
 fn init_error(e: rmcp::service::ClientInitializeError) -> OpenError {
     let text = super::errors::init_error(&e);
     if e.is_authorization_required() || looks_unauthorized(&text) {
         OpenError::NeedsAuth(format!(
-            "the server needs authentication (it answered 401/403); keel does not sign in to MCP servers yet — configure an Authorization header instead ({text})"
+            "the server needs authentication (it answered 401/403); configure an Authorization header ({text})"
         ))
     } else {
         OpenError::Failed(text)

@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod commands;
+pub mod elicit;
 pub mod external;
 pub mod imports;
 pub mod input;

@@ -142,6 +142,9 @@ pub async fn run(
         .await;
     // The servers start while the interface is up; the first turn waits for them.
     if let Some(hub) = engine.mcp() {
+        hub.elicitation().set(std::sync::Arc::new(super::elicit::TuiElicitor {
+            events: engine.events().clone(),
+        }));
         hub.start_all().await;
         for line in crate::mcp::startup::problems(&hub) {
             engine.events().notice(NoticeLevel::Warning, line);

@@ -5,6 +5,7 @@
 pub mod client;
 pub mod codec;
 pub mod control;
+pub mod elicitation;
 pub mod mcp_relay;
 pub mod offer;
 pub mod snapshot;

@@ -4,6 +4,7 @@
 mod config;
 mod remote;
 mod search;
+mod signin;
 mod stdio;
 
 use std::path::{Path, PathBuf};

@@ -9,6 +9,14 @@ big (size characters), resume_test (HTTP: the SSE response breaks after a primin
 result is delivered on the client's GET with Last-Event-ID), and --fillers N filler tools.
 Resources: test://docs/readme. Prompts: review(topic).
 
+--elicit (stdio): a tool `ask` that sends the client an `elicitation/create` form (name, with a
+default, and count) and reports the answer. --oauth (HTTP): the server is also its own OAuth
+authorization server (protected-resource and authorization-server metadata, registration,
+/authorize redirecting at once with a code, /token with PKCE checks and refresh); /mcp wants a
+bearer token it issued that has not expired (--token-ttl seconds). Every token request is logged
+as {"token": grant, ...}. --insecure-endpoints: the metadata names a plain-http token endpoint
+on another host.
+
 --log FILE appends one JSON object per line: every message received ({"recv": msg}), and in
 HTTP modes every request ({"http": method, "path", "headers"}). --read-delay S (stdio): a busy
 server, which takes S seconds over each message it reads before it notes it.
@@ -62,6 +70,9 @@ def tools():
         {"name": "add_tool", "description": "Adds the tool late_tool and announces the change",
          "inputSchema": {"type": "object", "properties": {}}},
     ]
+    if ARGS.elicit:
+        out.append({"name": "ask", "description": "Asks the user for a name and a count",
+                    "inputSchema": {"type": "object", "properties": {}}})
     if LATE_TOOL.is_set():
         out.append({"name": "late_tool", "description": "A tool added while the session runs",
                     "inputSchema": {"type": "object", "properties": {}}})
@@ -117,6 +128,13 @@ def call_tool(name, args):
     if name == "add_tool":
         LATE_TOOL.set()
         return text("added late_tool")
+    if name == "ask":
+        answer = ELICIT["ask"]({
+            "message": "Who are you?",
+            "requestedSchema": {"type": "object", "properties": {
+                "name": {"type": "string", "default": "Ann"},
+                "count": {"type": "integer", "default": 3}}, "required": ["name"]}})
+        return text("answer: " + json.dumps(answer, sort_keys=True))
     if name == "late_tool":
         return text("late tool works")
     if name.startswith("filler_"):
@@ -164,6 +182,9 @@ def handle(msg, logged=False):
     return {"jsonrpc": "2.0", "id": mid, "result": result}
 
 
+ELICIT = {}
+
+
 def run_stdio():
     log({"pid": os.getpid(), "cwd": os.getcwd(), "project_dir": os.environ.get("CLAUDE_PROJECT_DIR")})
     sys.stderr.write("test server starting\n")
@@ -184,6 +205,19 @@ def run_stdio():
                 sys.stdout.write(json.dumps(resp) + "\n")
                 sys.stdout.flush()
 
+    waiting = {}
+
+    def ask(params):
+        rid = "el-" + uuid.uuid4().hex[:8]
+        box = {"event": threading.Event()}
+        waiting[rid] = box
+        with out_lock:
+            sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": rid, "method": "elicitation/create", "params": params}) + "\n")
+            sys.stdout.flush()
+        box["event"].wait(30)
+        return box.get("answer")
+
+    ELICIT["ask"] = ask
     for line in sys.stdin:
         line = line.strip()
         if not line:
@@ -192,12 +226,22 @@ def run_stdio():
             msg = json.loads(line)
         except ValueError:
             continue
+        if isinstance(msg, dict) and str(msg.get("id", "")).startswith("el-") and "method" not in msg:
+            log({"recv": msg})
+            box = waiting.pop(msg["id"], None)
+            if box is not None:
+                box["answer"] = msg.get("result", msg.get("error"))
+                box["event"].set()
+            continue
         if ARGS.read_delay:
             time.sleep(ARGS.read_delay)
         # Logged as read (a message is on record even if the process is killed right after);
         # requests run on their own threads so a slow one does not hide a cancellation.
         log({"recv": msg})
         threading.Thread(target=reply, args=(msg,), daemon=True).start()
+
+
+OAUTH = {"codes": {}, "tokens": {}, "refresh": set(), "n": 0}
 
 
 class State:
@@ -220,7 +264,97 @@ class Handler(BaseHTTPRequestHandler):
     def record(self):
         log({"http": self.command, "path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}})
 
+    def json_reply(self, status, obj, extra=None):
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def base(self):
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def oauth_get(self):
+        """The authorization server's GET endpoints; True when the request was one."""
+        from urllib.parse import urlparse, parse_qs, urlencode
+        url = urlparse(self.path)
+        base = self.base()
+        if url.path == "/.well-known/oauth-protected-resource/mcp":
+            self.json_reply(200, {"resource": base + "/mcp", "authorization_servers": [base],
+                                  "scopes_supported": ["tools"]})
+            return True
+        if url.path == "/.well-known/oauth-authorization-server":
+            token = "http://auth.example.test/token" if ARGS.insecure_endpoints else base + "/token"
+            self.json_reply(200, {"issuer": base, "authorization_endpoint": base + "/authorize",
+                                  "token_endpoint": token, "registration_endpoint": base + "/register",
+                                  "response_types_supported": ["code"],
+                                  "grant_types_supported": ["authorization_code", "refresh_token"],
+                                  "code_challenge_methods_supported": ["S256"],
+                                  "token_endpoint_auth_methods_supported": ["none"]})
+            return True
+        if url.path == "/authorize":
+            q = {k: v[0] for k, v in parse_qs(url.query).items()}
+            log({"authorize": q})
+            code = "code-" + uuid.uuid4().hex[:8]
+            OAUTH["codes"][code] = q
+            target = q["redirect_uri"] + "?" + urlencode({"code": code, "state": q.get("state", "")})
+            self.send_response(302)
+            self.send_header("Location", target)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return True
+        return False
+
+    def oauth_post(self):
+        from urllib.parse import parse_qs
+        import base64
+        import hashlib
+        if self.path == "/register":
+            body = self.body()
+            log({"register": body})
+            self.json_reply(201, {"client_id": "client-1", "redirect_uris": body.get("redirect_uris", []),
+                                  "token_endpoint_auth_method": "none"})
+            return True
+        if self.path != "/token":
+            return False
+        n = int(self.headers.get("Content-Length") or 0)
+        form = {k: v[0] for k, v in parse_qs(self.rfile.read(n).decode()).items()}
+        log({"token": form.get("grant_type"), "form": {k: v for k, v in form.items() if k != "code_verifier"}})
+        if form.get("grant_type") == "authorization_code":
+            asked = OAUTH["codes"].pop(form.get("code", ""), None)
+            verifier = form.get("code_verifier", "")
+            digest = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+            if not asked or asked.get("code_challenge") != digest or asked.get("code_challenge_method") != "S256":
+                self.json_reply(400, {"error": "invalid_grant"})
+                return True
+        elif form.get("grant_type") == "refresh_token":
+            if form.get("refresh_token") not in OAUTH["refresh"]:
+                self.json_reply(400, {"error": "invalid_grant"})
+                return True
+        else:
+            self.json_reply(400, {"error": "unsupported_grant_type"})
+            return True
+        OAUTH["n"] += 1
+        access = f"at-{OAUTH['n']}"
+        refresh = f"rt-{OAUTH['n']}"
+        OAUTH["tokens"][access] = time.time() + ARGS.token_ttl
+        OAUTH["refresh"].add(refresh)
+        self.json_reply(200, {"access_token": access, "token_type": "Bearer", "expires_in": ARGS.token_ttl,
+                              "refresh_token": refresh, "scope": "tools"})
+        return True
+
     def deny_unauthorized(self):
+        if ARGS.oauth:
+            token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+            if OAUTH["tokens"].get(token, 0) > time.time():
+                return False
+            meta = self.base() + "/.well-known/oauth-protected-resource/mcp"
+            self.json_reply(401, {"error": "invalid_token"},
+                            {"WWW-Authenticate": f'Bearer resource_metadata="{meta}", scope="tools"'})
+            return True
         if ARGS.require_auth and self.headers.get("Authorization") != f"Bearer {ARGS.require_auth}":
             self.send_response(401)
             self.send_header("WWW-Authenticate", 'Bearer realm="test"')
@@ -257,6 +391,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         self.record()
+        if ARGS.oauth and self.oauth_get():
+            return
         if self.deny_unauthorized():
             return
         if ARGS.sse:
@@ -310,6 +446,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         self.record()
+        if ARGS.oauth and self.oauth_post():
+            return
         if self.deny_unauthorized():
             return
         msg = self.body()
@@ -392,6 +530,10 @@ def main():
     p.add_argument("--fillers", type=int, default=0)
     p.add_argument("--log")
     p.add_argument("--require-auth")
+    p.add_argument("--elicit", action="store_true")
+    p.add_argument("--oauth", action="store_true")
+    p.add_argument("--token-ttl", type=int, default=3600)
+    p.add_argument("--insecure-endpoints", action="store_true")
     p.add_argument("--die-at-start", action="store_true")
     p.add_argument("--read-delay", type=float, default=0.0)
     p.add_argument("--foreign-endpoint", action="store_true", help="legacy SSE: name an endpoint on another origin")

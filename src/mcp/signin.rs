@@ -1,0 +1,108 @@
+//! `keel mcp login|logout NAME` and the sign-in line of `keel mcp list`: the configured HTTP
+//! server looked up by name, then `auth::login` (the browser flow) or the sign-in file removed.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::auth::login::{self, Login};
+use super::auth::{Challenge, TokenFile};
+use super::config::ServerSpec;
+use super::sources::{self, Entry, Sources};
+
+fn http_entry(src: &Sources<'_>, name: &str) -> Result<Entry, String> {
+    let loaded = sources::load(src, &|k| std::env::var(k).ok())?;
+    let entry = loaded
+        .entries
+        .into_iter()
+        .find(|e| e.name == name)
+        .ok_or_else(|| format!("no MCP server named `{name}` is configured (see `keel mcp list`)"))?;
+    match &entry.spec {
+        Ok(ServerSpec::Http { .. }) => Ok(entry),
+        Ok(other) => Err(format!(
+            "MCP server `{name}` is a {} server; only HTTP servers sign in (`\"type\": \"http\"`)",
+            other.transport()
+        )),
+        Err(e) => Err(format!("MCP server `{name}` cannot be used: {e}")),
+    }
+}
+
+/// Signs in to a configured HTTP server in a browser; `say` prints progress.
+pub async fn login(
+    src: &Sources<'_>,
+    name: &str,
+    timeout: Duration,
+    open_browser: bool,
+    say: &(dyn Fn(&str) + Sync),
+) -> Result<String, String> {
+    let entry = http_entry(src, name)?;
+    let Ok(ServerSpec::Http { url, headers, oauth }) = &entry.spec else {
+        return Err(format!("MCP server `{name}` is not an HTTP server"));
+    };
+    if headers.keys().any(|k| k.eq_ignore_ascii_case("authorization")) {
+        say(&format!(
+            "note: `{name}` has an Authorization header configured; keel uses that header instead of a sign-in while it is there"
+        ));
+    }
+    login::run(
+        &Login {
+            server: name,
+            url,
+            oauth,
+            keel_home: src.keel_home,
+            timeout,
+            open_browser,
+        },
+        say,
+    )
+    .await
+}
+
+/// Forgets the sign-in of a configured HTTP server.
+pub fn logout(src: &Sources<'_>, name: &str) -> Result<String, String> {
+    let entry = http_entry(src, name)?;
+    let Ok(ServerSpec::Http { url, .. }) = &entry.spec else {
+        return Err(format!("MCP server `{name}` is not an HTTP server"));
+    };
+    let file = TokenFile::new(src.keel_home, url);
+    Ok(if file.remove()? {
+        format!("Signed out of MCP server `{name}` ({} removed).", file.path().display())
+    } else {
+        format!("keel was not signed in to MCP server `{name}`.")
+    })
+}
+
+/// `signed in (…)` / `needs sign-in: …` for an HTTP server in `keel mcp list`.
+pub fn state_line(keel_home: &Path, entry: &Entry) -> Option<String> {
+    let Ok(ServerSpec::Http { url, oauth, .. }) = &entry.spec else {
+        return None;
+    };
+    if oauth.client_credentials {
+        return Some("signs in with its client credentials".into());
+    }
+    let record = TokenFile::new(keel_home, url).load().ok()?;
+    let scope = record
+        .credentials
+        .as_ref()
+        .map(|c| c.granted_scopes.join(" "))
+        .filter(|s| !s.is_empty())
+        .map(|s| format!(" (scope: {s})"))
+        .unwrap_or_default();
+    let login = format!("run `keel mcp login {}`", entry.name);
+    match (&record.challenge, record.has_token()) {
+        (Some(h), true) if Challenge::from_header(h).status == 403 => {
+            let wants = Challenge::from_header(h)
+                .scope()
+                .map(|s| format!(" `{s}`"))
+                .unwrap_or_default();
+            Some(format!(
+                "signed in{scope}, but the server asks for more{wants}: {login}"
+            ))
+        }
+        (Some(_), true) => Some(format!(
+            "signed in{scope}, but the server refused it last time: {login}"
+        )),
+        (_, true) => Some(format!("signed in{scope}")),
+        (Some(_), false) => Some(format!("needs sign-in: {login}")),
+        (None, false) => None,
+    }
+}
