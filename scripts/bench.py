@@ -17,7 +17,15 @@ Over HTTP the server also samples keel's own CPU time (utime + stime from /proc,
 children) at every request, so the cost per turn can be shown for the first and the last
 hundred turns of a long session (--turns 1000): it must not grow with the history.
 
+With --git the generated repository is a git repository with one commit, as real projects are
+(keel then asks git for committed contents when files are edited).
+
+--startup times `keel -p "say hi"` (script provider, one answer, no tools) from start to exit in
+a small git repository and in one of 100,000 committed files (generated once, in 1,000
+directories; --startup-repo keeps it for later runs), median of --runs runs each.
+
 Usage: scripts/bench.py [--runs N] [--turns N] [--keel PATH] [--mode script|sse|openai|responses|both|all]
+                        [--git] [--startup [--startup-files N] [--startup-repo DIR]]
 Independent of keel's code: it only runs the binary and reads rusage and /proc from the kernel.
 """
 
@@ -62,6 +70,56 @@ def git_init(root):
                GIT_COMMITTER_NAME="bench", GIT_COMMITTER_EMAIL="bench@example.com")
     for cmd in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "init"]):
         subprocess.run(cmd, cwd=root, env=env, check=True)
+
+
+def make_big_repo(root, files):
+    """`files` small Rust files in directories of 100, committed."""
+    for i in range(files):
+        sub = os.path.join(root, "src", f"d{i // 10000}", f"m{i // 100}")
+        if i % 100 == 0:
+            os.makedirs(sub, exist_ok=True)
+        with open(os.path.join(sub, f"f{i % 100}.rs"), "w") as f:
+            f.write(f"pub fn f{i}() -> u32 {{ {i} }}\n")
+    git_init(root)
+
+
+def startup(keel, runs, files, keep):
+    """Wall time of `keel -p "say hi"` in a small and in a large repository (median of `runs`)."""
+    work = tempfile.mkdtemp(prefix="keel-bench-startup-")
+    small = os.path.join(work, "small")
+    os.makedirs(small)
+    make_repo(small)
+    git_init(small)
+    big = keep or os.path.join(work, "big")
+    if not os.path.exists(os.path.join(big, ".git")):
+        os.makedirs(big, exist_ok=True)
+        began = time.perf_counter()
+        make_big_repo(big, files)
+        print(f"generated {files} committed files in {time.perf_counter() - began:.1f} s ({big})")
+    script = os.path.join(work, "script.json")
+    with open(script, "w") as f:
+        json.dump({"turns": [{"text": "hi"}]}, f)
+    home = os.path.join(work, "home")
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": home, "KEEL_HOME": os.path.join(home, ".keel")}
+    args = WRAP + [keel, "-p", "say hi", "--provider", "script", "--script", script]
+
+    def once(repo):
+        start = time.perf_counter()
+        done = subprocess.run(args, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        wall = time.perf_counter() - start
+        if done.returncode != 0 or b"hi" not in done.stdout:
+            sys.exit(f"keel failed ({done.returncode}): {done.stderr.decode()[:2000]}")
+        return wall
+
+    print(f"start-up: `keel -p \"say hi\"` with the script provider, median of {runs} runs (first run not counted)")
+    print("| repository | wall (median) | min | max |")
+    print("|---|---|---|---|")
+    for name, repo in (("small (42 files, git)", small), (f"large ({files} files, git)", big)):
+        once(repo)  # warms the page cache and keel's home
+        walls = [once(repo) for _ in range(runs)]
+        print(f"| {name} | {statistics.median(walls) * 1000:.0f} ms | {min(walls) * 1000:.0f} ms | "
+              f"{max(walls) * 1000:.0f} ms |")
+    shutil.rmtree(work, ignore_errors=True)
 
 
 def make_turns(root, turns):
@@ -500,9 +558,14 @@ def main():
     ap.add_argument("--turns", type=int, default=90)
     ap.add_argument("--keel", default=os.path.join(ROOT, "target", "release", "keel"))
     ap.add_argument("--mode", default="both", choices=["script", "sse", "openai", "responses", "both", "all"])
+    ap.add_argument("--wrap", default="", help="command prefix for keel, e.g. a profiler")
     ap.add_argument("--git", action="store_true",
                     help="make the repository a git repository with one commit, as real projects are")
-    ap.add_argument("--wrap", default="", help="command prefix for keel, e.g. a profiler")
+    ap.add_argument("--startup", action="store_true",
+                    help="time `keel -p` start to exit in a small and in a large git repository instead")
+    ap.add_argument("--startup-files", type=int, default=100_000, help="files of the large repository")
+    ap.add_argument("--startup-repo", default=None,
+                    help="where the large repository is generated (kept, and reused when it exists)")
     ap.add_argument("--giant", action="store_true",
                     help="also time one answer made of a single 10 MB text event, streamed in 16 KB writes "
                          "(SSE parsing must be linear)")
@@ -512,6 +575,9 @@ def main():
     WINDOW[0] = 200 if args.turns >= 1000 else 100
     if not os.path.exists(args.keel):
         sys.exit(f"{args.keel} not found: run `cargo build --release` first")
+    if args.startup:
+        startup(args.keel, args.runs, args.startup_files, args.startup_repo)
+        return
     work = tempfile.mkdtemp(prefix="keel-bench-")
     repo = os.path.join(work, "repo")
     os.makedirs(repo)
@@ -529,7 +595,8 @@ def main():
     for t in turns:
         for c in t.get("tool_calls", []):
             counts[c["name"]] = counts.get(c["name"], 0) + 1
-    print(f"keel benchmark: {args.turns} model turns, 40-file repo, {args.runs} runs per mode")
+    print(f"keel benchmark: {args.turns} model turns, 40-file repo{' (git, one commit)' if args.git else ''}, "
+          f"{args.runs} runs per mode")
     print("tool calls: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
     print(f"CPU of the processes the Bash calls start (setsid, bash, command), run directly: {shells * 1000:.0f} ms")
     print("| mode | turns | wall (median) | CPU (median) | CPU per turn | keel's own CPU per turn | peak RSS (max) "

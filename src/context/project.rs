@@ -18,12 +18,19 @@ use super::system_prompt;
 use crate::provider::SystemBlock;
 use crate::types::message::CacheControl;
 
+/// The git section of a large repository's project layer.
+const LATE_GIT: &str = "Git: a large repository; keel's snapshot of its state (branch, status, recent commits) \
+is still being taken and follows in a later message. Run git for the current state.";
+
 #[derive(Debug, Clone)]
 pub struct ProjectContext {
     pub cwd: PathBuf,
     core: String,
     environment: String,
     pub git: Option<GitSnapshot>,
+    /// The snapshot of a large repository, still being taken when the layer was built: the
+    /// layer says it comes later, and [`ProjectContext::take_late_git`] hands it out once.
+    git_later: Option<git::Pending>,
     pub instructions: Instructions,
     append: Option<String>,
     /// Sections keel adds after the instruction files (the skill and sub-agent listings).
@@ -49,13 +56,19 @@ pub struct Gather<'a> {
 }
 
 impl ProjectContext {
-    /// Reads the environment, asks git for a snapshot and loads the instruction files.
+    /// Reads the environment, asks git for a snapshot (started in the background in a large
+    /// repository) and loads the instruction files.
     pub fn gather(g: &Gather<'_>) -> Self {
+        let (git, git_later) = match git::start(g.cwd) {
+            git::Start::Now(snapshot) => (snapshot, None),
+            git::Start::Later(pending) => (None, Some(pending)),
+        };
         ProjectContext {
             cwd: g.cwd.to_path_buf(),
             core: g.replace.unwrap_or(system_prompt::core()).to_string(),
             environment: system_prompt::environment(g.cwd, g.model),
-            git: git::snapshot(g.cwd),
+            git,
+            git_later,
             instructions: Instructions::discover_with(
                 g.cwd,
                 g.home,
@@ -75,6 +88,7 @@ impl ProjectContext {
             core: system_prompt::core().to_string(),
             environment: environment.to_string(),
             git: None,
+            git_later: None,
             instructions: Instructions::none(cwd),
             append: None,
             listings: Vec::new(),
@@ -89,7 +103,7 @@ impl ProjectContext {
         let mut parts = Vec::new();
         if !self.dynamic_in_message {
             parts.push(self.environment.clone());
-            parts.extend(self.git.as_ref().map(GitSnapshot::render));
+            parts.extend(self.git_text());
         }
         parts.push(instructions::render(&self.instructions.files));
         parts.extend(self.listings.iter().cloned());
@@ -109,13 +123,33 @@ impl ProjectContext {
         }
     }
 
+    /// The git section: the snapshot, or where a large repository's will come. Decided when the
+    /// layer is built, never by when git finishes, so the layer stays byte-identical.
+    fn git_text(&self) -> Option<String> {
+        if self.git_later.is_some() {
+            return Some(LATE_GIT.to_string());
+        }
+        self.git.as_ref().map(GitSnapshot::render)
+    }
+
+    /// A large repository's snapshot, once it is ready; only the first call after that gets it.
+    pub fn take_late_git(&self) -> Option<GitSnapshot> {
+        self.git_later.as_ref()?.take()
+    }
+
+    /// The snapshot as far as it is known now (a sub-agent's prompt, built later, includes a
+    /// large repository's snapshot once it is ready).
+    pub fn git_now(&self) -> Option<GitSnapshot> {
+        self.git.clone().or_else(|| self.git_later.as_ref()?.peek())
+    }
+
     /// What `dynamic_in_message` keeps out of the system prompt, for the first user message.
     pub fn dynamic_text(&self) -> Option<String> {
         if !self.dynamic_in_message {
             return None;
         }
         let mut parts = vec![self.environment.clone()];
-        parts.extend(self.git.as_ref().map(GitSnapshot::render));
+        parts.extend(self.git_text());
         parts.extend(self.memory.as_ref().map(|m| m.render()));
         Some(
             parts

@@ -144,6 +144,18 @@ impl Engine {
         }
     }
 
+    /// A large repository's git snapshot, taken in the background, once it is ready: sent once,
+    /// with the next message (the project layer said it would follow).
+    pub(super) fn late_git_note(&mut self) -> Vec<ContentBlock> {
+        let Some(snapshot) = self.project.take_late_git() else {
+            return Vec::new();
+        };
+        vec![ContentBlock::text(format!(
+            "<system-reminder>\n{}\n</system-reminder>",
+            snapshot.render()
+        ))]
+    }
+
     /// Reports of background sub-agents that finished since the last look, as reminders.
     pub(super) fn background_notes(&mut self) -> Vec<ContentBlock> {
         self.absorb_subagents();
@@ -249,5 +261,82 @@ mod tests {
             serde_json::json!(["compact", "context", "cost"])
         );
         assert!(engine.register_agents("not json").is_err());
+    }
+
+    /// A repository too large to wait for at start-up: the project layer says the snapshot
+    /// follows, and it goes, once, with the first message after git is done; the system prompt
+    /// stays what it was.
+    #[tokio::test]
+    async fn a_large_repositorys_snapshot_follows_in_the_next_message() {
+        use crate::context::{Gather, ProjectContext};
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().join("work");
+        std::fs::create_dir(&cwd).unwrap();
+        crate::context::git::tests::large_index(&cwd, crate::context::git::LARGE_INDEX + 1);
+        let session = Session::new(
+            "s".into(),
+            cwd.clone(),
+            dir.path().join("s"),
+            crate::transcript::Transcript::disabled(dir.path().join("t.jsonl")),
+        );
+        let config = EngineConfig {
+            model: "claude-sonnet-4-5".into(),
+            max_tokens: 1_000,
+            ..Default::default()
+        };
+        let provider = Arc::new(ScriptProvider::parse(r#"[{"text": "one"}, {"text": "two"}]"#).unwrap());
+        let registry = Arc::new(ToolRegistry::new(crate::tools::builtin_tools()).unwrap());
+        let (mut engine, _rx) = Engine::basic(config, provider, registry, session);
+        let project = ProjectContext::gather(&Gather {
+            cwd: &cwd,
+            model: "claude-sonnet-4-5",
+            home: None,
+            replace: None,
+            append: None,
+        });
+        engine.set_project(project.clone());
+        let system = engine.config.system.clone();
+        let text: String = system.iter().map(|b| b.text.clone()).collect();
+        assert!(
+            text.contains("is still being taken and follows in a later message"),
+            "{text}"
+        );
+        assert!(!text.contains("Recent commits"), "{text}");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while project.git_now().is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the background snapshot never finished"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        for prompt in ["first", "second"] {
+            engine
+                .run_turn(
+                    vec![ContentBlock::text(prompt)],
+                    tokio_util::sync::CancellationToken::new(),
+                )
+                .await;
+        }
+        let users: Vec<String> = engine
+            .session
+            .history()
+            .iter()
+            .filter(|m| m.role == crate::types::message::Role::User)
+            .map(|m| m.text())
+            .collect();
+        assert_eq!(users.len(), 2, "{users:?}");
+        assert!(
+            users[0].starts_with("first") && users[0].contains("<system-reminder>\nGit (a snapshot from the start"),
+            "{}",
+            users[0]
+        );
+        assert!(
+            users[0].contains("- Branch: trunk") && users[0].contains("many files"),
+            "{}",
+            users[0]
+        );
+        assert_eq!(users[1], "second", "sent once");
+        assert_eq!(engine.config.system, system, "the system prompt did not change");
     }
 }

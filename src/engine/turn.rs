@@ -55,6 +55,7 @@ impl Engine {
             }
             PromptVerdict::Accept => {
                 self.begin_prompt_point(&content);
+                content.extend(self.late_git_note());
                 self.session.push_user(content);
                 self.drive(&mut stats, &cancel).await
             }
@@ -219,6 +220,7 @@ impl Engine {
                 content.extend(self.note_tool_round(&records));
                 content.extend(self.loaded_skills(&records));
                 content.extend(self.background_notes());
+                content.extend(self.late_git_note());
                 // Calls cut by the output limit never ran: the model must hear it and go on.
                 if response
                     .broken_tool_calls

@@ -176,7 +176,10 @@ impl Evidence {
             heads_asked: HashSet::new(),
             digest_unchecked: false,
         };
-        state.digest_unchecked = state.ledger.digest.is_some();
+        // Files changed while the session was closed matter only to the runs it recorded (they
+        // make passes stale); a ledger without runs has nothing such a change could alter, so
+        // its session does not wait for the watcher's first walk to find out.
+        state.digest_unchecked = state.ledger.digest.is_some() && !state.ledger.runs.is_empty();
         state.turn_start = state.ledger.version;
         Evidence {
             cwd: cwd.to_path_buf(),
@@ -204,7 +207,13 @@ impl Evidence {
                 // Files that changed while the session was closed make its passes stale.
                 let now = self.watcher.snapshot();
                 if now.digest() != digest {
+                    let before = s.ledger.version;
                     s.ledger.change(Vec::new(), Source::Outside, true);
+                    // Found after a turn began without waiting for it ([`Evidence::begin_turn`]),
+                    // it still happened before that turn.
+                    if s.turn_start == before {
+                        s.turn_start = s.ledger.version;
+                    }
                 }
                 s.ledger.digest = Some(now.digest());
                 s.last = Some(now);
@@ -237,15 +246,26 @@ impl Evidence {
         f(&self.lock().ledger)
     }
 
-    /// A new user turn begins: the gate judges changes from here on, and may send again.
+    /// A new user turn begins: the gate judges changes from here on, and may send again. Does
+    /// not wait for a resumed session's comparison with the workspace: every change of the
+    /// ledger comes after it, and what it finds is counted before this turn.
     pub fn begin_turn(&self) {
-        let mut s = self.lock();
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
         s.turn_start = s.ledger.version;
         s.sends = 0;
     }
 
     /// The stop gate's note for a model that wants to end its turn, counted as one send.
     pub fn gate(&self, todos: &[crate::types::tool::Todo]) -> Option<String> {
+        {
+            // A resumed session not yet compared with the workspace recorded nothing since it
+            // started (every change compares first), so the gate has no work to judge; only the
+            // task-list rule could speak, and only then is the comparison waited for.
+            let s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            if s.digest_unchecked && gate::todos_unverified(todos).is_none() {
+                return None;
+            }
+        }
         let mut s = self.lock();
         let note = gate::note(&s.ledger, s.turn_start, todos, s.sends + 1, self.config.gate)?;
         s.sends += 1;
@@ -275,7 +295,8 @@ impl Evidence {
 
     /// The first failure to save the ledger, once.
     pub fn take_write_error(&self) -> Option<String> {
-        self.lock().write_error.take()
+        // Not a reading of the ledger: no reason to wait for a resumed session's comparison.
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).write_error.take()
     }
 
     /// Before a tool call: fingerprints the workspace before a foreground command (recording
@@ -640,19 +661,11 @@ fn baseline_text(path: &Path) -> Option<String> {
     weakened::holds_tests(path, &text, "").then_some(text)
 }
 
-/// The committed content of a file, when the workspace is a git repository (through keel's
-/// one git runner, which lets the repository run no program of its own).
+/// The committed content of a file, when the workspace is a git repository: the blob as
+/// stored, read with no filter or textconv of the repository's run (see
+/// `context::git::committed`); a file over the baseline cap has none.
 fn git_head(cwd: &Path, rel: &str) -> Option<String> {
-    let out = crate::context::git::command(cwd)
-        .args(["show", &format!("HEAD:./{rel}")])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8(out.stdout).ok())
-        .flatten()
+    String::from_utf8(crate::context::git::committed(cwd, rel, MAX_BASELINE_BYTES)?).ok()
 }
 
 /// A change whose inode changed this long before the command started still counts as the

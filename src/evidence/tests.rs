@@ -335,6 +335,52 @@ async fn the_ledger_survives_resume_and_changes_while_closed_make_passes_stale()
     assert_eq!(resumed.with_ledger(|l| l.status()), Status::Stale);
 }
 
+/// A resumed session's turn begins without the comparison with the workspace (which waits for
+/// the watcher's first walk); made later, the change it finds still counts before the turn.
+/// A ledger without runs has nothing such a change could alter and is not compared at all.
+#[tokio::test]
+async fn a_resumed_turn_does_not_wait_for_the_comparison_and_it_still_comes_first() {
+    let w = ws(GateMode::Nudge);
+    w.bash("pytest -q", |_| {}, PASS, 0).await;
+    w.ev.flush();
+    let session = w.session.path().to_path_buf();
+    std::fs::write(w.path("src/app.py"), "def f(x):\n    return -1\n").unwrap();
+    let resumed = Evidence::new(w.dir.path(), &session, Config::default(), true);
+    let saved = resumed.state.lock().unwrap().ledger.version;
+    resumed.begin_turn();
+    assert!(
+        resumed.state.lock().unwrap().digest_unchecked,
+        "begin_turn made the comparison"
+    );
+    // Nothing recorded yet, no task list: the gate has nothing to judge and does not compare.
+    assert_eq!(resumed.take_write_error(), None);
+    assert_eq!(resumed.gate(&[]), None);
+    assert!(
+        resumed.state.lock().unwrap().digest_unchecked,
+        "the gate made the comparison"
+    );
+    assert_eq!(resumed.with_ledger(|l| l.status()), Status::Stale);
+    let (version, turn_start) = {
+        let s = resumed.state.lock().unwrap();
+        (s.ledger.version, s.turn_start)
+    };
+    assert_eq!(version, saved + 1);
+    assert_eq!(turn_start, saved + 1, "the change while closed is not this turn's");
+
+    let fresh = ws(GateMode::Nudge);
+    fresh
+        .bash("true", |d| std::fs::write(d.join("notes.txt"), "n").unwrap(), "", 0)
+        .await;
+    fresh.ev.flush();
+    assert!(fresh.ev.ledger().digest.is_some() && fresh.ev.ledger().runs.is_empty());
+    let session = fresh.session.path().to_path_buf();
+    let resumed = Evidence::new(fresh.dir.path(), &session, Config::default(), true);
+    assert!(
+        !resumed.state.lock().unwrap().digest_unchecked,
+        "no runs: nothing to compare for"
+    );
+}
+
 #[test]
 fn settings_choose_the_gate_and_declare_commands() {
     let d = tempfile::tempdir().unwrap();

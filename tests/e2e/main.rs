@@ -19,6 +19,7 @@ mod evidence;
 mod evidence_runs;
 mod evidence_weakenings;
 mod file_safety;
+mod git_calls;
 mod harness_attacks;
 mod headless;
 mod headless_programs;

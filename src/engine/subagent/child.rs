@@ -390,7 +390,7 @@ fn system_blocks(
     };
     let mut second = system_prompt::environment(cwd, model);
     if def.role != Role::ReadOnly {
-        if let Some(g) = &project.git {
+        if let Some(g) = project.git_now() {
             second.push_str("\n\n");
             second.push_str(&g.render());
         }
