@@ -55,6 +55,7 @@ fn calls_with_results(t: &Value) -> Vec<(String, String)> {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_right_fix_earns_reward_1_and_its_trajectory_validates() {
     let python = or_skip!(harbor::python());
+    or_skip!(harbor::namespaces());
     let env = Env::new();
     let server = ModelServer::start().await;
     script(&server, RIGHT);
@@ -135,6 +136,7 @@ async fn a_right_fix_earns_reward_1_and_its_trajectory_validates() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_wrong_fix_earns_reward_0_and_keel_reports_the_failed_run() {
     let python = or_skip!(harbor::python());
+    or_skip!(harbor::namespaces());
     let env = Env::new();
     let server = ModelServer::start().await;
     script(&server, WRONG);
@@ -250,4 +252,50 @@ async fn keel_failures_become_harbors_error_classes_from_the_result_object() {
     assert_eq!(classes[1]["should_retry"], false);
     assert_eq!(classes[2]["should_retry"], true);
     assert_eq!(classes[2]["should_grade"], true);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn harbors_model_flags_become_keels_provider_model_and_environment() {
+    let python = or_skip!(harbor::python());
+    let cases = [
+        json!({"model_name": "anthropic/claude-sonnet-4-5", "base_url": "http://127.0.0.1:9", "extra_env": {"ANTHROPIC_API_KEY": "a"}}),
+        json!({"model_name": "openai/gpt-4.1", "extra_env": {"OPENAI_API_KEY": "o"}, "max_turns": 7}),
+        json!({"model_name": "openai/gpt-5", "model_api_format": "openai_responses", "extra_env": {"OPENAI_API_KEY": "o"}}),
+        // A local OpenAI-compatible server, its key in a variable of the user's choosing.
+        json!({"model_name": "hosted_vllm/qwen3-coder", "base_url": "http://127.0.0.1:8000/v1", "model_api_key_name": "VLLM_KEY",
+               "model_api_format": "openai_chat_completions", "extra_env": {"VLLM_KEY": "v"},
+               "permission_mode": "acceptEdits", "verification_gate": "require"}),
+    ];
+    let input: String = cases.iter().map(|c| format!("{c}\n")).collect();
+    let home = tempfile::tempdir().unwrap();
+    let got = harbor::run(&python, home.path(), "connection", &[], &input).await;
+    let flag = |i: usize, name: &str| -> Option<String> {
+        let argv = got[i]["argv"].as_array().unwrap();
+        let at = argv.iter().position(|a| a == name)?;
+        argv.get(at + 1).and_then(Value::as_str).map(str::to_string)
+    };
+    let env = |i: usize| got[i]["env"].clone();
+    assert_eq!(flag(0, "--provider").as_deref(), Some("anthropic"));
+    assert_eq!(flag(0, "--model").as_deref(), Some("claude-sonnet-4-5"));
+    assert_eq!(flag(0, "--permission-mode").as_deref(), Some("bypassPermissions"));
+    assert_eq!(
+        env(0),
+        json!({"ANTHROPIC_API_KEY": "a", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "KEEL_HOME": "/logs/agent/keel-home"})
+    );
+    assert_eq!(flag(1, "--provider").as_deref(), Some("openai"));
+    assert_eq!(flag(1, "--model").as_deref(), Some("gpt-4.1"));
+    assert_eq!(flag(1, "--max-turns").as_deref(), Some("7"));
+    assert_eq!(
+        env(1),
+        json!({"OPENAI_API_KEY": "o", "KEEL_HOME": "/logs/agent/keel-home"})
+    );
+    assert_eq!(flag(2, "--provider").as_deref(), Some("openai-responses"));
+    assert_eq!(flag(3, "--provider").as_deref(), Some("openai"));
+    assert_eq!(flag(3, "--model").as_deref(), Some("qwen3-coder"));
+    assert_eq!(flag(3, "--permission-mode").as_deref(), Some("acceptEdits"));
+    assert_eq!(
+        env(3),
+        json!({"OPENAI_API_KEY": "v", "OPENAI_BASE_URL": "http://127.0.0.1:8000/v1",
+               "KEEL_HOME": "/logs/agent/keel-home", "KEEL_VERIFICATION_GATE": "require"})
+    );
 }

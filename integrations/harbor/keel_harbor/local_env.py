@@ -6,7 +6,14 @@ command runs in a private mount namespace whose root is the scratch directory. T
 system, writes land in the scratch directory), ``/proc``, ``/sys`` and ``/dev`` are bound, and
 everything else (``/app``, ``/logs``, ``/tests``, ``/tmp``, ``/root``) is the scratch
 directory's own. The host's home, its other folders and its files outside those system trees
-are not visible. Nothing a command does reaches the host's files; the network is the host's.
+are not visible. Processes and the network are the host's: a command may leave a process
+running for the next one, as in a container, and ``stop`` ends every process whose root is
+the scratch directory.
+
+It keeps tasks apart from the host's files; it is no security boundary against hostile code:
+commands run as the host's root, with its capabilities, its devices under ``/dev`` and its
+``/proc``, as they would in a privileged container. Run untrusted agents or tasks under Docker
+or a sandbox provider.
 
 A task's ``environment/Dockerfile`` is read, not built: ``FROM`` is noted (the host's system
 stands in for the image), and ``WORKDIR``, ``ENV``, ``COPY`` (from the environment folder) and
@@ -227,7 +234,10 @@ class LocalEnvironment(BaseEnvironment):
             await self.upload_file(source, dest)
 
     async def stop(self, delete: bool) -> None:
-        if self._scratch is None or not delete:
+        if self._scratch is None:
+            return
+        _kill_inside(self._root)
+        if not delete:
             return
         scratch, self._scratch = self._scratch, None
         # overlayfs leaves its work directories unreadable; the owner may still remove them.
@@ -265,6 +275,8 @@ class LocalEnvironment(BaseEnvironment):
         who = "" if user in (None, "root", 0, "0") else str(user)
         assignments = [f"{k}={v}" for k, v in env.items() if k != "PATH"]
         path_inside = env.get("PATH", _PATH)
+        # No PID namespace: keel (and other tools) name cgroups by pid, and two environments
+        # with PID namespaces of their own would share pids under the host's one cgroup tree.
         unshare = ["unshare", "--mount", "--propagation", "private", "--fork"]
         if os.geteuid() != 0:
             unshare[1:1] = ["--user", "--map-root-user"]
@@ -325,9 +337,36 @@ class LocalEnvironment(BaseEnvironment):
         with tempfile.TemporaryFile() as archive:
             await self._transfer(f"tar -C {shlex.quote(source_dir)} -cf - .", stdout=archive)
             archive.seek(0)
+            skipped: list[str] = []
+
+            def safe(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
+                # Absolute names, `..` and links that leave the target stay behind; the rest
+                # of the folder still arrives.
+                try:
+                    return tarfile.data_filter(member, dest)
+                except tarfile.FilterError:
+                    skipped.append(member.name)
+                    return None
+
             with tarfile.open(fileobj=archive, mode="r") as tar:
-                # The data filter refuses absolute names, `..` and links that leave the target.
-                tar.extractall(target, filter="data")
+                tar.extractall(target, filter=safe)
+            if skipped:
+                self.logger.warning("left in the environment (links or names leading out of %s): %s", target, skipped)
+
+
+def _kill_inside(root: Path) -> None:
+    """Ends the processes whose root directory is `root` (what the commands left running):
+    their root, seen through /proc, is the same directory (device and inode)."""
+    mine = os.stat(root)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            theirs = os.stat(entry / "root")
+            if (theirs.st_dev, theirs.st_ino) == (mine.st_dev, mine.st_ino):
+                os.kill(int(entry.name), signal.SIGKILL)
+        except OSError:
+            continue
 
 
 def _kill_group(process: asyncio.subprocess.Process) -> None:

@@ -48,6 +48,25 @@ pub fn python() -> Result<PathBuf, Lack> {
     )))
 }
 
+/// Whether this host gives the local environment what it builds on (mount namespaces,
+/// as `keel_harbor/local_env.py` asks for them): a property of the kernel, not an install.
+pub fn namespaces() -> Result<(), Lack> {
+    let mut cmd = std::process::Command::new("unshare");
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        cmd.args(["--user", "--map-root-user"]);
+    }
+    let ok = cmd
+        .args(["--mount", "--propagation", "private", "--fork", "true"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        Ok(())
+    } else {
+        Err(Lack::host("no mount namespaces here for Harbor's local environment"))
+    }
+}
+
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
