@@ -15,6 +15,7 @@ pub mod context;
 pub(crate) mod debug;
 pub mod engine;
 pub mod evidence;
+pub(crate) mod export;
 pub(crate) mod frontmatter;
 pub(crate) mod fsutil;
 pub(crate) mod headless;

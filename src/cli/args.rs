@@ -302,6 +302,27 @@ pub enum Command {
     /// Take back what keel did: list a session's points, or restore files and/or the
     /// conversation to the moment before one
     Rewind(RewindArgs),
+    /// Write a session out for other tools (`--format atif`: an Agent Trajectory Interchange
+    /// Format document, as Harbor reads them) on stdout
+    Export(ExportArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ExportArgs {
+    /// The format to write
+    #[arg(long, value_enum, default_value_t = ExportFormat::Atif)]
+    pub format: ExportFormat,
+    /// The session: its id (this directory's sessions first, then every project's), or the
+    /// path of its .jsonl transcript
+    #[arg(value_name = "SESSION")]
+    pub session: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// Agent Trajectory Interchange Format (JSON): steps, tool calls and their results,
+    /// sub-agents, tokens and cost, and keel's verification report in `extra`
+    Atif,
 }
 
 #[derive(Debug, clap::Args)]

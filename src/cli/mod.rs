@@ -3,6 +3,7 @@
 pub mod args;
 pub mod doctor;
 mod doctor_models;
+pub mod export;
 pub mod mcp;
 pub mod rewind;
 
@@ -55,6 +56,7 @@ pub async fn run() -> anyhow::Result<ExitCode> {
         }) => return Ok(doctor::run(provider, model, offline).await),
         Some(args::Command::Hooks) => return list_hooks(),
         Some(args::Command::Rewind(ref a)) => return rewind::run(a),
+        Some(args::Command::Export(ref a)) => return export::run(a),
         Some(args::Command::Mcp(command)) => return Ok(mcp::run(command).await),
         Some(args::Command::Context) => {
             crate::console::write_out(&crate::launch::setup::context_report(&cli.lower())?);

@@ -7,7 +7,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::Engine;
-use super::events::{EngineEvent, NoticeLevel, ResultSubtype, TerminalReason, TurnOutcome};
+use super::events::{ApiErrorKind, EngineEvent, NoticeLevel, ResultSubtype, TerminalReason, TurnOutcome};
 use super::lifecycle::{MAX_STOP_BLOCKS, PromptVerdict, StopVerdict};
 use super::pipeline::{Pipeline, ToolCall};
 use super::session::Denial;
@@ -143,6 +143,7 @@ impl Engine {
                         Err(_) => {
                             let mut o = failure(ResultSubtype::ErrorDuringExecution, e.to_string(), e.status());
                             o.terminal_reason = TerminalReason::PromptTooLong;
+                            o.api_error_kind = Some(ApiErrorKind::ContextWindow);
                             return o;
                         }
                     }
@@ -150,11 +151,13 @@ impl Engine {
                 Err(e) => {
                     let status = e.status();
                     let mut o = failure(ResultSubtype::ErrorDuringExecution, e.to_string(), status);
-                    o.terminal_reason = if Self::is_context_overflow(&e) {
-                        TerminalReason::PromptTooLong
+                    if Self::is_context_overflow(&e) {
+                        o.terminal_reason = TerminalReason::PromptTooLong;
+                        o.api_error_kind = Some(ApiErrorKind::ContextWindow);
                     } else {
-                        TerminalReason::ApiError
-                    };
+                        o.terminal_reason = TerminalReason::ApiError;
+                        o.api_error_kind = e.kind();
+                    }
                     return o;
                 }
             };

@@ -319,6 +319,9 @@ pub fn result_object(outcome: &TurnOutcome, session_id: &str, totals: &Totals, d
     if let Some(status) = outcome.api_error_status {
         m.insert("api_error_status".into(), status.into());
     }
+    if let Some(kind) = outcome.api_error_kind {
+        m.insert("api_error_kind".into(), kind.as_str().into());
+    }
     if let Some(v) = &outcome.structured_output {
         m.insert("structured_output".into(), v.clone());
     }

@@ -195,7 +195,9 @@ impl Transport {
             };
             if cause.unreachable {
                 unreachable += 1;
-                if unreachable >= self.retry.max_unreachable {
+                // The retries may run out first (KEEL_MAX_RETRIES=0): the server was still
+                // never reached, and the error says so.
+                if unreachable >= self.retry.max_unreachable || attempt >= self.retry.max_retries {
                     return Err(ProviderError::Unreachable(format!(
                         "{} ({unreachable} attempts): is the server running? ({} is `{}`)",
                         cause.message,
@@ -229,6 +231,8 @@ impl Transport {
                 return Err(ProviderError::RetriesExhausted {
                     attempts: attempt,
                     last: cause.message,
+                    status: cause.status,
+                    overloaded: cause.overloaded,
                 });
             }
             let remaining = self.retry.max_total_wait.saturating_sub(waited);
@@ -251,6 +255,8 @@ impl Transport {
                     return Err(ProviderError::RetriesExhausted {
                         attempts: attempt,
                         last: format!("{}; {why}", cause.message),
+                        status: cause.status,
+                        overloaded: cause.overloaded,
                     });
                 }
                 delay = remaining;

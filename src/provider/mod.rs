@@ -24,6 +24,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::types::events::ApiErrorKind;
 use crate::types::message::{CacheControl, ContentBlock, Message, StopReason, Usage};
 
 /// Everything one model call needs. Built fresh for each request by the turn driver.
@@ -198,7 +199,14 @@ pub enum ProviderError {
     #[error("the API rejected the request ({status}): {message}")]
     Rejected { status: u16, message: String },
     #[error("gave up after {attempts} {}: {last}", if *.attempts == 1 { "attempt" } else { "attempts" })]
-    RetriesExhausted { attempts: u32, last: String },
+    RetriesExhausted {
+        attempts: u32,
+        last: String,
+        /// The last attempt's HTTP status (none: a timeout, a reset, a broken stream).
+        status: Option<u16>,
+        /// The last attempt said the model is overloaded.
+        overloaded: bool,
+    },
     #[error("malformed response stream: {0}")]
     Stream(String),
     /// The server could not be reached at all (refused, unknown host), after a few attempts.
@@ -227,8 +235,35 @@ impl ProviderError {
     pub fn status(&self) -> Option<u16> {
         match self {
             ProviderError::Auth { status, .. } | ProviderError::Rejected { status, .. } => Some(*status),
+            ProviderError::RetriesExhausted { status, .. } => *status,
             _ => None,
         }
+    }
+
+    /// What kind of failure this is, for the result's `api_error_kind`: decided from the
+    /// error's variant and status, so programs never read the message. `None` for a
+    /// cancelled request (the turn reports the interruption instead).
+    pub fn kind(&self) -> Option<ApiErrorKind> {
+        Some(match self {
+            ProviderError::Auth { .. } => ApiErrorKind::Authentication,
+            ProviderError::Rejected { status: 404, .. } => ApiErrorKind::NotFound,
+            ProviderError::Rejected { status: 429, .. } => ApiErrorKind::RateLimit,
+            ProviderError::Rejected { status, .. } if *status >= 500 => ApiErrorKind::ServerError,
+            ProviderError::Rejected { .. } => ApiErrorKind::InvalidRequest,
+            ProviderError::RetriesExhausted { overloaded: true, .. } | ProviderError::Overloaded { .. } => {
+                ApiErrorKind::Overloaded
+            }
+            ProviderError::RetriesExhausted { status: Some(429), .. } => ApiErrorKind::RateLimit,
+            ProviderError::RetriesExhausted { status: Some(_), .. } | ProviderError::ServerError(_) => {
+                ApiErrorKind::ServerError
+            }
+            ProviderError::RetriesExhausted { status: None, .. } => ApiErrorKind::Connection,
+            ProviderError::Unreachable(_) => ApiErrorKind::Unreachable,
+            ProviderError::BadResponse(_) => ApiErrorKind::BadResponse,
+            ProviderError::Stream(_) => ApiErrorKind::MalformedStream,
+            ProviderError::Config(_) | ProviderError::Script(_) => ApiErrorKind::Configuration,
+            ProviderError::Cancelled => return None,
+        })
     }
 }
 

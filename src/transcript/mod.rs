@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-pub use load::{Loaded, REWIND_BOUNDARY, load, load_until, rewind_recorded};
+pub use load::{Loaded, REWIND_BOUNDARY, load, load_until, parse_line, rewind_recorded};
 pub use repair::{Repairs, interrupted_result, repair};
 pub use unsaved::{Unsaved, UnsavedRecord};
 
@@ -356,6 +356,10 @@ pub const TODOS_EVENT: &str = "todos";
 /// The event that records the usage of a request whose answer is no conversation line (a
 /// compaction summary, a finished sub-agent's requests), so a resumed session's totals are whole.
 pub const USAGE_EVENT: &str = "usage";
+
+/// The first line of a sub-agent's transcript: its id and type, and the Agent call of the
+/// parent it works for (`parent_tool_use_id`).
+pub const SUBAGENT_EVENT: &str = "subagent";
 
 /// The event a resumed session logs when the previous run could not save all its lines.
 pub const LOSS_EVENT: &str = "transcript_loss";

@@ -211,6 +211,55 @@ impl TerminalReason {
     }
 }
 
+/// What kind of model API failure ended a turn (the result's `api_error_kind`), so a program
+/// driving keel tells a rate limit from a bad key without reading the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiErrorKind {
+    /// The key was refused (401, 403).
+    Authentication,
+    /// 429, after keel's retries.
+    RateLimit,
+    /// The model was overloaded (529, 503), after keel's retries.
+    Overloaded,
+    /// Another 5xx status, after keel's retries, or an error the server reported in the stream.
+    ServerError,
+    /// The request is larger than the model's context window.
+    ContextWindow,
+    /// 404: no such model or endpoint.
+    NotFound,
+    /// Another 4xx status: the server refused the request as it was.
+    InvalidRequest,
+    /// The server could not be reached (refused, unknown host).
+    Unreachable,
+    /// Every attempt ended without a status: timeouts, resets, streams cut short.
+    Connection,
+    /// The server answered, but not with an event stream.
+    BadResponse,
+    /// The event stream could not be read.
+    MalformedStream,
+    /// keel's own configuration of the provider is wrong.
+    Configuration,
+}
+
+impl ApiErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApiErrorKind::Authentication => "authentication",
+            ApiErrorKind::RateLimit => "rate_limit",
+            ApiErrorKind::Overloaded => "overloaded",
+            ApiErrorKind::ServerError => "server_error",
+            ApiErrorKind::ContextWindow => "context_window",
+            ApiErrorKind::NotFound => "not_found",
+            ApiErrorKind::InvalidRequest => "invalid_request",
+            ApiErrorKind::Unreachable => "unreachable",
+            ApiErrorKind::Connection => "connection",
+            ApiErrorKind::BadResponse => "bad_response",
+            ApiErrorKind::MalformedStream => "malformed_stream",
+            ApiErrorKind::Configuration => "configuration",
+        }
+    }
+}
+
 /// How one user turn ended.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TurnOutcome {
@@ -225,6 +274,7 @@ pub struct TurnOutcome {
     pub duration_api_ms: u64,
     pub interrupted: bool,
     pub api_error_status: Option<u16>,
+    pub api_error_kind: Option<ApiErrorKind>,
     pub terminal_reason: TerminalReason,
     /// The validated final output when a JSON schema was asked for (`--json-schema`).
     pub structured_output: Option<Value>,

@@ -186,7 +186,17 @@ pub(super) async fn prepare(
         None => r.authorizer.clone(),
     };
     let services = child_services(parent, child_dir, mode, worktree.as_ref(), &authorizer);
-    let session = Session::with_services(agent_id.clone(), transcript, services);
+    let mut session = Session::with_services(agent_id.clone(), transcript, services);
+    // The transcript names the call it answers, so an export can nest it under that call.
+    session.log_event(
+        crate::transcript::SUBAGENT_EVENT,
+        serde_json::json!({
+            "agent_id": agent_id,
+            "agent_type": def.name,
+            "parent_tool_use_id": req.tool_use_id,
+            "description": req.description,
+        }),
+    );
 
     // A definition's model outside managed settings' allowlist gives way to the session's.
     let model = match def.model.as_deref().map(models::resolve_alias) {

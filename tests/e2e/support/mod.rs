@@ -1,5 +1,6 @@
 //! Test support: a scripted model server and a runner for the real `keel` binary.
 
+pub mod harbor;
 pub mod host;
 pub mod openai;
 pub mod procs;
