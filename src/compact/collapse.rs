@@ -87,7 +87,10 @@ fn is_secondary_start(view: &View, i: usize, ctx: &TierContext<'_>) -> bool {
             ContentBlock::Text { text: t, .. } if t.starts_with("[Snipped ") => traces += 1,
             ContentBlock::Text { text: t, .. } => text += t.len(),
             ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. } => {}
-            ContentBlock::Image { .. } | ContentBlock::ToolResult { .. } => return false,
+            ContentBlock::Image { .. }
+            | ContentBlock::ToolResult { .. }
+            | ContentBlock::ServerToolUse { .. }
+            | ContentBlock::WebSearchToolResult { .. } => return false,
         }
     }
     if (ids.is_empty() && traces == 0) || text > MAX_ASSISTANT_TEXT {

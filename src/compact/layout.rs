@@ -75,6 +75,8 @@ fn render_message(out: &mut String, i: usize, m: &Message, breakpoints: &[usize]
             }
             ContentBlock::Thinking { thinking, .. } => format!("thinking ({} bytes)", thinking.len()),
             ContentBlock::RedactedThinking { .. } => "redacted_thinking".into(),
+            ContentBlock::ServerToolUse { id, name, .. } => format!("server_tool_use {id} {name}"),
+            ContentBlock::WebSearchToolResult { tool_use_id, .. } => format!("web_search_tool_result {tool_use_id}"),
         };
         let _ = writeln!(out, "    {line}");
     }

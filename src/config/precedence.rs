@@ -8,6 +8,8 @@
 //!   sandbox (off, network on, run without it, more writable paths), cannot disable the user's
 //!   hooks (`disableAllHooks` there turns off the project's own), cannot widen what commands read
 //!   (`allowRead`; extra directories only in a trusted folder), cannot raise a per-command limit,
+//!   cannot let WebFetch reach the private network or choose the search backend
+//!   (`webFetch.allowPrivateNetwork`, `webSearch`),
 //!   and cannot raise the permission mode above the user's own: never to `dontAsk` or
 //!   `bypassPermissions`, to `acceptEdits` only in a folder the user trusted (headless: with
 //!   `--trust-project`).
@@ -327,6 +329,7 @@ fn project_limits(settings: &mut Settings, weigh: Weigh<'_>, notices: &mut Vec<S
                 ));
             }
         }
+        web_limits(layer, notices);
         if !weigh.project_trusted && remove(&mut layer.value, &["permissions", "additionalDirectories"]) {
             notices.push(format!(
                 "{}: `permissions.additionalDirectories` is ignored: a project's extra directories apply only in a \
@@ -350,6 +353,25 @@ fn project_limits(settings: &mut Settings, weigh: Weigh<'_>, notices: &mut Vec<S
         for layer in settings.layers.iter_mut().filter(|l| l.scope.is_project()) {
             remove(&mut layer.value, &["hooks"]);
         }
+    }
+}
+
+/// What a project's settings may not say about the web tools: that pages on the user's own
+/// network may be fetched, or where the model's search queries go.
+fn web_limits(layer: &mut Layer, notices: &mut Vec<String>) {
+    if nested_in(&layer.value, &["webFetch", "allowPrivateNetwork"]).and_then(Value::as_bool) == Some(true) {
+        remove(&mut layer.value, &["webFetch", "allowPrivateNetwork"]);
+        notices.push(format!(
+            "{}: `webFetch.allowPrivateNetwork: true` is ignored: only your own settings can let WebFetch reach \
+             this machine and its network",
+            layer.label()
+        ));
+    }
+    if remove(&mut layer.value, &["webSearch"]) {
+        notices.push(format!(
+            "{}: `webSearch` is ignored: only your own settings choose where search queries go",
+            layer.label()
+        ));
     }
 }
 

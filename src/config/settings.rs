@@ -50,6 +50,8 @@ const KNOWN_KEYS: &[&str] = &[
     "disableBundledSkills",
     "plugins",
     "autoMemoryEnabled",
+    "webFetch",
+    "webSearch",
     // The reference's keys keel has no use for: accepted without a word.
     "enabledPlugins",
     "extraKnownMarketplaces",

@@ -53,6 +53,12 @@ pub fn block(b: &ContentBlock) -> u64 {
             } => text(tool_use_id) + result(content),
             ContentBlock::Thinking { thinking, signature } => text(thinking) + text(signature),
             ContentBlock::RedactedThinking { data } => text(data),
+            ContentBlock::ServerToolUse { id, name, input } => {
+                text(id) + text(name) + json_len(input).div_ceil(BYTES_PER_TOKEN)
+            }
+            ContentBlock::WebSearchToolResult { tool_use_id, content } => {
+                text(tool_use_id) + json_len(content).div_ceil(BYTES_PER_TOKEN)
+            }
         }
 }
 

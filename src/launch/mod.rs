@@ -9,3 +9,4 @@ mod place;
 pub mod provenance;
 pub mod setup;
 pub mod values;
+pub mod web;

@@ -28,6 +28,8 @@ pub struct Choice {
     /// The fallback model's name, kept across `/model` switches.
     pub fallback: Option<String>,
     pub warnings: Vec<String>,
+    /// The protocol and base URL the model is reached with (`None` for the script provider).
+    pub protocol: Option<(Kind, crate::provider::endpoint::BaseUrl)>,
 }
 
 /// Chooses the provider and model. `explicit_window`: the user set the context window
@@ -56,6 +58,7 @@ pub fn choose(cli: &Options, settings: &Settings, explicit_window: bool) -> Resu
             catalog: None,
             fallback: None,
             warnings: Vec::new(),
+            protocol: None,
         });
     }
     if cli.script.is_some() {
@@ -127,6 +130,7 @@ pub fn choose(cli: &Options, settings: &Settings, explicit_window: bool) -> Resu
         catalog: Some(Arc::new(catalog)),
         fallback,
         warnings,
+        protocol: Some((resolved.kind, resolved.endpoint.base_url.clone())),
     })
 }
 

@@ -23,8 +23,8 @@ use crate::permissions::config::{self as permission_config, CliPermissions, Perm
 use crate::provider::ProviderError;
 use crate::provider::catalog::Catalog;
 use crate::sandbox::{SandboxConfig, SandboxMode};
-use crate::tools::builtin_tools;
 use crate::tools::registry::{RegistryError, ToolRegistry};
+use crate::tools::{builtin_tools, builtin_tools_with};
 use crate::transcript::{Transcript, TranscriptError};
 
 #[derive(Debug, thiserror::Error)]
@@ -99,7 +99,7 @@ pub fn prepare_with(cli: &Options, trust: ProjectTrust) -> Result<Prepared, Setu
     let place = session_place(cli, &base, &mut warnings)?;
     // Checked where it always was: after the session is found, before the tools are.
     let schema = output_schema(cli)?;
-    let registry = Arc::new(tool_registry(cli, &extensions, &authorizer)?);
+    let registry = Arc::new(tool_registry(cli, &settings, &choice, &extensions, &authorizer)?);
     let info = models::info(&choice.model);
     let mut project = project_context(cli, &base, &choice.model, &authorizer, &mut warnings)?;
     extensions.decorate(&mut project, &registry, context_window.unwrap_or(info.context_window));
@@ -267,10 +267,13 @@ fn session_place(cli: &Options, base: &Base, warnings: &mut Vec<String>) -> Resu
 /// The built-in tools and the extensions', narrowed by `--tools` and whole-tool deny rules.
 fn tool_registry(
     cli: &Options,
+    settings: &Settings,
+    choice: &super::model::Choice,
     extensions: &super::extensions::Extensions,
     authorizer: &crate::permissions::Authorizer,
 ) -> Result<ToolRegistry, SetupError> {
-    let mut registry = extensions.add_tools(ToolRegistry::new(builtin_tools())?)?;
+    let web = crate::tools::web::Web::new(super::web::web_config(settings, authorizer, choice)?);
+    let mut registry = extensions.add_tools(ToolRegistry::new(builtin_tools_with(&web))?)?;
     if let Some(list) = &cli.tools
         && list.trim() != "default"
     {

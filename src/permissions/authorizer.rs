@@ -299,6 +299,14 @@ impl Authorizer {
                 v
             }
             (_, e) if e.edits_files => ctx.generic(tool, input, false),
+            // Reaching the network from keel's own process: rules by domain, else a question.
+            (subject, e) if e.network && e.read_only => {
+                let url = match subject {
+                    Subject::Url(u) => Some(u.as_str()),
+                    _ => None,
+                };
+                ctx.web(tool, input, url)
+            }
             (Subject::Path(p), e) if e.read_only => {
                 let real = real_path(p);
                 let v = ctx.read_resolved(tool, p, &real, Links::Judged);
@@ -728,6 +736,7 @@ mod apply;
 mod bash;
 mod links;
 mod rebase;
+mod web;
 
 use links::{Access, Links};
 

@@ -1,6 +1,6 @@
 //! Permission rules in the reference syntax: `Tool`, `Tool(specifier)`, `Bash(prefix:*)`,
-//! `Bash(glob *)`, `Read(path-glob)` / `Edit(path-glob)` with path anchors, MCP names and
-//! tool-name globs.
+//! `Bash(glob *)`, `Read(path-glob)` / `Edit(path-glob)` with path anchors,
+//! `WebFetch(domain:host)`, MCP names and tool-name globs.
 
 use std::path::{Path, PathBuf};
 
@@ -24,6 +24,8 @@ pub enum Spec {
     Path(GlobMatcher, String),
     /// `Tool(param:value)`: a scalar top-level input parameter.
     Param(String, String),
+    /// `WebFetch(domain:example.com)`: that host; `domain:*.example.com`: its subdomains.
+    Domain { host: String, subdomains: bool },
     /// Other tools: glob over the call's key argument.
     Key(GlobMatcher),
 }
@@ -103,6 +105,7 @@ impl Rule {
                 Some((k, v)) if BASH_PARAMS.contains(&k.as_str()) => Spec::Param(k, v),
                 _ => bash_spec(s).map_err(|p| err(&p))?,
             },
+            Some(s) if grammar == RuleGrammar::Domain => domain_spec(s).map_err(|p| err(&p))?,
             Some(s) if grammar == RuleGrammar::Path => {
                 let pattern = resolve_path_pattern(s, anchors);
                 Spec::Path(compile_glob(&pattern).map_err(|p| err(&p))?, pattern)
@@ -194,6 +197,33 @@ impl Rule {
         }
     }
 
+    /// Matches the host of a URL (lower case, without brackets or a final dot).
+    pub fn matches_host(&self, host: &str) -> bool {
+        match &self.spec {
+            Spec::Any => true,
+            Spec::Domain {
+                host: h,
+                subdomains: false,
+            } => host == h,
+            Spec::Domain {
+                host: h,
+                subdomains: true,
+            } => host.strip_suffix(h.as_str()).is_some_and(|p| p.ends_with('.')),
+            _ => false,
+        }
+    }
+
+    /// The host a `domain:` rule names exactly (not a wildcard, not the whole tool).
+    pub fn exact_host(&self) -> Option<&str> {
+        match &self.spec {
+            Spec::Domain {
+                host,
+                subdomains: false,
+            } => Some(host),
+            _ => None,
+        }
+    }
+
     pub fn matches_key(&self, key: &str) -> bool {
         match &self.spec {
             Spec::Any => true,
@@ -238,6 +268,32 @@ fn bash_spec(s: &str) -> Result<Spec, String> {
     }
     re.push('$');
     regex::Regex::new(&re).map(Spec::CommandGlob).map_err(|e| e.to_string())
+}
+
+/// `domain:example.com` or `domain:*.example.com`, the only specifiers a domain rule has.
+fn domain_spec(s: &str) -> Result<Spec, String> {
+    let usage = "a web rule names a domain: `WebFetch(domain:example.com)`, or `WebFetch(domain:*.example.com)` for its subdomains";
+    let name = s
+        .strip_prefix("domain:")
+        .map(str::trim)
+        .ok_or_else(|| usage.to_string())?;
+    let (subdomains, host) = match name.strip_prefix("*.") {
+        Some(rest) => (true, rest),
+        None => (false, name),
+    };
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .trim_end_matches('.')
+        .to_ascii_lowercase();
+    let valid = !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':'));
+    if !valid {
+        return Err(format!("`{name}` is not a host name; {usage}"));
+    }
+    Ok(Spec::Domain { host, subdomains })
 }
 
 fn param_spec(s: &str) -> Option<(String, String)> {
@@ -348,6 +404,31 @@ mod tests {
         assert!(!rule("mcp__github__create_issue").names_tool("mcp__github__delete_repo"));
         assert!(rule("mcp__*").names_tool("mcp__x__y"));
         assert!(rule("Bash(run_in_background:true)").matches_param(&serde_json::json!({"run_in_background": true})));
+    }
+
+    #[test]
+    fn domain_rules() {
+        let exact = rule("WebFetch(domain:Example.com)");
+        assert!(exact.matches_host("example.com"));
+        assert!(!exact.matches_host("www.example.com"));
+        assert!(!exact.matches_host("badexample.com"));
+        assert_eq!(exact.exact_host(), Some("example.com"));
+        let subs = rule("WebFetch(domain:*.example.com)");
+        assert!(subs.matches_host("docs.example.com"));
+        assert!(subs.matches_host("a.b.example.com"));
+        assert!(!subs.matches_host("example.com"));
+        assert!(!subs.matches_host("badexample.com"));
+        assert_eq!(subs.exact_host(), None);
+        assert!(rule("WebFetch").matches_host("anything.org"));
+        assert!(rule("WebFetch(domain:[::1])").matches_host("::1"));
+        for bad in [
+            "WebFetch(example.com)",
+            "WebFetch(domain:)",
+            "WebFetch(domain:a b)",
+            "WebFetch(url:x)",
+        ] {
+            assert!(Rule::parse(bad, Behavior::Allow, "x", &anchors()).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -65,19 +65,35 @@ pub enum Thinking {
 #[derive(Debug, Clone)]
 pub struct ToolSet {
     list: Arc<[ToolDefinition]>,
+    /// Tools the provider runs itself, in its own wire shape (Anthropic's
+    /// `{"type": "web_search_20250305", …}`); only the Anthropic encoder sends them.
+    server: Arc<[Value]>,
     encoded: Arc<serde_json::value::RawValue>,
 }
 
 impl ToolSet {
     pub fn new(list: Vec<ToolDefinition>) -> ToolSet {
+        ToolSet::with_server_tools(list, Vec::new())
+    }
+
+    /// Client tools and server tools (encoded after them).
+    pub fn with_server_tools(list: Vec<ToolDefinition>, server: Vec<Value>) -> ToolSet {
         // Serializing plain data (strings and JSON values) cannot fail.
-        let json = serde_json::to_string(&list).unwrap_or_else(|_| "[]".to_string());
+        let mut all: Vec<Value> = list.iter().filter_map(|d| serde_json::to_value(d).ok()).collect();
+        all.extend(server.iter().cloned());
+        let json = serde_json::to_string(&all).unwrap_or_else(|_| "[]".to_string());
         let encoded = serde_json::value::RawValue::from_string(json)
             .unwrap_or_else(|_| serde_json::value::RawValue::NULL.to_owned());
         ToolSet {
             list: list.into(),
+            server: server.into(),
             encoded: encoded.into(),
         }
+    }
+
+    /// The provider's own tools of the set.
+    pub fn server_tools(&self) -> &[Value] {
+        &self.server
     }
 
     pub fn as_slice(&self) -> &[ToolDefinition] {
@@ -90,12 +106,12 @@ impl ToolSet {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.list.is_empty()
+        self.list.is_empty() && self.server.is_empty()
     }
 
     /// Whether both are the same set (not merely equal): lets encoders cache per set.
     pub fn same(&self, other: &ToolSet) -> bool {
-        Arc::ptr_eq(&self.list, &other.list)
+        Arc::ptr_eq(&self.list, &other.list) && Arc::ptr_eq(&self.server, &other.server)
     }
 }
 

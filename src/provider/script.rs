@@ -247,6 +247,8 @@ fn estimate_request_tokens(request: &ModelRequest) -> u64 {
             ContentBlock::Thinking { thinking, .. } => thinking.len(),
             ContentBlock::RedactedThinking { data } => data.len(),
             ContentBlock::Image { .. } => 6_000,
+            ContentBlock::ServerToolUse { input, .. } => input.to_string().len(),
+            ContentBlock::WebSearchToolResult { content, .. } => content.to_string().len(),
         })
         .sum();
     ((system + messages) / 4) as u64

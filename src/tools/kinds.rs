@@ -34,26 +34,6 @@ const FALLBACK: &[(&str, Declared)] = &[
     ("NotebookRead", reads()),
     ("LS", reads()),
     ("TaskOutput", reads()),
-    (
-        "WebFetch",
-        Declared {
-            effects: Effects {
-                network: true,
-                ..Effects::READS
-            },
-            ..reads()
-        },
-    ),
-    (
-        "WebSearch",
-        Declared {
-            effects: Effects {
-                network: true,
-                ..Effects::READS
-            },
-            ..reads()
-        },
-    ),
     // Registered only in some sessions (their own declarations win there), met by name in
     // histories and rules elsewhere.
     ("Skill", super::skill::DECLARED),

@@ -18,6 +18,7 @@ pub mod services;
 pub mod skill;
 pub mod structured;
 pub mod todo;
+pub mod web;
 pub mod write;
 
 use std::path::PathBuf;
@@ -227,9 +228,15 @@ pub fn parse_input<T: serde::de::DeserializeOwned>(input: Value) -> Result<T, To
     serde_json::from_value(input).map_err(|e| ToolError::invalid(format!("invalid input: {e}")))
 }
 
-/// The built-in tool set.
+/// The built-in tool set, the web tools with the defaults (no private network, no search
+/// backend).
 pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
-    vec![
+    builtin_tools_with(&web::Web::new(web::WebConfig::default()))
+}
+
+/// The built-in tool set, the web tools sharing `web` (the session's web settings and cache).
+pub fn builtin_tools_with(web: &Arc<web::Web>) -> Vec<Arc<dyn Tool>> {
+    let mut tools: Vec<Arc<dyn Tool>> = vec![
         Arc::new(read::ReadTool),
         Arc::new(glob::GlobTool),
         Arc::new(grep::GrepTool),
@@ -241,7 +248,9 @@ pub fn builtin_tools() -> Vec<Arc<dyn Tool>> {
         Arc::new(todo::TodoWriteTool),
         Arc::new(plan::ExitPlanModeTool),
         Arc::new(agent::AgentTool),
-    ]
+    ];
+    tools.extend(web::tools(web));
+    tools
 }
 
 /// A one-line summary of a call's input (its key argument), for progress lines and placeholders.

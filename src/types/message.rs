@@ -96,6 +96,19 @@ pub enum ContentBlock {
     RedactedThinking {
         data: String,
     },
+    /// A call of a tool the provider runs itself (Anthropic's web search): the API requires it
+    /// back unchanged, with its result, while the conversation goes on.
+    ServerToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    /// The provider's own search results for a [`ContentBlock::ServerToolUse`] (titles, URLs and
+    /// encrypted page content), or its error; kept exactly as received.
+    WebSearchToolResult {
+        tool_use_id: String,
+        content: Value,
+    },
 }
 
 impl ContentBlock {
@@ -271,6 +284,17 @@ mod tests {
         let r = json!({"type":"redacted_thinking","data":"opaque"});
         let b: ContentBlock = serde_json::from_value(r.clone()).unwrap();
         assert_eq!(serde_json::to_value(&b).unwrap(), r);
+    }
+
+    #[test]
+    fn server_tool_blocks_round_trip() {
+        for v in [
+            json!({"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"q"}}),
+            json!({"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[{"type":"web_search_result","url":"https://a.example/","title":"A","encrypted_content":"Eq==","page_age":null}]}),
+        ] {
+            let b: ContentBlock = serde_json::from_value(v.clone()).unwrap();
+            assert_eq!(serde_json::to_value(&b).unwrap(), v);
+        }
     }
 
     #[test]

@@ -6,3 +6,4 @@ pub mod events;
 pub mod message;
 pub mod permission;
 pub mod tool;
+pub mod untrusted;

@@ -139,13 +139,16 @@ impl Effects {
 }
 
 /// What the specifier of a tool's permission rules names: `Bash(npm test:*)` a command
-/// prefix, `Read(/src/**)` a path, `Agent(Explore)` or `Tool(param:value)` a key.
+/// prefix, `Read(/src/**)` a path, `WebFetch(domain:example.com)` a host, `Agent(Explore)` or
+/// `Tool(param:value)` a key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RuleGrammar {
     #[default]
     Key,
     Path,
     Command,
+    /// `domain:example.com` (that host) or `domain:*.example.com` (its subdomains).
+    Domain,
 }
 
 /// A tool's declaration: its effects, its rule grammar, and the other rule names that cover

@@ -66,3 +66,4 @@ mod tui_approvals;
 mod tui_render;
 mod undo_crash;
 mod undo_full;
+mod web;

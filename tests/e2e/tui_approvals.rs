@@ -275,3 +275,53 @@ async fn an_edit_of_an_unread_file_opens_no_dialog() {
     t.press(&["C-d"]);
     assert_eq!(t.wait_exit().await, 0);
 }
+
+/// A WebFetch approval names the URL and what the model looks for, and "always" saves the
+/// rule for that domain, which the next fetch of the host needs no question for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_web_fetch_dialog_shows_the_url_and_always_saves_the_domain_rule() {
+    let env = Env::new();
+    let dir = env.home.join(".claude");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("settings.json"),
+        json!({"webFetch": {"allowPrivateNetwork": true}}).to_string(),
+    )
+    .unwrap();
+    let site = crate::support::web::Site::start(vec![
+        ("/a", crate::support::web::html("<p>first page</p>")),
+        ("/b", crate::support::web::html("<p>second page</p>")),
+    ])
+    .await;
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool(
+            "f1",
+            "WebFetch",
+            json!({"url": site.url("/a"), "prompt": "the release date"}),
+        )]))
+        .push(calls(vec![tool(
+            "f2",
+            "WebFetch",
+            json!({"url": site.url("/b"), "prompt": "more"}),
+        )]))
+        .push(answer("Both pages read."));
+    let t = Tmux::start(&env, &server, &[], W, H);
+    t.wait_for_text("Ask keel").await;
+    t.type_text("read the site");
+    t.press(&["Enter"]);
+    let s = t.wait_for_text(ARMED).await;
+    assert!(s.contains(&format!("Fetch {}", site.url("/a"))), "{s}");
+    assert!(s.contains("Looking for: the release date"), "{s}");
+    assert!(s.contains("Yes, and always allow WebFetch(domain:127.0.0.1)"), "{s}");
+    assert!(site.paths().is_empty(), "fetched before the answer");
+    t.press(&["2"]);
+    t.wait_for_text("Both pages read.").await;
+    assert_eq!(site.paths(), vec!["/a", "/b"], "the second fetch needed no question");
+    let saved = std::fs::read_to_string(env.path(".keel/settings.local.json")).unwrap();
+    assert!(saved.contains("WebFetch(domain:127.0.0.1)"), "{saved}");
+    let d = decisions(&env);
+    assert_eq!(d.len(), 1, "{d:?}");
+    t.press(&["C-d"]);
+    assert_eq!(t.wait_exit().await, 0);
+}

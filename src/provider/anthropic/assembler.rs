@@ -23,7 +23,15 @@ enum Partial {
         signature: String,
     },
     Redacted(String),
-    /// A block type keel does not model (e.g. server tools); skipped.
+    /// A call of a tool the server runs (web search), kept to be sent back.
+    ServerToolUse {
+        id: String,
+        name: String,
+        json: String,
+    },
+    /// A block that arrives whole in its start event (a server tool's result).
+    Whole(ContentBlock),
+    /// A block type keel does not model (other server tools' results); skipped.
     Ignored,
 }
 
@@ -88,6 +96,20 @@ impl Assembler {
                         signature: str_of(&block["signature"]),
                     },
                     Some("redacted_thinking") => Partial::Redacted(str_of(&block["data"])),
+                    // Server tools run on the provider's side: no ToolUseStarted, nothing for
+                    // keel to run; the blocks go back with the history as the API requires.
+                    Some("server_tool_use") => Partial::ServerToolUse {
+                        id: str_of(&block["id"]),
+                        name: str_of(&block["name"]),
+                        json: match &block["input"] {
+                            Value::Object(m) if !m.is_empty() => block["input"].to_string(),
+                            _ => String::new(),
+                        },
+                    },
+                    Some("web_search_tool_result") => Partial::Whole(ContentBlock::WebSearchToolResult {
+                        tool_use_id: str_of(&block["tool_use_id"]),
+                        content: block["content"].clone(),
+                    }),
                     _ => Partial::Ignored,
                 };
                 if let Partial::Text(t) = &partial
@@ -107,7 +129,7 @@ impl Assembler {
                         t.push_str(&piece);
                         out.push(ProviderEvent::TextDelta { text: piece });
                     }
-                    (Some("input_json_delta"), Partial::ToolUse { json, .. }) => {
+                    (Some("input_json_delta"), Partial::ToolUse { json, .. } | Partial::ServerToolUse { json, .. }) => {
                         json.push_str(delta["partial_json"].as_str().unwrap_or(""));
                     }
                     (Some("thinking_delta"), Partial::Thinking { thinking, .. }) => {
@@ -216,6 +238,13 @@ impl Assembler {
                     content.push(ContentBlock::Thinking { thinking, signature })
                 }
                 Partial::Redacted(data) => content.push(ContentBlock::RedactedThinking { data }),
+                // A server call cut off by the stream's end is dropped with its missing result.
+                Partial::ServerToolUse { id, name, json } if closed => {
+                    let input = parse_tool_input(&json).unwrap_or_else(|_| Value::Object(Default::default()));
+                    content.push(ContentBlock::ServerToolUse { id, name, input });
+                }
+                Partial::ServerToolUse { .. } => {}
+                Partial::Whole(block) => content.push(block),
                 Partial::Ignored => {}
             }
         }

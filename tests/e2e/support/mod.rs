@@ -11,6 +11,7 @@ pub mod skip;
 pub mod sse;
 pub mod tmux;
 pub mod ts_sdk;
+pub mod web;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -164,3 +164,37 @@ fn delta_for_unknown_block_is_an_error() {
         .unwrap_err();
     assert!(err.message.contains("never started"));
 }
+
+#[test]
+fn server_tool_blocks_are_kept_for_the_history_and_nothing_is_run() {
+    let (resp, events) = run("web_search_server_tool.sse");
+    let resp = resp.unwrap();
+    assert!(
+        !events.iter().any(|e| matches!(e, ProviderEvent::ToolUseStarted { .. })),
+        "a server tool is not keel's to run: {events:?}"
+    );
+    assert_eq!(resp.content.len(), 4, "{:?}", resp.content);
+    assert_eq!(
+        resp.content[1],
+        ContentBlock::ServerToolUse {
+            id: "srvtoolu_01Web".into(),
+            name: "web_search".into(),
+            input: json!({"query": "rust http client"}),
+        }
+    );
+    let ContentBlock::WebSearchToolResult { tool_use_id, content } = &resp.content[2] else {
+        panic!("{:?}", resp.content[2]);
+    };
+    assert_eq!(tool_use_id, "srvtoolu_01Web");
+    assert_eq!(content[0]["encrypted_content"], "RW5jcnlwdGVkIHBhZ2Ugb25l");
+    assert_eq!(content[1]["page_age"], Value::Null);
+    assert_eq!(
+        resp.content[3],
+        ContentBlock::text("reqwest is an ergonomic HTTP client.")
+    );
+    assert!(resp.broken_tool_calls.is_empty());
+    // Sent back as the API sent them.
+    let wire = serde_json::to_value(&resp.content[2]).unwrap();
+    assert_eq!(wire["type"], "web_search_tool_result");
+    assert_eq!(wire["content"], *content);
+}
