@@ -25,7 +25,7 @@ a small git repository and in one of 100,000 committed files (generated once, in
 directories; --startup-repo keeps it for later runs), median of --runs runs each.
 
 Usage: scripts/bench.py [--runs N] [--turns N] [--keel PATH] [--mode script|sse|openai|responses|both|all]
-                        [--git] [--startup [--startup-files N] [--startup-repo DIR]]
+                        [--git] [--reads N] [--startup [--startup-files N] [--startup-repo DIR]]
 Independent of keel's code: it only runs the binary and reads rusage and /proc from the kernel.
 """
 
@@ -155,6 +155,15 @@ def make_turns(root, turns):
             call = {"name": "Grep", "input": {"pattern": "Result<u32", "output_mode": "count"}}
         out.append({"text": f"Step {t + 1}.", "tool_calls": [call]})
     out.append({"text": "Finished the survey."})
+    return out
+
+
+def make_read_turns(turns):
+    """The read-only session of the issue's memory figures: `turns` Read calls over the 40 files,
+    then an answer. It isolates what a session holds per turn from what edits and shells add."""
+    out = [{"text": f"Reading {t + 1}.", "tool_calls": [{"name": "Read", "input": {
+        "file_path": f"src/mod{(t % 40) % 5}/file{t % 40}.rs"}}]} for t in range(turns)]
+    out.append({"text": "Read them all."})
     return out
 
 
@@ -566,6 +575,8 @@ def main():
     ap.add_argument("--startup-files", type=int, default=100_000, help="files of the large repository")
     ap.add_argument("--startup-repo", default=None,
                     help="where the large repository is generated (kept, and reused when it exists)")
+    ap.add_argument("--reads", type=int, default=0,
+                    help="instead of the mixed session, a session of N Read turns (the memory figures use 80)")
     ap.add_argument("--giant", action="store_true",
                     help="also time one answer made of a single 10 MB text event, streamed in 16 KB writes "
                          "(SSE parsing must be linear)")
@@ -584,7 +595,7 @@ def main():
     make_repo(repo)
     if args.git:
         git_init(repo)
-    turns = make_turns(repo, args.turns)
+    turns = make_read_turns(args.reads) if args.reads else make_turns(repo, args.turns)
     script_path = os.path.join(work, "script.json")
     with open(script_path, "w") as f:
         json.dump({"model": "claude-sonnet-4-5", "turns": turns}, f)
@@ -595,7 +606,7 @@ def main():
     for t in turns:
         for c in t.get("tool_calls", []):
             counts[c["name"]] = counts.get(c["name"], 0) + 1
-    print(f"keel benchmark: {args.turns} model turns, 40-file repo{' (git, one commit)' if args.git else ''}, "
+    print(f"keel benchmark: {len(turns)} model turns, 40-file repo{' (git, one commit)' if args.git else ''}, "
           f"{args.runs} runs per mode")
     print("tool calls: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
     print(f"CPU of the processes the Bash calls start (setsid, bash, command), run directly: {shells * 1000:.0f} ms")

@@ -17,6 +17,7 @@ use crate::console::{err_line, out_line};
 /// Entry point used by `main`: starts the async runtime and runs the chosen mode; errors
 /// become one line on stderr and exit status 1.
 pub fn main() -> ExitCode {
+    limit_malloc_arenas();
     // One thread drives the agent loop and the UI (it is one logical thread of control); blocking
     // work (file reads, searches) runs on tokio's blocking pool. The multi-threaded scheduler's
     // cross-thread wake-ups cost more CPU than they saved (docs/PERFORMANCE.md).
@@ -37,6 +38,20 @@ pub fn main() -> ExitCode {
             err_line!("Error: {e}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// glibc gives each thread that allocates its own malloc arena (64 MiB of address space, and
+/// resident pages it keeps after a burst). keel's allocating work runs on one thread; the blocking
+/// pool's threads only read files and search, so one shared arena costs no measurable contention
+/// and keeps the peak resident set down (docs/PERFORMANCE.md, "Memory").
+fn limit_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: called first thing in `main`, before any other thread exists; mallopt only sets a
+    // tuning parameter of the allocator and reports failure by its return value, which is harmless
+    // to ignore (the default stays).
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
     }
 }
 
