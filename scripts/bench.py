@@ -302,6 +302,8 @@ class CacheModel:
         self.written = set()
         self.sent = self.read = self.write = self.uncached = 0
         self.requests = 0
+        # Per request: (tokens sent, read from the cache, written to it), for --cache-trace.
+        self.trace = []
 
     @staticmethod
     def blocks(body):
@@ -352,6 +354,7 @@ class CacheModel:
         self.sent += total
         self.read += read
         self.write += written
+        self.trace.append((total, read, written))
         self.uncached += total - read - written
         for p in marks:
             self.written.add(prefix_hash[p])
@@ -575,6 +578,8 @@ def main():
     ap.add_argument("--startup-files", type=int, default=100_000, help="files of the large repository")
     ap.add_argument("--startup-repo", default=None,
                     help="where the large repository is generated (kept, and reused when it exists)")
+    ap.add_argument("--cache-trace", action="store_true",
+                    help="also print what each request of the SSE mode sends, reads from and writes to the cache")
     ap.add_argument("--reads", type=int, default=0,
                     help="instead of the mixed session, a session of N Read turns (the memory figures use 80)")
     ap.add_argument("--giant", action="store_true",
@@ -640,6 +645,11 @@ def main():
               f"sent {c.sent / 1000:.0f}k, cache reads {c.read / 1000:.0f}k, cache writes {c.write / 1000:.0f}k, "
               f"uncached {c.uncached / 1000:.0f}k; cost {c.cost() / 1000:.0f}k uncached-token equivalents "
               f"(read 0.1x, write 1.25x)")
+    if args.cache_trace and "sse" in caches:
+        print("| request | sent | cache read | cache write |")
+        print("|---|---|---|---|")
+        for i, (sent, read, written) in enumerate(caches["sse"].trace):
+            print(f"| {i} | {sent / 1000:.1f}k | {read / 1000:.1f}k | {written / 1000:.1f}k |")
     if args.giant:
         giant = [{"text": "x" * (10 * 1024 * 1024)}]
         cpus, walls = [], []
