@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Clear, Paragraph, Wrap};
 
 use super::app::App;
-use super::render::{approval, modal, status, theme};
+use super::render::{approval, form, modal, status, theme};
 use crate::tools::TodoStatus;
 
 pub const MIN_WIDTH: u16 = 40;
@@ -165,7 +165,10 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Instant) -> Option<Position> 
 
     frame.render_widget(status::line(app, now, area.width as usize), status_area);
 
-    if let Some(a) = app.approval.as_mut() {
+    if let Some(f) = &app.forms.open {
+        form::draw(frame, transcript_area, f);
+        cursor_pos = None;
+    } else if let Some(a) = app.approval.as_mut() {
         // Over the transcript only: the prompt box stays visible and keeps what is typed.
         if let Some(p) = approval::draw(frame, transcript_area, a, &app.cwd) {
             cursor_pos = Some(p);

@@ -104,6 +104,8 @@ pub enum Reply {
     Mcp(String),
     Notice(NoticeLevel, String),
     Failed(String),
+    /// An MCP server's elicitation request, for the form (not a job's end).
+    Elicitation(super::elicit::FormPrompt),
     /// The engine's token and cost totals, sent before each job's reply (they include
     /// compaction requests and sub-agents, which send no `Assistant` event).
     Totals(crate::engine::session::Totals),
@@ -143,7 +145,7 @@ pub async fn run(
     // The servers start while the interface is up; the first turn waits for them.
     if let Some(hub) = engine.mcp() {
         hub.elicitation().set(std::sync::Arc::new(super::elicit::TuiElicitor {
-            events: engine.events().clone(),
+            replies: replies.clone(),
         }));
         hub.start_all().await;
         for line in crate::mcp::startup::problems(&hub) {

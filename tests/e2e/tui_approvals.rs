@@ -325,3 +325,59 @@ async fn a_web_fetch_dialog_shows_the_url_and_always_saves_the_domain_rule() {
     t.press(&["C-d"]);
     assert_eq!(t.wait_exit().await, 0);
 }
+
+/// An MCP server's elicitation request opens a form in the TUI: the user fills it in and the
+/// answer reaches the server (and so the tool result); a second request declined with Esc
+/// says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_servers_form_is_filled_in_the_tui_and_its_answer_reaches_the_server() {
+    crate::support::skip::or_skip!(crate::mcp::python());
+    let env = Env::new();
+    let log = crate::mcp::log_path(&env, "el");
+    let cfg = crate::mcp::config(json!({"el": crate::mcp::stdio(&log, &["--elicit"])}));
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool("a1", "mcp__el__ask", json!({}))]))
+        .push(answer("Thanks, Bo."))
+        .push(calls(vec![tool("a2", "mcp__el__ask", json!({}))]))
+        .push(answer("Declined."));
+    let t = Tmux::start(
+        &env,
+        &server,
+        &["--allowedTools", "mcp__el", "--mcp-config", &cfg],
+        W,
+        H,
+    );
+    t.wait_for_text("Ask keel").await;
+    t.type_text("who am I");
+    t.press(&["Enter"]);
+    let s = t.wait_for_text("MCP server `el` asks").await;
+    assert!(s.contains("Who are you?") && s.contains("Ann"), "{s}");
+    // The field holds its default; replace it, then change the count.
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    t.press(&["BSpace", "BSpace", "BSpace"]);
+    t.type_text("Bo");
+    t.press(&["Tab", "BSpace"]);
+    t.type_text("7");
+    t.press(&["Enter"]);
+    t.wait_for_text("Thanks, Bo.").await;
+    assert_eq!(
+        server.requests()[1].tool_result_text("a1"),
+        (
+            r#"answer: {"action": "accept", "content": {"count": 7, "name": "Bo"}}"#.to_string(),
+            false
+        )
+    );
+    t.type_text("again");
+    t.press(&["Enter"]);
+    t.wait_for_text("MCP server `el` asks").await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    t.press(&["Escape"]);
+    t.wait_for_text("Declined.").await;
+    assert_eq!(
+        server.requests()[3].tool_result_text("a2"),
+        (r#"answer: {"action": "decline"}"#.to_string(), false)
+    );
+    t.press(&["C-d"]);
+    assert_eq!(t.wait_exit().await, 0);
+}

@@ -68,8 +68,8 @@ impl App {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         let alt = key.modifiers.contains(KeyModifiers::ALT);
         let shift = key.modifiers.contains(KeyModifiers::SHIFT);
-        // The dialog takes only its own keys, and only once armed; the rest is typing.
-        if self.approval_scroll_key(key) || self.approval_key(key, now) {
+        // The dialogs take only their own keys, and only once armed; the rest is typing.
+        if self.forms.key(key, now) || self.approval_scroll_key(key) || self.approval_key(key, now) {
             return;
         }
         if self.picker.is_some() {

@@ -23,7 +23,6 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 pub use approval::Approval;
-#[cfg(test)]
 pub(crate) use approval::GRACE;
 pub use busy::{Activity, Busy};
 #[cfg(test)]
@@ -124,6 +123,7 @@ pub struct App {
     pub busy: Option<Busy>,
     pub queue: VecDeque<Queued>,
     pub approval: Option<Approval>,
+    pub forms: crate::tui::elicit::Forms,
     pending_approvals: VecDeque<crate::permissions::PermissionPrompt>,
     /// When each open question arrived, by tool call (the wait is not the tool's time).
     approval_waits: std::collections::HashMap<String, Instant>,
@@ -189,6 +189,7 @@ impl App {
             busy: None,
             queue: VecDeque::new(),
             approval: None,
+            forms: Default::default(),
             pending_approvals: VecDeque::new(),
             approval_waits: Default::default(),
             picker: None,

@@ -21,6 +21,13 @@ impl App {
                 self.dirty = true;
                 return;
             }
+            // Nor is a server's form, which arrives while a tool call waits for it.
+            Reply::Elicitation(prompt) => {
+                self.forms.push(prompt, std::time::Instant::now());
+                self.completion = None;
+                self.dirty = true;
+                return;
+            }
             Reply::TurnDone => {}
             Reply::ShellDone(r) => {
                 let i = (0..self.transcript.len())

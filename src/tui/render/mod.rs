@@ -2,6 +2,7 @@
 
 pub mod approval;
 pub mod diff;
+pub mod form;
 pub mod highlight;
 pub mod markdown;
 pub mod modal;

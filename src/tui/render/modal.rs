@@ -10,7 +10,7 @@ use super::theme;
 use super::wrap::sanitize;
 use crate::tui::app::{Picker, PickerKind};
 
-fn centered(area: Rect, width: u16, height: u16) -> Rect {
+pub(super) fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let w = width.min(area.width);
     let h = height.min(area.height);
     Rect::new(area.x + (area.width - w) / 2, area.y + (area.height - h) / 2, w, h)

@@ -211,3 +211,118 @@ async fn elicitation_is_declined_headless_with_a_notice_or_answered_with_default
         "{init}"
     );
 }
+
+/// Drives keel over stream-json: initializes, sends one prompt, and answers every
+/// `elicitation` control request with `reply` (a control_response body). Returns the lines
+/// keel wrote and the elicitation requests it sent.
+async fn drive_elicitation(
+    env: &Env,
+    model: &ModelServer,
+    cfg: &str,
+    reply: impl Fn(&str) -> Value,
+) -> (Vec<Value>, Vec<Value>, crate::support::Out) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let mut keel = env.keel(model);
+    keel.args([
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--allowedTools",
+        "mcp__el",
+        "--mcp-config",
+        cfg,
+    ]);
+    let mut child = keel.spawn_driven();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let init = json!({"type": "control_request", "request_id": "i1", "request": {"subtype": "initialize"}});
+    let user = json!({"type": "user", "message": {"role": "user", "content": "go"}});
+    stdin.write_all(format!("{init}\n{user}\n").as_bytes()).await.unwrap();
+    let (mut lines, mut asked) = (Vec::new(), Vec::new());
+    let run = async {
+        while let Some(line) = stdout.next_line().await.unwrap() {
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["type"] == "control_request" && v["request"]["subtype"] == "elicitation" {
+                let id = v["request_id"].as_str().unwrap().to_string();
+                asked.push(v["request"].clone());
+                let answer = json!({"type": "control_response", "response": reply(&id)});
+                stdin.write_all(format!("{answer}\n").as_bytes()).await.unwrap();
+            }
+            let done = v["type"] == "result";
+            lines.push(v);
+            if done {
+                break;
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), run)
+        .await
+        .expect("keel answered within a minute");
+    drop(stdin);
+    let out = crate::support::finish(child).await;
+    (lines, asked, out)
+}
+
+/// A program driving keel over the control protocol gets the server's form (message, schema,
+/// field order) and its answer reaches the server; a program that answers with an error gets
+/// the request declined, with a notice.
+#[tokio::test]
+async fn elicitation_is_forwarded_to_the_driving_program_and_its_answer_reaches_the_server() {
+    or_skip!(python());
+    let env = Env::new();
+    let log = log_path(&env, "el");
+    let cfg = config(json!({"el": stdio(&log, &["--elicit"])}));
+    let model = ModelServer::start().await;
+    model
+        .push(calls(vec![tool("a1", "mcp__el__ask", json!({}))]))
+        .push(answer("done"));
+    let (lines, asked, out) = drive_elicitation(&env, &model, &cfg, |id| {
+        json!({"subtype": "success", "request_id": id,
+               "response": {"action": "accept", "content": {"name": "Bo", "count": 7}}})
+    })
+    .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(asked.len(), 1, "{lines:?}");
+    let request = &asked[0];
+    assert_eq!(request["mcp_server_name"], "el");
+    assert_eq!(request["message"], "Who are you?");
+    assert_eq!(request["mode"], "form");
+    assert!(
+        request["requested_schema"]["properties"]["name"].is_object(),
+        "{request}"
+    );
+    assert_eq!(request["property_order"], json!(["name", "count"]));
+    assert_eq!(
+        model.requests()[1].tool_result_text("a1"),
+        (
+            r#"answer: {"action": "accept", "content": {"count": 7, "name": "Bo"}}"#.to_string(),
+            false
+        )
+    );
+
+    model
+        .push(calls(vec![tool("a2", "mcp__el__ask", json!({}))]))
+        .push(answer("done"));
+    let (_, asked, out) = drive_elicitation(
+        &env,
+        &model,
+        &cfg,
+        |id| json!({"subtype": "error", "request_id": id, "error": "no form support here"}),
+    )
+    .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(asked.len(), 1);
+    assert_eq!(
+        model.requests()[3].tool_result_text("a2"),
+        (r#"answer: {"action": "decline"}"#.to_string(), false)
+    );
+    assert!(
+        out.stderr.contains("declined: the program driving keel did not answer")
+            && out.stderr.contains("no form support here"),
+        "{}",
+        out.stderr
+    );
+}
