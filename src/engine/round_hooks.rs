@@ -118,9 +118,11 @@ impl Engine {
                     .await;
                 verdict.notes.extend(agg.context.iter().cloned());
                 if agg.blocked() {
-                    verdict
-                        .notes
-                        .push(format!("A TaskCreated hook objects to the task `{}`:\n{}", todo.content, agg.block_reason()));
+                    verdict.notes.push(format!(
+                        "A TaskCreated hook objects to the task `{}`:\n{}",
+                        todo.content,
+                        agg.block_reason()
+                    ));
                 }
                 verdict.stop = verdict.stop.take().or(agg.stop);
             }
@@ -129,7 +131,13 @@ impl Engine {
             if completed_now && self.hooks.has(Event::TaskCompleted) {
                 let agg = self
                     .hooks
-                    .fire(Event::TaskCompleted, None, self.session.services.mode(), task, &self.events)
+                    .fire(
+                        Event::TaskCompleted,
+                        None,
+                        self.session.services.mode(),
+                        task,
+                        &self.events,
+                    )
                     .await;
                 verdict.notes.extend(agg.context.iter().cloned());
                 if agg.blocked() {

@@ -68,16 +68,37 @@ impl Event {
     /// Events of the reference for features keel does not have: their hooks are not registered
     /// (a warning says why).
     pub const UNSUPPORTED: [(&'static str, &'static str); 10] = [
-        ("PermissionDenied", "keel has no auto mode whose classifier denies calls"),
-        ("UserPromptExpansion", "keel does not fire hooks on `/command` expansion yet"),
+        (
+            "PermissionDenied",
+            "keel has no auto mode whose classifier denies calls",
+        ),
+        (
+            "UserPromptExpansion",
+            "keel does not fire hooks on `/command` expansion yet",
+        ),
         ("Setup", "keel has no `--init` / `--maintenance` runs"),
         ("FileChanged", "keel has no hook-watched paths (`watchPaths`)"),
-        ("WorktreeCreate", "keel creates sub-agent worktrees with git itself; a hook cannot replace that"),
-        ("WorktreeRemove", "keel removes sub-agent worktrees with git itself; a hook cannot replace that"),
+        (
+            "WorktreeCreate",
+            "keel creates sub-agent worktrees with git itself; a hook cannot replace that",
+        ),
+        (
+            "WorktreeRemove",
+            "keel removes sub-agent worktrees with git itself; a hook cannot replace that",
+        ),
         ("TeammateIdle", "keel has no agent teams"),
-        ("Elicitation", "MCP elicitation questions go to the front end, not to hooks"),
-        ("ElicitationResult", "MCP elicitation questions go to the front end, not to hooks"),
-        ("MessageDisplay", "keel's front ends show messages as the model wrote them"),
+        (
+            "Elicitation",
+            "MCP elicitation questions go to the front end, not to hooks",
+        ),
+        (
+            "ElicitationResult",
+            "MCP elicitation questions go to the front end, not to hooks",
+        ),
+        (
+            "MessageDisplay",
+            "keel's front ends show messages as the model wrote them",
+        ),
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -224,7 +245,10 @@ impl Handler {
 
     /// Answered by keel's own parts (provider, sub-agents, MCP hub), not a process.
     pub fn is_delegated(&self) -> bool {
-        matches!(self, Handler::Prompt { .. } | Handler::Agent { .. } | Handler::McpTool { .. })
+        matches!(
+            self,
+            Handler::Prompt { .. } | Handler::Agent { .. } | Handler::McpTool { .. }
+        )
     }
 
     pub fn is_async(&self) -> bool {

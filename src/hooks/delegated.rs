@@ -268,7 +268,10 @@ mod tests {
 
     #[test]
     fn a_verdict_is_read_in_the_events_terms() {
-        let r = verdict(Event::PreToolUse, Ok("```json\n{\"ok\": false, \"reason\": \"no\"}\n```".into()));
+        let r = verdict(
+            Event::PreToolUse,
+            Ok("```json\n{\"ok\": false, \"reason\": \"no\"}\n```".into()),
+        );
         let v: Value = serde_json::from_str(&r.stdout).unwrap();
         assert_eq!(v["hookSpecificOutput"]["permissionDecision"], "deny");
         let r = verdict(Event::Stop, Ok("{\"ok\": false, \"reason\": \"tests fail\"}".into()));

@@ -181,7 +181,9 @@ impl Hooks {
     pub fn has(&self, event: Event) -> bool {
         let scoped = self.scoped.read().unwrap_or_else(|p| p.into_inner());
         self.config.events.get(&event).is_some_and(|g| !g.is_empty())
-            || scoped.iter().any(|(_, c)| c.events.get(&event).is_some_and(|g| !g.is_empty()))
+            || scoped
+                .iter()
+                .any(|(_, c)| c.events.get(&event).is_some_and(|g| !g.is_empty()))
             || self
                 .client
                 .read()

@@ -91,10 +91,10 @@ impl Skill {
         !self.disable_model_invocation && (self.kind == Kind::Skill || self.described)
     }
 
-    /// Whether loading it grants something (its `allowed-tools`), which needs the user's
-    /// consent when the model asks for it.
+    /// Whether loading it grants something (its `allowed-tools`, or `hooks`, which run
+    /// commands), which needs the user's consent when the model asks for it.
     pub fn grants(&self) -> bool {
-        !self.allowed_tools.is_empty()
+        !self.allowed_tools.is_empty() || self.hooks.is_some()
     }
 }
 

@@ -14,7 +14,9 @@ fn logger(env: &Env, name: &str, then: &str) -> String {
     script(
         env,
         &format!("{name}.sh"),
-        &format!("INPUT=$(cat)\necho \"$INPUT\" | jq -c '. + {{env_effort: env.CLAUDE_EFFORT}}' >> \"$CLAUDE_PROJECT_DIR/{name}.log\"\n{then}"),
+        &format!(
+            "INPUT=$(cat)\necho \"$INPUT\" | jq -c '. + {{env_effort: env.CLAUDE_EFFORT}}' >> \"$CLAUDE_PROJECT_DIR/{name}.log\"\n{then}"
+        ),
     )
 }
 
@@ -45,13 +47,16 @@ async fn a_skills_hooks_hold_from_its_loading_until_the_turn_ends() {
         .push(answer("done"));
     let out = env
         .keel(&server)
-        .args(["-p", "deploy", "--allowedTools", "Bash"])
+        .args(["-p", "deploy", "--allowedTools", "Bash,Skill(deploy-checker)"])
         .run()
         .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let r = server.requests();
     let (text, is_error) = r[1].tool_result_text("b1");
-    assert!(!is_error && text.contains("before"), "no skill hook before loading: {text}");
+    assert!(
+        !is_error && text.contains("before"),
+        "no skill hook before loading: {text}"
+    );
     let (text, is_error) = r[3].tool_result_text("b2");
     assert!(is_error && text.contains("deploys are checked first"), "{text}");
     assert_eq!(logged(&env, "guard").len(), 1);
@@ -75,7 +80,7 @@ async fn a_forked_skills_hooks_end_with_its_task_and_sub_agent_calls_name_the_ag
         .push(answer("done"));
     let out = env
         .keel(&server)
-        .args(["-p", "check", "--allowedTools", "Bash"])
+        .args(["-p", "check", "--allowedTools", "Bash,Skill(forked-check)"])
         .run()
         .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -90,7 +95,10 @@ async fn a_forked_skills_hooks_end_with_its_task_and_sub_agent_calls_name_the_ag
     assert_eq!(inside["agent_type"], "general-purpose");
     assert!(inside["agent_id"].as_str().is_some_and(|a| !a.is_empty()), "{inside}");
     let outside = runs.iter().find(|p| p["tool_use_id"] == "out1").unwrap();
-    assert!(outside.get("agent_id").is_none(), "the main agent's calls carry none: {outside}");
+    assert!(
+        outside.get("agent_id").is_none(),
+        "the main agent's calls carry none: {outside}"
+    );
 }
 
 #[tokio::test]
@@ -100,11 +108,24 @@ async fn hooks_get_the_effort_and_commands_the_session_id() {
     settings(&env, json!({"PreToolUse": [group("Bash", &hook)]}));
     let server = ModelServer::start().await;
     server
-        .push(calls(vec![tool("b1", "Bash", json!({"command": "echo \"sid=$CLAUDE_CODE_SESSION_ID\""}))]))
+        .push(calls(vec![tool(
+            "b1",
+            "Bash",
+            json!({"command": "echo \"sid=$CLAUDE_CODE_SESSION_ID\""}),
+        )]))
         .push(answer("done"));
     let out = env
         .keel(&server)
-        .args(["-p", "x", "--allowedTools", "Bash", "--effort", "low", "--output-format", "json"])
+        .args([
+            "-p",
+            "x",
+            "--allowedTools",
+            "Bash",
+            "--effort",
+            "low",
+            "--output-format",
+            "json",
+        ])
         .run()
         .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -242,5 +263,9 @@ async fn a_turn_ending_on_an_api_error_fires_stop_failure() {
     let runs = logged(&env, "failure");
     assert_eq!(runs.len(), 1, "{}", out.stderr);
     assert_eq!(runs[0]["error"], "invalid_request");
-    assert!(runs[0]["error_details"].as_str().unwrap().contains("bad shape"), "{:?}", runs[0]);
+    assert!(
+        runs[0]["error_details"].as_str().unwrap().contains("bad shape"),
+        "{:?}",
+        runs[0]
+    );
 }

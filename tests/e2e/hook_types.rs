@@ -13,7 +13,12 @@ use crate::support::{Env, ModelServer};
 fn system_text(body: &Value) -> String {
     body["system"]
         .as_array()
-        .map(|b| b.iter().filter_map(|x| x["text"].as_str()).collect::<Vec<_>>().join("\n"))
+        .map(|b| {
+            b.iter()
+                .filter_map(|x| x["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
         .unwrap_or_default()
 }
 
@@ -29,9 +34,17 @@ async fn a_prompt_hook_asks_the_model_and_its_verdict_decides() {
     );
     let server = ModelServer::start().await;
     server
-        .push(calls(vec![tool("s1", "Read", json!({"file_path": env.path("secret.txt")}))]))
+        .push(calls(vec![tool(
+            "s1",
+            "Read",
+            json!({"file_path": env.path("secret.txt")}),
+        )]))
         .push(answer("{\"ok\": false, \"reason\": \"secret.txt holds credentials\"}"))
-        .push(calls(vec![tool("o1", "Read", json!({"file_path": env.path("open.txt")}))]))
+        .push(calls(vec![tool(
+            "o1",
+            "Read",
+            json!({"file_path": env.path("open.txt")}),
+        )]))
         .push(answer("```json\n{\"ok\": true}\n```"))
         .push(answer("done"));
     let out = env.keel(&server).args(["-p", "read them"]).run().await;
@@ -40,11 +53,18 @@ async fn a_prompt_hook_asks_the_model_and_its_verdict_decides() {
     assert_eq!(r.len(), 5, "two hook requests besides the session's three");
     // The hook's request: keel's verdict instructions, the event written into the prompt.
     let hook = &r[1];
-    assert!(system_text(&hook.body).contains("{\"ok\": true}"), "{}", system_text(&hook.body));
+    assert!(
+        system_text(&hook.body).contains("{\"ok\": true}"),
+        "{}",
+        system_text(&hook.body)
+    );
     let asked = hook.messages()[0]["content"].to_string();
     assert!(asked.contains("Refuse reading secret.txt. Event:"), "{asked}");
     assert!(asked.contains("secret.txt") && asked.contains("PreToolUse"), "{asked}");
-    assert!(hook.body["tools"].as_array().is_none_or(|t| t.is_empty()), "no tools for a prompt hook");
+    assert!(
+        hook.body["tools"].as_array().is_none_or(|t| t.is_empty()),
+        "no tools for a prompt hook"
+    );
     let (text, is_error) = r[2].tool_result_text("s1");
     assert!(is_error && text.contains("secret.txt holds credentials"), "{text}");
     assert!(!text.contains("the key"), "the call must not have run: {text}");
@@ -92,7 +112,9 @@ async fn the_documents_verify_the_tests_agent_hook_runs_them_on_stop() {
         .push(answer("done"))
         // The hook's agent runs the tests and finds a failure.
         .push(calls(vec![tool("t1", "Bash", json!({"command": "sh run_tests.sh"}))]))
-        .push(answer("{\"ok\": false, \"reason\": \"test_add fails: FAILED test_add\"}"))
+        .push(answer(
+            "{\"ok\": false, \"reason\": \"test_add fails: FAILED test_add\"}",
+        ))
         // The session is sent back, fixes, says done again.
         .push(calls(vec![tool("f1", "Bash", json!({"command": "touch fixed"}))]))
         .push(answer("fixed"))
@@ -114,13 +136,21 @@ async fn the_documents_verify_the_tests_agent_hook_runs_them_on_stop() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.json()["result"], "fixed");
     let r = server.requests();
-    assert_eq!(r.len(), 7, "{:?}", r.iter().map(|x| x.messages().len()).collect::<Vec<_>>());
+    assert_eq!(
+        r.len(),
+        7,
+        "{:?}",
+        r.iter().map(|x| x.messages().len()).collect::<Vec<_>>()
+    );
     // The agent's requests offer read, search and shell tools only, and carry the event.
     let mut offered = r[1].tool_names();
     offered.sort();
     assert_eq!(offered, vec!["Bash", "Glob", "Grep", "Read"]);
     let task = r[1].messages()[0]["content"].to_string();
-    assert!(task.contains("Verify all unit tests pass") && task.contains("stop_hook_active"), "{task}");
+    assert!(
+        task.contains("Verify all unit tests pass") && task.contains("stop_hook_active"),
+        "{task}"
+    );
     let (text, _) = r[2].tool_result_text("t1");
     assert!(text.contains("FAILED test_add"), "the agent really ran them: {text}");
     // The verdict reached the session as the Stop hook's reason.
