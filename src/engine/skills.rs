@@ -374,6 +374,20 @@ impl Engine {
     }
 }
 
+/// Removes a forked skill's hooks when its task ends, however it ends.
+struct ScopedHooks<'a> {
+    hooks: &'a Hooks,
+    owner: Option<String>,
+}
+
+impl Drop for ScopedHooks<'_> {
+    fn drop(&mut self) {
+        if let Some(o) = &self.owner {
+            self.hooks.remove_scoped(o);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -446,19 +460,5 @@ mod tests {
         let after: String = engine.session.history().iter().map(|m| m.text()).collect();
         assert!(after.contains("Skills loaded earlier in this session"), "{after}");
         assert!(after.contains("Indent with tabs, never spaces."), "{after}");
-    }
-}
-
-/// Removes a forked skill's hooks when its task ends, however it ends.
-struct ScopedHooks<'a> {
-    hooks: &'a Hooks,
-    owner: Option<String>,
-}
-
-impl Drop for ScopedHooks<'_> {
-    fn drop(&mut self) {
-        if let Some(o) = &self.owner {
-            self.hooks.remove_scoped(o);
-        }
     }
 }

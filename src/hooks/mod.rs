@@ -329,10 +329,9 @@ impl Hooks {
                 && matches!(event, Event::PostToolUse | Event::PostToolUseFailure)
                 && !stopped_before
                 && let Some(reason) = agg.stop.take()
+                && !agg.blocks.contains(&reason)
             {
-                if !agg.blocks.contains(&reason) {
-                    agg.blocks.push(reason);
-                }
+                agg.blocks.push(reason);
             }
             record(&transcript, sink, event, &h.label(), name, &r, &i, false);
         }
