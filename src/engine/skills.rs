@@ -354,9 +354,12 @@ impl Engine {
             .get(name)
             .filter(|s| s.user_invocable)
             .ok_or_else(|| crate::commands::unknown(name, &catalog))?;
+        // Owned parts: the engine itself is not held across the hooks' run.
+        let (hooks, events, mode) = (self.hooks.clone(), self.events.clone(), self.session.services.mode());
+        let context = prompt_expansion(&hooks, &events, mode, skill, args).await?;
         let invoker = self.skill_invoker(catalog.clone());
         let id = format!("slash-{}", uuid::Uuid::new_v4().simple());
-        match invoker.load(skill, args, cancel, &id).await {
+        let mut expanded = match invoker.load(skill, args, cancel, &id).await {
             Ok(Loaded::Inline(text)) => Ok(vec![ContentBlock::text(text)]),
             Ok(Loaded::Forked {
                 agent_type,
@@ -370,8 +373,59 @@ impl Engine {
                 ))])
             }
             Err(e) => Err(e),
-        }
+        }?;
+        expanded.extend(
+            context
+                .into_iter()
+                .map(|c| ContentBlock::text(format!("<system-reminder>\n{c}\n</system-reminder>"))),
+        );
+        Ok(expanded)
     }
+}
+
+/// UserPromptExpansion before `/name` expands (matched on the name): a block refuses the
+/// expansion with the hook's reason; the hooks' context goes along with the expansion.
+async fn prompt_expansion(
+    hooks: &Hooks,
+    events: &EventSink,
+    mode: crate::permissions::Mode,
+    skill: &Skill,
+    args: &str,
+) -> Result<Vec<String>, String> {
+    use crate::hooks::{Event, fields};
+    if !hooks.has(Event::UserPromptExpansion) {
+        return Ok(Vec::new());
+    }
+    let kind = match skill.kind {
+        crate::skills::Kind::Skill => "skill",
+        crate::skills::Kind::Command => "command",
+    };
+    let agg = hooks
+        .fire(
+            Event::UserPromptExpansion,
+            Some(&skill.name),
+            mode,
+            fields([
+                ("expansion_type", "slash_command".into()),
+                ("command_name", skill.name.clone().into()),
+                ("command_args", args.into()),
+                ("command_source", skill.source.label().into()),
+                ("command_kind", kind.into()),
+                ("prompt", format!("/{} {args}", skill.name).trim_end().into()),
+            ]),
+            events,
+        )
+        .await;
+    if agg.blocked() {
+        return Err(format!(
+            "a UserPromptExpansion hook refused the expansion: {}",
+            agg.block_reason()
+        ));
+    }
+    if let Some(reason) = agg.stop {
+        return Err(format!("a UserPromptExpansion hook stopped the session: {reason}"));
+    }
+    Ok(agg.context)
 }
 
 /// Removes a forked skill's hooks when its task ends, however it ends.

@@ -39,10 +39,12 @@ pub enum Event {
     CwdChanged,
     /// An instruction file (CLAUDE.md, AGENTS.md, a rules file) was loaded into the context.
     InstructionsLoaded,
+    /// A typed `/name` is about to expand (matched on the name).
+    UserPromptExpansion,
 }
 
 impl Event {
-    pub const ALL: [Event; 20] = [
+    pub const ALL: [Event; 21] = [
         Event::SessionStart,
         Event::UserPromptSubmit,
         Event::PreToolUse,
@@ -63,18 +65,15 @@ impl Event {
         Event::TaskCompleted,
         Event::CwdChanged,
         Event::InstructionsLoaded,
+        Event::UserPromptExpansion,
     ];
 
     /// Events of the reference for features keel does not have: their hooks are not registered
     /// (a warning says why).
-    pub const UNSUPPORTED: [(&'static str, &'static str); 10] = [
+    pub const UNSUPPORTED: [(&'static str, &'static str); 9] = [
         (
             "PermissionDenied",
             "keel has no auto mode whose classifier denies calls",
-        ),
-        (
-            "UserPromptExpansion",
-            "keel does not fire hooks on `/command` expansion yet",
         ),
         ("Setup", "keel has no `--init` / `--maintenance` runs"),
         ("FileChanged", "keel has no hook-watched paths (`watchPaths`)"),
@@ -123,6 +122,7 @@ impl Event {
             Event::TaskCompleted => "TaskCompleted",
             Event::CwdChanged => "CwdChanged",
             Event::InstructionsLoaded => "InstructionsLoaded",
+            Event::UserPromptExpansion => "UserPromptExpansion",
         }
     }
 

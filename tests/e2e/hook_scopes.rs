@@ -269,3 +269,40 @@ async fn a_turn_ending_on_an_api_error_fires_stop_failure() {
         runs[0]
     );
 }
+
+#[tokio::test]
+async fn a_typed_command_fires_user_prompt_expansion_which_may_refuse_it() {
+    for refuse in [true, false] {
+        let env = Env::new();
+        env.write(
+            ".claude/skills/greet/SKILL.md",
+            "---\nname: greet\ndescription: Greets.\n---\nSay hello to $ARGUMENTS.\n",
+        );
+        let then = if refuse {
+            "echo 'greetings are off today' >&2\nexit 2"
+        } else {
+            "echo 'expansion checked by the hook'"
+        };
+        let hook = logger(&env, "expand", then);
+        settings(&env, json!({"UserPromptExpansion": [group("greet", &hook)]}));
+        let server = ModelServer::start().await;
+        server.push(answer("hello"));
+        let out = env.keel(&server).args(["-p", "/greet the team"]).run().await;
+        let runs = logged(&env, "expand");
+        assert_eq!(runs.len(), 1, "{}", out.stderr);
+        assert_eq!(runs[0]["command_name"], "greet");
+        assert_eq!(runs[0]["command_args"], "the team");
+        if refuse {
+            assert_ne!(out.code, 0);
+            assert!(out.stderr.contains("greetings are off today"), "{}", out.stderr);
+            assert!(server.requests().is_empty(), "nothing was sent");
+        } else {
+            assert_eq!(out.code, 0, "{}", out.stderr);
+            let sent = server.requests()[0].messages()[0]["content"].to_string();
+            assert!(
+                sent.contains("Say hello to the team") && sent.contains("expansion checked by the hook"),
+                "{sent}"
+            );
+        }
+    }
+}
