@@ -30,6 +30,9 @@ impl Engine {
     /// Fires SessionStart (`startup`, `resume`, `clear`, `compact`); hook output reaches the
     /// model with the next prompt.
     pub async fn session_start(&mut self, source: &str) {
+        if matches!(source, "startup" | "resume") {
+            self.startup_instructions_loaded().await;
+        }
         if !self.hooks.has(Event::SessionStart) {
             return;
         }

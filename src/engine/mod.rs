@@ -20,6 +20,7 @@ mod precheck;
 #[cfg(test)]
 mod precheck_tests;
 pub mod rewind;
+mod round_hooks;
 pub mod services;
 pub mod session;
 mod skill_state;

@@ -111,6 +111,7 @@ impl World {
             authorizer: &self.authorizer,
             hooks: &self.hooks,
             interactive,
+            agent: None,
         }
     }
 }

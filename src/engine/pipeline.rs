@@ -60,6 +60,8 @@ pub struct Pipeline<'a> {
     pub hooks: &'a Hooks,
     /// Whether a front end can answer permission questions (false in headless mode).
     pub interactive: bool,
+    /// The sub-agent whose calls these are (`agent_id` / `agent_type` in the hooks' payloads).
+    pub agent: Option<&'a super::subagent::SubagentInfo>,
 }
 
 impl Pipeline<'_> {
@@ -483,6 +485,7 @@ mod tests {
                 authorizer: &self.authorizer,
                 hooks: &self.hooks,
                 interactive: false,
+                agent: None,
             }
         }
     }

@@ -75,6 +75,7 @@ impl World {
             authorizer: &self.authorizer,
             hooks: &self.hooks,
             interactive: true,
+            agent: None,
         };
         let records = pipeline.run_all(calls, &[], &Default::default()).await;
         drop(pipeline);

@@ -93,6 +93,10 @@ impl Session {
     pub fn with_services(id: String, transcript: Transcript, services: Arc<SessionServices>) -> Self {
         let mut transcript = transcript;
         transcript.set_context(id.clone(), services.cwd.clone());
+        // A sub-agent's commands keep the session's id (set by `child_services`).
+        if services.shell.session_id().is_none() {
+            services.shell.set_session_id(Some(id.clone()));
+        }
         Session {
             id,
             history: Arc::new(Vec::new()),

@@ -26,6 +26,8 @@ struct Inner {
     pending: Vec<(String, String)>,
     /// The latest text of each skill loaded in this session, oldest first.
     invoked: Vec<(String, String)>,
+    /// Owners of the hooks registered by skills loaded during the running turn.
+    hook_owners: Vec<String>,
 }
 
 impl SkillState {
@@ -58,6 +60,19 @@ impl SkillState {
 
     pub fn model(&self) -> Option<String> {
         self.lock().model.clone()
+    }
+
+    /// A skill loaded in this turn registered hooks under `owner`.
+    pub fn note_hooks(&self, owner: String) {
+        let mut s = self.lock();
+        if !s.hook_owners.contains(&owner) {
+            s.hook_owners.push(owner);
+        }
+    }
+
+    /// The owners of the hooks the turn's skills registered, to be removed as the turn ends.
+    pub fn take_hook_owners(&self) -> Vec<String> {
+        std::mem::take(&mut self.lock().hook_owners)
     }
 
     /// The turn ended: its grants and model override end with it.

@@ -40,6 +40,8 @@ pub struct SkillInvoker {
     services: Arc<SessionServices>,
     /// Runs `context: fork` skills (the engine's sub-agent runner, when it has one).
     agents: Option<Arc<super::subagent::SubagentRunner>>,
+    /// The sub-agent this engine runs, if any (for the hooks' payloads).
+    agent: Option<super::subagent::SubagentInfo>,
 }
 
 impl std::fmt::Debug for SkillInvoker {
@@ -70,6 +72,7 @@ impl SkillInvoker {
             session_id: engine.session.id.clone(),
             services: engine.session.services.clone(),
             agents: engine.subagents.clone(),
+            agent: engine.subagent.clone(),
         }
     }
 
@@ -85,6 +88,8 @@ impl SkillInvoker {
         let grants = grant_rules(skill, &shared.cwd)?;
         // The rules count for the skill's own commands; a forked skill's task gets them too.
         shared.skills.grant(&skill.name, grants.clone());
+        // Its hooks too: from here until the turn ends (or the forked task does).
+        let hook_owner = self.activate_hooks(skill);
         let vars = Vars {
             session_id: &self.session_id,
             project_dir: &shared.cwd,
@@ -94,6 +99,9 @@ impl SkillInvoker {
             Ok(t) => t,
             Err(e) => {
                 shared.skills.revoke(&skill.name);
+                if let Some(o) = &hook_owner {
+                    self.hooks.remove_scoped(o);
+                }
                 return Err(e);
             }
         };
@@ -113,7 +121,14 @@ impl SkillInvoker {
         }
         let Some(agent_type) = &skill.fork_agent else {
             shared.skills.record(&skill.name, &text);
+            if let Some(o) = hook_owner {
+                shared.skills.note_hooks(o);
+            }
             return Ok(Loaded::Inline(text));
+        };
+        let _remove_hooks = ScopedHooks {
+            hooks: &self.hooks,
+            owner: hook_owner,
         };
         let runner = self.agents.clone().ok_or_else(|| {
             format!(
@@ -142,6 +157,31 @@ impl SkillInvoker {
         })
     }
 
+    /// Registers the skill's front matter `hooks`; the owner to remove them by. Problems are
+    /// notices: the skill still loads, without its hooks.
+    fn activate_hooks(&self, skill: &Skill) -> Option<String> {
+        let hooks = skill.hooks.as_ref()?;
+        let warn = |m: String| self.events.notice(crate::engine::events::NoticeLevel::Warning, m);
+        if self.hooks.config().only_managed {
+            warn(format!(
+                "the hooks of the skill `{}` do not run: settings allow only managed hooks",
+                skill.name
+            ));
+            return None;
+        }
+        let mut config = crate::hooks::HookConfig::default();
+        if let Err(e) = config.add_layer(hooks, &format!("skill {} ({})", skill.name, skill.path.display())) {
+            warn(format!("{e}; the skill's hooks do not run"));
+            return None;
+        }
+        for w in &config.warnings {
+            warn(w.clone());
+        }
+        let owner = format!("skill:{}", skill.name);
+        self.hooks.add_scoped(&owner, config);
+        Some(owner)
+    }
+
     /// Runs each `!`cmd`` as a Bash call through the pipeline and puts its output in place.
     async fn run_snippets(
         &self,
@@ -158,6 +198,7 @@ impl SkillInvoker {
             authorizer: &self.authorizer,
             hooks: &self.hooks,
             interactive: self.interactive,
+            agent: self.agent.as_ref(),
         };
         let mut out = String::new();
         for (i, part) in parts.into_iter().enumerate() {
@@ -313,9 +354,12 @@ impl Engine {
             .get(name)
             .filter(|s| s.user_invocable)
             .ok_or_else(|| crate::commands::unknown(name, &catalog))?;
+        // Owned parts: the engine itself is not held across the hooks' run.
+        let (hooks, events, mode) = (self.hooks.clone(), self.events.clone(), self.session.services.mode());
+        let context = prompt_expansion(&hooks, &events, mode, skill, args).await?;
         let invoker = self.skill_invoker(catalog.clone());
         let id = format!("slash-{}", uuid::Uuid::new_v4().simple());
-        match invoker.load(skill, args, cancel, &id).await {
+        let mut expanded = match invoker.load(skill, args, cancel, &id).await {
             Ok(Loaded::Inline(text)) => Ok(vec![ContentBlock::text(text)]),
             Ok(Loaded::Forked {
                 agent_type,
@@ -329,6 +373,71 @@ impl Engine {
                 ))])
             }
             Err(e) => Err(e),
+        }?;
+        expanded.extend(
+            context
+                .into_iter()
+                .map(|c| ContentBlock::text(format!("<system-reminder>\n{c}\n</system-reminder>"))),
+        );
+        Ok(expanded)
+    }
+}
+
+/// UserPromptExpansion before `/name` expands (matched on the name): a block refuses the
+/// expansion with the hook's reason; the hooks' context goes along with the expansion.
+async fn prompt_expansion(
+    hooks: &Hooks,
+    events: &EventSink,
+    mode: crate::permissions::Mode,
+    skill: &Skill,
+    args: &str,
+) -> Result<Vec<String>, String> {
+    use crate::hooks::{Event, fields};
+    if !hooks.has(Event::UserPromptExpansion) {
+        return Ok(Vec::new());
+    }
+    let kind = match skill.kind {
+        crate::skills::Kind::Skill => "skill",
+        crate::skills::Kind::Command => "command",
+    };
+    let agg = hooks
+        .fire(
+            Event::UserPromptExpansion,
+            Some(&skill.name),
+            mode,
+            fields([
+                ("expansion_type", "slash_command".into()),
+                ("command_name", skill.name.clone().into()),
+                ("command_args", args.into()),
+                ("command_source", skill.source.label().into()),
+                ("command_kind", kind.into()),
+                ("prompt", format!("/{} {args}", skill.name).trim_end().into()),
+            ]),
+            events,
+        )
+        .await;
+    if agg.blocked() {
+        return Err(format!(
+            "a UserPromptExpansion hook refused the expansion: {}",
+            agg.block_reason()
+        ));
+    }
+    if let Some(reason) = agg.stop {
+        return Err(format!("a UserPromptExpansion hook stopped the session: {reason}"));
+    }
+    Ok(agg.context)
+}
+
+/// Removes a forked skill's hooks when its task ends, however it ends.
+struct ScopedHooks<'a> {
+    hooks: &'a Hooks,
+    owner: Option<String>,
+}
+
+impl Drop for ScopedHooks<'_> {
+    fn drop(&mut self) {
+        if let Some(o) = &self.owner {
+            self.hooks.remove_scoped(o);
         }
     }
 }

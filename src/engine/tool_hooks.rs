@@ -204,10 +204,16 @@ impl Pipeline<'_> {
     }
 
     pub(super) fn tool_fields(&self, call: &ToolCall, input: &Value) -> Map<String, Value> {
-        fields([
+        let mut f = fields([
             ("tool_name", call.name.clone().into()),
             ("tool_input", absolute_input(input, &self.services.cwd)),
             ("tool_use_id", call.id.clone().into()),
-        ])
+        ]);
+        // Inside a sub-agent, hooks can tell whose call it is.
+        if let Some(a) = self.agent {
+            f.insert("agent_id".into(), a.agent_id.clone().into());
+            f.insert("agent_type".into(), a.agent_type.clone().into());
+        }
+        f
     }
 }

@@ -60,8 +60,12 @@ impl Engine {
                 self.drive(&mut stats, &cancel).await
             }
         };
-        // A skill's allowed tools and model last for the turn that loaded it.
+        self.stop_failure(&outcome).await;
+        // A skill's allowed tools, model and hooks last for the turn that loaded it.
         self.session.services.skills.end_turn();
+        for owner in self.session.services.skills.take_hook_owners() {
+            self.hooks.remove_scoped(&owner);
+        }
         self.absorb_subagents();
         tracing::Span::current().record("requests", stats.requests);
         tracing::info!(
@@ -198,6 +202,7 @@ impl Engine {
                 .collect();
             if !calls.is_empty() {
                 self.publish_verifier_facts(&calls);
+                let before = self.before_round();
                 let records = Pipeline {
                     registry: &self.registry,
                     services: &self.session.services,
@@ -206,6 +211,7 @@ impl Engine {
                     authorizer: &self.authorizer,
                     hooks: &self.hooks,
                     interactive: self.config.interactive,
+                    agent: self.subagent.as_ref(),
                 }
                 .run_all(calls, &response.broken_tool_calls, cancel)
                 .await;
@@ -219,8 +225,17 @@ impl Engine {
                     });
                 }
                 self.config_changes().await;
+                let round = self.after_round(before, &records).await;
                 let mut content: Vec<ContentBlock> = records.iter().map(|r| r.to_block()).collect();
+                content.extend(
+                    round
+                        .notes
+                        .iter()
+                        .map(|n| ContentBlock::text(format!("<system-reminder>\n{n}\n</system-reminder>"))),
+                );
+                let nested_before = self.project.instructions.nested.len();
                 content.extend(self.note_tool_round(&records));
+                self.nested_instructions_loaded(nested_before).await;
                 content.extend(self.loaded_skills(&records));
                 content.extend(self.background_notes());
                 content.extend(self.late_git_note());
@@ -241,7 +256,7 @@ impl Engine {
                 if cancel.is_cancelled() {
                     return self.interrupted(TerminalReason::AbortedTools);
                 }
-                if let Some(reason) = records.iter().find_map(|r| r.stop.clone()) {
+                if let Some(reason) = records.iter().find_map(|r| r.stop.clone()).or(round.stop) {
                     return self.halted(reason, TerminalReason::HookStopped);
                 }
                 if let Some(value) = self.structured.as_ref().and_then(|s| s.take()) {

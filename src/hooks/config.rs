@@ -27,10 +27,24 @@ pub enum Event {
     /// A settings file changed during the session (matched on its source: `user_settings`,
     /// `project_settings`, `local_settings`, `policy_settings`).
     ConfigChange,
+    /// After every tool round, with all its calls and results.
+    PostToolBatch,
+    /// The turn ended on an API error (matched on its kind: `rate_limit`, `overloaded`, …).
+    StopFailure,
+    /// An item appeared on the task list (TodoWrite).
+    TaskCreated,
+    /// An item of the task list became completed.
+    TaskCompleted,
+    /// The shell's working directory changed (a Bash `cd`).
+    CwdChanged,
+    /// An instruction file (CLAUDE.md, AGENTS.md, a rules file) was loaded into the context.
+    InstructionsLoaded,
+    /// A typed `/name` is about to expand (matched on the name).
+    UserPromptExpansion,
 }
 
 impl Event {
-    pub const ALL: [Event; 14] = [
+    pub const ALL: [Event; 21] = [
         Event::SessionStart,
         Event::UserPromptSubmit,
         Event::PreToolUse,
@@ -45,6 +59,45 @@ impl Event {
         Event::PostCompact,
         Event::SessionEnd,
         Event::ConfigChange,
+        Event::PostToolBatch,
+        Event::StopFailure,
+        Event::TaskCreated,
+        Event::TaskCompleted,
+        Event::CwdChanged,
+        Event::InstructionsLoaded,
+        Event::UserPromptExpansion,
+    ];
+
+    /// Events of the reference for features keel does not have: their hooks are not registered
+    /// (a warning says why).
+    pub const UNSUPPORTED: [(&'static str, &'static str); 9] = [
+        (
+            "PermissionDenied",
+            "keel has no auto mode whose classifier denies calls",
+        ),
+        ("Setup", "keel has no `--init` / `--maintenance` runs"),
+        ("FileChanged", "keel has no hook-watched paths (`watchPaths`)"),
+        (
+            "WorktreeCreate",
+            "keel creates sub-agent worktrees with git itself; a hook cannot replace that",
+        ),
+        (
+            "WorktreeRemove",
+            "keel removes sub-agent worktrees with git itself; a hook cannot replace that",
+        ),
+        ("TeammateIdle", "keel has no agent teams"),
+        (
+            "Elicitation",
+            "MCP elicitation questions go to the front end, not to hooks",
+        ),
+        (
+            "ElicitationResult",
+            "MCP elicitation questions go to the front end, not to hooks",
+        ),
+        (
+            "MessageDisplay",
+            "keel's front ends show messages as the model wrote them",
+        ),
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -63,6 +116,13 @@ impl Event {
             Event::PostCompact => "PostCompact",
             Event::SessionEnd => "SessionEnd",
             Event::ConfigChange => "ConfigChange",
+            Event::PostToolBatch => "PostToolBatch",
+            Event::StopFailure => "StopFailure",
+            Event::TaskCreated => "TaskCreated",
+            Event::TaskCompleted => "TaskCompleted",
+            Event::CwdChanged => "CwdChanged",
+            Event::InstructionsLoaded => "InstructionsLoaded",
+            Event::UserPromptExpansion => "UserPromptExpansion",
         }
     }
 
@@ -84,6 +144,7 @@ pub enum Handler {
         /// A plugin's hook: its folder, `CLAUDE_PLUGIN_ROOT` in the process's environment.
         plugin_root: Option<std::path::PathBuf>,
         on_failure: OnFailure,
+        continue_on_block: bool,
     },
     Http {
         url: String,
@@ -91,6 +152,34 @@ pub enum Handler {
         allowed_env_vars: Vec<String>,
         timeout_secs: Option<u64>,
         on_failure: OnFailure,
+        continue_on_block: bool,
+    },
+    /// One request to the session's provider; the model answers `{"ok", "reason"}`.
+    Prompt {
+        prompt: String,
+        model: Option<String>,
+        timeout_secs: Option<u64>,
+        on_failure: OnFailure,
+        continue_on_block: bool,
+    },
+    /// A short sub-agent run with tools; its final message is the verdict.
+    Agent {
+        prompt: String,
+        model: Option<String>,
+        timeout_secs: Option<u64>,
+        on_failure: OnFailure,
+        continue_on_block: bool,
+    },
+    /// A tool of a configured MCP server; its result is the hook's output.
+    McpTool {
+        server: String,
+        tool: String,
+        /// The `input` object as JSON text (`${tool_input.file_path}` references written in
+        /// when it runs).
+        input: String,
+        timeout_secs: Option<u64>,
+        on_failure: OnFailure,
+        continue_on_block: bool,
     },
     /// A hook that lives in the program driving keel (registered by the SDK's `initialize`),
     /// called through it with the same payload; its answer is the same JSON a command prints.
@@ -112,7 +201,54 @@ impl Handler {
             },
             Handler::Http { url, .. } => format!("POST {url}"),
             Handler::Callback { id, .. } => format!("SDK callback {id}"),
+            Handler::Prompt { prompt, .. } => format!("prompt: {}", short(prompt)),
+            Handler::Agent { prompt, .. } => format!("agent: {}", short(prompt)),
+            Handler::McpTool { server, tool, .. } => format!("mcp_tool {server}/{tool}"),
         }
+    }
+
+    /// `onFailure` (SDK callbacks have none: their failures warn).
+    pub fn on_failure(&self) -> OnFailure {
+        match self {
+            Handler::Command { on_failure, .. }
+            | Handler::Http { on_failure, .. }
+            | Handler::Prompt { on_failure, .. }
+            | Handler::Agent { on_failure, .. }
+            | Handler::McpTool { on_failure, .. } => *on_failure,
+            Handler::Callback { .. } => OnFailure::Warn,
+        }
+    }
+
+    /// `continueOnBlock`: a stop this handler asks for after a tool ran goes to the model as
+    /// feedback instead, and the turn goes on.
+    pub fn continue_on_block(&self) -> bool {
+        match self {
+            Handler::Command { continue_on_block, .. }
+            | Handler::Http { continue_on_block, .. }
+            | Handler::Prompt { continue_on_block, .. }
+            | Handler::Agent { continue_on_block, .. }
+            | Handler::McpTool { continue_on_block, .. } => *continue_on_block,
+            Handler::Callback { .. } => false,
+        }
+    }
+
+    fn timeout_secs(&self) -> Option<u64> {
+        match self {
+            Handler::Command { timeout_secs, .. }
+            | Handler::Http { timeout_secs, .. }
+            | Handler::Callback { timeout_secs, .. }
+            | Handler::Prompt { timeout_secs, .. }
+            | Handler::Agent { timeout_secs, .. }
+            | Handler::McpTool { timeout_secs, .. } => *timeout_secs,
+        }
+    }
+
+    /// Answered by keel's own parts (provider, sub-agents, MCP hub), not a process.
+    pub fn is_delegated(&self) -> bool {
+        matches!(
+            self,
+            Handler::Prompt { .. } | Handler::Agent { .. } | Handler::McpTool { .. }
+        )
     }
 
     pub fn is_async(&self) -> bool {
@@ -137,6 +273,9 @@ pub struct HookConfig {
     /// Managed settings allow only their own hooks (`allowManagedHooksOnly`): a driving
     /// program's hooks are refused too.
     pub managed_only: bool,
+    /// Only managed hooks run (`allowManagedHooksOnly`, or `disableAllHooks`): hooks a skill
+    /// brings are refused too.
+    pub only_managed: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -161,9 +300,11 @@ impl HookConfig {
             .filter(|(v, _)| v == &&Value::Bool(true))
             .map(|(_, layer)| layer.scope);
         if disabled == Some(Scope::Managed) {
+            config.only_managed = true;
             return Ok(config);
         }
         let skip_below_managed = disabled.is_some() || config.managed_only;
+        config.only_managed = skip_below_managed;
         for layer in &settings.layers {
             if skip_below_managed && layer.scope != Scope::Managed {
                 continue;
@@ -171,58 +312,63 @@ impl HookConfig {
             let Some(hooks) = layer.value.get("hooks") else {
                 continue;
             };
-            let label = layer.label();
-            let Some(map) = hooks.as_object() else {
-                return Err(HookConfigError {
-                    source_label: label,
-                    event: "*".into(),
-                    problem: "`hooks` must be an object keyed by event name".into(),
-                });
-            };
-            for (name, groups) in map {
-                let err = |problem: String| HookConfigError {
-                    source_label: label.clone(),
-                    event: name.clone(),
-                    problem,
-                };
-                let Some(event) = Event::parse(name) else {
-                    config.warnings.push(format!(
-                        "{label}: hooks for `{name}` are ignored: keel has no such event{}",
-                        crate::config::spelling::did_you_mean(name, Event::ALL.iter().map(|e| e.as_str()))
-                    ));
-                    continue;
-                };
-                let groups = groups
-                    .as_array()
-                    .ok_or_else(|| err("must be an array of matcher groups".into()))?;
-                for g in groups {
-                    let matcher_text = g.get("matcher").and_then(Value::as_str).map(str::to_string);
-                    let matcher = Matcher::parse(matcher_text.as_deref()).map_err(&err)?;
-                    let list = g
-                        .get("hooks")
-                        .and_then(Value::as_array)
-                        .ok_or_else(|| err("each group needs a `hooks` array".into()))?;
-                    let mut handlers = Vec::new();
-                    for h in list {
-                        match parse_handler(h) {
-                            Ok(Some(handler)) => handlers.push(handler),
-                            Ok(None) => config.warnings.push(format!(
-                                "{label}: a {name} hook of type `{}` is not supported by keel and will not run",
-                                h.get("type").and_then(Value::as_str).unwrap_or("?")
-                            )),
-                            Err(p) => return Err(err(p)),
-                        }
-                    }
-                    config.events.entry(event).or_default().push(Group {
-                        matcher,
-                        matcher_text: matcher_text.unwrap_or_default(),
-                        handlers,
-                        source: label.clone(),
-                    });
-                }
-            }
+            config.add_layer(hooks, &layer.label())?;
         }
         Ok(config)
+    }
+
+    /// Hooks in the settings shape (`{"EventName": [groups]}`) read from `label` (a settings
+    /// file, a skill's front matter); unknown events and types become warnings.
+    pub fn add_layer(&mut self, hooks: &Value, label: &str) -> Result<(), HookConfigError> {
+        let label = label.to_string();
+        let config = self;
+        let Some(map) = hooks.as_object() else {
+            return Err(HookConfigError {
+                source_label: label,
+                event: "*".into(),
+                problem: "`hooks` must be an object keyed by event name".into(),
+            });
+        };
+        for (name, groups) in map {
+            let err = |problem: String| HookConfigError {
+                source_label: label.clone(),
+                event: name.clone(),
+                problem,
+            };
+            let Some(event) = Event::parse(name) else {
+                config.warnings.push(unknown_event(&label, name));
+                continue;
+            };
+            let groups = groups
+                .as_array()
+                .ok_or_else(|| err("must be an array of matcher groups".into()))?;
+            for g in groups {
+                let matcher_text = g.get("matcher").and_then(Value::as_str).map(str::to_string);
+                let matcher = Matcher::parse(matcher_text.as_deref()).map_err(&err)?;
+                let list = g
+                    .get("hooks")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| err("each group needs a `hooks` array".into()))?;
+                let mut handlers = Vec::new();
+                for h in list {
+                    match parse_handler(h) {
+                        Ok(Some(handler)) => handlers.push(handler),
+                        Ok(None) => config.warnings.push(format!(
+                            "{label}: a {name} hook of type `{}` is not supported by keel and will not run",
+                            h.get("type").and_then(Value::as_str).unwrap_or("?")
+                        )),
+                        Err(p) => return Err(err(p)),
+                    }
+                }
+                config.events.entry(event).or_default().push(Group {
+                    matcher,
+                    matcher_text: matcher_text.unwrap_or_default(),
+                    handlers,
+                    source: label.clone(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Marks the command hooks read from the file `source` as a plugin's, run with
@@ -290,36 +436,14 @@ impl HookConfig {
                     g.matcher_text.as_str()
                 };
                 for h in &g.handlers {
-                    let extra = match h {
-                        Handler::Command {
-                            timeout_secs,
-                            run_async,
-                            on_failure,
-                            ..
-                        } => {
-                            let mut e = Vec::new();
-                            if let Some(t) = timeout_secs {
-                                e.push(format!("timeout {t}s"));
-                            }
-                            if *run_async {
-                                e.push("async".into());
-                            }
-                            e.extend(on_failure.describe());
-                            e
-                        }
-                        Handler::Http {
-                            timeout_secs,
-                            on_failure,
-                            ..
-                        } => timeout_secs
-                            .iter()
-                            .map(|t| format!("timeout {t}s"))
-                            .chain(on_failure.describe())
-                            .collect(),
-                        Handler::Callback { timeout_secs, .. } => {
-                            timeout_secs.iter().map(|t| format!("timeout {t}s")).collect()
-                        }
-                    };
+                    let mut extra: Vec<String> = h.timeout_secs().iter().map(|t| format!("timeout {t}s")).collect();
+                    if h.is_async() {
+                        extra.push("async".into());
+                    }
+                    if h.continue_on_block() {
+                        extra.push("continueOnBlock".into());
+                    }
+                    extra.extend(h.on_failure().describe());
                     let extra = if extra.is_empty() {
                         String::new()
                     } else {
@@ -336,6 +460,26 @@ impl HookConfig {
     }
 }
 
+fn unknown_event(label: &str, name: &str) -> String {
+    let unsupported = Event::UNSUPPORTED.iter().find(|(n, _)| *n == name);
+    if let Some((_, why)) = unsupported {
+        return format!("{label}: hooks for `{name}` are not registered: {why}");
+    }
+    format!(
+        "{label}: hooks for `{name}` are ignored: keel has no such event{}",
+        crate::config::spelling::did_you_mean(name, Event::ALL.iter().map(|e| e.as_str()))
+    )
+}
+
+fn short(s: &str) -> String {
+    let line = s.lines().next().unwrap_or("").trim();
+    if line.chars().count() > 60 {
+        format!("{}…", line.chars().take(60).collect::<String>())
+    } else {
+        line.to_string()
+    }
+}
+
 fn parse_handler(h: &Value) -> Result<Option<Handler>, String> {
     let timeout_secs = match h.get("timeout") {
         None | Some(Value::Null) => None,
@@ -346,6 +490,19 @@ fn parse_handler(h: &Value) -> Result<Option<Handler>, String> {
         ),
     };
     let on_failure = OnFailure::parse(h.get("onFailure"))?;
+    let continue_on_block = match h.get("continueOnBlock") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(v) => return Err(format!("`continueOnBlock` must be true or false, found {v}")),
+    };
+    let text = |key: &str, what: &str| -> Result<String, String> {
+        h.get(key)
+            .and_then(Value::as_str)
+            .filter(|t| !t.trim().is_empty())
+            .map(str::to_string)
+            .ok_or_else(|| format!("a{what} hook needs `{key}`"))
+    };
+    let model = h.get("model").and_then(Value::as_str).map(str::to_string);
     match h.get("type").and_then(Value::as_str).unwrap_or("command") {
         "command" => {
             let command = h.get("command").and_then(Value::as_str).map(str::to_string);
@@ -375,6 +532,7 @@ fn parse_handler(h: &Value) -> Result<Option<Handler>, String> {
                 run_async,
                 plugin_root: None,
                 on_failure,
+                continue_on_block,
             }))
         }
         "http" => {
@@ -403,6 +561,36 @@ fn parse_handler(h: &Value) -> Result<Option<Handler>, String> {
                 allowed_env_vars,
                 timeout_secs,
                 on_failure,
+                continue_on_block,
+            }))
+        }
+        "prompt" => Ok(Some(Handler::Prompt {
+            prompt: text("prompt", " prompt")?,
+            model,
+            timeout_secs,
+            on_failure,
+            continue_on_block,
+        })),
+        "agent" => Ok(Some(Handler::Agent {
+            prompt: text("prompt", "n agent")?,
+            model,
+            timeout_secs,
+            on_failure,
+            continue_on_block,
+        })),
+        "mcp_tool" => {
+            let input = match h.get("input") {
+                None | Some(Value::Null) => Value::Object(Default::default()),
+                Some(v @ Value::Object(_)) => v.clone(),
+                Some(_) => return Err("an mcp_tool hook's `input` must be an object".into()),
+            };
+            Ok(Some(Handler::McpTool {
+                server: text("server", "n mcp_tool")?,
+                tool: text("tool", "n mcp_tool")?,
+                input: input.to_string(),
+                timeout_secs,
+                on_failure,
+                continue_on_block,
             }))
         }
         _ => Ok(None),

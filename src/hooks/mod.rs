@@ -6,6 +6,7 @@
 
 pub mod callback;
 pub mod config;
+pub mod delegated;
 pub mod failure;
 pub mod matcher;
 pub mod outcome;
@@ -20,6 +21,7 @@ use tracing::Instrument;
 
 pub use callback::HookCallbacks;
 pub use config::{Event, HookConfig, HookConfigError};
+pub use delegated::HookDelegate;
 pub use outcome::{Aggregate, Permission};
 
 use crate::transcript::SharedTranscript;
@@ -28,11 +30,18 @@ use crate::types::events::{EngineEvent, EventSink, NoticeLevel};
 use crate::types::permission::Mode;
 use runner::HookEnv;
 
+/// The effort level hooks are told when the session names none: the level providers use then.
+pub const DEFAULT_EFFORT: &str = "high";
+
 pub struct Hooks {
     config: HookConfig,
     /// Hooks registered at run time by the program driving keel (SDK `initialize`), and the
     /// way to call them.
     client: std::sync::RwLock<callback::ClientHooks>,
+    /// Hooks that hold while something is active (a loaded skill's front matter), by owner.
+    scoped: std::sync::RwLock<Vec<(String, HookConfig)>>,
+    /// What answers `prompt`, `agent` and `mcp_tool` hooks (set by the engine).
+    delegate: std::sync::RwLock<Option<std::sync::Arc<dyn HookDelegate>>>,
     /// The prompt the current turn answers (`prompt_id` in every payload).
     prompt_id: std::sync::RwLock<Option<String>>,
     /// Where SessionStart hooks may write `export` lines for later shell commands
@@ -58,9 +67,12 @@ impl Hooks {
                 cwd: project_dir.clone(),
                 project_dir,
                 env_file: None,
+                effort: DEFAULT_EFFORT.into(),
             },
             config,
             client: std::sync::RwLock::new(callback::ClientHooks::default()),
+            scoped: std::sync::RwLock::new(Vec::new()),
+            delegate: std::sync::RwLock::new(None),
             prompt_id: std::sync::RwLock::new(None),
             env_file: std::sync::RwLock::new(None),
             session: std::sync::RwLock::new((session_id, transcript)),
@@ -97,6 +109,12 @@ impl Hooks {
         self.session.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// The session's effort level (`effort.level` in payloads, `$CLAUDE_EFFORT`); call before
+    /// the hooks are shared.
+    pub fn set_effort(&mut self, level: Option<&str>) {
+        self.env.effort = level.unwrap_or(DEFAULT_EFFORT).to_string();
+    }
+
     pub fn config(&self) -> &HookConfig {
         &self.config
     }
@@ -122,6 +140,34 @@ impl Hooks {
         Ok(())
     }
 
+    /// Registers hooks that hold until [`Hooks::remove_scoped`] with the same owner (a skill's
+    /// front matter while it is active); registering an owner again replaces its hooks.
+    pub fn add_scoped(&self, owner: &str, config: HookConfig) {
+        let mut scoped = self.scoped.write().unwrap_or_else(|p| p.into_inner());
+        scoped.retain(|(o, _)| o != owner);
+        if !config.is_empty() {
+            scoped.push((owner.to_string(), config));
+        }
+    }
+
+    pub fn remove_scoped(&self, owner: &str) {
+        self.scoped
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|(o, _)| o != owner);
+    }
+
+    /// The owners of the scoped hooks in force.
+    pub fn scoped_owners(&self) -> Vec<String> {
+        let scoped = self.scoped.read().unwrap_or_else(|p| p.into_inner());
+        scoped.iter().map(|(o, _)| o.clone()).collect()
+    }
+
+    /// What answers `prompt`, `agent` and `mcp_tool` hooks.
+    pub fn set_delegate(&self, delegate: std::sync::Arc<dyn HookDelegate>) {
+        *self.delegate.write().unwrap_or_else(|p| p.into_inner()) = Some(delegate);
+    }
+
     /// Names the prompt the current turn answers.
     pub fn set_prompt_id(&self, id: String) {
         *self.prompt_id.write().unwrap_or_else(|p| p.into_inner()) = Some(id);
@@ -133,7 +179,11 @@ impl Hooks {
     }
 
     pub fn has(&self, event: Event) -> bool {
+        let scoped = self.scoped.read().unwrap_or_else(|p| p.into_inner());
         self.config.events.get(&event).is_some_and(|g| !g.is_empty())
+            || scoped
+                .iter()
+                .any(|(_, c)| c.events.get(&event).is_some_and(|g| !g.is_empty()))
             || self
                 .client
                 .read()
@@ -155,6 +205,7 @@ impl Hooks {
             m.insert("prompt_id".into(), id.into());
         }
         m.insert("permission_mode".into(), mode.as_str().into());
+        m.insert("effort".into(), json!({"level": self.env.effort}));
         m.insert("hook_event_name".into(), event.as_str().into());
         m.extend(fields);
         Value::Object(m)
@@ -170,6 +221,14 @@ impl Hooks {
         sink: &EventSink,
     ) -> Aggregate {
         let mut handlers = self.config.matching(event, target);
+        for (_, c) in self.scoped.read().unwrap_or_else(|p| p.into_inner()).iter() {
+            for h in c.matching(event, target) {
+                if !handlers.contains(&h) {
+                    handlers.push(h);
+                }
+            }
+        }
+        let delegate = self.delegate.read().unwrap_or_else(|p| p.into_inner()).clone();
         let invoker = {
             let client = self.client.read().unwrap_or_else(|p| p.into_inner());
             for h in client.config.matching(event, target) {
@@ -227,7 +286,7 @@ impl Hooks {
             let task = tokio::spawn(async move {
                 let r = runner::run(&h, &payload, &env, timeout).await;
                 let mut scratch = Aggregate::default();
-                let i = outcome::interpret(event, &h.label(), &r, on_failure(&h), &mut scratch);
+                let i = outcome::interpret(event, &h.label(), &r, h.on_failure(), &mut scratch);
                 record(&transcript, &sink, event, &h.label(), &name, &r, &i, true);
                 for w in scratch.warnings {
                     sink.notice(NoticeLevel::Warning, w);
@@ -238,7 +297,9 @@ impl Hooks {
             running.push(task);
         }
         let names: Vec<Named> = foreground.iter().map(|_| started(sink)).collect();
-        let runs = futures_util::future::join_all(foreground.iter().map(|h| async {
+        let (invoker, delegate, payload_value, payload, env, tool_use_id) =
+            (&invoker, &delegate, &payload_value, &payload, &env, &tool_use_id);
+        let runs = futures_util::future::join_all(foreground.iter().map(|h| async move {
             match h {
                 config::Handler::Callback { id, timeout_secs } => {
                     let timeout = timeout_secs.map(Duration::from_secs).unwrap_or(self.default_timeout);
@@ -251,14 +312,27 @@ impl Hooks {
                     )
                     .await
                 }
-                _ => runner::run(h, &payload, &env, self.default_timeout).await,
+                h if h.is_delegated() => {
+                    delegated::run(delegate.as_deref(), h, event, payload_value, self.default_timeout).await
+                }
+                _ => runner::run(h, payload, env, self.default_timeout).await,
             }
         }))
         .instrument(tracing::debug_span!("hook", event = event.as_str()))
         .await;
         let transcript = self.session().1;
         for ((h, r), name) in foreground.iter().zip(runs).zip(&names) {
-            let i = outcome::interpret(event, &h.label(), &r, on_failure(h), &mut agg);
+            let stopped_before = agg.stop.is_some();
+            let i = outcome::interpret(event, &h.label(), &r, h.on_failure(), &mut agg);
+            // `continueOnBlock`: the handler's stop becomes feedback for the model.
+            if h.continue_on_block()
+                && matches!(event, Event::PostToolUse | Event::PostToolUseFailure)
+                && !stopped_before
+                && let Some(reason) = agg.stop.take()
+                && !agg.blocks.contains(&reason)
+            {
+                agg.blocks.push(reason);
+            }
             record(&transcript, sink, event, &h.label(), name, &r, &i, false);
         }
         for w in &agg.warnings {
@@ -268,14 +342,6 @@ impl Hooks {
             sink.notice(NoticeLevel::Warning, m.clone());
         }
         agg
-    }
-}
-
-/// A handler's `onFailure` (SDK callbacks have none: their failures warn).
-fn on_failure(h: &config::Handler) -> failure::OnFailure {
-    match h {
-        config::Handler::Command { on_failure, .. } | config::Handler::Http { on_failure, .. } => *on_failure,
-        config::Handler::Callback { .. } => failure::OnFailure::Warn,
     }
 }
 

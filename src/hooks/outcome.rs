@@ -164,7 +164,12 @@ pub fn interpret(event: Event, label: &str, r: &RunResult, on_failure: OnFailure
         }
         None => {
             let text = r.stdout.trim();
-            if !text.is_empty() && matches!(event, Event::UserPromptSubmit | Event::SessionStart) {
+            if !text.is_empty()
+                && matches!(
+                    event,
+                    Event::UserPromptSubmit | Event::UserPromptExpansion | Event::SessionStart
+                )
+            {
                 agg.context.push(text.to_string());
             }
             Interpreted {

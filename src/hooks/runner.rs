@@ -21,6 +21,8 @@ pub struct HookEnv {
     pub cwd: PathBuf,
     /// `CLAUDE_ENV_FILE` / `KEEL_ENV_FILE` for the events that may set the shell's environment.
     pub env_file: Option<PathBuf>,
+    /// The session's effort level (`CLAUDE_EFFORT`).
+    pub effort: String,
 }
 
 /// What one handler did.
@@ -74,7 +76,9 @@ pub async fn run(handler: &Handler, stdin: &[u8], env: &HookEnv, default_timeout
             run_http(url, headers, allowed_env_vars, stdin, timeout).await
         }
         // Callbacks go through `callback::run`, which has the client to call.
-        Handler::Callback { .. } => failed("an SDK callback hook cannot run as a process".into()),
+        Handler::Callback { .. } | Handler::Prompt { .. } | Handler::Agent { .. } | Handler::McpTool { .. } => {
+            failed("this hook type does not run as a process".into())
+        }
     };
     result.duration_ms = started.elapsed().as_millis() as u64;
     result
@@ -164,6 +168,7 @@ fn variables(env: &HookEnv, plugin_root: Option<&Path>) -> Vec<(&'static str, Os
     if let Some(root) = plugin_root {
         vars.push(("CLAUDE_PLUGIN_ROOT", root.as_os_str().to_owned()));
     }
+    vars.push(("CLAUDE_EFFORT", OsString::from(&env.effort)));
     if let Some(file) = &env.env_file {
         vars.push(("CLAUDE_ENV_FILE", file.as_os_str().to_owned()));
         vars.push(("KEEL_ENV_FILE", file.as_os_str().to_owned()));
@@ -292,6 +297,7 @@ mod tests {
             project_dir: dir.to_path_buf(),
             cwd: dir.to_path_buf(),
             env_file: None,
+            effort: "high".into(),
         }
     }
 
@@ -304,6 +310,7 @@ mod tests {
             run_async: false,
             plugin_root: None,
             on_failure: Default::default(),
+            continue_on_block: false,
         }
     }
 

@@ -117,7 +117,7 @@ pub fn prepare_with(cli: &Options, trust: ProjectTrust) -> Result<Prepared, Setu
     warnings.extend(service_warnings);
     let (session, resumed) = open_session(cli, place, services, &choice.model, &mut warnings)?;
     let config = engine_config(cli, &project, &choice.model, context_window, compact)?;
-    let hooks = session_hooks(&settings, &extensions, &base, &session, &mut warnings)?;
+    let hooks = session_hooks(&settings, &extensions, &base, &session, &config, &mut warnings)?;
     let (mut engine, events) = Engine::new(config, choice.provider.clone(), registry, authorizer, hooks, session);
     engine.set_project(project);
     engine.watch_settings(Settings::files(base.user_home.as_deref(), &base.home, &base.cwd));
@@ -537,17 +537,19 @@ fn session_hooks(
     extensions: &super::extensions::Extensions,
     base: &Base,
     session: &Session,
+    config: &EngineConfig,
     warnings: &mut Vec<String>,
 ) -> Result<Arc<Hooks>, SetupError> {
     let mut hook_config = HookConfig::from_settings(settings)?;
     extensions.plugins.tag_hooks(&mut hook_config);
     warnings.extend(hook_config.warnings.iter().cloned());
-    let hooks = Hooks::new(
+    let mut hooks = Hooks::new(
         hook_config,
         base.cwd.clone(),
         session.id.clone(),
         session.transcript.clone(),
     );
     hooks.set_env_file(session.services.hook_env_file());
+    hooks.set_effort(config.reasoning.effort.as_deref());
     Ok(Arc::new(hooks))
 }

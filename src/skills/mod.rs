@@ -72,6 +72,8 @@ pub struct Skill {
     pub model: Option<String>,
     /// `context: fork`: run in a sub-agent of this type instead of the conversation.
     pub fork_agent: Option<String>,
+    /// Front matter `hooks` (the settings' shape), in force while the skill is active.
+    pub hooks: Option<serde_json::Value>,
     /// The skill's folder (`${CLAUDE_SKILL_DIR}`); a command's directory.
     pub dir: PathBuf,
     pub path: PathBuf,
@@ -89,10 +91,10 @@ impl Skill {
         !self.disable_model_invocation && (self.kind == Kind::Skill || self.described)
     }
 
-    /// Whether loading it grants something (its `allowed-tools`), which needs the user's
-    /// consent when the model asks for it.
+    /// Whether loading it grants something (its `allowed-tools`, or `hooks`, which run
+    /// commands), which needs the user's consent when the model asks for it.
     pub fn grants(&self) -> bool {
-        !self.allowed_tools.is_empty()
+        !self.allowed_tools.is_empty() || self.hooks.is_some()
     }
 }
 
@@ -184,6 +186,7 @@ pub fn parse(text: &str, path: &Path, default_name: &str, kind: Kind, source: So
             .unwrap_or_default(),
         model,
         fork_agent,
+        hooks: meta.get("hooks").filter(|h| !h.is_null()).cloned(),
         dir,
         path: path.to_path_buf(),
         body: doc.body.to_string(),

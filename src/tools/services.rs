@@ -183,6 +183,9 @@ pub struct ShellEnv {
     pub(crate) cwd: Mutex<PathBuf>,
     /// Background shells; all of them are killed when the session ends (and on drop).
     pub shells: BackgroundShells,
+    /// The session's id, given to every command as `CLAUDE_CODE_SESSION_ID` (the id hooks
+    /// receive as `session_id`, so a command's records can be matched with a hook's).
+    pub(crate) session_id: Mutex<Option<String>>,
 }
 
 impl ShellEnv {
@@ -195,7 +198,16 @@ impl ShellEnv {
             gate: Arc::default(),
             cwd: Mutex::new(cwd),
             shells: BackgroundShells::default(),
+            session_id: Mutex::new(None),
         }
+    }
+
+    pub fn session_id(&self) -> Option<String> {
+        self.session_id.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn set_session_id(&self, id: Option<String>) {
+        *self.session_id.lock().unwrap_or_else(|p| p.into_inner()) = id;
     }
 
     /// Where the next command starts.

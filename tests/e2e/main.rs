@@ -27,6 +27,8 @@ mod headless;
 mod headless_programs;
 mod home_reads;
 mod hook_guards;
+mod hook_scopes;
+mod hook_types;
 mod hooks;
 mod hooks_integration;
 mod instruction_imports;

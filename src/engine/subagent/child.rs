@@ -103,7 +103,7 @@ fn child_services(
     let builder = SessionServices::builder(cwd, session_dir.clone())
         .inherit(parent)
         .mode(mode);
-    match worktree {
+    let services = match worktree {
         Some(w) => {
             let guard = authorizer.clone();
             let confiner = parent
@@ -130,7 +130,9 @@ fn child_services(
             )))
             .checkpoints(parent.checkpoints.clone())
             .build(),
-    }
+    };
+    services.shell.set_session_id(parent.shell.session_id());
+    services
 }
 
 pub(super) async fn prepare(
@@ -306,7 +308,8 @@ pub(super) async fn prepare(
         req.prompt.clone()
     };
     let mut content = vec![ContentBlock::text(first)];
-    if tree.hooks.has(Event::SubagentStart) {
+    // An agent hook's own sub-agent fires no hooks (see `hook_agent`).
+    if def.name != super::HOOK_AGENT_TYPE && tree.hooks.has(Event::SubagentStart) {
         let agg = tree
             .hooks
             .fire(

@@ -9,6 +9,9 @@
 //! tracked in the parent's `SessionServices::tasks` and report through notifications.
 
 mod child;
+mod hook_agent;
+
+pub use hook_agent::HOOK_AGENT_TYPE;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -174,6 +177,11 @@ impl Engine {
             parent: self.session.services.clone(),
             report_to: self.contributions.0.clone(),
         });
+        // `prompt`, `agent` and `mcp_tool` hooks run on this session's provider, runner and hub.
+        self.hooks.set_delegate(Arc::new(hook_agent::EngineHookDelegate {
+            runner: Arc::downgrade(&runner),
+            mcp: self.session.services.mcp.as_ref().map(Arc::downgrade),
+        }));
         self.subagents = Some(runner);
         Ok(())
     }

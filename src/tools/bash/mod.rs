@@ -131,9 +131,11 @@ impl Tool for BashTool {
             (mode, _) => mode.clone(),
         };
         let env_file = ctx.workspace.hook_env_file();
+        let session_id = shell.session_id();
         let quarantine = ctx.workspace.session_dir.join("quarantine");
         let confine = Confine {
             env_file: Some(&env_file),
+            session_id: session_id.as_deref(),
             how: if input.disable_sandbox {
                 Confinement::Approved
             } else {

@@ -48,6 +48,8 @@ pub struct Confine<'a> {
     pub how: Confinement,
     /// The hook environment file (`CLAUDE_ENV_FILE`) the shell reads first.
     pub env_file: Option<&'a Path>,
+    /// The session's id (`CLAUDE_CODE_SESSION_ID` in the command's environment).
+    pub session_id: Option<&'a str>,
     /// Most bytes of output kept on disk (head and tail).
     pub output_cap: u64,
     /// The processes and memory the command may use.
@@ -190,6 +192,9 @@ pub fn shell_command(
     if let Some(tmp) = policy.and_then(|p| p.tmp_dir.as_ref()) {
         cmd.env("TMPDIR", tmp);
     }
+    if let Some(id) = confine.session_id {
+        cmd.env("CLAUDE_CODE_SESSION_ID", id);
+    }
     // A command keel approved on its own does not get keel's secrets (its API key among them),
     // jail or not, and its git runs no program a repository's configuration names.
     if confine.how != Confinement::Approved || policy.is_some_and(|p| p.kind != Kind::Sandbox) {
@@ -238,6 +243,7 @@ mod tests {
                     let c = Confine {
                         how,
                         env_file: None,
+                        session_id: None,
                         output_cap: 1 << 20,
                         limits: None,
                         sandbox: &sandbox,
