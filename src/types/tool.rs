@@ -58,6 +58,14 @@ impl ToolOutput {
         }
     }
 
+    /// Adds text at the end of what the model sees (a note after the tool's own result).
+    pub fn append_text(&mut self, more: &str) {
+        match &mut self.content {
+            ToolResultContent::Text(t) => t.push_str(more),
+            ToolResultContent::Blocks(blocks) => blocks.push(super::message::ToolResultBlock::Text { text: more.into() }),
+        }
+    }
+
     pub fn with_structured(mut self, structured: Value) -> Self {
         self.structured = structured;
         self

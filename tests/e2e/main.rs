@@ -31,6 +31,7 @@ mod hooks;
 mod hooks_integration;
 mod instruction_imports;
 mod jail;
+mod language_servers;
 mod limits;
 mod link_escapes;
 mod notebooks;
