@@ -62,7 +62,13 @@ pub fn ports_named(text: &str) -> BTreeSet<u16> {
         .expect("constant regex")
     });
     re.captures_iter(text)
-        .filter_map(|c| c.iter().skip(1).flatten().next().and_then(|m| m.as_str().parse::<u16>().ok()))
+        .filter_map(|c| {
+            c.iter()
+                .skip(1)
+                .flatten()
+                .next()
+                .and_then(|m| m.as_str().parse::<u16>().ok())
+        })
         .filter(|p| *p > 0)
         .take(MAX_PORTS)
         .collect()
@@ -201,7 +207,10 @@ mod tests {
         let later = SystemTime::now() + Duration::from_secs(60);
         // The listener is keel's own process here: never reported.
         assert_eq!(stale_target(&ports, &root, (later, "a.py")), None);
-        assert!(!listening_inodes(port).is_empty(), "the listening socket is found in /proc/net");
+        assert!(
+            !listening_inodes(port).is_empty(),
+            "the listening socket is found in /proc/net"
+        );
         assert!(started(std::process::id()).is_some_and(|t| t <= SystemTime::now()));
     }
 }

@@ -113,8 +113,11 @@ pub fn prepare_with(cli: &Options, trust: ProjectTrust) -> Result<Prepared, Setu
     let mcp = mcp_servers(&inputs, &place, &extensions, trust, window.total)?;
     warnings.extend(mcp.notices.iter().cloned());
     mcp.hub.attach(&registry);
-    let lsp = crate::tools::lsp::config_from(settings.scalar("languageServers").map(|(v, _)| v), trust != ProjectTrust::Untrusted)
-        .map_err(SetupError::Invalid)?;
+    let lsp = crate::tools::lsp::config_from(
+        settings.scalar("languageServers").map(|(v, _)| v),
+        trust != ProjectTrust::Untrusted,
+    )
+    .map_err(SetupError::Invalid)?;
     let lsp = Arc::new(crate::tools::lsp::Lsp::new(lsp, &base.cwd));
     let (services, service_warnings) =
         session_services(&inputs, shell, &place, &project, (&mcp.hub, lsp), permission_mode)?;

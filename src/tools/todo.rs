@@ -81,7 +81,9 @@ impl Tool for TodoWriteTool {
         let input: Input = parse_input(input)?;
         let new = input.todos;
         let deps = Dependencies::resolve(&new).map_err(|e| {
-            ToolError::invalid(format!("The task list was not changed: {e}. Fix the ids and send the whole list again."))
+            ToolError::invalid(format!(
+                "The task list was not changed: {e}. Fix the ids and send the whole list again."
+            ))
         })?;
         let old = ctx.tasks()?.replace(new.clone());
         let count = |s: TodoStatus| new.iter().filter(|t| t.status == s).count();
@@ -124,7 +126,11 @@ fn blocking_notes(todos: &[Todo], deps: &Dependencies) -> String {
             status => out.push_str(&format!(
                 " \"{}\" is {} but waits on {}, which {} not completed: finish that first.",
                 todo_label(t),
-                if status == TodoStatus::Completed { "completed" } else { "in progress" },
+                if status == TodoStatus::Completed {
+                    "completed"
+                } else {
+                    "in progress"
+                },
                 waits.join(", "),
                 if waits.len() == 1 { "is" } else { "are" }
             )),
@@ -175,23 +181,35 @@ mod tests {
             ..Grants::default()
         };
         let ctx = ToolContext::new(ws, Default::default(), "t").with_grants(grants.only(TodoWriteTool.capabilities()));
-        let item = |id: &str, status: &str, blocked_by: &[&str]| {
-            json!({"id": id, "content": format!("do {id}"), "activeForm": format!("doing {id}"), "status": status, "blockedBy": blocked_by})
-        };
+        let item = |id: &str, status: &str, blocked_by: &[&str]| json!({"id": id, "content": format!("do {id}"), "activeForm": format!("doing {id}"), "status": status, "blockedBy": blocked_by});
         let out = TodoWriteTool
-            .call(json!({"todos": [item("fix", "in_progress", &[]), item("test", "pending", &["fix"])]}), &ctx)
+            .call(
+                json!({"todos": [item("fix", "in_progress", &[]), item("test", "pending", &["fix"])]}),
+                &ctx,
+            )
             .await
             .unwrap();
         let text = out.content.as_text();
         assert!(text.contains("Blocked: \"test\" (waits on \"fix\")"), "{text}");
         assert_eq!(tasks.get()[1].blocked_by, ["fix"]);
         let started = TodoWriteTool
-            .call(json!({"todos": [item("fix", "pending", &[]), item("test", "in_progress", &["fix"])]}), &ctx)
+            .call(
+                json!({"todos": [item("fix", "pending", &[]), item("test", "in_progress", &["fix"])]}),
+                &ctx,
+            )
             .await
             .unwrap();
-        assert!(started.content.as_text().contains("\"test\" is in progress but waits on \"fix\""));
+        assert!(
+            started
+                .content
+                .as_text()
+                .contains("\"test\" is in progress but waits on \"fix\"")
+        );
         let err = TodoWriteTool
-            .call(json!({"todos": [item("a", "pending", &["b"]), item("b", "pending", &["a"])]}), &ctx)
+            .call(
+                json!({"todos": [item("a", "pending", &["b"]), item("b", "pending", &["a"])]}),
+                &ctx,
+            )
             .await
             .unwrap_err()
             .to_string();

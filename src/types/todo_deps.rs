@@ -44,7 +44,11 @@ impl Dependencies {
         let known = || {
             let mut ids: Vec<&str> = todos.iter().filter_map(|t| t.id.as_deref()).collect();
             ids.truncate(30);
-            if ids.is_empty() { "none".to_string() } else { ids.join(", ") }
+            if ids.is_empty() {
+                "none".to_string()
+            } else {
+                ids.join(", ")
+            }
         };
         let mut waits_for = vec![Vec::new(); todos.len()];
         for (i, t) in todos.iter().enumerate() {
@@ -185,7 +189,11 @@ mod tests {
             todo("c", TodoStatus::Pending, &["b"], &[]),
         ];
         let d = Dependencies::resolve(&list).unwrap();
-        let open: Vec<&str> = d.open_blockers(&list, 2).iter().map(|t| t.id.as_deref().unwrap()).collect();
+        let open: Vec<&str> = d
+            .open_blockers(&list, 2)
+            .iter()
+            .map(|t| t.id.as_deref().unwrap())
+            .collect();
         assert_eq!(open, ["b"], "a is completed, b is not");
         assert_eq!(blocked_flags(&list), [false, false, true]);
     }
@@ -195,7 +203,10 @@ mod tests {
         let unknown = [todo("a", TodoStatus::Pending, &["zz"], &[])];
         let err = Dependencies::resolve(&unknown).unwrap_err().to_string();
         assert!(err.contains("\"zz\"") && err.contains("ids: a"), "{err}");
-        let dup = [todo("a", TodoStatus::Pending, &[], &[]), todo("a", TodoStatus::Pending, &[], &[])];
+        let dup = [
+            todo("a", TodoStatus::Pending, &[], &[]),
+            todo("a", TodoStatus::Pending, &[], &[]),
+        ];
         assert_eq!(
             Dependencies::resolve(&dup).unwrap_err(),
             DependencyError::DuplicateId("a".into())

@@ -62,7 +62,9 @@ impl ToolOutput {
     pub fn append_text(&mut self, more: &str) {
         match &mut self.content {
             ToolResultContent::Text(t) => t.push_str(more),
-            ToolResultContent::Blocks(blocks) => blocks.push(super::message::ToolResultBlock::Text { text: more.into() }),
+            ToolResultContent::Blocks(blocks) => {
+                blocks.push(super::message::ToolResultBlock::Text { text: more.into() })
+            }
         }
     }
 

@@ -43,10 +43,7 @@ async fn edits_carry_the_servers_new_errors_and_warnings() {
     or_skip!(python3());
     let env = Env::new();
     let script = fake_server(&env);
-    settings(
-        &env,
-        json!({"servers": {"python": {"command": ["python3", script]}}}),
-    );
+    settings(&env, json!({"servers": {"python": {"command": ["python3", script]}}}));
     let (out, last) = run_steps(
         &env,
         vec![
@@ -60,15 +57,27 @@ async fn edits_carry_the_servers_new_errors_and_warnings() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let (text, err) = last.tool_result_text("w");
     assert!(!err, "{text}");
-    assert!(text.contains("python3 reports 1 error and 1 warning in app.py:"), "{text}");
+    assert!(
+        text.contains("python3 reports 1 error and 1 warning in app.py:"),
+        "{text}"
+    );
     assert!(text.contains("line 2:1 error: found BAD"), "{text}");
     assert!(text.contains("line 3:5 warning: found MEH"), "{text}");
     let (text, _) = last.tool_result_text("fix");
-    assert!(text.contains("0 errors and 1 warning") && !text.contains("found BAD"), "{text}");
+    assert!(
+        text.contains("0 errors and 1 warning") && !text.contains("found BAD"),
+        "{text}"
+    );
     let (text, _) = last.tool_result_text("clean");
-    assert!(text.contains("python3 reports no errors or warnings in app.py."), "{text}");
+    assert!(
+        text.contains("python3 reports no errors or warnings in app.py."),
+        "{text}"
+    );
     let (text, _) = last.tool_result_text("txt");
-    assert!(!text.contains("reports") && !text.contains("diagnostics"), "no language for .txt: {text}");
+    assert!(
+        !text.contains("reports") && !text.contains("diagnostics"),
+        "no language for .txt: {text}"
+    );
 }
 
 #[tokio::test]
@@ -116,7 +125,12 @@ async fn a_language_without_a_server_says_so() {
     }
     let server = crate::support::ModelServer::start().await;
     server
-        .push(crate::support::sse::calls(vec![write("w", &env, "main.go", "package main\n")]))
+        .push(crate::support::sse::calls(vec![write(
+            "w",
+            &env,
+            "main.go",
+            "package main\n",
+        )]))
         .push(crate::support::sse::answer("done"));
     let out = env
         .keel(&server)
@@ -156,10 +170,7 @@ fn pyright() -> Result<PathBuf, Lack> {
 async fn pyright_reports_an_undefined_name() {
     let bin = or_skip!(pyright());
     let env = Env::new();
-    settings(
-        &env,
-        json!({"servers": {"python": {"command": [bin, "--stdio"]}}}),
-    );
+    settings(&env, json!({"servers": {"python": {"command": [bin, "--stdio"]}}}));
     // pyright may take longer than one edit's wait to start and analyse: later edits report.
     let mut steps = vec![vec![write("w0", &env, "calc.py", "# step 0\nprint(undefined_name)\n")]];
     for i in 1..6 {

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use crate::support::sse::{answer, calls, tool};
-use crate::support::{Env, ModelServer, run_steps};
+use crate::support::{Env, ModelServer, read_jsonl, run_steps};
 
 /// A notebook as nbformat writes it (indent 1, sorted keys, trailing newline), with fields keel
 /// does not know.
@@ -58,6 +58,23 @@ const NOTEBOOK: &str = r##"{
 }
 "##;
 
+/// A call's result as the transcript keeps it (the model's view folds failed calls away).
+fn result(env: &Env, id: &str) -> (String, bool) {
+    for line in env.transcripts().iter().flat_map(|t| read_jsonl(t)) {
+        for b in line["message"]["content"].as_array().into_iter().flatten() {
+            if b["type"] == "tool_result" && b["tool_use_id"] == id {
+                let text = match &b["content"] {
+                    Value::String(s) => s.clone(),
+                    Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect(),
+                    other => other.to_string(),
+                };
+                return (text, b["is_error"].as_bool().unwrap_or(false));
+            }
+        }
+    }
+    panic!("no tool_result for {id} in the transcript");
+}
+
 fn nb_edit(id: &str, env: &Env, input: Value) -> crate::support::sse::Block {
     let mut input = input;
     input["notebook_path"] = json!(env.path("calc.ipynb"));
@@ -68,7 +85,7 @@ fn nb_edit(id: &str, env: &Env, input: Value) -> crate::support::sse::Block {
 async fn notebook_cells_are_replaced_inserted_and_deleted_by_id_under_edits_guards() {
     let env = Env::new();
     env.write("calc.ipynb", NOTEBOOK);
-    let (out, last) = run_steps(
+    let (out, _) = run_steps(
         &env,
         vec![
             vec![nb_edit("unread", &env, json!({"cell_id": "sum", "new_source": "x"}))],
@@ -97,23 +114,26 @@ async fn notebook_cells_are_replaced_inserted_and_deleted_by_id_under_edits_guar
     )
     .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let (text, err) = last.tool_result_text("unread");
+    let (text, err) = result(&env, "unread");
     assert!(err && text.contains("has not been read"), "{text}");
-    let (text, err) = last.tool_result_text("r1");
+    let (text, err) = result(&env, "r1");
     assert!(!err, "{text}");
-    assert!(text.contains("<cell id=\"sum\" type=\"code\" execution_count=\"1\">\nprint(1 + 2)\n</cell>"), "{text}");
+    assert!(
+        text.contains("<cell id=\"sum\" type=\"code\" execution_count=\"1\">\nprint(1 + 2)\n</cell>"),
+        "{text}"
+    );
     assert!(text.contains("<outputs>\n3\n</outputs>"), "{text}");
-    let (text, err) = last.tool_result_text("edit");
+    let (text, err) = result(&env, "edit");
     assert!(err && text.contains("NotebookEdit"), "{text}");
-    let (text, err) = last.tool_result_text("unknown");
+    let (text, err) = result(&env, "unknown");
     assert!(err && text.contains("intro, sum"), "{text}");
-    let (text, err) = last.tool_result_text("replace");
+    let (text, err) = result(&env, "replace");
     assert!(!err && text.contains("outputs were cleared"), "{text}");
-    let (text, err) = last.tool_result_text("insert");
+    let (text, err) = result(&env, "insert");
     assert!(!err && text.contains("inserted markdown cell"), "{text}");
-    let (text, err) = last.tool_result_text("delete");
+    let (text, err) = result(&env, "delete");
     assert!(!err && text.contains("deleted markdown cell intro"), "{text}");
-    let (text, err) = last.tool_result_text("stale");
+    let (text, err) = result(&env, "stale");
     assert!(err && text.contains("changed on disk"), "{text}");
 
     let written = std::fs::read_to_string(env.path("calc.ipynb")).unwrap();
@@ -129,7 +149,10 @@ async fn notebook_cells_are_replaced_inserted_and_deleted_by_id_under_edits_guar
     assert_eq!(cells[1]["metadata"]["tags"], json!(["keep-me"]));
     assert_eq!(doc["metadata"]["custom_tool"], json!({"opaque": [1, 2]}));
     // nbformat's layout: indent 1, a trailing newline, the untouched parts byte-identical.
-    assert!(written.ends_with("}\n") && written.starts_with("{\n \"cells\": [\n  {\n"), "{written}");
+    assert!(
+        written.ends_with("}\n") && written.starts_with("{\n \"cells\": [\n  {\n"),
+        "{written}"
+    );
     assert!(NOTEBOOK.ends_with(&written[written.find(" \"metadata\": {\n  \"custom_tool\"").unwrap()..]));
 }
 
@@ -139,8 +162,16 @@ async fn a_notebook_edit_is_rewound_byte_for_byte() {
     env.write("calc.ipynb", NOTEBOOK);
     let server = ModelServer::start().await;
     server
-        .push(calls(vec![tool("r1", "Read", json!({"file_path": env.path("calc.ipynb")}))]))
-        .push(calls(vec![nb_edit("e1", &env, json!({"cell_id": "sum", "new_source": "print(4)"}))]))
+        .push(calls(vec![tool(
+            "r1",
+            "Read",
+            json!({"file_path": env.path("calc.ipynb")}),
+        )]))
+        .push(calls(vec![nb_edit(
+            "e1",
+            &env,
+            json!({"cell_id": "sum", "new_source": "print(4)"}),
+        )]))
         .push(answer("done"));
     let out = env
         .keel(&server)
@@ -148,8 +179,16 @@ async fn a_notebook_edit_is_rewound_byte_for_byte() {
         .run()
         .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(std::fs::read_to_string(env.path("calc.ipynb")).unwrap().contains("print(4)"));
-    let out = env.keel_offline().args(["rewind", "--to", "1", "--restore", "code"]).run().await;
+    assert!(
+        std::fs::read_to_string(env.path("calc.ipynb"))
+            .unwrap()
+            .contains("print(4)")
+    );
+    let out = env
+        .keel_offline()
+        .args(["rewind", "--to", "1", "--restore", "code"])
+        .run()
+        .await;
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert_eq!(std::fs::read_to_string(env.path("calc.ipynb")).unwrap(), NOTEBOOK);
 }

@@ -27,7 +27,11 @@ class TestServed(unittest.TestCase):
 "#;
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// A server the test started, ended when the test ends.
@@ -41,16 +45,18 @@ impl Drop for Server {
 }
 
 fn start_server(env: &Env, port: u16) -> Server {
-    let child = std::process::Command::new("python3")
-        .args(["-m", "http.server", &port.to_string(), "--bind", "127.0.0.1"])
-        .current_dir(&env.work)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let server = Server(
+        std::process::Command::new("python3")
+            .args(["-m", "http.server", &port.to_string(), "--bind", "127.0.0.1"])
+            .current_dir(&env.work)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     for _ in 0..200 {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Server(child);
+            return server;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -96,10 +102,16 @@ async fn a_pass_against_a_server_older_than_the_change_is_stale_and_names_it() {
     assert_eq!(run["stale_target"]["changed_file"], "calc.py", "{run}");
     let n = nudges(&env);
     assert_eq!(n.len(), 1, "{n:?}");
-    assert!(n[0].contains(&format!("port {port} served by process {pid}")), "{}", n[0]);
+    assert!(
+        n[0].contains(&format!("port {port} served by process {pid}")),
+        "{}",
+        n[0]
+    );
     assert!(n[0].contains("http.server"), "{}", n[0]);
     assert!(
-        tool_results(&env).iter().any(|t| t.contains("This pass is stale evidence")),
+        tool_results(&env)
+            .iter()
+            .any(|t| t.contains("This pass is stale evidence")),
         "the model is told at once"
     );
     drop(server);

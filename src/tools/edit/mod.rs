@@ -152,7 +152,11 @@ fn check_strings(input: &Input) -> Result<(), ToolError> {
 }
 
 async fn run(ctx: &ToolContext, path: PathBuf, input: Input, stage: Stage) -> Result<ToolOutput, ToolError> {
-    if path.extension().and_then(|e| e.to_str()).is_some_and(|e| e.eq_ignore_ascii_case("ipynb")) {
+    if path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("ipynb"))
+    {
         return Err(ToolError::invalid(format!(
             "{} is a Jupyter notebook; change its cells with NotebookEdit (Read shows their ids).",
             path.display()

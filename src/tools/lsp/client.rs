@@ -137,7 +137,11 @@ impl Server {
             "clientInfo": {"name": "keel"}
         });
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        if self.send(json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": params})).await.is_err() {
+        if self
+            .send(json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": params}))
+            .await
+            .is_err()
+        {
             return;
         }
         // The answer is noticed by the read loop (it sets `ready` on the first response).
@@ -227,7 +231,9 @@ impl Server {
     /// Asks the server to exit, then kills its process group.
     pub async fn stop(&self) {
         let _ = tokio::time::timeout(Duration::from_millis(300), async {
-            let _ = self.send(json!({"jsonrpc": "2.0", "id": 0, "method": "shutdown"})).await;
+            let _ = self
+                .send(json!({"jsonrpc": "2.0", "id": 0, "method": "shutdown"}))
+                .await;
             let _ = self.send(json!({"jsonrpc": "2.0", "method": "exit"})).await;
         })
         .await;
@@ -264,7 +270,11 @@ async fn read_loop(
                     let mut s = lock(&state);
                     s.seq += 1;
                     let seq = s.seq;
-                    let items = params.get("diagnostics").and_then(Value::as_array).cloned().unwrap_or_default();
+                    let items = params
+                        .get("diagnostics")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default();
                     let version = params.get("version").and_then(Value::as_i64);
                     s.published.insert(uri.to_string(), Published { seq, version, items });
                 }
@@ -288,7 +298,9 @@ async fn read_loop(
                     if message.get("error").is_some() {
                         lock(&state).ended = Some(format!("it refused to start: {}", message["error"]));
                     } else {
-                        let _ = server.send(json!({"jsonrpc": "2.0", "method": "initialized", "params": {}})).await;
+                        let _ = server
+                            .send(json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+                            .await;
                         server.ready.store(true, Ordering::Release);
                     }
                     changed.notify_waiters();
@@ -310,7 +322,9 @@ async fn stderr_tail(mut err: tokio::process::ChildStderr, state: Arc<std::sync:
         s.stderr.push_str(&String::from_utf8_lossy(&buf[..n]));
         if s.stderr.len() > STDERR_TAIL {
             let cut = s.stderr.len() - STDERR_TAIL;
-            let cut = (cut..s.stderr.len()).find(|i| s.stderr.is_char_boundary(*i)).unwrap_or(0);
+            let cut = (cut..s.stderr.len())
+                .find(|i| s.stderr.is_char_boundary(*i))
+                .unwrap_or(0);
             s.stderr.drain(..cut);
         }
     }

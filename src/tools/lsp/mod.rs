@@ -101,13 +101,19 @@ enum Slot {
 
 impl std::fmt::Debug for Lsp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lsp").field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("Lsp")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
 /// The language serving `ext`: configured ones first, then the built-in table.
 fn language_of<'a>(config: &'a LspConfig, ext: &str) -> Option<(String, Option<&'a ServerConfig>)> {
-    if let Some((name, s)) = config.servers.iter().find(|(_, s)| s.extensions.iter().any(|e| e == ext)) {
+    if let Some((name, s)) = config
+        .servers
+        .iter()
+        .find(|(_, s)| s.extensions.iter().any(|e| e == ext))
+    {
         return Some((name.clone(), Some(s)));
     }
     let known = LANGUAGES.iter().find(|l| l.extensions.contains(&ext))?;
@@ -141,7 +147,10 @@ impl Lsp {
         };
         if !server.wait_ready(WAIT).await {
             return Some(match server.ended() {
-                Some(why) => format!("No {language} diagnostics: the language server {} {why}.", server.program),
+                Some(why) => format!(
+                    "No {language} diagnostics: the language server {} {why}.",
+                    server.program
+                ),
                 None => format!(
                     "The {language} language server ({}) is still starting; diagnostics for this file come with a \
                      later edit.",
@@ -162,7 +171,10 @@ impl Lsp {
         match server.wait_published(path, before, version, WAIT).await {
             Some(p) => Some(format_diagnostics(&server.program, path, &p.items)),
             None => Some(match server.ended() {
-                Some(why) => format!("No {language} diagnostics: the language server {} {why}.", server.program),
+                Some(why) => format!(
+                    "No {language} diagnostics: the language server {} {why}.",
+                    server.program
+                ),
                 None => format!(
                     "{} sent no diagnostics for this file within {} s; they may come with a later edit.",
                     server.program,
@@ -248,7 +260,9 @@ pub fn format_diagnostics(program: &str, path: &Path, items: &[Value]) -> String
         .iter()
         .filter(|d| d.get("severity").and_then(Value::as_u64).is_none_or(|s| s <= 2))
         .collect();
-    let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let name = path
+        .file_name()
+        .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
     if relevant.is_empty() {
         return format!("{program} reports no errors or warnings in {name}.");
     }
@@ -270,7 +284,11 @@ pub fn format_diagnostics(program: &str, path: &Path, items: &[Value]) -> String
         } else {
             "error"
         };
-        let message = d.get("message").and_then(Value::as_str).unwrap_or("").replace('\n', " ");
+        let message = d
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .replace('\n', " ");
         out.push_str(&format!("\n  line {line}:{col} {kind}: {}", clip(&message, 300)));
     }
     if relevant.len() > MAX_LISTED {
@@ -319,8 +337,12 @@ pub fn config_from(value: Option<&Value>, trusted: bool) -> Result<LspConfig, St
                         .iter()
                         .map(|v| v.as_str().map(str::to_string))
                         .collect::<Option<Vec<_>>>()
-                        .ok_or(format!("languageServers.servers.{language}.{key} must be an array of strings")),
-                    Some(_) => Err(format!("languageServers.servers.{language}.{key} must be an array of strings")),
+                        .ok_or(format!(
+                            "languageServers.servers.{language}.{key} must be an array of strings"
+                        )),
+                    Some(_) => Err(format!(
+                        "languageServers.servers.{language}.{key} must be an array of strings"
+                    )),
                 }
             };
             let command = strings("command")?;
@@ -333,7 +355,9 @@ pub fn config_from(value: Option<&Value>, trusted: bool) -> Result<LspConfig, St
                 .into_iter()
                 .map(|e| e.trim_start_matches('.').to_ascii_lowercase())
                 .collect();
-            config.servers.insert(language.clone(), ServerConfig { command, extensions });
+            config
+                .servers
+                .insert(language.clone(), ServerConfig { command, extensions });
         }
     }
     Ok(config)
@@ -369,7 +393,10 @@ mod tests {
             json!({"range": {"start": {"line": 1, "character": 0}}, "severity": 3, "message": "a hint"}),
         ];
         let text = format_diagnostics("pyright-langserver", Path::new("/w/a.py"), &items);
-        assert!(text.starts_with("pyright-langserver reports 1 error and 1 warning in a.py:"), "{text}");
+        assert!(
+            text.starts_with("pyright-langserver reports 1 error and 1 warning in a.py:"),
+            "{text}"
+        );
         assert!(text.contains("line 3:5 error: \"x\" is not defined"), "{text}");
         assert!(!text.contains("a hint"), "{text}");
         assert!(format_diagnostics("p", Path::new("a.py"), &[]).contains("no errors or warnings"));
@@ -392,6 +419,11 @@ mod tests {
         assert!(note.contains("could not start"), "{note}");
         let off = config_from(Some(&json!({"enabled": false})), true).unwrap();
         assert_eq!(Lsp::new(off, dir.path()).diagnose(&file).await, None);
-        assert_eq!(Lsp::new(config_from(None, true).unwrap(), dir.path()).diagnose(&dir.path().join("a.txt")).await, None);
+        assert_eq!(
+            Lsp::new(config_from(None, true).unwrap(), dir.path())
+                .diagnose(&dir.path().join("a.txt"))
+                .await,
+            None
+        );
     }
 }

@@ -72,8 +72,12 @@ mod tests {
     #[tokio::test]
     async fn messages_round_trip_and_oversized_ones_are_refused() {
         let mut buf = Vec::new();
-        write_message(&mut buf, &serde_json::json!({"jsonrpc": "2.0", "id": 1})).await.unwrap();
-        write_message(&mut buf, &serde_json::json!({"method": "x"})).await.unwrap();
+        write_message(&mut buf, &serde_json::json!({"jsonrpc": "2.0", "id": 1}))
+            .await
+            .unwrap();
+        write_message(&mut buf, &serde_json::json!({"method": "x"}))
+            .await
+            .unwrap();
         let mut r = BufReader::new(&buf[..]);
         assert_eq!(read_message(&mut r).await.unwrap()["id"], 1);
         assert_eq!(read_message(&mut r).await.unwrap()["method"], "x");

@@ -90,7 +90,10 @@ impl Notebook {
     }
 
     fn cells(&self) -> &[Value] {
-        self.doc.get("cells").and_then(Value::as_array).map_or(&[], Vec::as_slice)
+        self.doc
+            .get("cells")
+            .and_then(Value::as_array)
+            .map_or(&[], Vec::as_slice)
     }
 
     fn cells_mut(&mut self) -> Result<&mut Vec<Value>, NotebookError> {
@@ -161,17 +164,28 @@ impl Notebook {
         match mode {
             Mode::Replace => {
                 let id = cell_id.ok_or_else(|| {
-                    NotebookError::BadEdit("replacing a cell needs its cell_id; read the notebook to see the ids.".into())
+                    NotebookError::BadEdit(
+                        "replacing a cell needs its cell_id; read the notebook to see the ids.".into(),
+                    )
                 })?;
                 let index = self.find(id)?;
                 let cell_id = self.id_at(index);
                 let Some(Value::Object(cell)) = self.cells_mut()?.get_mut(index) else {
-                    return Err(NotebookError::NotANotebook(format!("cell {index} is not a JSON object")));
+                    return Err(NotebookError::NotANotebook(format!(
+                        "cell {index} is not a JSON object"
+                    )));
                 };
-                let old_kind = cell.get("cell_type").and_then(Value::as_str).unwrap_or("code").to_string();
+                let old_kind = cell
+                    .get("cell_type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("code")
+                    .to_string();
                 let new_kind = kind.map_or(old_kind.clone(), |k| k.as_str().to_string());
                 cell.insert("source".into(), source_lines(source));
-                let had_outputs = cell.get("outputs").and_then(Value::as_array).is_some_and(|o| !o.is_empty());
+                let had_outputs = cell
+                    .get("outputs")
+                    .and_then(Value::as_array)
+                    .is_some_and(|o| !o.is_empty());
                 if new_kind == "code" {
                     cell.insert("outputs".into(), json!([]));
                     cell.insert("execution_count".into(), Value::Null);
@@ -207,7 +221,9 @@ impl Notebook {
             }
             Mode::Delete => {
                 let id = cell_id.ok_or_else(|| {
-                    NotebookError::BadEdit("deleting a cell needs its cell_id; read the notebook to see the ids.".into())
+                    NotebookError::BadEdit(
+                        "deleting a cell needs its cell_id; read the notebook to see the ids.".into(),
+                    )
                 })?;
                 let index = self.find(id)?;
                 let cell_id = self.id_at(index);
@@ -215,7 +231,11 @@ impl Notebook {
                 Ok(Done {
                     cell_id,
                     index,
-                    cell_type: removed.get("cell_type").and_then(Value::as_str).unwrap_or("code").into(),
+                    cell_type: removed
+                        .get("cell_type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("code")
+                        .into(),
                     cleared_outputs: false,
                 })
             }
@@ -225,7 +245,11 @@ impl Notebook {
     fn fresh_id(&self) -> String {
         loop {
             let id: String = uuid::Uuid::new_v4().simple().to_string().chars().take(8).collect();
-            if !self.cells().iter().any(|c| c.get("id").and_then(Value::as_str) == Some(&id)) {
+            if !self
+                .cells()
+                .iter()
+                .any(|c| c.get("id").and_then(Value::as_str) == Some(&id))
+            {
                 return id;
             }
         }
@@ -276,7 +300,10 @@ impl Notebook {
                 out.push('\n');
             }
             out.push_str("</cell>\n");
-            let outputs = cell.get("outputs").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+            let outputs = cell
+                .get("outputs")
+                .and_then(Value::as_array)
+                .map_or(&[][..], Vec::as_slice);
             if !outputs.is_empty() {
                 let mut text = String::new();
                 for o in outputs {
@@ -405,7 +432,8 @@ mod tests {
         assert_eq!(v["cells"][1]["execution_count"], Value::Null);
         assert_eq!(v["cells"][1]["metadata"], json!({"x-custom": true}));
         // Changing the type drops what only code cells have.
-        n.edit(Mode::Replace, Some("calc"), "text", Some(CellKind::Markdown)).unwrap();
+        n.edit(Mode::Replace, Some("calc"), "text", Some(CellKind::Markdown))
+            .unwrap();
         let v: Value = serde_json::from_slice(&n.to_bytes()).unwrap();
         assert!(v["cells"][1].get("outputs").is_none());
         assert_eq!(v["cells"][1]["cell_type"], "markdown");
@@ -414,7 +442,9 @@ mod tests {
     #[test]
     fn insert_after_a_cell_or_first_and_delete() {
         let mut n = nb();
-        let done = n.edit(Mode::Insert, Some("intro"), "y = 1", Some(CellKind::Code)).unwrap();
+        let done = n
+            .edit(Mode::Insert, Some("intro"), "y = 1", Some(CellKind::Code))
+            .unwrap();
         assert_eq!(done.index, 1);
         assert_eq!(done.cell_id.len(), 8);
         let first = n.edit(Mode::Insert, None, "# Top", Some(CellKind::Markdown)).unwrap();
@@ -444,14 +474,23 @@ mod tests {
     #[test]
     fn render_shows_ids_sources_and_outputs() {
         let text = nb().render(std::path::Path::new("/w/a.ipynb"));
-        assert!(text.contains("<cell id=\"intro\" type=\"markdown\">\n# Title\n</cell>"), "{text}");
-        assert!(text.contains("<cell id=\"calc\" type=\"code\" execution_count=\"3\">"), "{text}");
+        assert!(
+            text.contains("<cell id=\"intro\" type=\"markdown\">\n# Title\n</cell>"),
+            "{text}"
+        );
+        assert!(
+            text.contains("<cell id=\"calc\" type=\"code\" execution_count=\"3\">"),
+            "{text}"
+        );
         assert!(text.contains("<outputs>\n2\n</outputs>"), "{text}");
     }
 
     #[test]
     fn not_a_notebook() {
         assert!(matches!(Notebook::parse(b"[1]"), Err(NotebookError::NotANotebook(_))));
-        assert!(matches!(Notebook::parse(b"{\"a\":1}"), Err(NotebookError::NotANotebook(_))));
+        assert!(matches!(
+            Notebook::parse(b"{\"a\":1}"),
+            Err(NotebookError::NotANotebook(_))
+        ));
     }
 }

@@ -11,8 +11,8 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::edit::guard::{self, Intent};
 use super::edit::disk;
+use super::edit::guard::{self, Intent};
 use super::file_state::{FileView, file_mtime};
 use super::{
     Body, Capability, Declared, Effects, FileAccess, RuleGrammar, Sight, Subject, Tool, ToolContext, ToolError,
@@ -211,20 +211,28 @@ fn edit_notebook(
                 ""
             }
         ),
-        Mode::Insert => format!("inserted {} cell {} at position {}", done.cell_type, done.cell_id, done.index),
-        Mode::Delete => format!("deleted {} cell {} (it was at position {})", done.cell_type, done.cell_id, done.index),
+        Mode::Insert => format!(
+            "inserted {} cell {} at position {}",
+            done.cell_type, done.cell_id, done.index
+        ),
+        Mode::Delete => format!(
+            "deleted {} cell {} (it was at position {})",
+            done.cell_type, done.cell_id, done.index
+        ),
     };
     let undo_note = undo_note.map(|n| format!("\n\n{n}")).unwrap_or_default();
     let mode_name = input.edit_mode.clone().unwrap_or_else(|| "replace".into());
-    Ok(ToolOutput::text(format!("Updated {}: {what}.{undo_note}", path.display())).with_structured(json!({
-        "new_source": input.new_source,
-        "cell_id": done.cell_id,
-        "cell_type": done.cell_type,
-        "language": notebook.language(),
-        "edit_mode": mode_name,
-        "error": "",
-        "notebook_path": path.display().to_string(),
-        "original_file": String::from_utf8_lossy(&existing.bytes),
-        "updated_file": String::from_utf8_lossy(&bytes),
-    })))
+    Ok(
+        ToolOutput::text(format!("Updated {}: {what}.{undo_note}", path.display())).with_structured(json!({
+            "new_source": input.new_source,
+            "cell_id": done.cell_id,
+            "cell_type": done.cell_type,
+            "language": notebook.language(),
+            "edit_mode": mode_name,
+            "error": "",
+            "notebook_path": path.display().to_string(),
+            "original_file": String::from_utf8_lossy(&existing.bytes),
+            "updated_file": String::from_utf8_lossy(&bytes),
+        })),
+    )
 }

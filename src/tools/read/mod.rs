@@ -255,9 +255,10 @@ fn read_notebook(
             MAX_OUTPUT_BYTES / 1024
         )));
     }
-    ctx.files()?
-        .files()
-        .record(path.to_path_buf(), FileView::new(&bytes, file_mtime(meta), ViewKind::Complete));
+    ctx.files()?.files().record(
+        path.to_path_buf(),
+        FileView::new(&bytes, file_mtime(meta), ViewKind::Complete),
+    );
     let total = text.lines().count();
     Ok(Some(ToolOutput::text(text.clone()).with_structured(json!({
         "type": "notebook",
