@@ -52,6 +52,7 @@ const KNOWN_KEYS: &[&str] = &[
     "autoMemoryEnabled",
     "webFetch",
     "webSearch",
+    "languageServers",
     // The reference's keys keel has no use for: accepted without a word.
     "enabledPlugins",
     "extraKnownMarketplaces",

@@ -60,6 +60,7 @@ const WIDENING_KEYS: &[(&[&str], &str)] = &[
     (&["permissions", "allow"], "rules that approve tools without asking"),
     (&["permissions", "additionalDirectories"], "extra working directories"),
     (&["sandbox", "additionalWritePaths"], "sandbox write exceptions"),
+    (&["languageServers", "servers"], "language servers to start"),
     (&["sandbox", "filesystem", "allowRead"], "sandbox read exceptions"),
     (&["sandbox", "allowNetwork"], "network access for sandboxed commands"),
     (&["sandbox", "limits"], "limits on the processes and memory of commands"),

@@ -451,7 +451,7 @@ async fn breaker_stops_autocompaction_after_repeated_failures_and_says_so() {
         view_tiers: false,
         ..Default::default()
     };
-    let mut s = setup_with(Model::new(Vec::new(), ""), Some(8_000), &refs, only_tier5);
+    let mut s = setup_with(Model::new(Vec::new(), ""), Some(8_600), &refs, only_tier5);
     let turns: Vec<Vec<ContentBlock>> = (0..10)
         .map(|i| {
             vec![tool(

@@ -104,6 +104,13 @@ impl SessionServices {
     pub fn end(&self) {
         self.shell.shells.kill_all();
         self.tasks.cancel_all();
+        if let Some(lsp) = self.files.lsp.clone() {
+            // Stopped in the background where a runtime runs; their process groups are killed
+            // on drop and by the forced exit otherwise.
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(async move { lsp.stop_all().await });
+            }
+        }
     }
 }
 
@@ -123,6 +130,7 @@ pub struct ServicesBuilder {
     evidence: Option<Arc<Evidence>>,
     checkpoints: Option<Arc<Checkpoints>>,
     mcp: Option<Arc<McpHub>>,
+    lsp: Option<Arc<crate::tools::lsp::Lsp>>,
 }
 
 impl ServicesBuilder {
@@ -142,6 +150,7 @@ impl ServicesBuilder {
             evidence: None,
             checkpoints: None,
             mcp: None,
+            lsp: None,
         }
     }
 
@@ -157,6 +166,7 @@ impl ServicesBuilder {
         self.extra_dirs = other.extra_dirs();
         self.read_guard = other.files.read_guard.clone();
         self.mcp = other.mcp.clone();
+        self.lsp = other.files.lsp.clone();
         self.evidence = Some(Arc::new(other.evidence.for_session(&self.session_dir)));
         self.mode = other.mode();
         self
@@ -213,6 +223,12 @@ impl ServicesBuilder {
         self
     }
 
+    /// The session's language servers (diagnostics after edits).
+    pub fn lsp(mut self, lsp: Option<Arc<crate::tools::lsp::Lsp>>) -> Self {
+        self.lsp = lsp;
+        self
+    }
+
     pub fn mcp(mut self, hub: Option<Arc<McpHub>>) -> Self {
         self.mcp = hub;
         self
@@ -231,7 +247,7 @@ impl ServicesBuilder {
             self.extra_dirs,
         ));
         Arc::new(SessionServices {
-            files: Arc::new(FileAccess::new(self.file_state, self.read_guard, checkpoints.clone())),
+            files: Arc::new(FileAccess::new(self.file_state, self.read_guard, checkpoints.clone()).with_lsp(self.lsp)),
             shell: Arc::new(ShellEnv {
                 limits: self.limits,
                 gate: self.gate.unwrap_or_default(),

@@ -72,6 +72,7 @@ impl Evidence {
             _ => None,
         };
         let mut read = self.prefetch(&during).await;
+        let stale = self.stale_target(&reading, (command, &combined), &during, &after).await;
         read.added = changes.added.iter().map(|p| rel_string(p)).collect();
         let mut notes = Vec::new();
         let mut s = self.lock();
@@ -132,6 +133,7 @@ impl Evidence {
                 version,
                 at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
                 subset: subset::of_run(&plan.segments, &reading, d.runner, d.kind),
+                stale_target: stale.clone().filter(|_| d.kind == runners::Kind::Test),
             };
             let run = s.ledger.push_run(run);
             if let Some(n) = run_note(run) {
@@ -175,5 +177,45 @@ impl Evidence {
             }
         }
         notes
+    }
+
+    /// The server an old test run talked to (see `targets`): only looked for when the line ran
+    /// tests and names a local port.
+    async fn stale_target(
+        &self,
+        reading: &runners::Reading,
+        (command, output): (&str, &str),
+        own: &[String],
+        after: &Snapshot,
+    ) -> Option<targets::StaleTarget> {
+        if !reading.runs.iter().any(|r| r.kind == runners::Kind::Test) {
+            return None;
+        }
+        let ports = targets::ports_named(&format!("{command}\n{output}"));
+        if ports.is_empty() {
+            return None;
+        }
+        // The code's last change: not what this run or earlier checks wrote (caches, logs).
+        let mut skip: HashSet<String> = own.iter().cloned().collect();
+        for c in &self.lock().ledger.changes {
+            for p in &c.paths {
+                if c.is_work() {
+                    skip.remove(p);
+                } else if matches!(c.source, Source::Shell { verification: true, .. }) {
+                    skip.insert(p.clone());
+                }
+            }
+        }
+        let (newest, path) = after
+            .iter()
+            .filter(|(p, _)| !targets::is_cache(p) && !skip.contains(&rel_string(p)))
+            .max_by_key(|(_, s)| s.mtime_ns)
+            .map(|(p, s)| (s.mtime_ns, rel_string(p)))?;
+        let changed = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(u64::try_from(newest).ok()?);
+        let root = self.cwd.clone();
+        tokio::task::spawn_blocking(move || targets::stale_target(&ports, &root, (changed, &path)))
+            .await
+            .ok()
+            .flatten()
     }
 }

@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use super::ledger::{Ledger, Status};
+use crate::types::todo_deps::Dependencies;
 use crate::types::tool::{Todo, TodoStatus};
 
 /// How every note of the gate begins: a resumed conversation tells keel's note from the
@@ -80,6 +81,30 @@ pub fn todos_unverified(todos: &[Todo]) -> Option<usize> {
     (done.len() >= 3 && !done.iter().any(|t| is_verification_step(t))).then_some(done.len())
 }
 
+/// What the list itself says about verifying: its first open verification entry the model can
+/// start now, or, when every open one is blocked, what it waits on (a blocked entry is never
+/// the one the note asks for).
+pub fn verification_hint(todos: &[Todo]) -> Option<String> {
+    let deps = Dependencies::resolve(todos).ok();
+    let open: Vec<usize> = (0..todos.len())
+        .filter(|&i| todos[i].status != TodoStatus::Completed && is_verification_step(&todos[i]))
+        .collect();
+    let blockers = |i: usize| deps.as_ref().map(|d| d.open_blockers(todos, i)).unwrap_or_default();
+    if let Some(&i) = open.iter().find(|&&i| blockers(i).is_empty()) {
+        return Some(format!(
+            "Your task list still has \"{}\" open: do it now.",
+            todos[i].content
+        ));
+    }
+    let &i = open.first()?;
+    let waits: Vec<String> = blockers(i).iter().map(|t| format!("\"{}\"", t.content)).collect();
+    Some(format!(
+        "Your task list's \"{}\" is blocked: it waits on {}, not completed yet; finish that first, then verify.",
+        todos[i].content,
+        waits.join(", ")
+    ))
+}
+
 /// `Run 2 `pytest -k add`: 1 passed, 0 failed (exit 0) — only a subset ran (`-k add`) since the
 /// last change; run the whole suite.`
 fn subset_line(run: &super::ledger::Run) -> String {
@@ -108,9 +133,10 @@ pub fn note(ledger: &Ledger, turn_start: u64, todos: &[Todo], send: u32, mode: G
     if ledger.work_since(turn_start).next().is_none() {
         // Work claimed done in the task list, with no file changed: one reminder per turn.
         let n = todos_unverified(todos).filter(|_| send == 1)?;
+        let hint = verification_hint(todos).map(|h| format!(" {h}")).unwrap_or_default();
         return Some(format!(
             "{LEAD} Before you finish: {n} todos are completed and none of them was a verification \
-             step. If you verified the work, say how; if not, verify it, or say plainly in your answer that it \
+             step.{hint} If you verified the work, say how; if not, verify it, or say plainly in your answer that it \
              is not verified."
         ));
     }
@@ -127,6 +153,16 @@ pub fn note(ledger: &Ledger, turn_start: u64, todos: &[Todo], send: u32, mode: G
         s
     };
     match (status, last) {
+        (Status::Stale, Some(run)) if run.stale_target.is_some() && run.version == ledger.version => {
+            if let Some(t) = &run.stale_target {
+                lines.push(format!(
+                    "Run {} {} passed, but {}; restart it and run the tests again.",
+                    run.id,
+                    run.describe(),
+                    t.describe()
+                ));
+            }
+        }
         (Status::Stale, Some(run)) => lines.push(format!(
             "Tests last passed in run {} {}, but files changed since: {}.",
             run.id,
@@ -174,8 +210,9 @@ pub fn note(ledger: &Ledger, turn_start: u64, todos: &[Todo], send: u32, mode: G
         ));
     }
     if let Some(n) = todos_unverified(todos) {
+        let hint = verification_hint(todos).map(|h| format!(" {h}")).unwrap_or_default();
         lines.push(format!(
-            "{n} todos are completed and none of them was a verification step."
+            "{n} todos are completed and none of them was a verification step.{hint}"
         ));
     }
     let mut text = format!("{LEAD} Before you finish, the evidence ledger shows:\n");

@@ -125,13 +125,16 @@ pub struct Run {
     /// suite as far as the command line tells.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subset: Option<String>,
+    /// The server the run talked to started before the last change: its pass is stale.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale_target: Option<super::targets::StaleTarget>,
 }
 
 impl Run {
     /// Passed runs against an older tree are stale.
     pub fn status(&self, current: u64) -> RunStatus {
         match self.outcome {
-            Outcome::Passed if self.version != current => RunStatus::Stale,
+            Outcome::Passed if self.version != current || self.stale_target.is_some() => RunStatus::Stale,
             Outcome::Passed => RunStatus::Passed,
             Outcome::Failed => RunStatus::Failed,
             Outcome::NotRun => RunStatus::NotRun,
@@ -289,6 +292,11 @@ impl Ledger {
             return Status::Failed;
         }
         let fresh_tests: Vec<&Run> = fresh.iter().copied().filter(|r| r.kind == Kind::Test).collect();
+        let mut passes = fresh_tests.iter().filter(|r| r.outcome == Outcome::Passed).peekable();
+        // A pass against a server older than the code is no pass of the code.
+        if passes.peek().is_some() && passes.all(|r| r.stale_target.is_some()) {
+            return Status::Stale;
+        }
         if fresh_tests.iter().any(|r| r.outcome == Outcome::Passed) {
             // A passing run of part of a suite counts only beside a passing run of the whole.
             return match unbacked(&fresh_tests) {

@@ -18,6 +18,7 @@ fn run(command: &str, kind: Kind, outcome: Outcome, version: u64) -> Run {
         version,
         at: String::new(),
         subset: None,
+        stale_target: None,
     }
 }
 

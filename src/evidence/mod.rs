@@ -33,6 +33,7 @@ pub mod report;
 pub mod runners;
 mod store;
 pub mod subset;
+pub mod targets;
 mod uplink;
 pub mod weakened;
 
@@ -617,6 +618,13 @@ fn run_note(run: &Run) -> Option<String> {
                 run.note.as_deref().unwrap_or("")
             )
         }
+        Outcome::Passed if run.stale_target.is_some() => match &run.stale_target {
+            Some(t) => format!(
+                "passed, but {}. This pass is stale evidence: restart that process and run the tests again",
+                t.describe()
+            ),
+            None => return None,
+        },
         _ => return None,
     };
     Some(format!("[keel: verification] `{}` {what}.", run.runner_command))

@@ -34,8 +34,9 @@ pub fn json(ledger: &Ledger) -> Value {
                 "passed": count(|c| c.passed),
                 "failed": count(|c| c.failed),
                 "skipped": count(|c| c.skipped),
-                "fresh": r.version == ledger.version,
+                "fresh": r.version == ledger.version && r.stale_target.is_none(),
                 "subset": r.subset,
+                "stale_target": r.stale_target,
             })
         })
         .collect();

@@ -416,6 +416,7 @@ async fn the_todo_rule_adds_its_line_when_no_completed_todo_was_a_verification_s
         content: content.into(),
         status,
         active_form: content.into(),
+        ..Default::default()
     };
     let done = [
         todo("Read the parser", TodoStatus::Completed),
@@ -445,6 +446,35 @@ async fn the_todo_rule_adds_its_line_when_no_completed_todo_was_a_verification_s
     )));
 }
 
+#[test]
+fn the_todo_rule_never_asks_for_a_blocked_entry() {
+    use crate::types::tool::{Todo, TodoStatus};
+    let todo = |id: &str, content: &str, status, blocked_by: &[&str]| Todo {
+        id: Some(id.into()),
+        content: content.into(),
+        status,
+        active_form: content.into(),
+        blocked_by: blocked_by.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    };
+    let mut list = vec![
+        todo("a", "Read the parser", TodoStatus::Completed, &[]),
+        todo("b", "Fix the off-by-one", TodoStatus::Completed, &[]),
+        todo("c", "Update the docs", TodoStatus::Completed, &[]),
+        todo("d", "Migrate the schema", TodoStatus::Pending, &[]),
+        todo("e", "Run the test suite", TodoStatus::Pending, &["d"]),
+    ];
+    let hint = gate::verification_hint(&list).unwrap();
+    assert!(
+        hint.contains("\"Run the test suite\" is blocked") && hint.contains("\"Migrate the schema\""),
+        "{hint}"
+    );
+    assert!(!hint.contains("do it now"), "{hint}");
+    list[3].status = TodoStatus::Completed;
+    let hint = gate::verification_hint(&list).unwrap();
+    assert!(hint.contains("\"Run the test suite\" open: do it now"), "{hint}");
+}
+
 #[tokio::test]
 async fn the_todo_rule_reminds_once_per_turn_even_when_no_file_changed() {
     use crate::types::tool::{Todo, TodoStatus};
@@ -452,6 +482,7 @@ async fn the_todo_rule_reminds_once_per_turn_even_when_no_file_changed() {
         content: content.into(),
         status: TodoStatus::Completed,
         active_form: content.into(),
+        ..Default::default()
     };
     let done = [
         todo("Read the parser"),

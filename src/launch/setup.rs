@@ -113,7 +113,14 @@ pub fn prepare_with(cli: &Options, trust: ProjectTrust) -> Result<Prepared, Setu
     let mcp = mcp_servers(&inputs, &place, &extensions, trust, window.total)?;
     warnings.extend(mcp.notices.iter().cloned());
     mcp.hub.attach(&registry);
-    let (services, service_warnings) = session_services(&inputs, shell, &place, &project, &mcp.hub, permission_mode)?;
+    let lsp = crate::tools::lsp::config_from(
+        settings.scalar("languageServers").map(|(v, _)| v),
+        trust != ProjectTrust::Untrusted,
+    )
+    .map_err(SetupError::Invalid)?;
+    let lsp = Arc::new(crate::tools::lsp::Lsp::new(lsp, &base.cwd));
+    let (services, service_warnings) =
+        session_services(&inputs, shell, &place, &project, (&mcp.hub, lsp), permission_mode)?;
     warnings.extend(service_warnings);
     let (session, resumed) = open_session(cli, place, services, &choice.model, &mut warnings)?;
     let config = engine_config(cli, &project, &choice.model, context_window, compact)?;
@@ -384,7 +391,7 @@ fn session_services(
     shell: ShellSettings,
     place: &Place,
     project: &ProjectContext,
-    mcp: &Arc<crate::mcp::McpHub>,
+    (mcp, lsp): (&Arc<crate::mcp::McpHub>, Arc<crate::tools::lsp::Lsp>),
     mode: Mode,
 ) -> Result<(Arc<SessionServices>, Vec<String>), SetupError> {
     let Inputs {
@@ -430,6 +437,7 @@ fn session_services(
         .extra_dirs(authorizer.working_dirs().into_iter().skip(1).collect())
         .evidence(Arc::new(evidence))
         .mcp(Some(mcp.clone()))
+        .lsp(Some(lsp))
         .build();
     Ok((
         services,

@@ -23,14 +23,6 @@ const FALLBACK: &[(&str, Declared)] = &[
             covered_by: &["Edit"],
         },
     ),
-    (
-        "NotebookEdit",
-        Declared {
-            effects: Effects::EDITS,
-            grammar: RuleGrammar::Path,
-            covered_by: &["Edit"],
-        },
-    ),
     ("NotebookRead", reads()),
     ("LS", reads()),
     ("TaskOutput", reads()),

@@ -10,6 +10,8 @@ pub mod file_state;
 pub mod glob;
 pub mod grep;
 pub mod kinds;
+pub mod lsp;
+pub mod notebook;
 pub mod plan;
 pub mod preview;
 pub mod read;
@@ -242,6 +244,7 @@ pub fn builtin_tools_with(web: &Arc<web::Web>) -> Vec<Arc<dyn Tool>> {
         Arc::new(grep::GrepTool),
         Arc::new(edit::EditTool),
         Arc::new(write::WriteTool),
+        Arc::new(notebook::NotebookEditTool),
         Arc::new(bash::BashTool),
         Arc::new(bash::manage::BashOutputTool),
         Arc::new(bash::manage::KillShellTool),

@@ -125,6 +125,8 @@ pub struct FileAccess {
     /// Previous contents of changed files (shared with sub-agents working in the same tree:
     /// one rewind takes back the parent's and the child's changes).
     pub checkpoints: Arc<Checkpoints>,
+    /// The session's language servers (diagnostics after edits); none in bare sessions.
+    pub lsp: Option<Arc<super::lsp::Lsp>>,
 }
 
 impl FileAccess {
@@ -133,7 +135,13 @@ impl FileAccess {
             state: Mutex::new(state),
             read_guard,
             checkpoints,
+            lsp: None,
         }
+    }
+
+    pub fn with_lsp(mut self, lsp: Option<Arc<super::lsp::Lsp>>) -> Self {
+        self.lsp = lsp;
+        self
     }
 
     /// Locks the read-file state; a poisoned lock (a panicking tool) is recovered because the

@@ -109,9 +109,11 @@ impl Tool for WriteTool {
         let path = paths::resolve(ctx.cwd(), &input.file_path);
         let real = ctx.resolved_path(&path);
         let (ws, files) = (ctx.workspace.clone(), ctx.files()?.clone());
-        tokio::task::spawn_blocking(move || write_file(&path, &real, &input.content, &ws.roots(), &files))
+        let target = path.clone();
+        let out = tokio::task::spawn_blocking(move || write_file(&target, &real, &input.content, &ws.roots(), &files))
             .await
-            .map_err(|e| ToolError::invalid(format!("the write task failed: {e}")))?
+            .map_err(|e| ToolError::invalid(format!("the write task failed: {e}")))??;
+        Ok(super::lsp::attach(ctx, &path, out).await)
     }
 }
 

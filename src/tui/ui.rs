@@ -213,10 +213,17 @@ fn draw_todos(frame: &mut Frame, area: Rect, todos: &[crate::tools::Todo]) {
     let lines: Vec<Line> = if todos.is_empty() {
         vec![Line::from(Span::styled("No todos yet.", theme::dim()))]
     } else {
+        let blocked = crate::types::todo_deps::blocked_flags(todos);
         todos
             .iter()
+            .zip(blocked)
             .take(MAX_TODO_ROWS)
-            .map(|t| match t.status {
+            .map(|(t, blocked)| match t.status {
+                TodoStatus::Pending if blocked => Line::from(vec![
+                    Span::styled("◌ ", theme::dim()),
+                    Span::styled(t.content.clone(), theme::dim()),
+                    Span::styled(format!(" · blocked by {}", t.blocked_on(todos)), theme::dim()),
+                ]),
                 TodoStatus::Completed => Line::from(vec![
                     Span::styled("✓ ", theme::ok()),
                     Span::styled(t.content.clone(), theme::dim().add_modifier(Modifier::CROSSED_OUT)),

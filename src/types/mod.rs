@@ -5,5 +5,6 @@
 pub mod events;
 pub mod message;
 pub mod permission;
+pub mod todo_deps;
 pub mod tool;
 pub mod untrusted;

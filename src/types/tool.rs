@@ -5,18 +5,26 @@ use serde_json::Value;
 
 use super::message::ToolResultContent;
 
-/// One entry of the session's task list, in the reference's TodoWrite shape.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// One entry of the session's task list, in the reference's TodoWrite shape, with the task
+/// tools' dependency fields (`blockedBy`, `blocks`: ids of other entries; see `todo_deps`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct Todo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     pub content: String,
     pub status: TodoStatus,
     #[serde(rename = "activeForm")]
     pub active_form: String,
+    #[serde(rename = "blockedBy", default, skip_serializing_if = "Vec::is_empty")]
+    pub blocked_by: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TodoStatus {
+    #[default]
     Pending,
     InProgress,
     Completed,
@@ -47,6 +55,16 @@ impl ToolOutput {
             structured: Value::String(format!("Error: {text}")),
             content: ToolResultContent::Text(format!("<tool_use_error>{text}</tool_use_error>")),
             is_error: true,
+        }
+    }
+
+    /// Adds text at the end of what the model sees (a note after the tool's own result).
+    pub fn append_text(&mut self, more: &str) {
+        match &mut self.content {
+            ToolResultContent::Text(t) => t.push_str(more),
+            ToolResultContent::Blocks(blocks) => {
+                blocks.push(super::message::ToolResultBlock::Text { text: more.into() })
+            }
         }
     }
 

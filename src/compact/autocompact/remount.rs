@@ -165,6 +165,7 @@ mod tests {
             content: "Run the tests".into(),
             status: TodoStatus::InProgress,
             active_form: "Running the tests".into(),
+            ..Default::default()
         }];
         // Everything known before compaction is partial now; the files shown are re-recorded.
         shared

@@ -129,7 +129,8 @@ impl Tool for EditTool {
         let input: Input = parse_input(input)?;
         check_strings(&input)?;
         let path = paths::resolve(ctx.cwd(), &input.file_path);
-        run(ctx, path, input, Stage::Write).await
+        let out = run(ctx, path.clone(), input, Stage::Write).await?;
+        Ok(super::lsp::attach(ctx, &path, out).await)
     }
 }
 
@@ -151,6 +152,16 @@ fn check_strings(input: &Input) -> Result<(), ToolError> {
 }
 
 async fn run(ctx: &ToolContext, path: PathBuf, input: Input, stage: Stage) -> Result<ToolOutput, ToolError> {
+    if path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("ipynb"))
+    {
+        return Err(ToolError::invalid(format!(
+            "{} is a Jupyter notebook; change its cells with NotebookEdit (Read shows their ids).",
+            path.display()
+        )));
+    }
     let real = ctx.resolved_path(&path);
     let (ws, files) = (ctx.workspace.clone(), ctx.files()?.clone());
     tokio::task::spawn_blocking(move || edit_file(&path, &real, &input, &ws, &files, stage))

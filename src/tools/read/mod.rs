@@ -154,6 +154,13 @@ fn read_file(
     if BINARY_EXTENSIONS.contains(&ext.as_str()) && meta.len() > 0 {
         return Err(binary(meta.len()));
     }
+    if ext == "ipynb" && offset.is_none() && limit.is_none() {
+        if let Some(out) = read_notebook(path, &mut file, &meta, ctx)? {
+            return Ok(out);
+        }
+        // Not a notebook after all: shown as text, as any file.
+        std::io::Seek::rewind(&mut file).map_err(|e| ToolError::io(format!("cannot read {}", path.display()), e))?;
+    }
     let start = offset.unwrap_or(1).max(1) as usize;
     let request = lines::Request {
         start,
@@ -221,6 +228,42 @@ fn read_file(
         out.push_str(&note);
     }
     Ok(ToolOutput::text(out).with_structured(structured(path, &scan.plain, end + 1 - start, start, total)))
+}
+
+/// A notebook shown as its cells (ids, types, sources, text outputs) and recorded as read whole;
+/// `None` when the file is not notebook JSON.
+fn read_notebook(
+    path: &Path,
+    file: &mut std::fs::File,
+    meta: &std::fs::Metadata,
+    ctx: &ToolContext,
+) -> Result<Option<ToolOutput>, ToolError> {
+    let bytes = match fsutil::open::read_capped(file, MAX_FILE_BYTES) {
+        Ok(Ok(b)) => b,
+        Ok(Err(seen)) => return Err(too_large(path, seen)),
+        Err(e) => return Err(ToolError::io(format!("cannot read {}", path.display()), e)),
+    };
+    let Ok(notebook) = crate::tools::notebook::cells::Notebook::parse(&bytes) else {
+        return Ok(None);
+    };
+    let text = notebook.render(path);
+    if text.len() > MAX_OUTPUT_BYTES {
+        return Err(ToolError::invalid(format!(
+            "the cells of {} exceed {} KB, the most one read returns. Read its raw JSON in parts with offset \
+             and limit, or search it with Grep.",
+            path.display(),
+            MAX_OUTPUT_BYTES / 1024
+        )));
+    }
+    ctx.files()?.files().record(
+        path.to_path_buf(),
+        FileView::new(&bytes, file_mtime(meta), ViewKind::Complete),
+    );
+    let total = text.lines().count();
+    Ok(Some(ToolOutput::text(text.clone()).with_structured(json!({
+        "type": "notebook",
+        "file": {"filePath": path.display().to_string(), "cells": total, "content": text},
+    }))))
 }
 
 fn too_large(path: &Path, len: u64) -> ToolError {

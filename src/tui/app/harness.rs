@@ -40,20 +40,27 @@ impl App {
     }
 
     /// `/todos`: the task list as a checklist.
-    pub(super) fn todos_report(&self) -> String {
+    pub(crate) fn todos_report(&self) -> String {
         let todos = self.shared.todos();
         if todos.is_empty() {
             return "No todos yet: keel keeps a task list when a task has several steps.".to_string();
         }
+        let blocked = crate::types::todo_deps::blocked_flags(&todos);
         todos
             .iter()
-            .map(|t| {
+            .zip(blocked)
+            .map(|(t, blocked)| {
                 let mark = match t.status {
                     crate::tools::TodoStatus::Completed => "[x]",
                     crate::tools::TodoStatus::InProgress => "[~]",
                     crate::tools::TodoStatus::Pending => "[ ]",
                 };
-                format!("- {mark} {}", t.content)
+                let waits = if blocked {
+                    format!(" (blocked by {})", t.blocked_on(&todos))
+                } else {
+                    String::new()
+                };
+                format!("- {mark} {}{waits}", t.content)
             })
             .collect::<Vec<_>>()
             .join("\n")

@@ -462,6 +462,38 @@ fn approval_modal_for_a_plan_offers_the_next_mode() {
 }
 
 #[test]
+fn todo_panel_shows_what_a_blocked_entry_waits_for() {
+    let mut a = app();
+    a.shared.task_list.replace(vec![
+        Todo {
+            id: Some("fix".into()),
+            content: "Fix the sign".into(),
+            status: TodoStatus::InProgress,
+            active_form: "Fixing the sign".into(),
+            ..Default::default()
+        },
+        Todo {
+            id: Some("test".into()),
+            content: "Run the tests".into(),
+            status: TodoStatus::Pending,
+            active_form: "Running the tests".into(),
+            blocked_by: vec!["fix".into()],
+            ..Default::default()
+        },
+    ]);
+    a.on_key(
+        crossterm::event::KeyEvent::new(
+            crossterm::event::KeyCode::Char('t'),
+            crossterm::event::KeyModifiers::CONTROL,
+        ),
+        Instant::now(),
+    );
+    let s = screen(&mut a, W, 14, Instant::now());
+    assert!(s.contains("◌ Run the tests · blocked by fix"), "{s}");
+    assert!(a.todos_report().contains("- [ ] Run the tests (blocked by fix)"));
+}
+
+#[test]
 fn todo_panel_and_completion_menu() {
     let mut a = app();
     a.shared.task_list.replace(vec![
@@ -469,16 +501,19 @@ fn todo_panel_and_completion_menu() {
             content: "Find the bug".into(),
             status: TodoStatus::Completed,
             active_form: "Finding the bug".into(),
+            ..Default::default()
         },
         Todo {
             content: "Fix the sign".into(),
             status: TodoStatus::InProgress,
             active_form: "Fixing the sign".into(),
+            ..Default::default()
         },
         Todo {
             content: "Run the tests".into(),
             status: TodoStatus::Pending,
             active_form: "Running the tests".into(),
+            ..Default::default()
         },
     ]);
     a.on_key(
