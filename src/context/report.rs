@@ -79,6 +79,18 @@ pub fn render(r: &Report<'_>) -> String {
     for f in &p.instructions.files {
         file_line(&mut out, f);
     }
+    if !p.instructions.scoped.is_empty() {
+        out.push_str("\nRules that load when a tool first works on a matching file:\n");
+        for r in &p.instructions.scoped {
+            let _ = writeln!(
+                out,
+                "  {:<7}  {}  (paths: {})",
+                r.scope.as_str(),
+                r.path.display(),
+                r.patterns.join(", ")
+            );
+        }
+    }
     let nested = nested_files(&p.cwd);
     if !nested.is_empty() {
         out.push_str("\nLoaded when a tool first works in their directory:\n");
@@ -104,6 +116,9 @@ fn file_line(out: &mut String, f: &InstructionFile) {
         f.scope.as_str(),
         f.path.display()
     );
+    if f.rule.is_some() {
+        out.push_str("  (rule)");
+    }
     if let Some(by) = &f.imported_by {
         let _ = write!(out, "  (imported by {})", by.display());
     }
