@@ -66,10 +66,18 @@ pub fn render(r: &Report<'_>) -> String {
     if let Some(m) = &p.memory {
         let _ = writeln!(
             out,
-            "  {:>7}  project memory ({})",
+            "  {:>7}  project memory ({}: {})",
             tokens::text(&m.render()),
+            m.origin.describe(),
             m.file.display()
         );
+    }
+
+    if !p.listing_notes.is_empty() {
+        out.push_str("\nSkills the listing's budget left out:\n");
+        for n in &p.listing_notes {
+            let _ = writeln!(out, "  {n}");
+        }
     }
 
     out.push_str("\nInstruction files loaded at start, in order (later ones take precedence):\n");

@@ -64,7 +64,7 @@ pub fn load(
         plugins: &roots,
     });
     let (limits, refused) = Limits::from_settings(settings)?;
-    let memory = crate::memory::enabled(settings.flag(&["autoMemoryEnabled"])?).then(|| Memory::load(keel_home, cwd));
+    let memory = crate::memory::enabled(settings.flag(&["autoMemoryEnabled"])?).then(|| Memory::load(keel_home, user_home, cwd));
     let warnings: Vec<String> = skills
         .warnings
         .iter()
@@ -127,10 +127,12 @@ impl Extensions {
     pub fn decorate(&self, project: &mut ProjectContext, registry: &ToolRegistry, window: u64) {
         let offers =
             |is: fn(&crate::tools::Effects) -> bool| registry.all().iter().any(|t| is(&t.tool.declared().effects));
+        let budget = listing::budget(window);
         if offers(|e| e.loads_skill)
-            && let Some(l) = listing::render(self.skills.for_model(), listing::budget(window))
+            && let Some((l, left)) = listing::render_fitted(self.skills.for_model(), budget)
         {
             project.listings.push(l);
+            project.listing_notes = left.describe(budget);
         }
         if offers(|e| e.spawns_agent)
             && let Some(l) = self.agents.listing(listing::budget(window))

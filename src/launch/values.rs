@@ -146,13 +146,16 @@ pub fn context_report(cli: &Options) -> Result<String, SetupError> {
     let info = models::info(&model);
     let window = tokens::Window::new(info.context_window, context_window, info.max_output);
     let home_dir = dirs::home_dir();
-    let project = ProjectContext::gather(&Gather {
+    let mut project = ProjectContext::gather(&Gather {
         cwd: &cwd,
         model: &model,
         home: home_dir.as_deref(),
         replace: cli.system_prompt.as_deref(),
         append: cli.append_system_prompt.as_deref(),
     });
+    if crate::memory::enabled(settings.flag(&["autoMemoryEnabled"])?) {
+        project.memory = Some(crate::memory::Memory::load(&keel_home, home_dir.as_deref(), &cwd));
+    }
     let registry = ToolRegistry::new(builtin_tools())?;
     let mut report = crate::context::report::render(&crate::context::report::Report {
         model: &model,
