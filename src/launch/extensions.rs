@@ -20,6 +20,16 @@ use crate::skills::{Catalog, Places, listing};
 use crate::tools::registry::{RegistryError, ToolRegistry};
 use crate::tools::skill::SkillTool;
 
+/// Where a session runs, for finding its extensions.
+#[derive(Clone, Copy)]
+pub struct Where<'a> {
+    pub cwd: &'a Path,
+    pub user_home: Option<&'a Path>,
+    pub keel_home: &'a Path,
+    /// Whether the project may run commands (its plugins' hooks and servers).
+    pub project_trusted: bool,
+}
+
 pub struct Extensions {
     pub plugins: Arc<Plugins>,
     pub skills: Arc<Catalog>,
@@ -31,18 +41,39 @@ pub struct Extensions {
 }
 
 /// Loads plugins (their hooks join `settings` as layers), skills, agent types, budgets and
-/// memory. `add_dirs` are the working directories besides the first.
+/// memory. `add_dirs` are the working directories besides the first. In a folder that is not
+/// trusted, the plugins a repository placed in its skills folders are not loaded (as its
+/// `plugins` setting is ignored).
 pub fn load(
     cli: &Options,
     settings: &mut Settings,
-    cwd: &Path,
-    user_home: Option<&Path>,
-    keel_home: &Path,
+    places: &Where<'_>,
     add_dirs: &[PathBuf],
 ) -> Result<Extensions, SetupError> {
-    let plugins = Plugins::load(&cli.plugin_dir, cwd, settings).map_err(|e| SetupError::Invalid(e.to_string()))?;
+    let Where {
+        cwd,
+        user_home,
+        keel_home,
+        project_trusted,
+    } = *places;
+    let mut found_warnings = Vec::new();
+    let mut found = crate::plugins::in_skill_folders(cwd, user_home, &mut found_warnings);
+    if !project_trusted {
+        let (theirs, rest): (Vec<_>, Vec<_>) =
+            found.into_iter().partition(|(_, scope)| *scope == crate::config::settings::Scope::Project);
+        found = rest;
+        for (dir, _) in theirs {
+            found_warnings.push(format!(
+                "{}: a plugin in the project's skills folder, not loaded because this folder is not trusted",
+                dir.display()
+            ));
+        }
+    }
+    let plugins =
+        Plugins::load(&cli.plugin_dir, cwd, settings, found).map_err(|e| SetupError::Invalid(e.to_string()))?;
     plugins.add_hook_layers(settings);
     let roots = plugins.roots();
+    let plugin_skills = plugins.skill_roots();
     let reserved = crate::commands::reserved_names();
     let skills = Catalog::discover(&Places {
         cwd,
@@ -50,6 +81,7 @@ pub fn load(
         keel_home: Some(keel_home),
         add_dirs,
         plugins: &roots,
+        plugin_skills: &plugin_skills,
         reserved: &reserved,
     });
     let cli_agents = match &cli.agents {
@@ -65,9 +97,10 @@ pub fn load(
     });
     let (limits, refused) = Limits::from_settings(settings)?;
     let memory = crate::memory::enabled(settings.flag(&["autoMemoryEnabled"])?).then(|| Memory::load(keel_home, user_home, cwd));
-    let warnings: Vec<String> = skills
-        .warnings
+    let warnings: Vec<String> = found_warnings
         .iter()
+        .chain(&plugins.warnings)
+        .chain(&skills.warnings)
         .chain(&agents.warnings)
         .chain(&refused)
         .cloned()

@@ -90,7 +90,7 @@ pub fn prepare_with(cli: &Options, trust: ProjectTrust) -> Result<Prepared, Setu
     let base = locate()?;
     let (mut settings, mut warnings) = load_settings(cli, &base, trust)?;
     log_provenance(cli, &settings);
-    let (authorizer, permission_mode, extensions) = permissions(cli, &base, &mut settings, &mut warnings)?;
+    let (authorizer, permission_mode, extensions) = permissions(cli, &base, &mut settings, trust, &mut warnings)?;
     // Checked before the model is chosen, so a bad setting is named before a bad endpoint.
     let shell = ShellSettings::from(cli, &settings, extensions.handed_to_commands())?;
     let (context_window, compact) = context_settings(&settings)?;
@@ -226,6 +226,7 @@ fn permissions(
     cli: &Options,
     base: &Base,
     settings: &mut Settings,
+    trust: ProjectTrust,
     warnings: &mut Vec<String>,
 ) -> Result<(Arc<crate::permissions::Authorizer>, Mode, super::extensions::Extensions), SetupError> {
     let mut permissions = permission_config::build(
@@ -241,14 +242,13 @@ fn permissions(
         &builtin_tools().iter().map(|t| t.name()).collect::<Vec<_>>(),
     )?;
     warnings.extend(permissions.warnings.iter().cloned());
-    let extensions = super::extensions::load(
-        cli,
-        settings,
-        &base.cwd,
-        base.user_home.as_deref(),
-        &base.home,
-        &permissions.authorizer.working_dirs()[1..],
-    )?;
+    let places = super::extensions::Where {
+        cwd: &base.cwd,
+        user_home: base.user_home.as_deref(),
+        keel_home: &base.home,
+        project_trusted: trust.allows_project_commands(),
+    };
+    let extensions = super::extensions::load(cli, settings, &places, &permissions.authorizer.working_dirs()[1..])?;
     extensions.grant_memory(&mut permissions.authorizer)?;
     warnings.extend(extensions.warnings.iter().cloned());
     let mut authorizer = permissions.authorizer;

@@ -85,10 +85,6 @@ pub struct LeftOut {
 }
 
 impl LeftOut {
-    pub fn is_empty(&self) -> bool {
-        self.trimmed.is_empty() && self.names_only.is_empty() && self.unlisted.is_empty()
-    }
-
     /// Lines for `/context`: which skills the listing's budget of `budget` characters cut.
     pub fn describe(&self, budget: usize) -> Vec<String> {
         let mut out = Vec::new();
@@ -246,7 +242,7 @@ mod tests {
         assert_eq!(entries(&text), vec!["- short", "- long", "- mid"]);
         let (_, left) = render_fitted(&s, 10).unwrap();
         assert_eq!(left.names_only, vec!["short", "long", "mid"]);
-        assert!(render_fitted(&s, 10_000).unwrap().1.is_empty());
+        assert_eq!(render_fitted(&s, 10_000).unwrap().1, LeftOut::default());
     }
 
     #[test]
