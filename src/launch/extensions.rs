@@ -38,6 +38,8 @@ pub struct Extensions {
     pub memory: Option<Memory>,
     /// Files not loaded and other things to say once at startup.
     pub warnings: Vec<String>,
+    /// `--safe-mode`: none of the above was loaded.
+    pub safe_mode: bool,
 }
 
 /// Loads plugins (their hooks join `settings` as layers), skills, agent types, budgets and
@@ -50,6 +52,9 @@ pub fn load(
     places: &Where<'_>,
     add_dirs: &[PathBuf],
 ) -> Result<Extensions, SetupError> {
+    if cli.safe_mode {
+        return safe_mode(cli, settings);
+    }
     let Where {
         cwd,
         user_home,
@@ -112,6 +117,26 @@ pub fn load(
         limits,
         memory,
         warnings,
+        safe_mode: false,
+    })
+}
+
+/// Safe mode's extensions: the built-in agent types (and `--agents`, given for this run), the
+/// budgets; no plugins, skills or memory.
+fn safe_mode(cli: &Options, settings: &Settings) -> Result<Extensions, SetupError> {
+    let cli_agents = match &cli.agents {
+        Some(json) => AgentDef::parse_cli(json).map_err(SetupError::Invalid)?,
+        None => Vec::new(),
+    };
+    let (limits, warnings) = Limits::from_settings(settings)?;
+    Ok(Extensions {
+        plugins: Arc::new(Plugins::default()),
+        skills: Arc::new(Catalog::default()),
+        agents: Arc::new(AgentCatalog::with_builtins_and(cli_agents)),
+        limits,
+        memory: None,
+        warnings,
+        safe_mode: true,
     })
 }
 
@@ -183,6 +208,7 @@ impl Extensions {
             plugins: self.plugins,
             limits: self.limits,
             memory_file: self.memory.as_ref().map(|m| m.file.clone()),
+            safe_mode: self.safe_mode,
         };
         engine.install_subagents()?;
         engine.install_skills(self.skills);

@@ -199,6 +199,15 @@ fn load_settings(cli: &Options, base: &Base, trust: ProjectTrust) -> Result<(Set
     }
     crate::config::precedence::check_managed(&settings)?;
     let mut warnings = settings.unknown_keys();
+    if cli.safe_mode {
+        warnings.insert(0, super::options::SAFE_MODE_NOTICE.to_string());
+        // The operator's managed hooks are policy, not customisation: they stay.
+        for layer in settings.layers.iter_mut().filter(|l| l.scope != Scope::Managed) {
+            if let Some(m) = layer.value.as_object_mut() {
+                m.remove("hooks");
+            }
+        }
+    }
     let ignored = if trust == ProjectTrust::Untrusted {
         trust::restrict(&mut settings, &base.cwd)
     } else {
@@ -310,6 +319,9 @@ fn project_context(
         replace: replace.as_deref(),
         append: append.as_deref(),
     });
+    if cli.safe_mode {
+        project.instructions = crate::context::instructions::Instructions::none(&base.cwd);
+    }
     project.instructions.include_dirs(&authorizer.working_dirs()[1..]);
     warnings.extend(project.instructions.skipped_notices());
     Ok(project)
@@ -338,9 +350,11 @@ fn mcp_servers(
         authorizer,
     } = *inputs;
     let denies = authorizer.clone();
+    // Safe mode: strict with no configuration given is no server at all.
+    let none: &[String] = &[];
     crate::mcp::setup::build(&crate::mcp::setup::McpInputs {
-        cli_configs: &cli.mcp_config,
-        strict: cli.strict_mcp_config,
+        cli_configs: if cli.safe_mode { none } else { &cli.mcp_config },
+        strict: cli.strict_mcp_config || cli.safe_mode,
         settings,
         cwd: &base.cwd,
         home: base.user_home.as_deref(),
