@@ -78,7 +78,8 @@ impl Memory {
     pub fn load(keel_home: &Path, user_home: Option<&Path>, cwd: &Path) -> Memory {
         let project = project_root(cwd);
         let own = crate::config::paths::project_dir(keel_home, &project).join("memory");
-        let reference = user_home.map(|h| crate::config::paths::project_dir(&h.join(".claude"), &project).join("memory"));
+        let reference =
+            user_home.map(|h| crate::config::paths::project_dir(&h.join(".claude"), &project).join("memory"));
         // `symlink_metadata`: a link or anything else in the name counts as there (its problem
         // is then said), never read past.
         let present = |d: &Path| std::fs::symlink_metadata(d.join("MEMORY.md")).is_ok();
@@ -251,7 +252,11 @@ mod tests {
         let enc = crate::config::paths::encode_cwd(&repo);
         let theirs = home.join(".claude/projects").join(&enc).join("memory");
         std::fs::create_dir_all(&theirs).unwrap();
-        assert_eq!(Memory::load(&keel, Some(&home), &repo).origin, Origin::Keel, "no file yet");
+        assert_eq!(
+            Memory::load(&keel, Some(&home), &repo).origin,
+            Origin::Keel,
+            "no file yet"
+        );
         std::fs::write(theirs.join("MEMORY.md"), "- deploys go through make ship\n").unwrap();
         let m = Memory::load(&keel, Some(&home), &repo);
         assert_eq!(m.origin, Origin::Reference);

@@ -371,17 +371,23 @@ fn skill_dirs(manifest: &Value, root: &Path, root_text: &str) -> Result<Vec<Path
     let mut out = Vec::new();
     for rel in named_paths {
         let path = named(root, root_text, "skills", rel)?;
-        let real = path.canonicalize().map_err(|e| invalid(root, format!("`skills` names {rel}: {e}")))?;
+        let real = path
+            .canonicalize()
+            .map_err(|e| invalid(root, format!("`skills` names {rel}: {e}")))?;
         if !real.starts_with(root) {
             return Err(invalid(
                 root,
-                format!("`skills` names {rel}, which leads outside the plugin's folder; a plugin's files must be inside it"),
+                format!(
+                    "`skills` names {rel}, which leads outside the plugin's folder; a plugin's files must be inside it"
+                ),
             ));
         }
         if !real.is_dir() {
             return Err(invalid(
                 root,
-                format!("`skills` names {rel}, which is a file; it must name a folder holding skill folders (<name>/SKILL.md)"),
+                format!(
+                    "`skills` names {rel}, which is a file; it must name a folder holding skill folders (<name>/SKILL.md)"
+                ),
             ));
         }
         if real != root.join("skills") && !out.contains(&real) {
@@ -512,12 +518,19 @@ mod tests {
         assert_eq!(found, vec![(root.clone(), Scope::Project)]);
         let plugins = Plugins::load(&[], &repo, &Settings::default(), found).unwrap();
         assert_eq!(plugins.skill_roots(), vec![("tools".to_string(), root.join("extra"))]);
-        write(root.join(".claude-plugin/plugin.json"), r#"{"name": "tools", "skills": "./extra/fmt/SKILL.md"}"#);
+        write(
+            root.join(".claude-plugin/plugin.json"),
+            r#"{"name": "tools", "skills": "./extra/fmt/SKILL.md"}"#,
+        );
         let err = load_one(&root, Scope::Project).unwrap_err().to_string();
         assert!(err.contains("which is a file"), "{err}");
         // A broken plugin found in a skills folder is a warning, not a failed start.
         let plugins = Plugins::load(&[], &repo, &Settings::default(), vec![(root, Scope::Project)]).unwrap();
-        assert!(plugins.list.is_empty() && plugins.warnings[0].contains("not loaded"), "{:?}", plugins.warnings);
+        assert!(
+            plugins.list.is_empty() && plugins.warnings[0].contains("not loaded"),
+            "{:?}",
+            plugins.warnings
+        );
     }
 
     /// A plugin (perhaps one a cloned repository configures) points its manifest at files

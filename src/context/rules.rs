@@ -189,7 +189,11 @@ impl Instructions {
         let before = out.len();
         self.load_root(file, scope, out);
         let canonical = file.canonicalize().ok();
-        if let Some(f) = out[before..].iter_mut().rev().find(|f| Some(&f.path) == canonical.as_ref()) {
+        if let Some(f) = out[before..]
+            .iter_mut()
+            .rev()
+            .find(|f| Some(&f.path) == canonical.as_ref())
+        {
             f.content = body(&f.content).to_string();
             f.rule = Some(patterns);
         }
@@ -226,8 +230,16 @@ mod tests {
         write(&home, ".claude/rules/style.md", "Prefer short functions.");
         write(&repo, "CLAUDE.md", "Project file.");
         write(&repo, ".claude/rules/testing.md", "Run the tests with make check.");
-        write(&repo, ".claude/rules/git/commits.md", "---\ndescription: x\n---\nSign commits.");
-        write(&repo, ".claude/rules/api.md", "---\npaths:\n  - \"src/api/**/*.rs\"\n---\nAPI handlers return typed errors.");
+        write(
+            &repo,
+            ".claude/rules/git/commits.md",
+            "---\ndescription: x\n---\nSign commits.",
+        );
+        write(
+            &repo,
+            ".claude/rules/api.md",
+            "---\npaths:\n  - \"src/api/**/*.rs\"\n---\nAPI handlers return typed errors.",
+        );
         write(&repo, "CLAUDE.local.md", "Local file.");
         let mut ins = Instructions::discover(&repo, Some(&home));
         let names: Vec<String> = ins
@@ -283,7 +295,11 @@ mod tests {
         let w = ins.warnings.join("\n");
         assert!(w.contains("not followed through links"), "{w}");
         assert!(w.contains("more than 100 rule files"), "{w}");
-        assert!(ins.skipped_notices().iter().any(|n| n.contains("a.md")), "{:?}", ins.skipped_notices());
+        assert!(
+            ins.skipped_notices().iter().any(|n| n.contains("a.md")),
+            "{:?}",
+            ins.skipped_notices()
+        );
         assert!(ins.files.len() <= MAX_FILES, "{}", ins.files.len());
     }
 }

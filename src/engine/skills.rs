@@ -358,7 +358,7 @@ mod tests {
             keel_home: None,
             add_dirs: &[],
             plugins: &[],
-        plugin_skills: &[],
+            plugin_skills: &[],
             reserved: &[],
         }));
         let script = r#"{"turns": [

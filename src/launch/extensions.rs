@@ -64,8 +64,9 @@ pub fn load(
     let mut found_warnings = Vec::new();
     let mut found = crate::plugins::in_skill_folders(cwd, user_home, &mut found_warnings);
     if !project_trusted {
-        let (theirs, rest): (Vec<_>, Vec<_>) =
-            found.into_iter().partition(|(_, scope)| *scope == crate::config::settings::Scope::Project);
+        let (theirs, rest): (Vec<_>, Vec<_>) = found
+            .into_iter()
+            .partition(|(_, scope)| *scope == crate::config::settings::Scope::Project);
         found = rest;
         for (dir, _) in theirs {
             found_warnings.push(format!(
@@ -101,7 +102,8 @@ pub fn load(
         plugins: &roots,
     });
     let (limits, refused) = Limits::from_settings(settings)?;
-    let memory = crate::memory::enabled(settings.flag(&["autoMemoryEnabled"])?).then(|| Memory::load(keel_home, user_home, cwd));
+    let memory =
+        crate::memory::enabled(settings.flag(&["autoMemoryEnabled"])?).then(|| Memory::load(keel_home, user_home, cwd));
     let warnings: Vec<String> = found_warnings
         .iter()
         .chain(&plugins.warnings)
@@ -213,5 +215,40 @@ impl Extensions {
         engine.install_subagents()?;
         engine.install_skills(self.skills);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A repository's plugin placed in its skills folder loads in a folder the project may run
+    /// commands in, and not in one it has not trusted (said in a warning).
+    #[test]
+    fn a_projects_plugin_in_its_skills_folder_needs_trust() {
+        let t = tempfile::tempdir().unwrap();
+        let repo = t.path().canonicalize().unwrap();
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        let plugin = repo.join(".claude/skills/tools/.claude-plugin");
+        std::fs::create_dir_all(&plugin).unwrap();
+        std::fs::write(plugin.join("plugin.json"), r#"{"name": "tools"}"#).unwrap();
+        let keel_home = repo.join("keel-home");
+        let load = |trusted: bool| {
+            let places = Where {
+                cwd: &repo,
+                user_home: None,
+                keel_home: &keel_home,
+                project_trusted: trusted,
+            };
+            load(&Options::default(), &mut Settings::default(), &places, &[]).unwrap()
+        };
+        assert_eq!(load(true).plugins.list.len(), 1);
+        let untrusted = load(false);
+        assert!(untrusted.plugins.list.is_empty());
+        assert!(
+            untrusted.warnings.iter().any(|w| w.contains("not trusted")),
+            "{:?}",
+            untrusted.warnings
+        );
     }
 }

@@ -582,7 +582,10 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let repo = t.path().canonicalize().unwrap();
         std::fs::create_dir_all(repo.join(".git")).unwrap();
-        write(repo.join(".claude/skills/deploy/SKILL.md"), "---\ndescription: root deploy\n---\n");
+        write(
+            repo.join(".claude/skills/deploy/SKILL.md"),
+            "---\ndescription: root deploy\n---\n",
+        );
         write(
             repo.join("services/api/.claude/skills/deploy/SKILL.md"),
             "---\ndescription: api deploy\n---\n",
@@ -603,7 +606,12 @@ mod tests {
             reserved: &[],
         });
         let names: Vec<&str> = c.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, vec!["api:deploy", "deploy", "migrate", "ops:lint"], "{:?}", c.warnings);
+        assert_eq!(
+            names,
+            vec!["api:deploy", "deploy", "migrate", "ops:lint"],
+            "{:?}",
+            c.warnings
+        );
         assert_eq!(c.get("api:deploy").unwrap().description, "api deploy");
         assert_eq!(c.get("deploy").unwrap().description, "root deploy");
     }

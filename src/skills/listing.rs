@@ -93,7 +93,10 @@ impl LeftOut {
                 out.push(format!("{what} ({}): {}", names.len(), names.join(", ")));
             }
         };
-        say("not listed at all, the model knows them only by exact name", &self.unlisted);
+        say(
+            "not listed at all, the model knows them only by exact name",
+            &self.unlisted,
+        );
         say("listed by name only, their descriptions left out", &self.names_only);
         say("descriptions shortened", &self.trimmed);
         if !out.is_empty() {

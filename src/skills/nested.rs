@@ -16,9 +16,8 @@ const SKIP: &[&str] = &[".git", "node_modules", "target", ".venv", "vendor"];
 /// The `.claude/skills` and `.keel/skills` folders below `cwd` (not `cwd`'s own), nearest first
 /// and then by path.
 pub fn skill_folders(cwd: &Path) -> Vec<PathBuf> {
-    let keep = |e: &ignore::DirEntry| {
-        e.file_type().is_some_and(|t| t.is_dir()) && !SKIP.iter().any(|s| e.file_name() == *s)
-    };
+    let keep =
+        |e: &ignore::DirEntry| e.file_type().is_some_and(|t| t.is_dir()) && !SKIP.iter().any(|s| e.file_name() == *s);
     let Ok(mut walk) = crate::fsutil::walk::safe_walk(cwd, keep) else {
         return Vec::new();
     };

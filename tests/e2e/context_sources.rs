@@ -38,8 +38,15 @@ async fn rule_files_load_at_start_or_with_a_matching_file() {
     env.write("README.md", "a project\n");
     env.git_init();
     std::fs::create_dir_all(env.home.join(".claude/rules")).unwrap();
-    std::fs::write(env.home.join(".claude/rules/style.md"), "USER-RULE: prefer short functions.").unwrap();
-    env.write(".claude/rules/testing.md", "PROJECT-RULE: run make check before saying done.");
+    std::fs::write(
+        env.home.join(".claude/rules/style.md"),
+        "USER-RULE: prefer short functions.",
+    )
+    .unwrap();
+    env.write(
+        ".claude/rules/testing.md",
+        "PROJECT-RULE: run make check before saying done.",
+    );
     env.write(
         ".claude/rules/api.md",
         "---\npaths:\n  - \"src/api/**/*.rs\"\n---\nSCOPED-RULE: API handlers return typed errors.",
@@ -65,9 +72,16 @@ async fn rule_files_load_at_start_or_with_a_matching_file() {
         system.contains("USER-RULE") && system.contains("PROJECT-RULE"),
         "{system}"
     );
-    assert!(!system.contains("SCOPED-RULE"), "a scoped rule waits for its files: {system}");
+    assert!(
+        !system.contains("SCOPED-RULE"),
+        "a scoped rule waits for its files: {system}"
+    );
     assert!(!system.contains("OUTSIDE-SECRET"), "{system}");
-    assert!(out.stderr.contains("linked.md"), "the skipped link is said: {}", out.stderr);
+    assert!(
+        out.stderr.contains("linked.md"),
+        "the skipped link is said: {}",
+        out.stderr
+    );
     let second = reqs[1].body["messages"].to_string();
     assert!(second.contains("SCOPED-RULE"), "{second}");
     assert!(second.contains("a rule for files matching src/api/**/*.rs"), "{second}");
@@ -81,7 +95,8 @@ async fn rule_files_load_at_start_or_with_a_matching_file() {
         out.stdout
     );
     assert!(
-        out.stdout.contains("Rules that load when a tool first works on a matching file")
+        out.stdout
+            .contains("Rules that load when a tool first works on a matching file")
             && out.stdout.contains("api.md  (paths: src/api/**/*.rs)"),
         "{}",
         out.stdout
@@ -112,7 +127,11 @@ async fn a_plugin_in_the_skills_folder_loads_and_plugin_init_scaffolds_one() {
     );
     let again = env.keel_offline().args(["plugin", "init", "tools"]).run().await;
     assert_eq!(again.code, 0, "{}", again.stderr);
-    assert!(again.stdout.contains("kept") && !again.stdout.contains("created"), "{}", again.stdout);
+    assert!(
+        again.stdout.contains("kept") && !again.stdout.contains("created"),
+        "{}",
+        again.stdout
+    );
     assert!(
         std::fs::read_to_string(root.join(".claude-plugin/plugin.json"))
             .unwrap()
@@ -224,7 +243,11 @@ async fn the_reference_tools_project_memory_is_read_and_named() {
         .join(encoded(&env.work))
         .join("memory");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("MEMORY.md"), "- REFERENCE-MEMORY: releases are cut on Tuesdays\n").unwrap();
+    std::fs::write(
+        dir.join("MEMORY.md"),
+        "- REFERENCE-MEMORY: releases are cut on Tuesdays\n",
+    )
+    .unwrap();
     let server = ModelServer::start().await;
     server.push(answer("ok"));
     let out = env.keel(&server).args(["-p", "hi"]).run().await;
@@ -234,8 +257,10 @@ async fn the_reference_tools_project_memory_is_read_and_named() {
 
     let out = env.keel_offline().arg("context").run().await;
     assert!(
-        out.stdout
-            .contains(&format!("reference tool keeps (keel has none of its own here): {}", dir.join("MEMORY.md").display())),
+        out.stdout.contains(&format!(
+            "reference tool keeps (keel has none of its own here): {}",
+            dir.join("MEMORY.md").display()
+        )),
         "{}",
         out.stdout
     );
@@ -255,7 +280,10 @@ async fn the_reference_tools_project_memory_is_read_and_named() {
     let out = env.keel(&server).args(["-p", "hi"]).run().await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let system = server.requests()[0].body["system"].to_string();
-    assert!(system.contains("KEEL-MEMORY") && !system.contains("REFERENCE-MEMORY"), "{system}");
+    assert!(
+        system.contains("KEEL-MEMORY") && !system.contains("REFERENCE-MEMORY"),
+        "{system}"
+    );
 }
 
 /// `/context` names the skills whose descriptions the listing's budget cut.
@@ -278,11 +306,17 @@ async fn context_says_which_skills_the_listing_budget_left_out() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stdout.contains("Skills the listing's budget left out")
-            && out.stdout.contains("listed by name only, their descriptions left out (3): alpha, bravo, charlie"),
+            && out
+                .stdout
+                .contains("listed by name only, their descriptions left out (3): alpha, bravo, charlie"),
         "{}",
         out.stdout
     );
-    assert!(out.stdout.contains("the skill listing has 30 characters"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("the skill listing has 30 characters"),
+        "{}",
+        out.stdout
+    );
     // With room for them all, nothing is said.
     let out = env.keel(&server).args(["-p", "/context"]).run().await;
     assert!(!out.stdout.contains("left out"), "{}", out.stdout);
@@ -297,7 +331,10 @@ async fn safe_mode_runs_without_customisations_and_says_so() {
     env.git_init();
     env.write("CLAUDE.md", "CLAUDE-MD-TEXT");
     env.write(".claude/rules/r.md", "RULE-TEXT");
-    env.write(".claude/skills/deploy/SKILL.md", "---\ndescription: DEPLOY-SKILL\n---\nx\n");
+    env.write(
+        ".claude/skills/deploy/SKILL.md",
+        "---\ndescription: DEPLOY-SKILL\n---\nx\n",
+    );
     let out = env.keel_offline().args(["plugin", "init", "tools"]).run().await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let log = env.path("hook.log");
@@ -318,12 +355,26 @@ async fn safe_mode_runs_without_customisations_and_says_so() {
     server.push(answer("ok"));
     let out = env
         .keel(&server)
-        .args(["-p", "hi", "--output-format", "stream-json", "--verbose", "--mcp-config", &mcp])
+        .args([
+            "-p",
+            "hi",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--mcp-config",
+            &mcp,
+        ])
         .run()
         .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let system = server.requests()[0].body["system"].to_string();
-    for s in ["CLAUDE-MD-TEXT", "RULE-TEXT", "DEPLOY-SKILL", "MEMORY-TEXT", "tools:hello"] {
+    for s in [
+        "CLAUDE-MD-TEXT",
+        "RULE-TEXT",
+        "DEPLOY-SKILL",
+        "MEMORY-TEXT",
+        "tools:hello",
+    ] {
         assert!(system.contains(s), "{s}: {system}");
     }
     assert!(log.exists(), "the hook ran");
@@ -334,7 +385,15 @@ async fn safe_mode_runs_without_customisations_and_says_so() {
         let server = ModelServer::start().await;
         server.push(answer("ok"));
         let mut keel = env.keel(&server);
-        keel.args(["-p", "hi", "--output-format", "stream-json", "--verbose", "--mcp-config", &mcp]);
+        keel.args([
+            "-p",
+            "hi",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--mcp-config",
+            &mcp,
+        ]);
         match how {
             "flag" => keel.arg("--safe-mode"),
             var => keel.env(var, "1"),
@@ -348,7 +407,13 @@ async fn safe_mode_runs_without_customisations_and_says_so() {
         assert_eq!(init["plugins"], json!([]), "{how}: {init}");
         assert_eq!(init["mcp_servers"], json!([]), "{how}: {init}");
         let system = server.requests()[0].body["system"].to_string();
-        for s in ["CLAUDE-MD-TEXT", "RULE-TEXT", "DEPLOY-SKILL", "MEMORY-TEXT", "tools:hello"] {
+        for s in [
+            "CLAUDE-MD-TEXT",
+            "RULE-TEXT",
+            "DEPLOY-SKILL",
+            "MEMORY-TEXT",
+            "tools:hello",
+        ] {
             assert!(!system.contains(s), "{how}: {s} in {system}");
         }
         assert!(!log.exists(), "{how}: no hook runs in safe mode");
