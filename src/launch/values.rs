@@ -153,7 +153,9 @@ pub fn context_report(cli: &Options) -> Result<String, SetupError> {
         replace: cli.system_prompt.as_deref(),
         append: cli.append_system_prompt.as_deref(),
     });
-    if crate::memory::enabled(settings.flag(&["autoMemoryEnabled"])?) {
+    if cli.safe_mode {
+        project.instructions = crate::context::instructions::Instructions::none(&cwd);
+    } else if crate::memory::enabled(settings.flag(&["autoMemoryEnabled"])?) {
         project.memory = Some(crate::memory::Memory::load(&keel_home, home_dir.as_deref(), &cwd));
     }
     let registry = ToolRegistry::new(builtin_tools())?;
@@ -165,6 +167,9 @@ pub fn context_report(cli: &Options) -> Result<String, SetupError> {
         project: &project,
         tools: registry.tool_set().as_slice(),
     });
+    if cli.safe_mode {
+        report.push_str(&format!("note: {}\n", super::options::SAFE_MODE_NOTICE));
+    }
     for note in notes {
         report.push_str(&format!("note: {note}\n"));
     }

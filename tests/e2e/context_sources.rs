@@ -418,4 +418,16 @@ async fn safe_mode_runs_without_customisations_and_says_so() {
         }
         assert!(!log.exists(), "{how}: no hook runs in safe mode");
     }
+    // `keel context` under the variable lists what such a session would load: nothing.
+    let out = env.keel_offline().env("KEEL_SAFE_MODE", "1").arg("context").run().await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let claude_md = env.path("CLAUDE.md").display().to_string();
+    assert!(
+        out.stdout.contains("note: safe mode:")
+            && out.stdout.contains("(none)")
+            && !out.stdout.contains(&claude_md)
+            && !out.stdout.contains("project memory ("),
+        "{}",
+        out.stdout
+    );
 }
