@@ -1,4 +1,7 @@
 //! Project memory: `MEMORY.md` under `~/.keel/projects/<project>/memory/`, kept across sessions.
+//! Where keel has none yet but the reference tool keeps one for the project
+//! (`~/.claude/projects/<project>/memory/MEMORY.md`, the same encoding of the project's path),
+//! that one is used, so a memory built there carries over; the session says which file it uses.
 //!
 //! The first 200 lines load into the project layer of the system prompt at session start (and
 //! again after compaction), together with the rules for what belongs there; the rest and any
@@ -30,6 +33,24 @@ pub struct Memory {
     pub more_lines: usize,
     /// Why MEMORY.md could not be read (said in the prompt instead of an empty memory).
     pub problem: Option<String>,
+    /// Whose folder this is: keel's own, or the reference tool's for the same project.
+    pub origin: Origin,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    Keel,
+    /// `~/.claude/projects/<project>/memory/`, used because keel had no MEMORY.md of its own.
+    Reference,
+}
+
+impl Origin {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Origin::Keel => "keel's project memory",
+            Origin::Reference => "the project memory the reference tool keeps (keel has none of its own here)",
+        }
+    }
 }
 
 /// Largest MEMORY.md read (its head is loaded; the rest is counted).
@@ -51,10 +72,25 @@ pub fn enabled(setting: Option<bool>) -> bool {
 }
 
 impl Memory {
-    /// The memory of the project containing `cwd` (read now; missing is empty).
-    pub fn load(keel_home: &Path, cwd: &Path) -> Memory {
-        let dir = crate::config::paths::project_dir(keel_home, &project_root(cwd)).join("memory");
-        Memory::at(dir)
+    /// The memory of the project containing `cwd` (read now; missing is empty): keel's, or
+    /// the reference tool's when only that one has a `MEMORY.md` (`user_home` is the home
+    /// directory holding `.claude`).
+    pub fn load(keel_home: &Path, user_home: Option<&Path>, cwd: &Path) -> Memory {
+        let project = project_root(cwd);
+        let own = crate::config::paths::project_dir(keel_home, &project).join("memory");
+        let reference =
+            user_home.map(|h| crate::config::paths::project_dir(&h.join(".claude"), &project).join("memory"));
+        // `symlink_metadata`: a link or anything else in the name counts as there (its problem
+        // is then said), never read past.
+        let present = |d: &Path| std::fs::symlink_metadata(d.join("MEMORY.md")).is_ok();
+        match reference {
+            Some(r) if !present(&own) && present(&r) && r != own => {
+                let mut m = Memory::at(r);
+                m.origin = Origin::Reference;
+                m
+            }
+            _ => Memory::at(own),
+        }
     }
 
     pub fn at(dir: PathBuf) -> Memory {
@@ -65,6 +101,7 @@ impl Memory {
             head: String::new(),
             more_lines: 0,
             problem: None,
+            origin: Origin::Keel,
         };
         m.reload();
         m
@@ -194,13 +231,42 @@ mod tests {
         std::fs::create_dir_all(repo.join(".git")).unwrap();
         std::fs::create_dir_all(repo.join("a/b")).unwrap();
         assert_eq!(project_root(&repo.join("a/b")), repo);
-        let m = Memory::load(&t.path().join("home"), &repo.join("a/b"));
+        let m = Memory::load(&t.path().join("home"), None, &repo.join("a/b"));
         assert!(m.dir.ends_with("memory"));
         assert!(
             m.dir
                 .to_string_lossy()
                 .contains(&crate::config::paths::encode_cwd(&repo))
         );
+    }
+
+    /// The reference tool's memory of the project is used while keel has none; once keel's
+    /// exists, keel's wins.
+    #[test]
+    fn the_reference_tools_memory_is_used_when_keel_has_none() {
+        let t = tempfile::tempdir().unwrap();
+        let repo = t.path().join("r");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        let home = t.path().join("user");
+        let keel = home.join(".keel");
+        let enc = crate::config::paths::encode_cwd(&repo);
+        let theirs = home.join(".claude/projects").join(&enc).join("memory");
+        std::fs::create_dir_all(&theirs).unwrap();
+        assert_eq!(
+            Memory::load(&keel, Some(&home), &repo).origin,
+            Origin::Keel,
+            "no file yet"
+        );
+        std::fs::write(theirs.join("MEMORY.md"), "- deploys go through make ship\n").unwrap();
+        let m = Memory::load(&keel, Some(&home), &repo);
+        assert_eq!(m.origin, Origin::Reference);
+        assert_eq!(m.file, theirs.join("MEMORY.md"));
+        assert!(m.render().contains("make ship"));
+        let mine = keel.join("projects").join(&enc).join("memory");
+        std::fs::create_dir_all(&mine).unwrap();
+        std::fs::write(mine.join("MEMORY.md"), "- mine\n").unwrap();
+        let m = Memory::load(&keel, Some(&home), &repo);
+        assert_eq!((m.origin, m.file), (Origin::Keel, mine.join("MEMORY.md")));
     }
 
     /// Something other than a text file in MEMORY.md's place (a FIFO would block every

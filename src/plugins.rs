@@ -11,8 +11,11 @@
 //! my-plugin/.mcp.json                    {"mcpServers": {...}}; same substitution
 //! ```
 //!
-//! Skills, commands and agents are found by their catalogs (given each plugin's name and root);
-//! hooks join the settings as one more layer; MCP servers are handed to the MCP client.
+//! A plugin folder placed in a skills folder (`.claude/skills/<plugin>/.claude-plugin/plugin.json`,
+//! the project's or `~/.claude/skills`) loads without being named anywhere; the manifest's
+//! `skills` (a path or a list of paths inside the plugin, each a folder of skill folders) adds to
+//! `skills/`. Skills, commands and agents are found by their catalogs (given each plugin's name
+//! and root); hooks join the settings as one more layer; MCP servers are handed to the MCP client.
 
 use std::path::{Path, PathBuf};
 
@@ -42,17 +45,72 @@ pub struct Plugin {
     pub mcp_servers: Map<String, Value>,
     /// Where the plugin was configured (for its hooks' settings layer).
     pub scope: Scope,
+    /// Skill folders the manifest's `skills` names, besides `skills/`.
+    pub skill_dirs: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Default)]
 pub struct Plugins {
     pub list: Vec<Plugin>,
+    /// Plugins found in skills folders that were not loaded, with why.
+    pub warnings: Vec<String>,
 }
+
+/// Plugin folders placed in skills folders: `~/.claude/skills/*` (the user's) and the
+/// project's `.claude/skills/*` and `.keel/skills/*` from the working directory up to the
+/// repository root. A project's must really lie in the repository (a link elsewhere is not
+/// loaded, and said in `warnings`).
+pub fn in_skill_folders(cwd: &Path, user_home: Option<&Path>, warnings: &mut Vec<String>) -> Vec<(PathBuf, Scope)> {
+    let mut out = Vec::new();
+    let mut look = |folder: PathBuf, scope: Scope, bound: Option<&Path>, out: &mut Vec<(PathBuf, Scope)>| {
+        let Ok(rd) = std::fs::read_dir(&folder) else { return };
+        let mut dirs: Vec<PathBuf> = rd
+            .flatten()
+            .take(MAX_SKILL_FOLDER_ENTRIES)
+            .map(|e| e.path())
+            .filter(|d| d.join(".claude-plugin/plugin.json").is_file())
+            .collect();
+        dirs.sort();
+        for d in dirs {
+            if crate::skills::discover::within(&d, bound) {
+                out.push((d, scope));
+            } else {
+                warnings.push(format!(
+                    "{}: a plugin folder that leads outside {} (a link); it is not loaded",
+                    d.display(),
+                    bound.map(|b| b.display().to_string()).unwrap_or_default()
+                ));
+            }
+        }
+    };
+    if let Some(h) = user_home {
+        look(h.join(".claude/skills"), Scope::User, None, &mut out);
+    }
+    let project = crate::skills::discover::project_dirs(cwd);
+    let repo = project.last().cloned();
+    for d in project.iter().rev() {
+        for folder in [".claude/skills", ".keel/skills"] {
+            look(d.join(folder), Scope::Project, repo.as_deref(), &mut out);
+        }
+    }
+    out
+}
+
+/// Entries of one skills folder looked at for plugins.
+const MAX_SKILL_FOLDER_ENTRIES: usize = 500;
 
 impl Plugins {
     /// Loads the folders of `--plugin-dir` and of the `plugins` setting (relative to the file
     /// that names them). Two plugins with one name are an error.
-    pub fn load(cli_dirs: &[PathBuf], cwd: &Path, settings: &Settings) -> Result<Plugins, PluginError> {
+    /// `found` are the plugin folders of skills folders ([`in_skill_folders`]): one that
+    /// cannot load, or whose name is taken, is a warning, so a repository cannot stop a session
+    /// from starting.
+    pub fn load(
+        cli_dirs: &[PathBuf],
+        cwd: &Path,
+        settings: &Settings,
+        found: Vec<(PathBuf, Scope)>,
+    ) -> Result<Plugins, PluginError> {
         let mut dirs: Vec<(PathBuf, Scope)> = Vec::new();
         for (p, layer) in settings.strings(&["plugins"])? {
             dirs.push((crate::fsutil::paths::resolve(&layer.base_dir, &p), layer.scope));
@@ -78,7 +136,34 @@ impl Plugins {
             }
             out.list.push(plugin);
         }
+        for (dir, scope) in found {
+            let plugin = match load_one(&dir, scope) {
+                Ok(p) => p,
+                Err(e) => {
+                    out.warnings.push(format!("{e}; it is not loaded"));
+                    continue;
+                }
+            };
+            match out.list.iter().find(|p| p.name == plugin.name) {
+                Some(other) if other.root == plugin.root => {}
+                Some(other) => out.warnings.push(format!(
+                    "plugin {}: its name `{}` is already used by the plugin in {}; it is not loaded",
+                    dir.display(),
+                    plugin.name,
+                    other.root.display()
+                )),
+                None => out.list.push(plugin),
+            }
+        }
         Ok(out)
+    }
+
+    /// (name, folder) of the skill folders plugins' manifests name besides `skills/`.
+    pub fn skill_roots(&self) -> Vec<(String, PathBuf)> {
+        self.list
+            .iter()
+            .flat_map(|p| p.skill_dirs.iter().map(move |d| (p.name.clone(), d.clone())))
+            .collect()
     }
 
     /// (name, root) of each plugin, for the skill and agent catalogs.
@@ -238,7 +323,9 @@ pub fn load_one(dir: &Path, scope: Scope) -> Result<Plugin, PluginError> {
         Some(Value::Object(m)) => m,
         Some(_) => return Err(invalid(&root, "`mcpServers` must be an object keyed by server name")),
     };
+    let skill_dirs = skill_dirs(&manifest, &root, &root_text)?;
     Ok(Plugin {
+        skill_dirs,
         name,
         version: text("version"),
         description: text("description"),
@@ -264,6 +351,50 @@ fn named(root: &Path, root_text: &str, key: &str, rel: &str) -> Result<PathBuf, 
         return Err(invalid(root, format!("`{key}` names {rel}, which does not exist")));
     }
     Ok(path)
+}
+
+/// The manifest's `skills`: a path or a list of paths, each a folder inside the plugin (a
+/// file is an error saying so). `./skills/` itself is read anyway, so it is not repeated.
+fn skill_dirs(manifest: &Value, root: &Path, root_text: &str) -> Result<Vec<PathBuf>, PluginError> {
+    let named_paths: Vec<&str> = match manifest.get("skills") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::String(s)) => vec![s.as_str()],
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .ok_or_else(|| invalid(root, "`skills` must list paths (strings) of folders inside the plugin"))
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(invalid(root, "`skills` must be a path or a list of paths")),
+    };
+    let mut out = Vec::new();
+    for rel in named_paths {
+        let path = named(root, root_text, "skills", rel)?;
+        let real = path
+            .canonicalize()
+            .map_err(|e| invalid(root, format!("`skills` names {rel}: {e}")))?;
+        if !real.starts_with(root) {
+            return Err(invalid(
+                root,
+                format!(
+                    "`skills` names {rel}, which leads outside the plugin's folder; a plugin's files must be inside it"
+                ),
+            ));
+        }
+        if !real.is_dir() {
+            return Err(invalid(
+                root,
+                format!(
+                    "`skills` names {rel}, which is a file; it must name a folder holding skill folders (<name>/SKILL.md)"
+                ),
+            ));
+        }
+        if real != root.join("skills") && !out.contains(&real) {
+            out.push(real);
+        }
+    }
+    Ok(out)
 }
 
 /// A hooks file: `{"hooks": {...}}` (the reference's plugin shape) or the event map itself.
@@ -314,7 +445,10 @@ mod tests {
             hooks["PreToolUse"][0]["hooks"][0]["command"],
             format!("{}/hooks/check.sh", root.display())
         );
-        let plugins = Plugins { list: vec![p] };
+        let plugins = Plugins {
+            list: vec![p],
+            warnings: Vec::new(),
+        };
         let servers = plugins.mcp_servers();
         assert_eq!(servers[0].0, "ops:db");
         assert_eq!(servers[0].1["command"], format!("{}/bin/db", root.display()));
@@ -362,6 +496,41 @@ mod tests {
         let nameless = t.path().join("bare-plugin");
         std::fs::create_dir_all(&nameless).unwrap();
         assert_eq!(load_one(&nameless, Scope::Cli).unwrap().name, "bare-plugin");
+    }
+
+    /// A plugin placed in a skills folder is found; its manifest's `skills` adds folders, and
+    /// naming a file there is an error that says so.
+    #[test]
+    fn plugins_in_skills_folders_and_the_manifests_skills() {
+        let t = tempfile::tempdir().unwrap();
+        let repo = t.path().canonicalize().unwrap();
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        let root = repo.join(".claude/skills/tools");
+        write(
+            root.join(".claude-plugin/plugin.json"),
+            r#"{"name": "tools", "skills": ["./extra/", "./skills"]}"#,
+        );
+        write(root.join("extra/fmt/SKILL.md"), "---\ndescription: f\n---\n");
+        write(root.join("skills/own/SKILL.md"), "---\ndescription: o\n---\n");
+        write(repo.join(".claude/skills/plain/SKILL.md"), "a plain skill, no plugin");
+        let mut warnings = Vec::new();
+        let found = in_skill_folders(&repo, None, &mut warnings);
+        assert_eq!(found, vec![(root.clone(), Scope::Project)]);
+        let plugins = Plugins::load(&[], &repo, &Settings::default(), found).unwrap();
+        assert_eq!(plugins.skill_roots(), vec![("tools".to_string(), root.join("extra"))]);
+        write(
+            root.join(".claude-plugin/plugin.json"),
+            r#"{"name": "tools", "skills": "./extra/fmt/SKILL.md"}"#,
+        );
+        let err = load_one(&root, Scope::Project).unwrap_err().to_string();
+        assert!(err.contains("which is a file"), "{err}");
+        // A broken plugin found in a skills folder is a warning, not a failed start.
+        let plugins = Plugins::load(&[], &repo, &Settings::default(), vec![(root, Scope::Project)]).unwrap();
+        assert!(
+            plugins.list.is_empty() && plugins.warnings[0].contains("not loaded"),
+            "{:?}",
+            plugins.warnings
+        );
     }
 
     /// A plugin (perhaps one a cloned repository configures) points its manifest at files

@@ -55,6 +55,15 @@ impl AgentCatalog {
         }
     }
 
+    /// The built-in types and the given definitions (`--agents`), no files (safe mode).
+    pub fn with_builtins_and(defs: Vec<AgentDef>) -> AgentCatalog {
+        let mut c = AgentCatalog::builtin();
+        for def in defs {
+            c.add(def);
+        }
+        c
+    }
+
     pub fn discover(p: AgentPlaces<'_>) -> AgentCatalog {
         let mut c = AgentCatalog::builtin();
         for def in p.cli {

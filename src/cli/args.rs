@@ -209,6 +209,12 @@ pub struct ProgramArgs {
     #[arg(long, value_name = "LEVEL")]
     pub effort: Option<String>,
 
+    /// A session without customisations, to tell the model's behaviour from the configuration's:
+    /// no instruction files or rules, plugins, skills, custom agents, memory, hooks or MCP
+    /// servers (also KEEL_SAFE_MODE=1 or CLAUDE_CODE_SAFE_MODE=1)
+    #[arg(long)]
+    pub safe_mode: bool,
+
     /// Flags of the reference keel does not implement; each is refused with a clear message.
     #[command(flatten)]
     pub unsupported: UnsupportedArgs,
@@ -299,6 +305,9 @@ pub enum Command {
     /// Configure MCP servers: list, get, add, add-json, remove
     #[command(subcommand)]
     Mcp(super::mcp::McpCommand),
+    /// Plugins: `init NAME` scaffolds one in .claude/skills, where keel loads it
+    #[command(subcommand)]
+    Plugin(super::plugin::PluginCommand),
     /// Take back what keel did: list a session's points, or restore files and/or the
     /// conversation to the moment before one
     Rewind(RewindArgs),
@@ -387,6 +396,7 @@ impl Cli {
             provider: self.provider.map(Into::into),
             script: self.script.clone(),
             programs: self.programs.lower(),
+            safe_mode: self.programs.safe_mode || crate::launch::options::safe_mode_env(),
         }
     }
 }

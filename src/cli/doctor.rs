@@ -96,6 +96,7 @@ pub async fn run(provider: Option<ProviderKind>, model: Option<String>, offline:
             out_line!("  {} = {}  (from {})", v.key, v.value, v.origin.describe());
         }
         problems += protections(s, &cwd, &keel_home);
+        memory_report(s, &cwd, home.as_deref(), &keel_home);
     }
 
     out_line!("\nModel access");
@@ -206,6 +207,29 @@ pub async fn run(provider: Option<ProviderKind>, model: Option<String>, offline:
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// Which project memory file a session here uses.
+fn memory_report(settings: &Settings, cwd: &Path, home: Option<&Path>, keel_home: &Path) {
+    out_line!("\nProject memory");
+    let on = crate::memory::enabled(settings.flag(&["autoMemoryEnabled"]).ok().flatten());
+    if !on {
+        out_line!("  --   off (autoMemoryEnabled or KEEL_DISABLE_AUTO_MEMORY / CLAUDE_CODE_DISABLE_AUTO_MEMORY)");
+        return;
+    }
+    let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
+    let m = crate::memory::Memory::load(keel_home, home, &cwd);
+    let state = if m.problem.is_some() {
+        "WARN"
+    } else if m.head.is_empty() {
+        "--"
+    } else {
+        "ok"
+    };
+    out_line!("  {state:<4} {} ({})", m.file.display(), m.origin.describe());
+    if let Some(p) = &m.problem {
+        out_line!("  WARN it cannot be read: {p}");
     }
 }
 

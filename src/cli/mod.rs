@@ -5,6 +5,7 @@ pub mod doctor;
 mod doctor_models;
 pub mod export;
 pub mod mcp;
+pub mod plugin;
 pub mod rewind;
 
 use std::process::ExitCode;
@@ -73,6 +74,7 @@ pub async fn run() -> anyhow::Result<ExitCode> {
         Some(args::Command::Rewind(ref a)) => return rewind::run(a),
         Some(args::Command::Export(ref a)) => return export::run(a),
         Some(args::Command::Mcp(command)) => return Ok(mcp::run(command).await),
+        Some(args::Command::Plugin(ref command)) => return plugin::run(command),
         Some(args::Command::Context) => {
             crate::console::write_out(&crate::launch::setup::context_report(&cli.lower())?);
             return Ok(ExitCode::SUCCESS);

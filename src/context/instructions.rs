@@ -80,6 +80,9 @@ pub struct InstructionFile {
     pub imported_by: Option<PathBuf>,
     /// 1 for a file found by name, +1 per import.
     pub depth: u8,
+    /// A rule file (`.claude/rules/*.md`): the `paths:` globs it loaded for (empty for a rule
+    /// that always applies); `None` for every other file.
+    pub rule: Option<Vec<String>>,
 }
 
 impl InstructionFile {
@@ -109,6 +112,8 @@ pub struct Instructions {
     pub external: Vec<ExternalImport>,
     /// Imports not read because they name a credential location, as notices.
     pub refused: Vec<String>,
+    /// Rules with `paths:` not loaded yet: they load when a tool works on a matching file.
+    pub scoped: Vec<super::rules::ScopedRule>,
 }
 
 impl Instructions {
@@ -125,6 +130,7 @@ impl Instructions {
             policy: ImportPolicy::strict(cwd, None),
             external: Vec::new(),
             refused: Vec::new(),
+            scoped: Vec::new(),
         }
     }
 
@@ -204,6 +210,8 @@ impl Instructions {
         let mut files = Vec::new();
         if let Some(home) = self.home.clone() {
             self.load_root(&home.join(".claude").join("CLAUDE.md"), Scope::User, &mut files);
+            let project = self.policy.root.clone();
+            self.load_rules(&home, Scope::User, &project, &mut files);
         }
         let dirs: Vec<PathBuf> = self.cwd.ancestors().map(Path::to_path_buf).collect();
         for dir in dirs.iter().rev() {
@@ -221,11 +229,18 @@ impl Instructions {
         self.warnings.clear();
         self.external.clear();
         self.refused.clear();
+        self.scoped.clear();
         self.load_start_set();
     }
 
+    /// The files of one directory: its instruction files, with its rules before
+    /// `CLAUDE.local.md` (the user's private file weighs most).
     fn load_dir(&mut self, dir: &Path, nested: bool, out: &mut Vec<InstructionFile>) {
         for name in FILE_NAMES {
+            if name == "CLAUDE.local.md" {
+                let scope = if nested { Scope::Nested } else { Scope::Project };
+                self.load_rules(dir, scope, dir, out);
+            }
             let scope = match (nested, name) {
                 (true, _) => Scope::Nested,
                 (false, "CLAUDE.local.md") => Scope::Local,
@@ -235,7 +250,7 @@ impl Instructions {
         }
     }
 
-    fn load_root(&mut self, path: &Path, scope: Scope, out: &mut Vec<InstructionFile>) {
+    pub(super) fn load_root(&mut self, path: &Path, scope: Scope, out: &mut Vec<InstructionFile>) {
         if path.is_file() {
             self.load(path, scope, 1, None, out);
         }
@@ -300,6 +315,7 @@ impl Instructions {
             content,
             imported_by: importer.map(Path::to_path_buf),
             depth,
+            rule: None,
         });
     }
 
@@ -392,6 +408,7 @@ impl Instructions {
                 self.load_dir(&dir.clone(), true, &mut found);
             }
         }
+        self.touch_rules(path, &mut found);
         self.nested.extend(found.iter().cloned());
         found
     }
@@ -422,6 +439,11 @@ pub fn render(files: &[InstructionFile]) -> String {
     );
     for f in files {
         out.push_str(&format!("\n\nContents of {} ({}", f.path.display(), f.scope.label()));
+        match f.rule.as_deref() {
+            Some([]) => out.push_str(", a rule file"),
+            Some(globs) => out.push_str(&format!(", a rule for files matching {}", globs.join(", "))),
+            None => {}
+        }
         if let Some(by) = &f.imported_by {
             out.push_str(&format!(", imported by {}", by.display()));
         }

@@ -5,6 +5,7 @@
 //! - `project`: the project layer (environment, git snapshot, instruction files) and the
 //!   system blocks with their cache breakpoints.
 //! - `instructions`, `imports`: CLAUDE.md / AGENTS.md discovery and `@path` imports.
+//! - `rules`: `.claude/rules/**/*.md`, at start or (with `paths:`) for matching files.
 //! - `import_policy`: which imports are read (never credentials; outside the project only
 //!   when the user approved) and where the answers are kept.
 //! - `git`: the repository snapshot from the real `git`.
@@ -19,6 +20,7 @@ pub mod imports;
 pub mod instructions;
 pub mod project;
 pub mod report;
+pub mod rules;
 pub mod system_prompt;
 pub mod tokens;
 

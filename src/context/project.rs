@@ -35,6 +35,8 @@ pub struct ProjectContext {
     append: Option<String>,
     /// Sections keel adds after the instruction files (the skill and sub-agent listings).
     pub listings: Vec<String>,
+    /// What the skill listing's budget left out, for `/context` (never in the prompt).
+    pub listing_notes: Vec<String>,
     /// The project's memory (the main agent's only).
     pub memory: Option<crate::memory::Memory>,
     /// The environment, git snapshot and memory go in the session's first user message instead
@@ -76,6 +78,7 @@ impl ProjectContext {
             ),
             append: g.append.filter(|s| !s.trim().is_empty()).map(str::to_string),
             listings: Vec::new(),
+            listing_notes: Vec::new(),
             memory: None,
             dynamic_in_message: false,
         }
@@ -92,6 +95,7 @@ impl ProjectContext {
             instructions: Instructions::none(cwd),
             append: None,
             listings: Vec::new(),
+            listing_notes: Vec::new(),
             memory: None,
             dynamic_in_message: false,
         }
@@ -193,6 +197,7 @@ impl ProjectContext {
         self.instructions.include_dirs(from.instructions.included_dirs());
         if self.listings.is_empty() {
             self.listings = from.listings.clone();
+            self.listing_notes = from.listing_notes.clone();
         }
         if self.memory.is_none() {
             self.memory = from.memory.clone();

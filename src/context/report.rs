@@ -66,10 +66,18 @@ pub fn render(r: &Report<'_>) -> String {
     if let Some(m) = &p.memory {
         let _ = writeln!(
             out,
-            "  {:>7}  project memory ({})",
+            "  {:>7}  project memory ({}: {})",
             tokens::text(&m.render()),
+            m.origin.describe(),
             m.file.display()
         );
+    }
+
+    if !p.listing_notes.is_empty() {
+        out.push_str("\nSkills the listing's budget left out:\n");
+        for n in &p.listing_notes {
+            let _ = writeln!(out, "  {n}");
+        }
     }
 
     out.push_str("\nInstruction files loaded at start, in order (later ones take precedence):\n");
@@ -78,6 +86,18 @@ pub fn render(r: &Report<'_>) -> String {
     }
     for f in &p.instructions.files {
         file_line(&mut out, f);
+    }
+    if !p.instructions.scoped.is_empty() {
+        out.push_str("\nRules that load when a tool first works on a matching file:\n");
+        for r in &p.instructions.scoped {
+            let _ = writeln!(
+                out,
+                "  {:<7}  {}  (paths: {})",
+                r.scope.as_str(),
+                r.path.display(),
+                r.patterns.join(", ")
+            );
+        }
     }
     let nested = nested_files(&p.cwd);
     if !nested.is_empty() {
@@ -104,6 +124,9 @@ fn file_line(out: &mut String, f: &InstructionFile) {
         f.scope.as_str(),
         f.path.display()
     );
+    if f.rule.is_some() {
+        out.push_str("  (rule)");
+    }
     if let Some(by) = &f.imported_by {
         let _ = write!(out, "  (imported by {})", by.display());
     }

@@ -22,6 +22,8 @@ pub struct Harness {
     pub limits: Limits,
     /// The project's MEMORY.md, when auto memory is on.
     pub memory_file: Option<std::path::PathBuf>,
+    /// `--safe-mode`: no customisation was loaded.
+    pub safe_mode: bool,
 }
 
 impl Default for Harness {
@@ -32,6 +34,7 @@ impl Default for Harness {
             plugins: Arc::new(Plugins::default()),
             limits: Limits::default(),
             memory_file: None,
+            safe_mode: false,
         }
     }
 }
@@ -48,6 +51,8 @@ pub struct Inventory {
     pub slash_commands: Vec<String>,
     /// `{"name", "path"}` per plugin.
     pub plugins: Vec<Value>,
+    /// Whether the session runs in safe mode (no customisations).
+    pub safe_mode: bool,
 }
 
 impl Inventory {
@@ -76,6 +81,7 @@ impl Engine {
             skills: self.harness.skills.for_model().map(|s| s.name.clone()).collect(),
             slash_commands: crate::commands::headless_names(&self.harness.skills),
             plugins: self.harness.plugins.describe(),
+            safe_mode: self.harness.safe_mode,
         }
     }
 

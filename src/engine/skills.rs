@@ -467,6 +467,7 @@ mod tests {
             keel_home: None,
             add_dirs: &[],
             plugins: &[],
+            plugin_skills: &[],
             reserved: &[],
         }));
         let script = r#"{"turns": [

@@ -34,11 +34,12 @@ impl Engine {
         let mut project = engine.project.clone();
         let had_listing = project.listings.iter().any(|l| l.starts_with(listing::LISTING_LEAD));
         project.listings.retain(|l| !l.starts_with(listing::LISTING_LEAD));
-        if had_listing
-            && let Some(l) = listing::render(filtered.for_model(), listing::budget(engine.compactor.window.total))
-        {
+        project.listing_notes.clear();
+        let budget = listing::budget(engine.compactor.window.total);
+        if had_listing && let Some((l, left)) = listing::render_fitted(filtered.for_model(), budget) {
             // The skill listing comes first among the sections, as at startup.
             project.listings.insert(0, l);
+            project.listing_notes = left.describe(budget);
         }
         engine.set_project(project);
         Ok(warnings)

@@ -195,6 +195,7 @@ async fn run_inner(cli: &Options, out: Arc<Out>) -> Result<ExitCode, HeadlessErr
             slash_commands: inventory.slash_commands.iter().map(String::as_str).collect(),
             skills: inventory.skills.iter().map(String::as_str).collect(),
             plugins: inventory.plugins.clone(),
+            safe_mode: inventory.safe_mode,
         }));
     }
 

@@ -31,10 +31,12 @@ pub struct InitInfo<'a> {
     pub skills: Vec<&'a str>,
     /// `{"name", "path"}` per plugin.
     pub plugins: Vec<Value>,
+    /// `--safe-mode`: shown as `"safe_mode": true` (absent otherwise).
+    pub safe_mode: bool,
 }
 
 pub fn init_line(i: &InitInfo<'_>) -> Value {
-    json!({
+    let mut line = json!({
         "type": "system",
         "subtype": "init",
         "cwd": i.cwd,
@@ -53,7 +55,11 @@ pub fn init_line(i: &InitInfo<'_>) -> Value {
         "skills": i.skills,
         "plugins": i.plugins,
         "uuid": uuid(),
-    })
+    });
+    if i.safe_mode {
+        line["safe_mode"] = Value::Bool(true);
+    }
+    line
 }
 
 /// One `assistant` line per content block, sharing the message id, as the reference streams.

@@ -46,6 +46,7 @@ fn system_init() {
         slash_commands: vec!["compact"],
         skills: vec!["release"],
         plugins: vec![json!({"name": "tools", "path": "/p/tools"})],
+        safe_mode: false,
     });
     let v = env!("CARGO_PKG_VERSION");
     expect(

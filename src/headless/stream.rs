@@ -280,6 +280,7 @@ fn init_line(engine: &Engine, api_key_source: &str) -> Value {
         slash_commands: inventory.slash_commands.iter().map(String::as_str).collect(),
         skills: inventory.skills.iter().map(String::as_str).collect(),
         plugins: inventory.plugins.clone(),
+        safe_mode: inventory.safe_mode,
     })
 }
 

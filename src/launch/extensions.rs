@@ -20,6 +20,16 @@ use crate::skills::{Catalog, Places, listing};
 use crate::tools::registry::{RegistryError, ToolRegistry};
 use crate::tools::skill::SkillTool;
 
+/// Where a session runs, for finding its extensions.
+#[derive(Clone, Copy)]
+pub struct Where<'a> {
+    pub cwd: &'a Path,
+    pub user_home: Option<&'a Path>,
+    pub keel_home: &'a Path,
+    /// Whether the project may run commands (its plugins' hooks and servers).
+    pub project_trusted: bool,
+}
+
 pub struct Extensions {
     pub plugins: Arc<Plugins>,
     pub skills: Arc<Catalog>,
@@ -28,21 +38,48 @@ pub struct Extensions {
     pub memory: Option<Memory>,
     /// Files not loaded and other things to say once at startup.
     pub warnings: Vec<String>,
+    /// `--safe-mode`: none of the above was loaded.
+    pub safe_mode: bool,
 }
 
 /// Loads plugins (their hooks join `settings` as layers), skills, agent types, budgets and
-/// memory. `add_dirs` are the working directories besides the first.
+/// memory. `add_dirs` are the working directories besides the first. In a folder that is not
+/// trusted, the plugins a repository placed in its skills folders are not loaded (as its
+/// `plugins` setting is ignored).
 pub fn load(
     cli: &Options,
     settings: &mut Settings,
-    cwd: &Path,
-    user_home: Option<&Path>,
-    keel_home: &Path,
+    places: &Where<'_>,
     add_dirs: &[PathBuf],
 ) -> Result<Extensions, SetupError> {
-    let plugins = Plugins::load(&cli.plugin_dir, cwd, settings).map_err(|e| SetupError::Invalid(e.to_string()))?;
+    if cli.safe_mode {
+        return safe_mode(cli, settings);
+    }
+    let Where {
+        cwd,
+        user_home,
+        keel_home,
+        project_trusted,
+    } = *places;
+    let mut found_warnings = Vec::new();
+    let mut found = crate::plugins::in_skill_folders(cwd, user_home, &mut found_warnings);
+    if !project_trusted {
+        let (theirs, rest): (Vec<_>, Vec<_>) = found
+            .into_iter()
+            .partition(|(_, scope)| *scope == crate::config::settings::Scope::Project);
+        found = rest;
+        for (dir, _) in theirs {
+            found_warnings.push(format!(
+                "{}: a plugin in the project's skills folder, not loaded because this folder is not trusted",
+                dir.display()
+            ));
+        }
+    }
+    let plugins =
+        Plugins::load(&cli.plugin_dir, cwd, settings, found).map_err(|e| SetupError::Invalid(e.to_string()))?;
     plugins.add_hook_layers(settings);
     let roots = plugins.roots();
+    let plugin_skills = plugins.skill_roots();
     let reserved = crate::commands::reserved_names();
     let skills = Catalog::discover(&Places {
         cwd,
@@ -50,6 +87,7 @@ pub fn load(
         keel_home: Some(keel_home),
         add_dirs,
         plugins: &roots,
+        plugin_skills: &plugin_skills,
         reserved: &reserved,
     });
     let cli_agents = match &cli.agents {
@@ -64,10 +102,12 @@ pub fn load(
         plugins: &roots,
     });
     let (limits, refused) = Limits::from_settings(settings)?;
-    let memory = crate::memory::enabled(settings.flag(&["autoMemoryEnabled"])?).then(|| Memory::load(keel_home, cwd));
-    let warnings: Vec<String> = skills
-        .warnings
+    let memory =
+        crate::memory::enabled(settings.flag(&["autoMemoryEnabled"])?).then(|| Memory::load(keel_home, user_home, cwd));
+    let warnings: Vec<String> = found_warnings
         .iter()
+        .chain(&plugins.warnings)
+        .chain(&skills.warnings)
         .chain(&agents.warnings)
         .chain(&refused)
         .cloned()
@@ -79,6 +119,26 @@ pub fn load(
         limits,
         memory,
         warnings,
+        safe_mode: false,
+    })
+}
+
+/// Safe mode's extensions: the built-in agent types (and `--agents`, given for this run), the
+/// budgets; no plugins, skills or memory.
+fn safe_mode(cli: &Options, settings: &Settings) -> Result<Extensions, SetupError> {
+    let cli_agents = match &cli.agents {
+        Some(json) => AgentDef::parse_cli(json).map_err(SetupError::Invalid)?,
+        None => Vec::new(),
+    };
+    let (limits, warnings) = Limits::from_settings(settings)?;
+    Ok(Extensions {
+        plugins: Arc::new(Plugins::default()),
+        skills: Arc::new(Catalog::default()),
+        agents: Arc::new(AgentCatalog::with_builtins_and(cli_agents)),
+        limits,
+        memory: None,
+        warnings,
+        safe_mode: true,
     })
 }
 
@@ -127,10 +187,12 @@ impl Extensions {
     pub fn decorate(&self, project: &mut ProjectContext, registry: &ToolRegistry, window: u64) {
         let offers =
             |is: fn(&crate::tools::Effects) -> bool| registry.all().iter().any(|t| is(&t.tool.declared().effects));
+        let budget = listing::budget(window);
         if offers(|e| e.loads_skill)
-            && let Some(l) = listing::render(self.skills.for_model(), listing::budget(window))
+            && let Some((l, left)) = listing::render_fitted(self.skills.for_model(), budget)
         {
             project.listings.push(l);
+            project.listing_notes = left.describe(budget);
         }
         if offers(|e| e.spawns_agent)
             && let Some(l) = self.agents.listing(listing::budget(window))
@@ -148,9 +210,45 @@ impl Extensions {
             plugins: self.plugins,
             limits: self.limits,
             memory_file: self.memory.as_ref().map(|m| m.file.clone()),
+            safe_mode: self.safe_mode,
         };
         engine.install_subagents()?;
         engine.install_skills(self.skills);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A repository's plugin placed in its skills folder loads in a folder the project may run
+    /// commands in, and not in one it has not trusted (said in a warning).
+    #[test]
+    fn a_projects_plugin_in_its_skills_folder_needs_trust() {
+        let t = tempfile::tempdir().unwrap();
+        let repo = t.path().canonicalize().unwrap();
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        let plugin = repo.join(".claude/skills/tools/.claude-plugin");
+        std::fs::create_dir_all(&plugin).unwrap();
+        std::fs::write(plugin.join("plugin.json"), r#"{"name": "tools"}"#).unwrap();
+        let keel_home = repo.join("keel-home");
+        let load = |trusted: bool| {
+            let places = Where {
+                cwd: &repo,
+                user_home: None,
+                keel_home: &keel_home,
+                project_trusted: trusted,
+            };
+            load(&Options::default(), &mut Settings::default(), &places, &[]).unwrap()
+        };
+        assert_eq!(load(true).plugins.list.len(), 1);
+        let untrusted = load(false);
+        assert!(untrusted.plugins.list.is_empty());
+        assert!(
+            untrusted.warnings.iter().any(|w| w.contains("not trusted")),
+            "{:?}",
+            untrusted.warnings
+        );
     }
 }

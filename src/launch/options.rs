@@ -4,6 +4,18 @@
 
 use std::path::PathBuf;
 
+/// Whether `KEEL_SAFE_MODE` or the reference's `CLAUDE_CODE_SAFE_MODE` asks for safe mode.
+pub fn safe_mode_env() -> bool {
+    ["KEEL_SAFE_MODE", "CLAUDE_CODE_SAFE_MODE"]
+        .iter()
+        .any(|k| std::env::var(k).is_ok_and(|v| matches!(v.trim(), "1" | "true" | "yes")))
+}
+
+/// What safe mode leaves out, as said at the start of such a session.
+pub const SAFE_MODE_NOTICE: &str = "safe mode: this session runs without instruction files (CLAUDE.md, AGENTS.md, \
+rules), plugins, skills and commands, custom agent types, project memory, hooks (managed ones excepted) and MCP \
+servers; settings' permission rules and model choice still apply";
+
 /// What a run was asked to do (a session's flags; subcommands stay in `cli/`).
 #[derive(Debug, Clone, Default)]
 pub struct Options {
@@ -86,6 +98,10 @@ pub struct Options {
 
     /// Load a plugin folder (skills, commands, agents, hooks); repeat for more
     pub plugin_dir: Vec<PathBuf>,
+
+    /// `--safe-mode` (or `KEEL_SAFE_MODE` / `CLAUDE_CODE_SAFE_MODE`): no instruction files,
+    /// rules, plugins, skills, custom agents, memory, hooks (but managed ones) or MCP servers.
+    pub safe_mode: bool,
 
     /// Sub-agent types as JSON: {"name": {"description": "...", "prompt": "...", "tools": [...]}}
     pub agents: Option<String>,

@@ -90,7 +90,7 @@ pub fn prepare_with(cli: &Options, trust: ProjectTrust) -> Result<Prepared, Setu
     let base = locate()?;
     let (mut settings, mut warnings) = load_settings(cli, &base, trust)?;
     log_provenance(cli, &settings);
-    let (authorizer, permission_mode, extensions) = permissions(cli, &base, &mut settings, &mut warnings)?;
+    let (authorizer, permission_mode, extensions) = permissions(cli, &base, &mut settings, trust, &mut warnings)?;
     // Checked before the model is chosen, so a bad setting is named before a bad endpoint.
     let shell = ShellSettings::from(cli, &settings, extensions.handed_to_commands())?;
     let (context_window, compact) = context_settings(&settings)?;
@@ -206,6 +206,15 @@ fn load_settings(cli: &Options, base: &Base, trust: ProjectTrust) -> Result<(Set
     }
     crate::config::precedence::check_managed(&settings)?;
     let mut warnings = settings.unknown_keys();
+    if cli.safe_mode {
+        warnings.insert(0, super::options::SAFE_MODE_NOTICE.to_string());
+        // The operator's managed hooks are policy, not customisation: they stay.
+        for layer in settings.layers.iter_mut().filter(|l| l.scope != Scope::Managed) {
+            if let Some(m) = layer.value.as_object_mut() {
+                m.remove("hooks");
+            }
+        }
+    }
     let ignored = if trust == ProjectTrust::Untrusted {
         trust::restrict(&mut settings, &base.cwd)
     } else {
@@ -233,6 +242,7 @@ fn permissions(
     cli: &Options,
     base: &Base,
     settings: &mut Settings,
+    trust: ProjectTrust,
     warnings: &mut Vec<String>,
 ) -> Result<(Arc<crate::permissions::Authorizer>, Mode, super::extensions::Extensions), SetupError> {
     let mut permissions = permission_config::build(
@@ -248,14 +258,13 @@ fn permissions(
         &builtin_tools().iter().map(|t| t.name()).collect::<Vec<_>>(),
     )?;
     warnings.extend(permissions.warnings.iter().cloned());
-    let extensions = super::extensions::load(
-        cli,
-        settings,
-        &base.cwd,
-        base.user_home.as_deref(),
-        &base.home,
-        &permissions.authorizer.working_dirs()[1..],
-    )?;
+    let places = super::extensions::Where {
+        cwd: &base.cwd,
+        user_home: base.user_home.as_deref(),
+        keel_home: &base.home,
+        project_trusted: trust.allows_project_commands(),
+    };
+    let extensions = super::extensions::load(cli, settings, &places, &permissions.authorizer.working_dirs()[1..])?;
     extensions.grant_memory(&mut permissions.authorizer)?;
     warnings.extend(extensions.warnings.iter().cloned());
     let mut authorizer = permissions.authorizer;
@@ -317,6 +326,9 @@ fn project_context(
         replace: replace.as_deref(),
         append: append.as_deref(),
     });
+    if cli.safe_mode {
+        project.instructions = crate::context::instructions::Instructions::none(&base.cwd);
+    }
     project.instructions.include_dirs(&authorizer.working_dirs()[1..]);
     warnings.extend(project.instructions.skipped_notices());
     Ok(project)
@@ -345,9 +357,11 @@ fn mcp_servers(
         authorizer,
     } = *inputs;
     let denies = authorizer.clone();
+    // Safe mode: strict with no configuration given is no server at all.
+    let none: &[String] = &[];
     crate::mcp::setup::build(&crate::mcp::setup::McpInputs {
-        cli_configs: &cli.mcp_config,
-        strict: cli.strict_mcp_config,
+        cli_configs: if cli.safe_mode { none } else { &cli.mcp_config },
+        strict: cli.strict_mcp_config || cli.safe_mode,
         settings,
         cwd: &base.cwd,
         home: base.user_home.as_deref(),

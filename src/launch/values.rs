@@ -146,13 +146,18 @@ pub fn context_report(cli: &Options) -> Result<String, SetupError> {
     let info = models::info(&model);
     let window = tokens::Window::new(info.context_window, context_window, info.max_output);
     let home_dir = dirs::home_dir();
-    let project = ProjectContext::gather(&Gather {
+    let mut project = ProjectContext::gather(&Gather {
         cwd: &cwd,
         model: &model,
         home: home_dir.as_deref(),
         replace: cli.system_prompt.as_deref(),
         append: cli.append_system_prompt.as_deref(),
     });
+    if cli.safe_mode {
+        project.instructions = crate::context::instructions::Instructions::none(&cwd);
+    } else if crate::memory::enabled(settings.flag(&["autoMemoryEnabled"])?) {
+        project.memory = Some(crate::memory::Memory::load(&keel_home, home_dir.as_deref(), &cwd));
+    }
     let registry = ToolRegistry::new(builtin_tools())?;
     let mut report = crate::context::report::render(&crate::context::report::Report {
         model: &model,
@@ -162,6 +167,9 @@ pub fn context_report(cli: &Options) -> Result<String, SetupError> {
         project: &project,
         tools: registry.tool_set().as_slice(),
     });
+    if cli.safe_mode {
+        report.push_str(&format!("note: {}\n", super::options::SAFE_MODE_NOTICE));
+    }
     for note in notes {
         report.push_str(&format!("note: {note}\n"));
     }

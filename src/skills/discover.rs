@@ -28,6 +28,9 @@ pub struct Places<'a> {
     pub add_dirs: &'a [PathBuf],
     /// Loaded plugins: (name, root).
     pub plugins: &'a [(String, PathBuf)],
+    /// Skill folders plugins name in their manifest (`"skills"`), besides their `skills/`:
+    /// (plugin name, folder).
+    pub plugin_skills: &'a [(String, PathBuf)],
     /// Names taken by built-in slash commands.
     pub reserved: &'a [&'a str],
 }
@@ -42,10 +45,11 @@ pub struct Catalog {
 impl Catalog {
     pub fn discover(p: &Places<'_>) -> Catalog {
         let mut c = Catalog::default();
-        for (root, source, ns, kind, bound) in roots(p) {
-            let bound = bound.as_deref();
-            if kind == Kind::Skill {
-                for dir in subdirs(&root) {
+        for root in roots(p) {
+            let bound = root.bound.as_deref();
+            let ns = root.ns.as_deref();
+            if root.kind == Kind::Skill {
+                for dir in subdirs(&root.dir) {
                     let file = dir.join("SKILL.md");
                     if !file.is_file() {
                         continue;
@@ -58,17 +62,17 @@ impl Catalog {
                         .file_name()
                         .map(|n| n.to_string_lossy().into_owned())
                         .unwrap_or_default();
-                    let name = qualify(ns.as_deref(), &base);
-                    c.add(read_file(&file, &name, Kind::Skill, source.clone()), p);
+                    let loaded = read_file(&file, &qualify(ns, &base), Kind::Skill, root.source.clone());
+                    c.add_from(loaded, p, root.package.as_deref());
                 }
                 continue;
             }
             let mut files = Vec::new();
-            collect_commands(&root, &root, 0, bound, &mut files);
+            collect_commands(&root.dir, &root.dir, 0, bound, &mut files);
             if files.len() >= MAX_COMMANDS {
                 c.warnings.push(format!(
                     "{}: more than {MAX_COMMANDS} command files; only the first {MAX_COMMANDS} found are read",
-                    root.display()
+                    root.dir.display()
                 ));
             }
             files.sort();
@@ -77,8 +81,8 @@ impl Catalog {
                     c.warnings.push(w);
                     continue;
                 }
-                let name = qualify(ns.as_deref(), &name);
-                c.add(read_file(&path, &name, Kind::Command, source.clone()), p);
+                let name = qualify(ns, &name);
+                c.add(read_file(&path, &name, Kind::Command, root.source.clone()), p);
             }
         }
         c.skills.sort_by(|a, b| a.name.cmp(&b.name));
@@ -91,6 +95,18 @@ impl Catalog {
         Catalog {
             skills,
             warnings: Vec::new(),
+        }
+    }
+
+    /// Adds a skill of a nested package (`package` names its folder): a name taken already
+    /// becomes `<package>:<name>`, so both stay reachable.
+    fn add_from(&mut self, loaded: Result<Skill, String>, p: &Places<'_>, package: Option<&str>) {
+        match (loaded, package) {
+            (Ok(mut skill), Some(pkg)) if self.get(&skill.name).is_some() => {
+                skill.name = format!("{pkg}:{}", skill.name);
+                self.add(Ok(skill), p)
+            }
+            (loaded, _) => self.add(loaded, p),
         }
     }
 
@@ -175,24 +191,50 @@ impl Catalog {
     }
 }
 
+/// One folder of skill or command files.
+struct Root {
+    dir: PathBuf,
+    source: Source,
+    /// The plugin's name, for `plugin:name`.
+    ns: Option<String>,
+    kind: Kind,
+    /// The folder its files must really lie in (links followed), if any.
+    bound: Option<PathBuf>,
+    /// For a nested package's skills (`services/api/.claude/skills`): the package folder's name,
+    /// which qualifies a clashing name.
+    package: Option<String>,
+}
+
 /// The folders to read, first come first served: the user's skills and commands, then the
-/// project's (skills before commands, nearest folder first), `--add-dir` skills, plugins. A
-/// source's commands come before the next source's skills, so a repository's skill cannot take
-/// the name of the user's own command (and the `Skill(name)` rules the user wrote for it).
-/// Each folder comes with the folder its files must really lie in (links followed): the
-/// repository for the project's, the plugin's own folder for a plugin's; none for the user's.
-#[allow(clippy::type_complexity)]
-fn roots(p: &Places<'_>) -> Vec<(PathBuf, Source, Option<String>, Kind, Option<PathBuf>)> {
+/// project's (skills before commands, nearest folder first), the skills of packages below the
+/// working directory (nearest first), `--add-dir` skills, plugins. A source's commands come
+/// before the next source's skills, so a repository's skill cannot take the name of the user's
+/// own command (and the `Skill(name)` rules the user wrote for it). Each folder comes with the
+/// folder its files must really lie in (links followed): the repository for the project's, the
+/// plugin's own folder for a plugin's; none for the user's.
+fn roots(p: &Places<'_>) -> Vec<Root> {
     let mut out = Vec::new();
     let project = project_dirs(p.cwd);
     let repo = project.last().cloned();
     let mut add = |dir: PathBuf, source: &Source, ns: Option<&String>, kind: Kind| {
         let bound = match source {
             Source::Project => repo.clone(),
-            Source::Plugin(_) => dir.parent().map(Path::to_path_buf),
+            Source::Plugin(name) => p
+                .plugins
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, root)| root.clone())
+                .or_else(|| dir.parent().map(Path::to_path_buf)),
             _ => None,
         };
-        out.push((dir, source.clone(), ns.cloned(), kind, bound))
+        out.push(Root {
+            dir,
+            source: source.clone(),
+            ns: ns.cloned(),
+            kind,
+            bound,
+            package: None,
+        })
     };
     let user = Source::User;
     if let Some(h) = p.user_home {
@@ -215,13 +257,43 @@ fn roots(p: &Places<'_>) -> Vec<(PathBuf, Source, Option<String>, Kind, Option<P
         add(d.join(".claude/commands"), &Source::Project, None, Kind::Command);
         add(d.join(".keel/commands"), &Source::Project, None, Kind::Command);
     }
+    for dir in super::nested::skill_folders(p.cwd) {
+        // `<package>/.claude/skills`: the package is two levels up.
+        let package = dir
+            .parent()
+            .and_then(Path::parent)
+            .and_then(Path::file_name)
+            .map(|n| n.to_string_lossy().into_owned());
+        out.push(Root {
+            dir,
+            source: Source::Project,
+            ns: None,
+            kind: Kind::Skill,
+            bound: repo.clone(),
+            package,
+        });
+    }
+    let mut add = |dir: PathBuf, source: &Source, ns: Option<&String>, kind: Kind, bound: Option<PathBuf>| {
+        out.push(Root {
+            dir,
+            source: source.clone(),
+            ns: ns.cloned(),
+            kind,
+            bound,
+            package: None,
+        })
+    };
     for d in p.add_dirs {
-        add(d.join(".claude/skills"), &Source::AddedDir, None, Kind::Skill);
+        add(d.join(".claude/skills"), &Source::AddedDir, None, Kind::Skill, None);
     }
     for (name, root) in p.plugins {
         let source = Source::Plugin(name.clone());
-        add(root.join("skills"), &source, Some(name), Kind::Skill);
-        add(root.join("commands"), &source, Some(name), Kind::Command);
+        let bound = Some(root.clone());
+        add(root.join("skills"), &source, Some(name), Kind::Skill, bound.clone());
+        for (_, extra) in p.plugin_skills.iter().filter(|(n, _)| n == name) {
+            add(extra.clone(), &source, Some(name), Kind::Skill, bound.clone());
+        }
+        add(root.join("commands"), &source, Some(name), Kind::Command, bound);
     }
     out
 }
@@ -391,6 +463,7 @@ mod tests {
             keel_home: None,
             add_dirs: std::slice::from_ref(&extra),
             plugins: &[("ops".to_string(), plugin.clone())],
+            plugin_skills: &[],
             reserved: &["compact"],
         });
         let names: Vec<&str> = c.iter().map(|s| s.name.as_str()).collect();
@@ -475,6 +548,7 @@ mod tests {
             keel_home: None,
             add_dirs: &[],
             plugins: &[("ops".to_string(), plugin.clone())],
+            plugin_skills: &[],
             reserved: &[],
         });
         let names: Vec<&str> = c.iter().map(|s| s.name.as_str()).collect();
@@ -501,6 +575,47 @@ mod tests {
         assert!(c.warnings.iter().all(|w| !w.contains("SECRET123")), "{:?}", c.warnings);
     }
 
+    /// Packages below the working directory bring their skills; a name already taken shows
+    /// as `<package>:<name>`, so both stay reachable; a plugin's manifest's skill folder is read.
+    #[test]
+    fn nested_packages_skills_are_found_and_clashes_qualified() {
+        let t = tempfile::tempdir().unwrap();
+        let repo = t.path().canonicalize().unwrap();
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        write(
+            repo.join(".claude/skills/deploy/SKILL.md"),
+            "---\ndescription: root deploy\n---\n",
+        );
+        write(
+            repo.join("services/api/.claude/skills/deploy/SKILL.md"),
+            "---\ndescription: api deploy\n---\n",
+        );
+        write(
+            repo.join("services/api/.claude/skills/migrate/SKILL.md"),
+            "---\ndescription: api migrations\n---\n",
+        );
+        let plugin = repo.join("plug");
+        write(plugin.join("extra/lint/SKILL.md"), "---\ndescription: lint\n---\n");
+        let c = Catalog::discover(&Places {
+            cwd: &repo,
+            user_home: None,
+            keel_home: None,
+            add_dirs: &[],
+            plugins: &[("ops".to_string(), plugin.clone())],
+            plugin_skills: &[("ops".to_string(), plugin.join("extra"))],
+            reserved: &[],
+        });
+        let names: Vec<&str> = c.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            vec!["api:deploy", "deploy", "migrate", "ops:lint"],
+            "{:?}",
+            c.warnings
+        );
+        assert_eq!(c.get("api:deploy").unwrap().description, "api deploy");
+        assert_eq!(c.get("deploy").unwrap().description, "root deploy");
+    }
+
     /// A repository's commands folder nested to hold a huge number of files is read only up to
     /// a bound, and says so.
     #[test]
@@ -521,6 +636,7 @@ mod tests {
             keel_home: None,
             add_dirs: &[],
             plugins: &[],
+            plugin_skills: &[],
             reserved: &[],
         });
         assert_eq!(c.len(), MAX_COMMANDS);

@@ -72,8 +72,46 @@ pub const LISTING_LEAD: &str = "Skills available in this session. When a task ma
 /// The listing text, or `None` when there is nothing to list. `budget` bounds the entries'
 /// characters (the fixed lead-in is not counted).
 pub fn render<'a>(skills: impl IntoIterator<Item = &'a Skill>, budget: usize) -> Option<String> {
+    render_fitted(skills, budget).map(|(text, _)| text)
+}
+
+/// What the budget left out of a listing: entries whose description was cut (or dropped, only
+/// the name listed) and entries not listed at all.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LeftOut {
+    pub trimmed: Vec<String>,
+    pub names_only: Vec<String>,
+    pub unlisted: Vec<String>,
+}
+
+impl LeftOut {
+    /// Lines for `/context`: which skills the listing's budget of `budget` characters cut.
+    pub fn describe(&self, budget: usize) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut say = |what: &str, names: &[String]| {
+            if !names.is_empty() {
+                out.push(format!("{what} ({}): {}", names.len(), names.join(", ")));
+            }
+        };
+        say(
+            "not listed at all, the model knows them only by exact name",
+            &self.unlisted,
+        );
+        say("listed by name only, their descriptions left out", &self.names_only);
+        say("descriptions shortened", &self.trimmed);
+        if !out.is_empty() {
+            out.push(format!(
+                "the skill listing has {budget} characters (about 1% of the context window;                  SLASH_COMMAND_TOOL_CHAR_BUDGET sets it); shorter descriptions leave room for more"
+            ));
+        }
+        out
+    }
+}
+
+/// The listing text and what its budget left out.
+pub fn render_fitted<'a>(skills: impl IntoIterator<Item = &'a Skill>, budget: usize) -> Option<(String, LeftOut)> {
     let entries: Vec<(&str, String)> = skills.into_iter().map(|s| (s.name.as_str(), about(s))).collect();
-    fit(LISTING_LEAD, &entries, budget)
+    fit_report(LISTING_LEAD, &entries, budget)
 }
 
 /// `lead`, then one `- name: about` line per entry, within `budget` characters for the
@@ -82,6 +120,11 @@ pub fn render<'a>(skills: impl IntoIterator<Item = &'a Skill>, budget: usize) ->
 /// are no entries. Used for the listings of skills and of sub-agent types, which a repository
 /// fills and which must not crowd the context.
 pub fn fit(lead: &str, entries: &[(&str, String)], budget: usize) -> Option<String> {
+    fit_report(lead, entries, budget).map(|(text, _)| text)
+}
+
+/// [`fit`], with what it left out.
+pub fn fit_report(lead: &str, entries: &[(&str, String)], budget: usize) -> Option<(String, LeftOut)> {
     if entries.is_empty() {
         return None;
     }
@@ -110,8 +153,14 @@ pub fn fit(lead: &str, entries: &[(&str, String)], budget: usize) -> Option<Stri
     // skills must not fill every request with their names.
     let ceiling = budget.saturating_mul(NAMES_CEILING);
     let mut used = 0;
+    let mut left = LeftOut::default();
     for (i, (name, about)) in entries.iter().enumerate() {
         let text = cut(about, limit);
+        if text.is_empty() && !about.is_empty() {
+            left.names_only.push(name.to_string());
+        } else if text != *about {
+            left.trimmed.push(name.to_string());
+        }
         let line = if text.is_empty() {
             format!("\n- {name}")
         } else {
@@ -123,11 +172,14 @@ pub fn fit(lead: &str, entries: &[(&str, String)], budget: usize) -> Option<Stri
                 "\n- … and {} more, not listed for want of room (load one by its exact name)",
                 entries.len() - i
             ));
+            left.names_only.retain(|n| n != name);
+            left.trimmed.retain(|n| n != name);
+            left.unlisted = entries[i..].iter().map(|(n, _)| n.to_string()).collect();
             break;
         }
         out.push_str(&line);
     }
-    Some(out)
+    Some((out, left))
 }
 
 /// How many times the budget the names alone may take before the rest are only counted.
@@ -184,9 +236,16 @@ mod tests {
             e[1].chars().count() - "- long: ".len(),
             e[2].chars().count() - "- mid: ".len()
         );
+        let (_, left) = render_fitted(&s, budget).unwrap();
+        assert_eq!(left.trimmed, vec!["long", "mid"]);
+        assert!(left.names_only.is_empty() && left.unlisted.is_empty());
+        assert!(left.describe(budget)[0].contains("descriptions shortened (2): long, mid"));
         // A budget too small for any description keeps every name.
         let text = render(&s, 10).unwrap();
         assert_eq!(entries(&text), vec!["- short", "- long", "- mid"]);
+        let (_, left) = render_fitted(&s, 10).unwrap();
+        assert_eq!(left.names_only, vec!["short", "long", "mid"]);
+        assert_eq!(render_fitted(&s, 10_000).unwrap().1, LeftOut::default());
     }
 
     #[test]
@@ -230,6 +289,9 @@ mod tests {
             .parse()
             .unwrap();
         assert_eq!(e.len() - 1 + more, 3000, "{last}");
+        let (_, left) = render_fitted(&many, budget).unwrap();
+        assert_eq!(left.unlisted.len(), more);
+        assert_eq!(left.unlisted.last().map(String::as_str), Some("skill-2999"));
         assert_eq!(e[0], "- skill-0000");
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod discover;
 pub mod listing;
+pub mod nested;
 pub mod render;
 
 use std::path::{Path, PathBuf};

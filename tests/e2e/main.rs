@@ -12,6 +12,7 @@ mod bash;
 mod clear_messages;
 mod compaction;
 mod containment;
+mod context_sources;
 mod demo;
 mod edit_guards;
 mod engine_loop;

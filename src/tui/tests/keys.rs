@@ -299,6 +299,7 @@ fn custom_commands_and_skills_complete_and_go_to_the_engine() {
         keel_home: None,
         add_dirs: &[],
         plugins: &[],
+        plugin_skills: &[],
         reserved: &crate::commands::reserved_names(),
     });
     let a = app_in(cwd.clone());

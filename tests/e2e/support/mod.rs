@@ -225,6 +225,12 @@ impl Keel {
         self
     }
 
+    /// Runs keel in `dir` instead of the work directory.
+    pub fn current_dir(&mut self, dir: &Path) -> &mut Self {
+        self.cmd.current_dir(dir);
+        self
+    }
+
     pub fn env_remove(&mut self, k: &str) -> &mut Self {
         self.cmd.env_remove(k);
         self
