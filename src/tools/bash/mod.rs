@@ -171,7 +171,7 @@ impl Tool for BashTool {
             push_notes(&mut text, &notes);
             return Ok(ToolOutput::text(text).with_structured(json!({
                 "stdout": "", "stderr": "", "interrupted": false, "isImage": false,
-                "backgroundTaskId": id,
+                "noOutputExpected": false, "backgroundTaskId": id,
             })));
         }
         let requested = input.timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
@@ -218,7 +218,7 @@ impl Tool for BashTool {
                 );
             }
         }
-        Ok(render(finished, &notes))
+        Ok(render(finished, &notes, output::prints_nothing(&input.command)))
     }
 }
 
@@ -258,7 +258,7 @@ fn update_shell_cwd(ws: &Workspace, shell: &ShellEnv, dir: &Path, notes: &mut Ve
     }
 }
 
-fn render(finished: run::Finished, notes: &[String]) -> ToolOutput {
+fn render(finished: run::Finished, notes: &[String], no_output_expected: bool) -> ToolOutput {
     let output = finished.output.text.trim_end_matches('\n');
     let (mut text, is_error, interrupted, code) = match finished.ending {
         Ending::Exited(status) => {
@@ -302,6 +302,7 @@ fn render(finished: run::Finished, notes: &[String]) -> ToolOutput {
             "stderr": "",
             "interrupted": interrupted,
             "isImage": false,
+            "noOutputExpected": no_output_expected,
             "exitCode": code,
         }),
     }
