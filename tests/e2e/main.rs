@@ -37,6 +37,7 @@ mod local_servers;
 mod mcp;
 mod mcp_failures;
 mod openai;
+mod output_fields;
 mod permissions;
 mod plugins;
 mod provider;
