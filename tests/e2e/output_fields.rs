@@ -218,3 +218,50 @@ async fn a_json_result_counts_the_sub_agents_it_started() {
     assert_eq!(s["by_type"]["general-purpose"], 1);
     assert!(r["ttft_ms"].is_u64());
 }
+
+#[tokio::test]
+async fn initialize_lists_every_command_the_session_offers_and_each_runs() {
+    let env = Env::new();
+    env.write(
+        ".claude/commands/ship.md",
+        "---\ndescription: Ship the release\nargument-hint: <version>\n---\nShip $ARGUMENTS.",
+    );
+    let server = ModelServer::start().await;
+    let input = json!({"type": "control_request", "request_id": "i1", "request": {"subtype": "initialize"}}).to_string() + "\n";
+    let out = env
+        .keel(&server)
+        .args(["--input-format", "stream-json", "--output-format", "stream-json", "--verbose"])
+        .stdin(&input)
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let lines = out.lines();
+    let reply = lines
+        .iter()
+        .find(|l| l["type"] == "control_response" && l["response"]["request_id"] == "i1")
+        .expect("an answer to initialize");
+    let commands = reply["response"]["response"]["commands"].as_array().unwrap();
+    let names: Vec<&str> = commands.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    for name in ["compact", "context", "cost", "help", "permissions", "skills", "agents", "mcp", "ship"] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    let ship = commands.iter().find(|c| c["name"] == "ship").unwrap();
+    assert_eq!(ship["description"], "Ship the release");
+    assert_eq!(ship["argumentHint"], "<version>");
+    assert!(commands.iter().all(|c| c["description"].as_str().is_some_and(|d| !d.is_empty())));
+
+    // Each listed built-in answers with -p, without the model (the server has no answers).
+    for name in ["help", "permissions", "skills", "agents", "mcp"] {
+        let out = env
+            .keel(&server)
+            .args(["-p", &format!("/{name}"), "--output-format", "json"])
+            .run()
+            .await;
+        assert_eq!(out.code, 0, "/{name}: {}", out.stderr);
+        let r = out.json();
+        assert_eq!(r["is_error"], false, "/{name}: {r}");
+        assert!(!r["result"].as_str().unwrap().is_empty());
+    }
+    let help = env.keel(&server).args(["-p", "/help"]).run().await;
+    assert!(help.stdout.contains("/ship <version> — Ship the release"), "{}", help.stdout);
+}
