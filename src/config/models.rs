@@ -371,6 +371,13 @@ mod tests {
     #[test]
     fn aliases_and_costs() {
         assert_eq!(resolve_alias("sonnet"), "claude-sonnet-5-5");
+        assert_eq!(resolve_alias("opus"), "claude-opus-5-5");
+        assert_eq!(resolve_alias("haiku"), "claude-haiku-5-5");
+        for alias in ["sonnet", "opus", "haiku"] {
+            let i = info(&resolve_alias(alias));
+            assert!(i.pricing.is_some(), "{alias} has a price");
+            assert_eq!((i.context_window, i.max_output), (1_000_000, 128_000), "{alias}");
+        }
         let p = info("claude-sonnet-4-5").pricing.unwrap();
         let u = Usage {
             input_tokens: 1_000_000,

@@ -265,3 +265,34 @@ async fn initialize_lists_every_command_the_session_offers_and_each_runs() {
     let help = env.keel(&server).args(["-p", "/help"]).run().await;
     assert!(help.stdout.contains("/ship <version> — Ship the release"), "{}", help.stdout);
 }
+
+#[tokio::test]
+async fn sub_agent_model_aliases_and_plugin_style_front_matter_load() {
+    let env = Env::new();
+    // A plugin-style agent file: its description runs over unindented example lines.
+    env.write(
+        ".claude/agents/quick.md",
+        "---\nname: quick\ndescription: Answers fast.\\n\\nExamples:\\n\\n<example>\nContext: a question came.\n\
+         user: \"How?\"\n<commentary>\nUse quick.\n</commentary>\n</example>\nmodel: haiku\n---\nYou answer briefly.\n",
+    );
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool(
+            "a1",
+            "Agent",
+            json!({"description": "ask", "prompt": "Say hi.", "subagent_type": "quick"}),
+        )]))
+        .push(answer("hi"))
+        .push(answer("it said hi"));
+    let out = env
+        .keel(&server)
+        .args(["-p", "go", "--output-format", "json", "--allowedTools", "Agent"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains("YAML"), "{}", out.stderr);
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 3);
+    assert_eq!(reqs[1].body["model"], "claude-haiku-5-5", "`haiku` names the current model");
+    assert_eq!(out.json()["subagent_stats"]["by_type"]["quick"], 1);
+}
