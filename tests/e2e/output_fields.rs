@@ -296,3 +296,27 @@ async fn sub_agent_model_aliases_and_plugin_style_front_matter_load() {
     assert_eq!(reqs[1].body["model"], "claude-haiku-5-5", "`haiku` names the current model");
     assert_eq!(out.json()["subagent_stats"]["by_type"]["quick"], 1);
 }
+
+#[tokio::test]
+async fn doctor_reports_the_web_tool_settings() {
+    let env = Env::new();
+    let doctor = env.keel_offline().args(["doctor", "--offline"]).run().await;
+    assert!(doctor.stdout.contains("WebFetch: public internet only"), "{}", doctor.stdout);
+    assert!(doctor.stdout.contains("webSearch.searxngUrl is not set"), "{}", doctor.stdout);
+
+    let user = env.home.join(".claude/settings.json");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(
+        &user,
+        json!({"webFetch": {"allowPrivateNetwork": true}, "webSearch": {"searxngUrl": "http://127.0.0.1:8888"}})
+            .to_string(),
+    )
+    .unwrap();
+    let doctor = env.keel_offline().args(["doctor", "--offline"]).run().await;
+    assert!(doctor.stdout.contains("WebFetch: private network allowed"), "{}", doctor.stdout);
+    assert!(doctor.stdout.contains("SearXNG at http://127.0.0.1:8888"), "{}", doctor.stdout);
+
+    std::fs::write(&user, json!({"webSearch": {"searxngUrl": "ftp://x"}}).to_string()).unwrap();
+    let doctor = env.keel_offline().args(["doctor", "--offline"]).run().await;
+    assert!(doctor.stdout.contains("FAIL WebSearch"), "{}", doctor.stdout);
+}
