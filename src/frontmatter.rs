@@ -98,7 +98,9 @@ fn parse_yaml(yaml: &str) -> Result<Map<String, Value>, FrontMatterError> {
                 .filter(|_| lenient != yaml)
                 .or_else(|| {
                     // The folded text is new YAML: it gets the same alias check.
-                    let loaded = refuse_aliases(&folded).ok().and_then(|_| YamlLoader::load_from_str(&folded).ok());
+                    let loaded = refuse_aliases(&folded)
+                        .ok()
+                        .and_then(|_| YamlLoader::load_from_str(&folded).ok());
                     loaded.filter(|_| folded != yaml)
                 });
             match retry {
@@ -172,10 +174,34 @@ fn quote_plain_values(yaml: &str) -> String {
 /// The fields of skills, commands and sub-agents; in a document that is not YAML, a top-level
 /// line starting with one of them begins a field.
 const KNOWN_KEYS: &[&str] = &[
-    "name", "description", "tools", "disallowedTools", "model", "color", "permissionMode", "skills", "hooks",
-    "mcpServers", "memory", "maxTurns", "isolation", "background", "effort", "argument-hint", "allowed-tools",
-    "when_to_use", "when-to-use", "disable-model-invocation", "user-invocable", "arguments", "context", "agent",
-    "version", "license", "metadata", "initialPrompt",
+    "name",
+    "description",
+    "tools",
+    "disallowedTools",
+    "model",
+    "color",
+    "permissionMode",
+    "skills",
+    "hooks",
+    "mcpServers",
+    "memory",
+    "maxTurns",
+    "isolation",
+    "background",
+    "effort",
+    "argument-hint",
+    "allowed-tools",
+    "when_to_use",
+    "when-to-use",
+    "disable-model-invocation",
+    "user-invocable",
+    "arguments",
+    "context",
+    "agent",
+    "version",
+    "license",
+    "metadata",
+    "initialPrompt",
 ];
 
 /// Reads a document the way files written for the reference are meant: a description that
@@ -201,11 +227,14 @@ fn fold_continuations(yaml: &str) -> String {
     }
     let mut out = preamble;
     for (first, more) in fields {
-        let block = more.iter().all(|l| l.trim().is_empty() || l.starts_with([' ', '\t', '-', '#']));
+        let block = more
+            .iter()
+            .all(|l| l.trim().is_empty() || l.starts_with([' ', '\t', '-', '#']));
         // Only a plain value goes on; an unclosed quote or bracket is a mistake, not text.
-        let plain = first
-            .split_once(':')
-            .is_some_and(|(_, v)| !v.trim_start().starts_with(['"', '\'', '|', '>', '[', '{', '&', '*', '!']));
+        let plain = first.split_once(':').is_some_and(|(_, v)| {
+            !v.trim_start()
+                .starts_with(['"', '\'', '|', '>', '[', '{', '&', '*', '!'])
+        });
         if more.is_empty() || block || !plain {
             out.push_str(&first);
             out.push('\n');
@@ -406,7 +435,10 @@ mod tests {
         assert_eq!(d.meta["tools"], serde_json::json!(["Read", "Edit"]));
         let desc = d.meta["description"].as_str().unwrap();
         assert!(desc.starts_with("Use after code changes."), "{desc}");
-        assert!(desc.contains("\nContext: a feature was just added.\nuser: \"Add login\""), "{desc}");
+        assert!(
+            desc.contains("\nContext: a feature was just added.\nuser: \"Add login\""),
+            "{desc}"
+        );
         assert!(desc.ends_with("</example>"), "{desc}");
         assert!(d.meta.get("Context").is_none() && d.meta.get("user").is_none());
         assert_eq!(d.body, "Body\n");

@@ -181,7 +181,9 @@ impl Pipeline<'_> {
         let reply = self.ask_human(call, tool, &info, cancel).await;
         match &reply {
             None => {}
-            Some(PermissionReply::Reject { .. } | PermissionReply::Deny { .. }) => self.decided(call, "reject", "user", None),
+            Some(PermissionReply::Reject { .. } | PermissionReply::Deny { .. }) => {
+                self.decided(call, "reject", "user", None)
+            }
             Some(_) => self.decided(call, "accept", "user", None),
         }
         match reply {
@@ -317,7 +319,13 @@ impl Pipeline<'_> {
     }
 
     /// Tells the front ends how the call's permission was decided.
-    fn decided(&self, call: &ToolCall, decision: &'static str, source: &'static str, reason_type: Option<&'static str>) {
+    fn decided(
+        &self,
+        call: &ToolCall,
+        decision: &'static str,
+        source: &'static str,
+        reason_type: Option<&'static str>,
+    ) {
         self.events.emit(EngineEvent::PermissionDecided {
             tool_use_id: call.id.clone(),
             decision,

@@ -291,7 +291,10 @@ pub fn result_object(
         .stop_reason
         .clone()
         .or_else(|| ctx.stats.last_stop_reason.clone());
-    m.insert("stop_reason".into(), stop_reason.map(Value::String).unwrap_or(Value::Null));
+    m.insert(
+        "stop_reason".into(),
+        stop_reason.map(Value::String).unwrap_or(Value::Null),
+    );
     m.insert("session_id".into(), session_id.into());
     // Unknown (no price for a model used) is not zero.
     let total = if totals.cost_known() {
@@ -366,7 +369,6 @@ pub fn with_warnings(mut result: Value, warnings: &[String]) -> Value {
     }
     result
 }
-
 
 #[cfg(test)]
 #[path = "output_tests.rs"]

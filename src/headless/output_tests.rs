@@ -215,9 +215,24 @@ fn result_success_with_structured_output() {
     let keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(
         &keys[..16],
-        &["type", "subtype", "is_error", "duration_ms", "duration_api_ms", "num_turns", "result", "stop_reason",
-          "session_id", "total_cost_usd", "usage", "modelUsage", "permission_denials", "api_error_status",
-          "structured_output", "terminal_reason"]
+        &[
+            "type",
+            "subtype",
+            "is_error",
+            "duration_ms",
+            "duration_api_ms",
+            "num_turns",
+            "result",
+            "stop_reason",
+            "session_id",
+            "total_cost_usd",
+            "usage",
+            "modelUsage",
+            "permission_denials",
+            "api_error_status",
+            "structured_output",
+            "terminal_reason"
+        ]
     );
     assert_eq!(r["total_cost_usd"], 0.0006);
     assert_eq!(r["usage"]["output_tokens_details"], json!({"thinking_tokens": 0}));
@@ -232,7 +247,10 @@ fn result_success_with_structured_output() {
     assert_eq!(r["api_error_status"], Value::Null);
     assert_eq!(r["subagent_stats"]["spawned"], 0);
     assert_eq!(r["result_index"], 0);
-    assert!(r.get("ttft_ms").is_none(), "no request was measured, so no time to the first token");
+    assert!(
+        r.get("ttft_ms").is_none(),
+        "no request was measured, so no time to the first token"
+    );
     assert_eq!(r["permission_denials"][0]["tool_name"], "Bash");
 }
 

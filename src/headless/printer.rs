@@ -11,8 +11,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::out::Out;
 use super::output;
-use super::turn_stats::{CallMeta, TurnStats};
 use super::protocol::client::ClientLink;
+use super::turn_stats::{CallMeta, TurnStats};
 use crate::console::err_line;
 
 /// After this long since a request was first sent, every retry of it is announced on stderr.
@@ -160,7 +160,11 @@ impl Printer {
         self.observe(&event);
         match event {
             EngineEvent::RequestStarted { .. } if stream && self.partial => {
-                self.line(&output::system_line("status", serde_json::json!({"status": "requesting"}), &self.session_id));
+                self.line(&output::system_line(
+                    "status",
+                    serde_json::json!({"status": "requesting"}),
+                    &self.session_id,
+                ));
             }
             EngineEvent::Assistant {
                 id,

@@ -30,7 +30,9 @@ pub async fn plan(engine: &mut Engine, prompt: &str, cancel: &CancellationToken)
         Slash::Builtin { name: "cost", .. } => Plan::Answer(cost(engine)),
         Slash::Builtin { name: "context", .. } => Plan::Answer(context(engine)),
         Slash::Builtin { name: "help", .. } => Plan::Answer(help(&skills)),
-        Slash::Builtin { name: "permissions", .. } => Plan::Answer(engine.authorizer().describe(engine.mode())),
+        Slash::Builtin {
+            name: "permissions", ..
+        } => Plan::Answer(engine.authorizer().describe(engine.mode())),
         Slash::Builtin { name: "skills", .. } => Plan::Answer(skill_list(&skills)),
         Slash::Builtin { name: "agents", .. } => Plan::Answer(agent_list(engine)),
         Slash::Builtin { name: "mcp", .. } => Plan::Answer(mcp_list(engine)),
@@ -116,7 +118,11 @@ fn help(skills: &crate::skills::Catalog) -> String {
         .map(|c| {
             let s = |k: &str| c[k].as_str().unwrap_or("").to_string();
             let args = s("argumentHint");
-            let head = if args.is_empty() { format!("/{}", s("name")) } else { format!("/{} {args}", s("name")) };
+            let head = if args.is_empty() {
+                format!("/{}", s("name"))
+            } else {
+                format!("/{} {args}", s("name"))
+            };
             format!("{head} — {}", s("description"))
         })
         .collect::<Vec<_>>()

@@ -26,11 +26,11 @@ use super::protocol::offer;
 use super::slash;
 use crate::console::err_line;
 use crate::engine::SessionServices;
+use crate::engine::session::ModelTotals;
 use crate::engine::{Engine, EngineEvent, NoticeLevel, TurnOutcome};
 use crate::launch::options::{Options, OutputFormat};
 use crate::launch::setup::Prepared;
 use crate::permissions::Mode;
-use crate::engine::session::ModelTotals;
 use crate::types::message::{ContentBlock, Usage};
 
 /// Work for the turn loop, in the order the client sent it.

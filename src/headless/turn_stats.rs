@@ -162,7 +162,8 @@ impl TurnStats {
             self.api_message_id = Some(id.to_string());
             self.begin(id);
         }
-        self.request_sent.map(|sent| now.saturating_duration_since(sent).as_millis() as u64)
+        self.request_sent
+            .map(|sent| now.saturating_duration_since(sent).as_millis() as u64)
     }
 
     /// A token arrived; `content`: text or thinking the user sees (not a tool call's start).

@@ -410,9 +410,14 @@ mod tests {
         assert_eq!(parse_json("{\"async\": true}\n"), Ok(None));
         assert_eq!(parse_json("{\"async\": true}"), Ok(None));
         assert_eq!(parse_json("{\"async\":true,\"asyncTimeout\":30}\nstarted\n"), Ok(None));
-        let later = parse_json("{\"async\": true}\n{\"systemMessage\": \"done\"}\n").unwrap().unwrap();
+        let later = parse_json("{\"async\": true}\n{\"systemMessage\": \"done\"}\n")
+            .unwrap()
+            .unwrap();
         assert_eq!(later["systemMessage"], "done");
-        assert!(parse_json("{\"async\": true}\n{broken").is_err(), "what follows is still checked");
+        assert!(
+            parse_json("{\"async\": true}\n{broken").is_err(),
+            "what follows is still checked"
+        );
     }
 
     #[test]

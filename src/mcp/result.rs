@@ -259,11 +259,17 @@ mod tests {
         // Text beside it stays, as its own block; the same JSON is not given twice.
         let both = tool_output(&json!({"content": [{"type": "text", "text": "22.5 degrees"}],
                                        "structuredContent": {"temperature": 22.5}}));
-        let ToolResultContent::Blocks(b) = &both.content else { panic!("blocks") };
+        let ToolResultContent::Blocks(b) = &both.content else {
+            panic!("blocks")
+        };
         assert_eq!(b.len(), 2);
-        let twice = tool_output(&json!({"content": [{"type": "text", "text": "{\"temperature\": 22.5}"}],
-                                        "structuredContent": {"temperature": 22.5}}));
-        let ToolResultContent::Blocks(b) = &twice.content else { panic!("blocks") };
+        let twice = tool_output(
+            &json!({"content": [{"type": "text", "text": "{\"temperature\": 22.5}"}],
+                                        "structuredContent": {"temperature": 22.5}}),
+        );
+        let ToolResultContent::Blocks(b) = &twice.content else {
+            panic!("blocks")
+        };
         assert_eq!(b.len(), 1);
         assert_eq!(structured.structured["structuredContent"]["temperature"], 22.5);
 

@@ -190,8 +190,10 @@ fn glob(base: &Path, pattern: &str, cancel: &tokio_util::sync::CancellationToken
             "No files found matching `{pattern}` in {}{unreadable_note}",
             base.display()
         ))
-        .with_structured(json!({"filenames": [], "durationMs": duration_ms, "numFiles": 0, "truncated": false,
-                                 "totalMatches": 0, "countIsComplete": complete})));
+        .with_structured(
+            json!({"filenames": [], "durationMs": duration_ms, "numFiles": 0, "truncated": false,
+                                 "totalMatches": 0, "countIsComplete": complete}),
+        ));
     }
     found.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let total = found.len();

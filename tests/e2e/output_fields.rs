@@ -38,7 +38,11 @@ async fn a_multi_tool_session_reports_session_facts_decisions_and_timings() {
     server
         .push(calls_with_cache_writes(vec![
             text("Looking."),
-            tool("b1", "Bash", json!({"command": "mkdir -p made", "description": "make a folder"})),
+            tool(
+                "b1",
+                "Bash",
+                json!({"command": "mkdir -p made", "description": "make a folder"}),
+            ),
             tool("b2", "Bash", json!({"command": "echo hi", "description": "say hi"})),
             tool("r1", "Read", json!({"file_path": env.path("notes.txt")})),
         ]))
@@ -55,22 +59,44 @@ async fn a_multi_tool_session_reports_session_facts_decisions_and_timings() {
 
     let init = of_kind(&lines, "system")[0];
     assert_eq!(init["subtype"], "init");
-    assert!(init["capabilities"].as_array().unwrap().contains(&json!("can_use_tool")), "{init}");
+    assert!(
+        init["capabilities"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("can_use_tool")),
+        "{init}"
+    );
     let cwd = init["cwd"].as_str().unwrap();
     assert_eq!(init["original_cwd"], cwd);
     let dirs: Vec<String> = init["additional_directories"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| std::fs::canonicalize(d.as_str().unwrap()).unwrap().display().to_string())
+        .map(|d| {
+            std::fs::canonicalize(d.as_str().unwrap())
+                .unwrap()
+                .display()
+                .to_string()
+        })
         .collect();
     let extra_real = std::fs::canonicalize(&extra).unwrap().display().to_string();
     assert_eq!(dirs, vec![extra_real], "{init}");
     let memory = init["memory_paths"]["auto"].as_str().unwrap();
-    assert!(memory.ends_with("/memory/") && memory.contains("/.keel/projects/"), "{memory}");
+    assert!(
+        memory.ends_with("/memory/") && memory.contains("/.keel/projects/"),
+        "{memory}"
+    );
     assert_eq!(init["sandbox_enabled"], false);
-    assert_eq!(init["served_by_anthropic"], false, "a loopback server is not Anthropic's API");
-    assert!(init["terminal_slash_commands"].as_array().unwrap().contains(&json!("rewind")));
+    assert_eq!(
+        init["served_by_anthropic"], false,
+        "a loopback server is not Anthropic's API"
+    );
+    assert!(
+        init["terminal_slash_commands"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("rewind"))
+    );
 
     for a in of_kind(&lines, "assistant") {
         assert_eq!(a["message"]["stop_reason"], Value::Null, "{a}");
@@ -139,7 +165,15 @@ async fn denied_calls_cut_by_max_turns_say_why_they_did_not_run() {
     }
     let out = env
         .keel(&server)
-        .args(["-p", "go", "--output-format", "stream-json", "--verbose", "--max-turns", "2"])
+        .args([
+            "-p",
+            "go",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--max-turns",
+            "2",
+        ])
         .run()
         .await;
     assert_eq!(out.code, 1, "{}", out.stderr);
@@ -153,7 +187,10 @@ async fn denied_calls_cut_by_max_turns_say_why_they_did_not_run() {
     }
     let result = lines.last().unwrap();
     assert_eq!(result["subtype"], "error_max_turns");
-    assert_eq!(result["stop_reason"], "tool_use", "the last answer's stop reason, as a string");
+    assert_eq!(
+        result["stop_reason"], "tool_use",
+        "the last answer's stop reason, as a string"
+    );
     assert_eq!(result["permission_denials"].as_array().unwrap().len(), 2);
 }
 
@@ -166,7 +203,14 @@ async fn partial_messages_carry_the_message_id_and_status_lines() {
         .push(answer("none"));
     let out = env
         .keel(&server)
-        .args(["-p", "go", "--output-format", "stream-json", "--verbose", "--include-partial-messages"])
+        .args([
+            "-p",
+            "go",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-partial-messages",
+        ])
         .run()
         .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -178,14 +222,20 @@ async fn partial_messages_carry_the_message_id_and_status_lines() {
     assert_eq!(status.len(), 2, "one per request");
     assert!(status.iter().all(|s| s["status"] == "requesting"));
     let events = of_kind(&lines, "stream_event");
-    let starts: Vec<&&Value> = events.iter().filter(|e| e["event"]["type"] == "message_start").collect();
+    let starts: Vec<&&Value> = events
+        .iter()
+        .filter(|e| e["event"]["type"] == "message_start")
+        .collect();
     assert_eq!(starts.len(), 2);
     for s in &starts {
         assert!(s["ttft_ms"].is_u64(), "{s}");
         assert_eq!(s["api_message_id"], s["event"]["message"]["id"]);
     }
     // Every event names the message it belongs to.
-    let ids: Vec<&Value> = of_kind(&lines, "assistant").iter().map(|a| &a["message"]["id"]).collect();
+    let ids: Vec<&Value> = of_kind(&lines, "assistant")
+        .iter()
+        .map(|a| &a["message"]["id"])
+        .collect();
     for e in &events {
         assert!(ids.contains(&&e["api_message_id"]), "{e}");
     }
@@ -227,10 +277,17 @@ async fn initialize_lists_every_command_the_session_offers_and_each_runs() {
         "---\ndescription: Ship the release\nargument-hint: <version>\n---\nShip $ARGUMENTS.",
     );
     let server = ModelServer::start().await;
-    let input = json!({"type": "control_request", "request_id": "i1", "request": {"subtype": "initialize"}}).to_string() + "\n";
+    let input =
+        json!({"type": "control_request", "request_id": "i1", "request": {"subtype": "initialize"}}).to_string() + "\n";
     let out = env
         .keel(&server)
-        .args(["--input-format", "stream-json", "--output-format", "stream-json", "--verbose"])
+        .args([
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ])
         .stdin(&input)
         .run()
         .await;
@@ -242,13 +299,27 @@ async fn initialize_lists_every_command_the_session_offers_and_each_runs() {
         .expect("an answer to initialize");
     let commands = reply["response"]["response"]["commands"].as_array().unwrap();
     let names: Vec<&str> = commands.iter().map(|c| c["name"].as_str().unwrap()).collect();
-    for name in ["compact", "context", "cost", "help", "permissions", "skills", "agents", "mcp", "ship"] {
+    for name in [
+        "compact",
+        "context",
+        "cost",
+        "help",
+        "permissions",
+        "skills",
+        "agents",
+        "mcp",
+        "ship",
+    ] {
         assert!(names.contains(&name), "{name} in {names:?}");
     }
     let ship = commands.iter().find(|c| c["name"] == "ship").unwrap();
     assert_eq!(ship["description"], "Ship the release");
     assert_eq!(ship["argumentHint"], "<version>");
-    assert!(commands.iter().all(|c| c["description"].as_str().is_some_and(|d| !d.is_empty())));
+    assert!(
+        commands
+            .iter()
+            .all(|c| c["description"].as_str().is_some_and(|d| !d.is_empty()))
+    );
 
     // Each listed built-in answers with -p, without the model (the server has no answers).
     for name in ["help", "permissions", "skills", "agents", "mcp"] {
@@ -263,7 +334,11 @@ async fn initialize_lists_every_command_the_session_offers_and_each_runs() {
         assert!(!r["result"].as_str().unwrap().is_empty());
     }
     let help = env.keel(&server).args(["-p", "/help"]).run().await;
-    assert!(help.stdout.contains("/ship <version> — Ship the release"), "{}", help.stdout);
+    assert!(
+        help.stdout.contains("/ship <version> — Ship the release"),
+        "{}",
+        help.stdout
+    );
 }
 
 #[tokio::test]
@@ -293,7 +368,10 @@ async fn sub_agent_model_aliases_and_plugin_style_front_matter_load() {
     assert!(!out.stderr.contains("YAML"), "{}", out.stderr);
     let reqs = server.requests();
     assert_eq!(reqs.len(), 3);
-    assert_eq!(reqs[1].body["model"], "claude-haiku-5-5", "`haiku` names the current model");
+    assert_eq!(
+        reqs[1].body["model"], "claude-haiku-5-5",
+        "`haiku` names the current model"
+    );
     assert_eq!(out.json()["subagent_stats"]["by_type"]["quick"], 1);
 }
 
@@ -301,8 +379,16 @@ async fn sub_agent_model_aliases_and_plugin_style_front_matter_load() {
 async fn doctor_reports_the_web_tool_settings() {
     let env = Env::new();
     let doctor = env.keel_offline().args(["doctor", "--offline"]).run().await;
-    assert!(doctor.stdout.contains("WebFetch: public internet only"), "{}", doctor.stdout);
-    assert!(doctor.stdout.contains("webSearch.searxngUrl is not set"), "{}", doctor.stdout);
+    assert!(
+        doctor.stdout.contains("WebFetch: public internet only"),
+        "{}",
+        doctor.stdout
+    );
+    assert!(
+        doctor.stdout.contains("webSearch.searxngUrl is not set"),
+        "{}",
+        doctor.stdout
+    );
 
     let user = env.home.join(".claude/settings.json");
     std::fs::create_dir_all(user.parent().unwrap()).unwrap();
@@ -313,8 +399,16 @@ async fn doctor_reports_the_web_tool_settings() {
     )
     .unwrap();
     let doctor = env.keel_offline().args(["doctor", "--offline"]).run().await;
-    assert!(doctor.stdout.contains("WebFetch: private network allowed"), "{}", doctor.stdout);
-    assert!(doctor.stdout.contains("SearXNG at http://127.0.0.1:8888"), "{}", doctor.stdout);
+    assert!(
+        doctor.stdout.contains("WebFetch: private network allowed"),
+        "{}",
+        doctor.stdout
+    );
+    assert!(
+        doctor.stdout.contains("SearXNG at http://127.0.0.1:8888"),
+        "{}",
+        doctor.stdout
+    );
 
     std::fs::write(&user, json!({"webSearch": {"searxngUrl": "ftp://x"}}).to_string()).unwrap();
     let doctor = env.keel_offline().args(["doctor", "--offline"]).run().await;

@@ -450,12 +450,19 @@ fn interpreters_are_only_ever_suggested_exactly() {
 fn a_saved_quoted_rule_allows_exactly_its_command() {
     let (a, _d) = authorizer(&["Bash(python3 -c 'print(42)')"], &[], &[]);
     assert!(is_allow(&bash(&a, "python3 -c 'print(42)'", Mode::Default)));
-    assert!(is_allow(&bash(&a, r#"python3 -c "print(42)""#, Mode::Default)), "the same words");
+    assert!(
+        is_allow(&bash(&a, r#"python3 -c "print(42)""#, Mode::Default)),
+        "the same words"
+    );
     assert!(is_ask(&bash(&a, "python3 -c 'print(43)'", Mode::Default)));
     assert!(is_ask(&bash(&a, "python3 -c 'print(42)' extra", Mode::Default)));
     // Every suggestion, saved as it is offered, allows the command it was offered for.
     let (plain, _d2) = authorizer(&[], &[], &[]);
-    for cmd in ["python3 -c 'print(42)'", "node -e 'console.log(1 + 2)'", "sed -n '1,5p' a.txt"] {
+    for cmd in [
+        "python3 -c 'print(42)'",
+        "node -e 'console.log(1 + 2)'",
+        "sed -n '1,5p' a.txt",
+    ] {
         let Verdict::Ask { info, .. } = bash(&plain, cmd, Mode::Default) else {
             panic!("{cmd}")
         };

@@ -91,7 +91,10 @@ async fn stdio_tools_results_errors_and_init_status() {
         .unwrap();
     assert_eq!(user["tool_use_result"], json!([{"type": "text", "text": "Echo: hi"}]));
     // The result content is a list of blocks, as the server sent it.
-    assert_eq!(user["message"]["content"][0]["content"], json!([{"type": "text", "text": "Echo: hi"}]));
+    assert_eq!(
+        user["message"]["content"][0]["content"],
+        json!([{"type": "text", "text": "Echo: hi"}])
+    );
 }
 
 #[tokio::test]
