@@ -262,6 +262,19 @@ mod tests {
         assert_eq!(parse("/usr/bin/env is odd", &c), None);
         assert_eq!(parse("plain prompt", &c), None);
         assert!(reserved_names().contains(&"quit"));
-        assert_eq!(headless_names(&c), vec!["compact", "context", "cost", "review"]);
+        assert_eq!(
+            headless_names(&c),
+            vec![
+                "help",
+                "compact",
+                "context",
+                "cost",
+                "permissions",
+                "mcp",
+                "skills",
+                "agents",
+                "review"
+            ]
+        );
     }
 }
