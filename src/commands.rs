@@ -24,7 +24,7 @@ const fn b(name: &'static str, args: &'static str, help: &'static str, headless:
 }
 
 pub const BUILTINS: &[Builtin] = &[
-    b("help", "", "keys and commands", false),
+    b("help", "", "keys and commands", true),
     b("clear", "", "start a new, empty conversation", false),
     b(
         "compact",
@@ -35,9 +35,9 @@ pub const BUILTINS: &[Builtin] = &[
     b("context", "", "what fills the context window", true),
     b("cost", "", "tokens, cost and time of this session", true),
     b("model", "[name]", "show or switch the model", false),
-    b("permissions", "", "permission mode and rules in force", false),
+    b("permissions", "", "permission mode and rules in force", true),
     b("hooks", "", "configured hooks by event", false),
-    b("mcp", "", "MCP servers, their status and tools", false),
+    b("mcp", "", "MCP servers, their status and tools", true),
     b(
         "resume",
         "[session-id]",
@@ -52,8 +52,8 @@ pub const BUILTINS: &[Builtin] = &[
     ),
     b("todos", "", "the session's task list", false),
     b("tasks", "", "background sub-agents and their status", false),
-    b("skills", "", "skills and custom commands available here", false),
-    b("agents", "", "sub-agent types available here", false),
+    b("skills", "", "skills and custom commands available here", true),
+    b("agents", "", "sub-agent types available here", true),
     b("memory", "", "open the project's memory file in $EDITOR", false),
     b(
         "init",
@@ -190,6 +190,23 @@ pub fn all(skills: &Catalog) -> Vec<CommandInfo> {
 }
 
 /// The command names headless mode can run (for `system/init`'s `slash_commands`).
+/// The commands a headless session offers, as the SDK's `supportedCommands()` lists them:
+/// `{"name", "description", "argumentHint"}`, built-ins first, then custom commands and skills.
+pub fn headless_offer(skills: &Catalog) -> Vec<serde_json::Value> {
+    BUILTINS
+        .iter()
+        .filter(|b| b.headless)
+        .map(|b| serde_json::json!({"name": b.name, "description": b.help, "argumentHint": b.args}))
+        .chain(skills.for_user().map(|s| {
+            serde_json::json!({
+                "name": s.name,
+                "description": s.description,
+                "argumentHint": s.argument_hint.clone().unwrap_or_default(),
+            })
+        }))
+        .collect()
+}
+
 pub fn headless_names(skills: &Catalog) -> Vec<String> {
     BUILTINS
         .iter()
@@ -245,6 +262,19 @@ mod tests {
         assert_eq!(parse("/usr/bin/env is odd", &c), None);
         assert_eq!(parse("plain prompt", &c), None);
         assert!(reserved_names().contains(&"quit"));
-        assert_eq!(headless_names(&c), vec!["compact", "context", "cost", "review"]);
+        assert_eq!(
+            headless_names(&c),
+            vec![
+                "help",
+                "compact",
+                "context",
+                "cost",
+                "permissions",
+                "mcp",
+                "skills",
+                "agents",
+                "review"
+            ]
+        );
     }
 }

@@ -71,16 +71,41 @@ fn opening_fence(text: &str) -> Option<usize> {
     (first.trim_end_matches(['\r', '\n']).trim_end() == "---" && first.ends_with('\n')).then_some(first.len())
 }
 
+/// Front matter larger than this is refused: real ones are a few KiB, and the YAML loader
+/// holds the whole document in memory several times over.
+const MAX_FRONT_MATTER: usize = 128 * 1024;
+
 /// Parses the YAML between the fences (file line 2 onwards) into a JSON object.
 fn parse_yaml(yaml: &str) -> Result<Map<String, Value>, FrontMatterError> {
+    if yaml.len() > MAX_FRONT_MATTER {
+        return Err(FrontMatterError {
+            line: 2,
+            message: format!(
+                "the front matter is {} KiB, more than the {} KiB keel reads",
+                yaml.len() / 1024,
+                MAX_FRONT_MATTER / 1024
+            ),
+        });
+    }
     refuse_aliases(yaml)?;
     let docs = match YamlLoader::load_from_str(yaml) {
         Ok(d) => d,
         Err(strict) => {
             let lenient = quote_plain_values(yaml);
-            match YamlLoader::load_from_str(&lenient) {
-                Ok(d) if lenient != yaml => d,
-                _ => {
+            let folded = fold_continuations(yaml);
+            let retry = YamlLoader::load_from_str(&lenient)
+                .ok()
+                .filter(|_| lenient != yaml)
+                .or_else(|| {
+                    // The folded text is new YAML: it gets the same alias check.
+                    let loaded = refuse_aliases(&folded)
+                        .ok()
+                        .and_then(|_| YamlLoader::load_from_str(&folded).ok());
+                    loaded.filter(|_| folded != yaml)
+                });
+            match retry {
+                Some(d) => d,
+                None => {
                     return Err(FrontMatterError {
                         // The scanner counts lines from 1 within the YAML, which starts on line 2.
                         line: strict.marker().line() + 1,
@@ -142,6 +167,91 @@ fn quote_plain_values(yaml: &str) -> String {
             }
             _ => out.push_str(line),
         }
+    }
+    out
+}
+
+/// The fields of skills, commands and sub-agents; in a document that is not YAML, a top-level
+/// line starting with one of them begins a field.
+const KNOWN_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "tools",
+    "disallowedTools",
+    "model",
+    "color",
+    "permissionMode",
+    "skills",
+    "hooks",
+    "mcpServers",
+    "memory",
+    "maxTurns",
+    "isolation",
+    "background",
+    "effort",
+    "argument-hint",
+    "allowed-tools",
+    "when_to_use",
+    "when-to-use",
+    "disable-model-invocation",
+    "user-invocable",
+    "arguments",
+    "context",
+    "agent",
+    "version",
+    "license",
+    "metadata",
+    "initialPrompt",
+];
+
+/// Reads a document the way files written for the reference are meant: a description that
+/// goes on over unindented lines (`<example>`, `Context: …`, `user: "…"`) until the next known
+/// field. Each such field becomes one quoted value, its lines joined by newlines; known fields
+/// with their indented blocks stay as written.
+fn fold_continuations(yaml: &str) -> String {
+    let mut fields: Vec<(String, Vec<String>)> = Vec::new();
+    let mut preamble = String::new();
+    for line in yaml.lines() {
+        let top_level = !line.starts_with([' ', '\t', '-', '#']);
+        let start = line
+            .split_once(':')
+            .filter(|(k, _)| top_level && KNOWN_KEYS.contains(&k.trim()) && k.trim() == *k);
+        match (start, fields.last_mut()) {
+            (Some(_), _) => fields.push((line.to_string(), Vec::new())),
+            (None, Some((_, more))) => more.push(line.to_string()),
+            (None, None) => {
+                preamble.push_str(line);
+                preamble.push('\n');
+            }
+        }
+    }
+    let mut out = preamble;
+    for (first, more) in fields {
+        let block = more
+            .iter()
+            .all(|l| l.trim().is_empty() || l.starts_with([' ', '\t', '-', '#']));
+        // Only a plain value goes on; an unclosed quote or bracket is a mistake, not text.
+        let plain = first.split_once(':').is_some_and(|(_, v)| {
+            !v.trim_start()
+                .starts_with(['"', '\'', '|', '>', '[', '{', '&', '*', '!'])
+        });
+        if more.is_empty() || block || !plain {
+            out.push_str(&first);
+            out.push('\n');
+            for l in more {
+                out.push_str(&l);
+                out.push('\n');
+            }
+            continue;
+        }
+        let (key, value) = first.split_once(':').unwrap_or((&first, ""));
+        let mut text = value.trim().to_string();
+        for l in &more {
+            text.push('\n');
+            text.push_str(l);
+        }
+        let quoted = Value::String(text.trim().to_string()).to_string();
+        out.push_str(&format!("{key}: {quoted}\n"));
     }
     out
 }
@@ -309,6 +419,37 @@ mod tests {
         assert_eq!(doc.meta["maxTurns"], 7);
         assert_eq!(flag(&doc.meta, "disable-model-invocation").unwrap(), Some(true));
         assert!(flag(&doc.meta, "maxTurns").is_err());
+    }
+
+    #[test]
+    fn a_description_going_on_over_unindented_lines_is_read_to_the_next_field() {
+        // The shape of plugin agents written for the reference: examples follow the
+        // description at the margin, some looking like keys, some like tags.
+        let text = "---\nname: tidy\ndescription: Use after code changes.\\n\\nExamples:\\n\\n<example>\n\
+                    Context: a feature was just added.\nuser: \"Add login\"\nassistant: \"Done:\"\n\
+                    <call omitted>\n<commentary>\nThen tidy it.\n</commentary>\n</example>\n\
+                    tools:\n  - Read\n  - Edit\nmodel: opus\n---\nBody\n";
+        let d = parse(text).unwrap();
+        assert_eq!(d.meta["name"], "tidy");
+        assert_eq!(d.meta["model"], "opus");
+        assert_eq!(d.meta["tools"], serde_json::json!(["Read", "Edit"]));
+        let desc = d.meta["description"].as_str().unwrap();
+        assert!(desc.starts_with("Use after code changes."), "{desc}");
+        assert!(
+            desc.contains("\nContext: a feature was just added.\nuser: \"Add login\""),
+            "{desc}"
+        );
+        assert!(desc.ends_with("</example>"), "{desc}");
+        assert!(d.meta.get("Context").is_none() && d.meta.get("user").is_none());
+        assert_eq!(d.body, "Body\n");
+    }
+
+    #[test]
+    fn huge_front_matter_and_aliases_stay_refused_when_read_leniently() {
+        let huge = format!("---\nname: x\ndescription: {}\n---\n", "a ".repeat(200_000));
+        assert!(parse(&huge).unwrap_err().message.contains("KiB"));
+        let bomb = "---\nname: &a [x]\n<tag>\nmodel: *a\n---\n";
+        assert!(parse(bomb).is_err(), "an alias is refused in a lenient read too");
     }
 
     #[test]

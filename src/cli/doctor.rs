@@ -180,6 +180,9 @@ pub async fn run(provider: Option<ProviderKind>, model: Option<String>, offline:
     }
 
     limits_report(settings.as_ref(), &mut problems);
+    if let Some(s) = &settings {
+        problems += super::doctor_web::report(s);
+    }
 
     out_line!("\nReads by confined commands (the read-only jail, acceptEdits file commands, the sandbox)");
     let read_settings = match &sandbox_config {

@@ -3,6 +3,7 @@
 pub mod args;
 pub mod doctor;
 mod doctor_models;
+mod doctor_web;
 pub mod export;
 pub mod mcp;
 pub mod plugin;

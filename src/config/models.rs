@@ -110,12 +110,13 @@ pub struct ModelInfo {
     pub source: Source,
 }
 
-/// Resolves the reference's aliases to full model ids.
+/// Resolves the reference's aliases to full model ids: the current models the reference
+/// names with them (`--model`, `/model`, a sub-agent's `model:`).
 pub fn resolve_alias(name: &str) -> String {
     match name {
-        "sonnet" => "claude-sonnet-4-5".into(),
-        "opus" => "claude-opus-4-5".into(),
-        "haiku" => "claude-haiku-4-5".into(),
+        "sonnet" => "claude-sonnet-5-5".into(),
+        "opus" => "claude-opus-5-5".into(),
+        "haiku" => "claude-haiku-5-5".into(),
         other => other.to_string(),
     }
 }
@@ -369,7 +370,14 @@ mod tests {
 
     #[test]
     fn aliases_and_costs() {
-        assert_eq!(resolve_alias("sonnet"), "claude-sonnet-4-5");
+        assert_eq!(resolve_alias("sonnet"), "claude-sonnet-5-5");
+        assert_eq!(resolve_alias("opus"), "claude-opus-5-5");
+        assert_eq!(resolve_alias("haiku"), "claude-haiku-5-5");
+        for alias in ["sonnet", "opus", "haiku"] {
+            let i = info(&resolve_alias(alias));
+            assert!(i.pricing.is_some(), "{alias} has a price");
+            assert_eq!((i.context_window, i.max_output), (1_000_000, 128_000), "{alias}");
+        }
         let p = info("claude-sonnet-4-5").pricing.unwrap();
         let u = Usage {
             input_tokens: 1_000_000,

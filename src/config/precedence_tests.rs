@@ -350,7 +350,7 @@ fn the_model_allowlist_removes_lower_models_outside_it() {
         layer(
             Scope::User,
             "u.json",
-            json!({"model": "opus", "fallbackModel": "claude-sonnet-4-5"}),
+            json!({"model": "opus", "fallbackModel": "claude-sonnet-5-5"}),
         ),
         layer(
             Scope::Managed,

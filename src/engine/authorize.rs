@@ -85,14 +85,32 @@ impl Pipeline<'_> {
             v => v,
         };
         let mut info = match verdict {
-            Verdict::Allow => return Ok(Approved::plain(resolved, plan.clone())),
+            Verdict::Allow => {
+                let why = if hook == Some(HookDecision::Allow) {
+                    ("hook", "hook")
+                } else if mode == Mode::BypassPermissions
+                    || (mode == Mode::AcceptEdits && effects.edits_files && !effects.runs_commands)
+                {
+                    ("config", "mode")
+                } else if effects.read_only || effects.session_only {
+                    ("config", "read_only")
+                } else {
+                    ("config", "rule")
+                };
+                self.decided(call, "accept", why.0, Some(why.1));
+                return Ok(Approved::plain(resolved, plan.clone()));
+            }
             Verdict::AllowConfined(confinement) => {
+                self.decided(call, "accept", "config", Some("safe_command"));
                 return Ok(Approved {
                     confinement,
                     ..Approved::plain(resolved, plan.clone())
                 });
             }
-            Verdict::Deny(reason) => return Err(denied(call, &format!("Permission denied: {reason}."))),
+            Verdict::Deny(reason) => {
+                self.decided(call, "reject", "config", Some("rule"));
+                return Err(denied(call, &format!("Permission denied: {reason}.")));
+            }
             Verdict::Ask { info, .. } => info,
         };
         // Nobody is asked about a call that cannot succeed (when nobody can be asked, the
@@ -119,6 +137,7 @@ impl Pipeline<'_> {
             match agg.permission {
                 Some(Permission::Allow) => {
                     self.record_decision(call, "hook", "allow", json!({}));
+                    self.decided(call, "accept", "hook", Some("hook"));
                     let (list, bad) = updates::parse(&agg.updated_permissions);
                     if !bad.is_empty() {
                         self.events.notice(
@@ -146,6 +165,7 @@ impl Pipeline<'_> {
                         why
                     };
                     self.record_decision(call, "hook", "deny", json!({"reason": why}));
+                    self.decided(call, "reject", "hook", Some("hook"));
                     return Err(denied(
                         call,
                         &format!("A PermissionRequest hook denied this {} call: {why}", call.name),
@@ -155,9 +175,18 @@ impl Pipeline<'_> {
             }
         }
         if !self.interactive || mode == Mode::DontAsk {
+            self.decided(call, "reject", "config", None);
             return Err(denied(call, &unanswerable(call, effects, &info, mode)));
         }
-        match self.ask_human(call, tool, &info, cancel).await {
+        let reply = self.ask_human(call, tool, &info, cancel).await;
+        match &reply {
+            None => {}
+            Some(PermissionReply::Reject { .. } | PermissionReply::Deny { .. }) => {
+                self.decided(call, "reject", "user", None)
+            }
+            Some(_) => self.decided(call, "accept", "user", None),
+        }
+        match reply {
             None => Err(Refusal {
                 output: ToolOutput::error(
                     "The call was interrupted while waiting for the user's approval; it did not run.",
@@ -287,6 +316,22 @@ impl Pipeline<'_> {
             // A front end that drops the question without answering denies.
             r = rx => Some(r.unwrap_or(PermissionReply::Deny { feedback: None })),
         }
+    }
+
+    /// Tells the front ends how the call's permission was decided.
+    fn decided(
+        &self,
+        call: &ToolCall,
+        decision: &'static str,
+        source: &'static str,
+        reason_type: Option<&'static str>,
+    ) {
+        self.events.emit(EngineEvent::PermissionDecided {
+            tool_use_id: call.id.clone(),
+            decision,
+            source,
+            reason_type,
+        });
     }
 
     /// Every answered question leaves an audit line in the session transcript.

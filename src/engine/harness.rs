@@ -264,7 +264,16 @@ mod tests {
         assert!(system.contains("- sdk-reviewer: d"), "{system}");
         assert_eq!(
             inv.to_json()["slash_commands"],
-            serde_json::json!(["compact", "context", "cost"])
+            serde_json::json!([
+                "help",
+                "compact",
+                "context",
+                "cost",
+                "permissions",
+                "mcp",
+                "skills",
+                "agents"
+            ])
         );
         assert!(engine.register_agents("not json").is_err());
     }

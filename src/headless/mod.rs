@@ -1,12 +1,15 @@
 //! Headless mode (`keel -p`): one prompt, no human in the loop, machine-readable output.
 
+pub mod facts;
 pub mod out;
 pub mod output;
 pub mod printer;
 pub mod protocol;
+pub mod result_fields;
 pub mod slash;
 pub mod stdin;
 pub mod stream;
+pub mod turn_stats;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -180,6 +183,8 @@ async fn run_inner(cli: &Options, out: Arc<Out>) -> Result<ExitCode, HeadlessErr
     let session_id = engine.session_id().to_string();
     let mut printer = Printer::new(out.clone(), cli.output_format, cli.verbose, session_id.clone());
     printer.include_hook_events = cli.programs.include_hook_events;
+    printer.partial = cli.include_partial_messages;
+    let stats = printer.stats.clone();
     if cli.output_format == OutputFormat::StreamJson {
         let cwd = engine.cwd().display().to_string();
         let inventory = engine.inventory();
@@ -196,6 +201,7 @@ async fn run_inner(cli: &Options, out: Arc<Out>) -> Result<ExitCode, HeadlessErr
             skills: inventory.skills.iter().map(String::as_str).collect(),
             plugins: inventory.plugins.clone(),
             safe_mode: inventory.safe_mode,
+            facts: facts::init_fields(&engine),
         }));
     }
 
@@ -210,6 +216,7 @@ async fn run_inner(cli: &Options, out: Arc<Out>) -> Result<ExitCode, HeadlessErr
     engine
         .session_start(if prepared.resumed { "resume" } else { "startup" })
         .await;
+    stats.lock().unwrap_or_else(|p| p.into_inner()).next_turn();
     let outcome = match slash::plan(&mut engine, &prompt, &cancel).await {
         slash::Plan::Turn(content) => engine.run_turn(content, cancel.clone()).await,
         slash::Plan::Compact(instructions) => engine.compact_turn(instructions.as_deref(), &cancel).await,
@@ -257,10 +264,19 @@ async fn run_inner(cli: &Options, out: Arc<Out>) -> Result<ExitCode, HeadlessErr
     }
     // Told as notices already (stderr); the result names them too.
     warnings.extend(report.undo.iter().cloned());
-    let mut result = output::with_warnings(
-        output::result_object(&outcome, &report.session_id, &report.totals, &report.denials),
-        &warnings,
-    );
+    let provider = engine.provider();
+    let result = {
+        let stats = stats.lock().unwrap_or_else(|p| p.into_inner());
+        let ctx = output::ResultContext {
+            stats: &stats,
+            since_last: &report.totals.by_model,
+            result_index: 0,
+            queued_turns: 0,
+            provider: provider.name(),
+        };
+        output::result_object(&outcome, &report.session_id, &report.totals, &report.denials, &ctx)
+    };
+    let mut result = output::with_warnings(result, &warnings);
     if let Some(m) = result.as_object_mut() {
         m.insert("verification".into(), report.verification.clone());
     }

@@ -7,6 +7,9 @@ use crate::engine::TurnOutcome;
 use crate::engine::session::{Denial, Totals};
 use crate::types::message::{ContentBlock, Message, Usage};
 
+pub use super::result_fields::ResultContext;
+use super::result_fields::{add_turn_fields, model_usage, result_usage, round6};
+
 fn uuid() -> String {
     uuid::Uuid::new_v4().to_string()
 }
@@ -33,6 +36,8 @@ pub struct InitInfo<'a> {
     pub plugins: Vec<Value>,
     /// `--safe-mode`: shown as `"safe_mode": true` (absent otherwise).
     pub safe_mode: bool,
+    /// Facts about the session (`facts::init_fields`), after the inventory.
+    pub facts: Map<String, Value>,
 }
 
 pub fn init_line(i: &InitInfo<'_>) -> Value {
@@ -59,18 +64,16 @@ pub fn init_line(i: &InitInfo<'_>) -> Value {
     if i.safe_mode {
         line["safe_mode"] = Value::Bool(true);
     }
+    if let Value::Object(m) = &mut line {
+        m.extend(i.facts.clone());
+    }
     line
 }
 
 /// One `assistant` line per content block, sharing the message id, as the reference streams.
-pub fn assistant_lines(
-    id: &str,
-    model: &str,
-    message: &Message,
-    stop_reason: &str,
-    usage: &Usage,
-    session_id: &str,
-) -> Vec<Value> {
+/// Their `stop_reason` is null, as in the reference's lines, which go out while the message is
+/// still streaming; the result and the `message_delta` event carry it.
+pub fn assistant_lines(id: &str, model: &str, message: &Message, usage: &Usage, session_id: &str) -> Vec<Value> {
     message
         .content
         .iter()
@@ -83,9 +86,10 @@ pub fn assistant_lines(
                     "role": "assistant",
                     "model": model,
                     "content": [block],
-                    "stop_reason": stop_reason,
+                    "stop_reason": null,
                     "stop_sequence": null,
                     "usage": usage_json(usage),
+                    "context_management": null,
                 },
                 "parent_tool_use_id": null,
                 "session_id": session_id,
@@ -265,11 +269,18 @@ fn usage_json(u: &Usage) -> Value {
         "output_tokens": u.output_tokens,
         "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
         "service_tier": "standard",
+        "cache_creation": super::result_fields::cache_creation(u),
     })
 }
 
 /// The final `result` object, keys in the reference's order.
-pub fn result_object(outcome: &TurnOutcome, session_id: &str, totals: &Totals, denials: &[Denial]) -> Value {
+pub fn result_object(
+    outcome: &TurnOutcome,
+    session_id: &str,
+    totals: &Totals,
+    denials: &[Denial],
+    ctx: &ResultContext<'_>,
+) -> Value {
     let mut m = Map::new();
     m.insert("type".into(), "result".into());
     m.insert("subtype".into(), outcome.subtype.as_str().into());
@@ -280,9 +291,14 @@ pub fn result_object(outcome: &TurnOutcome, session_id: &str, totals: &Totals, d
     if outcome.subtype == crate::engine::ResultSubtype::Success || !outcome.is_error {
         m.insert("result".into(), outcome.result.clone().into());
     }
+    // A turn cut short (`--max-turns`) reports the model's last stop reason.
+    let stop_reason = outcome
+        .stop_reason
+        .clone()
+        .or_else(|| ctx.stats.last_stop_reason.clone());
     m.insert(
         "stop_reason".into(),
-        outcome.stop_reason.clone().map(Value::String).unwrap_or(Value::Null),
+        stop_reason.map(Value::String).unwrap_or(Value::Null),
     );
     m.insert("session_id".into(), session_id.into());
     // Unknown (no price for a model used) is not zero.
@@ -292,24 +308,13 @@ pub fn result_object(outcome: &TurnOutcome, session_id: &str, totals: &Totals, d
         Value::Null
     };
     m.insert("total_cost_usd".into(), total);
-    m.insert("usage".into(), usage_json(&totals.usage));
-    let model_usage: Map<String, Value> = totals
-        .by_model
-        .iter()
-        .map(|(model, t)| {
-            (
-                model.clone(),
-                json!({
-                    "inputTokens": t.usage.input_tokens,
-                    "outputTokens": t.usage.output_tokens,
-                    "cacheReadInputTokens": t.usage.cache_read_input_tokens,
-                    "cacheCreationInputTokens": t.usage.cache_creation_input_tokens,
-                    "costUSD": if t.unpriced { Value::Null } else { json!(round6(t.cost_usd)) },
-                }),
-            )
-        })
-        .collect();
-    m.insert("modelUsage".into(), Value::Object(model_usage));
+    let thinking: u64 = ctx.stats.by_model.values().map(|x| x.thinking_tokens()).sum();
+    let searches: u64 = ctx.stats.by_model.values().map(|x| x.web_searches).sum();
+    m.insert("usage".into(), result_usage(&totals.usage, thinking, searches));
+    m.insert(
+        "modelUsage".into(),
+        model_usage(&totals.by_model, &ctx.stats.session_by_model, ctx.provider),
+    );
     m.insert(
         "permission_denials".into(),
         Value::Array(
@@ -322,9 +327,10 @@ pub fn result_object(outcome: &TurnOutcome, session_id: &str, totals: &Totals, d
     if outcome.is_error {
         m.insert("errors".into(), json!(outcome.errors));
     }
-    if let Some(status) = outcome.api_error_status {
-        m.insert("api_error_status".into(), status.into());
-    }
+    m.insert(
+        "api_error_status".into(),
+        outcome.api_error_status.map(Value::from).unwrap_or(Value::Null),
+    );
     if let Some(kind) = outcome.api_error_kind {
         m.insert("api_error_kind".into(), kind.as_str().into());
     }
@@ -332,6 +338,7 @@ pub fn result_object(outcome: &TurnOutcome, session_id: &str, totals: &Totals, d
         m.insert("structured_output".into(), v.clone());
     }
     m.insert("terminal_reason".into(), outcome.terminal_reason.as_str().into());
+    add_turn_fields(&mut m, ctx);
     m.insert("uuid".into(), uuid().into());
     Value::Object(m)
 }
@@ -366,10 +373,6 @@ pub fn with_warnings(mut result: Value, warnings: &[String]) -> Value {
         m.insert("warnings".into(), json!(warnings));
     }
     result
-}
-
-fn round6(x: f64) -> f64 {
-    (x * 1e6).round() / 1e6
 }
 
 #[cfg(test)]

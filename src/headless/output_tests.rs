@@ -47,6 +47,7 @@ fn system_init() {
         skills: vec!["release"],
         plugins: vec![json!({"name": "tools", "path": "/p/tools"})],
         safe_mode: false,
+        facts: serde_json::Map::from_iter([("original_cwd".to_string(), json!("/w"))]),
     });
     let v = env!("CARGO_PKG_VERSION");
     expect(
@@ -55,7 +56,7 @@ fn system_init() {
                "mcp_servers":[],"model":"claude-sonnet-4-5","permissionMode":"default",
                "slash_commands":["compact"],"apiKeySource":"ANTHROPIC_API_KEY","claude_code_version":v,
                "keel_version":v,"output_style":"default","agents":["general-purpose"],"skills":["release"],
-               "plugins":[{"name":"tools","path":"/p/tools"}],"uuid":"<uuid>"}),
+               "plugins":[{"name":"tools","path":"/p/tools"}],"uuid":"<uuid>","original_cwd":"/w"}),
     );
 }
 
@@ -74,16 +75,18 @@ fn assistant_one_line_per_block() {
         output_tokens: 5,
         ..Usage::default()
     };
-    let lines = assistant_lines("msg_1", "claude-sonnet-4-5", &message, "tool_use", &usage, "s1");
+    let lines = assistant_lines("msg_1", "claude-sonnet-4-5", &message, &usage, "s1");
     assert_eq!(lines.len(), 2);
     let usage = json!({"input_tokens":10,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,
                        "output_tokens":5,"server_tool_use":{"web_search_requests":0,"web_fetch_requests":0},
-                       "service_tier":"standard"});
+                       "service_tier":"standard",
+                       "cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":0}});
     expect(
         lines[1].clone(),
         json!({"type":"assistant","message":{"id":"msg_1","type":"message","role":"assistant",
                "model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"toolu_1","name":"Read",
-               "input":{"file_path":"/w/a"}}],"stop_reason":"tool_use","stop_sequence":null,"usage":usage},
+               "input":{"file_path":"/w/a"}}],"stop_reason":null,"stop_sequence":null,"usage":usage,
+               "context_management":null},
                "parent_tool_use_id":null,"session_id":"s1","uuid":"<uuid>","timestamp":"<ts>"}),
     );
 }
@@ -206,18 +209,60 @@ fn result_success_with_structured_output() {
         tool_use_id: "toolu_9".into(),
         tool_input: json!({"command": "rm -rf x"}),
     }];
-    let usage = json!({"input_tokens":100,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,
-                       "output_tokens":20,"server_tool_use":{"web_search_requests":0,"web_fetch_requests":0},
-                       "service_tier":"standard"});
-    expect(
-        result_object(&outcome, "s1", &totals(), &denials),
-        json!({"type":"result","subtype":"success","is_error":false,"duration_ms":12,"duration_api_ms":9,
-               "num_turns":2,"result":"{\"n\":3}","stop_reason":"tool_use","session_id":"s1","total_cost_usd":0.0006,
-               "usage":usage,"modelUsage":{"claude-sonnet-4-5":{"inputTokens":100,"outputTokens":20,
-               "cacheReadInputTokens":0,"cacheCreationInputTokens":0,"costUSD":0.0006}},
-               "permission_denials":[{"tool_name":"Bash","tool_use_id":"toolu_9","tool_input":{"command":"rm -rf x"}}],
-               "structured_output":{"n":3},"terminal_reason":"completed","uuid":"<uuid>"}),
+    let stats = crate::headless::turn_stats::TurnStats::new();
+    let t = totals();
+    let r = result_object(&outcome, "s1", &t, &denials, &ctx(&stats, &t));
+    // The reference's keys first, in its order; the turn's measurements after.
+    let keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        &keys[..16],
+        &[
+            "type",
+            "subtype",
+            "is_error",
+            "duration_ms",
+            "duration_api_ms",
+            "num_turns",
+            "result",
+            "stop_reason",
+            "session_id",
+            "total_cost_usd",
+            "usage",
+            "modelUsage",
+            "permission_denials",
+            "api_error_status",
+            "structured_output",
+            "terminal_reason"
+        ]
     );
+    assert_eq!(r["total_cost_usd"], 0.0006);
+    assert_eq!(r["usage"]["output_tokens_details"], json!({"thinking_tokens": 0}));
+    assert_eq!(r["usage"]["iterations"], json!([]));
+    let m = &r["modelUsage"]["claude-sonnet-4-5"];
+    assert_eq!(m["inputTokens"], 100);
+    assert_eq!(m["costUSD"], 0.0006);
+    assert_eq!(m["contextWindow"], 200_000);
+    assert_eq!(m["canonicalModel"], "claude-sonnet-4-5");
+    assert_eq!(m["costBasis"], "list");
+    assert_eq!(r["model_usage_since_last_result"], r["modelUsage"]);
+    assert_eq!(r["api_error_status"], Value::Null);
+    assert_eq!(r["subagent_stats"]["spawned"], 0);
+    assert_eq!(r["result_index"], 0);
+    assert!(
+        r.get("ttft_ms").is_none(),
+        "no request was measured, so no time to the first token"
+    );
+    assert_eq!(r["permission_denials"][0]["tool_name"], "Bash");
+}
+
+fn ctx<'a>(stats: &'a crate::headless::turn_stats::TurnStats, t: &'a Totals) -> ResultContext<'a> {
+    ResultContext {
+        stats,
+        since_last: &t.by_model,
+        result_index: 0,
+        queued_turns: 0,
+        provider: "anthropic",
+    }
 }
 
 #[test]
@@ -231,8 +276,13 @@ fn result_errors() {
         terminal_reason: TerminalReason::MaxTurns,
         ..TurnOutcome::default()
     };
-    let r = result_object(&outcome, "s1", &Totals::default(), &[]);
+    let mut stats = crate::headless::turn_stats::TurnStats::new();
+    stats.assistant("m1", "claude-sonnet-4-5", &Message::assistant(vec![]), "tool_use", 0);
+    let t = Totals::default();
+    let r = result_object(&outcome, "s1", &t, &[], &ctx(&stats, &t));
     assert_eq!(r["subtype"], "error_max_turns");
+    // Cut by --max-turns: the stop reason of the model's last answer, a string.
+    assert_eq!(r["stop_reason"], "tool_use");
     assert!(r.get("result").is_none(), "error subtypes carry errors, not result");
     assert_eq!(r["errors"], json!(["reached the limit"]));
     assert_eq!(r["terminal_reason"], "max_turns");

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::out::Out;
 use super::output;
 use super::protocol::client::ClientLink;
+use super::turn_stats::{CallMeta, TurnStats};
 use crate::console::err_line;
 
 /// After this long since a request was first sent, every retry of it is announced on stderr.
@@ -32,6 +33,10 @@ pub struct Printer {
     /// Sub-agents' text and thinking go out too, not only their tool calls and results
     /// (`initialize`'s `forwardSubagentText`).
     pub forward_subagent_text: Arc<AtomicBool>,
+    /// `--include-partial-messages`: `system/status` lines announce each request.
+    pub partial: bool,
+    /// What this turn measured, for its result object; the runner starts and takes it.
+    pub stats: Arc<std::sync::Mutex<TurnStats>>,
     structured: HashMap<String, Value>,
 }
 
@@ -45,6 +50,8 @@ impl Printer {
             session_id,
             link: None,
             forward_subagent_text: Arc::default(),
+            partial: false,
+            stats: Arc::default(),
             structured: HashMap::new(),
         }
     }
@@ -92,17 +99,81 @@ impl Printer {
         (self, events)
     }
 
-    pub fn handle(&mut self, event: EngineEvent) {
-        let stream = self.stream();
+    fn stats(&self) -> std::sync::MutexGuard<'_, TurnStats> {
+        self.stats.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records what the result object reports, whatever the output format.
+    fn observe(&mut self, event: &EngineEvent) {
+        let mut stats = self.stats();
         match event {
+            EngineEvent::RequestStarted { .. } => stats.request_started(),
+            EngineEvent::TextDelta(_) | EngineEvent::ThinkingDelta(_) => stats.token(true),
+            EngineEvent::ToolCallStreaming { .. } => stats.token(false),
             EngineEvent::Assistant {
                 id,
                 model,
                 message,
                 stop_reason,
+                ..
+            } => stats.assistant(id, model, message, stop_reason, 0),
+            EngineEvent::ToolFinished { id, is_error, .. } => stats.tool_finished(id, *is_error, false),
+            EngineEvent::PermissionDecided {
+                tool_use_id,
+                decision,
+                source,
+                reason_type,
+            } => {
+                stats.calls.insert(
+                    tool_use_id.clone(),
+                    CallMeta {
+                        decision,
+                        source,
+                        reason_type: *reason_type,
+                    },
+                );
+            }
+            EngineEvent::Subagent { .. } => {
+                let mut depth = 0;
+                let mut inner = event;
+                while let EngineEvent::Subagent { event, .. } = inner {
+                    depth += 1;
+                    inner = event;
+                }
+                if let EngineEvent::Assistant {
+                    id,
+                    model,
+                    message,
+                    stop_reason,
+                    ..
+                } = inner
+                {
+                    stats.assistant(id, model, message, stop_reason, depth);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    pub fn handle(&mut self, event: EngineEvent) {
+        let stream = self.stream();
+        self.observe(&event);
+        match event {
+            EngineEvent::RequestStarted { .. } if stream && self.partial => {
+                self.line(&output::system_line(
+                    "status",
+                    serde_json::json!({"status": "requesting"}),
+                    &self.session_id,
+                ));
+            }
+            EngineEvent::Assistant {
+                id,
+                model,
+                message,
                 usage,
+                ..
             } if stream => {
-                for l in output::assistant_lines(&id, &model, &message, &stop_reason, &usage, &self.session_id) {
+                for l in output::assistant_lines(&id, &model, &message, &usage, &self.session_id) {
                     self.line(&l);
                 }
             }
@@ -115,11 +186,18 @@ impl Printer {
             }
             EngineEvent::ToolResults(message) if stream => {
                 for block in &message.content {
-                    let structured = match block {
-                        ContentBlock::ToolResult { tool_use_id, .. } => self.structured.remove(tool_use_id),
-                        _ => None,
+                    let (structured, meta) = match block {
+                        ContentBlock::ToolResult { tool_use_id, .. } => (
+                            self.structured.remove(tool_use_id),
+                            self.stats().calls.remove(tool_use_id).map(|m| m.to_json(tool_use_id)),
+                        ),
+                        _ => (None, None),
                     };
-                    self.line(&output::tool_result_line(block, structured.as_ref(), &self.session_id));
+                    let mut line = output::tool_result_line(block, structured.as_ref(), &self.session_id);
+                    if let (Some(meta), Value::Object(m)) = (meta, &mut line) {
+                        m.insert("tool_result_meta".into(), Value::Array(vec![meta]));
+                    }
+                    self.line(&line);
                 }
             }
             EngineEvent::PermissionRequest(prompt) => match &self.link {
@@ -191,7 +269,21 @@ impl Printer {
                 }
             }
             EngineEvent::RawStream(v) if stream => {
-                self.line(&output::stream_event_line(&v, &self.session_id));
+                let (ttft, message_id) = {
+                    let mut stats = self.stats();
+                    let ttft = stats.stream_event(&v);
+                    (ttft, stats.api_message_id.clone())
+                };
+                let mut line = output::stream_event_line(&v, &self.session_id);
+                if let Value::Object(m) = &mut line {
+                    if let Some(ms) = ttft {
+                        m.insert("ttft_ms".into(), ms.into());
+                    }
+                    if let Some(id) = message_id {
+                        m.insert("api_message_id".into(), id.into());
+                    }
+                }
+                self.line(&line);
             }
             EngineEvent::Retry {
                 attempt,
@@ -270,13 +362,13 @@ impl Printer {
                 id,
                 model,
                 mut message,
-                stop_reason,
                 usage,
+                ..
             } => {
                 if !self.forward_subagent_text.load(Ordering::Relaxed) {
                     message.content.retain(|b| matches!(b, ContentBlock::ToolUse { .. }));
                 }
-                for l in output::assistant_lines(&id, &model, &message, &stop_reason, &usage, &self.session_id) {
+                for l in output::assistant_lines(&id, &model, &message, &usage, &self.session_id) {
                     self.line(&tag(l));
                 }
             }

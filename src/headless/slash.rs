@@ -1,7 +1,7 @@
 //! Slash commands in `keel -p`: a prompt that starts with `/name` runs like it would in the TUI
-//! — a skill or custom command expands into the turn's prompt, `/compact`, `/cost` and
-//! `/context` run here, and any other `/name` is a clear error instead of text sent to the
-//! model.
+//! — a skill or custom command expands into the turn's prompt, `/compact`, `/cost`,
+//! `/context`, `/help`, `/permissions`, `/skills`, `/agents` and `/mcp` run here, and any other
+//! `/name` is a clear error instead of text sent to the model.
 
 use tokio_util::sync::CancellationToken;
 
@@ -29,6 +29,13 @@ pub async fn plan(engine: &mut Engine, prompt: &str, cancel: &CancellationToken)
         Slash::Builtin { name: "compact", args } => Plan::Compact((!args.is_empty()).then_some(args)),
         Slash::Builtin { name: "cost", .. } => Plan::Answer(cost(engine)),
         Slash::Builtin { name: "context", .. } => Plan::Answer(context(engine)),
+        Slash::Builtin { name: "help", .. } => Plan::Answer(help(&skills)),
+        Slash::Builtin {
+            name: "permissions", ..
+        } => Plan::Answer(engine.authorizer().describe(engine.mode())),
+        Slash::Builtin { name: "skills", .. } => Plan::Answer(skill_list(&skills)),
+        Slash::Builtin { name: "agents", .. } => Plan::Answer(agent_list(engine)),
+        Slash::Builtin { name: "mcp", .. } => Plan::Answer(mcp_list(engine)),
         Slash::Builtin { name, .. } => Plan::Fail(format!(
             "/{name} is an interactive command and does not run with -p; headless mode runs {}",
             commands::headless_names(&skills)
@@ -102,4 +109,66 @@ fn cost(engine: &Engine) -> String {
 
 fn context(engine: &Engine) -> String {
     engine.context_report()
+}
+
+/// The commands this session runs, one a line with its arguments and what it does.
+fn help(skills: &crate::skills::Catalog) -> String {
+    commands::headless_offer(skills)
+        .iter()
+        .map(|c| {
+            let s = |k: &str| c[k].as_str().unwrap_or("").to_string();
+            let args = s("argumentHint");
+            let head = if args.is_empty() {
+                format!("/{}", s("name"))
+            } else {
+                format!("/{} {args}", s("name"))
+            };
+            format!("{head} — {}", s("description"))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn skill_list(skills: &crate::skills::Catalog) -> String {
+    let lines: Vec<String> = skills
+        .for_user()
+        .map(|s| format!("/{} — {}", s.name, s.description))
+        .collect();
+    if lines.is_empty() {
+        "No skills or custom commands here.".into()
+    } else {
+        lines.join("\n")
+    }
+}
+
+fn agent_list(engine: &Engine) -> String {
+    let agents = engine.harness().agents.clone();
+    engine
+        .inventory()
+        .agents
+        .iter()
+        .map(|name| match agents.get(name) {
+            Some(d) if !d.description.is_empty() => format!("{name} — {}", d.description),
+            _ => name.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn mcp_list(engine: &Engine) -> String {
+    let servers = engine.mcp().map(|h| h.init_json()).unwrap_or_default();
+    if servers.is_empty() {
+        return "No MCP servers are configured.".into();
+    }
+    servers
+        .iter()
+        .map(|s| {
+            format!(
+                "{}: {}",
+                s["name"].as_str().unwrap_or("?"),
+                s["status"].as_str().unwrap_or("unknown")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }

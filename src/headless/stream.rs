@@ -6,6 +6,7 @@
 //! (this task) owns the engine and runs turns and the requests that change it, in order; the
 //! printer task turns engine events into lines and hands permission questions to the client.
 
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
@@ -25,11 +26,12 @@ use super::protocol::offer;
 use super::slash;
 use crate::console::err_line;
 use crate::engine::SessionServices;
+use crate::engine::session::ModelTotals;
 use crate::engine::{Engine, EngineEvent, NoticeLevel, TurnOutcome};
 use crate::launch::options::{Options, OutputFormat};
 use crate::launch::setup::Prepared;
 use crate::permissions::Mode;
-use crate::types::message::ContentBlock;
+use crate::types::message::{ContentBlock, Usage};
 
 /// Work for the turn loop, in the order the client sent it.
 enum Command {
@@ -41,6 +43,8 @@ enum Command {
 /// What the reader shares with the turn loop.
 struct Shared {
     out: Arc<Out>,
+    /// User messages read but not yet taken up by a turn (`queued_turn_count`).
+    queued: std::sync::atomic::AtomicU64,
     link: Arc<ClientLink>,
     session: Arc<SessionServices>,
     session_id: String,
@@ -65,6 +69,7 @@ pub async fn run(cli: &Options, prepared: Prepared, out: Arc<Out>, shutdown: Can
     let link = Arc::new(ClientLink::new(out.clone()));
     let shared = Arc::new(Shared {
         out: out.clone(),
+        queued: Default::default(),
         link: link.clone(),
         session: engine.services(),
         session_id: session_id.clone(),
@@ -83,6 +88,10 @@ pub async fn run(cli: &Options, prepared: Prepared, out: Arc<Out>, shutdown: Can
 
     let mut printer = Printer::new(out.clone(), OutputFormat::StreamJson, cli.verbose, session_id.clone());
     printer.include_hook_events = cli.programs.include_hook_events;
+    printer.partial = cli.include_partial_messages;
+    let stats = printer.stats.clone();
+    let provider = engine.provider();
+    let mut result_index = 0u64;
     let forward_subagent_text = printer.forward_subagent_text.clone();
     if engine.interactive() {
         printer.link = Some(link.clone());
@@ -149,6 +158,7 @@ pub async fn run(cli: &Options, prepared: Prepared, out: Arc<Out>, shutdown: Can
                 control::set_model(&mut engine, change, &default_model);
             }
             Command::Turn(content) => {
+                shared.queued.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
                 for task in connecting.drain(..) {
                     for w in task.await.unwrap_or_default() {
                         err_line!("keel: warning: {w}");
@@ -167,7 +177,8 @@ pub async fn run(cli: &Options, prepared: Prepared, out: Arc<Out>, shutdown: Can
                 }
                 let key_source = offer::key_source(shared.models.as_ref().map(|r| &*r.catalog), &current_spec);
                 out.line(&init_line(&engine, &key_source));
-                let before = (engine.totals().usage, engine.denials().len());
+                let before = (engine.totals().clone(), engine.denials().len());
+                stats.lock().unwrap_or_else(|p| p.into_inner()).next_turn();
                 // A plain text message may be a slash command, as with -p.
                 match content.as_slice() {
                     [ContentBlock::Text { text, .. }] => {
@@ -194,9 +205,22 @@ pub async fn run(cli: &Options, prepared: Prepared, out: Arc<Out>, shutdown: Can
                 let Some(outcome) = finished_rx.recv().await else { break };
                 // Usage and denials of this turn; cost and per-model usage of the session.
                 let mut totals = engine.totals().clone();
-                totals.usage = usage_since(&before.0, &totals.usage);
+                totals.usage = usage_since(&before.0.usage, &totals.usage);
+                let since_last = models_since(&before.0.by_model, &totals.by_model);
                 let denials = engine.denials().get(before.1..).unwrap_or(&[]);
-                out.line(&output::result_object(&outcome, &session_id, &totals, denials));
+                let result = {
+                    let stats = stats.lock().unwrap_or_else(|p| p.into_inner());
+                    let ctx = output::ResultContext {
+                        stats: &stats,
+                        since_last: &since_last,
+                        result_index,
+                        queued_turns: shared.queued.load(std::sync::atomic::Ordering::Relaxed),
+                        provider: provider.name(),
+                    };
+                    output::result_object(&outcome, &session_id, &totals, denials, &ctx)
+                };
+                result_index += 1;
+                out.line(&result);
                 if state_events {
                     out.line(&output::session_state_line("idle", &session_id));
                 }
@@ -255,7 +279,31 @@ fn usage_since(
         cache_read_input_tokens: now
             .cache_read_input_tokens
             .saturating_sub(before.cache_read_input_tokens),
+        cache_creation_1h_input_tokens: now
+            .cache_creation_1h_input_tokens
+            .saturating_sub(before.cache_creation_1h_input_tokens),
     }
+}
+
+/// Per-model usage and cost since `before`; models unused since are left out.
+fn models_since(
+    before: &BTreeMap<String, ModelTotals>,
+    now: &BTreeMap<String, ModelTotals>,
+) -> BTreeMap<String, ModelTotals> {
+    now.iter()
+        .filter_map(|(model, t)| {
+            let b = before.get(model).cloned().unwrap_or_default();
+            let usage = usage_since(&b.usage, &t.usage);
+            (usage != Usage::default()).then(|| {
+                let totals = ModelTotals {
+                    usage,
+                    cost_usd: (t.cost_usd - b.cost_usd).max(0.0),
+                    unpriced: t.unpriced,
+                };
+                (model.clone(), totals)
+            })
+        })
+        .collect()
 }
 
 /// The `system/init` line that opens each turn.
@@ -281,6 +329,7 @@ fn init_line(engine: &Engine, api_key_source: &str) -> Value {
         skills: inventory.skills.iter().map(String::as_str).collect(),
         plugins: inventory.plugins.clone(),
         safe_mode: inventory.safe_mode,
+        facts: super::facts::init_fields(engine),
     })
 }
 
@@ -309,6 +358,7 @@ async fn read_input(shared: Arc<Shared>, commands: mpsc::UnboundedSender<Command
                         .out
                         .line(&output::replay_line(&raw["message"], &shared.session_id));
                 }
+                shared.queued.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let _ = commands.send(Command::Turn(content));
             }
             Inbound::Request { id, request } => answer(&shared, &commands, id, request),

@@ -182,7 +182,14 @@ pub fn interpret(event: Event, label: &str, r: &RunResult, on_failure: OnFailure
 
 /// stdout starting with `{` must be a JSON object; anything else is plain text (`Ok(None)`).
 fn parse_json(stdout: &str) -> Result<Option<Value>, String> {
-    let t = stdout.trim_start();
+    let mut t = stdout.trim_start();
+    // A first line `{"async": true}` (the reference's background-hook marker, which keel
+    // waits out) is no output of its own: what follows it is.
+    if let Some((first, rest)) = t.split_once('\n').or(Some((t, "")))
+        && serde_json::from_str::<Value>(first.trim()).is_ok_and(|v| v.get("async") == Some(&Value::Bool(true)))
+    {
+        t = rest.trim_start();
+    }
     if !t.starts_with('{') {
         return Ok(None);
     }
@@ -401,6 +408,21 @@ mod tests {
             "error"
         );
         assert!(b.permission.is_none() && b.warnings[0].contains("exit status 1"));
+    }
+
+    #[test]
+    fn an_async_marker_first_is_not_invalid_json() {
+        assert_eq!(parse_json("{\"async\": true}\n"), Ok(None));
+        assert_eq!(parse_json("{\"async\": true}"), Ok(None));
+        assert_eq!(parse_json("{\"async\":true,\"asyncTimeout\":30}\nstarted\n"), Ok(None));
+        let later = parse_json("{\"async\": true}\n{\"systemMessage\": \"done\"}\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(later["systemMessage"], "done");
+        assert!(
+            parse_json("{\"async\": true}\n{broken").is_err(),
+            "what follows is still checked"
+        );
     }
 
     #[test]

@@ -10,8 +10,9 @@ use crate::types::message::{ImageSource, ToolResultBlock, ToolResultContent};
 const INLINE_IMAGES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
 
 /// A `tools/call` result → a tool result: text, images, resource links and embedded resources
-/// become content blocks; `structuredContent` is shown when there is no other content and is
-/// always kept for hooks and `tool_use_result`; `isError` becomes `is_error`.
+/// become content blocks; `isError` becomes `is_error`. A result with `structuredContent`
+/// gives the model that JSON as a text block of its own (unless a text block already holds the
+/// same JSON); the JSON is also kept for hooks and `tool_use_result`.
 pub fn tool_output(result: &Value) -> ToolOutput {
     let content = result
         .get("content")
@@ -21,14 +22,14 @@ pub fn tool_output(result: &Value) -> ToolOutput {
     let structured = result.get("structuredContent").filter(|v| !v.is_null());
     let is_error = result.get("isError").and_then(Value::as_bool).unwrap_or(false);
     let mut blocks = blocks_of(&content);
-    if blocks
-        .iter()
-        .all(|b| matches!(b, ToolResultBlock::Text { text } if text.is_empty()))
-        && let Some(s) = structured
-    {
-        blocks = vec![ToolResultBlock::Text {
-            text: serde_json::to_string_pretty(s).unwrap_or_else(|_| s.to_string()),
-        }];
+    if let Some(s) = structured {
+        blocks.retain(|b| !matches!(b, ToolResultBlock::Text { text } if text.is_empty()));
+        let already = blocks.iter().any(|b| {
+            matches!(b, ToolResultBlock::Text { text } if serde_json::from_str::<Value>(text).ok().as_ref() == Some(s))
+        });
+        if !already {
+            blocks.push(ToolResultBlock::Text { text: s.to_string() });
+        }
     }
     if blocks.is_empty() {
         blocks.push(ToolResultBlock::Text {
@@ -43,8 +44,10 @@ pub fn tool_output(result: &Value) -> ToolOutput {
     if let Some(s) = structured {
         tool_response = json!({"content": tool_response, "structuredContent": s});
     }
+    // A list of blocks, as the server sent them (a program driving keel reads them so too);
+    // text over the result budget is still spilled (`tool::cap_mixed`).
     ToolOutput {
-        content: collapse(blocks),
+        content: ToolResultContent::Blocks(blocks),
         is_error,
         structured: tool_response,
     }
@@ -214,7 +217,13 @@ mod tests {
     #[test]
     fn text_image_links_and_errors() {
         let out = tool_output(&json!({"content": [{"type": "text", "text": "Echo: hi"}]}));
-        assert_eq!(out.content, ToolResultContent::Text("Echo: hi".into()));
+        assert_eq!(
+            out.content,
+            ToolResultContent::Blocks(vec![ToolResultBlock::Text {
+                text: "Echo: hi".into()
+            }]),
+            "a list of blocks, as the server sent them"
+        );
         assert!(!out.is_error);
 
         let out = tool_output(&json!({"content": [
@@ -241,7 +250,27 @@ mod tests {
         assert_eq!(err.content.as_text(), "Unknown tool: x");
 
         let structured = tool_output(&json!({"content": [], "structuredContent": {"temperature": 22.5}}));
-        assert!(structured.content.as_text().contains("\"temperature\": 22.5"));
+        assert_eq!(
+            structured.content,
+            ToolResultContent::Blocks(vec![ToolResultBlock::Text {
+                text: r#"{"temperature":22.5}"#.into()
+            }])
+        );
+        // Text beside it stays, as its own block; the same JSON is not given twice.
+        let both = tool_output(&json!({"content": [{"type": "text", "text": "22.5 degrees"}],
+                                       "structuredContent": {"temperature": 22.5}}));
+        let ToolResultContent::Blocks(b) = &both.content else {
+            panic!("blocks")
+        };
+        assert_eq!(b.len(), 2);
+        let twice = tool_output(
+            &json!({"content": [{"type": "text", "text": "{\"temperature\": 22.5}"}],
+                                        "structuredContent": {"temperature": 22.5}}),
+        );
+        let ToolResultContent::Blocks(b) = &twice.content else {
+            panic!("blocks")
+        };
+        assert_eq!(b.len(), 1);
         assert_eq!(structured.structured["structuredContent"]["temperature"], 22.5);
 
         let empty = tool_output(&json!({}));

@@ -241,15 +241,28 @@ fn glob_name(pattern: &str, name: &str) -> bool {
             .unwrap_or(false)
 }
 
+/// A rule's command with its quoting read as the shell reads it (`python3 -c 'print(42)'` →
+/// the words `python3`, `-c`, `print(42)`), in the form commands are matched in: words joined
+/// by single spaces. Text without quotes, or that is not one plain command, stays as written.
+fn unquoted(s: &str) -> String {
+    if !s.contains(['\'', '"', '\\']) {
+        return s.to_string();
+    }
+    match crate::shell::parse::parse(s) {
+        Ok(cmds) if cmds.len() == 1 && cmds[0].words.iter().all(|w| !w.dynamic) => cmds[0].text(),
+        _ => s.to_string(),
+    }
+}
+
 fn bash_spec(s: &str) -> Result<Spec, String> {
     if let Some(prefix) = s.strip_suffix(":*") {
         if prefix.contains('*') {
             return Err("`:*` may only end a rule, after a literal prefix".into());
         }
-        return Ok(Spec::Prefix(prefix.trim().to_string()));
+        return Ok(Spec::Prefix(unquoted(prefix.trim())));
     }
     if !s.contains('*') {
-        return Ok(Spec::Exact(s.to_string()));
+        return Ok(Spec::Exact(unquoted(s)));
     }
     // `*` matches anything; a trailing ` *` also matches the bare command (`ls *` ⊇ `ls`).
     let mut re = String::from("^");

@@ -136,6 +136,7 @@ fn glob(base: &Path, pattern: &str, cancel: &tokio_util::sync::CancellationToken
     } else {
         Some(compile(&format!("**/{rest}"))?)
     };
+    let started = std::time::Instant::now();
     let mut found: Vec<(PathBuf, SystemTime)> = Vec::new();
     let mut unreadable = 0usize;
     let mut skipped_note = None;
@@ -177,6 +178,9 @@ fn glob(base: &Path, pattern: &str, cancel: &tokio_util::sync::CancellationToken
     } else {
         String::new()
     };
+    // Whether every directory was searched, so the number of matches is the whole count.
+    let complete = unreadable == 0 && skipped_note.is_none();
+    let duration_ms = started.elapsed().as_millis() as u64;
     if let Some(note) = skipped_note {
         unreadable_note.push('\n');
         unreadable_note.push_str(&note);
@@ -186,7 +190,10 @@ fn glob(base: &Path, pattern: &str, cancel: &tokio_util::sync::CancellationToken
             "No files found matching `{pattern}` in {}{unreadable_note}",
             base.display()
         ))
-        .with_structured(json!({"filenames": [], "numFiles": 0, "truncated": false})));
+        .with_structured(
+            json!({"filenames": [], "durationMs": duration_ms, "numFiles": 0, "truncated": false,
+                                 "totalMatches": 0, "countIsComplete": complete}),
+        ));
     }
     found.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let total = found.len();
@@ -203,7 +210,10 @@ fn glob(base: &Path, pattern: &str, cancel: &tokio_util::sync::CancellationToken
         ));
     }
     text.push_str(&unreadable_note);
-    Ok(ToolOutput::text(text).with_structured(json!({"filenames": names, "numFiles": total, "truncated": truncated})))
+    Ok(ToolOutput::text(text).with_structured(json!({
+        "filenames": names, "durationMs": duration_ms, "numFiles": names.len(), "truncated": truncated,
+        "totalMatches": total, "countIsComplete": complete,
+    })))
 }
 
 /// A path as listed; a name that is not UTF-8 cannot be passed back to a file tool, so it is

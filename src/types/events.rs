@@ -113,6 +113,15 @@ pub enum EngineEvent {
         /// What the model was told.
         message: String,
     },
+    /// How a call's permission was decided (for `tool_result_meta`): `decision` is `accept` or
+    /// `reject`; `source` who decided (`config`, `hook`, `user`); `reason_type` why, when known
+    /// (`rule`, `mode`, `read_only`, `safe_command`, `hook`).
+    PermissionDecided {
+        tool_use_id: String,
+        decision: &'static str,
+        source: &'static str,
+        reason_type: Option<&'static str>,
+    },
     /// The engine waits for a human decision; answer through `prompt.reply`.
     PermissionRequest(PermissionPrompt),
     /// A hook handler is about to run.

@@ -215,12 +215,21 @@ pub struct Usage {
     pub cache_read_input_tokens: u64,
     #[serde(default)]
     pub output_tokens: u64,
+    /// The part of `cache_creation_input_tokens` written with a one-hour lifetime (the API's
+    /// `cache_creation.ephemeral_1h_input_tokens`); the rest lived five minutes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_creation_1h_input_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
     pub fn add(&mut self, other: &Usage) {
         self.input_tokens += other.input_tokens;
         self.cache_creation_input_tokens += other.cache_creation_input_tokens;
+        self.cache_creation_1h_input_tokens += other.cache_creation_1h_input_tokens;
         self.cache_read_input_tokens += other.cache_read_input_tokens;
         self.output_tokens += other.output_tokens;
     }

@@ -42,6 +42,7 @@ mod mcp;
 mod mcp_failures;
 mod notebooks;
 mod openai;
+mod output_fields;
 mod permissions;
 mod plugins;
 mod provider;

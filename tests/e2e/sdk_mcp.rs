@@ -32,6 +32,19 @@ async fn an_sdk_mcp_tool_runs_in_the_program_and_its_result_reaches_the_model() 
     // A tool that raises is an error result carrying the program's message.
     let (failed, is_error) = reqs[1].tool_result_text("m2");
     assert!(is_error && failed.contains("the calculator is broken"), "{failed}");
+    // The SDK gets the in-process tool's result as a list of blocks, as the tool returned it.
+    let result = r
+        .messages()
+        .into_iter()
+        .filter(|m| m["type"] == "UserMessage")
+        .flat_map(|m| m["data"]["content"].as_array().cloned().unwrap_or_default())
+        .find(|b| b["tool_use_id"] == "m1")
+        .expect("the tool result reached the SDK");
+    assert_eq!(
+        result["content"],
+        json!([{"type": "text", "text": format!("sum=5 pid={}", calls["pid"])}]),
+        "{result}"
+    );
     // mcp_status and system/init list the program's server as connected.
     let status = &r.get("status")["value"]["mcpServers"];
     let calc: Vec<&Value> = status

@@ -408,9 +408,9 @@ async fn initialize_describes_an_anthropic_session_and_every_listed_model_switch
     assert_eq!(listed[..4], ["default", "sonnet", "opus", "haiku"], "{answer}");
     assert!(listed.contains(&"local/qwen3-coder".to_string()), "{listed:?}");
     assert!(!listed.iter().any(|v| v.starts_with("gpt")), "{listed:?}");
-    assert_eq!(answer["models"][0]["resolvedModel"], "claude-opus-4-5");
-    assert_eq!(answer["models"][2]["resolvedModel"], "claude-opus-4-5");
-    assert_eq!(answer["model"], "claude-opus-4-5");
+    assert_eq!(answer["models"][0]["resolvedModel"], "claude-opus-5-5");
+    assert_eq!(answer["models"][2]["resolvedModel"], "claude-opus-5-5");
+    assert_eq!(answer["model"], "claude-opus-5-5");
     assert_eq!(answer["account"]["apiKeySource"], "ANTHROPIC_API_KEY", "{answer}");
     assert_eq!(answer["account"]["apiProvider"], "firstParty");
     assert_eq!(answer["account"]["provider"], "anthropic");

@@ -60,7 +60,14 @@ pub(super) fn table(m: &str) -> Option<ModelInfo> {
     let has = |s: &str| m.contains(s);
     let starts = |s: &str| m.starts_with(s);
     let info = if has("claude") || has("opus") || has("sonnet") || has("haiku") {
-        if has("opus-4-5") || has("opus-4-6") || has("opus-4.5") {
+        // The 5.5 generation: a million-token window, 128k output.
+        if has("opus-5-5") || has("opus-5.5") {
+            entry(1_000_000, 128_000, anthropic_price(4.0, 20.0), CLAUDE)
+        } else if has("sonnet-5-5") || has("sonnet-5.5") {
+            entry(1_000_000, 128_000, anthropic_price(2.0, 10.0), CLAUDE)
+        } else if has("haiku-5-5") || has("haiku-5.5") {
+            entry(1_000_000, 128_000, anthropic_price(0.1, 0.5), CLAUDE)
+        } else if has("opus-4-5") || has("opus-4-6") || has("opus-4.5") {
             entry(200_000, 32_000, anthropic_price(5.0, 25.0), CLAUDE)
         } else if has("opus") {
             entry(200_000, 32_000, anthropic_price(15.0, 75.0), CLAUDE)

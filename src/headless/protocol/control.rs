@@ -195,11 +195,7 @@ fn answer(engine: &Engine, view: &ModelView) -> Value {
         })
         .collect();
     json!({
-        "commands": inventory
-            .slash_commands
-            .iter()
-            .map(|c| json!({"name": c}))
-            .collect::<Vec<_>>(),
+        "commands": crate::commands::headless_offer(&engine.skills()),
         "agents": agents,
         "output_style": "default",
         "available_output_styles": ["default"],

@@ -92,7 +92,7 @@ fn entry(catalog: Option<&Catalog>, value: &str, display: String) -> Value {
     })
 }
 
-/// `NAME/MODEL` with the model's alias resolved (`sonnet` → `claude-sonnet-4-5`).
+/// `NAME/MODEL` with the model's alias resolved (`sonnet` → `claude-sonnet-5-5`).
 fn resolved(catalog: &Catalog, spec: &str) -> String {
     match catalog.split(spec.trim()) {
         (Some(name), model) => format!("{name}/{}", models::resolve_alias(model)),
@@ -194,15 +194,15 @@ mod tests {
 
     #[test]
     fn an_anthropic_session_offers_the_aliases_once_and_its_other_providers() {
-        let r = routes(Kind::Anthropic, None, "claude-opus-4-5");
-        let list = models(Some(&r), "claude-opus-4-5", "claude-opus-4-5");
+        let r = routes(Kind::Anthropic, None, "claude-opus-5-5");
+        let list = models(Some(&r), "claude-opus-5-5", "claude-opus-5-5");
         let v = values(&list);
         assert_eq!(v[..4], ["default", "sonnet", "opus", "haiku"]);
-        assert!(!v.contains(&"claude-opus-4-5"), "listed once, as its alias: {v:?}");
+        assert!(!v.contains(&"claude-opus-5-5"), "listed once, as its alias: {v:?}");
         assert!(v.contains(&"ollama/qwen3-coder"), "{v:?}");
-        assert_eq!(list[2]["resolvedModel"], "claude-opus-4-5");
+        assert_eq!(list[2]["resolvedModel"], "claude-opus-5-5");
         assert_eq!(list[2]["displayName"], "Opus");
-        let account = account(Some(&r.catalog), "claude-opus-4-5");
+        let account = account(Some(&r.catalog), "claude-opus-5-5");
         assert_eq!(account["apiProvider"], "firstParty");
         assert_eq!(account["provider"], "anthropic");
     }

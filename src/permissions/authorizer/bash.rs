@@ -374,6 +374,19 @@ fn raw_mentions(rule: &Rule, raw: &str) -> bool {
     }
 }
 
+/// A word as the shell reads it back: bare when it has nothing special, else single-quoted.
+fn shell_quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%^".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
 /// The rule "allow always" saves for a command: its program, plus the subcommand for tools
 /// that have them (`git commit`, `npm run`, `cargo test`).
 fn suggest_bash_rule(cmd: &SimpleCommand) -> String {
@@ -390,7 +403,9 @@ fn suggest_bash_rule(cmd: &SimpleCommand) -> String {
     let w: Vec<&str> = cmd.words.iter().map(|w| w.text.as_str()).collect();
     let program = cmd.program_name();
     if INTERPRETERS.contains(&program) || cmd.words.iter().any(|w| w.dynamic) {
-        return format!("Bash({})", cmd.text());
+        // With its quoting: the rule reads back as exactly these words.
+        let words: Vec<String> = cmd.words.iter().map(|w| shell_quote(&w.text)).collect();
+        return format!("Bash({})", words.join(" "));
     }
     let mut prefix = vec![w[0]];
     if MULTI.contains(&program)

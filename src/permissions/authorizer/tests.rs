@@ -434,11 +434,42 @@ fn interpreters_are_only_ever_suggested_exactly() {
     let Verdict::Ask { info, .. } = bash(&a, "python3 -c 'print(1)'", Mode::Default) else {
         panic!()
     };
-    assert_eq!(info.rules_to_save, vec!["Bash(python3 -c print(1))"]);
+    // With its quoting, so the saved rule reads back as the same words.
+    assert_eq!(info.rules_to_save, vec!["Bash(python3 -c 'print(1)')"]);
     let Verdict::Ask { info, .. } = bash(&a, "cargo test -p keel", Mode::Default) else {
         panic!()
     };
     assert_eq!(info.rules_to_save, vec!["Bash(cargo test:*)"]);
+    let Verdict::Ask { info, .. } = bash(&a, r#"python3 -c "print('hi')""#, Mode::Default) else {
+        panic!()
+    };
+    assert_eq!(info.rules_to_save, vec![r#"Bash(python3 -c 'print('\''hi'\'')')"#]);
+}
+
+#[test]
+fn a_saved_quoted_rule_allows_exactly_its_command() {
+    let (a, _d) = authorizer(&["Bash(python3 -c 'print(42)')"], &[], &[]);
+    assert!(is_allow(&bash(&a, "python3 -c 'print(42)'", Mode::Default)));
+    assert!(
+        is_allow(&bash(&a, r#"python3 -c "print(42)""#, Mode::Default)),
+        "the same words"
+    );
+    assert!(is_ask(&bash(&a, "python3 -c 'print(43)'", Mode::Default)));
+    assert!(is_ask(&bash(&a, "python3 -c 'print(42)' extra", Mode::Default)));
+    // Every suggestion, saved as it is offered, allows the command it was offered for.
+    let (plain, _d2) = authorizer(&[], &[], &[]);
+    for cmd in [
+        "python3 -c 'print(42)'",
+        "node -e 'console.log(1 + 2)'",
+        "sed -n '1,5p' a.txt",
+    ] {
+        let Verdict::Ask { info, .. } = bash(&plain, cmd, Mode::Default) else {
+            panic!("{cmd}")
+        };
+        let rules: Vec<&str> = info.rules_to_save.iter().map(String::as_str).collect();
+        let (saved, _d3) = authorizer(&rules, &[], &[]);
+        assert!(is_allow(&bash(&saved, cmd, Mode::Default)), "{cmd}: {rules:?}");
+    }
 }
 
 #[test]

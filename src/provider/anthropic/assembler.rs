@@ -296,6 +296,12 @@ fn merge_usage(usage: &mut Usage, v: &Value) {
     set(&mut usage.cache_creation_input_tokens, "cache_creation_input_tokens");
     set(&mut usage.cache_read_input_tokens, "cache_read_input_tokens");
     set(&mut usage.output_tokens, "output_tokens");
+    if let Some(n) = v
+        .pointer("/cache_creation/ephemeral_1h_input_tokens")
+        .and_then(Value::as_u64)
+    {
+        usage.cache_creation_1h_input_tokens = n;
+    }
 }
 
 impl StreamAssembler for Assembler {

@@ -173,7 +173,7 @@ impl Tool for BashTool {
             push_notes(&mut text, &notes);
             return Ok(ToolOutput::text(text).with_structured(json!({
                 "stdout": "", "stderr": "", "interrupted": false, "isImage": false,
-                "backgroundTaskId": id,
+                "noOutputExpected": false, "backgroundTaskId": id,
             })));
         }
         let requested = input.timeout.unwrap_or(DEFAULT_TIMEOUT_MS);
@@ -220,7 +220,7 @@ impl Tool for BashTool {
                 );
             }
         }
-        Ok(render(finished, &notes))
+        Ok(render(finished, &notes, output::prints_nothing(&input.command)))
     }
 }
 
@@ -260,7 +260,7 @@ fn update_shell_cwd(ws: &Workspace, shell: &ShellEnv, dir: &Path, notes: &mut Ve
     }
 }
 
-fn render(finished: run::Finished, notes: &[String]) -> ToolOutput {
+fn render(finished: run::Finished, notes: &[String], no_output_expected: bool) -> ToolOutput {
     let output = finished.output.text.trim_end_matches('\n');
     let (mut text, is_error, interrupted, code) = match finished.ending {
         Ending::Exited(status) => {
@@ -304,6 +304,7 @@ fn render(finished: run::Finished, notes: &[String]) -> ToolOutput {
             "stderr": "",
             "interrupted": interrupted,
             "isImage": false,
+            "noOutputExpected": no_output_expected,
             "exitCode": code,
         }),
     }

@@ -104,3 +104,38 @@ mod tests {
         assert_eq!(t, "");
     }
 }
+
+/// Commands that print nothing when they succeed.
+const SILENT_COMMANDS: &[&str] = &[
+    "mkdir", "touch", "cp", "mv", "rm", "rmdir", "ln", "chmod", "chown", "chgrp", "cd", "export", "true", "unset",
+];
+
+/// Whether every command of the line is one that prints nothing on success (`mkdir -p a && cd
+/// a`), so an empty output is the expected one (`noOutputExpected` of the structured result).
+pub fn prints_nothing(command: &str) -> bool {
+    let parts: Vec<&str> = command
+        .split(['&', ';', '|', '\n'])
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect();
+    !parts.is_empty()
+        && parts.iter().all(|p| {
+            let first = p.split_whitespace().next().unwrap_or("");
+            SILENT_COMMANDS.contains(&first) && !p.split_whitespace().any(|w| w == "-v" || w == "--verbose")
+        })
+}
+
+#[cfg(test)]
+mod silent_tests {
+    use super::prints_nothing;
+
+    #[test]
+    fn silent_commands_expect_no_output() {
+        assert!(prints_nothing("mkdir -p made"));
+        assert!(prints_nothing("mkdir a && cd a; touch b"));
+        assert!(!prints_nothing("echo hi"));
+        assert!(!prints_nothing("mkdir a && ls"));
+        assert!(!prints_nothing("cp -v a b"));
+        assert!(!prints_nothing(""));
+    }
+}

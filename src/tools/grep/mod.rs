@@ -344,7 +344,11 @@ fn render(mut hits: Vec<FileHits>, q: &Query, page: Page, numbers: bool) -> Tool
             if cut {
                 text.push_str(&page.note(total));
             }
-            ToolOutput::text(text).with_structured(json!({"mode": "content", "numFiles": files, "numLines": total}))
+            let names: Vec<String> = hits.iter().map(|h| h.path.display().to_string()).collect();
+            ToolOutput::text(text.clone()).with_structured(json!({
+                "mode": "content", "numFiles": files, "filenames": names, "content": text,
+                "numLines": total, "totalLines": total,
+            }))
         }
     }
 }

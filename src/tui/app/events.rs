@@ -109,6 +109,8 @@ impl App {
                 self.set_activity(Activity::Responding);
             }
             EngineEvent::RawStream(v) => self.on_raw_stream(&v),
+            // The TUI shows the decision where it was asked; the event is for programs.
+            EngineEvent::PermissionDecided { .. } => {}
             EngineEvent::ToolResults(_) => {}
             EngineEvent::Retry {
                 attempt,

@@ -124,7 +124,7 @@ fn model_picker_switches_to_a_listed_or_typed_model() {
     assert!(p.items[0].detail.starts_with("current"));
     typed(&mut a, "opus");
     key(&mut a, KeyCode::Enter);
-    assert!(matches!(&jobs(&mut a)[..], [Job::SetModel { model }] if model == "claude-opus-4-5"));
+    assert!(matches!(&jobs(&mut a)[..], [Job::SetModel { model }] if model == "claude-opus-5-5"));
     a.on_reply(Reply::Failed("x".into()));
     a.submit_text("/model");
     typed(&mut a, "my-local-model");

@@ -164,7 +164,7 @@ async fn clear_starts_a_new_session_and_keeps_the_mode() {
         .unwrap();
     h.reply().await;
     h.jobs.send(Job::SetModel { model: "opus".into() }).unwrap();
-    assert!(matches!(h.reply().await, Reply::ModelSet { model, .. } if model == "claude-opus-4-5"));
+    assert!(matches!(h.reply().await, Reply::ModelSet { model, .. } if model == "claude-opus-5-5"));
     h.jobs.send(Job::Clear).unwrap();
     let s = match h.reply().await {
         Reply::Session(s) => s,

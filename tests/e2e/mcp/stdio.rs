@@ -69,7 +69,18 @@ async fn stdio_tools_results_errors_and_init_status() {
         .unwrap();
     assert_eq!(image["content"][1]["type"], "image");
     assert_eq!(image["content"][1]["source"]["media_type"], "image/png");
-    assert!(last.tool_result_text("s1").0.contains("\"temperature\": 21.5"));
+    // structuredContent reaches the model as the JSON, in a block of its own.
+    let structured = last
+        .tool_results()
+        .into_iter()
+        .find(|r| r["tool_use_id"] == "s1")
+        .unwrap();
+    let blocks = structured["content"].as_array().expect("a list of blocks");
+    let json_block = blocks
+        .iter()
+        .find_map(|b| serde_json::from_str::<Value>(b["text"].as_str()?).ok())
+        .expect("a block holding the JSON");
+    assert_eq!(json_block["temperature"], 21.5, "{structured}");
     // The invalid call never reached the server.
     assert_eq!(calls_of(&log, "echo"), 1);
     // The stream-json user line carries the MCP content as tool_use_result.
@@ -79,6 +90,11 @@ async fn stdio_tools_results_errors_and_init_status() {
         .find(|l| l["type"] == "user" && l["message"]["content"][0]["tool_use_id"] == "e1")
         .unwrap();
     assert_eq!(user["tool_use_result"], json!([{"type": "text", "text": "Echo: hi"}]));
+    // The result content is a list of blocks, as the server sent it.
+    assert_eq!(
+        user["message"]["content"][0]["content"],
+        json!([{"type": "text", "text": "Echo: hi"}])
+    );
 }
 
 #[tokio::test]

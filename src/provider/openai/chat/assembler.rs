@@ -308,6 +308,7 @@ pub(crate) fn usage(u: &Value) -> Usage {
         cache_creation_input_tokens: 0,
         cache_read_input_tokens: cached,
         output_tokens: n(&u["completion_tokens"]),
+        cache_creation_1h_input_tokens: 0,
     }
 }
 

@@ -49,7 +49,8 @@ fn text_and_a_usage_trailer_with_cached_tokens() {
             input_tokens: 20,
             cache_read_input_tokens: 32,
             output_tokens: 6,
-            cache_creation_input_tokens: 0
+            cache_creation_input_tokens: 0,
+            cache_creation_1h_input_tokens: 0,
         }
     );
     assert_eq!(texts(&events), vec!["The build", " passes", " on", " main."]);

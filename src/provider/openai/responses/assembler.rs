@@ -349,6 +349,7 @@ fn usage(u: &Value) -> Usage {
         cache_creation_input_tokens: 0,
         cache_read_input_tokens: cached,
         output_tokens: u["output_tokens"].as_u64().unwrap_or(0),
+        cache_creation_1h_input_tokens: 0,
     }
 }
 

@@ -36,7 +36,8 @@ fn text_and_usage_with_cached_input() {
             input_tokens: 176,
             cache_read_input_tokens: 1024,
             output_tokens: 90,
-            cache_creation_input_tokens: 0
+            cache_creation_input_tokens: 0,
+            cache_creation_1h_input_tokens: 0,
         }
     );
     assert_eq!(events.len(), 3);
