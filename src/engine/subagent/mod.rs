@@ -9,6 +9,7 @@
 //! tracked in the parent's `SessionServices::tasks` and report through notifications.
 
 mod child;
+mod model;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
