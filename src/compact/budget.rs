@@ -40,7 +40,7 @@ pub fn ensure_spilled(session_dir: &Path, tool_use_id: &str, text: &str) -> std:
 
 /// Whether a result text is a tier 1 preview (its full output is in the spill file).
 pub fn is_preview(text: &str) -> bool {
-    text.starts_with("<persisted-output>")
+    crate::types::untrusted::body(text).starts_with("<persisted-output>")
 }
 
 /// Applies the budget to a text result. Image results and results within budget pass through.

@@ -81,8 +81,10 @@ fn placeholder(
             call.label()
         ));
     }
-    let text = stored.as_text();
-    let path = budget::ensure_spilled(ctx.session_dir, &call.id, &text).ok()?;
+    let shown = stored.as_text();
+    // The spill file keeps the result as the tool gave it (a Read of it is marked again).
+    let text = crate::types::untrusted::body(&shown);
+    let path = budget::ensure_spilled(ctx.session_dir, &call.id, text).ok()?;
     let size = if budget::is_preview(&text) {
         std::fs::metadata(&path).map(|m| m.len() as usize).unwrap_or(text.len())
     } else {
