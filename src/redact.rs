@@ -161,7 +161,10 @@ mod tests {
     #[test]
     fn private_keys_go_whole_even_when_cut() {
         let pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7\nabc+/=\n-----END RSA PRIVATE KEY-----";
-        assert_eq!(only(&format!("key:\n{pem}\nafter")), "key:\n[REDACTED:private-key]\nafter");
+        assert_eq!(
+            only(&format!("key:\n{pem}\nafter")),
+            "key:\n[REDACTED:private-key]\nafter"
+        );
         let cut = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\nAAAA";
         assert_eq!(only(cut), "[REDACTED:private-key]");
         // Public material is no secret.

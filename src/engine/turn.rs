@@ -221,8 +221,10 @@ impl Engine {
                 self.config_changes().await;
                 // Front ends get the raw results; the history (the model's view) the enveloped.
                 let raw: Vec<ContentBlock> = records.iter().map(|r| r.to_block()).collect();
-                let mut content: Vec<ContentBlock> =
-                    records.iter().map(|r| r.to_model_block(&self.compactor.kinds)).collect();
+                let mut content: Vec<ContentBlock> = records
+                    .iter()
+                    .map(|r| r.to_model_block(&self.compactor.kinds))
+                    .collect();
                 let mut rest = self.note_tool_round(&records);
                 rest.extend(self.loaded_skills(&records));
                 rest.extend(self.background_notes());

@@ -148,7 +148,9 @@ impl Rule {
         let spec = match spec_text.map(str::trim) {
             None | Some("*") | Some("") => Spec::Any,
             Some(s) if grammar == RuleGrammar::Command => match param_spec(s) {
-                Some((k, v)) if BASH_PARAMS.contains(&k.as_str()) => Spec::Param(k, ValuePattern::new(&v).map_err(|p| err(&p))?),
+                Some((k, v)) if BASH_PARAMS.contains(&k.as_str()) => {
+                    Spec::Param(k, ValuePattern::new(&v).map_err(|p| err(&p))?)
+                }
                 _ => bash_spec(s).map_err(|p| err(&p))?,
             },
             Some(s) if grammar == RuleGrammar::Domain => domain_spec(s).map_err(|p| err(&p))?,

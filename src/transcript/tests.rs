@@ -278,8 +278,15 @@ fn credentials_are_redacted_before_lines_are_written_and_resume_reads_the_redact
     assert!(!raw.contains(key), "{raw}");
     assert!(!raw.contains("abcdefgh12345678"), "{raw}");
     let lines: Vec<Value> = raw.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(lines[0][REDACTED_FIELD], json!({"count": 1, "kinds": ["anthropic-key"]}));
-    assert!(lines[1].get(REDACTED_FIELD).is_none(), "a digest is no secret: {}", lines[1]);
+    assert_eq!(
+        lines[0][REDACTED_FIELD],
+        json!({"count": 1, "kinds": ["anthropic-key"]})
+    );
+    assert!(
+        lines[1].get(REDACTED_FIELD).is_none(),
+        "a digest is no secret: {}",
+        lines[1]
+    );
     assert_eq!(lines[2][REDACTED_FIELD]["kinds"], json!(["header-credential"]));
     let loaded = load(&p).unwrap();
     assert_eq!(

@@ -97,7 +97,10 @@ mod tests {
     #[test]
     fn the_body_comes_back_out() {
         assert_eq!(body(&wrap("Bash", "line 1\nline 2")), "line 1\nline 2");
-        assert_eq!(body("<untrusted-content source=\"x\">\nopen"), "<untrusted-content source=\"x\">\nopen");
+        assert_eq!(
+            body("<untrusted-content source=\"x\">\nopen"),
+            "<untrusted-content source=\"x\">\nopen"
+        );
         assert_eq!(body("plain"), "plain");
         assert_eq!(body(&wrap("Read", "")), "");
     }

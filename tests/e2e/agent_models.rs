@@ -40,7 +40,10 @@ async fn a_sub_agent_runs_on_the_model_asked_for_unless_a_rule_or_the_catalogue_
     assert!(denied.contains("Agent(model:*opus*)"), "{denied}");
     let (unknown, is_error) = reqs[2].tool_result_text("a2");
     assert!(is_error, "{unknown}");
-    assert!(unknown.contains("`gpt-17-ultra` is not one this session offers"), "{unknown}");
+    assert!(
+        unknown.contains("`gpt-17-ultra` is not one this session offers"),
+        "{unknown}"
+    );
 
     // The alias resolves to its model id, sent in the sub-agent's own request.
     assert_eq!(reqs[3].body["model"], "claude-haiku-4-5");
@@ -63,9 +66,7 @@ async fn the_managed_model_allowlist_bounds_the_agent_tools_model() {
     )
     .unwrap();
     let server = ModelServer::start().await;
-    server
-        .push(calls(vec![agent("a1", "haiku")]))
-        .push(answer("done"));
+    server.push(calls(vec![agent("a1", "haiku")])).push(answer("done"));
     let out = env
         .keel(&server)
         .env("KEEL_MANAGED_SETTINGS", &managed)

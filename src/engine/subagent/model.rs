@@ -46,7 +46,9 @@ pub(super) fn choose(
             ));
         }
         if let Some(why) = authorizer.model_refused(&model) {
-            return Err(format!("{why}. Call Agent again with an allowed model, or without `model`."));
+            return Err(format!(
+                "{why}. Call Agent again with an allowed model, or without `model`."
+            ));
         }
         if let Some(why) = denied(&model) {
             return Err(format!(
