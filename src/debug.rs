@@ -8,6 +8,8 @@
 //! is known (settings, setup) are buffered and land at its top. Only `--debug` in headless mode
 //! also copies the lines to stderr; the terminal UI never writes there.
 //!
+//! Credentials in the lines are redacted before they are kept (`crate::redact`).
+//!
 //! FILTER is a comma-separated list of `target=level` directives (`keel::provider=trace`), bare
 //! levels (`debug`), or bare keel module names (`provider,hooks`: everything from them).
 
@@ -51,11 +53,17 @@ struct SessionLog(Arc<Mutex<Sink>>);
 
 impl Write for SessionLog {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // One write is one formatted event: credentials in it are redacted before it is kept.
+        let redacted = std::str::from_utf8(buf).ok().map(crate::redact::redact);
+        let bytes = match &redacted {
+            Some((text, _)) => text.as_bytes(),
+            None => buf,
+        };
         let mut sink = self.0.lock().unwrap_or_else(|p| p.into_inner());
         match &mut sink.target {
-            Target::Buffer(b) if b.len() + buf.len() <= EARLY_BUFFER => b.extend_from_slice(buf),
+            Target::Buffer(b) if b.len() + bytes.len() <= EARLY_BUFFER => b.extend_from_slice(bytes),
             Target::Buffer(_) | Target::Gone => {}
-            Target::File(f) => f.write_all(buf)?,
+            Target::File(f) => f.write_all(bytes)?,
         }
         Ok(buf.len())
     }

@@ -26,6 +26,7 @@ pub(crate) mod memory;
 pub(crate) mod permissions;
 pub(crate) mod plugins;
 pub mod provider;
+pub(crate) mod redact;
 pub mod sandbox;
 pub(crate) mod shell;
 pub(crate) mod shutdown;

@@ -33,14 +33,14 @@ pub fn spill_path(session_dir: &Path, tool_use_id: &str) -> PathBuf {
 pub fn ensure_spilled(session_dir: &Path, tool_use_id: &str, text: &str) -> std::io::Result<PathBuf> {
     let path = spill_path(session_dir, tool_use_id);
     if !path.is_file() {
-        crate::fsutil::write_atomic_copy(&path, text.as_bytes())?;
+        crate::fsutil::write_atomic_copy(&path, crate::redact::redact(text).0.as_bytes())?;
     }
     Ok(path)
 }
 
 /// Whether a result text is a tier 1 preview (its full output is in the spill file).
 pub fn is_preview(text: &str) -> bool {
-    text.starts_with("<persisted-output>")
+    crate::types::untrusted::body(text).starts_with("<persisted-output>")
 }
 
 /// Applies the budget to a text result. Image results and results within budget pass through.
@@ -52,7 +52,8 @@ pub fn apply(output: ToolOutput, budget: usize, session_dir: &Path, tool_use_id:
         return output;
     }
     let path = spill_path(session_dir, tool_use_id);
-    let saved = crate::fsutil::write_atomic(&path, text.as_bytes());
+    // The stored copy has credentials redacted, like the transcript.
+    let saved = crate::fsutil::write_atomic(&path, crate::redact::redact(text).0.as_bytes());
     let preview = preview(text, path.as_path(), saved.as_ref().err());
     ToolOutput {
         content: ToolResultContent::Text(preview),

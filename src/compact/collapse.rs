@@ -150,7 +150,7 @@ fn new_call_line(id: &str, ctx: &TierContext<'_>) -> String {
     if text.len() <= INLINE_RESULT && !text.contains('\n') && !budget::is_preview(&text) {
         return format!("{label} → {text:?}");
     }
-    match budget::ensure_spilled(ctx.session_dir, id, &text) {
+    match budget::ensure_spilled(ctx.session_dir, id, crate::types::untrusted::body(&text)) {
         Ok(path) => format!(
             "{label} → {}",
             path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()

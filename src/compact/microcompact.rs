@@ -81,16 +81,18 @@ fn placeholder(
             call.label()
         ));
     }
-    let text = stored.as_text();
-    let path = budget::ensure_spilled(ctx.session_dir, &call.id, &text).ok()?;
-    let size = if budget::is_preview(&text) {
+    let shown = stored.as_text();
+    // The spill file keeps the result as the tool gave it (a Read of it is marked again).
+    let text = crate::types::untrusted::body(&shown);
+    let path = budget::ensure_spilled(ctx.session_dir, &call.id, text).ok()?;
+    let size = if budget::is_preview(text) {
         std::fs::metadata(&path).map(|m| m.len() as usize).unwrap_or(text.len())
     } else {
         text.len()
     };
-    let mut lines = marker_lines(&text);
+    let mut lines = marker_lines(text);
     if lines.is_empty() && call.is_error {
-        lines = last_lines(&text, 3);
+        lines = last_lines(text, 3);
     }
     let kind = if call.is_error { "failed result" } else { "result" };
     let mut out = format!(

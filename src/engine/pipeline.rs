@@ -21,7 +21,7 @@ use crate::permissions::Authorizer;
 use crate::provider::{BrokenReason, BrokenToolCall};
 use crate::tools::registry::ToolRegistry;
 use crate::tools::{Grants, ToolContext, ToolError, ToolOutput};
-use crate::types::message::ContentBlock;
+use crate::types::message::{ContentBlock, ToolResultBlock, ToolResultContent};
 
 /// Most read-only calls run at once.
 pub const MAX_PARALLEL: usize = 10;
@@ -47,6 +47,29 @@ pub struct CallRecord {
 impl CallRecord {
     pub fn to_block(&self) -> ContentBlock {
         ContentBlock::tool_result(&self.call.id, self.output.content.clone(), self.output.is_error)
+    }
+
+    /// The result as the model sees it: text from outside the session (a file, a command, a
+    /// server, the web) inside the untrusted envelope, labelled with the tool's name. Front
+    /// ends, hooks and programs get [`CallRecord::to_block`], the raw result.
+    pub fn to_model_block(&self, kinds: &crate::tools::kinds::KindTable) -> ContentBlock {
+        if self.denied || !kinds.brings_outside_text(&self.call.name, self.output.is_error) {
+            return self.to_block();
+        }
+        let wrap = |text: &str| crate::types::untrusted::wrap(&self.call.name, text);
+        let content = match &self.output.content {
+            ToolResultContent::Text(t) => ToolResultContent::Text(wrap(t)),
+            ToolResultContent::Blocks(blocks) => ToolResultContent::Blocks(
+                blocks
+                    .iter()
+                    .map(|b| match b {
+                        ToolResultBlock::Text { text } => ToolResultBlock::Text { text: wrap(text) },
+                        other => other.clone(),
+                    })
+                    .collect(),
+            ),
+        };
+        ContentBlock::tool_result(&self.call.id, content, self.output.is_error)
     }
 }
 

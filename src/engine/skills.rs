@@ -145,6 +145,7 @@ impl SkillInvoker {
                     tool_use_id: call_id.to_string(),
                     background: Some(false),
                     worktree: false,
+                    model: None,
                 },
                 grants,
                 cancel.clone(),

@@ -226,32 +226,37 @@ impl Engine {
                 }
                 self.config_changes().await;
                 let round = self.after_round(before, &records).await;
-                let mut content: Vec<ContentBlock> = records.iter().map(|r| r.to_block()).collect();
-                content.extend(
-                    round
-                        .notes
-                        .iter()
-                        .map(|n| ContentBlock::text(format!("<system-reminder>\n{n}\n</system-reminder>"))),
-                );
+                // Front ends get the raw results; the history (the model's view) the enveloped.
+                let raw: Vec<ContentBlock> = records.iter().map(|r| r.to_block()).collect();
+                let mut content: Vec<ContentBlock> = records
+                    .iter()
+                    .map(|r| r.to_model_block(&self.compactor.kinds))
+                    .collect();
+                let mut rest: Vec<ContentBlock> = round
+                    .notes
+                    .iter()
+                    .map(|n| ContentBlock::text(format!("<system-reminder>\n{n}\n</system-reminder>")))
+                    .collect();
                 let nested_before = self.project.instructions.nested.len();
-                content.extend(self.note_tool_round(&records));
+                rest.extend(self.note_tool_round(&records));
                 self.nested_instructions_loaded(nested_before).await;
-                content.extend(self.loaded_skills(&records));
-                content.extend(self.background_notes());
-                content.extend(self.late_git_note());
+                rest.extend(self.loaded_skills(&records));
+                rest.extend(self.background_notes());
+                rest.extend(self.late_git_note());
                 // Calls cut by the output limit never ran: the model must hear it and go on.
                 if response
                     .broken_tool_calls
                     .iter()
                     .any(|b| b.reason == BrokenReason::Truncated)
                 {
-                    content.push(ContentBlock::text(continuation_note(&response)));
+                    rest.push(ContentBlock::text(continuation_note(&response)));
                 }
+                content.extend(rest.iter().cloned());
+                self.session.push_user(content);
                 let results = Message {
                     role: crate::types::message::Role::User,
-                    content,
+                    content: raw.into_iter().chain(rest).collect(),
                 };
-                self.session.push_user(results.content.clone());
                 self.events.emit(EngineEvent::ToolResults(results));
                 if cancel.is_cancelled() {
                     return self.interrupted(TerminalReason::AbortedTools);

@@ -313,11 +313,16 @@ impl Authorizer {
                 resolved = Some(real);
                 v
             }
-            // Launching a sub-agent needs no approval; each of its own calls is checked.
+            // Launching a sub-agent needs no approval (each of its own calls is checked), unless
+            // a rule names its type or its input (`Agent(model:opus)`).
             (Subject::Key(kind), e) if e.spawns_agent => {
-                match ctx.deny_rule(tool, |r| r.is_whole_tool() || r.matches_key(kind)) {
+                let hits = |r: &Rule| r.matches_key(kind) || r.matches_param(input);
+                match ctx.deny_rule(tool, |r| r.is_whole_tool() || hits(r)) {
                     Some(reason) => Verdict::Deny(reason),
-                    None => Verdict::Allow,
+                    None => match ctx.find(Behavior::Ask, tool, hits) {
+                        Some(r) => ctx.hard_ask(format!("the rule `{}` asks for confirmation", r.text)),
+                        None => Verdict::Allow,
+                    },
                 }
             }
             (Subject::Key(name), e) if e.loads_skill => ctx.skill(tool, name, call.read_only),
@@ -367,6 +372,24 @@ impl Authorizer {
     /// Why the session may not use `model`, when managed settings enforce a model allowlist.
     pub fn model_refused(&self, model: &str) -> Option<String> {
         self.model_allowlist.as_ref().and_then(|l| l.refuses(model))
+    }
+
+    /// Why a sub-agent may not run on `model` by a deny rule on the Agent tool's `model`
+    /// input (`Agent(model:opus)`): asked of the model it will really use, so an agent type
+    /// whose definition names the model is refused as a call naming it would be.
+    pub fn agent_model_denied(&self, model: &str) -> Option<String> {
+        let session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        let input = serde_json::json!({ "model": model });
+        let covered_by = kinds::declared("Agent").covered_by;
+        self.active(&session)
+            .into_iter()
+            .find(|r| {
+                r.behavior == Behavior::Deny
+                    && r.names_call("Agent", covered_by)
+                    && matches!(r.spec, Spec::Param(..))
+                    && r.matches_param(&input)
+            })
+            .map(|r| format!("denied by the rule `{}` ({})", r.text, r.source))
     }
 
     pub fn grant(&self, info: &AskInfo) -> Option<String> {
@@ -653,7 +676,7 @@ impl Ctx<'_> {
     /// in every mode but bypass, since a repository's skill must not grant itself commands.
     fn skill(&self, tool: &str, name: &str, read_only: bool) -> Verdict {
         // `Skill(plugin:name)` parses as a parameter rule; for skills it is the qualified name.
-        let hits = |r: &Rule| r.matches_key(name) || matches!(&r.spec, Spec::Param(k, v) if format!("{k}:{v}") == name);
+        let hits = |r: &Rule| r.matches_key(name) || r.matches_qualified(name);
         if let Some(r) = self.find(Behavior::Deny, tool, hits) {
             return Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source));
         }

@@ -22,12 +22,58 @@ pub enum Spec {
     CommandGlob(regex::Regex),
     /// Read/Edit family: a path glob, resolved to an absolute pattern.
     Path(GlobMatcher, String),
-    /// `Tool(param:value)`: a scalar top-level input parameter.
-    Param(String, String),
+    /// `Tool(param:value)`: a scalar top-level input parameter, `*` in the value a wildcard.
+    Param(String, ValuePattern),
     /// `WebFetch(domain:example.com)`: that host; `domain:*.example.com`: its subdomains.
     Domain { host: String, subdomains: bool },
     /// Other tools: glob over the call's key argument.
     Key(GlobMatcher),
+}
+
+/// The value of a `Tool(param:value)` rule: literal text where each `*` stands for any run of
+/// characters (none included, line breaks included); the whole value must match. Compiled to
+/// a `regex` automaton, whose matching time is linear in the value (no backtracking), so a
+/// hostile pattern or input cannot make a decision slow.
+#[derive(Debug, Clone)]
+pub struct ValuePattern {
+    /// As written.
+    pub text: String,
+    /// `None` when the value has no `*` (compared as text).
+    glob: Option<regex::Regex>,
+}
+
+impl ValuePattern {
+    pub fn new(text: &str) -> Result<ValuePattern, String> {
+        if !text.contains('*') {
+            return Ok(ValuePattern {
+                text: text.to_string(),
+                glob: None,
+            });
+        }
+        let mut re = String::from("(?s)^");
+        for (i, part) in text.split('*').enumerate() {
+            if i > 0 {
+                re.push_str(".*");
+            }
+            re.push_str(&regex::escape(part));
+        }
+        re.push('$');
+        let glob = regex::RegexBuilder::new(&re)
+            .size_limit(1 << 20)
+            .build()
+            .map_err(|e| format!("invalid wildcard value: {e}"))?;
+        Ok(ValuePattern {
+            text: text.to_string(),
+            glob: Some(glob),
+        })
+    }
+
+    pub fn matches(&self, value: &str) -> bool {
+        match &self.glob {
+            Some(re) => re.is_match(value),
+            None => value == self.text,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -102,7 +148,9 @@ impl Rule {
         let spec = match spec_text.map(str::trim) {
             None | Some("*") | Some("") => Spec::Any,
             Some(s) if grammar == RuleGrammar::Command => match param_spec(s) {
-                Some((k, v)) if BASH_PARAMS.contains(&k.as_str()) => Spec::Param(k, v),
+                Some((k, v)) if BASH_PARAMS.contains(&k.as_str()) => {
+                    Spec::Param(k, ValuePattern::new(&v).map_err(|p| err(&p))?)
+                }
                 _ => bash_spec(s).map_err(|p| err(&p))?,
             },
             Some(s) if grammar == RuleGrammar::Domain => domain_spec(s).map_err(|p| err(&p))?,
@@ -111,7 +159,7 @@ impl Rule {
                 Spec::Path(compile_glob(&pattern).map_err(|p| err(&p))?, pattern)
             }
             Some(s) => match param_spec(s) {
-                Some((k, v)) => Spec::Param(k, v),
+                Some((k, v)) => Spec::Param(k, ValuePattern::new(&v).map_err(|p| err(&p))?),
                 None => Spec::Key(compile_glob(s).map_err(|p| err(&p))?),
             },
         };
@@ -187,12 +235,31 @@ impl Rule {
         }
     }
 
+    /// Matches a call's input by a `param:value` rule: a string parameter by its text, any
+    /// other scalar by its JSON form (`true`, `30000`). A `model` parameter also matches by the
+    /// model an alias stands for (`Agent(model:opus)` refuses `claude-opus-4-5` too).
     pub fn matches_param(&self, input: &serde_json::Value) -> bool {
-        match &self.spec {
-            Spec::Param(k, v) => input.get(k).is_some_and(|x| match x {
-                serde_json::Value::String(s) => s == v,
-                other => other.to_string().as_str() == v.as_str(),
-            }),
+        let Spec::Param(k, v) = &self.spec else {
+            return false;
+        };
+        let text = match input.get(k) {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(serde_json::Value::Object(_) | serde_json::Value::Array(_)) | None => return false,
+            Some(other) => other.to_string(),
+        };
+        if v.matches(&text) {
+            return true;
+        }
+        k == "model" && {
+            let resolved = crate::config::models::resolve_alias(&text);
+            v.matches(&resolved) || crate::config::models::resolve_alias(&v.text) == resolved
+        }
+    }
+
+    /// Matches a qualified name `prefix:rest` (a plugin's skill) by a `prefix:value` rule.
+    pub fn matches_qualified(&self, name: &str) -> bool {
+        match (&self.spec, name.split_once(':')) {
+            (Spec::Param(k, v), Some((prefix, rest))) => k == prefix && v.matches(rest),
             _ => false,
         }
     }
@@ -311,8 +378,7 @@ fn domain_spec(s: &str) -> Result<Spec, String> {
 
 fn param_spec(s: &str) -> Option<(String, String)> {
     let (k, v) = s.split_once(':')?;
-    (!k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !v.contains('*'))
-        .then(|| (k.to_string(), v.to_string()))
+    (!k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')).then(|| (k.to_string(), v.to_string()))
 }
 
 /// Resolves the reference's path anchors to an absolute glob: `//abs`, `~/home`,
@@ -442,6 +508,53 @@ mod tests {
         ] {
             assert!(Rule::parse(bad, Behavior::Allow, "x", &anchors()).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn parameter_values_take_wildcards() {
+        let input = |v: serde_json::Value| serde_json::json!({ "model": v, "timeout": 30000 });
+        let opus = rule("Agent(model:opus)");
+        assert!(opus.names_tool("Agent"));
+        assert!(opus.matches_param(&input("opus".into())));
+        // An alias and the id it stands for are one model, either way round.
+        assert!(opus.matches_param(&input("claude-opus-4-5".into())));
+        assert!(rule("Agent(model:claude-opus-4-5)").matches_param(&input("opus".into())));
+        assert!(!opus.matches_param(&input("sonnet".into())));
+        assert!(!opus.matches_param(&serde_json::json!({})));
+        let family = rule("Agent(model:*opus*)");
+        assert!(family.matches_param(&input("claude-opus-4-1".into())));
+        assert!(family.matches_param(&input("opus".into())));
+        assert!(!family.matches_param(&input("claude-sonnet-4-5".into())));
+        // The whole value must match; `*` spans anything, nothing included.
+        let pre = rule("mcp__db__query(sql:SELECT *)");
+        assert!(pre.matches_param(&serde_json::json!({"sql": "SELECT * FROM t"})));
+        assert!(pre.matches_param(&serde_json::json!({"sql": "SELECT "})));
+        assert!(pre.matches_param(&serde_json::json!({"sql": "SELECT a\nFROM t"})));
+        assert!(!pre.matches_param(&serde_json::json!({"sql": "DELETE FROM t; SELECT 1"})));
+        // Other characters are literal, regex syntax included.
+        let dots = rule("Agent(model:a.c)");
+        assert!(!dots.matches_param(&input("abc".into())));
+        assert!(dots.matches_param(&input("a.c".into())));
+        // Scalars other than strings match by their JSON text.
+        assert!(rule("Bash(timeout:3*)").matches_param(&input("x".into())));
+        assert!(rule("Bash(run_in_background:*)").matches_param(&serde_json::json!({"run_in_background": false})));
+        assert!(!rule("Agent(model:*)").matches_param(&serde_json::json!({"model": {"a": 1}})));
+        // A plugin's skills by their qualified names.
+        assert!(rule("Skill(ops:*)").matches_qualified("ops:deploy"));
+        assert!(rule("Skill(ops:dep*)").matches_qualified("ops:deploy"));
+        assert!(!rule("Skill(ops:*)").matches_qualified("dev:deploy"));
+        assert!(!rule("Skill(ops:x)").matches_qualified("ops:deploy"));
+    }
+
+    #[test]
+    fn hostile_wildcards_match_in_linear_time() {
+        // A backtracking matcher takes exponential time on this pair; the automaton does not
+        // (the test would not finish otherwise).
+        let pattern = format!("Agent(model:{}b)", "*a".repeat(200));
+        let r = rule(&pattern);
+        let value = "a".repeat(100_000);
+        assert!(!r.matches_param(&serde_json::json!({ "model": value })));
+        assert!(r.matches_param(&serde_json::json!({ "model": format!("{}b", "a".repeat(300)) })));
     }
 
     #[test]

@@ -27,6 +27,8 @@ pub struct AgentRequest {
     pub background: Option<bool>,
     /// `isolation: "worktree"` on the call (the definition may ask for it too).
     pub worktree: bool,
+    /// `model` on the call: an alias or id it wants instead of the definition's model.
+    pub model: Option<String>,
 }
 
 /// What a finished sub-agent reports.
@@ -83,6 +85,7 @@ struct Input {
     subagent_type: Option<String>,
     run_in_background: Option<bool>,
     isolation: Option<String>,
+    model: Option<String>,
 }
 
 #[async_trait]
@@ -121,8 +124,10 @@ impl Tool for AgentTool {
          gathers — the diff, changed files, commands run — and ignores `prompt`), or a project type listed in the \
          system prompt. \
          `run_in_background: true` returns at once and the report arrives later as a notification. \
-         `isolation: \"worktree\"` runs it in a fresh git worktree so your files stay untouched. It follows the \
-         same permission rules; only its final message comes back."
+         `isolation: \"worktree\"` runs it in a fresh git worktree so your files stay untouched. `model` picks \
+         the model it runs on (an alias such as `sonnet`, `opus`, `haiku`, or a model id this session offers; \
+         default: the agent type's model, else yours). It follows the same permission rules; only its final \
+         message comes back."
     }
 
     fn input_schema(&self) -> Value {
@@ -133,7 +138,8 @@ impl Tool for AgentTool {
                 "prompt": {"type": "string", "minLength": 1, "description": "The complete task for the sub-agent"},
                 "subagent_type": {"type": "string", "minLength": 1, "description": "Which kind of sub-agent (see the system prompt)"},
                 "run_in_background": {"type": "boolean", "description": "Return at once; the report arrives as a later notification"},
-                "isolation": {"type": "string", "enum": ["worktree"], "description": "Run in a fresh git worktree"}
+                "isolation": {"type": "string", "enum": ["worktree"], "description": "Run in a fresh git worktree"},
+                "model": {"type": "string", "minLength": 1, "description": "Model alias or id for the sub-agent"}
             },
             "required": ["description", "prompt"],
             "additionalProperties": false
@@ -160,6 +166,7 @@ impl Tool for AgentTool {
             tool_use_id: ctx.tool_use_id.clone(),
             background: input.run_in_background,
             worktree: input.isolation.as_deref() == Some("worktree"),
+            model: input.model.map(|m| m.trim().to_string()),
         };
         let report = runner
             .run(request, ctx.cancel.clone())

@@ -136,6 +136,19 @@ impl KindTable {
         self.get(name).effects.read_only
     }
 
+    /// Whether a result of the tool carries text from outside the session (a file, a command's
+    /// output, an MCP server, the web), which the model must read as data. `failed`: the call's
+    /// result is an error — a reading tool's error is keel's own words, a command's or a
+    /// server's still carries what they printed.
+    pub fn brings_outside_text(&self, name: &str, failed: bool) -> bool {
+        let e = self.get(name).effects;
+        if e.spawns_agent || e.loads_skill || e.leaves_plan {
+            return false;
+        }
+        let speaks = name.starts_with("mcp__") || e.runs_commands || e.network;
+        speaks || (e.read_only && !failed)
+    }
+
     /// The file a call changes, when its tool edits the file its input names.
     pub fn edited_file<'a>(&self, name: &str, input: &'a Value) -> Option<&'a str> {
         if !self.get(name).effects.edits_files {

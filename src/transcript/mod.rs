@@ -5,6 +5,10 @@
 //! it replace those before), `event` (retries, hook runs, denials, notices: for audit; the task
 //! list and the usage of requests without an answer line are read again on resume).
 //!
+//! Credentials in a line (API keys, tokens, private keys, `Authorization` headers) are
+//! redacted before it is written (`crate::redact`), and the line carries a `redacted` field
+//! saying how many and of which kinds; a resumed session sends the redacted text.
+//!
 //! Nothing is lost silently: a line that cannot be written (disk full) is kept in memory and
 //! retried, in order, before the next one, so the file is always a prefix of the session; what
 //! is still unwritten is recorded in a small preallocated side file (`unsaved.rs`) that resume
@@ -200,8 +204,13 @@ impl Transcript {
         if self.sink.is_none() {
             return Ok(());
         }
+        // Credentials never reach the file; the line says what was taken out.
+        let redacted = crate::redact::redact_value(&mut line);
         if let Value::Object(m) = &mut line {
             m.insert("timestamp".into(), Value::String(chrono::Utc::now().to_rfc3339()));
+            if !redacted.is_empty() {
+                m.insert(REDACTED_FIELD.into(), redaction_note(&redacted));
+            }
         }
         let mut bytes = serde_json::to_vec(&line).unwrap_or_default();
         bytes.push(b'\n');
@@ -348,6 +357,16 @@ impl Drop for Transcript {
             let _ = self.flush_pending();
         }
     }
+}
+
+/// The field of a line whose credentials were redacted: how many, and of which kinds.
+pub const REDACTED_FIELD: &str = "redacted";
+
+fn redaction_note(kinds: &[&str]) -> Value {
+    let mut distinct: Vec<&str> = kinds.to_vec();
+    distinct.sort_unstable();
+    distinct.dedup();
+    json!({"count": kinds.len(), "kinds": distinct})
 }
 
 /// The event that records the task list after TodoWrite changed it; the last one wins on resume.

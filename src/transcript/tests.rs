@@ -261,3 +261,36 @@ fn orphan_results_and_repeated_roles_are_repaired() {
         .collect();
     assert_eq!(results, vec![&result("t2")]);
 }
+
+#[test]
+fn credentials_are_redacted_before_lines_are_written_and_resume_reads_the_redacted_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("s.jsonl");
+    let key = "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789";
+    let mut t = Transcript::create(&p).unwrap();
+    t.message(&Message::user_text(format!("use {key} please"))).unwrap();
+    t.message(&Message::user_text("commit 3f786850e387550fdab836ed7e6dc881de23001b"))
+        .unwrap();
+    t.event("hook", json!({"stdout": "Authorization: Bearer abcdefgh12345678"}))
+        .unwrap();
+    drop(t);
+    let raw = std::fs::read_to_string(&p).unwrap();
+    assert!(!raw.contains(key), "{raw}");
+    assert!(!raw.contains("abcdefgh12345678"), "{raw}");
+    let lines: Vec<Value> = raw.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(
+        lines[0][REDACTED_FIELD],
+        json!({"count": 1, "kinds": ["anthropic-key"]})
+    );
+    assert!(
+        lines[1].get(REDACTED_FIELD).is_none(),
+        "a digest is no secret: {}",
+        lines[1]
+    );
+    assert_eq!(lines[2][REDACTED_FIELD]["kinds"], json!(["header-credential"]));
+    let loaded = load(&p).unwrap();
+    assert_eq!(
+        loaded.history[0].content[0],
+        ContentBlock::text("use [REDACTED:anthropic-key] please")
+    );
+}

@@ -7,6 +7,7 @@
 
 mod support;
 
+mod agent_models;
 mod agents;
 mod bash;
 mod clear_messages;
@@ -65,6 +66,7 @@ mod stream_control;
 mod stream_json;
 mod subagents;
 mod terminal_output;
+mod tool_output_trust;
 mod toolchains;
 mod trust;
 mod ts_sdk;

@@ -149,6 +149,8 @@ pub(super) async fn prepare(
     let dir = parent.session_dir.join("subagents");
     let transcript_path = dir.join(format!("{agent_id}.jsonl"));
     let mut notes = Vec::new();
+    // Before anything is made for the child: a refused model is the call's error.
+    let choice = super::model::choose(req.model.as_deref(), def.model.as_deref(), &r.model(), &r.authorizer)?;
 
     let worktree = if req.worktree || def.isolation == Some(Isolation::Worktree) {
         Some(
@@ -201,16 +203,15 @@ pub(super) async fn prepare(
     );
 
     // A definition's model outside managed settings' allowlist gives way to the session's.
-    let model = match def.model.as_deref().map(models::resolve_alias) {
-        Some(m) if let Some(why) = r.authorizer.model_refused(&m) => {
+    let model = match choice {
+        super::model::Choice::Fallback { model, why } => {
             r.events.notice(
                 NoticeLevel::Warning,
                 format!("agent type {}: {why}; it runs on the session's model", def.name),
             );
-            r.model()
+            model
         }
-        Some(m) => m,
-        None => r.model(),
+        super::model::Choice::Model(m) => m,
     };
     let offers = |name: &str| registry.get(name).is_some();
     let mut listings = Vec::new();

@@ -142,6 +142,8 @@ impl SubagentRunner {
             tool_use_id: format!("hook-{}", uuid::Uuid::new_v4()),
             background: Some(false),
             worktree: false,
+            // The hook's definition carries its model; the request names none of its own.
+            model: None,
         };
         let mut slot = self.claim(&request.tool_use_id)?;
         let mut c = child::prepare(self, &def, &request, &[]).await?;

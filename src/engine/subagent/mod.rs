@@ -10,6 +10,7 @@
 
 mod child;
 mod hook_agent;
+mod model;
 
 pub use hook_agent::HOOK_AGENT_TYPE;
 

@@ -1,7 +1,8 @@
 //! WebFetch: the content of one URL, as Markdown (HTML) or as it is (text, JSON, XML), cut at a
 //! size and a time limit with a note saying so. Redirects within the host are followed; a
 //! redirect to another host is reported with its target, which the model may fetch in a call
-//! of its own (with its own permission check). The content is marked as untrusted.
+//! of its own (with its own permission check). The model sees the whole result marked untrusted
+//! (`types::untrusted`, applied by the engine to the model's view).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,7 +20,6 @@ use super::page::{self, Kind};
 use crate::provider::http::fmt_duration;
 use crate::tools::{Declared, Effects, RuleGrammar, Subject, Tool, ToolContext, ToolError, ToolOutput, parse_input};
 use crate::types::message::ToolResultContent;
-use crate::types::untrusted;
 
 /// Redirects followed within a host before keel gives up.
 const MAX_REDIRECTS: usize = 10;
@@ -345,7 +345,7 @@ fn describe_error(e: &reqwest::Error) -> String {
 }
 
 /// The media type as keel's header shows it: only the type itself (the header is the server's
-/// text, shown outside the untrusted marking).
+/// text).
 fn shown_type(content_type: Option<&str>) -> String {
     let media = content_type
         .and_then(|c| c.split(';').next())
@@ -366,8 +366,8 @@ fn bytes(n: usize) -> String {
     }
 }
 
-/// The result the model reads: keel's header and notes, then the page inside the untrusted
-/// marking.
+/// The result: keel's header and notes, then the page (the engine marks it all untrusted in
+/// the model's view).
 fn render(page: &Page, prompt: &str, cached: Option<Duration>, started: Instant) -> ToolOutput {
     let mut text = format!(
         "{} — HTTP {} {}, {}, {}",
@@ -394,7 +394,8 @@ fn render(page: &Page, prompt: &str, cached: Option<Duration>, started: Instant)
     } else {
         &page.content
     };
-    text.push_str(&untrusted::wrap(&format!("the web page {}", page.url), content));
+    // The engine marks the whole result untrusted in the model's view (`types::untrusted`).
+    text.push_str(content);
     let is_error = page.status >= 400;
     ToolOutput {
         structured: json!({

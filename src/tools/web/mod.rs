@@ -1,8 +1,9 @@
 //! The web tools: WebFetch (a page's own content, as Markdown) and WebSearch (a search backend
 //! the user configured, or the provider's own search). Both reach the network from keel's own
 //! process, so they are governed by permission rules (`WebFetch(domain:…)`, `WebSearch`) and
-//! by the address policy of [`address`], not by the shell sandbox. Everything they return from
-//! outside is marked with [`crate::types::untrusted`].
+//! by the address policy of [`address`], not by the shell sandbox. What they return is marked
+//! untrusted in the model's view by the engine ([`crate::types::untrusted`]), as every result
+//! from outside is.
 
 pub mod address;
 pub mod cache;

@@ -14,7 +14,6 @@ use url::Url;
 use super::Web;
 use super::address::normalize_host;
 use crate::tools::{Declared, Effects, RuleGrammar, Tool, ToolContext, ToolError, ToolOutput, parse_input};
-use crate::types::untrusted;
 
 /// Longest a search may take.
 const SEARCH_TIMEOUT: Duration = Duration::from_secs(30);
@@ -308,7 +307,8 @@ async fn read_capped(mut response: reqwest::Response) -> Result<Vec<u8>, String>
     Ok(body)
 }
 
-/// The results as the model reads them: keel's header, then the results marked untrusted.
+/// The results: keel's header, then the results (marked untrusted in the model's view by the
+/// engine).
 fn render(query: &str, label: &str, found: Found, filters: &Filters, started: Instant) -> ToolOutput {
     let total = found.hits.len();
     let kept: Vec<Hit> = found
@@ -351,10 +351,7 @@ fn render(query: &str, label: &str, found: Found, filters: &Filters, started: In
     let mut text = header;
     if !body.trim().is_empty() {
         text.push_str("\n\n");
-        text.push_str(&untrusted::wrap(
-            &format!("web search results for '{query}'"),
-            body.trim_end(),
-        ));
+        text.push_str(body.trim_end());
         text.push_str("\n\nRead a result with WebFetch before relying on it.");
     }
     ToolOutput::text(text.clone()).with_structured(json!({
@@ -412,7 +409,8 @@ mod tests {
         let out = render("serde", "test", found, &filters, Instant::now());
         let text = out.content.as_text();
         assert!(text.contains("1 results (1 more left out"), "{text}");
-        assert!(untrusted::is_marked(&text), "{text}");
+        // Raw here: the envelope is the engine's, in the model's view only.
+        assert!(!crate::types::untrusted::is_marked(&text), "{text}");
         assert!(text.contains("https://docs.rs/serde"));
         assert!(!text.contains("spam.example"), "{text}");
         let empty = render("x", "test", Found::default(), &Filters::default(), Instant::now());

@@ -84,7 +84,8 @@ pub fn fill(t: &mut Transcript, history: &[Message], cwd: &Path) {
                             ..
                         } => {
                             if let Some(cell) = t.tool_mut(tool_use_id) {
-                                cell.output = content.as_text();
+                                // The transcript keeps the model's view; the cell shows the result.
+                                cell.output = crate::types::untrusted::body(&content.as_text()).to_string();
                                 cell.status = if *is_error { ToolStatus::Error } else { ToolStatus::Ok };
                             }
                         }

@@ -172,7 +172,15 @@ impl Recorded {
     }
 
     /// The text of the tool result for `id` (string or text blocks).
+    /// The text of a tool result inside its untrusted envelope (when it has one: the envelope
+    /// is checked by [`Recorded::tool_result_as_sent`]), and whether it is an error.
     pub fn tool_result_text(&self, id: &str) -> (String, bool) {
+        let (text, is_error) = self.tool_result_as_sent(id);
+        (keel::types::untrusted::body(&text).to_string(), is_error)
+    }
+
+    /// The text of a tool result exactly as the request carries it.
+    pub fn tool_result_as_sent(&self, id: &str) -> (String, bool) {
         for m in self.messages().iter().rev() {
             if let Some(blocks) = m["content"].as_array() {
                 for b in blocks {
