@@ -52,6 +52,7 @@ const KNOWN_KEYS: &[&str] = &[
     "autoMemoryEnabled",
     "webFetch",
     "webSearch",
+    "worktree",
     // The reference's keys keel has no use for: accepted without a word.
     "enabledPlugins",
     "extraKnownMarketplaces",

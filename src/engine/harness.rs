@@ -20,6 +20,8 @@ pub struct Harness {
     pub agents: Arc<AgentCatalog>,
     pub plugins: Arc<Plugins>,
     pub limits: Limits,
+    /// `worktree.baseRef`: where `isolation: worktree` sub-agents start.
+    pub worktree_base: crate::agents::worktree::BaseRef,
     /// The project's MEMORY.md, when auto memory is on.
     pub memory_file: Option<std::path::PathBuf>,
 }
@@ -31,6 +33,7 @@ impl Default for Harness {
             agents: Arc::new(AgentCatalog::builtin()),
             plugins: Arc::new(Plugins::default()),
             limits: Limits::default(),
+            worktree_base: Default::default(),
             memory_file: None,
         }
     }

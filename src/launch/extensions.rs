@@ -12,6 +12,7 @@ use crate::config::settings::Settings;
 use crate::context::ProjectContext;
 use crate::engine::Engine;
 use crate::engine::harness::Harness;
+use crate::agents::worktree::BaseRef;
 use crate::memory::Memory;
 use crate::permissions::Authorizer;
 use crate::permissions::rules::{Behavior, Rule};
@@ -25,6 +26,7 @@ pub struct Extensions {
     pub skills: Arc<Catalog>,
     pub agents: Arc<AgentCatalog>,
     pub limits: Limits,
+    pub worktree_base: BaseRef,
     pub memory: Option<Memory>,
     /// Files not loaded and other things to say once at startup.
     pub warnings: Vec<String>,
@@ -64,6 +66,18 @@ pub fn load(
         plugins: &roots,
     });
     let (limits, refused) = Limits::from_settings(settings)?;
+    let worktree_base = match settings.nested(&["worktree", "baseRef"]) {
+        None => BaseRef::default(),
+        Some((serde_json::Value::String(s), layer)) => {
+            BaseRef::parse(s).map_err(|e| SetupError::Invalid(format!("{}: {e}", layer.label())))?
+        }
+        Some((v, layer)) => {
+            return Err(SetupError::Invalid(format!(
+                "{}: worktree.baseRef must be \"head\", \"fresh\" or a git ref, found {v}",
+                layer.label()
+            )));
+        }
+    };
     let memory = crate::memory::enabled(settings.flag(&["autoMemoryEnabled"])?).then(|| Memory::load(keel_home, cwd));
     let warnings: Vec<String> = skills
         .warnings
@@ -77,6 +91,7 @@ pub fn load(
         skills: Arc::new(skills),
         agents: Arc::new(agents),
         limits,
+        worktree_base,
         memory,
         warnings,
     })
@@ -147,6 +162,7 @@ impl Extensions {
             agents: self.agents,
             plugins: self.plugins,
             limits: self.limits,
+            worktree_base: self.worktree_base,
             memory_file: self.memory.as_ref().map(|m| m.file.clone()),
         };
         engine.install_subagents()?;

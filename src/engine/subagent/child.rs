@@ -154,6 +154,7 @@ pub(super) async fn prepare(
                 &parent.cwd,
                 &worktree::home(&parent.cwd, &parent.session_dir),
                 &agent_id,
+                &tree.worktree_base,
             )
             .await?,
         )
