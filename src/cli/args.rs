@@ -45,8 +45,9 @@ pub struct Cli {
     #[arg(long)]
     pub model: Option<String>,
 
-    /// Model to continue on when the main model is overloaded (also the fallbackModel setting)
-    #[arg(long, value_name = "MODEL")]
+    /// Models to continue on when the model in use is overloaded, or to retry a request on once
+    /// after an unexpected server error: up to three, comma-separated (also the fallbackModel setting)
+    #[arg(long, value_name = "MODEL[,MODEL...]")]
     pub fallback_model: Option<String>,
 
     /// Replace keel's system prompt

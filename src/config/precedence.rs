@@ -245,7 +245,13 @@ fn managed_locks(settings: &mut Settings, notices: &mut Vec<String>) {
         }
         if let Some(list) = &allowlist {
             for key in ["model", "fallbackModel"] {
-                let outside = value.get(key).and_then(Value::as_str).is_some_and(|m| !list.allows(m));
+                // A fallback chain is a comma-separated string or an array of names.
+                let names: Vec<String> = match value.get(key) {
+                    Some(Value::String(s)) => s.split(',').map(|m| m.trim().to_string()).collect(),
+                    Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+                    _ => Vec::new(),
+                };
+                let outside = names.iter().any(|m| !m.is_empty() && !list.allows(m));
                 if outside {
                     drop(
                         value,

@@ -19,6 +19,7 @@ mod evidence;
 mod evidence_runs;
 mod evidence_weakenings;
 mod export;
+mod fallback_chain;
 mod file_safety;
 mod git_calls;
 mod harbor;
