@@ -34,6 +34,7 @@ const PROTECTIONS: &[(&[&str], bool)] = &[
 const WIDENING_LISTS: &[&[&str]] = &[
     &["sandbox", "additionalWritePaths"],
     &["sandbox", "filesystem", "allowRead"],
+    &["sandbox", "network", "allowedDomains"],
     &["permissions", "additionalDirectories"],
 ];
 
@@ -201,6 +202,7 @@ fn managed_locks(settings: &mut Settings, notices: &mut Vec<String>) {
     let hooks_only = settings.managed_flag(&["allowManagedHooksOnly"]);
     let rules_only = settings.managed_flag(&["allowManagedPermissionRulesOnly"]);
     let sandbox_on = settings.managed_flag(&["sandbox", "enabled"]);
+    let domains_only = settings.managed_flag(&["sandbox", "network", "allowManagedDomainsOnly"]);
     let locked_lists: Vec<&[&str]> = WIDENING_LISTS
         .iter()
         .copied()
@@ -242,6 +244,13 @@ fn managed_locks(settings: &mut Settings, notices: &mut Vec<String>) {
         }
         for path in &locked_lists {
             drop(value, path, "managed settings fix this list");
+        }
+        if domains_only {
+            drop(
+                value,
+                &["sandbox", "network", "allowedDomains"],
+                "managed settings allow only their own domains (allowManagedDomainsOnly)",
+            );
         }
         if let Some(list) = &allowlist {
             for key in ["model", "fallbackModel"] {
@@ -322,6 +331,13 @@ fn project_limits(settings: &mut Settings, weigh: Weigh<'_>, notices: &mut Vec<S
                     !safe
                 ));
             }
+        }
+        if remove(&mut layer.value, &["sandbox", "network", "allowedDomains"]) {
+            notices.push(format!(
+                "{}: `sandbox.network.allowedDomains` is ignored: only your own settings can open the network to \
+                 sandboxed commands (a project may add deniedDomains)",
+                layer.label()
+            ));
         }
         for path in [
             &["sandbox", "filesystem", "allowRead"][..],

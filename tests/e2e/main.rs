@@ -46,6 +46,7 @@ mod red_team;
 mod rewind;
 mod robustness;
 mod sandbox;
+mod sandbox_network;
 mod sandbox_top;
 mod sdk_client;
 mod sdk_mcp;
