@@ -26,6 +26,7 @@ mod skill_state;
 pub mod skills;
 mod skills_filter;
 mod structured;
+mod task_budget;
 pub mod subagent;
 mod tool_hooks;
 mod turn;
@@ -108,6 +109,8 @@ pub struct Engine {
         mpsc::UnboundedSender<crate::tools::agent::Contribution>,
         mpsc::UnboundedReceiver<crate::tools::agent::Contribution>,
     ),
+    /// What the current run spent of `--task-budget`.
+    task_spend: task_budget::TaskSpend,
 }
 
 impl Engine {
@@ -150,6 +153,7 @@ impl Engine {
                 subagents: None,
                 skill_runner: None,
                 contributions: mpsc::unbounded_channel(),
+                task_spend: Default::default(),
             },
             rx,
         )

@@ -59,6 +59,7 @@ mod skills;
 mod stream_control;
 mod stream_json;
 mod subagents;
+mod task_budget;
 mod terminal_output;
 mod toolchains;
 mod trust;
