@@ -145,7 +145,12 @@ pub async fn create(cwd: &Path, parent_dir: &Path, id: &str, base: &BaseRef) -> 
     })?;
     let top = PathBuf::from(top);
     let (rev, said) = base.revision();
-    let base = match git(&top, &["rev-parse", "--verify", "--quiet", &format!("{rev}^{{commit}}")]).await {
+    let base = match git(
+        &top,
+        &["rev-parse", "--verify", "--quiet", &format!("{rev}^{{commit}}")],
+    )
+    .await
+    {
         Ok(sha) if !sha.is_empty() => sha,
         _ if *base == BaseRef::Head => {
             return Err("isolation: worktree needs a commit to start from; this repository has none yet".into());
@@ -288,7 +293,9 @@ mod tests {
     async fn unchanged_worktrees_are_removed_changed_ones_kept() {
         let (t, r) = repo();
         let wt_dir = t.path().join("wts");
-        let w = create(&r.join("src"), &wt_dir, "agent-1", &BaseRef::Head).await.unwrap();
+        let w = create(&r.join("src"), &wt_dir, "agent-1", &BaseRef::Head)
+            .await
+            .unwrap();
         assert!(w.cwd.ends_with("agent-1/src"), "{}", w.cwd.display());
         assert_eq!(std::fs::read_to_string(w.cwd.join("a.txt")).unwrap(), "one\n");
         assert_eq!(finish(&w).await.unwrap(), Outcome::Removed);
@@ -346,7 +353,9 @@ mod tests {
         std::fs::write(&hook, format!("#!/bin/sh\necho hook >> \"{}\"\n", marker.display())).unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let w = create(&r, &t.path().join("wts"), "agent-h", &BaseRef::Head).await.unwrap();
+        let w = create(&r, &t.path().join("wts"), "agent-h", &BaseRef::Head)
+            .await
+            .unwrap();
         assert_eq!(std::fs::read_to_string(w.path.join("src/a.txt")).unwrap(), "one\n");
         std::fs::write(w.path.join("src/a.txt"), "two\n").unwrap();
         assert!(matches!(finish(&w).await.unwrap(), Outcome::Kept { .. }));
@@ -364,8 +373,13 @@ mod tests {
         std::fs::write(r.join("src/a.txt"), "unpushed\n").unwrap();
         sh(&r, &["commit", "-qam", "local work"]);
         let wt_dir = t.path().join("wts");
-        let head = create(&r, &wt_dir, "a-head", &BaseRef::parse("head").unwrap()).await.unwrap();
-        assert_eq!(std::fs::read_to_string(head.path.join("src/a.txt")).unwrap(), "unpushed\n");
+        let head = create(&r, &wt_dir, "a-head", &BaseRef::parse("head").unwrap())
+            .await
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(head.path.join("src/a.txt")).unwrap(),
+            "unpushed\n"
+        );
         let named = create(&r, &wt_dir, "a-named", &BaseRef::parse("published").unwrap())
             .await
             .unwrap();

@@ -41,7 +41,9 @@ impl TaskSpend {
 
     /// Tokens spent: `session_output` is the session's output count now.
     pub fn spent(&self, session_output: u64) -> u64 {
-        let grown = self.last_input.saturating_sub(self.first_input.unwrap_or(self.last_input));
+        let grown = self
+            .last_input
+            .saturating_sub(self.first_input.unwrap_or(self.last_input));
         session_output.saturating_sub(self.output_at_start) + grown
     }
 }

@@ -370,7 +370,9 @@ impl Engine {
                  the task went past it"
             )
         } else {
-            format!("the task budget of {total} tokens (--task-budget) is spent ({spent} tokens) before the task was finished")
+            format!(
+                "the task budget of {total} tokens (--task-budget) is spent ({spent} tokens) before the task was finished"
+            )
         };
         let mut o = failure(ResultSubtype::ErrorMaxTaskBudget, message, None);
         o.terminal_reason = TerminalReason::BudgetExhausted;

@@ -7,12 +7,12 @@ use std::sync::Arc;
 
 use super::options::Options;
 use super::setup::SetupError;
+use crate::agents::worktree::BaseRef;
 use crate::agents::{AgentCatalog, AgentDef, AgentPlaces, Limits};
 use crate::config::settings::Settings;
 use crate::context::ProjectContext;
 use crate::engine::Engine;
 use crate::engine::harness::Harness;
-use crate::agents::worktree::BaseRef;
 use crate::memory::Memory;
 use crate::permissions::Authorizer;
 use crate::permissions::rules::{Behavior, Rule};

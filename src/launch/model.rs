@@ -152,7 +152,12 @@ fn fallback_setting(settings: &Settings) -> Result<Option<String>, SetupError> {
         Value::String(s) => crate::provider::fallback::chain(s),
         Value::Array(items) => items
             .iter()
-            .map(|v| v.as_str().map(str::trim).filter(|s| !s.is_empty() && !s.contains(',')).map(str::to_string))
+            .map(|v| {
+                v.as_str()
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty() && !s.contains(','))
+                    .map(str::to_string)
+            })
             .collect::<Option<Vec<_>>>()
             .ok_or_else(bad)?,
         _ => return Err(bad()),

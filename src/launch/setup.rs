@@ -518,7 +518,9 @@ fn engine_config(
         )));
     }
     if cli.programs.task_budget == Some(0) {
-        return Err(SetupError::Invalid("--task-budget must be a positive number of tokens".into()));
+        return Err(SetupError::Invalid(
+            "--task-budget must be a positive number of tokens".into(),
+        ));
     }
     let mut reasoning = reasoning(cli, models::info(model).max_output)?;
     reasoning.task_budget = cli.programs.task_budget.map(|total| crate::provider::TaskBudget {

@@ -87,7 +87,13 @@ impl FallbackProvider {
 }
 
 /// Streams `request` on step `at` of the chain (0: the main model).
-fn open(primary: &Arc<dyn Provider>, chain: &[Route], at: usize, request: ModelRequest, cancel: CancellationToken) -> ProviderStream {
+fn open(
+    primary: &Arc<dyn Provider>,
+    chain: &[Route],
+    at: usize,
+    request: ModelRequest,
+    cancel: CancellationToken,
+) -> ProviderStream {
     match at.checked_sub(1).and_then(|i| chain.get(i)) {
         Some(route) => route.provider.stream(route.adapt(request), cancel),
         None => primary.stream(request, cancel),
@@ -115,9 +121,12 @@ impl Provider for FallbackProvider {
             let mut at = active.load(Ordering::SeqCst);
             let mut retried = false;
             let mut stream = open(&primary, &chain, at, request.clone(), cancel.clone());
-            // Kept until the answer starts, for a switch or the one retry; then let go of, so
-            // the engine appends to the history without a copy.
+            // Kept for a switch or the one retry until the stream ends; then let go of before
+            // the last item is handed over, so the engine appends to the history without a copy.
             let mut request = Some(request);
+            // Part of an answer reached the consumer since the last retry (which voids it):
+            // sending the request again now would repeat it.
+            let mut streamed = false;
             while let Some(item) = stream.next().await {
                 let next = at + 1;
                 let can_move = next <= chain.len();
@@ -138,7 +147,7 @@ impl Provider for FallbackProvider {
                         at = next;
                         stream = open(&primary, &chain, at, req.clone(), cancel.clone());
                     }
-                    Err(e) if can_move && !retried && request.is_some() && unexpected(&e) => {
+                    Err(e) if can_move && !retried && !streamed && unexpected(&e) => {
                         let Some(req) = request.take() else { return };
                         retried = true;
                         let note = format!(
@@ -150,12 +159,18 @@ impl Provider for FallbackProvider {
                             return;
                         }
                         at = next;
-                        stream = open(&primary, &chain, at, req, cancel.clone());
+                        stream = open(&primary, &chain, at, req.clone(), cancel.clone());
+                        request = Some(req);
                     }
                     other => {
                         let last = matches!(other, Ok(ProviderEvent::Completed(_)) | Err(_));
-                        if last || other.as_ref().is_ok_and(is_content) {
+                        if last {
                             request = None;
+                        }
+                        match &other {
+                            Ok(ProviderEvent::Retry { .. }) => streamed = false,
+                            Ok(event) if is_content(event) => streamed = true,
+                            _ => {}
                         }
                         if tx.send(other).await.is_err() || last {
                             return;
@@ -174,7 +189,10 @@ mod tests {
 
     #[test]
     fn a_chain_is_a_comma_separated_list() {
-        assert_eq!(chain(" sonnet , haiku,,openai/gpt-4.1 "), ["sonnet", "haiku", "openai/gpt-4.1"]);
+        assert_eq!(
+            chain(" sonnet , haiku,,openai/gpt-4.1 "),
+            ["sonnet", "haiku", "openai/gpt-4.1"]
+        );
         assert!(chain(" , ").is_empty());
     }
 

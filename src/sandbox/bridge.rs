@@ -40,7 +40,10 @@ pub fn fork(listener: TcpListener, proxy_socket: &Path) -> Result<(), String> {
     // SAFETY: the helper has a single thread here (it runs before any other exists), so the
     // child may run ordinary Rust code.
     match unsafe { libc::fork() } {
-        -1 => Err(format!("cannot start the network bridge: {}", std::io::Error::last_os_error())),
+        -1 => Err(format!(
+            "cannot start the network bridge: {}",
+            std::io::Error::last_os_error()
+        )),
         0 => {
             // SAFETY: prctl with constant arguments; getppid has no arguments.
             unsafe {

@@ -56,8 +56,13 @@ fn normalize(text: &str) -> Option<String> {
 
 /// Letters, digits, hyphens and dots: a DNS name (no spaces, no `@`, no `%` tricks).
 fn valid_name(name: &str) -> bool {
-    name.split('.')
-        .all(|label| !label.is_empty() && label.len() <= 63 && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
+    name.split('.').all(|label| {
+        !label.is_empty()
+            && label.len() <= 63
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    })
 }
 
 /// What the proxy lets through.
@@ -81,9 +86,9 @@ pub enum Refusal {
 impl Refusal {
     pub fn explain(&self, host: &str) -> String {
         match self {
-            Refusal::Denied(p) => format!(
-                "keel's sandbox refused {host}: it matches `{p}` in sandbox.network.deniedDomains"
-            ),
+            Refusal::Denied(p) => {
+                format!("keel's sandbox refused {host}: it matches `{p}` in sandbox.network.deniedDomains")
+            }
             Refusal::NotAllowed => format!(
                 "keel's sandbox refused {host}: it is not in sandbox.network.allowedDomains (IP addresses must be \
                  listed as they are written)"
@@ -102,15 +107,16 @@ impl DomainRules {
             ..DomainRules::default()
         };
         let mut any = false;
-        for (key, list) in [("allowedDomains", &mut rules.allowed), ("deniedDomains", &mut rules.denied)] {
+        for (key, list) in [
+            ("allowedDomains", &mut rules.allowed),
+            ("deniedDomains", &mut rules.denied),
+        ] {
             for (text, layer) in settings.strings(&["sandbox", "network", key])? {
                 any = true;
                 let p = Pattern::parse(&text).ok_or_else(|| SettingsError::Invalid {
                     path: layer.label(),
                     key: format!("sandbox.network.{key}"),
-                    problem: format!(
-                        "`{text}` is not a host name, `*.name` or an IP address"
-                    ),
+                    problem: format!("`{text}` is not a host name, `*.name` or an IP address"),
                 })?;
                 if !list.contains(&p) {
                     list.push(p);
@@ -170,12 +176,19 @@ mod tests {
         let r = rules(&["*.example.com", "github.com"], &["evil.example.com"]);
         assert!(r.check("api.example.com").is_ok());
         assert!(r.check("A.B.Example.COM.").is_ok());
-        assert_eq!(r.check("example.com"), Err(Refusal::NotAllowed), "the wildcard is for subdomains");
+        assert_eq!(
+            r.check("example.com"),
+            Err(Refusal::NotAllowed),
+            "the wildcard is for subdomains"
+        );
         assert!(r.check("github.com").is_ok());
         assert_eq!(r.check("api.github.com"), Err(Refusal::NotAllowed));
         assert_eq!(r.check("notexample.com"), Err(Refusal::NotAllowed));
         assert!(matches!(r.check("evil.example.com"), Err(Refusal::Denied(_))));
-        assert!(matches!(r.check("x.evil.example.com"), Ok(())), "an exact deny is that name only");
+        assert!(
+            matches!(r.check("x.evil.example.com"), Ok(())),
+            "an exact deny is that name only"
+        );
     }
 
     #[test]

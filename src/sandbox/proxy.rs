@@ -80,7 +80,9 @@ async fn serve(listener: UnixListener, rules: Arc<DomainRules>) {
             tokio::time::sleep(Duration::from_millis(50)).await;
             continue;
         };
-        let Ok(slot) = slots.clone().acquire_owned().await else { return };
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
         let rules = rules.clone();
         tokio::spawn(async move {
             let _ = tokio::time::timeout(MAX_TUNNEL, handle(conn, &rules)).await;
@@ -115,8 +117,22 @@ async fn handle(mut conn: UnixStream, rules: &DomainRules) -> std::io::Result<()
     let target = format!("{}:{}", bracket(&head.host), head.port);
     let upstream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&target)).await {
         Ok(Ok(s)) => s,
-        Ok(Err(e)) => return reply(&mut conn, 502, &format!("keel's sandbox proxy cannot reach {target}: {e}")).await,
-        Err(_) => return reply(&mut conn, 504, &format!("keel's sandbox proxy: {target} did not answer in time")).await,
+        Ok(Err(e)) => {
+            return reply(
+                &mut conn,
+                502,
+                &format!("keel's sandbox proxy cannot reach {target}: {e}"),
+            )
+            .await;
+        }
+        Err(_) => {
+            return reply(
+                &mut conn,
+                504,
+                &format!("keel's sandbox proxy: {target} did not answer in time"),
+            )
+            .await;
+        }
     };
     let mut upstream = upstream;
     match &head.forward {
@@ -129,7 +145,11 @@ async fn handle(mut conn: UnixStream, rules: &DomainRules) -> std::io::Result<()
 }
 
 fn bracket(host: &str) -> String {
-    if host.contains(':') { format!("[{host}]") } else { host.to_string() }
+    if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    }
 }
 
 /// Reads up to the end of the head; returns it and whatever came after it.
@@ -142,7 +162,9 @@ async fn read_head<S: AsyncRead + Unpin>(conn: &mut S) -> Result<(Vec<u8>, Vec<u
             return Ok((buf, rest));
         }
         if buf.len() > MAX_HEAD {
-            return Err(format!("keel's sandbox proxy: the request head is over {MAX_HEAD} bytes"));
+            return Err(format!(
+                "keel's sandbox proxy: the request head is over {MAX_HEAD} bytes"
+            ));
         }
         let n = conn
             .read(&mut chunk)
@@ -178,7 +200,8 @@ fn host_port(authority: &str, default: Option<u16>) -> Result<(String, u16), Str
 }
 
 fn parse(head: &[u8]) -> Result<Head, String> {
-    let text = std::str::from_utf8(head).map_err(|_| "keel's sandbox proxy: the request head is not text".to_string())?;
+    let text =
+        std::str::from_utf8(head).map_err(|_| "keel's sandbox proxy: the request head is not text".to_string())?;
     let mut lines = text.split("\r\n");
     let first = lines.next().unwrap_or_default();
     let mut parts = first.split(' ');
@@ -253,7 +276,10 @@ mod tests {
     #[test]
     fn connect_and_absolute_requests_are_parsed() {
         let h = parse(b"CONNECT api.example.com:443 HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-        assert_eq!((h.host.as_str(), h.port, h.forward.is_none()), ("api.example.com", 443, true));
+        assert_eq!(
+            (h.host.as_str(), h.port, h.forward.is_none()),
+            ("api.example.com", 443, true)
+        );
         let h = parse(b"GET http://localhost:8080/a?b HTTP/1.1\r\nHost: localhost\r\nProxy-Authorization: x\r\nConnection: keep-alive\r\n\r\n").unwrap();
         assert_eq!((h.host.as_str(), h.port), ("localhost", 8080));
         let fwd = String::from_utf8(h.forward.unwrap()).unwrap();

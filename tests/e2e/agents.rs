@@ -609,7 +609,10 @@ async fn worktree_base_ref_chooses_where_the_childs_tree_starts() {
     let reqs = server.requests();
     let child = conversation(&reqs, "Read the file");
     let (read, is_error) = child[1].tool_result_text("r1");
-    assert!(!is_error && read.contains("published") && !read.contains("unpushed"), "{read}");
+    assert!(
+        !is_error && read.contains("published") && !read.contains("unpushed"),
+        "{read}"
+    );
 
     // A ref the repository lacks: the Agent call fails and says which setting.
     let server = ModelServer::start().await;

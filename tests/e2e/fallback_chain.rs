@@ -67,14 +67,18 @@ async fn an_unexpected_error_is_retried_once_on_the_fallback() {
     assert!(out.stdout.contains("the fallback answered"), "{}", out.stdout);
     assert_eq!(models(&server), ["claude-sonnet-4-5", "claude-haiku-4-5"]);
     assert!(
-        out.stderr.contains("trying this request once on the fallback model claude-haiku-4-5"),
+        out.stderr
+            .contains("trying this request once on the fallback model claude-haiku-4-5"),
         "{}",
         out.stderr
     );
 
     // Once only: when the fallback fails the same way, the turn fails with its error.
     let server = ModelServer::start().await;
-    server.push(stream_failure()).push(stream_failure()).push(answer("never sent"));
+    server
+        .push(stream_failure())
+        .push(stream_failure())
+        .push(answer("never sent"));
     let out = env
         .keel(&server)
         .args(["-p", "hi", "--model", "sonnet", "--fallback-model", "haiku,opus"])
@@ -102,14 +106,28 @@ async fn a_chain_longer_than_three_or_repeating_a_model_is_refused() {
     let server = ModelServer::start().await;
     let out = env
         .keel(&server)
-        .args(["-p", "hi", "--model", "sonnet", "--fallback-model", "haiku,opus,claude-opus-4-1,claude-3-5-haiku-latest"])
+        .args([
+            "-p",
+            "hi",
+            "--model",
+            "sonnet",
+            "--fallback-model",
+            "haiku,opus,claude-opus-4-1,claude-3-5-haiku-latest",
+        ])
         .run()
         .await;
     assert_ne!(out.code, 0);
     assert!(out.stderr.contains("at most 3"), "{}", out.stderr);
     let out = env
         .keel(&server)
-        .args(["-p", "hi", "--model", "sonnet", "--settings", r#"{"fallbackModel": ["haiku", "haiku"]}"#])
+        .args([
+            "-p",
+            "hi",
+            "--model",
+            "sonnet",
+            "--settings",
+            r#"{"fallbackModel": ["haiku", "haiku"]}"#,
+        ])
         .run()
         .await;
     assert_ne!(out.code, 0);

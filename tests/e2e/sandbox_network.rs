@@ -48,14 +48,38 @@ async fn sandboxed_commands_reach_allowed_hosts_only_through_the_proxy() {
     );
     server
         .push(calls(vec![
-            tool("vars", "Bash", json!({"command": "echo \"$HTTP_PROXY|$https_proxy|$ALL_PROXY\""})),
-            tool("plain", "Bash", json!({"command": format!("curl -sS http://localhost:{port}/plain")})),
+            tool(
+                "vars",
+                "Bash",
+                json!({"command": "echo \"$HTTP_PROXY|$https_proxy|$ALL_PROXY\""}),
+            ),
+            tool(
+                "plain",
+                "Bash",
+                json!({"command": format!("curl -sS http://localhost:{port}/plain")}),
+            ),
             // -p: through a CONNECT tunnel, as HTTPS goes.
-            tool("tunnel", "Bash", json!({"command": format!("curl -sS -p http://localhost:{port}/tunnel")})),
+            tool(
+                "tunnel",
+                "Bash",
+                json!({"command": format!("curl -sS -p http://localhost:{port}/tunnel")}),
+            ),
             tool("python", "Bash", json!({"command": py})),
-            tool("denied", "Bash", json!({"command": format!("curl -sS http://blocked.localhost:{port}/x")})),
-            tool("unlisted", "Bash", json!({"command": format!("curl -sS -p http://example.org:{port}/x")})),
-            tool("literal", "Bash", json!({"command": format!("curl -sS http://127.0.0.1:{port}/x")})),
+            tool(
+                "denied",
+                "Bash",
+                json!({"command": format!("curl -sS http://blocked.localhost:{port}/x")}),
+            ),
+            tool(
+                "unlisted",
+                "Bash",
+                json!({"command": format!("curl -sS -p http://example.org:{port}/x")}),
+            ),
+            tool(
+                "literal",
+                "Bash",
+                json!({"command": format!("curl -sS http://127.0.0.1:{port}/x")}),
+            ),
             // Around the proxy: there is no route out of the namespace.
             tool(
                 "direct",
@@ -70,7 +94,13 @@ async fn sandboxed_commands_reach_allowed_hosts_only_through_the_proxy() {
     }}});
     let out = env
         .keel(&server)
-        .args(["-p", "x", "--dangerously-skip-permissions", "--settings", &settings.to_string()])
+        .args([
+            "-p",
+            "x",
+            "--dangerously-skip-permissions",
+            "--settings",
+            &settings.to_string(),
+        ])
         .run()
         .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
@@ -81,10 +111,16 @@ async fn sandboxed_commands_reach_allowed_hosts_only_through_the_proxy() {
     let result = |id: &str| req.tool_result_text(id);
     let (vars, _) = result("vars");
     let url = vars.split('|').next().unwrap_or_default().to_string();
-    assert!(url.starts_with("http://127.0.0.1:") && vars == format!("{url}|{url}|{url}"), "{vars}");
+    assert!(
+        url.starts_with("http://127.0.0.1:") && vars == format!("{url}|{url}|{url}"),
+        "{vars}"
+    );
     for (id, path) in [("plain", "/plain"), ("tunnel", "/tunnel"), ("python", "/py")] {
         let (text, is_error) = result(id);
-        assert!(!is_error && text.contains(&format!("hello from loopback {path}")), "{id}: {text}");
+        assert!(
+            !is_error && text.contains(&format!("hello from loopback {path}")),
+            "{id}: {text}"
+        );
     }
     let (text, _) = result("denied");
     assert!(
@@ -120,4 +156,36 @@ async fn a_projects_allowed_domains_are_ignored() {
         "{}",
         out.stderr
     );
+}
+
+/// The Python SDK's `sandbox.network` options reach keel as settings and are enforced.
+#[tokio::test]
+async fn the_sdks_sandbox_network_options_are_enforced() {
+    use crate::support::sdk;
+    let env = Env::new();
+    let port = web_server();
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![
+            tool(
+                "ok",
+                "Bash",
+                json!({"command": format!("curl -sS http://localhost:{port}/sdk")}),
+            ),
+            tool(
+                "no",
+                "Bash",
+                json!({"command": format!("curl -sS http://blocked.localhost:{port}/x")}),
+            ),
+        ]))
+        .push(answer("done"));
+    let _report = crate::support::skip::or_skip!(sdk::run(&env, &server, "sandbox_network").await);
+    if let Err(lack) = host::landlock_and_network_namespace() {
+        return skip_part(lack, "the checks of what the sandboxed commands reached");
+    }
+    let req = &server.requests()[1];
+    let (text, is_error) = req.tool_result_text("ok");
+    assert!(!is_error && text.contains("hello from loopback /sdk"), "{text}");
+    let (text, _) = req.tool_result_text("no");
+    assert!(text.contains("sandbox.network.deniedDomains"), "{text}");
 }

@@ -45,7 +45,9 @@ async fn a_spent_task_budget_stops_the_run_with_its_own_subtype() {
     );
     assert_eq!(reqs[1].body["output_config"]["task_budget"]["remaining"], 20);
     assert!(
-        reqs[0].header("anthropic-beta").is_some_and(|b| b.contains("task-budgets-2026-03-13")),
+        reqs[0]
+            .header("anthropic-beta")
+            .is_some_and(|b| b.contains("task-budgets-2026-03-13")),
         "{:?}",
         reqs[0].headers
     );
@@ -76,13 +78,25 @@ async fn models_without_the_api_field_are_held_to_keels_count() {
     assert_eq!(result["result"], "done in budget");
     let reqs = server.requests();
     assert!(reqs[0].body.get("output_config").is_none(), "{}", reqs[0].body);
-    assert!(!reqs[0].header("anthropic-beta").is_some_and(|b| b.contains("task-budgets")));
+    assert!(
+        !reqs[0]
+            .header("anthropic-beta")
+            .is_some_and(|b| b.contains("task-budgets"))
+    );
 
     let server = ModelServer::start().await;
     server.push(echo("one")).push(echo("two"));
     let out = env
         .keel(&server)
-        .args(["-p", "work", "--output-format", "json", "--dangerously-skip-permissions", "--task-budget", "40"])
+        .args([
+            "-p",
+            "work",
+            "--output-format",
+            "json",
+            "--dangerously-skip-permissions",
+            "--task-budget",
+            "40",
+        ])
         .run()
         .await;
     let result: Value = serde_json::from_str(out.stdout.trim()).unwrap();

@@ -209,9 +209,17 @@ pub const TASK_BUDGET_BETA: &str = "task-budgets-2026-03-13";
 
 /// Models whose API takes a task budget (the beta's list); others get keel's accounting only.
 pub fn takes_task_budget(model: &str) -> bool {
-    ["opus-4-7", "opus-4-8", "opus-5", "sonnet-5-5", "haiku-5-5", "fable-5", "mythos-5"]
-        .iter()
-        .any(|family| model.contains(family))
+    [
+        "opus-4-7",
+        "opus-4-8",
+        "opus-5",
+        "sonnet-5-5",
+        "haiku-5-5",
+        "fable-5",
+        "mythos-5",
+    ]
+    .iter()
+    .any(|family| model.contains(family))
 }
 
 fn output_config(request: &ModelRequest) -> Option<serde_json::Value> {
@@ -219,7 +227,11 @@ fn output_config(request: &ModelRequest) -> Option<serde_json::Value> {
     if let Some(e) = &request.reasoning.effort {
         config.insert("effort".into(), serde_json::json!(e));
     }
-    if let Some(b) = request.reasoning.task_budget.filter(|_| takes_task_budget(&request.model)) {
+    if let Some(b) = request
+        .reasoning
+        .task_budget
+        .filter(|_| takes_task_budget(&request.model))
+    {
         config.insert(
             "task_budget".into(),
             serde_json::json!({"type": "tokens", "total": b.total, "remaining": b.remaining}),
