@@ -93,9 +93,50 @@ pub fn rebase_sandbox(mode: &SandboxMode, from: &Path, to: &Path) -> SandboxMode
     SandboxMode::Enforced(p)
 }
 
+/// `worktree.baseRef`: the commit a sub-agent's worktree starts from.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum BaseRef {
+    /// The repository's current `HEAD`, unpushed work included (`"head"`, the default).
+    #[default]
+    Head,
+    /// The remote's default branch as last fetched (`"fresh"`: `origin/HEAD`): the worktree
+    /// starts without the local, unpushed commits.
+    Fresh,
+    /// Any other branch, tag or commit the repository knows.
+    Named(String),
+}
+
+impl BaseRef {
+    /// The setting's value: `head`, `fresh` or a ref. A ref that could be read as an option of
+    /// git, or holds control characters, is refused.
+    pub fn parse(value: &str) -> Result<BaseRef, String> {
+        let v = value.trim();
+        match v {
+            "" | "head" | "HEAD" => Ok(BaseRef::Head),
+            "fresh" => Ok(BaseRef::Fresh),
+            _ if v.starts_with('-') || v.chars().any(|c| c.is_control() || c.is_whitespace()) => Err(format!(
+                "worktree.baseRef `{v}` is not a git ref; use \"head\", \"fresh\" or a branch, tag or commit"
+            )),
+            _ => Ok(BaseRef::Named(v.to_string())),
+        }
+    }
+
+    /// The revision git resolves, and how to say it in an error.
+    fn revision(&self) -> (String, String) {
+        match self {
+            BaseRef::Head => ("HEAD".into(), "HEAD".into()),
+            BaseRef::Fresh => (
+                "refs/remotes/origin/HEAD".into(),
+                "the remote's default branch (origin/HEAD; `git remote set-head origin --auto` records it)".into(),
+            ),
+            BaseRef::Named(r) => (r.clone(), format!("`{r}`")),
+        }
+    }
+}
+
 /// Creates a worktree of the repository containing `cwd` under `parent_dir`, on a new branch
-/// named after `id`, from the current `HEAD`.
-pub async fn create(cwd: &Path, parent_dir: &Path, id: &str) -> Result<Worktree, String> {
+/// named after `id`, from `base` (worktree.baseRef).
+pub async fn create(cwd: &Path, parent_dir: &Path, id: &str, base: &BaseRef) -> Result<Worktree, String> {
     let top = git(cwd, &["rev-parse", "--show-toplevel"]).await.map_err(|_| {
         format!(
             "isolation: worktree needs a git repository, and {} is not in one",
@@ -103,9 +144,23 @@ pub async fn create(cwd: &Path, parent_dir: &Path, id: &str) -> Result<Worktree,
         )
     })?;
     let top = PathBuf::from(top);
-    let base = git(&top, &["rev-parse", "HEAD"])
-        .await
-        .map_err(|_| "isolation: worktree needs a commit to start from; this repository has none yet".to_string())?;
+    let (rev, said) = base.revision();
+    let base = match git(
+        &top,
+        &["rev-parse", "--verify", "--quiet", &format!("{rev}^{{commit}}")],
+    )
+    .await
+    {
+        Ok(sha) if !sha.is_empty() => sha,
+        _ if *base == BaseRef::Head => {
+            return Err("isolation: worktree needs a commit to start from; this repository has none yet".into());
+        }
+        _ => {
+            return Err(format!(
+                "isolation: worktree cannot start from {said} (worktree.baseRef): this repository has no such commit"
+            ));
+        }
+    };
     std::fs::create_dir_all(parent_dir).map_err(|e| format!("cannot create {}: {e}", parent_dir.display()))?;
     let path = parent_dir.join(id);
     let branch = format!("keel/{id}");
@@ -224,7 +279,7 @@ mod tests {
         );
         std::fs::remove_file(&marker).unwrap();
 
-        let w = create(&r, &wt_dir, "agent-1").await.unwrap();
+        let w = create(&r, &wt_dir, "agent-1", &BaseRef::Head).await.unwrap();
         assert_eq!(std::fs::read_to_string(w.path.join("src/a.txt")).unwrap(), "one\n");
         assert_eq!(finish(&w).await.unwrap(), Outcome::Removed);
         assert!(
@@ -238,7 +293,9 @@ mod tests {
     async fn unchanged_worktrees_are_removed_changed_ones_kept() {
         let (t, r) = repo();
         let wt_dir = t.path().join("wts");
-        let w = create(&r.join("src"), &wt_dir, "agent-1").await.unwrap();
+        let w = create(&r.join("src"), &wt_dir, "agent-1", &BaseRef::Head)
+            .await
+            .unwrap();
         assert!(w.cwd.ends_with("agent-1/src"), "{}", w.cwd.display());
         assert_eq!(std::fs::read_to_string(w.cwd.join("a.txt")).unwrap(), "one\n");
         assert_eq!(finish(&w).await.unwrap(), Outcome::Removed);
@@ -254,7 +311,7 @@ mod tests {
             "the empty branch is deleted"
         );
 
-        let w = create(&r, &wt_dir, "agent-2").await.unwrap();
+        let w = create(&r, &wt_dir, "agent-2", &BaseRef::Head).await.unwrap();
         std::fs::write(w.path.join("src/a.txt"), "two\n").unwrap();
         match finish(&w).await.unwrap() {
             Outcome::Kept { path, branch, summary } => {
@@ -272,7 +329,7 @@ mod tests {
         let not_repo = t.path().join("plain");
         std::fs::create_dir_all(&not_repo).unwrap();
         assert!(
-            create(&not_repo, &wt_dir, "agent-3")
+            create(&not_repo, &wt_dir, "agent-3", &BaseRef::Head)
                 .await
                 .unwrap_err()
                 .contains("git repository")
@@ -296,7 +353,9 @@ mod tests {
         std::fs::write(&hook, format!("#!/bin/sh\necho hook >> \"{}\"\n", marker.display())).unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let w = create(&r, &t.path().join("wts"), "agent-h").await.unwrap();
+        let w = create(&r, &t.path().join("wts"), "agent-h", &BaseRef::Head)
+            .await
+            .unwrap();
         assert_eq!(std::fs::read_to_string(w.path.join("src/a.txt")).unwrap(), "one\n");
         std::fs::write(w.path.join("src/a.txt"), "two\n").unwrap();
         assert!(matches!(finish(&w).await.unwrap(), Outcome::Kept { .. }));
@@ -305,5 +364,33 @@ mod tests {
             "keel's git ran a repository program: {}",
             std::fs::read_to_string(&marker).unwrap_or_default()
         );
+    }
+
+    #[tokio::test]
+    async fn the_base_ref_chooses_the_commit_a_worktree_starts_from() {
+        let (t, r) = repo();
+        sh(&r, &["branch", "published"]);
+        std::fs::write(r.join("src/a.txt"), "unpushed\n").unwrap();
+        sh(&r, &["commit", "-qam", "local work"]);
+        let wt_dir = t.path().join("wts");
+        let head = create(&r, &wt_dir, "a-head", &BaseRef::parse("head").unwrap())
+            .await
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(head.path.join("src/a.txt")).unwrap(),
+            "unpushed\n"
+        );
+        let named = create(&r, &wt_dir, "a-named", &BaseRef::parse("published").unwrap())
+            .await
+            .unwrap();
+        assert_eq!(std::fs::read_to_string(named.path.join("src/a.txt")).unwrap(), "one\n");
+        // No remote: "fresh" has nothing to start from and says so.
+        let e = create(&r, &wt_dir, "a-fresh", &BaseRef::Fresh).await.unwrap_err();
+        assert!(e.contains("origin/HEAD") && e.contains("worktree.baseRef"), "{e}");
+        let e = create(&r, &wt_dir, "a-none", &BaseRef::parse("no-such-branch").unwrap())
+            .await
+            .unwrap_err();
+        assert!(e.contains("`no-such-branch`"), "{e}");
+        assert!(BaseRef::parse("--output=/tmp/x").is_err());
     }
 }

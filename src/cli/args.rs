@@ -45,8 +45,9 @@ pub struct Cli {
     #[arg(long)]
     pub model: Option<String>,
 
-    /// Model to continue on when the main model is overloaded (also the fallbackModel setting)
-    #[arg(long, value_name = "MODEL")]
+    /// Models to continue on when the model in use is overloaded, or to retry a request on once
+    /// after an unexpected server error: up to three, comma-separated (also the fallbackModel setting)
+    #[arg(long, value_name = "MODEL[,MODEL...]")]
     pub fallback_model: Option<String>,
 
     /// Replace keel's system prompt
@@ -188,6 +189,11 @@ pub struct ProgramArgs {
     #[arg(long, value_name = "USD")]
     pub max_budget_usd: Option<f64>,
 
+    /// Token budget of each run (a prompt and the tool calls it sets off): the run stops with
+    /// error_max_task_budget once it is spent; models whose API takes a task budget see it too
+    #[arg(long, value_name = "TOKENS")]
+    pub task_budget: Option<u64>,
+
     /// With a prompt argument: wait for stdin to end however long it takes (without it, keel
     /// goes on without stdin when nothing arrives there within 3 s)
     #[arg(long)]
@@ -227,8 +233,6 @@ pub struct UnsupportedArgs {
     #[arg(long, hide = true, value_name = "BETAS")]
     pub betas: Option<String>,
     #[arg(long, hide = true)]
-    pub task_budget: Option<String>,
-    #[arg(long, hide = true)]
     pub resume_session_at: Option<String>,
     #[arg(long, hide = true)]
     pub resume_drops_turn: Option<String>,
@@ -243,7 +247,6 @@ impl UnsupportedArgs {
     pub fn first(&self) -> Option<&'static str> {
         [
             (self.betas.is_some(), "--betas"),
-            (self.task_budget.is_some(), "--task-budget"),
             (self.resume_session_at.is_some(), "--resume-session-at"),
             (self.resume_drops_turn.is_some(), "--resume-drops-turn"),
             (self.session_mirror, "--session-mirror"),
@@ -413,6 +416,7 @@ impl ProgramArgs {
             setting_sources: self.setting_sources.clone(),
             fork_session: self.fork_session,
             max_budget_usd: self.max_budget_usd,
+            task_budget: self.task_budget,
             wait_for_stdin: self.wait_for_stdin,
             json_schema: self.json_schema.clone(),
             max_thinking_tokens: self.max_thinking_tokens,

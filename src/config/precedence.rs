@@ -34,6 +34,7 @@ const PROTECTIONS: &[(&[&str], bool)] = &[
 const WIDENING_LISTS: &[&[&str]] = &[
     &["sandbox", "additionalWritePaths"],
     &["sandbox", "filesystem", "allowRead"],
+    &["sandbox", "network", "allowedDomains"],
     &["permissions", "additionalDirectories"],
 ];
 
@@ -201,6 +202,7 @@ fn managed_locks(settings: &mut Settings, notices: &mut Vec<String>) {
     let hooks_only = settings.managed_flag(&["allowManagedHooksOnly"]);
     let rules_only = settings.managed_flag(&["allowManagedPermissionRulesOnly"]);
     let sandbox_on = settings.managed_flag(&["sandbox", "enabled"]);
+    let domains_only = settings.managed_flag(&["sandbox", "network", "allowManagedDomainsOnly"]);
     let locked_lists: Vec<&[&str]> = WIDENING_LISTS
         .iter()
         .copied()
@@ -243,9 +245,22 @@ fn managed_locks(settings: &mut Settings, notices: &mut Vec<String>) {
         for path in &locked_lists {
             drop(value, path, "managed settings fix this list");
         }
+        if domains_only {
+            drop(
+                value,
+                &["sandbox", "network", "allowedDomains"],
+                "managed settings allow only their own domains (allowManagedDomainsOnly)",
+            );
+        }
         if let Some(list) = &allowlist {
             for key in ["model", "fallbackModel"] {
-                let outside = value.get(key).and_then(Value::as_str).is_some_and(|m| !list.allows(m));
+                // A fallback chain is a comma-separated string or an array of names.
+                let names: Vec<String> = match value.get(key) {
+                    Some(Value::String(s)) => s.split(',').map(|m| m.trim().to_string()).collect(),
+                    Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(str::to_string).collect(),
+                    _ => Vec::new(),
+                };
+                let outside = names.iter().any(|m| !m.is_empty() && !list.allows(m));
                 if outside {
                     drop(
                         value,
@@ -316,6 +331,13 @@ fn project_limits(settings: &mut Settings, weigh: Weigh<'_>, notices: &mut Vec<S
                     !safe
                 ));
             }
+        }
+        if remove(&mut layer.value, &["sandbox", "network", "allowedDomains"]) {
+            notices.push(format!(
+                "{}: `sandbox.network.allowedDomains` is ignored: only your own settings can open the network to \
+                 sandboxed commands (a project may add deniedDomains)",
+                layer.label()
+            ));
         }
         for path in [
             &["sandbox", "filesystem", "allowRead"][..],

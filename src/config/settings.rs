@@ -53,6 +53,7 @@ const KNOWN_KEYS: &[&str] = &[
     "webFetch",
     "webSearch",
     "languageServers",
+    "worktree",
     // The reference's keys keel has no use for: accepted without a word.
     "enabledPlugins",
     "extraKnownMarketplaces",

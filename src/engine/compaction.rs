@@ -116,6 +116,7 @@ impl Engine {
             plan,
         );
         request.reasoning = self.config.reasoning.clone();
+        request.reasoning.task_budget = self.task_budget_left();
         request.unchanged = Some(sending.unchanged);
         Some(request)
     }

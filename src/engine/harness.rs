@@ -20,6 +20,8 @@ pub struct Harness {
     pub agents: Arc<AgentCatalog>,
     pub plugins: Arc<Plugins>,
     pub limits: Limits,
+    /// `worktree.baseRef`: where `isolation: worktree` sub-agents start.
+    pub worktree_base: crate::agents::worktree::BaseRef,
     /// The project's MEMORY.md, when auto memory is on.
     pub memory_file: Option<std::path::PathBuf>,
     /// `--safe-mode`: no customisation was loaded.
@@ -33,6 +35,7 @@ impl Default for Harness {
             agents: Arc::new(AgentCatalog::builtin()),
             plugins: Arc::new(Plugins::default()),
             limits: Limits::default(),
+            worktree_base: Default::default(),
             memory_file: None,
             safe_mode: false,
         }

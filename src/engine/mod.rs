@@ -28,6 +28,7 @@ pub mod skills;
 mod skills_filter;
 mod structured;
 pub mod subagent;
+mod task_budget;
 mod tool_hooks;
 mod turn;
 mod verification;
@@ -109,6 +110,8 @@ pub struct Engine {
         mpsc::UnboundedSender<crate::tools::agent::Contribution>,
         mpsc::UnboundedReceiver<crate::tools::agent::Contribution>,
     ),
+    /// What the current run spent of `--task-budget`.
+    task_spend: task_budget::TaskSpend,
 }
 
 impl Engine {
@@ -151,6 +154,7 @@ impl Engine {
                 subagents: None,
                 skill_runner: None,
                 contributions: mpsc::unbounded_channel(),
+                task_spend: Default::default(),
             },
             rx,
         )

@@ -35,6 +35,7 @@ impl Engine {
             requests: 0,
         };
         let mut content = content;
+        self.task_spend = super::task_budget::TaskSpend::start(self.session.totals.usage.output_tokens);
         self.begin_verification_turn();
         self.hooks.set_prompt_id(uuid::Uuid::new_v4().to_string());
         if let Some(slot) = &self.structured {
@@ -169,6 +170,7 @@ impl Engine {
                 .totals
                 .record(&response.model_or(&self.config.model), &response.usage);
             self.compactor.counter.observed(&response.usage);
+            self.task_spend.observe(&response.usage);
             self.session.totals.api_ms += api_started.elapsed().as_millis() as u64;
 
             let mut content = response.content.clone();
@@ -354,6 +356,9 @@ impl Engine {
     /// `--max-budget-usd` reached: the failure to end the turn with. `finished`: the model had
     /// finished the task with the call that went past the limit.
     fn over_budget(&self, finished: bool) -> Option<TurnOutcome> {
+        if let Some(o) = self.over_task_budget(finished) {
+            return Some(o);
+        }
         let max = self.config.max_budget_usd?;
         let spent = self.session.totals.cost_usd;
         if spent < max {
@@ -370,6 +375,38 @@ impl Engine {
         let mut o = failure(ResultSubtype::ErrorMaxBudgetUsd, message, None);
         o.terminal_reason = TerminalReason::BudgetExhausted;
         Some(o)
+    }
+
+    /// `--task-budget` spent: the failure to end the run with.
+    fn over_task_budget(&self, finished: bool) -> Option<TurnOutcome> {
+        let total = self.config.reasoning.task_budget?.total;
+        let spent = self.task_spend.spent(self.session.totals.usage.output_tokens);
+        if spent < total {
+            return None;
+        }
+        let message = if finished {
+            format!(
+                "spent {spent} tokens, over the task budget of {total} (--task-budget): the model call that finished \
+                 the task went past it"
+            )
+        } else {
+            format!(
+                "the task budget of {total} tokens (--task-budget) is spent ({spent} tokens) before the task was finished"
+            )
+        };
+        let mut o = failure(ResultSubtype::ErrorMaxTaskBudget, message, None);
+        o.terminal_reason = TerminalReason::BudgetExhausted;
+        Some(o)
+    }
+
+    /// What is left of `--task-budget`, for the next request.
+    pub(super) fn task_budget_left(&self) -> Option<crate::provider::TaskBudget> {
+        let total = self.config.reasoning.task_budget?.total;
+        let spent = self.task_spend.spent(self.session.totals.usage.output_tokens);
+        Some(crate::provider::TaskBudget {
+            total,
+            remaining: total.saturating_sub(spent),
+        })
     }
 
     /// Streams one request, forwarding deltas as events.

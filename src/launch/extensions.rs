@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::options::Options;
 use super::setup::SetupError;
+use crate::agents::worktree::BaseRef;
 use crate::agents::{AgentCatalog, AgentDef, AgentPlaces, Limits};
 use crate::config::settings::Settings;
 use crate::context::ProjectContext;
@@ -35,6 +36,7 @@ pub struct Extensions {
     pub skills: Arc<Catalog>,
     pub agents: Arc<AgentCatalog>,
     pub limits: Limits,
+    pub worktree_base: BaseRef,
     pub memory: Option<Memory>,
     /// Files not loaded and other things to say once at startup.
     pub warnings: Vec<String>,
@@ -102,6 +104,7 @@ pub fn load(
         plugins: &roots,
     });
     let (limits, refused) = Limits::from_settings(settings)?;
+    let worktree_base = worktree_base(settings)?;
     let memory =
         crate::memory::enabled(settings.flag(&["autoMemoryEnabled"])?).then(|| Memory::load(keel_home, user_home, cwd));
     let warnings: Vec<String> = found_warnings
@@ -117,6 +120,7 @@ pub fn load(
         skills: Arc::new(skills),
         agents: Arc::new(agents),
         limits,
+        worktree_base,
         memory,
         warnings,
         safe_mode: false,
@@ -139,6 +143,23 @@ fn safe_mode(cli: &Options, settings: &Settings) -> Result<Extensions, SetupErro
         memory: None,
         warnings,
         safe_mode: true,
+        worktree_base: worktree_base(settings)?,
+    })
+}
+
+/// `worktree.baseRef`: what worktree sub-agents start from (a setting, kept in safe mode).
+fn worktree_base(settings: &Settings) -> Result<BaseRef, SetupError> {
+    Ok(match settings.nested(&["worktree", "baseRef"]) {
+        None => BaseRef::default(),
+        Some((serde_json::Value::String(s), layer)) => {
+            BaseRef::parse(s).map_err(|e| SetupError::Invalid(format!("{}: {e}", layer.label())))?
+        }
+        Some((v, layer)) => {
+            return Err(SetupError::Invalid(format!(
+                "{}: worktree.baseRef must be \"head\", \"fresh\" or a git ref, found {v}",
+                layer.label()
+            )));
+        }
     })
 }
 
@@ -209,6 +230,7 @@ impl Extensions {
             agents: self.agents,
             plugins: self.plugins,
             limits: self.limits,
+            worktree_base: self.worktree_base,
             memory_file: self.memory.as_ref().map(|m| m.file.clone()),
             safe_mode: self.safe_mode,
         };

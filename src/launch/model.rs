@@ -97,7 +97,7 @@ pub fn choose(cli: &Options, settings: &Settings, explicit_window: bool) -> Resu
     };
     let fallback = match &cli.fallback_model {
         Some(f) => Some(f.clone()),
-        None => setting("fallbackModel")?,
+        None => fallback_setting(settings)?,
     };
     let resolved = match &fallback {
         Some(f) => catalog.resolve_with_fallback(spec.as_deref(), f)?,
@@ -132,6 +132,40 @@ pub fn choose(cli: &Options, settings: &Settings, explicit_window: bool) -> Resu
         warnings,
         protocol: Some((resolved.kind, resolved.endpoint.base_url.clone())),
     })
+}
+
+/// The `fallbackModel` setting: a model name, a comma-separated list, or an array of names
+/// (at most three, tried in order), as one comma-separated chain.
+fn fallback_setting(settings: &Settings) -> Result<Option<String>, SetupError> {
+    use serde_json::Value;
+    let Some((value, layer)) = settings.scalar("fallbackModel") else {
+        return Ok(None);
+    };
+    let bad = || {
+        SetupError::Invalid(format!(
+            "{}: fallbackModel must be a model name or a list of up to {} model names, found {value}",
+            layer.label(),
+            crate::provider::fallback::MAX_FALLBACKS
+        ))
+    };
+    let names: Vec<String> = match value {
+        Value::String(s) => crate::provider::fallback::chain(s),
+        Value::Array(items) => items
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty() && !s.contains(','))
+                    .map(str::to_string)
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(bad)?,
+        _ => return Err(bad()),
+    };
+    if names.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(names.join(",")))
 }
 
 /// Whether to ask the server about `model` before the session starts: always a local server

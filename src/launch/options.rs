@@ -149,6 +149,8 @@ pub struct ProgramOptions {
 
     /// Stop once the session has cost this many US dollars
     pub max_budget_usd: Option<f64>,
+    /// `--task-budget`: tokens per run.
+    pub task_budget: Option<u64>,
 
     /// With a prompt argument: wait for stdin to end without a time limit
     pub wait_for_stdin: bool,

@@ -539,6 +539,16 @@ fn engine_config(
             "--max-budget-usd must be a positive amount of US dollars, got {b}"
         )));
     }
+    if cli.programs.task_budget == Some(0) {
+        return Err(SetupError::Invalid(
+            "--task-budget must be a positive number of tokens".into(),
+        ));
+    }
+    let mut reasoning = reasoning(cli, models::info(model).max_output)?;
+    reasoning.task_budget = cli.programs.task_budget.map(|total| crate::provider::TaskBudget {
+        total,
+        remaining: total,
+    });
     let info = models::info(model);
     Ok(EngineConfig {
         system: project.system_blocks(),
@@ -549,7 +559,7 @@ fn engine_config(
         context_window,
         compact,
         max_budget_usd: cli.programs.max_budget_usd,
-        reasoning: reasoning(cli, info.max_output)?,
+        reasoning,
     })
 }
 

@@ -48,7 +48,11 @@ pub(super) fn reasoning(cli: &Options, max_tokens: u32) -> Result<crate::provide
             )));
         }
     };
-    Ok(crate::provider::Reasoning { thinking, effort })
+    Ok(crate::provider::Reasoning {
+        thinking,
+        effort,
+        task_budget: None,
+    })
 }
 
 /// `--setting-sources user,project,local`: which settings files count.

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::anthropic::{AnthropicConfig, AnthropicProvider, Auth};
 use super::endpoint::BaseUrl;
-use super::fallback::{FallbackProvider, Route};
+use super::fallback::{FallbackProvider, MAX_FALLBACKS, Route, chain};
 use super::http::{Timeouts, Transport};
 use super::openai::{OpenAiConfig, OpenAiProvider, Protocol};
 use super::retry::RetryPolicy;
@@ -210,26 +210,51 @@ impl Catalog {
         build(named.kind, name, Some(named), transport, model, spec)
     }
 
-    /// `spec` with a fallback model behind it: after three overloads in a row the fallback
-    /// takes over.
+    /// `spec` with a chain of fallback models behind it (`fallback`: a comma-separated list
+    /// of at most [`MAX_FALLBACKS`]): after three overloads in a row the next one takes over.
     pub fn resolve_with_fallback(&self, spec: Option<&str>, fallback: &str) -> Result<Resolved, ProviderError> {
-        let retry = RetryPolicy {
+        let names = chain(fallback);
+        if names.is_empty() {
+            return Err(ProviderError::Config("the fallback model list is empty".into()));
+        }
+        if names.len() > MAX_FALLBACKS {
+            return Err(ProviderError::Config(format!(
+                "{} fallback models given ({fallback}); at most {MAX_FALLBACKS} are tried",
+                names.len()
+            )));
+        }
+        let gives_up = RetryPolicy {
             overloads_before_fallback: Some(3),
             ..self.retry
         };
-        let mut primary = self.resolve_with(spec, retry)?;
-        let backup = self.resolve(Some(fallback))?;
-        if backup.spec == primary.spec {
-            return Err(ProviderError::Config(format!(
-                "the fallback model `{fallback}` is the main model; choose another one"
-            )));
+        let mut primary = self.resolve_with(spec, gives_up)?;
+        let mut routes: Vec<Route> = Vec::new();
+        let mut seen = vec![primary.spec.clone()];
+        for (i, name) in names.iter().enumerate() {
+            // Every model but the last gives way to the next after repeated overloads.
+            let backup = if i + 1 < names.len() {
+                self.resolve_with(Some(name), gives_up)?
+            } else {
+                self.resolve(Some(name))?
+            };
+            if backup.spec == primary.spec {
+                return Err(ProviderError::Config(format!(
+                    "the fallback model `{name}` is the main model; choose another one"
+                )));
+            }
+            if seen.contains(&backup.spec) {
+                return Err(ProviderError::Config(format!(
+                    "the fallback model `{name}` is listed twice"
+                )));
+            }
+            seen.push(backup.spec.clone());
+            routes.push(Route {
+                max_output: models::info(&backup.model).max_output,
+                provider: backup.provider,
+                model: backup.model,
+            });
         }
-        let route = Route {
-            max_output: models::info(&backup.model).max_output,
-            provider: backup.provider,
-            model: backup.model,
-        };
-        primary.provider = Arc::new(FallbackProvider::new(primary.provider, route));
+        primary.provider = Arc::new(FallbackProvider::new(primary.provider, routes));
         Ok(primary)
     }
 

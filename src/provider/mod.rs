@@ -51,6 +51,15 @@ pub struct Reasoning {
     pub thinking: Option<Thinking>,
     /// `low`, `medium`, `high`, `xhigh` or `max`.
     pub effort: Option<String>,
+    /// `--task-budget`: the run's token budget and what is left of it, for providers whose
+    /// API takes one (Anthropic's `output_config.task_budget`); keel enforces it either way.
+    pub task_budget: Option<TaskBudget>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskBudget {
+    pub total: u64,
+    pub remaining: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

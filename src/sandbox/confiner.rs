@@ -165,6 +165,7 @@ impl Confiner {
             hidden: reads.hidden,
             allow_network: false,
             tmp_dir: Some(tmp),
+            proxy: None,
         }
     }
 
@@ -194,6 +195,7 @@ impl Confiner {
             hidden: reads.hidden,
             allow_network: false,
             tmp_dir: Some(tmp),
+            proxy: None,
         }
     }
 
@@ -295,6 +297,7 @@ mod tests {
             hidden: Vec::new(),
             allow_network: true,
             tmp_dir: None,
+            proxy: None,
         };
         for p in [
             c.jail(&report),

@@ -257,6 +257,7 @@ mod tests {
             hidden: Vec::new(),
             allow_network: false,
             tmp_dir: None,
+            proxy: None,
         }
     }
 

@@ -209,7 +209,32 @@ pub fn confine(policy: &Policy, shm_size: Option<u64>) -> Result<Confined, Strin
         let cwd = std::env::current_dir().map_err(|e| format!("cannot find the working directory: {e}"))?;
         std::env::set_current_dir(&cwd).map_err(|e| format!("cannot enter {}: {e}", cwd.display()))?;
     }
-    restrict_files(policy, confined.private_shm)?;
+    // The domain lists' way out: a loopback port bridged to keel's proxy, started before this
+    // process is confined (the bridge needs the proxy's unix socket, which the command may
+    // not open).
+    let bridge = match &policy.proxy {
+        Some(socket) if policy.kind == Kind::Sandbox && !policy.allow_network => {
+            if !in_netns {
+                return Err("the network domain lists need a network namespace, which could not be created".into());
+            }
+            let (listener, port) = super::bridge::listen()?;
+            let url = format!("http://127.0.0.1:{port}");
+            for var in super::bridge::PROXY_VARS {
+                // SAFETY: the helper has a single thread (the bridge runs in a forked child).
+                unsafe { std::env::set_var(var, &url) };
+            }
+            for var in ["NO_PROXY", "no_proxy"] {
+                // SAFETY: as above.
+                unsafe { std::env::remove_var(var) };
+            }
+            Some((listener, port, socket))
+        }
+        _ => None,
+    };
+    restrict_files(policy, confined.private_shm, bridge.as_ref().map(|b| b.1))?;
+    if let Some((listener, _, socket)) = bridge {
+        super::bridge::fork(listener, socket)?;
+    }
     let keep: &[u32] = if policy.kind == Kind::Sandbox && root {
         lockdown::FILE_CAPS
     } else {
@@ -400,7 +425,7 @@ pub fn kernel_abi() -> Option<i32> {
 
 /// Applies the policy's Landlock rules: file-system reads and writes, TCP (without the
 /// network), and — from ABI 6 — signals and abstract unix sockets scoped to the command.
-fn restrict_files(policy: &Policy, private_shm: bool) -> Result<(), String> {
+fn restrict_files(policy: &Policy, private_shm: bool, proxy_port: Option<u16>) -> Result<(), String> {
     let abi = kernel_abi().ok_or("Landlock is not available in this kernel")?;
     let scoped = abi >= 6;
     if !scoped && policy.kind != Kind::Sandbox {
@@ -422,6 +447,11 @@ fn restrict_files(policy: &Policy, private_shm: bool) -> Result<(), String> {
         ruleset = ruleset.scope(Scope::from_all(ABI::V6)).map_err(err)?;
     }
     let mut created = ruleset.create().map_err(err)?;
+    if let Some(port) = proxy_port {
+        created = created
+            .add_rule(landlock::NetPort::new(port, AccessNet::ConnectTcp))
+            .map_err(err)?;
+    }
     let mut grants = fs_rules::grants(policy);
     if private_shm {
         grants.push(fs_rules::Grant {
@@ -473,8 +503,9 @@ fn probe_here() -> Capabilities {
                 hidden: Vec::new(),
                 allow_network: true,
                 tmp_dir: None,
+                proxy: None,
             };
-            restrict_files(&policy, false).is_ok()
+            restrict_files(&policy, false, None).is_ok()
                 && std::fs::write(dir.path().join("ok"), b"x").is_ok()
                 && std::fs::write("/keel-sandbox-probe", b"x").is_err()
         })
@@ -524,6 +555,7 @@ fn probe_jail(dir: &Path, secret: &Path) -> bool {
         hidden: vec![secret.to_path_buf()],
         allow_network: false,
         tmp_dir: None,
+        proxy: None,
     };
     if confine(&policy, None).is_err() {
         return false;

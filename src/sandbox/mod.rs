@@ -15,9 +15,11 @@
 //! applies the restrictions in a fresh single-threaded process and then execs the command, so
 //! nothing unsafe happens between fork and exec in the multi-threaded agent.
 
+pub mod bridge;
 pub mod cgroup;
 pub mod confiner;
 pub mod contain;
+pub mod domains;
 pub mod fs_rules;
 pub mod gitdir;
 pub mod helper;
@@ -25,6 +27,7 @@ pub mod limits;
 pub mod lockdown;
 pub mod notes;
 pub mod policy;
+pub mod proxy;
 pub mod quarantine;
 pub mod reads;
 pub mod secrets;
@@ -66,6 +69,9 @@ pub struct SandboxConfig {
     /// running them unsandboxed with a warning.
     pub fail_if_unavailable: bool,
     pub allow_network: bool,
+    /// `sandbox.network.allowedDomains` / `deniedDomains`: the hosts commands reach through
+    /// keel's filtering proxy (`None`: no list is set).
+    pub domains: Option<domains::DomainRules>,
     pub extra_writable: Vec<PathBuf>,
     /// `sandbox.filesystem.allowRead` / `denyRead`: what every confined command may read
     /// besides keel's defaults, and what it may not.
@@ -78,10 +84,12 @@ impl SandboxConfig {
         for (p, layer) in settings.strings(&["sandbox", "additionalWritePaths"])? {
             extra.push(crate::fsutil::paths::resolve(&layer.base_dir, &p));
         }
+        let allow_network = settings.flag(&["sandbox", "allowNetwork"])?.unwrap_or(false);
         Ok(SandboxConfig {
             enabled: cli_enabled || settings.flag(&["sandbox", "enabled"])?.unwrap_or(false),
             fail_if_unavailable: settings.flag(&["sandbox", "failIfUnavailable"])?.unwrap_or(true),
-            allow_network: settings.flag(&["sandbox", "allowNetwork"])?.unwrap_or(false),
+            allow_network,
+            domains: domains::DomainRules::from_settings(settings, allow_network)?,
             extra_writable: extra,
             reads: reads::ReadSettings::from_settings(settings)?,
         })
@@ -106,8 +114,10 @@ impl SandboxConfig {
             private: Vec::new(),
             readable: Vec::new(),
             hidden: Vec::new(),
-            allow_network: self.allow_network,
+            // With domain lists the proxy decides: no direct network (see `decide`).
+            allow_network: self.allow_network && self.domains.is_none(),
             tmp_dir: tmp_dir.map(Path::to_path_buf),
+            proxy: None,
         }
     }
 }
@@ -129,10 +139,14 @@ impl SandboxMode {
         if !config.enabled {
             return (SandboxMode::Off, None);
         }
-        let policy = config.policy(working_dirs, Some(tmp_dir));
+        let mut policy = config.policy(working_dirs, Some(tmp_dir));
         let caps = capabilities();
         if caps.can_enforce(&policy) {
-            return (SandboxMode::Enforced(policy), None);
+            let note = match &config.domains {
+                Some(rules) => attach_proxy(&mut policy, rules, caps),
+                None => None,
+            };
+            return (SandboxMode::Enforced(policy), note);
         }
         let why = if caps.problems.is_empty() {
             "this kernel lacks the needed features".to_string()
@@ -152,6 +166,26 @@ impl SandboxMode {
                 )),
             )
         }
+    }
+}
+
+/// Starts the filtering proxy for the domain lists and routes the policy's commands through
+/// it. Where it cannot work (no network namespace to confine the commands in, the proxy did
+/// not start), commands get no network at all, and the returned warning says so.
+fn attach_proxy(policy: &mut Policy, rules: &domains::DomainRules, caps: &Capabilities) -> Option<String> {
+    if !caps.network_namespace {
+        return Some(
+            "sandbox.network domain lists need a network namespace, which this machine does not allow: sandboxed \
+             commands get no network at all"
+                .into(),
+        );
+    }
+    match proxy::start(rules) {
+        Ok(p) => {
+            policy.proxy = Some(p.socket);
+            None
+        }
+        Err(e) => Some(format!("{e}: sandboxed commands get no network at all")),
     }
 }
 

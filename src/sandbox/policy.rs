@@ -60,6 +60,9 @@ pub struct Policy {
     pub allow_network: bool,
     /// The commands' private temporary directory, given to them as `TMPDIR`.
     pub tmp_dir: Option<PathBuf>,
+    /// The filtering proxy's socket (`sandbox.network` domain lists): the write sandbox's
+    /// commands reach the network only through it ([`super::bridge`]).
+    pub proxy: Option<PathBuf>,
 }
 
 /// Names at the top of each working directory that configure programs keel, git or the
@@ -191,6 +194,9 @@ impl Policy {
         if self.allow_network {
             args.push("--net".into());
         }
+        if let Some(p) = &self.proxy {
+            args.extend(["--proxy".to_string(), p.display().to_string()]);
+        }
         args
     }
 
@@ -207,6 +213,7 @@ impl Policy {
             hidden: Vec::new(),
             allow_network: false,
             tmp_dir: None,
+            proxy: None,
         };
         let mut i = 0;
         while i < args.len() {
@@ -222,6 +229,7 @@ impl Policy {
                 "--private" => policy.private.push(PathBuf::from(value()?)),
                 "--read" => policy.readable.push(PathBuf::from(value()?)),
                 "--hide" => policy.hidden.push(PathBuf::from(value()?)),
+                "--proxy" => policy.proxy = Some(PathBuf::from(value()?)),
                 "--net" => {
                     policy.allow_network = true;
                     i += 1;
@@ -252,6 +260,7 @@ mod tests {
             hidden: vec!["/root/.ssh".into()],
             allow_network: true,
             tmp_dir: None,
+            proxy: None,
         };
         let mut args = p.to_args();
         args.extend(["--".into(), "bash".into()]);
@@ -318,6 +327,7 @@ mod tests {
             readable: Vec::new(),
             allow_network: false,
             tmp_dir: Some(w.join("tmp")),
+            proxy: None,
         };
         let opened = open_top(&mut p);
         assert_eq!(opened, vec![ws.join(".keel"), ws.join(".mcp.json")]);

@@ -109,7 +109,11 @@ pub async fn run(cli: Options) -> Result<ExitCode, TuiError> {
         project_dir: project_dir.clone(),
     });
     if let Some(catalog) = &prepared.catalog {
-        let configured: Vec<String> = prepared.fallback_model.iter().cloned().collect();
+        let configured: Vec<String> = prepared
+            .fallback_model
+            .iter()
+            .flat_map(|f| crate::provider::fallback::chain(f))
+            .collect();
         app.status.model_choices = catalog.choices(&prepared.model_spec, &configured);
     }
     // A compacted session shows its earlier conversation too (the engine goes on from the

@@ -166,6 +166,8 @@ pub enum ResultSubtype {
     ErrorMaxTurns,
     ErrorDuringExecution,
     ErrorMaxBudgetUsd,
+    /// `--task-budget` spent.
+    ErrorMaxTaskBudget,
     ErrorMaxStructuredOutputRetries,
 }
 
@@ -176,6 +178,7 @@ impl ResultSubtype {
             ResultSubtype::ErrorMaxTurns => "error_max_turns",
             ResultSubtype::ErrorDuringExecution => "error_during_execution",
             ResultSubtype::ErrorMaxBudgetUsd => "error_max_budget_usd",
+            ResultSubtype::ErrorMaxTaskBudget => "error_max_task_budget",
             ResultSubtype::ErrorMaxStructuredOutputRetries => "error_max_structured_output_retries",
         }
     }

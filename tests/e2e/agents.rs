@@ -555,3 +555,88 @@ async fn cancelling_the_parent_cancels_its_children() {
     let text = std::fs::read_to_string(transcript).unwrap();
     assert!(text.contains("[Request interrupted by user]"), "{text}");
 }
+
+/// `worktree.baseRef` names the commit a worktree sub-agent starts from: here a branch
+/// without the local commit, so the child reads the published text.
+#[tokio::test]
+async fn worktree_base_ref_chooses_where_the_childs_tree_starts() {
+    let env = Env::new();
+    env.write("src/a.txt", "published\n");
+    env.git_init();
+    env.git(&["branch", "published"]);
+    env.write("src/a.txt", "unpushed\n");
+    env.git(&["commit", "-qam", "local work"]);
+    let server = ModelServer::start().await;
+    server.respond_with(move |body| {
+        if !opening(body).contains("Read the file") {
+            return None;
+        }
+        let system = system_text(body, 1);
+        let cwd = system
+            .lines()
+            .find_map(|l| l.strip_prefix("- Working directory: "))
+            .unwrap_or("")
+            .to_string();
+        Some(match turns(body) {
+            1 => calls(vec![tool(
+                "r1",
+                "Read",
+                json!({"file_path": format!("{cwd}/src/a.txt")}),
+            )]),
+            _ => answer("read it"),
+        })
+    });
+    server
+        .push(calls(vec![tool(
+            "a1",
+            "Agent",
+            json!({"description": "read", "prompt": "Read the file", "isolation": "worktree"}),
+        )]))
+        .push(answer("done"));
+    let out = env
+        .keel(&server)
+        .args([
+            "-p",
+            "check",
+            "--permission-mode",
+            "bypassPermissions",
+            "--settings",
+            r#"{"worktree": {"baseRef": "published"}}"#,
+        ])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let reqs = server.requests();
+    let child = conversation(&reqs, "Read the file");
+    let (read, is_error) = child[1].tool_result_text("r1");
+    assert!(
+        !is_error && read.contains("published") && !read.contains("unpushed"),
+        "{read}"
+    );
+
+    // A ref the repository lacks: the Agent call fails and says which setting.
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool(
+            "a1",
+            "Agent",
+            json!({"description": "read", "prompt": "Read the file", "isolation": "worktree"}),
+        )]))
+        .push(answer("done"));
+    let out = env
+        .keel(&server)
+        .args([
+            "-p",
+            "check",
+            "--permission-mode",
+            "bypassPermissions",
+            "--settings",
+            r#"{"worktree": {"baseRef": "no-such-branch"}}"#,
+        ])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let reqs = server.requests();
+    let (report, is_error) = reqs[1].tool_result_text("a1");
+    assert!(is_error && report.contains("worktree.baseRef"), "{report}");
+}

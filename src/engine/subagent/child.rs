@@ -158,6 +158,7 @@ pub(super) async fn prepare(
                 &parent.cwd,
                 &worktree::home(&parent.cwd, &parent.session_dir),
                 &agent_id,
+                &tree.worktree_base,
             )
             .await?,
         )
@@ -234,7 +235,11 @@ pub(super) async fn prepare(
         interactive: tree.base.interactive,
         context_window: tree.base.context_window,
         compact: tree.base.compact,
-        reasoning: tree.base.reasoning.clone(),
+        // `--task-budget` is the parent run's: a child's output counts there once it reports.
+        reasoning: crate::provider::Reasoning {
+            task_budget: None,
+            ..tree.base.reasoning.clone()
+        },
         // The parent checks the session's total, its children's included, between its own
         // requests; a child running meanwhile stops at the limit by itself, or one sub-agent
         // with many turns could spend any amount before the parent looks again.

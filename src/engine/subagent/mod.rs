@@ -61,6 +61,8 @@ pub(crate) struct Tree {
     agents: RwLock<Arc<AgentCatalog>>,
     skills: Arc<Catalog>,
     budget: Arc<SpawnBudget>,
+    /// `worktree.baseRef`.
+    worktree_base: crate::agents::worktree::BaseRef,
     next: AtomicU32,
 }
 
@@ -164,6 +166,7 @@ impl Engine {
             agents: RwLock::new(self.harness.agents.clone()),
             skills: self.harness.skills.clone(),
             budget: SpawnBudget::new(self.harness.limits),
+            worktree_base: self.harness.worktree_base.clone(),
             next: AtomicU32::new(0),
         };
         let runner = Arc::new(SubagentRunner {

@@ -32,7 +32,11 @@ pub fn models(routes: Option<&ModelRoutes>, default_spec: &str, current: &str) -
             listed.push(resolved(catalog, alias));
         }
     }
-    let configured: Vec<String> = routes.fallback.iter().cloned().collect();
+    let configured: Vec<String> = routes
+        .fallback
+        .iter()
+        .flat_map(|f| crate::provider::fallback::chain(f))
+        .collect();
     for spec in catalog.choices(current, &configured) {
         let full = resolved(catalog, &spec);
         if !listed.contains(&full) {

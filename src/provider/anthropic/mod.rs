@@ -169,12 +169,17 @@ impl AnthropicProvider {
         tx: &Tx,
     ) -> Result<ModelResponse, ProviderError> {
         let body = cached_wire_body(&request, &self.cache)?;
+        let budgeted = request.reasoning.task_budget.is_some() && takes_task_budget(&request.model);
         tracing::debug!(bytes = body.len(), messages = request.messages.len(), "request body");
         // Release our handle on the history at once so the engine can append without a copy.
         drop(request);
+        let mut headers = self.headers.clone();
+        if budgeted {
+            add_beta(&mut headers, TASK_BUDGET_BETA);
+        }
         let target = Target {
             url: self.config.base_url.join("/v1/messages"),
-            headers: self.headers.clone(),
+            headers,
             body: body.into(),
             base: self.config.base_url.clone(),
             key_hint: self.config.key_hint.clone(),
@@ -199,6 +204,54 @@ struct Head<'a> {
     stream: bool,
 }
 
+/// The beta header that opts a request into `output_config.task_budget`.
+pub const TASK_BUDGET_BETA: &str = "task-budgets-2026-03-13";
+
+/// Models whose API takes a task budget (the beta's list); others get keel's accounting only.
+pub fn takes_task_budget(model: &str) -> bool {
+    [
+        "opus-4-7",
+        "opus-4-8",
+        "opus-5",
+        "sonnet-5-5",
+        "haiku-5-5",
+        "fable-5",
+        "mythos-5",
+    ]
+    .iter()
+    .any(|family| model.contains(family))
+}
+
+fn output_config(request: &ModelRequest) -> Option<serde_json::Value> {
+    let mut config = serde_json::Map::new();
+    if let Some(e) = &request.reasoning.effort {
+        config.insert("effort".into(), serde_json::json!(e));
+    }
+    if let Some(b) = request
+        .reasoning
+        .task_budget
+        .filter(|_| takes_task_budget(&request.model))
+    {
+        config.insert(
+            "task_budget".into(),
+            serde_json::json!({"type": "tokens", "total": b.total, "remaining": b.remaining}),
+        );
+    }
+    (!config.is_empty()).then_some(serde_json::Value::Object(config))
+}
+
+/// Adds `beta` to the request's `anthropic-beta` header (a comma-separated list).
+fn add_beta(headers: &mut HeaderMap, beta: &str) {
+    let joined = match headers.get("anthropic-beta").and_then(|v| v.to_str().ok()) {
+        Some(have) if have.split(',').any(|b| b.trim() == beta) => return,
+        Some(have) => format!("{have},{beta}"),
+        None => beta.to_string(),
+    };
+    if let Ok(v) = HeaderValue::from_str(&joined) {
+        headers.insert("anthropic-beta", v);
+    }
+}
+
 /// The request body, with the messages' encodings reused from earlier requests.
 pub fn cached_wire_body(request: &ModelRequest, cache: &PrefixCache) -> Result<Vec<u8>, ProviderError> {
     let thinking = request.reasoning.thinking.map(|t| match t {
@@ -214,11 +267,7 @@ pub fn cached_wire_body(request: &ModelRequest, cache: &PrefixCache) -> Result<V
         system: &request.system,
         tools: (!request.tools.is_empty()).then(|| request.tools.encoded()),
         thinking,
-        output_config: request
-            .reasoning
-            .effort
-            .as_ref()
-            .map(|e| serde_json::json!({"effort": e})),
+        output_config: output_config(request),
         stream: true,
     };
     let mut out =
