@@ -237,7 +237,7 @@ impl Rule {
 
     /// Matches a call's input by a `param:value` rule: a string parameter by its text, any
     /// other scalar by its JSON form (`true`, `30000`). A `model` parameter also matches by the
-    /// model an alias stands for (`Agent(model:opus)` refuses `claude-opus-4-5` too).
+    /// model an alias stands for (`Agent(model:opus)` refuses `claude-opus-5-5` too).
     pub fn matches_param(&self, input: &serde_json::Value) -> bool {
         let Spec::Param(k, v) = &self.spec else {
             return false;
@@ -517,14 +517,14 @@ mod tests {
         assert!(opus.names_tool("Agent"));
         assert!(opus.matches_param(&input("opus".into())));
         // An alias and the id it stands for are one model, either way round.
-        assert!(opus.matches_param(&input("claude-opus-4-5".into())));
-        assert!(rule("Agent(model:claude-opus-4-5)").matches_param(&input("opus".into())));
+        assert!(opus.matches_param(&input("claude-opus-5-5".into())));
+        assert!(rule("Agent(model:claude-opus-5-5)").matches_param(&input("opus".into())));
         assert!(!opus.matches_param(&input("sonnet".into())));
         assert!(!opus.matches_param(&serde_json::json!({})));
         let family = rule("Agent(model:*opus*)");
         assert!(family.matches_param(&input("claude-opus-4-1".into())));
         assert!(family.matches_param(&input("opus".into())));
-        assert!(!family.matches_param(&input("claude-sonnet-4-5".into())));
+        assert!(!family.matches_param(&input("claude-sonnet-5-5".into())));
         // The whole value must match; `*` spans anything, nothing included.
         let pre = rule("mcp__db__query(sql:SELECT *)");
         assert!(pre.matches_param(&serde_json::json!({"sql": "SELECT * FROM t"})));

@@ -46,13 +46,13 @@ async fn a_sub_agent_runs_on_the_model_asked_for_unless_a_rule_or_the_catalogue_
     );
 
     // The alias resolves to its model id, sent in the sub-agent's own request.
-    assert_eq!(reqs[3].body["model"], "claude-haiku-4-5");
+    assert_eq!(reqs[3].body["model"], "claude-haiku-5-5");
     assert_eq!(reqs[3].body["messages"][0]["content"][0]["text"], "List the files.");
     let (report, is_error) = reqs[4].tool_result_text("a3");
     assert!(!is_error, "{report}");
     assert!(report.starts_with("Nothing here."), "{report}");
     // The parent stays on its own model.
-    assert_ne!(reqs[4].body["model"], "claude-haiku-4-5");
+    assert_ne!(reqs[4].body["model"], "claude-haiku-5-5");
 }
 
 #[tokio::test]
@@ -62,7 +62,7 @@ async fn the_managed_model_allowlist_bounds_the_agent_tools_model() {
     let managed = dir.path().join("managed-settings.json");
     std::fs::write(
         &managed,
-        json!({"availableModels": ["claude-sonnet-4-5"], "enforceAvailableModels": true}).to_string(),
+        json!({"availableModels": ["claude-sonnet-5-5"], "enforceAvailableModels": true}).to_string(),
     )
     .unwrap();
     let server = ModelServer::start().await;
@@ -78,6 +78,6 @@ async fn the_managed_model_allowlist_bounds_the_agent_tools_model() {
     assert_eq!(reqs.len(), 2, "no sub-agent request: {}", out.stdout);
     let (refused, is_error) = reqs[1].tool_result_text("a1");
     assert!(is_error, "{refused}");
-    assert!(refused.contains("claude-haiku-4-5` is not allowed"), "{refused}");
+    assert!(refused.contains("claude-haiku-5-5` is not allowed"), "{refused}");
     assert!(refused.contains(&managed.display().to_string()), "{refused}");
 }

@@ -42,12 +42,12 @@ async fn overloads_walk_down_the_chain_to_the_last_fallback() {
     assert!(out.stdout.contains("answered by the second fallback"), "{}", out.stdout);
     let m = models(&server);
     assert_eq!(m.len(), 7, "{m:?}");
-    assert!(m[..3].iter().all(|x| x == "claude-sonnet-4-5"), "{m:?}");
-    assert!(m[3..6].iter().all(|x| x == "claude-haiku-4-5"), "{m:?}");
-    assert_eq!(m[6], "claude-opus-4-5");
+    assert!(m[..3].iter().all(|x| x == "claude-sonnet-5-5"), "{m:?}");
+    assert!(m[3..6].iter().all(|x| x == "claude-haiku-5-5"), "{m:?}");
+    assert_eq!(m[6], "claude-opus-5-5");
     assert!(
-        out.stderr.contains("continuing on the fallback model claude-haiku-4-5")
-            && out.stderr.contains("continuing on the fallback model claude-opus-4-5"),
+        out.stderr.contains("continuing on the fallback model claude-haiku-5-5")
+            && out.stderr.contains("continuing on the fallback model claude-opus-5-5"),
         "{}",
         out.stderr
     );
@@ -65,10 +65,10 @@ async fn an_unexpected_error_is_retried_once_on_the_fallback() {
         .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.contains("the fallback answered"), "{}", out.stdout);
-    assert_eq!(models(&server), ["claude-sonnet-4-5", "claude-haiku-4-5"]);
+    assert_eq!(models(&server), ["claude-sonnet-5-5", "claude-haiku-5-5"]);
     assert!(
         out.stderr
-            .contains("trying this request once on the fallback model claude-haiku-4-5"),
+            .contains("trying this request once on the fallback model claude-haiku-5-5"),
         "{}",
         out.stderr
     );
@@ -86,7 +86,7 @@ async fn an_unexpected_error_is_retried_once_on_the_fallback() {
         .await;
     assert_ne!(out.code, 0, "{}", out.stdout);
     assert!(out.stderr.contains("lost its state"), "{}", out.stderr);
-    assert_eq!(models(&server), ["claude-sonnet-4-5", "claude-haiku-4-5"]);
+    assert_eq!(models(&server), ["claude-sonnet-5-5", "claude-haiku-5-5"]);
 
     // A request the API rejects is not the server's failure: no retry.
     let server = ModelServer::start().await;
@@ -97,7 +97,7 @@ async fn an_unexpected_error_is_retried_once_on_the_fallback() {
         .run()
         .await;
     assert_ne!(out.code, 0);
-    assert_eq!(models(&server), ["claude-sonnet-4-5"]);
+    assert_eq!(models(&server), ["claude-sonnet-5-5"]);
 }
 
 #[tokio::test]

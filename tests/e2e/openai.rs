@@ -371,14 +371,14 @@ async fn the_fallback_model_takes_over_after_repeated_overloads() {
     assert_eq!(
         models,
         [
-            "claude-sonnet-4-5",
-            "claude-sonnet-4-5",
-            "claude-sonnet-4-5",
-            "claude-haiku-4-5"
+            "claude-sonnet-5-5",
+            "claude-sonnet-5-5",
+            "claude-sonnet-5-5",
+            "claude-haiku-5-5"
         ]
     );
     assert!(
-        out.stderr.contains("continuing on the fallback model claude-haiku-4-5"),
+        out.stderr.contains("continuing on the fallback model claude-haiku-5-5"),
         "the switch is noted: {}",
         out.stderr
     );
@@ -387,7 +387,7 @@ async fn the_fallback_model_takes_over_after_repeated_overloads() {
     // The same model twice is a mistake, said at once.
     let out = env
         .keel(&server)
-        .args(["-p", "hi", "--model", "haiku", "--fallback-model", "claude-haiku-4-5"])
+        .args(["-p", "hi", "--model", "haiku", "--fallback-model", "claude-haiku-5-5"])
         .run()
         .await;
     assert_eq!(out.code, 1);
@@ -461,7 +461,7 @@ async fn a_cloned_repository_cannot_redirect_the_conversation() {
     // Nor can it decide what the session is said to cost.
     env.write(
         ".keel/settings.json",
-        &json!({"models": {"claude-sonnet-4-5": {"inputPrice": 0, "outputPrice": 0}}}).to_string(),
+        &json!({"models": {"claude-sonnet-5-5": {"inputPrice": 0, "outputPrice": 0}}}).to_string(),
     );
     let out = env.keel_offline().args(["-p", "hi"]).run().await;
     assert_eq!(out.code, 1);

@@ -102,7 +102,7 @@ async fn bearer_token_is_sent_as_authorization() {
     let req = &server.requests()[0];
     assert_eq!(req.header("authorization"), Some("Bearer tok-123"));
     assert_eq!(req.header("x-api-key"), None);
-    assert_eq!(req.body["model"], "claude-haiku-4-5");
+    assert_eq!(req.body["model"], "claude-haiku-5-5");
 }
 
 #[tokio::test]

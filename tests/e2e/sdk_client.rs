@@ -334,8 +334,8 @@ async fn the_model_option_and_set_model_choose_the_model_requested() {
     server.push(answer("one")).push(answer("two"));
     let r = or_skip!(sdk::run(&env, &server, "model").await);
     let reqs = server.requests();
-    assert_eq!(reqs[0].body["model"], "claude-opus-4-5");
-    assert_eq!(reqs[1].body["model"], "claude-haiku-4-5");
+    assert_eq!(reqs[0].body["model"], "claude-opus-5-5");
+    assert_eq!(reqs[1].body["model"], "claude-haiku-5-5");
     assert_eq!(results(&r).len(), 2);
 }
 
@@ -352,10 +352,10 @@ async fn the_fallback_model_option_hands_over_after_overloads() {
     assert_eq!(
         models,
         [
-            "claude-sonnet-4-5",
-            "claude-sonnet-4-5",
-            "claude-sonnet-4-5",
-            "claude-haiku-4-5"
+            "claude-sonnet-5-5",
+            "claude-sonnet-5-5",
+            "claude-sonnet-5-5",
+            "claude-haiku-5-5"
         ]
     );
     let res = results(&r);

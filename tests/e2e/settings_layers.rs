@@ -366,7 +366,7 @@ async fn the_managed_model_allowlist_holds_against_flags_settings_and_set_model(
         .run()
         .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert_eq!(server.requests()[0].body["model"], "claude-sonnet-4-5");
+    assert_eq!(server.requests()[0].body["model"], "claude-sonnet-5-5");
     assert!(out.stderr.contains("model"), "{}", out.stderr);
 
     // set_model is refused outside the list and accepted inside it.
@@ -396,7 +396,7 @@ async fn the_managed_model_allowlist_holds_against_flags_settings_and_set_model(
     assert_eq!(answers[0]["response"]["subtype"], "error", "{}", answers[0]);
     assert_eq!(answers[1]["response"]["subtype"], "success", "{}", answers[1]);
     let last = server.requests().pop().unwrap();
-    assert_eq!(last.body["model"], "claude-haiku-4-5");
+    assert_eq!(last.body["model"], "claude-haiku-5-5");
 }
 
 #[tokio::test]

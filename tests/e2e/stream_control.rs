@@ -50,7 +50,7 @@ async fn set_model_reaches_sub_agents_started_afterwards() {
     let reqs = server.requests();
     assert_eq!(reqs.len(), 3);
     let models: Vec<&Value> = reqs.iter().map(|r| &r.body["model"]).collect();
-    assert_eq!(models, vec!["claude-haiku-4-5"; 3], "parent, sub-agent, parent");
+    assert_eq!(models, vec!["claude-haiku-5-5"; 3], "parent, sub-agent, parent");
 }
 
 /// A PermissionRequest hook that allows a call may send permission updates, as a program's

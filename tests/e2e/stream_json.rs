@@ -390,11 +390,11 @@ async fn the_fallback_model_takes_over_in_a_driven_session() {
     assert_eq!(
         models,
         [
-            "claude-sonnet-4-5",
-            "claude-sonnet-4-5",
-            "claude-sonnet-4-5",
-            "claude-haiku-4-5",
-            "claude-haiku-4-5"
+            "claude-sonnet-5-5",
+            "claude-sonnet-5-5",
+            "claude-sonnet-5-5",
+            "claude-haiku-5-5",
+            "claude-haiku-5-5"
         ]
     );
     let lines = out.lines();
@@ -402,7 +402,7 @@ async fn the_fallback_model_takes_over_in_a_driven_session() {
     assert!(
         notices.iter().any(|n| n["message"]
             .as_str()
-            .is_some_and(|m| m.contains("continuing on the fallback model claude-haiku-4-5"))),
+            .is_some_and(|m| m.contains("continuing on the fallback model claude-haiku-5-5"))),
         "the switch is a line of the output: {notices:#?}"
     );
     let results = lines_of(&lines, "result", None);
@@ -454,7 +454,7 @@ async fn set_model_keeps_the_fallback_and_refuses_a_model_it_cannot_reach() {
     );
     let switched = response_to(&lines, "m2");
     assert_eq!(switched["response"]["subtype"], "success", "{switched}");
-    assert_eq!(switched["response"]["response"]["model"], "claude-opus-4-5");
+    assert_eq!(switched["response"]["response"]["model"], "claude-opus-5-5");
     let models: Vec<String> = server
         .requests()
         .iter()
@@ -463,10 +463,10 @@ async fn set_model_keeps_the_fallback_and_refuses_a_model_it_cannot_reach() {
     assert_eq!(
         models,
         [
-            "claude-opus-4-5",
-            "claude-opus-4-5",
-            "claude-opus-4-5",
-            "claude-haiku-4-5"
+            "claude-opus-5-5",
+            "claude-opus-5-5",
+            "claude-opus-5-5",
+            "claude-haiku-5-5"
         ],
         "the new model has the session's fallback behind it"
     );

@@ -67,7 +67,7 @@ async fn models_without_the_api_field_are_held_to_keels_count() {
             "json",
             "--dangerously-skip-permissions",
             "--model",
-            "sonnet",
+            "claude-sonnet-4-5",
             "--task-budget",
             "1000",
         ])

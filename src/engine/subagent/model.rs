@@ -106,12 +106,12 @@ mod tests {
     fn a_requested_alias_resolves_and_beats_the_definition() {
         let a = authorizer(&[], None);
         assert_eq!(
-            choose(Some("haiku"), Some("sonnet"), "claude-sonnet-4-5", &a),
-            Ok(Choice::Model("claude-haiku-4-5".into()))
+            choose(Some("haiku"), Some("sonnet"), "claude-sonnet-5-5", &a),
+            Ok(Choice::Model("claude-haiku-5-5".into()))
         );
         assert_eq!(
-            choose(None, Some("opus"), "claude-sonnet-4-5", &a),
-            Ok(Choice::Model("claude-opus-4-5".into()))
+            choose(None, Some("opus"), "claude-sonnet-5-5", &a),
+            Ok(Choice::Model("claude-opus-5-5".into()))
         );
         assert_eq!(
             choose(Some("inherit"), Some("opus"), "my-local", &a),
@@ -123,21 +123,21 @@ mod tests {
     #[test]
     fn an_unknown_model_is_refused_with_what_to_do() {
         let a = authorizer(&[], None);
-        let err = choose(Some("gpt-17-ultra"), None, "claude-sonnet-4-5", &a).unwrap_err();
+        let err = choose(Some("gpt-17-ultra"), None, "claude-sonnet-5-5", &a).unwrap_err();
         assert!(err.contains("`gpt-17-ultra` is not one this session offers"), "{err}");
         assert!(err.contains("leave `model` out"), "{err}");
     }
 
     #[test]
     fn the_allowlist_refuses_a_request_and_overrides_a_definition() {
-        let a = authorizer(&[], Some(&["claude-sonnet-4-5"]));
-        let err = choose(Some("opus"), None, "claude-sonnet-4-5", &a).unwrap_err();
+        let a = authorizer(&[], Some(&["claude-sonnet-5-5"]));
+        let err = choose(Some("opus"), None, "claude-sonnet-5-5", &a).unwrap_err();
         assert!(err.contains("not allowed"), "{err}");
         assert!(err.contains("/etc/keel/managed-settings.json"), "{err}");
-        match choose(None, Some("opus"), "claude-sonnet-4-5", &a).unwrap() {
+        match choose(None, Some("opus"), "claude-sonnet-5-5", &a).unwrap() {
             Choice::Fallback { model, why } => {
-                assert_eq!(model, "claude-sonnet-4-5");
-                assert!(why.contains("claude-opus-4-5"), "{why}");
+                assert_eq!(model, "claude-sonnet-5-5");
+                assert!(why.contains("claude-opus-5-5"), "{why}");
             }
             other => panic!("{other:?}"),
         }
@@ -146,13 +146,13 @@ mod tests {
     #[test]
     fn deny_rules_on_the_model_input_hold_for_requests_and_definitions() {
         let a = authorizer(&["Agent(model:opus)"], None);
-        let err = choose(Some("claude-opus-4-5"), None, "claude-sonnet-4-5", &a).unwrap_err();
+        let err = choose(Some("claude-opus-5-5"), None, "claude-sonnet-5-5", &a).unwrap_err();
         assert!(err.contains("denied by the rule `Agent(model:opus)`"), "{err}");
-        let err = choose(None, Some("opus"), "claude-sonnet-4-5", &a).unwrap_err();
-        assert!(err.contains("this agent type runs on `claude-opus-4-5`"), "{err}");
-        assert!(choose(Some("haiku"), Some("opus"), "claude-sonnet-4-5", &a).is_ok());
+        let err = choose(None, Some("opus"), "claude-sonnet-5-5", &a).unwrap_err();
+        assert!(err.contains("this agent type runs on `claude-opus-5-5`"), "{err}");
+        assert!(choose(Some("haiku"), Some("opus"), "claude-sonnet-5-5", &a).is_ok());
         let wild = authorizer(&["Task(model:*opus*)"], None);
-        assert!(choose(Some("opus"), None, "claude-sonnet-4-5", &wild).is_err());
-        assert!(choose(Some("sonnet"), None, "claude-sonnet-4-5", &wild).is_ok());
+        assert!(choose(Some("opus"), None, "claude-sonnet-5-5", &wild).is_err());
+        assert!(choose(Some("sonnet"), None, "claude-sonnet-5-5", &wild).is_ok());
     }
 }

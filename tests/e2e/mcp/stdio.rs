@@ -78,7 +78,11 @@ async fn stdio_tools_results_errors_and_init_status() {
     let blocks = structured["content"].as_array().expect("a list of blocks");
     let json_block = blocks
         .iter()
-        .find_map(|b| serde_json::from_str::<Value>(b["text"].as_str()?).ok())
+        .find_map(|b| {
+            // Inside the untrusted-content envelope the model's view puts around it.
+            let t = b["text"].as_str()?;
+            serde_json::from_str::<Value>(t.get(t.find('{')?..=t.rfind('}')?)?).ok()
+        })
         .expect("a block holding the JSON");
     assert_eq!(json_block["temperature"], 21.5, "{structured}");
     // The invalid call never reached the server.
