@@ -3,10 +3,14 @@
 //! proxy's unix socket ([`super::bridge`]); the proxy lets through HTTP `CONNECT` tunnels and
 //! plain `http://` requests to the hosts [`DomainRules`] allow, and answers everything else
 //! with a 403 that names the setting. It never forwards to a host the lists do not allow: no
-//! open relay, no IP-literal targets unless listed, bounded request heads, connection counts
-//! and lifetimes.
+//! open relay, no IP-literal targets unless listed, names resolved by keel and every address
+//! judged ([`DomainRules::check_resolved`]) before it connects to exactly those addresses,
+//! the Host header rewritten to the checked target, bounded request heads, connection counts,
+//! lifetimes and idle time.
 
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -23,6 +27,8 @@ const HEAD_TIMEOUT: Duration = Duration::from_secs(15);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 /// The longest a tunnel stays open (a command runs at most 10 minutes).
 const MAX_TUNNEL: Duration = Duration::from_secs(15 * 60);
+/// A tunnel in which neither side sent anything for this long is closed.
+const IDLE: Duration = Duration::from_secs(120);
 /// Connections served at once; more wait.
 const MAX_CONNECTIONS: usize = 64;
 
@@ -111,11 +117,29 @@ async fn handle(mut conn: UnixStream, rules: &DomainRules) -> std::io::Result<()
         Ok(h) => h,
         Err(why) => return reply(&mut conn, 400, &why).await,
     };
-    if let Err(r) = rules.check(&head.host) {
+    let grant = match rules.check(&head.host) {
+        Ok(g) => g,
+        Err(r) => return reply(&mut conn, 403, &r.explain(&head.host)).await,
+    };
+    let target = format!("{}:{}", bracket(&head.host), head.port);
+    // keel resolves the name itself, judges every address and connects to the ones it judged:
+    // a name that resolves to a public address for a check and to this machine for the
+    // connection (DNS rebinding) gets no second lookup to slip through.
+    let addrs = match resolve(&head.host, head.port).await {
+        Ok(a) => a,
+        Err(e) => {
+            return reply(
+                &mut conn,
+                502,
+                &format!("keel's sandbox proxy cannot resolve {target}: {e}"),
+            )
+            .await;
+        }
+    };
+    if let Some(r) = addrs.iter().find_map(|a| rules.check_resolved(grant, a.ip()).err()) {
         return reply(&mut conn, 403, &r.explain(&head.host)).await;
     }
-    let target = format!("{}:{}", bracket(&head.host), head.port);
-    let upstream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&target)).await {
+    let upstream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&addrs[..])).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             return reply(
@@ -140,8 +164,61 @@ async fn handle(mut conn: UnixStream, rules: &DomainRules) -> std::io::Result<()
         Some(forward) => upstream.write_all(forward).await?,
     }
     upstream.write_all(&rest).await?;
-    let _ = tokio::io::copy_bidirectional(&mut conn, &mut upstream).await;
+    relay(conn, upstream).await;
     Ok(())
+}
+
+/// The addresses of `host` (an IP literal is its own), at least one.
+async fn resolve(host: &str, port: u16) -> std::io::Result<Vec<SocketAddr>> {
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return Ok(vec![SocketAddr::new(ip, port)]);
+    }
+    let addrs: Vec<SocketAddr> = tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::lookup_host((host, port)))
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "the lookup did not finish in time"))??
+        .collect();
+    if addrs.is_empty() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "the name has no addresses",
+        ));
+    }
+    Ok(addrs)
+}
+
+/// Copies both ways until both sides are done, or until neither has sent anything for
+/// [`IDLE`]: a command cannot hold the proxy's connections with tunnels it leaves open.
+async fn relay(mut conn: UnixStream, mut upstream: TcpStream) {
+    let last = AtomicU64::new(0);
+    let start = tokio::time::Instant::now();
+    let (cr, cw) = conn.split();
+    let (ur, uw) = upstream.split();
+    let _ = tokio::join!(pipe(cr, uw, &last, start), pipe(ur, cw, &last, start));
+}
+
+async fn pipe<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
+    mut from: R,
+    mut to: W,
+    last: &AtomicU64,
+    start: tokio::time::Instant,
+) -> std::io::Result<()> {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match tokio::time::timeout(IDLE, from.read(&mut buf)).await {
+            Ok(Ok(0)) => return to.shutdown().await,
+            Ok(Ok(n)) => {
+                to.write_all(&buf[..n]).await?;
+                last.store(start.elapsed().as_millis() as u64, Ordering::Relaxed);
+            }
+            Ok(Err(e)) => return Err(e),
+            Err(_) => {
+                let quiet = (start.elapsed().as_millis() as u64).saturating_sub(last.load(Ordering::Relaxed));
+                if quiet >= IDLE.as_millis() as u64 {
+                    return to.shutdown().await;
+                }
+            }
+        }
+    }
 }
 
 fn bracket(host: &str) -> String {
@@ -233,12 +310,14 @@ fn parse(head: &[u8]) -> Result<Head, String> {
         return Err("keel's sandbox proxy: credentials in the URL are not forwarded".into());
     }
     let (host, port) = host_port(authority, Some(80))?;
-    let mut forward = format!("{method} {path} {version}\r\n");
+    // The Host header is the checked target's, never the client's: a shared front end routes
+    // by it, so a client's own would reach a host the lists do not allow (domain fronting).
+    let mut forward = format!("{method} {path} {version}\r\nHost: {authority}\r\n");
     for line in lines.filter(|l| !l.is_empty()) {
         let name = line.split(':').next().unwrap_or_default().trim().to_ascii_lowercase();
         // Proxy credentials stay here; one request per connection, so a second request on it
         // cannot reach another host.
-        if name.starts_with("proxy-") || name == "connection" || name == "keep-alive" {
+        if name.starts_with("proxy-") || name == "connection" || name == "keep-alive" || name == "host" {
             continue;
         }
         forward.push_str(line);
@@ -280,10 +359,13 @@ mod tests {
             (h.host.as_str(), h.port, h.forward.is_none()),
             ("api.example.com", 443, true)
         );
-        let h = parse(b"GET http://localhost:8080/a?b HTTP/1.1\r\nHost: localhost\r\nProxy-Authorization: x\r\nConnection: keep-alive\r\n\r\n").unwrap();
+        let h = parse(b"GET http://localhost:8080/a?b HTTP/1.1\r\nHost: other.site\r\nProxy-Authorization: x\r\nConnection: keep-alive\r\nAccept: */*\r\n\r\n").unwrap();
         assert_eq!((h.host.as_str(), h.port), ("localhost", 8080));
         let fwd = String::from_utf8(h.forward.unwrap()).unwrap();
-        assert_eq!(fwd, "GET /a?b HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+        assert_eq!(
+            fwd, "GET /a?b HTTP/1.1\r\nHost: localhost:8080\r\nAccept: */*\r\nConnection: close\r\n\r\n",
+            "the client's Host header is replaced by the checked target's"
+        );
         let h = parse(b"CONNECT [::1]:22 HTTP/1.1\r\n\r\n").unwrap();
         assert_eq!(h.host, "::1");
         for bad in [

@@ -3,6 +3,7 @@
 //! its services and the front ends meet through these types without depending on each other.
 
 pub mod events;
+pub mod ip_range;
 pub mod message;
 pub mod permission;
 pub mod todo_deps;

@@ -461,7 +461,7 @@ async fn a_cloned_repository_cannot_redirect_the_conversation() {
     // Nor can it decide what the session is said to cost.
     env.write(
         ".keel/settings.json",
-        &json!({"models": {"claude-sonnet-5-5": {"inputPrice": 0, "outputPrice": 0}}}).to_string(),
+        &json!({"models": {"claude-sonnet-4-5": {"inputPrice": 0, "outputPrice": 0}}}).to_string(),
     );
     let out = env.keel_offline().args(["-p", "hi"]).run().await;
     assert_eq!(out.code, 1);

@@ -23,7 +23,12 @@ fn web_server() -> u16 {
                 let n = c.read(&mut buf).unwrap_or(0);
                 let head = String::from_utf8_lossy(&buf[..n]).to_string();
                 let path = head.split(' ').nth(1).unwrap_or("?").to_string();
-                let body = format!("hello from loopback {path}\n");
+                let host = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Host: "))
+                    .unwrap_or("?")
+                    .to_string();
+                let body = format!("hello from loopback {path} host={host}\n");
                 let _ = write!(
                     c,
                     "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
@@ -46,6 +51,9 @@ async fn sandboxed_commands_reach_allowed_hosts_only_through_the_proxy() {
     let py = format!(
         "python3 -c \"import urllib.request; print(urllib.request.urlopen('http://localhost:{port}/py').read().decode())\""
     );
+    let short_form = format!(
+        "python3 -c \"import urllib.request, urllib.error\ntry:\n  urllib.request.urlopen('http://0x7f.1:{port}/x')\nexcept urllib.error.HTTPError as e:\n  print(e.read().decode())\""
+    );
     server
         .push(calls(vec![
             tool(
@@ -65,6 +73,14 @@ async fn sandboxed_commands_reach_allowed_hosts_only_through_the_proxy() {
                 json!({"command": format!("curl -sS -p http://localhost:{port}/tunnel")}),
             ),
             tool("python", "Bash", json!({"command": py})),
+            // A Host header of the client's own choosing does not reach the server.
+            tool(
+                "fronting",
+                "Bash",
+                json!({"command": format!("curl -sS -H 'Host: evil.example' http://localhost:{port}/front")}),
+            ),
+            // curl rewrites short address forms itself; Python's client sends them as written.
+            tool("short_form", "Bash", json!({"command": short_form})),
             tool(
                 "denied",
                 "Bash",
@@ -137,6 +153,55 @@ async fn sandboxed_commands_reach_allowed_hosts_only_through_the_proxy() {
     );
     let (text, is_error) = result("direct");
     assert!(is_error && !text.contains("hello"), "{text}");
+    let (text, _) = result("fronting");
+    assert!(
+        text.contains("hello from loopback /front") && text.contains(&format!("host=localhost:{port}")),
+        "the proxy sends the checked target as Host: {text}"
+    );
+    let (text, _) = result("short_form");
+    assert!(
+        !text.contains("hello") && text.contains("short or numeric form"),
+        "{text}"
+    );
+}
+
+/// With only a deny list, hosts the lists do not name reach public addresses only: a name
+/// that resolves to this machine is refused, as DNS rebinding would use it.
+#[tokio::test]
+async fn an_unlisted_name_does_not_reach_this_machine() {
+    if let Err(lack) = program("curl", "--version") {
+        return skip_part(lack, "the sandbox's domain lists (curl is needed)");
+    }
+    let env = Env::new();
+    let port = web_server();
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool(
+            "loopback",
+            "Bash",
+            json!({"command": format!("curl -sS http://localhost:{port}/x")}),
+        )]))
+        .push(answer("done"));
+    let settings = json!({"sandbox": {"enabled": true, "allowNetwork": true, "network": {
+        "deniedDomains": ["blocked.example"],
+    }}});
+    let out = env
+        .keel(&server)
+        .args([
+            "-p",
+            "x",
+            "--dangerously-skip-permissions",
+            "--settings",
+            &settings.to_string(),
+        ])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    if let Err(lack) = host::landlock_and_network_namespace() {
+        return skip_part(lack, "the checks of what the sandboxed commands reached");
+    }
+    let (text, _) = server.requests()[1].tool_result_text("loopback");
+    assert!(!text.contains("hello") && text.contains("a loopback address"), "{text}");
 }
 
 /// A project's settings cannot open the network: its allowedDomains are dropped with a notice
