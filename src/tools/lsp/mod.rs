@@ -6,6 +6,7 @@
 //! server still starting, one that stopped, and a language without a server are said so.
 
 pub mod client;
+pub mod launch;
 pub mod wire;
 
 use std::collections::HashMap;
@@ -90,6 +91,8 @@ pub struct LspConfig {
 pub struct Lsp {
     config: LspConfig,
     root: PathBuf,
+    /// Where a server's program must not come from (see [`launch::excluded`]).
+    excluded: Vec<PathBuf>,
     running: tokio::sync::Mutex<HashMap<String, Slot>>,
 }
 
@@ -125,8 +128,15 @@ impl Lsp {
         Lsp {
             config,
             root: root.to_path_buf(),
+            excluded: launch::excluded(root, &[]),
             running: tokio::sync::Mutex::default(),
         }
+    }
+
+    /// The session's working directories besides `root`: no server's program comes from them.
+    pub fn with_working_dirs(mut self, dirs: &[PathBuf]) -> Lsp {
+        self.excluded = launch::excluded(&self.root, dirs);
+        self
     }
 
     /// The note for an edited file (`None`: nothing to say — off, or no language applies).
@@ -196,11 +206,11 @@ impl Lsp {
             None => {}
         }
         let command: Result<Vec<String>, String> = match configured {
-            Some(c) if !c.command.is_empty() => Ok(c.command.clone()),
+            Some(c) if !c.command.is_empty() => self.resolve(&c.command),
             _ => match LANGUAGES.iter().find(|l| l.name == language) {
                 Some(l) => {
                     let (program, args) = l.default_command.split_first().ok_or("no server is known")?;
-                    match client::on_path(program, &self.root) {
+                    match launch::on_path(program, &self.excluded) {
                         Some(found) => Ok(std::iter::once(found.display().to_string())
                             .chain(args.iter().map(|a| a.to_string()))
                             .collect()),
@@ -214,7 +224,10 @@ impl Lsp {
             },
         };
         let result = command.and_then(|c| {
-            Server::start(&c, &self.root).map_err(|e| format!("its language server {} could not start ({e})", c[0]))
+            let settings = launch::server_settings(Path::new(&c[0]), &self.excluded)
+                .map_err(|e| format!("its language server {} was not started: {e}", c[0]))?;
+            Server::start(&c, &self.root, settings)
+                .map_err(|e| format!("its language server {} could not start ({e})", c[0]))
         });
         match result {
             Ok(s) => {
@@ -225,6 +238,22 @@ impl Lsp {
                 running.insert(language.to_string(), Slot::Unavailable(why.clone()));
                 Err(why)
             }
+        }
+    }
+
+    /// A configured command with its bare program name looked up on PATH outside the workspace.
+    fn resolve(&self, command: &[String]) -> Result<Vec<String>, String> {
+        let (program, args) = command.split_first().ok_or("the configured command is empty")?;
+        if program.contains('/') {
+            return Ok(command.to_vec());
+        }
+        match launch::on_path(program, &self.excluded) {
+            Some(found) => Ok(std::iter::once(found.display().to_string())
+                .chain(args.iter().cloned())
+                .collect()),
+            None => Err(format!(
+                "its language server {program} is not on PATH outside the workspace and its working directories"
+            )),
         }
     }
 
