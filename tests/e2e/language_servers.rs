@@ -62,6 +62,10 @@ async fn edits_carry_the_servers_new_errors_and_warnings() {
         "{text}"
     );
     assert!(text.contains("line 2:1 error: found BAD"), "{text}");
+    assert!(
+        text.contains("\n\n<untrusted-content source=\"lsp\">\npython3 reports"),
+        "the diagnostics are marked as outside text: {text}"
+    );
     assert!(text.contains("line 3:5 warning: found MEH"), "{text}");
     let (text, _) = last.tool_result_text("fix");
     assert!(
