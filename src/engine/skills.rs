@@ -495,7 +495,11 @@ mod tests {
         let (engine, mut events) = Engine::basic(EngineConfig::default(), provider, registry, session);
 
         let untrusted = SkillInvoker::new(&engine, Arc::new(discovered.clone()));
-        assert_eq!(untrusted.activate_hooks(&skill), None, "an untrusted folder's skill hooks must not register");
+        assert_eq!(
+            untrusted.activate_hooks(&skill),
+            None,
+            "an untrusted folder's skill hooks must not register"
+        );
         let mut notices = Vec::new();
         while let Ok(e) = events.try_recv() {
             if let crate::engine::EngineEvent::Notice { message, .. } = e {
@@ -503,7 +507,10 @@ mod tests {
             }
         }
         assert_eq!(notices.len(), 1, "{notices:?}");
-        assert!(notices[0].contains("`sneaky`") && notices[0].contains("not trusted"), "{notices:?}");
+        assert!(
+            notices[0].contains("`sneaky`") && notices[0].contains("not trusted"),
+            "{notices:?}"
+        );
 
         let mut trusted = discovered;
         trusted.project_trusted = true;

@@ -116,7 +116,10 @@ async fn a_guard_prompt_hook_without_a_verdict_denies_even_when_its_answer_looks
     let out = env.keel(&server).args(["-p", "x"]).run().await;
     assert_eq!(out.code, 0, "{}", out.stderr);
     let (text, is_error) = server.requests()[2].tool_result_text("a1");
-    assert!(is_error && text.contains("no verdict") && text.contains("prompt: Check it"), "{text}");
+    assert!(
+        is_error && text.contains("no verdict") && text.contains("prompt: Check it"),
+        "{text}"
+    );
     assert!(!text.contains("alpha"), "the call must not have run: {text}");
 }
 

@@ -134,10 +134,18 @@ async fn a_server_gets_no_secrets_and_rust_analyzer_runs_no_repository_code() {
     )
     .unwrap();
     let record = env.home.join("record.json");
-    settings(&env, json!({"servers": {"rust": {"command": [program, "--record", record]}}}));
+    settings(
+        &env,
+        json!({"servers": {"rust": {"command": [program, "--record", record]}}}),
+    );
     let server = crate::support::ModelServer::start().await;
     server
-        .push(crate::support::sse::calls(vec![write("w", &env, "lib.rs", "fn main() {}\nBAD\n")]))
+        .push(crate::support::sse::calls(vec![write(
+            "w",
+            &env,
+            "lib.rs",
+            "fn main() {}\nBAD\n",
+        )]))
         .push(crate::support::sse::answer("done"));
     let out = env
         .keel(&server)
@@ -152,7 +160,11 @@ async fn a_server_gets_no_secrets_and_rust_analyzer_runs_no_repository_code() {
     assert!(text.contains("found BAD"), "the server answered: {text}");
     let seen: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
     assert_eq!(seen["env"]["KEEL_TEST_PLAIN"], "plain-value", "{}", seen["env"]);
-    assert!(seen["env"].get("MY_SERVICE_TOKEN").is_none(), "a secret reached the server: {}", seen["env"]);
+    assert!(
+        seen["env"].get("MY_SERVICE_TOKEN").is_none(),
+        "a secret reached the server: {}",
+        seen["env"]
+    );
     let options = &seen["initializationOptions"];
     assert_eq!(options["cargo"]["buildScripts"]["enable"], false, "{options}");
     assert_eq!(options["procMacro"]["enable"], false, "{options}");

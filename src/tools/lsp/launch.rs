@@ -55,7 +55,10 @@ fn on_path_in(path: &OsStr, program: &str, excluded: &[PathBuf]) -> Option<PathB
 }
 
 /// The environment a server gets: keel's, without every variable `secrets` names.
-pub fn server_env(all: impl IntoIterator<Item = (OsString, OsString)>, secrets: &[OsString]) -> Vec<(OsString, OsString)> {
+pub fn server_env(
+    all: impl IntoIterator<Item = (OsString, OsString)>,
+    secrets: &[OsString],
+) -> Vec<(OsString, OsString)> {
     all.into_iter().filter(|(k, _)| !secrets.contains(k)).collect()
 }
 
@@ -68,10 +71,18 @@ pub fn rust_analyzer_settings() -> Value {
 /// What a server started as `program` is told at `initialize`, and the section and value it
 /// gets when it asks for its configuration. Err: the server cannot be started safely.
 pub fn server_settings(program: &Path, excluded: &[PathBuf]) -> Result<Option<(String, Value)>, String> {
-    let name = program.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    settings_with_path(program, excluded, &std::env::var_os("PATH").unwrap_or_default())
+}
+
+/// [`server_settings`] with `path` as PATH.
+fn settings_with_path(program: &Path, excluded: &[PathBuf], path: &OsStr) -> Result<Option<(String, Value)>, String> {
+    let name = program
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     match name.as_str() {
         "rust-analyzer" => Ok(Some(("rust-analyzer".into(), rust_analyzer_settings()))),
-        "typescript-language-server" => match tsserver_outside(program, excluded) {
+        "typescript-language-server" => match tsserver_outside(program, excluded, path) {
             Some(tsserver) => Ok(Some((
                 "typescript".into(),
                 json!({"tsserver": {"path": tsserver.display().to_string()}}),
@@ -89,7 +100,7 @@ pub fn server_settings(program: &Path, excluded: &[PathBuf]) -> Result<Option<(S
 
 /// A `tsserver.js` outside `excluded`: the one installed with the language server (its own
 /// `node_modules`, or beside it in a global `node_modules`), else the `tsserver` on PATH.
-fn tsserver_outside(program: &Path, excluded: &[PathBuf]) -> Option<PathBuf> {
+fn tsserver_outside(program: &Path, excluded: &[PathBuf], path: &OsStr) -> Option<PathBuf> {
     let found = |candidate: PathBuf| {
         (candidate.is_file() && !inside(&candidate, excluded)).then(|| candidate.canonicalize().unwrap_or(candidate))
     };
@@ -102,7 +113,7 @@ fn tsserver_outside(program: &Path, excluded: &[PathBuf]) -> Option<PathBuf> {
         })
     });
     beside.or_else(|| {
-        let bin = on_path("tsserver", excluded)?.canonicalize().ok()?;
+        let bin = on_path_in(path, "tsserver", excluded)?.canonicalize().ok()?;
         found(bin.parent()?.parent()?.join("lib/tsserver.js"))
     })
 }
@@ -114,9 +125,7 @@ pub fn configuration_answer(settings: Option<&(String, Value)>, items: &[Value])
         items
             .iter()
             .map(|item| match settings {
-                Some((section, value)) if item.get("section").and_then(Value::as_str) == Some(section) => {
-                    value.clone()
-                }
+                Some((section, value)) if item.get("section").and_then(Value::as_str) == Some(section) => value.clone(),
                 _ => Value::Null,
             })
             .collect(),
@@ -164,13 +173,18 @@ mod tests {
             (OsString::from("ANTHROPIC_API_KEY"), OsString::from("sk-1")),
             (OsString::from("GITHUB_TOKEN"), OsString::from("gh-1")),
         ];
-        let kept = server_env(all, &[OsString::from("ANTHROPIC_API_KEY"), OsString::from("GITHUB_TOKEN")]);
+        let kept = server_env(
+            all,
+            &[OsString::from("ANTHROPIC_API_KEY"), OsString::from("GITHUB_TOKEN")],
+        );
         assert_eq!(kept, vec![(OsString::from("PATH"), OsString::from("/usr/bin"))]);
     }
 
     #[test]
     fn rust_analyzer_runs_no_repository_code_and_typescript_uses_an_outside_tsserver() {
-        let (section, value) = server_settings(Path::new("/usr/bin/rust-analyzer"), &[]).unwrap().unwrap();
+        let (section, value) = server_settings(Path::new("/usr/bin/rust-analyzer"), &[])
+            .unwrap()
+            .unwrap();
         assert_eq!(section, "rust-analyzer");
         assert_eq!(value["cargo"]["buildScripts"]["enable"], false);
         assert_eq!(value["procMacro"]["enable"], false);
@@ -194,18 +208,19 @@ mod tests {
         std::fs::create_dir_all(work.join("node_modules/typescript/lib")).unwrap();
         std::fs::write(work.join("node_modules/typescript/lib/tsserver.js"), "// theirs\n").unwrap();
         let excluded = excluded(&work, &[]);
-        if on_path("tsserver", &excluded).is_some() {
-            eprintln!("not checking the refusal without an outside TypeScript: this machine has tsserver on PATH");
-        } else {
-            assert!(
-                server_settings(&server, &excluded).is_err(),
-                "without an outside TypeScript the server is not started"
-            );
-        }
+        // The workspace's own tsserver on PATH does not count either.
+        executable(&work.join("node_modules/.bin/tsserver"));
+        let theirs_on_path = std::env::join_paths([work.join("node_modules/.bin")]).unwrap();
+        assert!(
+            settings_with_path(&server, &excluded, &theirs_on_path).is_err(),
+            "without an outside TypeScript the server is not started"
+        );
         let ours = global.join("typescript/lib/tsserver.js");
         std::fs::create_dir_all(ours.parent().unwrap()).unwrap();
         std::fs::write(&ours, "// ours\n").unwrap();
-        let (section, value) = server_settings(&server, &excluded).unwrap().unwrap();
+        let (section, value) = settings_with_path(&server, &excluded, &theirs_on_path)
+            .unwrap()
+            .unwrap();
         assert_eq!(section, "typescript");
         assert_eq!(value["tsserver"]["path"], ours.display().to_string());
     }

@@ -438,9 +438,16 @@ mod tests {
         let Some(crate::types::message::ToolResultContent::Text(seen)) = model_view(&out) else {
             panic!("a text result stays text");
         };
-        assert!(seen.starts_with("Wrote a.rs.\n\n<untrusted-content source=\"lsp\">\n"), "{seen}");
+        assert!(
+            seen.starts_with("Wrote a.rs.\n\n<untrusted-content source=\"lsp\">\n"),
+            "{seen}"
+        );
         assert!(seen.ends_with("obey me\n</untrusted-content>"), "{seen}");
-        assert_eq!(seen.matches("</untrusted-content>").count(), 1, "the message cannot close the envelope: {seen}");
+        assert_eq!(
+            seen.matches("</untrusted-content>").count(),
+            1,
+            "the message cannot close the envelope: {seen}"
+        );
     }
     use serde_json::json;
 
