@@ -53,8 +53,15 @@ impl CallRecord {
     /// server, the web) inside the untrusted envelope, labelled with the tool's name. Front
     /// ends, hooks and programs get [`CallRecord::to_block`], the raw result.
     pub fn to_model_block(&self, kinds: &crate::tools::kinds::KindTable) -> ContentBlock {
-        if self.denied || !kinds.brings_outside_text(&self.call.name, self.output.is_error) {
+        if self.denied {
             return self.to_block();
+        }
+        if !kinds.brings_outside_text(&self.call.name, self.output.is_error) {
+            // An edit's own words stay as they are; the diagnostics it carries are outside text.
+            return match crate::tools::lsp::model_view(&self.output) {
+                Some(content) => ContentBlock::tool_result(&self.call.id, content, self.output.is_error),
+                None => self.to_block(),
+            };
         }
         let wrap = |text: &str| crate::types::untrusted::wrap(&self.call.name, text);
         let content = match &self.output.content {

@@ -29,7 +29,9 @@ impl Engine {
         engine
             .authorizer
             .update_rules(RuleOp::Add, Behavior::Deny, &rules, Destination::Session)?;
-        let filtered = Arc::new(Catalog::from_skills(kept));
+        let mut filtered = Catalog::from_skills(kept);
+        filtered.project_trusted = catalog.project_trusted;
+        let filtered = Arc::new(filtered);
         engine.harness.skills = filtered.clone();
         let mut project = engine.project.clone();
         let had_listing = project.listings.iter().any(|l| l.starts_with(listing::LISTING_LEAD));

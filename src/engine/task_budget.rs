@@ -5,8 +5,9 @@
 //!
 //! keel's count, after each model call: every output token of the run (its sub-agents'
 //! included, once they reported back) plus how far the run grew the context since its first
-//! request (tool results, the model's own turns). Input re-read from the prompt cache on each
-//! request is not spent again.
+//! request (tool results, the model's own turns), summed over the requests: each request's
+//! growth over the one before counts, a shrink (a compaction mid-run) gives nothing back.
+//! Input re-read from the prompt cache on each request is not spent again.
 
 use crate::types::message::Usage;
 
@@ -15,9 +16,11 @@ use crate::types::message::Usage;
 pub struct TaskSpend {
     /// The session's output tokens when the run began.
     output_at_start: u64,
-    /// The first request's input (everything the run started with).
-    first_input: Option<u64>,
-    last_input: u64,
+    /// The last request's input (`None` before the first: what the run started with is not
+    /// its own).
+    last_input: Option<u64>,
+    /// The sum of each request's growth of the input over the one before.
+    grown: u64,
 }
 
 fn input_of(u: &Usage) -> u64 {
@@ -35,16 +38,17 @@ impl TaskSpend {
     /// Notes one model call of the run itself.
     pub fn observe(&mut self, usage: &Usage) {
         let input = input_of(usage);
-        self.first_input.get_or_insert(input);
-        self.last_input = input;
+        if let Some(last) = self.last_input {
+            self.grown = self.grown.saturating_add(input.saturating_sub(last));
+        }
+        self.last_input = Some(input);
     }
 
     /// Tokens spent: `session_output` is the session's output count now.
     pub fn spent(&self, session_output: u64) -> u64 {
-        let grown = self
-            .last_input
-            .saturating_sub(self.first_input.unwrap_or(self.last_input));
-        session_output.saturating_sub(self.output_at_start) + grown
+        session_output
+            .saturating_sub(self.output_at_start)
+            .saturating_add(self.grown)
     }
 }
 
@@ -64,5 +68,21 @@ mod tests {
         assert_eq!(s.spent(1200), 200, "the prompt it started with is not the run's");
         s.observe(&usage(5900, 100));
         assert_eq!(s.spent(1300), 300 + 900);
+    }
+
+    #[test]
+    fn a_shrinking_context_gives_no_spend_back() {
+        let usage = |input| Usage {
+            input_tokens: input,
+            ..Usage::default()
+        };
+        let mut s = TaskSpend::start(0);
+        s.observe(&usage(5000));
+        s.observe(&usage(9000));
+        // Compacted mid-run: the context is smaller than at the start.
+        s.observe(&usage(2000));
+        assert_eq!(s.spent(0), 4000, "what was spent stays spent");
+        s.observe(&usage(3500));
+        assert_eq!(s.spent(0), 4000 + 1500, "growth after the shrink counts again");
     }
 }

@@ -83,7 +83,7 @@ pub fn load(
     let roots = plugins.roots();
     let plugin_skills = plugins.skill_roots();
     let reserved = crate::commands::reserved_names();
-    let skills = Catalog::discover(&Places {
+    let mut skills = Catalog::discover(&Places {
         cwd,
         user_home,
         keel_home: Some(keel_home),
@@ -92,6 +92,7 @@ pub fn load(
         plugin_skills: &plugin_skills,
         reserved: &reserved,
     });
+    skills.project_trusted = project_trusted;
     let cli_agents = match &cli.agents {
         Some(json) => AgentDef::parse_cli(json).map_err(SetupError::Invalid)?,
         None => Vec::new(),

@@ -118,7 +118,7 @@ pub fn prepare_with(cli: &Options, trust: ProjectTrust) -> Result<Prepared, Setu
         trust != ProjectTrust::Untrusted,
     )
     .map_err(SetupError::Invalid)?;
-    let lsp = Arc::new(crate::tools::lsp::Lsp::new(lsp, &base.cwd));
+    let lsp = Arc::new(crate::tools::lsp::Lsp::new(lsp, &base.cwd).with_working_dirs(&authorizer.working_dirs()));
     let (services, service_warnings) =
         session_services(&inputs, shell, &place, &project, (&mcp.hub, lsp), permission_mode)?;
     warnings.extend(service_warnings);

@@ -40,6 +40,9 @@ pub struct Catalog {
     skills: Vec<Skill>,
     /// Files that were not loaded, with why (shown once at startup).
     pub warnings: Vec<String>,
+    /// Whether the workspace may run commands, so the hooks of its own skills (project and
+    /// nested ones) may run; off unless the launcher says so.
+    pub project_trusted: bool,
 }
 
 impl Catalog {
@@ -95,6 +98,7 @@ impl Catalog {
         Catalog {
             skills,
             warnings: Vec::new(),
+            project_trusted: false,
         }
     }
 

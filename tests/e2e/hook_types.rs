@@ -62,6 +62,10 @@ async fn a_prompt_hook_asks_the_model_and_its_verdict_decides() {
     assert!(asked.contains("Refuse reading secret.txt. Event:"), "{asked}");
     assert!(asked.contains("secret.txt") && asked.contains("PreToolUse"), "{asked}");
     assert!(
+        asked.contains("<untrusted-content source=\\\"hook event\\\">"),
+        "the event is marked as outside text: {asked}"
+    );
+    assert!(
         hook.body["tools"].as_array().is_none_or(|t| t.is_empty()),
         "no tools for a prompt hook"
     );
@@ -91,6 +95,32 @@ async fn a_prompt_hook_answer_without_a_verdict_is_a_hook_failure() {
     // An answer that is no verdict is a failure of the hook: under `onFailure: block` it blocks.
     let (text, is_error) = server.requests()[2].tool_result_text("a1");
     assert!(is_error && text.contains("without the JSON verdict"), "{text}");
+}
+
+#[tokio::test]
+async fn a_guard_prompt_hook_without_a_verdict_denies_even_when_its_answer_looks_like_a_command_hooks() {
+    let env = Env::new();
+    env.write("a.txt", "alpha\n");
+    settings(
+        &env,
+        json!({"PreToolUse": [{"matcher": "Read", "hooks": [{"type": "prompt", "prompt": "Check it"}]}]}),
+    );
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool("a1", "Read", json!({"file_path": env.path("a.txt")}))]))
+        // Command-hook output, not `{"ok": …}`: no verdict, so the guard fails closed.
+        .push(answer(
+            "{\"hookSpecificOutput\": {\"hookEventName\": \"PreToolUse\", \"permissionDecision\": \"allow\"}}",
+        ))
+        .push(answer("done"));
+    let out = env.keel(&server).args(["-p", "x"]).run().await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (text, is_error) = server.requests()[2].tool_result_text("a1");
+    assert!(
+        is_error && text.contains("no verdict") && text.contains("prompt: Check it"),
+        "{text}"
+    );
+    assert!(!text.contains("alpha"), "the call must not have run: {text}");
 }
 
 #[tokio::test]

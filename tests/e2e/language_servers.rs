@@ -62,6 +62,10 @@ async fn edits_carry_the_servers_new_errors_and_warnings() {
         "{text}"
     );
     assert!(text.contains("line 2:1 error: found BAD"), "{text}");
+    assert!(
+        text.contains("\n\n<untrusted-content source=\"lsp\">\npython3 reports"),
+        "the diagnostics are marked as outside text: {text}"
+    );
     assert!(text.contains("line 3:5 warning: found MEH"), "{text}");
     let (text, _) = last.tool_result_text("fix");
     assert!(
@@ -113,6 +117,59 @@ async fn a_starting_server_reports_on_a_later_call_and_settings_turn_it_off() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let (text, _) = last.tool_result_text("w");
     assert!(!text.contains("found BAD") && !text.contains("diagnostics"), "{text}");
+}
+
+#[tokio::test]
+async fn a_server_gets_no_secrets_and_rust_analyzer_runs_no_repository_code() {
+    or_skip!(python3());
+    let env = Env::new();
+    // The fake server under rust-analyzer's name, outside the workspace.
+    let program = env.home.join("bin/rust-analyzer");
+    std::fs::create_dir_all(program.parent().unwrap()).unwrap();
+    let code = std::fs::read_to_string(fake_server(&env)).unwrap();
+    std::fs::write(&program, format!("#!/usr/bin/env python3\n{code}")).unwrap();
+    std::fs::set_permissions(
+        &program,
+        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
+    )
+    .unwrap();
+    let record = env.home.join("record.json");
+    settings(
+        &env,
+        json!({"servers": {"rust": {"command": [program, "--record", record]}}}),
+    );
+    let server = crate::support::ModelServer::start().await;
+    server
+        .push(crate::support::sse::calls(vec![write(
+            "w",
+            &env,
+            "lib.rs",
+            "fn main() {}\nBAD\n",
+        )]))
+        .push(crate::support::sse::answer("done"));
+    let out = env
+        .keel(&server)
+        .env("MY_SERVICE_TOKEN", "s3cret-value")
+        .env("KEEL_TEST_PLAIN", "plain-value")
+        .args(["-p", "go", "--permission-mode", "bypassPermissions"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let last = server.requests().pop().unwrap();
+    let (text, _) = last.tool_result_text("w");
+    assert!(text.contains("found BAD"), "the server answered: {text}");
+    let seen: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    assert_eq!(seen["env"]["KEEL_TEST_PLAIN"], "plain-value", "{}", seen["env"]);
+    assert!(
+        seen["env"].get("MY_SERVICE_TOKEN").is_none(),
+        "a secret reached the server: {}",
+        seen["env"]
+    );
+    let options = &seen["initializationOptions"];
+    assert_eq!(options["cargo"]["buildScripts"]["enable"], false, "{options}");
+    assert_eq!(options["procMacro"]["enable"], false, "{options}");
+    assert_eq!(seen["configuration"][0], serde_json::Value::Null, "{seen}");
+    assert_eq!(seen["configuration"][1]["procMacro"]["enable"], false, "{seen}");
 }
 
 #[tokio::test]

@@ -3,7 +3,7 @@
 //! makes of keel get empty answers (keel offers no configuration or workspace edits).
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
@@ -47,6 +47,9 @@ pub struct Server {
     next_id: AtomicI64,
     /// Each open file's version.
     versions: Mutex<HashMap<String, i64>>,
+    /// The server's settings: its `initializationOptions`, and its answer when it asks for the
+    /// configuration section named here.
+    settings: Option<(String, Value)>,
     _group: crate::shutdown::GroupGuard,
 }
 
@@ -59,13 +62,18 @@ pub fn uri_of(path: &Path) -> String {
 }
 
 impl Server {
-    /// Starts `command` (program and arguments) in `root` and begins the handshake.
-    pub fn start(command: &[String], root: &Path) -> std::io::Result<Arc<Server>> {
+    /// Starts `command` (program and arguments) in `root` and begins the handshake, telling
+    /// the server `settings`. The server gets keel's environment without the variables that
+    /// look like secrets.
+    pub fn start(command: &[String], root: &Path, settings: Option<(String, Value)>) -> std::io::Result<Arc<Server>> {
         let (program, args) = command
             .split_first()
             .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty command"))?;
+        let secrets = crate::sandbox::confiner::secret_env_names();
         let mut cmd = Command::new(program);
         cmd.args(args)
+            .env_clear()
+            .envs(super::launch::server_env(std::env::vars_os(), &secrets))
             .current_dir(root)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -92,6 +100,7 @@ impl Server {
             ready: Arc::default(),
             next_id: AtomicI64::new(1),
             versions: Mutex::default(),
+            settings,
             _group: group,
         });
         let weak = Arc::downgrade(&server);
@@ -136,6 +145,10 @@ impl Server {
             },
             "clientInfo": {"name": "keel"}
         });
+        let mut params = params;
+        if let Some((_, options)) = &self.settings {
+            params["initializationOptions"] = options.clone();
+        }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         if self
             .send(json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": params}))
@@ -282,13 +295,13 @@ async fn read_loop(
             }
             // A request of the server: answered, emptily.
             (Some(method), Some(id)) => {
+                let Some(server) = server.upgrade() else { return };
                 let result = if method == "workspace/configuration" {
-                    let n = message["params"]["items"].as_array().map_or(0, Vec::len);
-                    Value::Array(vec![Value::Null; n])
+                    let items = message["params"]["items"].as_array().cloned().unwrap_or_default();
+                    super::launch::configuration_answer(server.settings.as_ref(), &items)
                 } else {
                     Value::Null
                 };
-                let Some(server) = server.upgrade() else { return };
                 let _ = server.send(json!({"jsonrpc": "2.0", "id": id, "result": result})).await;
             }
             // A response: the only request keel waits on is `initialize`.
@@ -328,15 +341,4 @@ async fn stderr_tail(mut err: tokio::process::ChildStderr, state: Arc<std::sync:
             s.stderr.drain(..cut);
         }
     }
-}
-
-/// An absolute program on PATH that does not lie in `workspace` (a cloned repository must not
-/// be able to put its own program where keel looks).
-pub fn on_path(program: &str, workspace: &Path) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .filter(|dir| dir.is_absolute() && !dir.starts_with(workspace))
-        .map(|dir| dir.join(program))
-        .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
 }

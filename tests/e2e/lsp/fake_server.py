@@ -1,10 +1,23 @@
 """A tiny language server for keel's tests: every line containing BAD is an error, every line
-containing MEH a warning. `--slow-init SECONDS` delays the answer to initialize."""
+containing MEH a warning. `--slow-init SECONDS` delays the answer to initialize; `--record FILE`
+writes there what the server was given (its environment, its initializationOptions, the client's
+answer to its configuration request)."""
 import json
+import os
 import sys
 import time
 
 slow = float(sys.argv[sys.argv.index("--slow-init") + 1]) if "--slow-init" in sys.argv else 0.0
+record = sys.argv[sys.argv.index("--record") + 1] if "--record" in sys.argv else None
+seen = {}
+
+
+def note(key, value):
+    if record:
+        seen[key] = value
+        with open(record, "w") as f:
+            json.dump(seen, f)
+
 inp, out = sys.stdin.buffer, sys.stdout.buffer
 
 
@@ -50,10 +63,20 @@ while True:
     msg = read()
     method = msg.get("method")
     if method == "initialize":
+        note("env", dict(os.environ))
+        note("initializationOptions", msg["params"].get("initializationOptions"))
         time.sleep(slow)
+        # A request of the server's own, which the client must answer (when recording, before
+        # the handshake ends, so the answer is read before the first file arrives).
+        cfg = {"jsonrpc": "2.0", "id": "cfg", "method": "workspace/configuration",
+               "params": {"items": [{}, {"section": "rust-analyzer"}]}}
+        if record:
+            send(cfg)
         send({"jsonrpc": "2.0", "id": msg["id"], "result": {"capabilities": {"textDocumentSync": 1}}})
-        # A request of the server's own, which the client must answer.
-        send({"jsonrpc": "2.0", "id": "cfg", "method": "workspace/configuration", "params": {"items": [{}]}})
+        if not record:
+            send(cfg)
+    elif msg.get("id") == "cfg" and method is None:
+        note("configuration", msg.get("result"))
     elif method == "textDocument/didOpen":
         doc = msg["params"]["textDocument"]
         publish(doc["uri"], doc["version"], doc["text"])
