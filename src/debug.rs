@@ -54,11 +54,10 @@ struct SessionLog(Arc<Mutex<Sink>>);
 impl Write for SessionLog {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         // One write is one formatted event: credentials in it are redacted before it is kept.
-        let redacted = std::str::from_utf8(buf).ok().map(crate::redact::redact);
-        let bytes = match &redacted {
-            Some((text, _)) => text.as_bytes(),
-            None => buf,
-        };
+        // Bytes that are not UTF-8 are kept lossily: a credential next to them still goes.
+        let text = String::from_utf8_lossy(buf);
+        let (redacted, _) = crate::redact::redact(&text);
+        let bytes = redacted.as_bytes();
         let mut sink = self.0.lock().unwrap_or_else(|p| p.into_inner());
         match &mut sink.target {
             Target::Buffer(b) if b.len() + bytes.len() <= EARLY_BUFFER => b.extend_from_slice(bytes),
@@ -185,6 +184,25 @@ pub fn log(message: impl AsRef<str>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_log_line_that_is_not_utf8_is_still_redacted() {
+        let sink = Sink {
+            target: Target::Buffer(Vec::new()),
+            path: None,
+        };
+        let mut log = SessionLog(Arc::new(Mutex::new(sink)));
+        let mut line = b"\xff\xfe raw bytes then Authorization: Bearer abcdef0123456789\n".to_vec();
+        line.extend_from_slice(b"x-api-key: 0123456789abcdef\n");
+        assert_eq!(log.write(&line).unwrap(), line.len());
+        let kept = match &log.0.lock().unwrap().target {
+            Target::Buffer(b) => String::from_utf8(b.clone()).unwrap(),
+            _ => panic!("the early buffer is the target"),
+        };
+        assert!(!kept.contains("abcdef0123456789"), "{kept}");
+        assert!(!kept.contains("0123456789abcdef"), "{kept}");
+        assert!(kept.contains("Bearer [REDACTED:header-credential]"), "{kept}");
+    }
 
     #[test]
     fn filters_accept_levels_modules_and_directives() {

@@ -1,8 +1,12 @@
 //! Credentials taken out of what keel stores (transcripts, spilled tool results, the debug
 //! log) before it is written: API keys of the common providers (`sk-ant-…`, `sk-…`), GitHub
-//! tokens (`ghp_…`, `github_pat_…`), AWS access key ids (`AKIA…`), Slack tokens (`xox…`), the
-//! credential of an `Authorization:` or `x-api-key:` header, and PEM private keys. Each becomes
-//! `[REDACTED:<kind>]`, so the record says that something was taken out and what it was.
+//! tokens (`ghp_…`, `github_pat_…`), GitLab, npm and Hugging Face tokens (`glpat-…`, `npm_…`,
+//! `hf_…`), AWS access key ids (`AKIA…`) and secret keys (after `aws_secret_access_key`), Slack
+//! tokens (`xox…`), the credential of an `Authorization:` or `x-api-key:` header, a `Cookie:`
+//! header's value, the password in a URL (`scheme://user:PASSWORD@host`), the value given to an
+//! environment-style name ending in `_KEY`, `_TOKEN`, `_SECRET` or `_PASSWORD`, and PEM and PGP
+//! private keys. Each becomes `[REDACTED:<kind>]`, so the record says that something was taken
+//! out and what it was.
 //!
 //! One automaton pass over the text (the `regex` crate: linear time, no backtracking); text
 //! without a match is returned borrowed. The patterns need the providers' prefixes and a
@@ -24,11 +28,26 @@ const KINDS: &[(&str, &str)] = &[
     ("slack", "slack-token"),
     ("google", "google-api-key"),
     ("stripe", "stripe-key"),
+    ("glab", "gitlab-token"),
+    ("npm", "npm-token"),
+    ("hf", "huggingface-token"),
+];
+
+/// Alternatives that keep a leading name (header, variable, URL user) and replace only the
+/// value after it: (the kept group, the value group, the kind).
+const KEPT_PREFIX: &[(&str, &str, &str)] = &[
+    ("hdr", "cred", "header-credential"),
+    ("cookie", "cval", "cookie"),
+    ("awsk", "awsv", "aws-secret-key"),
+    ("env", "eval", "secret-value"),
+    ("url", "upw", "url-password"),
 ];
 
 /// Alternatives in priority order (leftmost-first): the longer prefix before the shorter.
 const PATTERN: &str = concat!(
-    r"(?P<pem>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----(?:(?s:.*?)-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|[A-Za-z0-9+/=\s\\]*))",
+    // A whole block, or one cut short: then only the base64 lines that follow the header go
+    // (a short last line only at the end of the text), not the prose after it.
+    r"(?P<pem>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:(?s:.*?)-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|(?:(?:\r?\n|\\n)[A-Za-z0-9+/=]{16,})*(?:(?:\r?\n|\\n)[A-Za-z0-9+/=]{1,15}\z)?))",
     r"|(?P<ant>\bsk-ant-[A-Za-z0-9_-]{20,})",
     r"|(?P<oai>\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,})",
     r"|(?P<gh>\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}))",
@@ -36,8 +55,15 @@ const PATTERN: &str = concat!(
     r"|(?P<slack>\bxox[abposr]-[A-Za-z0-9-]{10,})",
     r"|(?P<google>\bAIza[A-Za-z0-9_-]{35})",
     r"|(?P<stripe>\b[sr]k_live_[A-Za-z0-9]{20,})",
+    r"|(?P<glab>\bglpat-[A-Za-z0-9_-]{20,})",
+    r"|(?P<npm>\bnpm_[A-Za-z0-9]{36})",
+    r"|(?P<hf>\bhf_[A-Za-z0-9]{30,})",
     // A header's credential: the name and scheme stay, the value goes.
     r#"|(?P<hdr>(?i:\b(?:authorization|proxy-authorization)["']?\s*[:=]\s*["']?(?:bearer|basic|token)\s+|\bx-api-key["']?\s*[:=]\s*["']?))(?P<cred>[A-Za-z0-9._~+/=-]{8,})"#,
+    r#"|(?P<cookie>(?i:\b(?:set-)?cookie["']?\s*:\s*["']?))(?P<cval>[^\r\n"']{8,})"#,
+    r#"|(?P<awsk>(?i:\baws_secret_access_key["']?\s*[:=]\s*["']?))(?P<awsv>[A-Za-z0-9/+=]{40})"#,
+    r#"|(?P<env>\b[A-Z][A-Z0-9_]*_(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD)["']?\s*[:=]\s*["']?)(?P<eval>[A-Za-z0-9._~+/=!@#%^&*-]{8,})"#,
+    r"|(?P<url>\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:)(?P<upw>[^\s@/]+)@",
 );
 
 fn pattern() -> &'static Regex {
@@ -63,9 +89,12 @@ pub fn redact(text: &str) -> (Cow<'_, str>, Vec<&'static str>) {
     }
     let mut kinds = Vec::new();
     let out = re.replace_all(text, |c: &Captures<'_>| {
-        if let (Some(hdr), Some(_)) = (c.name("hdr"), c.name("cred")) {
-            kinds.push("header-credential");
-            return format!("{}{}", hdr.as_str(), marker("header-credential"));
+        for (kept, value, kind) in KEPT_PREFIX {
+            if let (Some(prefix), Some(_)) = (c.name(kept), c.name(value)) {
+                kinds.push(*kind);
+                let tail = if *kept == "url" { "@" } else { "" };
+                return format!("{}{}{tail}", prefix.as_str(), marker(kind));
+            }
         }
         let whole = c.get(0).map_or("", |m| m.as_str());
         for (group, kind) in KINDS {
@@ -173,6 +202,49 @@ mod tests {
     }
 
     #[test]
+    fn more_token_kinds_and_named_values_are_replaced() {
+        let cases = [
+            ("glpat-AbCdEfGh0123456789xyzW", "[REDACTED:gitlab-token]"),
+            ("npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "[REDACTED:npm-token]"),
+            (
+                "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+                "[REDACTED:huggingface-token]",
+            ),
+            (
+                "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                "aws_secret_access_key = [REDACTED:aws-secret-key]",
+            ),
+            (
+                "export MY_SERVICE_TOKEN=s3cr3t-v4lue-here",
+                "export MY_SERVICE_TOKEN=[REDACTED:secret-value]",
+            ),
+            (
+                "DB_PASSWORD: 'hunter2hunter2'",
+                "DB_PASSWORD: '[REDACTED:secret-value]'",
+            ),
+            (
+                "git clone https://bob:pa55word@git.example.com/r.git",
+                "git clone https://bob:[REDACTED:url-password]@git.example.com/r.git",
+            ),
+            (
+                "Cookie: session=abcdef0123456789; theme=dark",
+                "Cookie: [REDACTED:cookie]",
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(only(text), want, "{text}");
+        }
+        let pgp = "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBF\n-----END PGP PRIVATE KEY BLOCK-----";
+        assert_eq!(only(pgp), "[REDACTED:private-key]");
+    }
+
+    #[test]
+    fn a_cut_private_key_takes_only_its_base64_lines() {
+        let cut = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7abcdefghij0123\nsee above: the key was cut.";
+        assert_eq!(only(cut), "[REDACTED:private-key]\nsee above: the key was cut.");
+    }
+
+    #[test]
     fn hashes_uuids_and_words_are_left_alone() {
         for text in [
             "commit 3f786850e387550fdab836ed7e6dc881de23001b",
@@ -183,6 +255,9 @@ mod tests {
             "Authorization: Bearer",
             "AKIA is a prefix",
             "ordinary prose with no secret at all",
+            "https://example.com:8080/path@v2 and http://localhost:3000/",
+            "PATH_KEY=$OTHER_VARIABLE",
+            "let primary_key = 42;",
         ] {
             let (out, kinds) = redact(text);
             assert!(matches!(out, Cow::Borrowed(_)) || kinds.is_empty(), "{text}");
