@@ -86,7 +86,9 @@ async fn http_401_is_reported_as_needing_authentication() {
         json!([{"name": "h", "status": "needs-auth"}])
     );
     assert!(
-        out.stderr.contains("MCP server `h` needs authentication"),
+        out.stderr.contains(
+            "keel: warning: MCP server `h` needs authentication: it answered HTTP 401; run `keel mcp login h` to sign in"
+        ),
         "{}",
         out.stderr
     );

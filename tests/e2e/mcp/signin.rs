@@ -47,7 +47,9 @@ async fn sign_in_discovers_registers_stores_owner_only_and_refreshes() {
     let before = env.keel(&model).args(["-p", "go"]).run().await;
     assert_eq!(before.code, 0, "{}", before.stderr);
     assert!(
-        before.stderr.contains("MCP server `srv` needs authentication") && before.stderr.contains("keel mcp login srv"),
+        before.stderr.contains(
+            "MCP server `srv` needs authentication: it answered HTTP 401; run `keel mcp login srv` to sign in"
+        ),
         "{}",
         before.stderr
     );
