@@ -37,7 +37,12 @@ pub const BUILTINS: &[Builtin] = &[
     b("model", "[name]", "show or switch the model", false),
     b("permissions", "", "permission mode and rules in force", true),
     b("hooks", "", "configured hooks by event", false),
-    b("mcp", "", "MCP servers, their status and tools", true),
+    b(
+        "mcp",
+        "[login NAME]",
+        "MCP servers, their status and tools; `login NAME` signs in to an HTTP server",
+        true,
+    ),
     b(
         "resume",
         "[session-id]",

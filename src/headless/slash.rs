@@ -35,6 +35,12 @@ pub async fn plan(engine: &mut Engine, prompt: &str, cancel: &CancellationToken)
         } => Plan::Answer(engine.authorizer().describe(engine.mode())),
         Slash::Builtin { name: "skills", .. } => Plan::Answer(skill_list(&skills)),
         Slash::Builtin { name: "agents", .. } => Plan::Answer(agent_list(engine)),
+        Slash::Builtin { name: "mcp", args } if args.split_whitespace().next() == Some("login") => {
+            let name = args.split_whitespace().nth(1).unwrap_or("NAME");
+            Plan::Fail(format!(
+                "/mcp login signs in through a browser and runs in the TUI; without it, run `keel mcp login {name}`"
+            ))
+        }
         Slash::Builtin { name: "mcp", .. } => Plan::Answer(mcp_list(engine)),
         Slash::Builtin { name, .. } => Plan::Fail(format!(
             "/{name} is an interactive command and does not run with -p; headless mode runs {}",

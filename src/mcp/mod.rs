@@ -202,6 +202,11 @@ impl McpHub {
         &self.options.elicitation
     }
 
+    /// Where HTTP servers' sign-ins are kept; `None`: nowhere.
+    pub fn keel_home(&self) -> Option<&std::path::Path> {
+        self.options.keel_home.as_deref()
+    }
+
     pub fn servers(&self) -> Vec<Arc<Server>> {
         self.servers.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }

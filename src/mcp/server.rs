@@ -287,6 +287,14 @@ impl Server {
         }
     }
 
+    /// The configuration of an HTTP server (the one kind that signs in), if this is one.
+    pub fn http_spec(&self) -> Option<&ServerSpec> {
+        match &self.reach {
+            Reach::Spec(spec @ ServerSpec::Http { .. }) => Some(spec),
+            _ => None,
+        }
+    }
+
     /// Whether this is an in-process server of the program driving keel (`"type": "sdk"`).
     pub fn is_sdk(&self) -> bool {
         matches!(self.reach, Reach::Spec(ServerSpec::Sdk))

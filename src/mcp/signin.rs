@@ -106,3 +106,60 @@ pub fn state_line(keel_home: &Path, entry: &Entry) -> Option<String> {
         (None, false) => None,
     }
 }
+
+/// `/mcp login NAME` in a running session: signs in to one of the session's HTTP servers
+/// (its configuration as the session loaded it), then connects it again so its tools join
+/// the session and its `needs-auth` state is gone. Returns the closing line.
+pub async fn login_in_session(
+    hub: &super::McpHub,
+    name: &str,
+    timeout: Duration,
+    open_browser: bool,
+    say: &(dyn Fn(&str) + Sync),
+) -> Result<String, String> {
+    let server = hub.server(name).ok_or_else(|| hub.unknown_server(name))?;
+    let Some(ServerSpec::Http { url, headers, oauth }) = server.http_spec() else {
+        return Err(format!(
+            "MCP server `{name}` is not an HTTP server with a usable configuration; only HTTP servers sign in (`\"type\": \"http\"`)"
+        ));
+    };
+    let keel_home = hub
+        .keel_home()
+        .ok_or("keel has no home directory to keep a sign-in in (set KEEL_HOME)")?;
+    if headers.keys().any(|k| k.eq_ignore_ascii_case("authorization")) {
+        say(&format!(
+            "note: `{name}` has an Authorization header configured; keel uses that header instead of a sign-in while it is there"
+        ));
+    }
+    let done = login::run(
+        &Login {
+            server: name,
+            url,
+            oauth,
+            keel_home,
+            timeout,
+            open_browser,
+        },
+        say,
+    )
+    .await?;
+    server.recheck_sign_in();
+    hub.start_all().await;
+    let status = server.status();
+    let after = match status.state {
+        super::State::Connected => format!(
+            "MCP server `{name}` is connected again ({} tool(s)).",
+            status.tools.len()
+        ),
+        state => format!(
+            "MCP server `{name}` is still {}: {}",
+            state.as_str(),
+            status
+                .detail
+                .as_deref()
+                .and_then(|d| d.lines().next())
+                .unwrap_or("no reason was given")
+        ),
+    };
+    Ok(format!("{done}\n{after}"))
+}

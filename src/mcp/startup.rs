@@ -42,6 +42,16 @@ pub fn problems(hub: &McpHub) -> Vec<String> {
         .collect()
 }
 
+/// The servers that need a sign-in keel can do (`keel mcp login NAME`, `/mcp login NAME`):
+/// HTTP servers that refused keel for want of one.
+pub fn needing_sign_in(hub: &McpHub) -> Vec<String> {
+    hub.servers()
+        .into_iter()
+        .filter(|s| s.state() == State::NeedsAuth && s.http_spec().is_some())
+        .map(|s| s.name.clone())
+        .collect()
+}
+
 /// Asks on the terminal, before the interface starts, whether each of the project's new
 /// servers may run; the answer is remembered for this project. No terminal: nothing starts.
 pub fn ask_approvals(hub: &McpHub, pending: &[PendingApproval], keel_home: &Path, cwd: &Path) -> Vec<String> {

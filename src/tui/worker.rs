@@ -67,6 +67,12 @@ pub enum Job {
         arg: Option<String>,
     },
     Mcp,
+    /// `/mcp login NAME`: the browser sign-in (its address shown as a notice), then the
+    /// server connected again; Esc cancels the wait.
+    McpLogin {
+        name: String,
+        cancel: CancellationToken,
+    },
     McpPrompt {
         line: String,
         cancel: CancellationToken,
@@ -150,6 +156,12 @@ pub async fn run(
         hub.start_all().await;
         for line in crate::mcp::startup::problems(&hub) {
             engine.events().notice(NoticeLevel::Warning, line);
+        }
+        for name in crate::mcp::startup::needing_sign_in(&hub) {
+            engine.events().notice(
+                NoticeLevel::Info,
+                format!("MCP server `{name}` needs you to sign in: type /mcp login {name}"),
+            );
         }
     }
     while let Some(job) = jobs.recv().await {
@@ -259,6 +271,10 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
         Job::Hooks => Reply::Hooks(integration::hooks(engine).map_err(|e| e.to_string())),
         Job::Rewind { arg } => Reply::Rewound(integration::rewind(engine, arg.as_deref()).map_err(|e| e.to_string())),
         Job::Mcp => Reply::Mcp(integration::mcp(engine)),
+        Job::McpLogin { name, cancel } => match engine.mcp() {
+            Some(hub) => mcp_login(&hub, engine.events().clone(), &name, &cancel).await,
+            None => Reply::Failed("no MCP servers are configured".into()),
+        },
         Job::McpPrompt { line, cancel } => {
             let expanded = match engine.mcp() {
                 Some(hub) => hub.expand_prompt(&line).await,
@@ -273,6 +289,29 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
                 None => Reply::Failed("no MCP servers are configured".into()),
             }
         }
+    }
+}
+
+/// How long `/mcp login` waits for the browser to come back.
+const LOGIN_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
+
+async fn mcp_login(
+    hub: &crate::mcp::McpHub,
+    events: crate::types::events::EventSink,
+    name: &str,
+    cancel: &CancellationToken,
+) -> Reply {
+    let say = |line: &str| events.notice(NoticeLevel::Info, line);
+    let login = crate::mcp::signin::login_in_session(hub, name, LOGIN_WAIT, true, &say);
+    tokio::select! {
+        done = login => match done {
+            Ok(text) => Reply::Notice(NoticeLevel::Info, text),
+            Err(e) => Reply::Failed(format!("/mcp login {name}: {e}")),
+        },
+        _ = cancel.cancelled() => Reply::Notice(
+            NoticeLevel::Warning,
+            format!("Sign-in to MCP server `{name}` cancelled; nothing was changed."),
+        ),
     }
 }
 

@@ -128,7 +128,10 @@ impl Access {
         } else if self.file.is_none() {
             "the server needs a sign-in and keel has no home directory to keep one (set KEEL_HOME), or configure an Authorization header".into()
         } else {
-            format!("the server needs you to sign in: run `{login}` (or configure an Authorization header)")
+            format!(
+                "it answered HTTP {}; run `{login}` to sign in (or configure an Authorization header)",
+                challenge.map(|c| c.status).unwrap_or(401)
+            )
         }
     }
 

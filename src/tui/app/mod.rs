@@ -485,6 +485,10 @@ impl App {
             Command::Hooks => Job::Hooks,
             Command::Rewind(arg) => Job::Rewind { arg },
             Command::Mcp => Job::Mcp,
+            Command::McpLogin(name) => Job::McpLogin {
+                name,
+                cancel: cancel.clone(),
+            },
             Command::McpPrompt(line) => Job::McpPrompt {
                 line,
                 cancel: cancel.clone(),

@@ -19,6 +19,8 @@ pub enum Command {
     Permissions,
     Hooks,
     Mcp,
+    /// `/mcp login NAME`: signs in to an HTTP server and connects it again.
+    McpLogin(String),
     /// `/mcp__server__prompt args`: an MCP prompt, expanded by its server into the message.
     McpPrompt(String),
     Resume(Option<String>),
@@ -51,6 +53,7 @@ impl Command {
                 | Command::Permissions
                 | Command::Hooks
                 | Command::Mcp
+                | Command::McpLogin(_)
                 | Command::McpPrompt(_)
                 | Command::Resume(_)
                 | Command::Rewind(_)
@@ -91,7 +94,7 @@ pub fn parse(input: &str, skills: &Catalog) -> Option<Result<Command, String>> {
         "model" => Ok(Command::Model(arg)),
         "permissions" => no_args(Command::Permissions),
         "hooks" => no_args(Command::Hooks),
-        "mcp" => no_args(Command::Mcp),
+        "mcp" => mcp(&args),
         "resume" => Ok(Command::Resume(arg)),
         "rewind" => Ok(Command::Rewind(arg)),
         "todos" => no_args(Command::Todos),
@@ -104,6 +107,17 @@ pub fn parse(input: &str, skills: &Catalog) -> Option<Result<Command, String>> {
         "init" => no_args(Command::Init),
         other => Err(format!("/{other} is not available here")),
     })
+}
+
+/// `/mcp` (the servers) or `/mcp login NAME`.
+fn mcp(args: &str) -> Result<Command, String> {
+    let words: Vec<&str> = args.split_whitespace().collect();
+    match words.as_slice() {
+        [] => Ok(Command::Mcp),
+        ["login", name] => Ok(Command::McpLogin((*name).to_string())),
+        ["login"] => Err("/mcp login needs the name of an HTTP server: /mcp login NAME".into()),
+        _ => Err("/mcp takes no arguments, or `login NAME` to sign in to an HTTP server".into()),
+    }
 }
 
 /// The `/help` text (markdown).
@@ -151,6 +165,13 @@ mod tests {
         );
         assert_eq!(parse("/model", &none), Some(Ok(Command::Model(None))));
         assert_eq!(parse("/bashes", &none), Some(Ok(Command::Tasks)));
+        assert_eq!(parse("/mcp", &none), Some(Ok(Command::Mcp)));
+        assert_eq!(
+            parse("/mcp login remote", &none),
+            Some(Ok(Command::McpLogin("remote".into())))
+        );
+        assert!(matches!(parse("/mcp login", &none), Some(Err(e)) if e.contains("/mcp login NAME")));
+        assert!(matches!(parse("/mcp frob", &none), Some(Err(e)) if e.contains("login NAME")));
         assert!(matches!(parse("/clear now", &none), Some(Err(e)) if e.contains("takes no arguments")));
         assert!(matches!(parse("/frobnicate", &none), Some(Err(e)) if e.contains("unknown command")));
         assert_eq!(parse("/usr/bin/env is odd", &none), None);

@@ -86,9 +86,26 @@ async fn http_401_is_reported_as_needing_authentication() {
         json!([{"name": "h", "status": "needs-auth"}])
     );
     assert!(
-        out.stderr.contains("MCP server `h` needs authentication"),
+        out.stderr.contains(
+            "keel: warning: MCP server `h` needs authentication: it answered HTTP 401; run `keel mcp login h` to sign in"
+        ),
         "{}",
         out.stderr
+    );
+
+    // `/mcp login` needs a browser and a screen: with -p it says what to run instead.
+    let login = env
+        .keel(&server)
+        .args(["-p", "/mcp login h", "--mcp-config"])
+        .arg(config(json!({"h": {"type": "http", "url": http.url("/mcp")}})))
+        .run()
+        .await;
+    assert_eq!(login.code, 1, "{}", login.stderr);
+    assert!(
+        format!("{}{}", login.stdout, login.stderr).contains("run `keel mcp login h`"),
+        "{}\n{}",
+        login.stdout,
+        login.stderr
     );
 }
 

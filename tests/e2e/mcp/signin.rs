@@ -47,7 +47,9 @@ async fn sign_in_discovers_registers_stores_owner_only_and_refreshes() {
     let before = env.keel(&model).args(["-p", "go"]).run().await;
     assert_eq!(before.code, 0, "{}", before.stderr);
     assert!(
-        before.stderr.contains("MCP server `srv` needs authentication") && before.stderr.contains("keel mcp login srv"),
+        before.stderr.contains(
+            "MCP server `srv` needs authentication: it answered HTTP 401; run `keel mcp login srv` to sign in"
+        ),
         "{}",
         before.stderr
     );
@@ -325,4 +327,113 @@ async fn elicitation_is_forwarded_to_the_driving_program_and_its_answer_reaches_
         "{}",
         out.stderr
     );
+}
+
+/// A "browser" that only notes the address it was given (in `url.txt`), so the test decides
+/// when the sign-in comes back.
+fn noting_browser(env: &Env) -> (String, std::path::PathBuf) {
+    let path = env.home.join("note_browser.py");
+    let noted = env.home.join("url.txt");
+    std::fs::write(
+        &path,
+        format!(
+            "import os, sys\ntmp = {0:?} + '.tmp'\nopen(tmp, 'w').write(sys.argv[1])\nos.replace(tmp, {0:?})\n",
+            noted.display().to_string()
+        ),
+    )
+    .unwrap();
+    (format!("python3 {}", path.display()), noted)
+}
+
+async fn noted_url(noted: &std::path::Path) -> String {
+    for _ in 0..600 {
+        if let Ok(url) = std::fs::read_to_string(noted) {
+            return url;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("keel handed no address to the browser");
+}
+
+/// In the TUI: the start-up notice offers `/mcp login NAME`; Esc cancels a sign-in that is
+/// waiting for the browser; a sign-in that completes connects the server in the running
+/// session, whose tool the model can then call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tui_mcp_login_is_offered_cancels_with_esc_and_reconnects_the_server() {
+    use crate::support::tmux::Tmux;
+    or_skip!(python());
+    let env = Env::new();
+    let log = log_path(&env, "auth");
+    let http = HttpServer::start("--http", &log, &["--oauth"]).await;
+    let model = ModelServer::start().await;
+    let entry = json!({"type": "http", "url": http.url("/mcp")}).to_string();
+    let added = env
+        .keel(&model)
+        .args(["mcp", "add-json", "-s", "user", "srv", &entry])
+        .run()
+        .await;
+    assert_eq!(added.code, 0, "{}", added.stderr);
+    let (browser, noted) = noting_browser(&env);
+    let t = Tmux::start_with(
+        &env,
+        &model,
+        &["--allowedTools", "mcp__srv"],
+        100,
+        30,
+        &[("BROWSER", browser)],
+    );
+    t.wait_for_text("Ask keel").await;
+    t.wait_for_text("type /mcp login srv").await;
+
+    // A sign-in that waits for the browser is cancelled with Esc; nothing is stored.
+    t.type_text("/mcp login srv");
+    t.press(&["Enter"]);
+    t.wait_for_text("open this address in a browser").await;
+    let first = noted_url(&noted).await;
+    assert!(first.contains("/authorize?"), "{first}");
+    std::fs::remove_file(&noted).unwrap();
+    t.press(&["Escape"]);
+    t.wait_for_text("Sign-in to MCP server `srv` cancelled").await;
+    assert!(entries(&log, "token").is_empty(), "no code was exchanged");
+
+    // Again, and this time the "browser" follows the address back to keel.
+    t.type_text("/mcp login srv");
+    t.press(&["Enter"]);
+    let url = noted_url(&noted).await;
+    let fetched = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sys, urllib.request\nurllib.request.urlopen(sys.argv[1], timeout=10).read()",
+            &url,
+        ])
+        .output()
+        .unwrap();
+    assert!(fetched.status.success(), "{}", String::from_utf8_lossy(&fetched.stderr));
+    let s = t.wait_for_text("is connected again").await;
+    assert!(s.contains("MCP server `srv` is connected again"), "{s}");
+    assert_eq!(entries(&log, "token"), vec![json!("authorization_code")]);
+
+    // The server's tool is there in the same session, with the new sign-in.
+    model
+        .push(calls(vec![tool(
+            "e1",
+            "mcp__srv__echo",
+            json!({"message": "in-session"}),
+        )]))
+        .push(answer("echoed"));
+    t.type_text("echo please");
+    t.press(&["Enter"]);
+    t.wait_for_text("echoed").await;
+    let requests = model.requests();
+    assert_eq!(
+        requests[requests.len() - 1].tool_result_text("e1"),
+        ("Echo: in-session".to_string(), false)
+    );
+    t.type_text("/mcp");
+    t.press(&["Enter"]);
+    t.wait_for("`srv` listed as connected", |s| {
+        s.lines()
+            .any(|l| l.contains("srv") && l.contains("connected") && l.contains("http"))
+    })
+    .await;
 }
