@@ -1,8 +1,9 @@
 //! The web tools' settings, lowered once: `webFetch.allowPrivateNetwork` (only the user's own
 //! layers may set it; `config::precedence` removes it from a project's), the metadata hosts an
 //! allow rule of the user's names exactly, the proxies of the environment, and the search
-//! backend: the provider's own search where it has one (Anthropic's API; `webSearch.provider`
-//! says yes or no for other Anthropic-protocol endpoints), else `webSearch.searxngUrl`.
+//! backend: the provider's own search where it has one (Anthropic's API, OpenAI's Responses
+//! API; `webSearch.provider` says yes or no for other endpoints of those protocols), else
+//! `webSearch.searxngUrl`.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use crate::permissions::Authorizer;
 use crate::permissions::rules::Behavior;
 use crate::provider::catalog::Kind;
 use crate::tools::web::address::{Policy, is_metadata_name};
-use crate::tools::web::provider_search::AnthropicSearch;
+use crate::tools::web::provider_search::{AnthropicSearch, SearchTool};
 use crate::tools::web::proxy::ProxyEnv;
 use crate::tools::web::search::Backend;
 use crate::tools::web::{Limits, WebConfig};
@@ -67,6 +68,16 @@ fn search_backend(settings: &Settings, choice: &super::model::Choice) -> Result<
             return Ok(Backend::Provider(Arc::new(AnthropicSearch::new(
                 choice.provider.clone(),
                 choice.model.clone(),
+            ))));
+        }
+    }
+    if let Some((Kind::OpenAiResponses, base)) = &choice.protocol {
+        let first_party = base.as_str().trim_end_matches('/') == crate::provider::openai::DEFAULT_BASE_URL;
+        if wanted.unwrap_or(first_party) {
+            return Ok(Backend::Provider(Arc::new(AnthropicSearch::with_tool(
+                choice.provider.clone(),
+                choice.model.clone(),
+                SearchTool::OpenAiResponses,
             ))));
         }
     }

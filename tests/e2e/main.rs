@@ -79,3 +79,4 @@ mod tui_render;
 mod undo_crash;
 mod undo_full;
 mod web;
+mod web_search_responses;

@@ -1,4 +1,5 @@
-//! WebSearch through the Anthropic Messages API's own web search server tool: a side request
+//! WebSearch through the provider's own web search server tool (Anthropic Messages, or OpenAI
+//! Responses' `web_search`, whose citations the Responses assembler reads): a side request
 //! to the session's model with the `web_search_20250305` tool, whose results the API sends as
 //! `server_tool_use` and `web_search_tool_result` blocks. A response that stops with
 //! `pause_turn` (the server paused a long search) is continued by sending it back whole, those
@@ -27,18 +28,44 @@ const MAX_TOKENS: u32 = 4_096;
 const SYSTEM: &str = "You search the web for the user's query with the web_search tool, then summarise in a few \
 sentences what the results say, naming the URLs you draw on. Report only what the results contain.";
 
+/// Which API's search tool the side request offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SearchTool {
+    /// Anthropic Messages: `web_search_20250305`, results as `web_search_tool_result` blocks.
+    Anthropic,
+    /// OpenAI Responses: `web_search`, results as the answer's `url_citation` annotations,
+    /// which the Responses assembler turns into the same result blocks.
+    OpenAiResponses,
+}
+
 pub struct AnthropicSearch {
     provider: Arc<dyn Provider>,
     model: String,
+    tool: SearchTool,
 }
 
 impl AnthropicSearch {
     pub fn new(provider: Arc<dyn Provider>, model: impl Into<String>) -> Self {
+        Self::with_tool(provider, model, SearchTool::Anthropic)
+    }
+
+    pub fn with_tool(provider: Arc<dyn Provider>, model: impl Into<String>, tool: SearchTool) -> Self {
         AnthropicSearch {
             provider,
             model: model.into(),
+            tool,
         }
     }
+}
+
+/// The Responses API's search tool: it filters by allowed domains only, so blocked domains are
+/// left to keel's own filter of the results (and named to the model in the request).
+pub fn responses_tool_definition(filters: &Filters) -> Value {
+    let mut tool = json!({"type": "web_search"});
+    if !filters.allowed.is_empty() {
+        tool["filters"] = json!({"allowed_domains": filters.allowed});
+    }
+    tool
 }
 
 /// The server tool's definition with the call's domain filters.
@@ -60,8 +87,22 @@ impl ProviderSearch for AnthropicSearch {
     }
 
     async fn search(&self, query: &str, filters: &Filters) -> Result<Found, String> {
-        let tools = ToolSet::with_server_tools(Vec::new(), vec![tool_definition(filters)]);
-        let mut messages = vec![Message::user_text(format!("Search the web for: {query}"))];
+        let (definition, ask) = match self.tool {
+            SearchTool::Anthropic => (tool_definition(filters), format!("Search the web for: {query}")),
+            SearchTool::OpenAiResponses if filters.blocked.is_empty() => (
+                responses_tool_definition(filters),
+                format!("Search the web for: {query}"),
+            ),
+            SearchTool::OpenAiResponses => (
+                responses_tool_definition(filters),
+                format!(
+                    "Search the web for: {query}\nDo not use results from these domains: {}",
+                    filters.blocked.join(", ")
+                ),
+            ),
+        };
+        let tools = ToolSet::with_server_tools(Vec::new(), vec![definition]);
+        let mut messages = vec![Message::user_text(ask)];
         let mut found = Found::default();
         let mut summary = String::new();
         // Dropping this future (the call was interrupted) cancels the request.

@@ -24,6 +24,11 @@ enum Item {
         arguments: String,
         done: bool,
     },
+    /// The server's own web search (`web_search_call`): its status and the query it ran.
+    Search {
+        id: String,
+        status: String,
+    },
     Reasoning {
         summary: String,
         /// Index of the summary part being written (parts are joined by a blank line).
@@ -43,6 +48,8 @@ pub struct Assembler {
     status: Option<String>,
     incomplete_reason: Option<String>,
     refused: bool,
+    /// `url_citation` annotations of the output text: what a web search found.
+    citations: Vec<Value>,
 }
 
 impl Assembler {
@@ -92,6 +99,10 @@ impl Assembler {
                 part: None,
                 encrypted: None,
             },
+            Some("web_search_call") => Item::Search {
+                id: str_of(&item["id"]),
+                status: str_of(&item["status"]),
+            },
             _ => Item::Other,
         };
         self.items.retain(|(i, _)| *i != index);
@@ -103,9 +114,17 @@ impl Assembler {
             let mut ignored = Vec::new();
             self.added(index, item, &mut ignored);
         }
+        if item["type"].as_str() == Some("message") {
+            self.citations.extend(citations(&item["content"]));
+        }
         match self.item(index) {
             Some(Item::Message { text }) if text.is_empty() => {
                 *text = joined(&item["content"], &["output_text", "refusal"], &["text", "refusal"]);
+            }
+            Some(Item::Search { status, .. }) => {
+                if let Some(s) = item["status"].as_str() {
+                    *status = s.to_string();
+                }
             }
             Some(Item::Call {
                 call_id,
@@ -133,6 +152,31 @@ impl Assembler {
             _ => {}
         }
     }
+}
+
+/// The `url_citation` annotations of a message's parts, as search results (`url`, `title`),
+/// each URL once.
+fn citations(parts: &Value) -> Vec<Value> {
+    let mut seen = Vec::new();
+    let notes = parts
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p["annotations"].as_array());
+    for note in notes.flatten() {
+        if note["type"].as_str() != Some("url_citation") {
+            continue;
+        }
+        let Some(url) = note["url"].as_str().filter(|u| !u.is_empty()) else {
+            continue;
+        };
+        if seen.iter().any(|v: &Value| v["url"] == url) {
+            continue;
+        }
+        let title = note["title"].as_str().unwrap_or(url);
+        seen.push(serde_json::json!({"type": "web_search_result", "url": url, "title": title}));
+    }
+    seen
 }
 
 /// Texts of the parts of a content or summary array whose type is one of `kinds`.
@@ -253,8 +297,19 @@ impl StreamAssembler for Assembler {
         let mut content = Vec::new();
         let mut broken = Vec::new();
         let mut calls = 0;
+        let mut searches = Vec::new();
         for (_, item) in self.items {
             match item {
+                Item::Search { id, status } => {
+                    // A failed search is the provider's search error, as Anthropic's API says it.
+                    if status == "failed" {
+                        content.push(ContentBlock::WebSearchToolResult {
+                            tool_use_id: id.clone(),
+                            content: serde_json::json!({"type": "web_search_tool_result_error", "error_code": "unavailable"}),
+                        });
+                    }
+                    searches.push(id);
+                }
                 Item::Reasoning { summary, encrypted, .. } => content.push(ContentBlock::Thinking {
                     thinking: summary,
                     signature: reasoning::responses_signature(encrypted.as_deref()),
@@ -302,6 +357,13 @@ impl StreamAssembler for Assembler {
                 }
                 _ => {}
             }
+        }
+        if !self.citations.is_empty() {
+            let tool_use_id = searches.first().cloned().unwrap_or_else(|| "url_citation".into());
+            content.push(ContentBlock::WebSearchToolResult {
+                tool_use_id,
+                content: Value::Array(self.citations),
+            });
         }
         let stop_reason = match (incomplete, self.incomplete_reason.as_deref()) {
             (true, Some("max_output_tokens")) | (true, None) => StopReason::MaxTokens,

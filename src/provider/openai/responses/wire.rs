@@ -99,7 +99,15 @@ pub fn tools(set: &ToolSet) -> Result<Vec<u8>, String> {
             parameters: &t.input_schema,
         })
         .collect();
-    serde_json::to_vec(&list).map_err(|e| e.to_string())
+    if set.server_tools().is_empty() {
+        return serde_json::to_vec(&list).map_err(|e| e.to_string());
+    }
+    // The provider's own tools (its web search) go as they were given, after the functions.
+    let mut all = serde_json::to_value(&list).map_err(|e| e.to_string())?;
+    if let serde_json::Value::Array(items) = &mut all {
+        items.extend(set.server_tools().iter().cloned());
+    }
+    serde_json::to_vec(&all).map_err(|e| e.to_string())
 }
 
 #[derive(Serialize)]
