@@ -68,3 +68,59 @@ async fn a_once_hook_of_a_skill_runs_a_single_time_in_the_session() {
     let ids: Vec<Value> = logged(&env, "every").iter().map(|p| p["tool_use_id"].clone()).collect();
     assert_eq!(ids, [json!("b1"), json!("b2"), json!("b3")]);
 }
+
+#[tokio::test]
+async fn a_plugins_skill_hooks_find_the_plugin_folder() {
+    let env = Env::new();
+    env.write(
+        "vendor/guard-plugin/.claude-plugin/plugin.json",
+        r#"{"name": "guard", "version": "1.0.0"}"#,
+    );
+    let script_path = env.write(
+        "vendor/guard-plugin/hooks/check.sh",
+        "#!/usr/bin/env bash\nprintf '%s\\n' \"$CLAUDE_PLUGIN_ROOT\" >> \"$CLAUDE_PROJECT_DIR/plugin-root.log\"\n\
+         echo \"checked by $(basename \"$CLAUDE_PLUGIN_ROOT\")\" >&2\nexit 2\n",
+    );
+    std::fs::set_permissions(&script_path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // The shell form names the script through the variable; the exec form through `args`.
+    env.write(
+        "vendor/guard-plugin/skills/release/SKILL.md",
+        "---\ndescription: Releases carefully.\nhooks:\n  PreToolUse:\n    - matcher: Bash\n      hooks:\n        - type: command\n          command: '${CLAUDE_PLUGIN_ROOT}/hooks/check.sh'\n  PostToolUse:\n    - matcher: Read\n      hooks:\n        - type: command\n          command: bash\n          args: ['${CLAUDE_PLUGIN_ROOT}/hooks/check.sh']\n---\nRelease it.\n",
+    );
+    env.write("notes.txt", "notes\n");
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool("k1", "Skill", json!({"skill": "guard:release"}))]))
+        .push(calls(vec![tool("b1", "Bash", json!({"command": "echo shipping"}))]))
+        .push(calls(vec![tool(
+            "r1",
+            "Read",
+            json!({"file_path": env.path("notes.txt")}),
+        )]))
+        .push(answer("done"));
+    let out = env
+        .keel(&server)
+        .args([
+            "-p",
+            "release",
+            "--plugin-dir",
+            "vendor/guard-plugin",
+            "--allowedTools",
+            "Bash,Read,Skill(guard:release)",
+        ])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let r = server.requests();
+    let (text, is_error) = r[2].tool_result_text("b1");
+    assert!(is_error && text.contains("checked by guard-plugin"), "{text}");
+    let (text, _) = r[3].tool_result_text("r1");
+    assert!(text.contains("checked by guard-plugin"), "PostToolUse feedback: {text}");
+    let root = env.path("vendor/guard-plugin").canonicalize().unwrap();
+    let seen = std::fs::read_to_string(env.path("plugin-root.log")).unwrap();
+    let seen: Vec<std::path::PathBuf> = seen
+        .lines()
+        .map(|l| std::path::Path::new(l).canonicalize().unwrap())
+        .collect();
+    assert_eq!(seen, [root.clone(), root], "both hooks were told the plugin's folder");
+}
