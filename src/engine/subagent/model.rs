@@ -41,9 +41,12 @@ fn resolve(spec: &str, routes: Option<&Catalog>) -> String {
     }
 }
 
+/// A child's own provider, and the model id sent to it (`qwen3-coder` of `lab/qwen3-coder`).
+pub(super) type Routed = (Arc<dyn Provider>, String);
+
 /// The provider and model id for `spec` when it names a provider of the `providers` setting
 /// (`None`: it runs on the parent's provider). `Err` is the call's error result.
-pub(super) fn route(spec: &str, routes: Option<&Catalog>) -> Result<Option<(Arc<dyn Provider>, String)>, String> {
+pub(super) fn route(spec: &str, routes: Option<&Catalog>) -> Result<Option<Routed>, String> {
     let Some(catalog) = routes.filter(|c| c.split(spec).0.is_some()) else {
         return Ok(None);
     };
