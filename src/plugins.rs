@@ -402,8 +402,9 @@ fn load_hooks(path: &Path, root: &Path) -> Result<Option<Value>, PluginError> {
     Ok(read_json(path, root)?.map(|v| v.get("hooks").cloned().unwrap_or(v)))
 }
 
-/// Replaces `${CLAUDE_PLUGIN_ROOT}` in every string of `v`.
-fn substitute(v: Value, root: &str) -> Value {
+/// Replaces `${CLAUDE_PLUGIN_ROOT}` in every string of `v` (a plugin's hooks and servers, the
+/// hooks of its skills).
+pub fn substitute(v: Value, root: &str) -> Value {
     match v {
         Value::String(s) => Value::String(s.replace(ROOT_VAR, root)),
         Value::Array(a) => Value::Array(a.into_iter().map(|x| substitute(x, root)).collect()),

@@ -181,9 +181,18 @@ impl SkillInvoker {
             return None;
         }
         let mut config = crate::hooks::HookConfig::default();
-        if let Err(e) = config.add_layer(hooks, &format!("skill {} ({})", skill.name, skill.path.display())) {
+        let label = format!("skill {} ({})", skill.name, skill.path.display());
+        // A plugin's skill: its hooks are the plugin's, `${CLAUDE_PLUGIN_ROOT}` its folder.
+        let hooks = match &skill.plugin_root {
+            Some(root) => &crate::plugins::substitute(hooks.clone(), &root.display().to_string()),
+            None => hooks,
+        };
+        if let Err(e) = config.add_layer(hooks, &label) {
             warn(format!("{e}; the skill's hooks do not run"));
             return None;
+        }
+        if let Some(root) = &skill.plugin_root {
+            config.set_plugin_root(&label, root);
         }
         for w in &config.warnings {
             warn(w.clone());

@@ -263,6 +263,9 @@ pub struct Group {
     pub handlers: Vec<Handler>,
     /// The settings file the group came from.
     pub source: String,
+    /// Its handlers were marked `once: true`: in a skill's front matter they run at most once
+    /// per session (see `once.rs`); elsewhere the mark means nothing.
+    pub once: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -349,10 +352,19 @@ impl HookConfig {
                     .get("hooks")
                     .and_then(Value::as_array)
                     .ok_or_else(|| err("each group needs a `hooks` array".into()))?;
-                let mut handlers = Vec::new();
+                // Handlers marked `once` get groups of their own, in place, so order holds.
+                let mut runs: Vec<(bool, Vec<Handler>)> = Vec::new();
                 for h in list {
+                    let once = match h.get("once") {
+                        None | Some(Value::Null) => false,
+                        Some(Value::Bool(b)) => *b,
+                        Some(v) => return Err(err(format!("`once` must be true or false, found {v}"))),
+                    };
                     match parse_handler(h) {
-                        Ok(Some(handler)) => handlers.push(handler),
+                        Ok(Some(handler)) => match runs.last_mut() {
+                            Some((o, hs)) if *o == once => hs.push(handler),
+                            _ => runs.push((once, vec![handler])),
+                        },
                         Ok(None) => config.warnings.push(format!(
                             "{label}: a {name} hook of type `{}` is not supported by keel and will not run",
                             h.get("type").and_then(Value::as_str).unwrap_or("?")
@@ -360,12 +372,18 @@ impl HookConfig {
                         Err(p) => return Err(err(p)),
                     }
                 }
-                config.events.entry(event).or_default().push(Group {
-                    matcher,
-                    matcher_text: matcher_text.unwrap_or_default(),
-                    handlers,
-                    source: label.clone(),
-                });
+                if runs.is_empty() {
+                    runs.push((false, Vec::new()));
+                }
+                for (once, handlers) in runs {
+                    config.events.entry(event).or_default().push(Group {
+                        matcher: matcher.clone(),
+                        matcher_text: matcher_text.clone().unwrap_or_default(),
+                        handlers,
+                        source: label.clone(),
+                        once,
+                    });
+                }
             }
         }
         Ok(())
@@ -413,6 +431,7 @@ impl HookConfig {
             matcher_text: matcher_text.unwrap_or_default().to_string(),
             handlers,
             source: source.to_string(),
+            once: false,
         });
         Ok(())
     }

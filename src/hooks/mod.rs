@@ -9,6 +9,7 @@ pub mod config;
 pub mod delegated;
 pub mod failure;
 pub mod matcher;
+mod once;
 pub mod outcome;
 pub mod process;
 pub mod runner;
@@ -40,6 +41,8 @@ pub struct Hooks {
     client: std::sync::RwLock<callback::ClientHooks>,
     /// Hooks that hold while something is active (a loaded skill's front matter), by owner.
     scoped: std::sync::RwLock<Vec<(String, HookConfig)>>,
+    /// Scoped `once: true` handlers that have run in this session.
+    spent: std::sync::Mutex<once::Spent>,
     /// What answers `prompt`, `agent` and `mcp_tool` hooks (set by the engine).
     delegate: std::sync::RwLock<Option<std::sync::Arc<dyn HookDelegate>>>,
     /// The prompt the current turn answers (`prompt_id` in every payload).
@@ -72,6 +75,7 @@ impl Hooks {
             config,
             client: std::sync::RwLock::new(callback::ClientHooks::default()),
             scoped: std::sync::RwLock::new(Vec::new()),
+            spent: std::sync::Mutex::new(once::Spent::new()),
             delegate: std::sync::RwLock::new(None),
             prompt_id: std::sync::RwLock::new(None),
             env_file: std::sync::RwLock::new(None),
@@ -98,6 +102,8 @@ impl Hooks {
     /// Points the hooks at another session (after `/clear` or `/resume`).
     pub fn rebind(&self, session_id: String, transcript: SharedTranscript) {
         *self.session.write().unwrap_or_else(|p| p.into_inner()) = (session_id, transcript);
+        // `once` counts per session.
+        self.spent.lock().unwrap_or_else(|p| p.into_inner()).clear();
     }
 
     /// The transcript of the session the hooks serve (for audit lines of the pipeline).
@@ -141,8 +147,10 @@ impl Hooks {
     }
 
     /// Registers hooks that hold until [`Hooks::remove_scoped`] with the same owner (a skill's
-    /// front matter while it is active); registering an owner again replaces its hooks.
-    pub fn add_scoped(&self, owner: &str, config: HookConfig) {
+    /// front matter while it is active); registering an owner again replaces its hooks. Its
+    /// `once` handlers that already ran in this session are left out.
+    pub fn add_scoped(&self, owner: &str, mut config: HookConfig) {
+        config.drop_spent(owner, &self.spent.lock().unwrap_or_else(|p| p.into_inner()));
         let mut scoped = self.scoped.write().unwrap_or_else(|p| p.into_inner());
         scoped.retain(|(o, _)| o != owner);
         if !config.is_empty() {
@@ -221,11 +229,20 @@ impl Hooks {
         sink: &EventSink,
     ) -> Aggregate {
         let mut handlers = self.config.matching(event, target);
-        for (_, c) in self.scoped.read().unwrap_or_else(|p| p.into_inner()).iter() {
-            for h in c.matching(event, target) {
-                if !handlers.contains(&h) {
-                    handlers.push(h);
+        {
+            // A scoped `once` handler runs this time and is taken out under the same lock.
+            let mut scoped = self.scoped.write().unwrap_or_else(|p| p.into_inner());
+            let mut spent = Vec::new();
+            for (owner, c) in scoped.iter_mut() {
+                for h in c.matching(event, target) {
+                    if !handlers.contains(&h) {
+                        handlers.push(h);
+                    }
                 }
+                spent.extend(c.take_once(owner, event, target));
+            }
+            if !spent.is_empty() {
+                self.spent.lock().unwrap_or_else(|p| p.into_inner()).extend(spent);
             }
         }
         let delegate = self.delegate.read().unwrap_or_else(|p| p.into_inner()).clone();

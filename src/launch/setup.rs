@@ -129,6 +129,9 @@ pub fn prepare_with(cli: &Options, trust: ProjectTrust) -> Result<Prepared, Setu
     engine.set_project(project);
     engine.watch_settings(Settings::files(base.user_home.as_deref(), &base.home, &base.cwd));
     extensions.install(&mut engine)?;
+    if let Some(providers) = &choice.catalog {
+        engine.route_subagent_models(providers.clone());
+    }
     if let Some(schema) = schema {
         engine
             .require_structured_output(schema)

@@ -51,6 +51,17 @@ impl Catalog {
         for root in roots(p) {
             let bound = root.bound.as_deref();
             let ns = root.ns.as_deref();
+            // A plugin's skills and commands know its folder (their hooks' `CLAUDE_PLUGIN_ROOT`).
+            let plugin_root = match &root.source {
+                Source::Plugin(name) => p.plugins.iter().find(|(n, _)| n == name).map(|(_, r)| r.clone()),
+                _ => None,
+            };
+            let of_plugin = |loaded: Result<Skill, String>| {
+                loaded.map(|mut s| {
+                    s.plugin_root.clone_from(&plugin_root);
+                    s
+                })
+            };
             if root.kind == Kind::Skill {
                 for dir in subdirs(&root.dir) {
                     let file = dir.join("SKILL.md");
@@ -65,7 +76,7 @@ impl Catalog {
                         .file_name()
                         .map(|n| n.to_string_lossy().into_owned())
                         .unwrap_or_default();
-                    let loaded = read_file(&file, &qualify(ns, &base), Kind::Skill, root.source.clone());
+                    let loaded = of_plugin(read_file(&file, &qualify(ns, &base), Kind::Skill, root.source.clone()));
                     c.add_from(loaded, p, root.package.as_deref());
                 }
                 continue;
@@ -85,7 +96,10 @@ impl Catalog {
                     continue;
                 }
                 let name = qualify(ns, &name);
-                c.add(read_file(&path, &name, Kind::Command, root.source.clone()), p);
+                c.add(
+                    of_plugin(read_file(&path, &name, Kind::Command, root.source.clone())),
+                    p,
+                );
             }
         }
         c.skills.sort_by(|a, b| a.name.cmp(&b.name));
@@ -485,10 +499,12 @@ mod tests {
         );
         assert_eq!(c.get("ship").unwrap().description, "the user's ship");
         assert_eq!(c.get("ship").unwrap().source, Source::User);
+        assert!(c.get("ship").unwrap().plugin_root.is_none());
         assert_eq!(c.get("review").unwrap().description, "personal review");
         assert_eq!(c.get("release").unwrap().kind, Kind::Skill);
         assert_eq!(c.get("/git:log").unwrap().kind, Kind::Command);
         assert_eq!(c.get("ops:deploy").unwrap().source, Source::Plugin("ops".into()));
+        assert_eq!(c.get("ops:deploy").unwrap().plugin_root.as_ref(), Some(&plugin));
         assert_eq!(c.get("ops:status").unwrap().source, Source::Plugin("ops".into()));
         assert_eq!(c.warnings.len(), 3, "{:?}", c.warnings);
         assert!(

@@ -77,6 +77,8 @@ pub struct Skill {
     pub hooks: Option<serde_json::Value>,
     /// The skill's folder (`${CLAUDE_SKILL_DIR}`); a command's directory.
     pub dir: PathBuf,
+    /// The folder of the plugin it comes from: its hooks get `CLAUDE_PLUGIN_ROOT`.
+    pub plugin_root: Option<PathBuf>,
     pub path: PathBuf,
     pub body: String,
     pub source: Source,
@@ -189,6 +191,7 @@ pub fn parse(text: &str, path: &Path, default_name: &str, kind: Kind, source: So
         fork_agent,
         hooks: meta.get("hooks").filter(|h| !h.is_null()).cloned(),
         dir,
+        plugin_root: None,
         path: path.to_path_buf(),
         body: doc.body.to_string(),
         source,

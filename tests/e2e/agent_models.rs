@@ -4,6 +4,7 @@
 
 use serde_json::json;
 
+use crate::support::openai::chat_answer;
 use crate::support::sse::{answer, calls, tool};
 use crate::support::{Env, ModelServer};
 
@@ -80,4 +81,64 @@ async fn the_managed_model_allowlist_bounds_the_agent_tools_model() {
     assert!(is_error, "{refused}");
     assert!(refused.contains("claude-haiku-5-5` is not allowed"), "{refused}");
     assert!(refused.contains(&managed.display().to_string()), "{refused}");
+}
+
+/// A model on a named provider (`lab/qwen3-coder`), from the call's `model` input or the agent
+/// type's front matter, sends the sub-agent's requests to that provider's server; the parent's
+/// stay on its own.
+#[tokio::test]
+async fn a_sub_agent_on_a_named_providers_model_runs_on_that_provider() {
+    let env = Env::new();
+    let main = ModelServer::start().await;
+    let lab = ModelServer::start().await;
+    std::fs::create_dir_all(env.home.join(".keel")).unwrap();
+    std::fs::write(
+        env.home.join(".keel/settings.json"),
+        json!({"providers": {"lab": {"type": "openai", "baseUrl": format!("{}/v1", lab.url())}}}).to_string(),
+    )
+    .unwrap();
+    env.write(
+        ".claude/agents/lab-reviewer.md",
+        "---\nname: lab-reviewer\ndescription: Reviews on the lab's model.\nmodel: lab/qwen3-coder-large\ntools: Read\n---\nReview what you are given.\n",
+    );
+    main.push(calls(vec![agent("a1", "lab/qwen3-coder")]))
+        .push(calls(vec![tool(
+            "a2",
+            "Agent",
+            json!({"description": "review", "prompt": "Review the notes.", "subagent_type": "lab-reviewer"}),
+        )]))
+        .push(answer("done"));
+    lab.push(chat_answer("qwen3-coder", "Nothing on the lab."))
+        .push(chat_answer("qwen3-coder-large", "Reviewed on the lab."));
+    let out = env.keel(&main).args(["-p", "go"]).run().await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+
+    let on_lab = lab.requests();
+    assert_eq!(on_lab.len(), 2, "both sub-agents asked the lab: {}", out.stdout);
+    assert_eq!(on_lab[0].path, "/v1/chat/completions");
+    assert_eq!(on_lab[0].body["model"], "qwen3-coder");
+    assert!(
+        on_lab[0].body["messages"].to_string().contains("List the files."),
+        "{}",
+        on_lab[0].body
+    );
+    assert_eq!(on_lab[1].body["model"], "qwen3-coder-large");
+    assert!(
+        on_lab[1].body["messages"].to_string().contains("Review the notes."),
+        "{}",
+        on_lab[1].body
+    );
+
+    let on_main = main.requests();
+    assert_eq!(on_main.len(), 3, "no sub-agent request reached the parent's server");
+    let (report, is_error) = on_main[1].tool_result_text("a1");
+    assert!(!is_error && report.starts_with("Nothing on the lab."), "{report}");
+    let (report, is_error) = on_main[2].tool_result_text("a2");
+    assert!(!is_error && report.starts_with("Reviewed on the lab."), "{report}");
+    assert!(
+        on_main
+            .iter()
+            .all(|r| !r.body["model"].as_str().unwrap_or("").contains("qwen")),
+        "the parent stays on its own model"
+    );
 }

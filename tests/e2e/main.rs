@@ -62,6 +62,7 @@ mod session_lock;
 mod settings_layers;
 mod shm;
 mod silent_waits;
+mod skill_hooks;
 mod skills;
 mod stale_servers;
 mod stream_control;

@@ -150,7 +150,19 @@ pub(super) async fn prepare(
     let transcript_path = dir.join(format!("{agent_id}.jsonl"));
     let mut notes = Vec::new();
     // Before anything is made for the child: a refused model is the call's error.
-    let choice = super::model::choose(req.model.as_deref(), def.model.as_deref(), &r.model(), &r.authorizer)?;
+    let routes = r.routes();
+    let choice = super::model::choose(
+        req.model.as_deref(),
+        def.model.as_deref(),
+        &r.model(),
+        &r.authorizer,
+        routes.as_deref(),
+    )?;
+    let spec = match &choice {
+        super::model::Choice::Model(m) | super::model::Choice::Fallback { model: m, .. } => m.clone(),
+    };
+    // A model on a named provider runs there; any other on the parent's provider.
+    let routed = super::model::route(&spec, routes.as_deref())?;
 
     let worktree = if req.worktree || def.isolation == Some(Isolation::Worktree) {
         Some(
@@ -204,15 +216,19 @@ pub(super) async fn prepare(
     );
 
     // A definition's model outside managed settings' allowlist gives way to the session's.
-    let model = match choice {
-        super::model::Choice::Fallback { model, why } => {
-            r.events.notice(
-                NoticeLevel::Warning,
-                format!("agent type {}: {why}; it runs on the session's model", def.name),
-            );
-            model
-        }
-        super::model::Choice::Model(m) => m,
+    if let super::model::Choice::Fallback { why, .. } = &choice {
+        r.events.notice(
+            NoticeLevel::Warning,
+            format!("agent type {}: {why}; it runs on the session's model", def.name),
+        );
+    }
+    // The id sent to the server (`qwen3-coder` of `lab/qwen3-coder`), and its provider.
+    let (provider, model) = match routed {
+        Some((provider, id)) => (provider, id),
+        None => (
+            tree.provider.read().unwrap_or_else(|p| p.into_inner()).clone(),
+            spec.clone(),
+        ),
     };
     let offers = |name: &str| registry.get(name).is_some();
     let mut listings = Vec::new();
@@ -247,7 +263,7 @@ pub(super) async fn prepare(
     };
     let (mut engine, mut events) = Engine::new(
         config,
-        tree.provider.read().unwrap_or_else(|p| p.into_inner()).clone(),
+        provider,
         registry.clone(),
         authorizer.clone(),
         tree.hooks.clone(),
@@ -266,7 +282,8 @@ pub(super) async fn prepare(
             registry.clone(),
             authorizer.clone(),
             engine.events().clone(),
-            engine.config.model.clone(),
+            // What its own children inherit: the provider's name stays on.
+            spec.clone(),
             engine.session.services.clone(),
             engine.contributions.0.clone(),
         ))

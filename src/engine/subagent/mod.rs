@@ -53,6 +53,8 @@ pub struct SubagentInfo {
 pub(crate) struct Tree {
     /// Follows the session's model changes (`Engine::switch_model`).
     provider: RwLock<Arc<dyn Provider>>,
+    /// The session's providers: a child whose model names one (`lab/qwen3-coder`) runs there.
+    routes: RwLock<Option<Arc<crate::provider::catalog::Catalog>>>,
     hooks: Arc<Hooks>,
     /// The main engine's configuration (window, compaction, whether a human answers).
     base: EngineConfig,
@@ -109,6 +111,15 @@ impl SubagentRunner {
         *self.model.write().unwrap_or_else(|p| p.into_inner()) = model;
     }
 
+    /// The session's providers, for children whose model names one (`NAME/MODEL`).
+    pub(crate) fn route_models(&self, providers: Arc<crate::provider::catalog::Catalog>) {
+        *self.tree.routes.write().unwrap_or_else(|p| p.into_inner()) = Some(providers);
+    }
+
+    fn routes(&self) -> Option<Arc<crate::provider::catalog::Catalog>> {
+        self.tree.routes.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
     pub(crate) fn set_catalog(&self, catalog: Arc<AgentCatalog>) {
         *self.tree.agents.write().unwrap_or_else(|p| p.into_inner()) = catalog;
     }
@@ -160,6 +171,7 @@ impl Engine {
         project.memory = None;
         let tree = Tree {
             provider: RwLock::new(self.provider.clone()),
+            routes: RwLock::new(None),
             hooks: self.hooks.clone(),
             base: self.config.clone(),
             project,
@@ -188,6 +200,15 @@ impl Engine {
         }));
         self.subagents = Some(runner);
         Ok(())
+    }
+
+    /// Lets sub-agents whose model names a provider of the session (`lab/qwen3-coder`, from
+    /// the Agent call's `model` or the agent type's) run on that provider. Call after
+    /// [`Engine::install_subagents`].
+    pub fn route_subagent_models(&self, providers: Arc<crate::provider::catalog::Catalog>) {
+        if let Some(r) = &self.subagents {
+            r.route_models(providers);
+        }
     }
 
     pub(crate) fn subagent_runner(&self) -> Option<&Arc<SubagentRunner>> {
