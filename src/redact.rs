@@ -90,7 +90,15 @@ pub fn redact(text: &str) -> (Cow<'_, str>, Vec<&'static str>) {
     let mut kinds = Vec::new();
     let out = re.replace_all(text, |c: &Captures<'_>| {
         for (kept, value, kind) in KEPT_PREFIX {
-            if let (Some(prefix), Some(_)) = (c.name(kept), c.name(value)) {
+            if let (Some(prefix), Some(value)) = (c.name(kept), c.name(value)) {
+                // A value that is itself a recognised key keeps that key's kind.
+                if *kept == "env" {
+                    let (inner, found) = redact(value.as_str());
+                    if inner == marker(found.first().copied().unwrap_or_default()) {
+                        kinds.extend(found);
+                        return format!("{}{inner}", prefix.as_str());
+                    }
+                }
                 kinds.push(*kind);
                 let tail = if *kept == "url" { "@" } else { "" };
                 return format!("{}{}{tail}", prefix.as_str(), marker(kind));
