@@ -8,6 +8,7 @@ pub mod callback;
 pub mod config;
 pub mod delegated;
 pub mod failure;
+mod handler_parse;
 pub mod matcher;
 mod once;
 pub mod outcome;
