@@ -9,7 +9,7 @@ use crate::support::web::{Site, html, redirect, typed};
 use crate::support::{Env, ModelServer, Out};
 
 /// The user's own settings (the home's `.claude/settings.json`).
-fn user_settings(env: &Env, value: Value) {
+pub(crate) fn user_settings(env: &Env, value: Value) {
     let dir = env.home.join(".claude");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("settings.json"), value.to_string()).unwrap();

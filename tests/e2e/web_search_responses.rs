@@ -7,12 +7,7 @@ use serde_json::{Value, json};
 use crate::support::openai::responses_reply;
 use crate::support::sse::{text, tool};
 use crate::support::{Env, ModelServer, Recorded, Reply};
-
-fn user_settings(env: &Env, value: Value) {
-    let dir = env.home.join(".claude");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("settings.json"), value.to_string()).unwrap();
-}
+use crate::web::user_settings;
 
 fn frame(data: Value) -> String {
     format!("event: {}\ndata: {data}\n\n", data["type"].as_str().unwrap())
@@ -153,13 +148,6 @@ async fn a_failed_responses_search_is_the_calls_error() {
         "{}",
         reqs[1].body
     );
-    let call = reqs[2].body["input"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["type"] == "function_call_output" && i["call_id"] == "call_f")
-        .cloned()
-        .unwrap();
-    let result = call["output"].as_str().unwrap();
+    let result = output_sent(&reqs[2], "call_f");
     assert!(result.contains("search failed"), "{result}");
 }
