@@ -24,7 +24,7 @@ enum Item {
         arguments: String,
         done: bool,
     },
-    /// The server's own web search (`web_search_call`): its status and the query it ran.
+    /// The server's own web search (`web_search_call`): its id and status.
     Search {
         id: String,
         status: String,
@@ -297,7 +297,7 @@ impl StreamAssembler for Assembler {
         let mut content = Vec::new();
         let mut broken = Vec::new();
         let mut calls = 0;
-        let mut searches = Vec::new();
+        let mut first_search: Option<String> = None;
         for (_, item) in self.items {
             match item {
                 Item::Search { id, status } => {
@@ -308,7 +308,7 @@ impl StreamAssembler for Assembler {
                             content: serde_json::json!({"type": "web_search_tool_result_error", "error_code": "unavailable"}),
                         });
                     }
-                    searches.push(id);
+                    first_search.get_or_insert(id);
                 }
                 Item::Reasoning { summary, encrypted, .. } => content.push(ContentBlock::Thinking {
                     thinking: summary,
@@ -359,7 +359,7 @@ impl StreamAssembler for Assembler {
             }
         }
         if !self.citations.is_empty() {
-            let tool_use_id = searches.first().cloned().unwrap_or_else(|| "url_citation".into());
+            let tool_use_id = first_search.unwrap_or_else(|| "url_citation".into());
             content.push(ContentBlock::WebSearchToolResult {
                 tool_use_id,
                 content: Value::Array(self.citations),
