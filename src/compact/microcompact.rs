@@ -103,11 +103,9 @@ fn placeholder(
     if lines.is_empty() {
         out.push_str(" — Read or Grep it if you need it again.]");
     } else {
-        out.push_str("\nDecisive lines:");
-        for l in lines {
-            out.push_str("\n  ");
-            out.push_str(&l);
-        }
+        // The lines are the tool's output: they keep the envelope the whole result had.
+        out.push_str("\nDecisive lines:\n");
+        out.push_str(&crate::types::untrusted::wrap(&call.name, &lines.join("\n")));
         out.push(']');
     }
     Some(out)

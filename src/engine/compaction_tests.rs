@@ -313,6 +313,7 @@ async fn manual_compaction_writes_a_handoff_from_keels_record_and_remounts_hot_s
         &format!("- {parse} — 1 change (Edit), last at step 2"),
         "## Open verification items and failed checks",
         "output shows failures",
+        "output shows failures\n<untrusted-content source=\"Grep\">\n",
         "test parse::dates ... FAILED",
         "test result: FAILED. 2 passed; 1 failed",
         &format!("log: {log}"),

@@ -218,8 +218,13 @@ fn render_failures(out: &mut String, failures: &[&ToolOutcome]) {
         if let Some(code) = f.exit_code {
             let _ = write!(out, ", exit code {code}");
         }
-        for l in &f.decisive {
-            let _ = write!(out, "\n    {l}");
+        if !f.decisive.is_empty() {
+            // Lines of the tool's output: data, in the envelope the result had.
+            let _ = write!(
+                out,
+                "\n{}",
+                crate::types::untrusted::wrap(&f.tool, &f.decisive.join("\n"))
+            );
         }
         if let Some(src) = &f.source {
             let _ = write!(out, "\n  log: {}", src.display());

@@ -344,6 +344,15 @@ fn tier3_microcompact_replaces_old_results_with_pointers() {
         rendered.contains("error[E0425]: cannot find value `x`"),
         "failed results keep decisive lines"
     );
+    // They are the tool's output: inside the envelope, not in keel's own words.
+    let shown = view.messages[6].content_text_of("t3");
+    let decisive = shown.split("Decisive lines:\n").nth(1).unwrap_or_default();
+    assert!(
+        decisive.starts_with("<untrusted-content source=\"Bash\">\n")
+            && decisive.contains("error[E0425]: cannot find value `x`\n")
+            && decisive.contains("Exit code 101\n</untrusted-content>]"),
+        "decisive lines in their envelope: {decisive}"
+    );
     assert!(tokens::messages(&view.messages) * 3 < tokens::messages(&store[..upto]));
 }
 
