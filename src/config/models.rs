@@ -34,6 +34,10 @@ pub struct Pricing {
     pub cache_read: f64,
 }
 
+/// USD per search of a provider's web search tool (Anthropic's and OpenAI's list price: $10
+/// per 1,000 searches).
+pub const WEB_SEARCH_USD: f64 = 0.01;
+
 impl Pricing {
     pub fn cost(&self, usage: &crate::types::message::Usage) -> f64 {
         (usage.input_tokens as f64 * self.input
@@ -41,6 +45,7 @@ impl Pricing {
             + usage.cache_creation_input_tokens as f64 * self.cache_write
             + usage.cache_read_input_tokens as f64 * self.cache_read)
             / 1_000_000.0
+            + usage.web_search_requests as f64 * WEB_SEARCH_USD
     }
 }
 

@@ -11,6 +11,7 @@ use super::events::NoticeLevel;
 use super::pipeline::CallRecord;
 use crate::agents::{AgentCatalog, AgentDef, Limits};
 use crate::plugins::Plugins;
+use crate::provider::{ModelRequest, Provider};
 use crate::skills::Catalog;
 use crate::types::message::ContentBlock;
 
@@ -150,6 +151,45 @@ impl Engine {
                 );
             }
             self.session.denials.extend(finished.denials);
+        }
+    }
+
+    /// The provider for `request`: the session's, or, when a loaded skill's model names one of
+    /// the session's providers (`lab/qwen3-coder`), that one, with the bare model in the request.
+    pub(super) fn provider_for(&mut self, request: &mut ModelRequest) -> Result<Arc<dyn Provider>, String> {
+        if request.model == self.config.model {
+            return Ok(self.provider.clone());
+        }
+        if let Some((spec, (provider, model))) = &self.skill_route
+            && *spec == request.model
+        {
+            request.model = model.clone();
+            return Ok(provider.clone());
+        }
+        let Some(runner) = &self.subagents else {
+            return Ok(self.provider.clone());
+        };
+        match runner.route(&request.model)? {
+            None => Ok(self.provider.clone()),
+            Some((provider, model)) => {
+                let spec = std::mem::replace(&mut request.model, model.clone());
+                self.skill_route = Some((spec, (provider.clone(), model)));
+                Ok(provider)
+            }
+        }
+    }
+
+    /// Takes the usage of the model requests a round's calls made on the side (a provider's web
+    /// search) into the session's totals; its output tokens count in `--task-budget` through them.
+    pub(super) fn absorb_side_requests(&mut self, records: &[super::pipeline::CallRecord]) {
+        for r in records {
+            for (model, usage) in &r.side_requests {
+                self.session.totals.record(model, usage);
+                self.session.log_event(
+                    crate::transcript::USAGE_EVENT,
+                    serde_json::json!({"model": model, "usage": usage, "for": r.call.name}),
+                );
+            }
         }
     }
 

@@ -112,6 +112,8 @@ pub struct Engine {
     ),
     /// What the current run spent of `--task-budget`.
     task_spend: task_budget::TaskSpend,
+    /// The provider of a loaded skill's model on a named provider, by that model's spec.
+    skill_route: Option<(String, subagent::model::Routed)>,
 }
 
 impl Engine {
@@ -155,6 +157,7 @@ impl Engine {
                 skill_runner: None,
                 contributions: mpsc::unbounded_channel(),
                 task_spend: Default::default(),
+                skill_route: None,
             },
             rx,
         )

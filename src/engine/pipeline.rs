@@ -42,6 +42,8 @@ pub struct CallRecord {
     pub duration_ms: u64,
     /// A hook asked to stop the agent after this call (`continue: false`).
     pub stop: Option<String>,
+    /// The usage of model requests the call made on the side, by model.
+    pub side_requests: Vec<(String, crate::types::message::Usage)>,
 }
 
 impl CallRecord {
@@ -176,6 +178,7 @@ impl Pipeline<'_> {
             denied: done.denied,
             duration_ms: started.elapsed().as_millis() as u64,
             stop: done.stop,
+            side_requests: done.side_requests,
         };
         tracing::debug!(
             is_error = record.output.is_error,
@@ -247,6 +250,7 @@ impl Pipeline<'_> {
                     output,
                     denied: false,
                     stop: pre.stop.or(post_stop),
+                    side_requests: Vec::new(),
                 };
             }
             Err(refusal) => return self.refused(call, refusal),
@@ -357,6 +361,7 @@ impl Pipeline<'_> {
             output,
             denied: false,
             stop: pre.stop.or(post_stop),
+            side_requests: ctx.side_requests.take(),
         }
     }
 
@@ -373,6 +378,7 @@ impl Pipeline<'_> {
             output: refusal.output,
             denied: refusal.denied,
             stop: None,
+            side_requests: Vec::new(),
         }
     }
 }
@@ -382,6 +388,7 @@ struct Done {
     output: ToolOutput,
     denied: bool,
     stop: Option<String>,
+    side_requests: Vec<(String, crate::types::message::Usage)>,
 }
 
 impl Done {
@@ -390,6 +397,7 @@ impl Done {
             output,
             denied: false,
             stop: None,
+            side_requests: Vec::new(),
         }
     }
 }

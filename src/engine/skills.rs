@@ -108,7 +108,11 @@ impl SkillInvoker {
         if skill.fork_agent.is_none() {
             let model = skill.model.as_ref().map(|m| crate::config::models::resolve_alias(m));
             // A model outside managed settings' allowlist is not switched to.
-            let refused = model.as_deref().and_then(|m| self.authorizer.model_refused(m));
+            let mut refused = model.as_deref().and_then(|m| self.authorizer.model_refused(m));
+            // A model of a named provider (`lab/qwen3-coder`) must be reachable to switch to.
+            if let (None, Some(m), Some(runner)) = (&refused, &model, &self.agents) {
+                refused = runner.route(m).err();
+            }
             match refused {
                 Some(why) => self.events.notice(
                     crate::engine::events::NoticeLevel::Warning,

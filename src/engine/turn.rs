@@ -1,5 +1,6 @@
 //! The turn driver: one user prompt, as many model requests and tool rounds as it takes.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use futures_util::StreamExt;
@@ -11,7 +12,7 @@ use super::events::{ApiErrorKind, EngineEvent, NoticeLevel, ResultSubtype, Termi
 use super::lifecycle::{MAX_STOP_BLOCKS, PromptVerdict, StopVerdict};
 use super::pipeline::{Pipeline, ToolCall};
 use super::session::Denial;
-use crate::provider::{BrokenReason, ModelRequest, ModelResponse, ProviderError, ProviderEvent};
+use crate::provider::{BrokenReason, ModelRequest, ModelResponse, Provider, ProviderError, ProviderEvent};
 use crate::types::message::{ContentBlock, Message, StopReason};
 
 /// How often a response cut by the output limit is continued before giving up.
@@ -125,11 +126,15 @@ impl Engine {
             self.events.emit(EngineEvent::RequestStarted {
                 request: stats.requests,
             });
-            let Some(request) = self.next_request(cancel).await else {
+            let Some(mut request) = self.next_request(cancel).await else {
                 return self.interrupted(TerminalReason::AbortedStreaming);
             };
+            let provider = match self.provider_for(&mut request) {
+                Ok(p) => p,
+                Err(why) => return failure(ResultSubtype::ErrorDuringExecution, why, None),
+            };
             let api_started = Instant::now();
-            let response = self.stream_response(request, cancel).await;
+            let response = self.stream_response(&provider, request, cancel).await;
             stats.api_ms += api_started.elapsed().as_millis() as u64;
             let response = match response {
                 Ok(r) => r,
@@ -219,6 +224,7 @@ impl Engine {
                 .await;
                 self.session.sync_todos();
                 self.absorb_subagents();
+                self.absorb_side_requests(&records);
                 for r in records.iter().filter(|r| r.denied) {
                     self.session.denials.push(Denial {
                         tool_name: r.call.name.clone(),
@@ -412,10 +418,11 @@ impl Engine {
     /// Streams one request, forwarding deltas as events.
     async fn stream_response(
         &mut self,
+        provider: &Arc<dyn Provider>,
         request: ModelRequest,
         cancel: &CancellationToken,
     ) -> Result<ModelResponse, ProviderError> {
-        let mut stream = self.provider.stream(request, cancel.clone());
+        let mut stream = provider.stream(request, cancel.clone());
         while let Some(item) = stream.next().await {
             match item? {
                 ProviderEvent::Completed(resp) => return Ok(resp),
@@ -531,15 +538,5 @@ fn continuation_note(response: &ModelResponse) -> String {
              write a large file in several steps).",
             cut.join(", ")
         )
-    }
-}
-
-impl ModelResponse {
-    fn model_or(&self, fallback: &str) -> String {
-        if self.model.is_empty() {
-            fallback.to_string()
-        } else {
-            self.model.clone()
-        }
     }
 }

@@ -15,6 +15,7 @@ fn usage(input: u64, output: u64, cache_read: u64) -> Usage {
         cache_read_input_tokens: cache_read,
         cache_creation_input_tokens: 0,
         cache_creation_1h_input_tokens: 0,
+        web_search_requests: 0,
     }
 }
 

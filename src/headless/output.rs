@@ -267,7 +267,7 @@ fn usage_json(u: &Usage) -> Value {
         "cache_creation_input_tokens": u.cache_creation_input_tokens,
         "cache_read_input_tokens": u.cache_read_input_tokens,
         "output_tokens": u.output_tokens,
-        "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+        "server_tool_use": {"web_search_requests": u.web_search_requests, "web_fetch_requests": 0},
         "service_tier": "standard",
         "cache_creation": super::result_fields::cache_creation(u),
     })
@@ -309,8 +309,7 @@ pub fn result_object(
     };
     m.insert("total_cost_usd".into(), total);
     let thinking: u64 = ctx.stats.by_model.values().map(|x| x.thinking_tokens()).sum();
-    let searches: u64 = ctx.stats.by_model.values().map(|x| x.web_searches).sum();
-    m.insert("usage".into(), result_usage(&totals.usage, thinking, searches));
+    m.insert("usage".into(), result_usage(&totals.usage, thinking));
     m.insert(
         "modelUsage".into(),
         model_usage(&totals.by_model, &ctx.stats.session_by_model, ctx.provider),

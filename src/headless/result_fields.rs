@@ -33,14 +33,14 @@ pub fn cache_creation(u: &Usage) -> Value {
 }
 
 /// The result's `usage`: the totals, with the detail blocks the reference adds.
-pub fn result_usage(u: &Usage, thinking_tokens: u64, web_searches: u64) -> Value {
+pub fn result_usage(u: &Usage, thinking_tokens: u64) -> Value {
     json!({
         "input_tokens": u.input_tokens,
         "cache_creation_input_tokens": u.cache_creation_input_tokens,
         "cache_read_input_tokens": u.cache_read_input_tokens,
         "output_tokens": u.output_tokens,
         "output_tokens_details": {"thinking_tokens": thinking_tokens},
-        "server_tool_use": {"web_search_requests": web_searches, "web_fetch_requests": 0},
+        "server_tool_use": {"web_search_requests": u.web_search_requests, "web_fetch_requests": 0},
         "service_tier": "standard",
         "cache_creation": cache_creation(u),
         // Where the request was served; keel's providers do not say.
@@ -71,7 +71,7 @@ pub fn model_usage(
                     "outputTokens": t.usage.output_tokens,
                     "cacheReadInputTokens": t.usage.cache_read_input_tokens,
                     "cacheCreationInputTokens": t.usage.cache_creation_input_tokens,
-                    "webSearchRequests": x.web_searches,
+                    "webSearchRequests": t.usage.web_search_requests,
                     "costUSD": if t.unpriced { Value::Null } else { json!(round6(t.cost_usd)) },
                     "contextWindow": info.context_window,
                     "maxOutputTokens": info.max_output,

@@ -282,6 +282,7 @@ fn usage_since(
         cache_creation_1h_input_tokens: now
             .cache_creation_1h_input_tokens
             .saturating_sub(before.cache_creation_1h_input_tokens),
+        web_search_requests: now.web_search_requests.saturating_sub(before.web_search_requests),
     }
 }
 

@@ -70,11 +70,10 @@ impl SubagentStats {
     }
 }
 
-/// Per model: thinking text written and web searches asked for in this turn.
+/// Per model: thinking text written in this turn (searches are in the usage the API reports).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct ModelExtras {
     pub thinking_chars: u64,
-    pub web_searches: u64,
 }
 
 impl ModelExtras {
@@ -193,16 +192,13 @@ impl TurnStats {
         }
         let mut seen = ModelExtras::default();
         for block in &message.content {
-            match block {
-                ContentBlock::Thinking { thinking, .. } => seen.thinking_chars += thinking.chars().count() as u64,
-                ContentBlock::ToolUse { name, .. } if name == "WebSearch" => seen.web_searches += 1,
-                _ => {}
+            if let ContentBlock::Thinking { thinking, .. } = block {
+                seen.thinking_chars += thinking.chars().count() as u64;
             }
         }
         for map in [&mut self.by_model, &mut self.session_by_model] {
             let e = map.entry(model.to_string()).or_default();
             e.thinking_chars += seen.thinking_chars;
-            e.web_searches += seen.web_searches;
         }
         for block in &message.content {
             if let ContentBlock::ToolUse { id, name, input, .. } = block

@@ -187,6 +187,17 @@ pub struct ModelResponse {
     pub broken_tool_calls: Vec<BrokenToolCall>,
 }
 
+impl ModelResponse {
+    /// The model that answered, or `fallback` when the provider did not say.
+    pub fn model_or(&self, fallback: &str) -> String {
+        if self.model.is_empty() {
+            fallback.to_string()
+        } else {
+            self.model.clone()
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum ProviderEvent {
     /// Raw wire event, for `--include-partial-messages`.

@@ -46,7 +46,27 @@ pub struct ToolContext {
     pub confinement: crate::sandbox::Confinement,
     /// The call's path as the permission check resolved it (symbolic links followed once).
     pub resolved: Option<PathBuf>,
+    /// Model requests the call made on the side (a provider's web search): they count in the
+    /// session's usage and cost.
+    pub side_requests: Arc<SideRequests>,
     grants: Grants,
+}
+
+/// The usage of a call's own model requests, by model, as they are answered.
+#[derive(Debug, Default)]
+pub struct SideRequests(std::sync::Mutex<Vec<(String, crate::types::message::Usage)>>);
+
+impl SideRequests {
+    pub fn record(&self, model: &str, usage: crate::types::message::Usage) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((model.to_string(), usage));
+    }
+
+    pub fn take(&self) -> Vec<(String, crate::types::message::Usage)> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    }
 }
 
 /// What a call's precheck may look at. It runs before anyone approved the call, so it opens a
@@ -101,6 +121,7 @@ impl ToolContext {
             tool_use_id: tool_use_id.into(),
             confinement: Default::default(),
             resolved: None,
+            side_requests: Arc::default(),
             grants: Grants::default(),
         }
     }

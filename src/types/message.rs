@@ -219,6 +219,10 @@ pub struct Usage {
     /// `cache_creation.ephemeral_1h_input_tokens`); the rest lived five minutes.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cache_creation_1h_input_tokens: u64,
+    /// Searches the provider's own web search tool ran for the request (the API's
+    /// `server_tool_use.web_search_requests`), billed per search.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub web_search_requests: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -232,6 +236,7 @@ impl Usage {
         self.cache_creation_1h_input_tokens += other.cache_creation_1h_input_tokens;
         self.cache_read_input_tokens += other.cache_read_input_tokens;
         self.output_tokens += other.output_tokens;
+        self.web_search_requests += other.web_search_requests;
     }
 
     /// Tokens the request occupied in the context window.

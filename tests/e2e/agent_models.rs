@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use crate::support::openai::chat_answer;
+use crate::support::openai::{chat_answer, chat_calls};
 use crate::support::sse::{answer, calls, tool};
 use crate::support::{Env, ModelServer};
 
@@ -141,4 +141,78 @@ async fn a_sub_agent_on_a_named_providers_model_runs_on_that_provider() {
             .all(|r| !r.body["model"].as_str().unwrap_or("").contains("qwen")),
         "the parent stays on its own model"
     );
+}
+
+/// A loaded skill's `model:` and a prompt hook's `model` that name one of the session's
+/// providers run there too, and their requests count in the session's usage.
+#[tokio::test]
+async fn a_skills_and_a_prompt_hooks_model_on_a_named_provider_run_there() {
+    let env = Env::new();
+    let main = ModelServer::start().await;
+    let lab = ModelServer::start().await;
+    std::fs::create_dir_all(env.home.join(".keel")).unwrap();
+    std::fs::write(
+        env.home.join(".keel/settings.json"),
+        json!({"providers": {"lab": {"type": "openai", "baseUrl": format!("{}/v1", lab.url())}}}).to_string(),
+    )
+    .unwrap();
+    env.write(
+        ".claude/settings.json",
+        &json!({"hooks": {"PreToolUse": [{"matcher": "Read", "hooks": [
+            {"type": "prompt", "prompt": "Allow reading notes. Event: $ARGUMENTS", "model": "lab/qwen3-judge"}]}]}})
+        .to_string(),
+    );
+    env.write(
+        ".claude/skills/lab-notes/SKILL.md",
+        "---\nname: lab-notes\ndescription: Reads the notes on the lab's model.\nmodel: lab/qwen3-coder\n---\nRead notes.txt and sum it up.\n",
+    );
+    env.write("notes.txt", "the lab's notes\n");
+    main.push(calls(vec![tool("k1", "Skill", json!({"skill": "lab-notes"}))]));
+    lab.push(chat_calls(
+        "qwen3-coder",
+        vec![tool("r1", "Read", json!({"file_path": env.path("notes.txt")}))],
+    ))
+    .push(chat_answer("qwen3-judge", "{\"ok\": true}"))
+    .push(chat_answer("qwen3-coder", "Summed up on the lab."));
+    let out = env
+        .keel(&main)
+        .args(["-p", "go", "--output-format", "json"])
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+
+    assert_eq!(
+        main.requests().len(),
+        1,
+        "after the skill loaded, the turn left the session's server"
+    );
+    let on_lab = lab.requests();
+    assert_eq!(on_lab.len(), 3, "{}", out.stdout);
+    assert_eq!(on_lab[0].body["model"], "qwen3-coder");
+    assert!(
+        on_lab[0].body["messages"]
+            .to_string()
+            .contains("Read notes.txt and sum it up."),
+        "the skill's text went with the request: {}",
+        on_lab[0].body
+    );
+    assert_eq!(on_lab[1].body["model"], "qwen3-judge", "the hook asked its own model");
+    assert!(
+        on_lab[1].body["messages"].to_string().contains("Allow reading notes."),
+        "{}",
+        on_lab[1].body
+    );
+    assert_eq!(on_lab[2].body["model"], "qwen3-coder");
+    let sent = on_lab[2].body["messages"].to_string();
+    assert!(
+        sent.contains("the lab's notes"),
+        "the Read ran and its result went to the lab: {sent}"
+    );
+
+    let result: serde_json::Value = serde_json::from_str(out.stdout.trim()).expect("one JSON result");
+    assert_eq!(result["result"], "Summed up on the lab.");
+    let models = result["modelUsage"].as_object().expect("modelUsage");
+    for m in ["claude-sonnet-4-5", "qwen3-coder", "qwen3-judge"] {
+        assert!(models.contains_key(m), "{m} missing from {models:?}");
+    }
 }

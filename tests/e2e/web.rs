@@ -526,4 +526,17 @@ async fn web_search_through_the_providers_server_tool_sends_its_blocks_back() {
     );
     assert!(!text.contains("spam.example"), "{text}");
     assert!(text.contains("<untrusted-content source=\"WebSearch\">"), "{text}");
+    // The search's own requests count in the session's usage and cost: two main requests
+    // (100 in, 30 and 20 out), two search requests (50 in, 40 out, one search each).
+    let result: Value = serde_json::from_str(out.stdout.trim()).expect("one JSON result");
+    let usage = &result["usage"];
+    assert_eq!(usage["input_tokens"], 300, "{usage}");
+    assert_eq!(usage["output_tokens"], 130, "{usage}");
+    assert_eq!(usage["server_tool_use"]["web_search_requests"], 2, "{usage}");
+    let model = &result["modelUsage"]["claude-sonnet-4-5"];
+    assert_eq!(model["webSearchRequests"], 2, "{model}");
+    // $3 and $15 per million tokens, $0.01 per search.
+    let cost = result["total_cost_usd"].as_f64().expect("a known cost");
+    let expected = 300.0 * 3e-6 + 130.0 * 15e-6 + 0.02;
+    assert!((cost - expected).abs() < 1e-6, "cost {cost}, expected {expected}");
 }

@@ -112,6 +112,15 @@ async fn web_search_through_the_responses_search_tool_reads_its_citations() {
     // Outside the allowed domains, keel's own filter leaves the citation out.
     assert!(!result.contains("elsewhere.example"), "{result}");
     assert!(result.contains("<untrusted-content source=\"WebSearch\">"), "{result}");
+    // The search request counts: its tokens (40 in, 12 out) beside the two main requests'
+    // (100 uncached, 400 cached, 40 out each), and its one search call.
+    let json: Value = serde_json::from_str(out.stdout.trim()).expect("one JSON result");
+    let usage = &json["usage"];
+    assert_eq!(usage["input_tokens"], 240, "{usage}");
+    assert_eq!(usage["cache_read_input_tokens"], 800, "{usage}");
+    assert_eq!(usage["output_tokens"], 92, "{usage}");
+    assert_eq!(usage["server_tool_use"]["web_search_requests"], 1, "{usage}");
+    assert_eq!(json["modelUsage"]["gpt-5"]["webSearchRequests"], 1, "{json}");
 }
 
 #[tokio::test]

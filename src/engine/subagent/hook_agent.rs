@@ -47,15 +47,22 @@ impl EngineHookDelegate {
 impl HookDelegate for EngineHookDelegate {
     async fn ask_model(&self, system: &str, prompt: &str, model: Option<&str>) -> Result<String, String> {
         let runner = self.runner()?;
-        let provider = runner.tree.provider.read().unwrap_or_else(|p| p.into_inner()).clone();
         let model = model
             .map(crate::config::models::resolve_alias)
             .unwrap_or_else(|| runner.model());
         if let Some(why) = runner.authorizer.model_refused(&model) {
             return Err(why);
         }
+        // A model of a named provider (`lab/qwen3-coder`) is asked there, as a sub-agent's is.
+        let (provider, model) = match super::model::route(&model, runner.routes().as_deref())? {
+            Some(routed) => routed,
+            None => (
+                runner.tree.provider.read().unwrap_or_else(|p| p.into_inner()).clone(),
+                model,
+            ),
+        };
         let request = ModelRequest {
-            model,
+            model: model.clone(),
             max_tokens: PROMPT_MAX_TOKENS,
             system: vec![SystemBlock::text(system)],
             messages: Arc::new(vec![Message::user_text(prompt.to_string())]),
@@ -71,6 +78,11 @@ impl HookDelegate for EngineHookDelegate {
         while let Some(event) = stream.next().await {
             match event {
                 Ok(ProviderEvent::Completed(r)) => {
+                    // The request counts in the session's usage and cost like a sub-agent's.
+                    let _ = runner.report_to.send(crate::tools::agent::Contribution {
+                        usage: vec![(r.model_or(&model), r.usage)],
+                        denials: Vec::new(),
+                    });
                     let text: String = r
                         .content
                         .iter()

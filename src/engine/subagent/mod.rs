@@ -10,7 +10,7 @@
 
 mod child;
 mod hook_agent;
-mod model;
+pub(crate) mod model;
 
 pub use hook_agent::HOOK_AGENT_TYPE;
 
@@ -114,6 +114,12 @@ impl SubagentRunner {
     /// The session's providers, for children whose model names one (`NAME/MODEL`).
     pub(crate) fn route_models(&self, providers: Arc<crate::provider::catalog::Catalog>) {
         *self.tree.routes.write().unwrap_or_else(|p| p.into_inner()) = Some(providers);
+    }
+
+    /// The provider and bare model for `spec` when it names one of the session's providers
+    /// (`lab/qwen3-coder`); `None` for any other model. `Err`: the provider cannot be reached.
+    pub(crate) fn route(&self, spec: &str) -> Result<Option<model::Routed>, String> {
+        model::route(spec, self.routes().as_deref())
     }
 
     fn routes(&self) -> Option<Arc<crate::provider::catalog::Catalog>> {

@@ -42,7 +42,7 @@ fn resolve(spec: &str, routes: Option<&Catalog>) -> String {
 }
 
 /// A child's own provider, and the model id sent to it (`qwen3-coder` of `lab/qwen3-coder`).
-pub(super) type Routed = (Arc<dyn Provider>, String);
+pub(crate) type Routed = (Arc<dyn Provider>, String);
 
 /// The provider and model id for `spec` when it names a provider of the `providers` setting
 /// (`None`: it runs on the parent's provider). `Err` is the call's error result.

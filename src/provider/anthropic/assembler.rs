@@ -302,6 +302,12 @@ fn merge_usage(usage: &mut Usage, v: &Value) {
     {
         usage.cache_creation_1h_input_tokens = n;
     }
+    if let Some(n) = v
+        .pointer("/server_tool_use/web_search_requests")
+        .and_then(Value::as_u64)
+    {
+        usage.web_search_requests = n;
+    }
 }
 
 impl StreamAssembler for Assembler {

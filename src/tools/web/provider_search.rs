@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::search::{Filters, Found, Hit, ProviderSearch};
 use crate::provider::{ModelRequest, Provider, ProviderEvent, Reasoning, SystemBlock, ToolSet};
+use crate::tools::SideRequests;
 use crate::types::message::{ContentBlock, Message, StopReason};
 
 /// The server tool's type, as the API names it.
@@ -86,7 +87,7 @@ impl ProviderSearch for AnthropicSearch {
         format!("{}'s web search", self.provider.name())
     }
 
-    async fn search(&self, query: &str, filters: &Filters) -> Result<Found, String> {
+    async fn search(&self, query: &str, filters: &Filters, spent: &SideRequests) -> Result<Found, String> {
         let (definition, ask) = match self.tool {
             SearchTool::Anthropic => (tool_definition(filters), format!("Search the web for: {query}")),
             SearchTool::OpenAiResponses if filters.blocked.is_empty() => (
@@ -120,6 +121,7 @@ impl ProviderSearch for AnthropicSearch {
                 unchanged: None,
             };
             let response = complete(self.provider.stream(request, cancel.clone())).await?;
+            spent.record(&response.model_or(&self.model), response.usage);
             read_blocks(&response.content, &mut found.hits, &mut summary)?;
             if response.stop_reason != StopReason::PauseTurn {
                 break;

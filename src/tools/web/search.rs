@@ -13,7 +13,9 @@ use url::Url;
 
 use super::Web;
 use super::address::normalize_host;
-use crate::tools::{Declared, Effects, RuleGrammar, Tool, ToolContext, ToolError, ToolOutput, parse_input};
+use crate::tools::{
+    Declared, Effects, RuleGrammar, SideRequests, Tool, ToolContext, ToolError, ToolOutput, parse_input,
+};
 
 /// Longest a search may take.
 const SEARCH_TIMEOUT: Duration = Duration::from_secs(30);
@@ -44,7 +46,8 @@ pub struct Found {
 pub trait ProviderSearch: Send + Sync {
     /// Where the search runs, for the result's header ("Anthropic web search").
     fn label(&self) -> String;
-    async fn search(&self, query: &str, filters: &Filters) -> Result<Found, String>;
+    /// Each model request it makes is recorded in `spent`, whatever the search's outcome.
+    async fn search(&self, query: &str, filters: &Filters, spent: &SideRequests) -> Result<Found, String>;
 }
 
 /// Where searches go.
@@ -203,7 +206,7 @@ impl Tool for WebSearchTool {
             }
             Backend::Provider(p) => {
                 let searched = tokio::select! {
-                    r = p.search(query, &filters) => r,
+                    r = p.search(query, &filters, &ctx.side_requests) => r,
                     _ = ctx.cancel.cancelled() => return Err(ToolError::Cancelled),
                 };
                 (p.label(), searched)

@@ -309,6 +309,7 @@ pub(crate) fn usage(u: &Value) -> Usage {
         cache_read_input_tokens: cached,
         output_tokens: n(&u["completion_tokens"]),
         cache_creation_1h_input_tokens: 0,
+        web_search_requests: 0,
     }
 }
 

@@ -51,6 +51,7 @@ fn text_and_a_usage_trailer_with_cached_tokens() {
             output_tokens: 6,
             cache_creation_input_tokens: 0,
             cache_creation_1h_input_tokens: 0,
+            web_search_requests: 0,
         }
     );
     assert_eq!(texts(&events), vec!["The build", " passes", " on", " main."]);

@@ -298,9 +298,12 @@ impl StreamAssembler for Assembler {
         let mut broken = Vec::new();
         let mut calls = 0;
         let mut first_search: Option<String> = None;
+        // The API's usage does not count searches: each search call is one.
+        let mut searches = 0;
         for (_, item) in self.items {
             match item {
                 Item::Search { id, status } => {
+                    searches += 1;
                     // A failed search is the provider's search error, as Anthropic's API says it.
                     if status == "failed" {
                         content.push(ContentBlock::WebSearchToolResult {
@@ -378,7 +381,10 @@ impl StreamAssembler for Assembler {
             model: self.model,
             content,
             stop_reason,
-            usage: self.usage.unwrap_or_default(),
+            usage: Usage {
+                web_search_requests: searches,
+                ..self.usage.unwrap_or_default()
+            },
             broken_tool_calls: broken,
         })
     }
@@ -412,6 +418,7 @@ fn usage(u: &Value) -> Usage {
         cache_read_input_tokens: cached,
         output_tokens: u["output_tokens"].as_u64().unwrap_or(0),
         cache_creation_1h_input_tokens: 0,
+        web_search_requests: 0,
     }
 }
 

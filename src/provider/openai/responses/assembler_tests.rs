@@ -38,6 +38,7 @@ fn text_and_usage_with_cached_input() {
             output_tokens: 90,
             cache_creation_input_tokens: 0,
             cache_creation_1h_input_tokens: 0,
+            web_search_requests: 0,
         }
     );
     assert_eq!(events.len(), 3);
