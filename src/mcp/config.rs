@@ -63,6 +63,8 @@ pub enum ServerSpec {
     Sse {
         url: String,
         headers: BTreeMap<String, String>,
+        /// How keel signs in when the server asks, as for streamable HTTP.
+        oauth: OAuthConfig,
     },
     /// A server inside the program driving keel (the Agent SDK's `"type": "sdk"`), reached
     /// through `mcp_message` control requests; only `--mcp-config` may declare one.
@@ -76,6 +78,17 @@ impl ServerSpec {
             ServerSpec::Http { .. } => "http",
             ServerSpec::Sse { .. } => "sse",
             ServerSpec::Sdk => "sdk",
+        }
+    }
+
+    /// What a server that signs in (streamable HTTP or legacy SSE) is reached with: its URL,
+    /// its configured headers and its sign-in settings.
+    pub fn remote(&self) -> Option<(&String, &BTreeMap<String, String>, &OAuthConfig)> {
+        match self {
+            ServerSpec::Http { url, headers, oauth } | ServerSpec::Sse { url, headers, oauth } => {
+                Some((url, headers, oauth))
+            }
+            _ => None,
         }
     }
 
@@ -165,10 +178,10 @@ fn lower(name: &str, raw: &Value, expand: &dyn Fn(&str) -> Result<String, String
             for key in headers.keys() {
                 check_header(name, key)?;
             }
+            let oauth = oauth_config(name, obj.get("oauth"), expand)?;
             Ok(if kind == "sse" {
-                ServerSpec::Sse { url, headers }
+                ServerSpec::Sse { url, headers, oauth }
             } else {
-                let oauth = oauth_config(name, obj.get("oauth"), expand)?;
                 ServerSpec::Http { url, headers, oauth }
             })
         }

@@ -224,7 +224,7 @@ pub fn get(src: &Sources<'_>, name: &str) -> Result<String, String> {
                 out.push_str(&format!("  cwd: {}\n", c.display()));
             }
         }
-        Ok(config::ServerSpec::Http { url, headers, .. }) | Ok(config::ServerSpec::Sse { url, headers }) => {
+        Ok(config::ServerSpec::Http { url, headers, .. }) | Ok(config::ServerSpec::Sse { url, headers, .. }) => {
             out.push_str(&format!(
                 "  type: {}\n  url: {url}\n",
                 if e.raw.get("type") == Some(&json!("sse")) {

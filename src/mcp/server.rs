@@ -254,13 +254,15 @@ impl Server {
         place: Placement,
     ) -> Server {
         let access = match &reach {
-            Reach::Spec(ServerSpec::Http { url, headers, oauth }) => Some(Arc::new(Access::new(
-                &name,
-                url,
-                oauth.clone(),
-                place.keel_home.as_deref(),
-                headers.keys().any(|k| k.eq_ignore_ascii_case("authorization")),
-            ))),
+            Reach::Spec(spec) => spec.remote().map(|(url, headers, oauth)| {
+                Arc::new(Access::new(
+                    &name,
+                    url,
+                    oauth.clone(),
+                    place.keel_home.as_deref(),
+                    headers.keys().any(|k| k.eq_ignore_ascii_case("authorization")),
+                ))
+            }),
             _ => None,
         };
         Server {
@@ -287,10 +289,11 @@ impl Server {
         }
     }
 
-    /// The configuration of an HTTP server (the one kind that signs in), if this is one.
-    pub fn http_spec(&self) -> Option<&ServerSpec> {
+    /// The configuration of a server that signs in (streamable HTTP or legacy SSE), if this
+    /// is one.
+    pub fn remote_spec(&self) -> Option<&ServerSpec> {
         match &self.reach {
-            Reach::Spec(spec @ ServerSpec::Http { .. }) => Some(spec),
+            Reach::Spec(spec) if spec.remote().is_some() => Some(spec),
             _ => None,
         }
     }

@@ -1,5 +1,5 @@
-//! `keel mcp login|logout NAME` and the sign-in line of `keel mcp list`: the configured HTTP
-//! server looked up by name, then `auth::login` (the browser flow) or the sign-in file removed.
+//! `keel mcp login|logout NAME` and the sign-in line of `keel mcp list`: the configured remote
+//! server (streamable HTTP or legacy SSE) looked up by name, then `auth::login` (the browser flow) or the sign-in file removed.
 
 use std::path::Path;
 use std::time::Duration;
@@ -9,7 +9,8 @@ use super::auth::{Challenge, TokenFile};
 use super::config::ServerSpec;
 use super::sources::{self, Entry, Sources};
 
-fn http_entry(src: &Sources<'_>, name: &str) -> Result<Entry, String> {
+/// The configured remote server named `name`: the one kind that signs in.
+fn remote_entry(src: &Sources<'_>, name: &str) -> Result<Entry, String> {
     let loaded = sources::load(src, &|k| std::env::var(k).ok())?;
     let entry = loaded
         .entries
@@ -17,9 +18,9 @@ fn http_entry(src: &Sources<'_>, name: &str) -> Result<Entry, String> {
         .find(|e| e.name == name)
         .ok_or_else(|| format!("no MCP server named `{name}` is configured (see `keel mcp list`)"))?;
     match &entry.spec {
-        Ok(ServerSpec::Http { .. }) => Ok(entry),
+        Ok(spec) if spec.remote().is_some() => Ok(entry),
         Ok(other) => Err(format!(
-            "MCP server `{name}` is a {} server; only HTTP servers sign in (`\"type\": \"http\"`)",
+            "MCP server `{name}` is a {} server; only remote servers sign in (`\"type\": \"http\"` or `\"sse\"`)",
             other.transport()
         )),
         Err(e) => Err(format!("MCP server `{name}` cannot be used: {e}")),
@@ -34,9 +35,9 @@ pub async fn login(
     open_browser: bool,
     say: &(dyn Fn(&str) + Sync),
 ) -> Result<String, String> {
-    let entry = http_entry(src, name)?;
-    let Ok(ServerSpec::Http { url, headers, oauth }) = &entry.spec else {
-        return Err(format!("MCP server `{name}` is not an HTTP server"));
+    let entry = remote_entry(src, name)?;
+    let Some((url, headers, oauth)) = entry.spec.as_ref().ok().and_then(ServerSpec::remote) else {
+        return Err(format!("MCP server `{name}` is not a remote server"));
     };
     if headers.keys().any(|k| k.eq_ignore_ascii_case("authorization")) {
         say(&format!(
@@ -59,9 +60,9 @@ pub async fn login(
 
 /// Forgets the sign-in of a configured HTTP server.
 pub fn logout(src: &Sources<'_>, name: &str) -> Result<String, String> {
-    let entry = http_entry(src, name)?;
-    let Ok(ServerSpec::Http { url, .. }) = &entry.spec else {
-        return Err(format!("MCP server `{name}` is not an HTTP server"));
+    let entry = remote_entry(src, name)?;
+    let Some((url, _, _)) = entry.spec.as_ref().ok().and_then(ServerSpec::remote) else {
+        return Err(format!("MCP server `{name}` is not a remote server"));
     };
     let file = TokenFile::new(src.keel_home, url);
     Ok(if file.remove()? {
@@ -71,11 +72,9 @@ pub fn logout(src: &Sources<'_>, name: &str) -> Result<String, String> {
     })
 }
 
-/// `signed in (…)` / `needs sign-in: …` for an HTTP server in `keel mcp list`.
+/// `signed in (…)` / `needs sign-in: …` for a remote server in `keel mcp list`.
 pub fn state_line(keel_home: &Path, entry: &Entry) -> Option<String> {
-    let Ok(ServerSpec::Http { url, oauth, .. }) = &entry.spec else {
-        return None;
-    };
+    let (url, _, oauth) = entry.spec.as_ref().ok()?.remote()?;
     if oauth.client_credentials {
         return Some("signs in with its client credentials".into());
     }
@@ -107,7 +106,7 @@ pub fn state_line(keel_home: &Path, entry: &Entry) -> Option<String> {
     }
 }
 
-/// `/mcp login NAME` in a running session: signs in to one of the session's HTTP servers
+/// `/mcp login NAME` in a running session: signs in to one of the session's remote servers
 /// (its configuration as the session loaded it), then connects it again so its tools join
 /// the session and its `needs-auth` state is gone. Returns the closing line.
 pub async fn login_in_session(
@@ -118,9 +117,9 @@ pub async fn login_in_session(
     say: &(dyn Fn(&str) + Sync),
 ) -> Result<String, String> {
     let server = hub.server(name).ok_or_else(|| hub.unknown_server(name))?;
-    let Some(ServerSpec::Http { url, headers, oauth }) = server.http_spec() else {
+    let Some((url, headers, oauth)) = server.remote_spec().and_then(ServerSpec::remote) else {
         return Err(format!(
-            "MCP server `{name}` is not an HTTP server with a usable configuration; only HTTP servers sign in (`\"type\": \"http\"`)"
+            "MCP server `{name}` is not a remote server with a usable configuration; only remote servers sign in (`\"type\": \"http\"` or `\"sse\"`)"
         ));
     };
     let keel_home = hub

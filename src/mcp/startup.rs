@@ -47,7 +47,7 @@ pub fn problems(hub: &McpHub) -> Vec<String> {
 pub fn needing_sign_in(hub: &McpHub) -> Vec<String> {
     hub.servers()
         .into_iter()
-        .filter(|s| s.state() == State::NeedsAuth && s.http_spec().is_some())
+        .filter(|s| s.state() == State::NeedsAuth && s.remote_spec().is_some())
         .map(|s| s.name.clone())
         .collect()
 }

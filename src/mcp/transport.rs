@@ -267,8 +267,8 @@ pub async fn open(
             Ok((service, Opened::Remote))
         }
         Target::Spec(ServerSpec::Sdk) => Err(OpenError::Failed(NO_RELAY.into())),
-        Target::Spec(ServerSpec::Sse { url, headers }) => {
-            let transport = SseTransport::connect(http_client()?, url, headers).await?;
+        Target::Spec(ServerSpec::Sse { url, headers, .. }) => {
+            let transport = SseTransport::connect(http_client()?, url, headers, opts.access).await?;
             let service = client.serve(transport).await.map_err(init_error)?;
             Ok((service, Opened::Remote))
         }

@@ -71,6 +71,8 @@ pub enum Job {
     /// server connected again; Esc cancels the wait.
     McpLogin {
         name: String,
+        /// False with `--no-browser`: the address is only shown.
+        open_browser: bool,
         cancel: CancellationToken,
     },
     McpPrompt {
@@ -271,8 +273,12 @@ async fn handle(engine: &mut Engine, job: Job, config: &WorkerConfig) -> Reply {
         Job::Hooks => Reply::Hooks(integration::hooks(engine).map_err(|e| e.to_string())),
         Job::Rewind { arg } => Reply::Rewound(integration::rewind(engine, arg.as_deref()).map_err(|e| e.to_string())),
         Job::Mcp => Reply::Mcp(integration::mcp(engine)),
-        Job::McpLogin { name, cancel } => match engine.mcp() {
-            Some(hub) => mcp_login(&hub, engine.events().clone(), &name, &cancel).await,
+        Job::McpLogin {
+            name,
+            open_browser,
+            cancel,
+        } => match engine.mcp() {
+            Some(hub) => mcp_login(&hub, engine.events().clone(), &name, open_browser, &cancel).await,
             None => Reply::Failed("no MCP servers are configured".into()),
         },
         Job::McpPrompt { line, cancel } => {
@@ -299,10 +305,11 @@ async fn mcp_login(
     hub: &crate::mcp::McpHub,
     events: crate::types::events::EventSink,
     name: &str,
+    open_browser: bool,
     cancel: &CancellationToken,
 ) -> Reply {
     let say = |line: &str| events.notice(NoticeLevel::Info, line);
-    let login = crate::mcp::signin::login_in_session(hub, name, LOGIN_WAIT, true, &say);
+    let login = crate::mcp::signin::login_in_session(hub, name, LOGIN_WAIT, open_browser, &say);
     tokio::select! {
         done = login => match done {
             Ok(text) => Reply::Notice(NoticeLevel::Info, text),

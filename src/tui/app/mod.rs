@@ -485,8 +485,9 @@ impl App {
             Command::Hooks => Job::Hooks,
             Command::Rewind(arg) => Job::Rewind { arg },
             Command::Mcp => Job::Mcp,
-            Command::McpLogin(name) => Job::McpLogin {
+            Command::McpLogin { name, open_browser } => Job::McpLogin {
                 name,
+                open_browser,
                 cancel: cancel.clone(),
             },
             Command::McpPrompt(line) => Job::McpPrompt {

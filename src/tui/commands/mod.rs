@@ -19,8 +19,12 @@ pub enum Command {
     Permissions,
     Hooks,
     Mcp,
-    /// `/mcp login NAME`: signs in to an HTTP server and connects it again.
-    McpLogin(String),
+    /// `/mcp login NAME [--no-browser]`: signs in to a remote server and connects it again;
+    /// `--no-browser` only shows the address (for a session over SSH).
+    McpLogin {
+        name: String,
+        open_browser: bool,
+    },
     /// `/mcp__server__prompt args`: an MCP prompt, expanded by its server into the message.
     McpPrompt(String),
     Resume(Option<String>),
@@ -53,7 +57,7 @@ impl Command {
                 | Command::Permissions
                 | Command::Hooks
                 | Command::Mcp
-                | Command::McpLogin(_)
+                | Command::McpLogin { .. }
                 | Command::McpPrompt(_)
                 | Command::Resume(_)
                 | Command::Rewind(_)
@@ -109,14 +113,23 @@ pub fn parse(input: &str, skills: &Catalog) -> Option<Result<Command, String>> {
     })
 }
 
-/// `/mcp` (the servers) or `/mcp login NAME`.
+/// `/mcp` (the servers) or `/mcp login NAME [--no-browser]`.
 fn mcp(args: &str) -> Result<Command, String> {
     let words: Vec<&str> = args.split_whitespace().collect();
+    let login = |name: &str, open_browser: bool| {
+        Ok(Command::McpLogin {
+            name: name.to_string(),
+            open_browser,
+        })
+    };
     match words.as_slice() {
         [] => Ok(Command::Mcp),
-        ["login", name] => Ok(Command::McpLogin((*name).to_string())),
-        ["login"] => Err("/mcp login needs the name of an HTTP server: /mcp login NAME".into()),
-        _ => Err("/mcp takes no arguments, or `login NAME` to sign in to an HTTP server".into()),
+        ["login", "--no-browser", name] | ["login", name, "--no-browser"] if !name.starts_with('-') => {
+            login(name, false)
+        }
+        ["login", name] if !name.starts_with('-') => login(name, true),
+        ["login", ..] => Err("/mcp login needs the name of a remote server: /mcp login NAME [--no-browser]".into()),
+        _ => Err("/mcp takes no arguments, or `login NAME [--no-browser]` to sign in to a remote server".into()),
     }
 }
 
@@ -168,9 +181,24 @@ mod tests {
         assert_eq!(parse("/mcp", &none), Some(Ok(Command::Mcp)));
         assert_eq!(
             parse("/mcp login remote", &none),
-            Some(Ok(Command::McpLogin("remote".into())))
+            Some(Ok(Command::McpLogin {
+                name: "remote".into(),
+                open_browser: true
+            }))
         );
+        for line in ["/mcp login remote --no-browser", "/mcp login --no-browser remote"] {
+            assert_eq!(
+                parse(line, &none),
+                Some(Ok(Command::McpLogin {
+                    name: "remote".into(),
+                    open_browser: false
+                })),
+                "{line}"
+            );
+        }
         assert!(matches!(parse("/mcp login", &none), Some(Err(e)) if e.contains("/mcp login NAME")));
+        assert!(matches!(parse("/mcp login --no-browser", &none), Some(Err(e)) if e.contains("/mcp login NAME")));
+        assert!(matches!(parse("/mcp login a b", &none), Some(Err(e)) if e.contains("/mcp login NAME")));
         assert!(matches!(parse("/mcp frob", &none), Some(Err(e)) if e.contains("login NAME")));
         assert!(matches!(parse("/clear now", &none), Some(Err(e)) if e.contains("takes no arguments")));
         assert!(matches!(parse("/frobnicate", &none), Some(Err(e)) if e.contains("unknown command")));

@@ -132,6 +132,90 @@ async fn sign_in_discovers_registers_stores_owner_only_and_refreshes() {
     assert!(!after.stderr.contains("at-2"), "{}", after.stderr);
 }
 
+/// The bearer tokens the server saw on requests of `method` to paths starting with `prefix`.
+fn bearers(log: &std::path::Path, method: &str, prefix: &str) -> Vec<String> {
+    read_jsonl(log)
+        .into_iter()
+        .filter(|v| v["http"] == method && v["path"].as_str().is_some_and(|p| p.starts_with(prefix)))
+        .filter_map(|v| v["headers"]["authorization"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_legacy_sse_server_signs_in_and_renews_like_an_http_one() {
+    or_skip!(python());
+    let env = Env::new();
+    let log = log_path(&env, "auth");
+    let http = HttpServer::start("--sse", &log, &["--oauth", "--token-ttl", "4"]).await;
+    let model = ModelServer::start().await;
+    let entry = json!({"type": "sse", "url": http.url("/sse")}).to_string();
+    let added = env
+        .keel(&model)
+        .args(["mcp", "add-json", "-s", "user", "legacy", &entry])
+        .run()
+        .await;
+    assert_eq!(added.code, 0, "{}", added.stderr);
+
+    model.push(answer("done"));
+    let before = env.keel(&model).args(["-p", "go"]).run().await;
+    assert_eq!(before.code, 0, "{}", before.stderr);
+    assert!(
+        before.stderr.contains(
+            "MCP server `legacy` needs authentication: it answered HTTP 401; run `keel mcp login legacy` to sign in"
+        ),
+        "{}",
+        before.stderr
+    );
+
+    let login = env
+        .keel(&model)
+        .env("BROWSER", browser(&env))
+        .args(["mcp", "login", "legacy", "--timeout", "20"])
+        .run()
+        .await;
+    assert_eq!(login.code, 0, "{}", login.stderr);
+    assert!(
+        login.stdout.contains("Signed in to MCP server `legacy`"),
+        "{}",
+        login.stdout
+    );
+    assert_eq!(entries(&log, "authorize")[0]["resource"], http.url("/sse"));
+    let listed = env.keel(&model).args(["mcp", "list"]).run().await;
+    assert!(listed.stdout.contains("signed in (scope: tools)"), "{}", listed.stdout);
+
+    // Past the token's life (4 s): renewed before the stream opens; the stream and every
+    // message carry the new token.
+    tokio::time::sleep(std::time::Duration::from_millis(4500)).await;
+    model
+        .push(calls(vec![tool("e1", "mcp__legacy__echo", json!({"message": "old"}))]))
+        .push(answer("done"));
+    let after = env
+        .keel(&model)
+        .args(["-p", "go", "--allowedTools", "mcp__legacy"])
+        .run()
+        .await;
+    assert_eq!(after.code, 0, "{}", after.stderr);
+    let requests = model.requests();
+    assert_eq!(
+        requests[requests.len() - 1].tool_result_text("e1"),
+        ("Echo: old".to_string(), false)
+    );
+    assert_eq!(
+        entries(&log, "token"),
+        vec![json!("authorization_code"), json!("refresh_token")]
+    );
+    assert_eq!(
+        bearers(&log, "GET", "/sse").last().map(String::as_str),
+        Some("Bearer at-2")
+    );
+    let posted = bearers(&log, "POST", "/messages");
+    assert!(
+        !posted.is_empty() && posted.iter().all(|b| b == "Bearer at-2"),
+        "{posted:?}"
+    );
+    assert!(!after.stderr.contains("at-2"), "{}", after.stderr);
+}
+
 #[tokio::test]
 async fn an_authorization_server_without_https_gets_nothing() {
     or_skip!(python());
@@ -385,18 +469,19 @@ async fn tui_mcp_login_is_offered_cancels_with_esc_and_reconnects_the_server() {
     t.wait_for_text("Ask keel").await;
     t.wait_for_text("type /mcp login srv").await;
 
-    // A sign-in that waits for the browser is cancelled with Esc; nothing is stored.
-    t.type_text("/mcp login srv");
+    // With --no-browser the address is only shown; that wait is cancelled with Esc and
+    // nothing is stored.
+    t.type_text("/mcp login srv --no-browser");
     t.press(&["Enter"]);
-    t.wait_for_text("open this address in a browser").await;
-    let first = noted_url(&noted).await;
-    assert!(first.contains("/authorize?"), "{first}");
-    std::fs::remove_file(&noted).unwrap();
+    let shown = t.wait_for_text("open this address in a browser").await;
+    assert!(shown.contains("/authorize?"), "{shown}");
     t.press(&["Escape"]);
     t.wait_for_text("Sign-in to MCP server `srv` cancelled").await;
+    assert!(!noted.exists(), "no browser was started");
     assert!(entries(&log, "token").is_empty(), "no code was exchanged");
 
-    // Again, and this time the "browser" follows the address back to keel.
+    // Again without the flag: the browser is started, and this time it follows the address
+    // back to keel.
     t.type_text("/mcp login srv");
     t.press(&["Enter"]);
     let url = noted_url(&noted).await;

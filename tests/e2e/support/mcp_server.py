@@ -12,8 +12,9 @@ Resources: test://docs/readme. Prompts: review(topic).
 --elicit (stdio): a tool `ask` that sends the client an `elicitation/create` form (name, with a
 default, and count) and reports the answer. --oauth (HTTP): the server is also its own OAuth
 authorization server (protected-resource and authorization-server metadata, registration,
-/authorize redirecting at once with a code, /token with PKCE checks and refresh); /mcp wants a
-bearer token it issued that has not expired (--token-ttl seconds). Every token request is logged
+/authorize redirecting at once with a code, /token with PKCE checks and refresh); /mcp (with --sse:
+the /sse stream and its messages) wants a bearer token it issued that has not expired
+(--token-ttl seconds). Every token request is logged
 as {"token": grant, ...}. --insecure-endpoints: the metadata names a plain-http token endpoint
 on another host.
 
@@ -282,8 +283,8 @@ class Handler(BaseHTTPRequestHandler):
         from urllib.parse import urlparse, parse_qs, urlencode
         url = urlparse(self.path)
         base = self.base()
-        if url.path == "/.well-known/oauth-protected-resource/mcp":
-            self.json_reply(200, {"resource": base + "/mcp", "authorization_servers": [base],
+        if url.path == "/.well-known/oauth-protected-resource" + resource_path():
+            self.json_reply(200, {"resource": base + resource_path(), "authorization_servers": [base],
                                   "scopes_supported": ["tools"]})
             return True
         if url.path == "/.well-known/oauth-authorization-server":
@@ -351,7 +352,7 @@ class Handler(BaseHTTPRequestHandler):
             token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
             if OAUTH["tokens"].get(token, 0) > time.time():
                 return False
-            meta = self.base() + "/.well-known/oauth-protected-resource/mcp"
+            meta = self.base() + "/.well-known/oauth-protected-resource" + resource_path()
             self.json_reply(401, {"error": "invalid_token"},
                             {"WWW-Authenticate": f'Bearer resource_metadata="{meta}", scope="tools"'})
             return True
@@ -510,6 +511,11 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+
+def resource_path():
+    """The path of the protected resource: the stream's with --sse, else the endpoint's."""
+    return "/sse" if ARGS.sse else "/mcp"
 
 
 def run_http():
