@@ -8,6 +8,7 @@
 mod authorize;
 mod compaction;
 mod config_watch;
+mod elicitation_hooks;
 mod facade;
 pub mod harness;
 mod lifecycle;

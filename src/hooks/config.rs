@@ -42,10 +42,15 @@ pub enum Event {
     InstructionsLoaded,
     /// A typed `/name` is about to expand (matched on the name).
     UserPromptExpansion,
+    /// An MCP server asks for input (matched on the server's name); a hook may answer it.
+    Elicitation,
+    /// The answer to an MCP server's question, before it is sent (matched on the server's
+    /// name); a hook may change it.
+    ElicitationResult,
 }
 
 impl Event {
-    pub const ALL: [Event; 21] = [
+    pub const ALL: [Event; 23] = [
         Event::SessionStart,
         Event::UserPromptSubmit,
         Event::PreToolUse,
@@ -67,11 +72,13 @@ impl Event {
         Event::CwdChanged,
         Event::InstructionsLoaded,
         Event::UserPromptExpansion,
+        Event::Elicitation,
+        Event::ElicitationResult,
     ];
 
     /// Events of the reference for features keel does not have: their hooks are not registered
     /// (a warning says why).
-    pub const UNSUPPORTED: [(&'static str, &'static str); 9] = [
+    pub const UNSUPPORTED: [(&'static str, &'static str); 7] = [
         (
             "PermissionDenied",
             "keel has no auto mode whose classifier denies calls",
@@ -87,14 +94,6 @@ impl Event {
             "keel removes sub-agent worktrees with git itself; a hook cannot replace that",
         ),
         ("TeammateIdle", "keel has no agent teams"),
-        (
-            "Elicitation",
-            "MCP elicitation questions go to the front end, not to hooks",
-        ),
-        (
-            "ElicitationResult",
-            "MCP elicitation questions go to the front end, not to hooks",
-        ),
         (
             "MessageDisplay",
             "keel's front ends show messages as the model wrote them",
@@ -124,6 +123,8 @@ impl Event {
             Event::CwdChanged => "CwdChanged",
             Event::InstructionsLoaded => "InstructionsLoaded",
             Event::UserPromptExpansion => "UserPromptExpansion",
+            Event::Elicitation => "Elicitation",
+            Event::ElicitationResult => "ElicitationResult",
         }
     }
 

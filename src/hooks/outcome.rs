@@ -53,6 +53,8 @@ pub struct Aggregate {
     pub system_messages: Vec<String>,
     /// Non-blocking failures, shown to the user.
     pub warnings: Vec<String>,
+    /// Elicitation / ElicitationResult: the last hook's `{"action", "content"}` answer.
+    pub elicitation: Option<Value>,
 }
 
 impl Aggregate {
@@ -256,6 +258,17 @@ fn apply_json(event: Event, j: &Value, agg: &mut Aggregate) -> Option<String> {
             && !c.trim().is_empty()
         {
             agg.context.push(c.to_string());
+        }
+        if matches!(event, Event::Elicitation | Event::ElicitationResult)
+            && let Some(action) = s.get("action").and_then(Value::as_str)
+        {
+            let mut answer = serde_json::Map::new();
+            answer.insert("action".into(), action.into());
+            if let Some(content) = s.get("content") {
+                answer.insert("content".into(), content.clone());
+            }
+            agg.elicitation = Some(Value::Object(answer));
+            decision = Some(action.to_string());
         }
         // PermissionRequest: decision.behavior allow|deny (+ message, updatedInput).
         if event == Event::PermissionRequest

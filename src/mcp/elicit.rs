@@ -6,6 +6,9 @@
 //! ask (a headless run), the request is declined with a notice, unless
 //! `KEEL_MCP_ELICITATION=defaults` says to accept the form with the defaults its schema gives
 //! (for unattended runs; a form with a required field without a default is still declined).
+//! Hooks come first and last: an `Elicitation` hook may answer before anyone is asked, an
+//! `ElicitationResult` hook may change the answer before it goes to the server
+//! ([`ElicitationHooks`], installed by the engine).
 
 use std::sync::{Arc, Mutex};
 
@@ -107,10 +110,20 @@ pub trait Elicitor: Send + Sync {
     fn elicit(&self, request: Request) -> BoxFuture<'static, Answer>;
 }
 
+/// The session's hooks around a request: `Elicitation` before anyone is asked,
+/// `ElicitationResult` before the answer goes to the server.
+pub trait ElicitationHooks: Send + Sync {
+    /// A hook's answer, when one gave it (nobody else is then asked).
+    fn before(&self, request: &Request) -> BoxFuture<'static, Option<Answer>>;
+    /// The answer as it goes to the server: the one given, or what a hook made of it.
+    fn after(&self, request: &Request, answer: Answer) -> BoxFuture<'static, Answer>;
+}
+
 /// The session's way to whoever answers; front ends install theirs with [`Route::set`].
 #[derive(Default)]
 pub struct Route {
     handler: Mutex<Option<Arc<dyn Elicitor>>>,
+    hooks: Mutex<Option<Arc<dyn ElicitationHooks>>>,
 }
 
 impl Route {
@@ -118,11 +131,29 @@ impl Route {
         *self.handler.lock().unwrap_or_else(|p| p.into_inner()) = Some(handler);
     }
 
+    pub fn set_hooks(&self, hooks: Arc<dyn ElicitationHooks>) {
+        *self.hooks.lock().unwrap_or_else(|p| p.into_inner()) = Some(hooks);
+    }
+
     pub async fn ask(&self, request: Request) -> Answer {
-        let handler = self.handler.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        match handler {
-            Some(h) => h.elicit(request).await,
-            None => unattended(&request),
+        let hooks = self.hooks.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let early = match &hooks {
+            Some(h) => h.before(&request).await,
+            None => None,
+        };
+        let answer = match early {
+            Some(a) => a,
+            None => {
+                let handler = self.handler.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                match handler {
+                    Some(h) => h.elicit(request.clone()).await,
+                    None => unattended(&request),
+                }
+            }
+        };
+        match &hooks {
+            Some(h) => h.after(&request, answer).await,
+            None => answer,
         }
     }
 }

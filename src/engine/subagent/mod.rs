@@ -204,6 +204,14 @@ impl Engine {
             runner: Arc::downgrade(&runner),
             mcp: self.session.services.mcp.as_ref().map(Arc::downgrade),
         }));
+        if let Some(hub) = &self.session.services.mcp {
+            hub.elicitation()
+                .set_hooks(Arc::new(super::elicitation_hooks::SessionElicitationHooks {
+                    hooks: self.hooks.clone(),
+                    mode: self.session.services.mode_cell.clone(),
+                    events: self.events.clone(),
+                }));
+        }
         self.subagents = Some(runner);
         Ok(())
     }
