@@ -254,3 +254,78 @@ async fn the_sdks_sandbox_network_options_are_enforced() {
     let (text, _) = req.tool_result_text("no");
     assert!(text.contains("sandbox.network.deniedDomains"), "{text}");
 }
+
+/// The managed form: a managed `allowedDomains` is the list (a user's own is ignored, and
+/// the run says so); `allowManagedDomainsOnly` ignores the user's list where the operator
+/// names none.
+#[tokio::test]
+async fn managed_domain_lists_override_the_users() {
+    if let Err(lack) = program("curl", "--version") {
+        return skip_part(lack, "the sandbox's managed domain lists (curl is needed)");
+    }
+    let env = Env::new();
+    let port = web_server();
+    let dir = tempfile::tempdir().unwrap();
+    let user = json!({"sandbox": {"network": {"allowedDomains": ["*.localhost"]}}});
+    let run = |network: serde_json::Value| {
+        let managed = dir.path().join("managed-settings.json");
+        std::fs::write(
+            &managed,
+            json!({"sandbox": {"enabled": true, "network": network}}).to_string(),
+        )
+        .unwrap();
+        let env = &env;
+        let user = user.to_string();
+        async move {
+            let server = ModelServer::start().await;
+            let curl = |host: &str, path: &str| json!({"command": format!("curl -sS -p http://{host}:{port}{path}")});
+            server
+                .push(calls(vec![
+                    tool("operator", "Bash", curl("localhost", "/operator")),
+                    tool("user", "Bash", curl("user.localhost", "/user")),
+                ]))
+                .push(answer("done"));
+            let out = env
+                .keel(&server)
+                .env("KEEL_MANAGED_SETTINGS", &managed)
+                .args(["-p", "x", "--dangerously-skip-permissions", "--settings", &user])
+                .run()
+                .await;
+            assert_eq!(out.code, 0, "{}", out.stderr);
+            let req = server.requests()[1].clone();
+            (
+                out.stderr,
+                req.tool_result_text("operator"),
+                req.tool_result_text("user"),
+            )
+        }
+    };
+    let (stderr, operator, user_host) = run(json!({"allowedDomains": ["localhost"]})).await;
+    assert!(
+        stderr.contains("--settings: `sandbox.network.allowedDomains` is ignored: managed settings fix this list"),
+        "{stderr}"
+    );
+    let jailed = host::landlock_and_network_namespace();
+    if jailed.is_ok() {
+        assert!(
+            !operator.1 && operator.0.contains("hello from loopback /operator"),
+            "{operator:?}"
+        );
+        assert!(
+            user_host.1 && !user_host.0.contains("hello"),
+            "the user's list was ignored: {user_host:?}"
+        );
+    }
+    let (stderr, _, user_host) = run(json!({"allowManagedDomainsOnly": true})).await;
+    assert!(
+        stderr.contains("is ignored: managed settings allow only their own domains (allowManagedDomainsOnly)"),
+        "{stderr}"
+    );
+    if let Err(lack) = jailed {
+        return skip_part(lack, "the checks of what the sandboxed commands reached");
+    }
+    assert!(
+        user_host.1 && !user_host.0.contains("hello"),
+        "the user's list was ignored: {user_host:?}"
+    );
+}

@@ -142,7 +142,10 @@ impl Access {
         if self.has_header {
             return Ok(None);
         }
+        // A token or a client secret goes only to an https server (or one on this machine).
+        let secure = || check_secure("server URL", &self.url).map_err(|e| format!("{e}; use its https address"));
         if self.oauth.client_credentials {
+            secure()?;
             return self.client_credentials(base).await.map(Some);
         }
         let Some(file) = &self.file else {
@@ -152,6 +155,7 @@ impl Access {
         if !record.has_token() {
             return Ok(None);
         }
+        secure()?;
         let (Some(client), Some(metadata)) = (record.client, record.metadata) else {
             return Ok(None);
         };
@@ -269,6 +273,23 @@ mod tests {
         assert!(err.contains("not https"), "{err}");
         assert!(check_secure("token endpoint", "http://127.0.0.1.evil.example/token").is_err());
         assert!(check_secure("token endpoint", "ftp://as.example/token").is_err());
+    }
+
+    #[tokio::test]
+    async fn client_credentials_go_to_no_plain_http_server_elsewhere() {
+        let oauth = OAuthConfig {
+            client_id: Some("id".into()),
+            client_secret: Some("secret".into()),
+            client_credentials: true,
+            ..OAuthConfig::default()
+        };
+        let access = Access::new("remote", "http://mcp.example/mcp", oauth, None, false);
+        let client = crate::mcp::transport::http_client().unwrap();
+        let err = match access.authorized(client).await {
+            Err(e) => e,
+            Ok(_) => panic!("a client secret was about to go to a plain-http server"),
+        };
+        assert!(err.contains("not https") && err.contains("mcp.example"), "{err}");
     }
 
     #[test]
