@@ -620,3 +620,46 @@ async fn completed_todos_without_verification_are_reminded_once_without_file_cha
     assert_eq!(n.len(), 1, "{n:?}");
     assert!(n[0].contains("3 todos are completed"), "{}", n[0]);
 }
+
+/// Task dependencies end to end: a cycle is refused (an error, the list as it was), and the
+/// reminder never asks for a verification step that is blocked: it names what it waits on.
+#[tokio::test]
+async fn task_dependencies_are_checked_and_the_reminder_respects_them() {
+    let env = Env::new();
+    let item = |id: &str, content: &str, status: &str, blocked_by: &[&str]| json!({"id": id, "content": content, "activeForm": content, "status": status, "blockedBy": blocked_by});
+    let todos = json!([
+        item("a", "Read the parser", "completed", &[]),
+        item("b", "Find the bug", "completed", &[]),
+        item("c", "Explain the fix", "completed", &[]),
+        item("docs", "Write the release note", "pending", &[]),
+        item("verify", "Run the tests", "pending", &["docs"]),
+    ]);
+    let cycle = json!([item("x", "One", "pending", &["y"]), item("y", "Two", "pending", &["x"])]);
+    let r = json_session(
+        &env,
+        vec![
+            json!({"tool_calls": [{"name": "TodoWrite", "input": {"todos": todos}}]}),
+            json!({"tool_calls": [{"name": "TodoWrite", "input": {"todos": cycle}}]}),
+            say("All done."),
+            say("Not verified yet: the release note comes first."),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(r["result"], "Not verified yet: the release note comes first.");
+    let results = tool_results(&env);
+    assert!(
+        results[0].contains(r#"Blocked: \"verify\" (waits on \"docs\")"#),
+        "{}",
+        results[0]
+    );
+    assert!(results[1].contains("cycle"), "{}", results[1]);
+    let n = nudges(&env);
+    assert_eq!(n.len(), 1, "{n:?}");
+    assert!(
+        n[0].contains("\"Run the tests\" is blocked: it waits on \"Write the release note\"")
+            && !n[0].contains("do it now"),
+        "{}",
+        n[0]
+    );
+}
