@@ -414,3 +414,24 @@ async fn doctor_reports_the_web_tool_settings() {
     let doctor = env.keel_offline().args(["doctor", "--offline"]).run().await;
     assert!(doctor.stdout.contains("FAIL WebSearch"), "{}", doctor.stdout);
 }
+
+/// The share of the reference CLI's output key paths keel prints (the four sessions of
+/// `scripts/output-keys.py`, against its recorded list of the reference's paths and types):
+/// at least 95%, with no shared path of another JSON type.
+#[tokio::test]
+async fn the_reference_output_key_paths_are_covered() {
+    crate::support::skip::or_skip!(crate::support::skip::python3());
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/output-keys.py");
+    let out = tokio::process::Command::new("python3")
+        .args([script, "--keel", env!("CARGO_BIN_EXE_keel"), "--min", "0.95"])
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("type differences: 0"), "{stdout}");
+}
