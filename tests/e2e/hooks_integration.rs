@@ -264,3 +264,78 @@ async fn exec_form_async_hooks_and_the_permission_request_payload() {
     let done: Value = serde_json::from_str(&std::fs::read_to_string(env.path("async-done.json")).unwrap()).unwrap();
     assert_eq!(done["tool_input"]["command"], "echo fine");
 }
+
+/// A suggestion keeps the command's quoting: saved as offered (here by the PermissionRequest
+/// hook, into the local settings), it allows that command and not one whose words differ.
+#[tokio::test]
+async fn a_permission_suggestion_saved_as_offered_allows_exactly_its_command() {
+    let env = Env::new();
+    script(&env, "record.sh", r#"cat > "$CLAUDE_PROJECT_DIR/permission.json""#);
+    let record_path = env.path(".claude/hooks/record.sh").display().to_string();
+    settings(
+        &env,
+        json!({"PermissionRequest": [{"matcher": "Bash", "hooks": [{"type": "command", "command": record_path}]}]}),
+    );
+    let server = ModelServer::start().await;
+    server
+        .push(calls(vec![tool(
+            "p1",
+            "Bash",
+            json!({"command": "python3 -c 'print(42)'"}),
+        )]))
+        .push(answer("asked"));
+    let out = env.keel(&server).args(["-p", "x"]).run().await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let perm: Value = serde_json::from_str(&std::fs::read_to_string(env.path("permission.json")).unwrap()).unwrap();
+    let rule = perm["permission_suggestions"][0]["rules"][0]["ruleContent"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(rule, "python3 -c 'print(42)'", "{perm}");
+
+    // The suggestion, saved where it says (the local settings), allows that command only.
+    env.write(
+        ".claude/settings.local.json",
+        &json!({"permissions": {"allow": [format!("Bash({rule})")]}}).to_string(),
+    );
+    server
+        .push(calls(vec![
+            tool("same", "Bash", json!({"command": "python3 -c 'print(42)'"})),
+            tool("other", "Bash", json!({"command": "python3 -c 'print(43)'"})),
+        ]))
+        .push(answer("done"));
+    let out = env.keel(&server).args(["-p", "x"]).run().await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let requests = server.requests();
+    let last = &requests[requests.len() - 1];
+    assert_eq!(last.tool_result_text("same"), ("42".to_string(), false));
+    let (text, is_error) = last.tool_result_text("other");
+    assert!(is_error && text.contains("Permission needed"), "{text}");
+}
+
+/// A SessionStart hook whose first line is the reference's `{"async": true}` marker: no
+/// warning, and what it prints after the marker is the hook's output.
+#[tokio::test]
+async fn an_async_marker_first_draws_no_warning() {
+    let env = Env::new();
+    let hook = script(
+        &env,
+        "start.sh",
+        "cat >/dev/null\necho '{\"async\": true}'\necho 'The build uses make.'",
+    );
+    settings(
+        &env,
+        json!({"SessionStart": [{"hooks": [{"type": "command", "command": hook}]}]}),
+    );
+    let server = ModelServer::start().await;
+    server.push(answer("ok"));
+    let out = env.keel(&server).args(["-p", "x"]).run().await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        !out.stderr.contains("invalid JSON") && !out.stderr.contains("warning"),
+        "{}",
+        out.stderr
+    );
+    let sent = server.requests()[0].body.to_string();
+    assert!(sent.contains("The build uses make."), "{sent}");
+}

@@ -2,6 +2,7 @@
 //! streamable HTTP, legacy SSE), driven by the scripted model server.
 
 mod config;
+mod conformance;
 mod elicit_hooks;
 mod remote;
 mod search;
