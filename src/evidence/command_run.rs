@@ -219,3 +219,40 @@ impl Evidence {
             .flatten()
     }
 }
+
+/// A change whose inode changed this long before the command started still counts as the
+/// command's (the kernel stamps change times from a coarse clock).
+const CLOCK_SLACK_NS: i64 = 10_000_000;
+
+/// Splits what changed since the last fingerprint into what the command did (changed at or
+/// after its start) and what happened before it, outside keel's tools (files keel's Edit and
+/// Write changed in between are already recorded). A removed file has no time left; it counts
+/// as the command's.
+fn split_by_time(
+    changes: &crate::workspace::Changes,
+    after: &Snapshot,
+    started_at: std::time::SystemTime,
+    touched: &HashSet<String>,
+) -> (Vec<String>, Vec<String>) {
+    let start_ns = started_at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+        - CLOCK_SLACK_NS;
+    let (mut during, mut outside) = (Vec::new(), Vec::new());
+    for p in changes.added.iter().chain(&changes.modified) {
+        let rel = rel_string(p);
+        match after.get(p) {
+            Some(stamp) if stamp.ctime_ns >= start_ns => during.push(rel),
+            _ if touched.contains(&rel) => {}
+            _ => outside.push(rel),
+        }
+    }
+    for p in &changes.removed {
+        let rel = rel_string(p);
+        if !touched.contains(&rel) {
+            during.push(rel);
+        }
+    }
+    (during, outside)
+}

@@ -17,6 +17,7 @@
 //! [`report`]. The ledger is host state, persisted as `evidence.json` in the session directory,
 //! so compaction cannot rewrite it and `--resume` continues it.
 
+mod baselines;
 pub mod classify;
 /// The tolerant split of command lines (it lives with the other readers of shell lines).
 pub use crate::shell::split as command;
@@ -37,7 +38,7 @@ pub mod targets;
 mod uplink;
 pub mod weakened;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
@@ -49,18 +50,14 @@ use command_changes::command_changes;
 pub use config::Config;
 pub use gate::GateMode;
 pub use ledger::{Ledger, Status};
-use ledger::{Run, Source, Weakened};
+use ledger::{Run, Source};
 use runners::Declared;
 use store::baselines_path;
 
-use crate::fsutil::open::{ReadError, read_file_capped};
 use crate::shell::plan::CommandPlan;
 use crate::types::message::{ToolResultBlock, ToolResultContent};
 use crate::types::tool::{Effects, ToolOutput};
 use crate::workspace::{Fingerprinter, Snapshot, Watcher};
-
-/// Test files larger than this are not kept as a baseline (nor compared).
-const MAX_BASELINE_BYTES: usize = 512 * 1024;
 
 /// What [`Evidence::before`] saw, for [`Evidence::after`].
 pub enum Watch {
@@ -423,130 +420,6 @@ impl Evidence {
         }
     }
 
-    /// Baselines to keep for `files` (relative path, path): those not kept yet that may hold
-    /// tests, read with no lock held. Every Edit and Write comes here: a file that cannot hold
-    /// tests is not read at all.
-    fn baselines_wanted(&self, files: Vec<(String, PathBuf)>) -> Vec<(String, String)> {
-        let wanted: Vec<(String, PathBuf)> = {
-            let s = self.lock();
-            files
-                .into_iter()
-                .filter(|(rel, path)| !s.ledger.baselines.contains_key(rel) && weakened::may_hold_tests(path))
-                .collect()
-        };
-        wanted
-            .into_iter()
-            .filter_map(|(rel, path)| baseline_text(&path).map(|t| (rel, t)))
-            .collect()
-    }
-
-    /// What the weakened-test check of `rels` reads, read with no lock held: each file's text
-    /// now, and the committed content of those that may hold tests and have no baseline yet.
-    async fn prefetch(&self, rels: &[String]) -> Prefetched {
-        let now = rels
-            .iter()
-            .filter(|r| may_weaken(&self.cwd.join(r)))
-            .map(|r| (r.clone(), text_now(&self.cwd.join(r))))
-            .collect();
-        Prefetched {
-            now,
-            committed: self.committed(rels).await,
-            added: HashSet::new(),
-        }
-    }
-
-    /// The committed contents of those of `rels` that may hold tests and have no baseline yet,
-    /// read in a blocking task with no lock held (the weakened-test check compares against them).
-    async fn committed(&self, rels: &[String]) -> HashMap<String, String> {
-        // Outside a repository git has nothing to say (a few stats instead of three processes).
-        if !self.cwd.ancestors().any(|d| d.join(".git").exists()) {
-            return HashMap::new();
-        }
-        let wanted: Vec<String> = {
-            let mut s = self.lock();
-            let wanted: Vec<String> = rels
-                .iter()
-                .filter(|r| !s.ledger.baselines.contains_key(r.as_str()) && !s.heads_asked.contains(r.as_str()))
-                .filter(|r| {
-                    let p = self.cwd.join(r);
-                    weakened::is_test_file(&p) || p.extension().is_some_and(|e| e == "rs")
-                })
-                .cloned()
-                .collect();
-            s.heads_asked.extend(wanted.iter().cloned());
-            wanted
-        };
-        if wanted.is_empty() {
-            return HashMap::new();
-        }
-        let cwd = self.cwd.clone();
-        tokio::task::spawn_blocking(move || {
-            wanted
-                .into_iter()
-                .filter_map(|r| git_head(&cwd, &r).map(|text| (r, text)))
-                .collect()
-        })
-        .await
-        .unwrap_or_default()
-    }
-
-    /// Compares a changed test file with its baseline; returns the note for the tool result
-    /// when this change made it weaker.
-    fn check_weakened(
-        &self,
-        ledger: &mut Ledger,
-        rel: &str,
-        path: &Path,
-        by: &str,
-        known: &(dyn Fn(&Path) -> Option<String> + Sync),
-        read: &Prefetched,
-    ) -> Option<String> {
-        if !may_weaken(path) {
-            return None;
-        }
-        let now = read.now.get(rel)?.clone()?;
-        let committed = &read.committed;
-        let base = match ledger.baselines.get(rel) {
-            Some(b) => b.clone(),
-            None => {
-                // A configuration or snapshot file the command created is measured against its
-                // absence.
-                let absent = || (read.added.contains(rel) && weakened::is_suite_file(path)).then(String::new);
-                let b = known(path).or_else(|| committed.get(rel).cloned()).or_else(absent)?;
-                if !weakened::holds_tests(path, &b, &now) {
-                    return None;
-                }
-                ledger.baselines.insert(rel.to_string(), b.clone());
-                b
-            }
-        };
-        if !weakened::holds_tests(path, &base, &now) {
-            return None;
-        }
-        let w = weakened::compare(path, &base, &now);
-        let previous = ledger.weakened.get(rel).map(|x| x.weakening).unwrap_or_default();
-        if w.is_empty() {
-            ledger.weakened.remove(rel);
-            return None;
-        }
-        ledger.weakened.insert(
-            rel.to_string(),
-            Weakened {
-                file: rel.to_string(),
-                weakening: w,
-                by: by.to_string(),
-            },
-        );
-        w.exceeds(&previous).then(|| {
-            format!(
-                "[keel: weakened tests] {rel} is now weaker than when this session began: {}. keel records this in \
-                 its verification ledger; a passing run no longer shows that the original tests pass. Restore them, \
-                 or tell the user exactly what you weakened and why.",
-                w.describe()
-            )
-        })
-    }
-
     /// The workspace now: the watcher's view brought up to date (a walk when it cannot vouch
     /// for it), in a blocking task. The command has ended: every change it made is queued.
     async fn fingerprint(&self) -> Snapshot {
@@ -628,89 +501,6 @@ fn run_note(run: &Run) -> Option<String> {
         _ => return None,
     };
     Some(format!("[keel: verification] `{}` {what}.", run.runner_command))
-}
-
-/// What the weakened-test check reads of the files of one call.
-struct Prefetched {
-    /// Each file's text now (`None`: unreadable; empty: removed).
-    now: HashMap<String, Option<String>>,
-    committed: HashMap<String, String>,
-    /// Files the command created (absent from the fingerprint before it).
-    added: HashSet<String>,
-}
-
-/// Whether a change of `path` can weaken tests (a test file, or Rust source with its tests
-/// inline).
-fn may_weaken(path: &Path) -> bool {
-    weakened::is_test_file(path) || path.extension().is_some_and(|e| e == "rs")
-}
-
-/// A file's text for the weakened-test check: never a FIFO or a device a repository planted
-/// (the read would block), never huge; a removed file is empty.
-fn text_now(path: &Path) -> Option<String> {
-    match read_file_capped(path, MAX_BASELINE_BYTES as u64) {
-        Ok(b) => String::from_utf8(b).ok(),
-        Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Some(String::new()),
-        Err(_) => None,
-    }
-}
-
-/// What a file holds now, as a baseline for the weakened-test check, when it holds tests (a
-/// configuration or snapshot file that does not exist yet: empty, what it will add counts).
-fn baseline_text(path: &Path) -> Option<String> {
-    let bytes = match read_file_capped(path, MAX_BASELINE_BYTES as u64) {
-        Ok(b) => b,
-        Err(ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound && weakened::is_suite_file(path) => {
-            return Some(String::new());
-        }
-        Err(_) => return None,
-    };
-    let text = String::from_utf8(bytes).ok()?;
-    weakened::holds_tests(path, &text, "").then_some(text)
-}
-
-/// The committed content of a file, when the workspace is a git repository: the blob as
-/// stored, read with no filter or textconv of the repository's run (see
-/// `context::git::committed`); a file over the baseline cap has none.
-fn git_head(cwd: &Path, rel: &str) -> Option<String> {
-    String::from_utf8(crate::context::git::committed(cwd, rel, MAX_BASELINE_BYTES)?).ok()
-}
-
-/// A change whose inode changed this long before the command started still counts as the
-/// command's (the kernel stamps change times from a coarse clock).
-const CLOCK_SLACK_NS: i64 = 10_000_000;
-
-/// Splits what changed since the last fingerprint into what the command did (changed at or
-/// after its start) and what happened before it, outside keel's tools (files keel's Edit and
-/// Write changed in between are already recorded). A removed file has no time left; it counts
-/// as the command's.
-fn split_by_time(
-    changes: &crate::workspace::Changes,
-    after: &Snapshot,
-    started_at: std::time::SystemTime,
-    touched: &HashSet<String>,
-) -> (Vec<String>, Vec<String>) {
-    let start_ns = started_at
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i64)
-        .unwrap_or(0)
-        - CLOCK_SLACK_NS;
-    let (mut during, mut outside) = (Vec::new(), Vec::new());
-    for p in changes.added.iter().chain(&changes.modified) {
-        let rel = rel_string(p);
-        match after.get(p) {
-            Some(stamp) if stamp.ctime_ns >= start_ns => during.push(rel),
-            _ if touched.contains(&rel) => {}
-            _ => outside.push(rel),
-        }
-    }
-    for p in &changes.removed {
-        let rel = rel_string(p);
-        if !touched.contains(&rel) {
-            during.push(rel);
-        }
-    }
-    (during, outside)
 }
 
 fn rel_string(p: &Path) -> String {

@@ -8,92 +8,19 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientRequest,
-    GetPromptRequest, GetPromptRequestParams, ReadResourceRequest, ReadResourceRequestParams,
-};
-use rmcp::service::{PeerRequestOptions, ServiceError};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::sync::Mutex;
-use tokio_util::sync::CancellationToken;
 
 use super::auth::Access;
 use super::config::{Scope, ServerSpec};
 use super::elicit;
-use super::transport::{self, KeelClient, McpChannel, OpenError, OpenOptions, Opened, Service, Target};
+use super::transport::{self, McpChannel, Opened};
 
 /// Restarts after a crash before a server is left failed for the rest of the session.
 pub const MAX_RESTARTS: u32 = 3;
 
 /// How long a stdio server whose input keel closed may take to exit before it is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(1);
-
-/// A server's state as `/mcp`, `system/init` and the SDK's `mcp_status` report it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum State {
-    /// Configured, not connected yet.
-    Pending,
-    Connected,
-    Failed,
-    /// The server answered 401/403.
-    NeedsAuth,
-    /// Not started: a project server nobody approved, or one that was rejected.
-    Disabled,
-}
-
-impl State {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            State::Pending => "pending",
-            State::Connected => "connected",
-            State::Failed => "failed",
-            State::NeedsAuth => "needs-auth",
-            State::Disabled => "disabled",
-        }
-    }
-}
-
-/// What can be said about a server at one moment.
-#[derive(Debug, Clone)]
-pub struct ServerStatus {
-    pub name: String,
-    pub scope: Scope,
-    pub transport: &'static str,
-    /// The command line or URL.
-    pub target: String,
-    pub source: String,
-    pub state: State,
-    /// Why it failed, needs authentication or is disabled.
-    pub detail: Option<String>,
-    /// The model-facing names of its tools.
-    pub tools: Vec<String>,
-    /// `name version` from the server's `initialize` answer.
-    pub server_info: Option<String>,
-    pub log: Option<PathBuf>,
-    pub restarts: u32,
-}
-
-impl ServerStatus {
-    /// The `system/init` `mcp_servers` entry.
-    pub fn init_json(&self) -> Value {
-        serde_json::json!({"name": self.name, "status": self.state.as_str()})
-    }
-
-    /// The SDK's `mcp_status` entry: name, status, and what is known about the server.
-    pub fn sdk_json(&self) -> Value {
-        let mut v = serde_json::json!({"name": self.name, "status": self.state.as_str(), "scope": self.scope.as_str()});
-        if let Some(info) = &self.server_info {
-            v["serverInfo"] = serde_json::json!(info);
-        }
-        if let Some(d) = &self.detail {
-            v["error"] = serde_json::json!(d);
-        }
-        if !self.tools.is_empty() {
-            v["tools"] = serde_json::json!(self.tools);
-        }
-        v
-    }
-}
 
 /// Where a server is reached.
 pub enum Reach {
@@ -118,61 +45,6 @@ pub struct Timeouts {
     pub startup: Duration,
     /// One tool call (`MCP_TOOL_TIMEOUT`).
     pub tool: Duration,
-}
-
-struct Live {
-    service: Service,
-    opened: Opened,
-    capabilities: Value,
-}
-
-impl Live {
-    fn is_closed(&mut self) -> bool {
-        if self.service.is_closed() || self.service.peer().is_transport_closed() {
-            return true;
-        }
-        match &mut self.opened {
-            Opened::Child { child, .. } => !matches!(child.try_wait(), Ok(None)),
-            Opened::Remote => false,
-        }
-    }
-
-    fn exit_note(&mut self) -> String {
-        if let Some(reason) = self.tripped() {
-            return reason;
-        }
-        match &mut self.opened {
-            Opened::Child { child, .. } => match child.try_wait() {
-                Ok(Some(status)) => format!("the server process exited ({status})"),
-                _ => "the connection to the server closed".into(),
-            },
-            Opened::Remote => "the connection to the server closed".into(),
-        }
-    }
-}
-
-impl Live {
-    /// Why keel itself closed the connection (a message over the size bound), if it did.
-    fn tripped(&self) -> Option<String> {
-        match &self.opened {
-            Opened::Child { tripped, .. } => tripped.reason(),
-            Opened::Remote => None,
-        }
-    }
-}
-
-impl Drop for Live {
-    fn drop(&mut self) {
-        if let Opened::Child { group, .. } = &mut self.opened {
-            group.kill_and_disarm();
-        }
-    }
-}
-
-struct Slot {
-    live: Option<Live>,
-    /// Whether a connection was ever open: opening another one counts as a restart.
-    ever_connected: bool,
 }
 
 /// Where a server runs and how long keel waits for it.
@@ -213,35 +85,6 @@ pub struct Server {
     /// clears `needs-auth`).
     refused_sign_in: std::sync::atomic::AtomicU64,
     elicitation: Arc<elicit::Route>,
-}
-
-/// How a request to a server failed.
-#[derive(Debug)]
-pub enum CallError {
-    Unavailable(String),
-    Timeout(Duration),
-    Cancelled,
-    /// The server answered with a JSON-RPC error.
-    Server(String),
-    /// The connection broke during the request.
-    Broken(String),
-}
-
-impl CallError {
-    pub fn message(&self, server: &str) -> String {
-        match self {
-            CallError::Unavailable(m) => format!("MCP server `{server}` is not available: {m}"),
-            CallError::Timeout(d) => format!(
-                "MCP server `{server}` did not answer within {} s; the request was cancelled. The limit is MCP_TOOL_TIMEOUT (milliseconds).",
-                d.as_secs_f64()
-            ),
-            CallError::Cancelled => "The call was interrupted before the server answered.".into(),
-            CallError::Server(m) => format!("MCP server `{server}` returned an error: {m}"),
-            CallError::Broken(m) => {
-                format!("MCP server `{server}` stopped during the call ({m}); it will be restarted on the next call.")
-            }
-        }
-    }
 }
 
 impl Server {
@@ -446,278 +289,6 @@ impl Server {
         slot.live.as_ref().is_some_and(|l| l.capabilities.get(key).is_some())
     }
 
-    /// Makes sure a connection is open: the first one, or a restart after a crash (bounded).
-    async fn ensure_live(&self, slot: &mut Slot, restart: bool) -> Result<(), String> {
-        if let Some(live) = slot.live.as_mut() {
-            if !live.is_closed() {
-                return Ok(());
-            }
-            let note = live.exit_note();
-            let tail = transport::log_tail(&self.log, 5);
-            let detail = if tail.is_empty() {
-                note
-            } else {
-                format!("{note}; stderr:\n{tail}")
-            };
-            slot.live = None;
-            self.set_state(State::Failed, Some(detail));
-        }
-        if matches!(self.reach, Reach::None) || self.state() == State::Disabled {
-            let detail = self
-                .status()
-                .detail
-                .unwrap_or_else(|| "it is not configured to run".into());
-            return Err(detail);
-        }
-        // A server that refused keel is asked again only once someone signed in since.
-        let signed_in_again = self.state() == State::NeedsAuth && self.recheck_sign_in();
-        if self.state() == State::NeedsAuth {
-            return Err(self.status().detail.unwrap_or_default());
-        }
-        if (slot.ever_connected || restart) && !signed_in_again {
-            if self.restarts.load(Ordering::Relaxed) >= MAX_RESTARTS {
-                let detail = self.status().detail.unwrap_or_default();
-                return Err(format!(
-                    "it stopped and was restarted {MAX_RESTARTS} times, so it is not restarted again in this session (last problem: {detail})"
-                ));
-            }
-            self.restarts.fetch_add(1, Ordering::Relaxed);
-        }
-        let relayed = self.relay.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let target = match (&self.reach, relayed.as_ref()) {
-            (Reach::Spec(ServerSpec::Sdk), Some(c)) | (Reach::Channel(c), _) => Target::Channel(c),
-            (Reach::Spec(spec), _) => Target::Spec(spec),
-            (Reach::None, _) => return Err("it is not configured to run".into()),
-        };
-        let client = KeelClient {
-            server: self.name.clone(),
-            tools_changed: self.tools_changed.clone(),
-            elicitation: self.elicitation.clone(),
-        };
-        let opts = OpenOptions {
-            project_dir: &self.project_dir,
-            log: &self.log,
-            access: self.access.as_ref(),
-        };
-        self.set_state(State::Pending, None);
-        let opened = tokio::time::timeout(self.timeouts.startup, transport::open(target, client, &opts)).await;
-        match opened {
-            Ok(Ok((service, opened))) => {
-                let info = service.peer().peer_info().and_then(|i| serde_json::to_value(&*i).ok());
-                let capabilities = info
-                    .as_ref()
-                    .and_then(|i| i.get("capabilities").cloned())
-                    .unwrap_or(Value::Null);
-                let server_info = info.as_ref().and_then(|i| i.get("serverInfo")).map(|s| {
-                    format!(
-                        "{} {}",
-                        s.get("name").and_then(Value::as_str).unwrap_or("?"),
-                        s.get("version").and_then(Value::as_str).unwrap_or("")
-                    )
-                    .trim()
-                    .to_string()
-                });
-                slot.live = Some(Live {
-                    service,
-                    opened,
-                    capabilities,
-                });
-                slot.ever_connected = true;
-                let mut s = self.status.lock().unwrap_or_else(|p| p.into_inner());
-                *s = (State::Connected, None, server_info);
-                Ok(())
-            }
-            Ok(Err(OpenError::NeedsAuth(m))) => {
-                self.refused(m.clone());
-                Err(m)
-            }
-            Ok(Err(OpenError::Failed(m))) => {
-                self.set_state(State::Failed, Some(m.clone()));
-                Err(m)
-            }
-            Err(_) => {
-                let m = format!(
-                    "it did not finish starting within {} s (MCP_TIMEOUT, in milliseconds)",
-                    self.timeouts.startup.as_secs_f64()
-                );
-                self.set_state(State::Failed, Some(m.clone()));
-                Err(m)
-            }
-        }
-    }
-
-    /// The client for one request, restarting a crashed server (bounded).
-    async fn peer(&self) -> Result<rmcp::Peer<rmcp::RoleClient>, CallError> {
-        let mut slot = self.slot.lock().await;
-        self.ensure_live(&mut slot, true)
-            .await
-            .map_err(CallError::Unavailable)?;
-        match slot.live.as_ref() {
-            Some(l) => Ok(l.service.peer().clone()),
-            None => Err(CallError::Unavailable("not connected".into())),
-        }
-    }
-
-    /// Calls a tool; the result JSON as the server sent it.
-    pub async fn call_tool(
-        &self,
-        tool: &str,
-        arguments: Value,
-        cancel: &CancellationToken,
-    ) -> Result<Value, CallError> {
-        let mut params = CallToolRequestParams::new(tool.to_string());
-        params.arguments = match arguments {
-            Value::Object(m) => Some(m),
-            _ => Some(Map::new()),
-        };
-        self.request(ClientRequest::CallToolRequest(CallToolRequest::new(params)), cancel)
-            .await
-    }
-
-    pub async fn list_resources(&self, cancel: &CancellationToken) -> Result<Value, CallError> {
-        let peer = self.peer().await?;
-        let list = self
-            .bounded(self.timeouts.tool, cancel, peer.list_all_resources())
-            .await?;
-        serde_json::to_value(&list).map_err(|e| CallError::Server(e.to_string()))
-    }
-
-    pub async fn read_resource(&self, uri: &str, cancel: &CancellationToken) -> Result<Value, CallError> {
-        let params = ReadResourceRequestParams::new(uri.to_string());
-        self.request(
-            ClientRequest::ReadResourceRequest(ReadResourceRequest::new(params)),
-            cancel,
-        )
-        .await
-    }
-
-    pub async fn list_prompts(&self) -> Result<Value, CallError> {
-        if !self.has_capability("prompts").await {
-            return Ok(Value::Array(Vec::new()));
-        }
-        let peer = self.peer().await?;
-        let list = self
-            .bounded(
-                self.timeouts.startup,
-                &CancellationToken::new(),
-                peer.list_all_prompts(),
-            )
-            .await?;
-        serde_json::to_value(&list).map_err(|e| CallError::Server(e.to_string()))
-    }
-
-    pub async fn get_prompt(
-        &self,
-        prompt: &str,
-        arguments: Map<String, Value>,
-        cancel: &CancellationToken,
-    ) -> Result<Value, CallError> {
-        let mut params = GetPromptRequestParams::new(prompt.to_string());
-        if !arguments.is_empty() {
-            params.arguments = Some(arguments);
-        }
-        self.request(ClientRequest::GetPromptRequest(GetPromptRequest::new(params)), cancel)
-            .await
-    }
-
-    /// Sends one request with the tool time limit and the caller's cancellation; when either
-    /// ends the wait, the server is told with `notifications/cancelled` (sent before this
-    /// returns, so it goes out even when the session ends right after). The result's JSON.
-    async fn request(&self, request: ClientRequest, cancel: &CancellationToken) -> Result<Value, CallError> {
-        // A (re)start can take up to MCP_TIMEOUT; an interruption ends it too.
-        let peer = tokio::select! {
-            _ = cancel.cancelled() => return Err(CallError::Cancelled),
-            p = self.peer() => p?,
-        };
-        let handle = match peer
-            .send_request_with_option(request, PeerRequestOptions::no_options())
-            .await
-        {
-            Ok(h) => h,
-            Err(e) => return Err(self.failure(e).await),
-        };
-        let id = handle.id.clone();
-        let limit = self.timeouts.tool;
-        let outcome = tokio::select! {
-            _ = cancel.cancelled() => {
-                cancel_on_server(&peer, id, "the user interrupted the call").await;
-                return Err(CallError::Cancelled);
-            }
-            r = tokio::time::timeout(limit, handle.await_response()) => r,
-        };
-        match outcome {
-            Err(_) => {
-                cancel_on_server(&peer, id, "the client's time limit (MCP_TOOL_TIMEOUT) passed").await;
-                Err(CallError::Timeout(limit))
-            }
-            Ok(Ok(result)) => serde_json::to_value(&result).map_err(|e| CallError::Server(e.to_string())),
-            Ok(Err(e)) => Err(self.failure(e).await),
-        }
-    }
-
-    /// What a failed request means: a JSON-RPC error from the server, or a broken connection
-    /// (the server is marked failed and restarted by the next call).
-    async fn failure(&self, e: ServiceError) -> CallError {
-        if let Some(challenge) = self.access.as_ref().and_then(|a| a.take_challenge()) {
-            let message = self
-                .access
-                .as_ref()
-                .map(|a| a.needs_sign_in(Some(&challenge)))
-                .unwrap_or_default();
-            let mut slot = self.slot.lock().await;
-            slot.live = None;
-            drop(slot);
-            self.refused(message.clone());
-            return CallError::Unavailable(message);
-        }
-        match e {
-            ServiceError::McpError(e) => CallError::Server(e.message.to_string()),
-            e @ (ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
-                let e = super::errors::service_error(&e);
-                let mut slot = self.slot.lock().await;
-                let note = match slot.live.as_mut() {
-                    Some(live) => {
-                        if live.is_closed() || live.tripped().is_some() {
-                            live.exit_note()
-                        } else {
-                            e
-                        }
-                    }
-                    None => e,
-                };
-                let tail = transport::log_tail(&self.log, 5);
-                let detail = if tail.is_empty() {
-                    note
-                } else {
-                    format!("{note}; stderr:\n{tail}")
-                };
-                slot.live = None;
-                self.set_state(State::Failed, Some(detail.clone()));
-                CallError::Broken(detail)
-            }
-            e => CallError::Server(super::errors::service_error(&e)),
-        }
-    }
-
-    /// Runs a listing with a time limit and the caller's cancellation (dropping it lets the
-    /// client library tell the server).
-    async fn bounded<T>(
-        &self,
-        limit: Duration,
-        cancel: &CancellationToken,
-        request: impl Future<Output = Result<T, ServiceError>>,
-    ) -> Result<T, CallError> {
-        let outcome = tokio::select! {
-            _ = cancel.cancelled() => return Err(CallError::Cancelled),
-            r = tokio::time::timeout(limit, request) => r,
-        };
-        match outcome {
-            Err(_) => Err(CallError::Timeout(limit)),
-            Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) => Err(self.failure(e).await),
-        }
-    }
-
     /// Closes the connection. A stdio server, its input now closed, gets a moment to exit by
     /// itself, so it still reads what keel sent last (the cancellation of an interrupted call);
     /// then its process group is killed.
@@ -745,9 +316,10 @@ impl Server {
     }
 }
 
-/// Tells the server a request is abandoned; bounded, since a stuck server must not hold up
-/// the session.
-async fn cancel_on_server(peer: &rmcp::Peer<rmcp::RoleClient>, id: rmcp::model::RequestId, reason: &str) {
-    let notification = CancelledNotification::new(CancelledNotificationParam::new(Some(id), Some(reason.to_string())));
-    let _ = tokio::time::timeout(Duration::from_secs(2), peer.send_notification(notification.into())).await;
-}
+mod connection;
+mod requests;
+mod status;
+
+use connection::Slot;
+pub use requests::CallError;
+pub use status::{ServerStatus, State};

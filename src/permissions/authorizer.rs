@@ -5,16 +5,15 @@
 //! otherwise ask, which headless mode and `dontAsk` turn into a denial.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Mutex, RwLock};
 
 use serde_json::Value;
 
 use super::Mode;
-use super::protected;
 use super::rules::{Anchors, Behavior, Rule, Spec};
 use crate::shell::plan::CommandPlan;
-use crate::tools::{Tool, kinds};
-use crate::types::tool::{Declared, Subject};
+use crate::tools::kinds;
+use crate::types::tool::Subject;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
@@ -419,300 +418,6 @@ impl Authorizer {
     }
 }
 
-/// A call as the permission check sees it.
-pub struct Call<'a> {
-    pub tool: &'a str,
-    pub input: &'a Value,
-    /// The tool says this call only observes.
-    pub read_only: bool,
-    pub declared: Declared,
-    pub subject: Subject,
-    /// A command line read once (strict and tolerant), when the call runs one.
-    pub plan: Option<Arc<CommandPlan>>,
-    /// The session's own folder: its spilled results and shell output are read without asking.
-    pub session_dir: Option<PathBuf>,
-}
-
-impl<'a> Call<'a> {
-    /// A call of a registered tool: its own declaration and reading of the input.
-    pub fn of(tool: &'a dyn Tool, name: &'a str, input: &'a Value, cwd: &Path) -> Self {
-        Call {
-            tool: name,
-            input,
-            read_only: tool.is_read_only(input),
-            declared: tool.declared(),
-            subject: tool.subject(input, cwd),
-            plan: None,
-            session_dir: None,
-        }
-        .planned()
-    }
-
-    /// A call known only by its tool's name (as `tools::kinds` knows that name).
-    pub fn named(tool: &'a str, input: &'a Value, read_only: bool, cwd: &Path) -> Self {
-        Call {
-            tool,
-            input,
-            read_only,
-            declared: kinds::declared(tool),
-            subject: kinds::subject(tool, input, cwd),
-            plan: None,
-            session_dir: None,
-        }
-        .planned()
-    }
-
-    /// The call made in a session whose own folder is `dir` (its model output is read unasked).
-    pub fn in_session(mut self, dir: &Path) -> Self {
-        self.session_dir = Some(dir.to_path_buf());
-        self
-    }
-
-    /// Reads the command line of a call that runs one, once.
-    fn planned(mut self) -> Self {
-        if let (Subject::Command(line), true) = (&self.subject, self.declared.effects.runs_commands) {
-            self.plan = Some(CommandPlan::new(line));
-        }
-        self
-    }
-}
-
-struct Ctx<'a> {
-    rules: &'a [&'a Rule],
-    mode: Mode,
-    dirs: &'a [PathBuf],
-    home: Option<&'a Path>,
-    /// The read-only jail is in force (shell checks may leave unknown options to it).
-    jail: bool,
-    /// The rule names that cover the call's tool besides its own.
-    covered_by: &'a [&'a str],
-    /// The session's own folder (its model output is read without asking).
-    session_dir: Option<&'a Path>,
-}
-
-impl Ctx<'_> {
-    fn find(&self, behavior: Behavior, tool: &str, pred: impl Fn(&Rule) -> bool) -> Option<&Rule> {
-        self.rules
-            .iter()
-            .copied()
-            .find(|r| r.behavior == behavior && r.names_call(tool, self.covered_by) && pred(r))
-    }
-
-    fn deny_rule(&self, tool: &str, pred: impl Fn(&Rule) -> bool) -> Option<String> {
-        self.find(Behavior::Deny, tool, pred)
-            .map(|r| format!("denied by the rule `{}` ({})", r.text, r.source))
-    }
-
-    /// The working directories are canonical (resolved at startup); the path is resolved here
-    /// so a symlink out of the workspace does not count as inside.
-    fn inside(&self, path: &Path) -> bool {
-        self.inside_resolved(path, &real_path(path))
-    }
-
-    /// Inside the working directories both as written and where it leads (a link from one
-    /// working directory into another stays inside).
-    fn inside_resolved(&self, path: &Path, real: &Path) -> bool {
-        self.in_dirs(path) && self.in_dirs(real)
-    }
-
-    /// The top of a working directory itself, where configuration lives.
-    fn is_working_dir(&self, path: &Path) -> bool {
-        self.dirs.iter().any(|d| d == path)
-    }
-
-    fn ask(&self, reason: String, rules_to_save: Vec<String>, session_grants: Vec<String>) -> Verdict {
-        Verdict::Ask {
-            hard: false,
-            info: AskInfo {
-                reason,
-                rules_to_save,
-                session_grants,
-            },
-        }
-    }
-
-    fn hard_ask(&self, reason: String) -> Verdict {
-        Verdict::Ask {
-            hard: true,
-            info: AskInfo {
-                reason,
-                ..AskInfo::default()
-            },
-        }
-    }
-
-    fn read(&self, tool: &str, path: &Path) -> Verdict {
-        self.read_resolved(tool, path, &real_path(path), Links::Plain)
-    }
-
-    fn read_resolved(&self, tool: &str, path: &Path, real: &Path, links: Links) -> Verdict {
-        if let Some(denied) = self.read_deny(tool, path, real) {
-            return denied;
-        }
-        if let Some(r) = self.find(Behavior::Ask, tool, |r| r.matches_path(path) || r.matches_path(real)) {
-            return self.hard_ask(format!("the rule `{}` asks for confirmation", r.text));
-        }
-        let allow_rule = |p: &Path| {
-            self.rules
-                .iter()
-                .any(|r| r.behavior == Behavior::Allow && (r.names_tool(tool) || r.tool == "Edit") && r.matches_path(p))
-        };
-        // Through a link out of the workspace, only a rule naming where it leads allows it.
-        if links == Links::Judged
-            && let Some(escape) = self.escape(path, real, Access::Read)
-            && !self.rules.iter().any(|r| {
-                r.behavior == Behavior::Allow
-                    && (r.names_tool(tool) || r.tool == "Edit")
-                    && !r.is_whole_tool()
-                    && r.matches_path(real)
-            })
-        {
-            return escape;
-        }
-        let reachable = |p: &Path| self.in_dirs(p) || self.in_session_dir(p);
-        let allowed = (reachable(path) && reachable(real))
-            || allow_rule(path)
-            || allow_rule(real)
-            || self.mode == Mode::BypassPermissions;
-        if allowed {
-            Verdict::Allow
-        } else {
-            self.ask(
-                format!("{} is outside the working directories", self.shown(path, real)),
-                Vec::new(),
-                vec![format!("Read(/{})", path.display())],
-            )
-        }
-    }
-
-    /// The deny part of a read check: Read deny rules, then credential files without an
-    /// explicit allow rule. `real` is the path with symlinks resolved.
-    fn read_deny(&self, tool: &str, path: &Path, real: &Path) -> Option<Verdict> {
-        if let Some(r) = self.find(Behavior::Deny, tool, |r| r.matches_path(path) || r.matches_path(real)) {
-            return Some(Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source)));
-        }
-        let explicit_allow = |p: &Path| {
-            self.rules.iter().any(|r| {
-                r.behavior == Behavior::Allow
-                    && (r.names_tool(tool) || r.tool == "Edit")
-                    && matches!(r.spec, Spec::Path(..))
-                    && r.matches_path(p)
-            })
-        };
-        let why =
-            protected::credential_reason(real, self.home).or_else(|| protected::credential_reason(path, self.home))?;
-        if explicit_allow(path) {
-            return None;
-        }
-        Some(Verdict::Deny(format!(
-            "{why}; credential files are not read unless a `Read(...)` allow rule names them"
-        )))
-    }
-
-    fn edit(&self, tool: &str, path: &Path) -> Verdict {
-        self.edit_resolved(tool, path, &real_path(path), Links::Plain)
-    }
-
-    fn edit_resolved(&self, tool: &str, path: &Path, real: &Path, links: Links) -> Verdict {
-        let hits = |r: &Rule| r.matches_path(path) || r.matches_path(real);
-        if let Some(r) = self
-            .find(Behavior::Deny, tool, hits)
-            .or_else(|| self.find(Behavior::Deny, "Read", |r| !r.is_whole_tool() && hits(r)))
-        {
-            return Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source));
-        }
-        if self.mode == Mode::Plan {
-            return Verdict::Deny(plan_mode_message(tool));
-        }
-        if let Some(r) = self.find(Behavior::Ask, tool, hits) {
-            return self.hard_ask(format!("the rule `{}` asks for confirmation", r.text));
-        }
-        // Through a link out of the workspace, only a rule naming where it leads allows it.
-        let escape = match links {
-            Links::Judged => self.escape(path, real, Access::Write),
-            Links::Plain => None,
-        };
-        let allowed_by_rule = |r: &Rule| {
-            !r.is_whole_tool()
-                && match escape {
-                    Some(_) => r.matches_path(real),
-                    None => hits(r),
-                }
-        };
-        if self.find(Behavior::Allow, tool, allowed_by_rule).is_some() {
-            return Verdict::Allow;
-        }
-        // Configuration that makes something run later (git hooks, agent settings, shell rc
-        // files) needs the user even in acceptEdits and bypass; only a rule naming it allows it.
-        if let Some(why) =
-            protected::config_reason(real, self.home).or_else(|| protected::config_reason(path, self.home))
-        {
-            return self.hard_ask(format!("{why}; changing it always needs confirmation"));
-        }
-        if let Some(escape) = escape {
-            return escape;
-        }
-        let inside = self.inside_resolved(path, real);
-        if inside && self.find(Behavior::Allow, tool, Rule::is_whole_tool).is_some() {
-            return Verdict::Allow;
-        }
-        match self.mode {
-            Mode::BypassPermissions => Verdict::Allow,
-            Mode::AcceptEdits if inside => Verdict::Allow,
-            _ if !inside => self.ask(
-                format!("{} is outside the working directories", self.shown(path, real)),
-                Vec::new(),
-                Vec::new(),
-            ),
-            _ => self.ask(
-                format!("{tool} changes {}", path.display()),
-                Vec::new(),
-                self.dirs.iter().map(|d| format!("Edit(/{}/**)", d.display())).collect(),
-            ),
-        }
-    }
-
-    /// Loading a skill: `Skill(name)` rules; a skill that grants tools (not `read_only`) asks
-    /// in every mode but bypass, since a repository's skill must not grant itself commands.
-    fn skill(&self, tool: &str, name: &str, read_only: bool) -> Verdict {
-        // `Skill(plugin:name)` parses as a parameter rule; for skills it is the qualified name.
-        let hits = |r: &Rule| r.matches_key(name) || r.matches_qualified(name);
-        if let Some(r) = self.find(Behavior::Deny, tool, hits) {
-            return Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source));
-        }
-        if let Some(r) = self.find(Behavior::Ask, tool, hits) {
-            return self.hard_ask(format!("the rule `{}` asks for confirmation", r.text));
-        }
-        if self.find(Behavior::Allow, tool, hits).is_some() || read_only || self.mode == Mode::BypassPermissions {
-            return Verdict::Allow;
-        }
-        self.ask(
-            format!("the skill `{name}` grants tools (allowed-tools) while its task runs"),
-            vec![format!("{tool}({name})")],
-            Vec::new(),
-        )
-    }
-
-    fn generic(&self, tool: &str, input: &Value, read_only: bool) -> Verdict {
-        let key = crate::tools::summarize_input(input);
-        let hits = |r: &Rule| r.matches_key(&key) || r.matches_param(input);
-        if let Some(r) = self.find(Behavior::Deny, tool, hits) {
-            return Verdict::Deny(format!("denied by the rule `{}` ({})", r.text, r.source));
-        }
-        if let Some(r) = self.find(Behavior::Ask, tool, hits) {
-            return self.hard_ask(format!("the rule `{}` asks for confirmation", r.text));
-        }
-        if self.find(Behavior::Allow, tool, hits).is_some() || read_only {
-            return Verdict::Allow;
-        }
-        match self.mode {
-            Mode::Plan => Verdict::Deny(plan_mode_message(tool)),
-            Mode::BypassPermissions => Verdict::Allow,
-            _ => self.ask(format!("{tool} needs approval"), vec![tool.to_string()], Vec::new()),
-        }
-    }
-}
-
 pub(super) fn plan_mode_message(tool: &str) -> String {
     format!(
         "plan mode is on: {tool} would change something, and only read-only tools run until the plan is approved. \
@@ -757,11 +462,16 @@ fn save_rules(path: &Path, rules: &[String]) -> std::io::Result<()> {
 
 mod apply;
 mod bash;
+mod call;
+mod ctx;
+mod files;
 mod links;
 mod rebase;
 mod web;
 
-use links::{Access, Links};
+pub use call::Call;
+use ctx::Ctx;
+use links::Links;
 
 #[cfg(test)]
 mod tests;
