@@ -1,6 +1,7 @@
 //! `isolation: worktree`: a sub-agent works in a fresh `git worktree` on its own branch, so the
 //! parent's files stay untouched. Afterwards the worktree is removed when nothing changed in it,
-//! and kept (path and branch reported) when something did.
+//! and kept (path and branch reported) when something did. WorktreeCreate / WorktreeRemove
+//! hooks can take these steps over (`engine::subagent::worktree_hook`).
 
 use std::path::{Path, PathBuf};
 
@@ -18,11 +19,16 @@ pub struct Worktree {
     pub branch: String,
     /// The commit it started from.
     pub base: String,
-    /// The main repository's working tree.
+    /// The main repository's working tree (for a hook's worktree: the project's root).
     pub repo: PathBuf,
+    /// The WorktreeCreate hook that made it: keel's git leaves such a worktree alone (no
+    /// branch, no base; removing it is a WorktreeRemove hook's business).
+    pub made_by: Option<String>,
 }
 
-/// What became of a worktree after its sub-agent finished.
+/// What became of a worktree after its sub-agent finished (the sub-agent runner decides with
+/// [`changes`] and [`remove`], where WorktreeRemove hooks may take part).
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Removed,
@@ -182,22 +188,40 @@ pub async fn create(cwd: &Path, parent_dir: &Path, id: &str, base: &BaseRef) -> 
         branch,
         base,
         repo: top,
+        made_by: None,
     })
 }
 
+/// The root of the repository containing `cwd`, or `cwd` itself outside one.
+pub async fn project_top(cwd: &Path) -> PathBuf {
+    match git(cwd, &["rev-parse", "--show-toplevel"]).await {
+        Ok(top) if !top.is_empty() => PathBuf::from(top),
+        _ => cwd.to_path_buf(),
+    }
+}
+
 /// Removes the worktree and its branch when nothing changed; otherwise keeps both.
+#[cfg(test)]
 pub async fn finish(w: &Worktree) -> Result<Outcome, String> {
+    match changes(w).await? {
+        None => {
+            remove(w).await?;
+            Ok(Outcome::Removed)
+        }
+        Some(summary) => Ok(Outcome::Kept {
+            path: w.path.clone(),
+            branch: w.branch.clone(),
+            summary,
+        }),
+    }
+}
+
+/// What changed in a git worktree (new commits, uncommitted changes); `None` when nothing did.
+pub async fn changes(w: &Worktree) -> Result<Option<String>, String> {
     let status = git(&w.path, &["status", "--porcelain", "--untracked-files=all"]).await?;
     let head = git(&w.path, &["rev-parse", "HEAD"]).await?;
     if status.is_empty() && head == w.base {
-        git(
-            &w.repo,
-            &["worktree", "remove", "--force", &w.path.display().to_string()],
-        )
-        .await?;
-        // The branch has no commits of its own; deleting it loses nothing.
-        git(&w.repo, &["branch", "-D", "--quiet", &w.branch]).await?;
-        return Ok(Outcome::Removed);
+        return Ok(None);
     }
     let mut summary = Vec::new();
     if head != w.base {
@@ -209,11 +233,19 @@ pub async fn finish(w: &Worktree) -> Result<Outcome, String> {
     if !status.is_empty() {
         summary.push(format!("{} uncommitted change(s)", status.lines().count()));
     }
-    Ok(Outcome::Kept {
-        path: w.path.clone(),
-        branch: w.branch.clone(),
-        summary: summary.join(", "),
-    })
+    Ok(Some(summary.join(", ")))
+}
+
+/// Removes an unchanged git worktree and its branch.
+pub async fn remove(w: &Worktree) -> Result<(), String> {
+    git(
+        &w.repo,
+        &["worktree", "remove", "--force", &w.path.display().to_string()],
+    )
+    .await?;
+    // The branch has no commits of its own; deleting it loses nothing.
+    git(&w.repo, &["branch", "-D", "--quiet", &w.branch]).await?;
+    Ok(())
 }
 
 #[cfg(test)]

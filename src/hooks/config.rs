@@ -22,6 +22,10 @@ pub enum Event {
     Stop,
     SubagentStart,
     SubagentStop,
+    /// A sub-agent needs a worktree: the hook makes it and prints its path (instead of git).
+    WorktreeCreate,
+    /// A sub-agent's worktree is to be removed (an unchanged git one, or one a hook made).
+    WorktreeRemove,
     PreCompact,
     PostCompact,
     SessionEnd,
@@ -50,7 +54,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 23] = [
+    pub const ALL: [Event; 25] = [
         Event::SessionStart,
         Event::UserPromptSubmit,
         Event::PreToolUse,
@@ -61,6 +65,8 @@ impl Event {
         Event::Stop,
         Event::SubagentStart,
         Event::SubagentStop,
+        Event::WorktreeCreate,
+        Event::WorktreeRemove,
         Event::PreCompact,
         Event::PostCompact,
         Event::SessionEnd,
@@ -78,21 +84,13 @@ impl Event {
 
     /// Events of the reference for features keel does not have: their hooks are not registered
     /// (a warning says why).
-    pub const UNSUPPORTED: [(&'static str, &'static str); 7] = [
+    pub const UNSUPPORTED: [(&'static str, &'static str); 5] = [
         (
             "PermissionDenied",
             "keel has no auto mode whose classifier denies calls",
         ),
         ("Setup", "keel has no `--init` / `--maintenance` runs"),
         ("FileChanged", "keel has no hook-watched paths (`watchPaths`)"),
-        (
-            "WorktreeCreate",
-            "keel creates sub-agent worktrees with git itself; a hook cannot replace that",
-        ),
-        (
-            "WorktreeRemove",
-            "keel removes sub-agent worktrees with git itself; a hook cannot replace that",
-        ),
         ("TeammateIdle", "keel has no agent teams"),
         (
             "MessageDisplay",
@@ -112,6 +110,8 @@ impl Event {
             Event::Stop => "Stop",
             Event::SubagentStart => "SubagentStart",
             Event::SubagentStop => "SubagentStop",
+            Event::WorktreeCreate => "WorktreeCreate",
+            Event::WorktreeRemove => "WorktreeRemove",
             Event::PreCompact => "PreCompact",
             Event::PostCompact => "PostCompact",
             Event::SessionEnd => "SessionEnd",

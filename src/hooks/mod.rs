@@ -24,7 +24,7 @@ use tracing::Instrument;
 pub use callback::HookCallbacks;
 pub use config::{Event, HookConfig, HookConfigError};
 pub use delegated::HookDelegate;
-pub use outcome::{Aggregate, Permission};
+pub use outcome::{Aggregate, Permission, Ran};
 
 use crate::transcript::SharedTranscript;
 pub use crate::types::events::HookRun;
@@ -342,6 +342,7 @@ impl Hooks {
         for ((h, r), name) in foreground.iter().zip(runs).zip(&names) {
             let stopped_before = agg.stop.is_some();
             let i = outcome::interpret(event, &h.label(), &r, h.on_failure(), &mut agg);
+            agg.ran.push(outcome::Ran::of(&h.label(), &r, i.outcome));
             // `continueOnBlock`: the handler's stop becomes feedback for the model.
             if h.continue_on_block()
                 && matches!(event, Event::PostToolUse | Event::PostToolUseFailure)

@@ -55,6 +55,48 @@ pub struct Aggregate {
     pub warnings: Vec<String>,
     /// Elicitation / ElicitationResult: the last hook's `{"action", "content"}` answer.
     pub elicitation: Option<Value>,
+    /// Every foreground handler's run, in configuration order: for events whose hooks answer
+    /// with their output (WorktreeCreate's path) or whose success decides (WorktreeRemove).
+    pub ran: Vec<Ran>,
+}
+
+/// One handler's run as the caller of an event sees it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ran {
+    /// The handler's command (or URL, …), as hook messages name it.
+    pub label: String,
+    /// It exited 0 (or answered) with output keel could read.
+    pub succeeded: bool,
+    pub stdout: String,
+    /// What went wrong, for a handler that did not succeed: its first line of output.
+    pub problem: Option<String>,
+}
+
+impl Ran {
+    pub(super) fn of(label: &str, r: &RunResult, outcome: &str) -> Ran {
+        let first = |t: &str| t.lines().map(str::trim).find(|l| !l.is_empty()).map(str::to_string);
+        let succeeded = outcome == "success";
+        let problem = (!succeeded).then(|| {
+            let output = r
+                .start_error
+                .clone()
+                .or_else(|| first(&r.stderr))
+                .or_else(|| first(&r.stdout))
+                .unwrap_or_else(|| "(no output)".into());
+            match (r.timed_out, r.signal, r.exit_code) {
+                (true, ..) => format!("timed out: {output}"),
+                (_, Some(s), _) => format!("killed by signal {s}: {output}"),
+                (_, _, Some(c)) if r.start_error.is_none() => format!("exit status {c}: {output}"),
+                _ => output,
+            }
+        });
+        Ran {
+            label: label.to_string(),
+            succeeded,
+            stdout: r.stdout.clone(),
+            problem,
+        }
+    }
 }
 
 impl Aggregate {

@@ -81,3 +81,4 @@ mod undo_crash;
 mod undo_full;
 mod web;
 mod web_search_responses;
+mod worktree_hooks;

@@ -35,6 +35,8 @@ pub(super) struct Child {
     pub content: Vec<ContentBlock>,
     pub info: SubagentInfo,
     pub worktree: Option<Worktree>,
+    /// What finishing the worktree fires its hooks with: the hooks, the parent's events, the mode.
+    pub finish_with: (Arc<crate::hooks::Hooks>, crate::engine::EventSink, Mode),
     /// Facts for the parent's result (a skipped prompt, a narrowed mode).
     pub notes: Vec<String>,
     /// Forwards the child's approvals, notices and hook runs to the parent's events.
@@ -166,7 +168,10 @@ pub(super) async fn prepare(
 
     let worktree = if req.worktree || def.isolation == Some(Isolation::Worktree) {
         Some(
-            worktree::create(
+            super::worktree_hook::create(
+                &tree.hooks,
+                parent.mode(),
+                &r.events,
                 &parent.cwd,
                 &worktree::home(&parent.cwd, &parent.session_dir),
                 &agent_id,
@@ -361,6 +366,7 @@ pub(super) async fn prepare(
             transcript: transcript_path,
         },
         worktree,
+        finish_with: (tree.hooks.clone(), r.events.clone(), parent.mode()),
         notes,
         forward,
     })

@@ -11,6 +11,7 @@
 mod child;
 mod hook_agent;
 pub(crate) mod model;
+mod worktree_hook;
 
 pub use hook_agent::HOOK_AGENT_TYPE;
 
@@ -28,7 +29,7 @@ use super::pipeline::ToolCall;
 use super::{Engine, EngineConfig, EventSink};
 use crate::agents::budget::{Children, Slot};
 use crate::agents::tasks::TaskStatus;
-use crate::agents::{AgentCatalog, SpawnBudget, worktree};
+use crate::agents::{AgentCatalog, SpawnBudget};
 use crate::context::ProjectContext;
 use crate::engine::SessionServices;
 use crate::hooks::Hooks;
@@ -423,20 +424,8 @@ async fn drive(
     drop(slot);
     let mut notes = c.notes;
     if let Some(w) = &c.worktree {
-        notes.push(match worktree::finish(w).await {
-            Ok(worktree::Outcome::Removed) => {
-                "(The sub-agent worked in a separate git worktree; it changed nothing there, so the worktree was removed.)"
-                    .to_string()
-            }
-            Ok(worktree::Outcome::Kept { path, branch, summary }) => format!(
-                "The sub-agent worked in the git worktree {} on the branch `{branch}` ({summary}); your working tree \
-                 is unchanged. Inspect with `git -C {} diff` or `git log {branch}`, and merge the branch to keep the \
-                 changes.",
-                path.display(),
-                path.display()
-            ),
-            Err(e) => format!("The sub-agent's git worktree {} could not be cleaned up: {e}", w.path.display()),
-        });
+        let (hooks, events, mode) = &c.finish_with;
+        notes.push(worktree_hook::finish(hooks, *mode, events, w).await);
     }
     let u = totals.usage;
     AgentReport {
