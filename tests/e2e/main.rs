@@ -80,5 +80,6 @@ mod tui_render;
 mod undo_crash;
 mod undo_full;
 mod web;
+mod web_proxy_cache;
 mod web_search_responses;
 mod worktree_hooks;
