@@ -44,6 +44,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 WRAP = []
 FIXED = {}
 WINDOW = [100]
+# Whether the SSE mode works out the prompt-cache figures (`--no-cache-model` turns it off).
+CACHE_MODEL = [True]
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -418,7 +420,7 @@ class Server:
         self.lock = threading.Lock()
         # Request bodies are kept in a file and worked out after the run, so that the cache model
         # does not hold up the answers (or keep a long session's bodies in memory).
-        self.cache = CacheModel() if protocol == "sse" else None
+        self.cache = CacheModel() if protocol == "sse" and CACHE_MODEL[0] else None
         self.spool = tempfile.TemporaryFile() if self.cache else None
         self.protocol = protocol
         self.fixed = None
@@ -582,12 +584,16 @@ def main():
                     help="also print what each request of the SSE mode sends, reads from and writes to the cache")
     ap.add_argument("--reads", type=int, default=0,
                     help="instead of the mixed session, a session of N Read turns (the memory figures use 80)")
+    ap.add_argument("--no-cache-model", action="store_true",
+                    help="skip the prompt-cache figures (for sessions of thousands of turns, whose "
+                         "request bodies take the script far longer to work out than keel to send)")
     ap.add_argument("--giant", action="store_true",
                     help="also time one answer made of a single 10 MB text event, streamed in 16 KB writes "
                          "(SSE parsing must be linear)")
     ap.add_argument("--giant-piece", type=int, default=16 * 1024, help="write size of the giant event's body")
     args = ap.parse_args()
     WRAP.extend(args.wrap.split())
+    CACHE_MODEL[0] = not args.no_cache_model
     WINDOW[0] = 200 if args.turns >= 1000 else 100
     if not os.path.exists(args.keel):
         sys.exit(f"{args.keel} not found: run `cargo build --release` first")
