@@ -520,7 +520,11 @@ def run_once(keel, template, mode, turns, script_path, piece=None):
     if proc.returncode != 0:
         sys.exit(f"keel failed ({proc.returncode}): {err.decode()[:2000]}")
     result = json.loads(out)
-    check_edits(repo, turns)
+    try:
+        check_edits(repo, turns)
+    except SystemExit as e:
+        sys.exit(f"{e} (the run ended {result.get('subtype')} after {result.get('num_turns')} turns: "
+                 f"{str(result.get('result'))[:300]}; stderr: {err.decode()[-1500:]})")
     shutil.rmtree(home, ignore_errors=True)
     result["cpu_samples"] = server.samples if server else []
     result["cache"] = server.cache if server else None

@@ -63,6 +63,13 @@ async fn changes_keel_could_not_record_are_named_in_the_result_the_list_and_the_
             json!({"file_path": a, "old_string": "alpha\n", "new_string": "ALPHA\n"}),
         )]))
         .push(answer("edited a"))
+        // Inside the second session, after its start-up (which may tidy what the first one left
+        // and so free a page): the home full again, the undo log's last page too.
+        .push(calls(vec![tool(
+            "refill",
+            "Bash",
+            json!({"command": "cat /dev/zero >> \"$KEEL_HOME/fill\" 2>/dev/null; for f in \"$KEEL_HOME\"/projects/*/*/checkpoints/log.jsonl; do yes '' >>\"$f\" 2>/dev/null; done; true"}),
+        )]))
         .push(calls(vec![tool("rb", "Read", json!({"file_path": b}))]))
         .push(calls(vec![tool(
             "eb",
