@@ -43,7 +43,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 WRAP = []
 FIXED = {}
+# Per mode: the autocompaction summary requests of the last run (answered, not scripted).
+SUMMARIES = {}
 WINDOW = [100]
+# What marks autocompaction's summary request (`compact::autocompact::summary::INSTRUCTION_LEAD`),
+# and the note the scripted server answers it with.
+SUMMARY_LEAD = b"[keel: compaction] The conversation above has to be condensed"
+SUMMARY_TURN = {"text": "## Decisions\nKeep surveying.\n\n## Open verification items\nNone.\n\n"
+                        "## Current work\nThe survey of the repository.\n\n## Next step\nGo on with the next file."}
 # Whether the SSE mode works out the prompt-cache figures (`--no-cache-model` turns it off).
 CACHE_MODEL = [True]
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -414,6 +421,7 @@ class Server:
         self.bodies = [PROTOCOLS[protocol](t, n) for n, t in enumerate(turns)]
         self.piece = piece
         self.next = 0
+        self.summaries = 0
         self.pid = None
         self.samples = []
         self.hwm = None
@@ -441,8 +449,14 @@ class Server:
                         outer.fixed = fixed_prefix_bytes(outer.protocol, raw)
                     if outer.spool is not None:
                         outer.spool.write(len(raw).to_bytes(8, "little") + raw)
-                    body = outer.bodies[outer.next]
-                    outer.next += 1
+                    if SUMMARY_LEAD in raw:
+                        # Autocompaction's summary request (long sessions reach the window): it
+                        # gets a hand-off note and does not use up a scripted turn.
+                        outer.summaries += 1
+                        body = PROTOCOLS[outer.protocol](SUMMARY_TURN, outer.next)
+                    else:
+                        body = outer.bodies[outer.next]
+                        outer.next += 1
                     if outer.pid:
                         outer.samples.append(self_cpu(outer.pid))
                         outer.hwm = peak_rss_mib(outer.pid)
@@ -527,6 +541,7 @@ def run_once(keel, template, mode, turns, script_path, piece=None):
                  f"{str(result.get('result'))[:300]}; stderr: {err.decode()[-1500:]})")
     shutil.rmtree(home, ignore_errors=True)
     result["cpu_samples"] = server.samples if server else []
+    result["summaries"] = server.summaries if server else 0
     result["cache"] = server.cache if server else None
     result["fixed"] = server.fixed if server else None
     result["peak_rss"] = max(v for v in (peak[0], server.hwm if server else None, 0.0) if v is not None) or None
@@ -556,6 +571,8 @@ def measure(keel, repo, mode, turns, script_path, piece=None):
     rss = result["peak_rss"] or after.ru_maxrss / 1024.0
     if result["fixed"]:
         FIXED[mode] = result["fixed"]
+    if result["summaries"]:
+        SUMMARIES[mode] = result["summaries"]
     return wall, cpu, rss, result["num_turns"], window_costs(result["cpu_samples"]), result["cache"]
 
 
@@ -647,6 +664,8 @@ def main():
                       f"{statistics.median(w[1] for w in windows):.2f} ms")
         print(f"| {mode} | {n} | {statistics.median(walls) * 1000:.0f} ms | {cpu * 1000:.0f} ms | "
               f"{cpu * 1000 / n:.2f} ms | {own * 1000 / n:.2f} ms | {rss:.1f} MiB | {growth} |")
+    for mode, n in SUMMARIES.items():
+        print(f"autocompactions ({mode}, the last run): {n} summary request(s), answered by the scripted server")
     for mode, b in FIXED.items():
         print(f"fixed prefix ({mode}: tool definitions and system text, first request): {b} bytes, "
               f"about {b / 4000:.1f}k tokens at 4 bytes a token")
