@@ -116,17 +116,16 @@ impl Tool for AgentTool {
 
     fn description(&self) -> &'static str {
         "Hands a self-contained task to a sub-agent that works in its own conversation and reports back. \
-         Use it for broad searches or investigations whose intermediate steps would crowd your context, and to \
-         have independent parts of a task done in parallel (several Agent calls in one message run at the same \
-         time). The sub-agent sees only `prompt` (not this conversation), so include every fact it needs and say \
+         Use it for broad searches whose steps would crowd your context, and for independent parts of a task \
+         in parallel (several Agent calls in one message run at once). The sub-agent sees only `prompt` (not this conversation), so include every fact it needs and say \
          what its report must contain. `subagent_type`: `general-purpose` (default; your tools), `Explore` or \
          `Plan` (read-only research: Read, Glob, Grep), `verifier` (reviews the work so far from facts keel \
          gathers — the diff, changed files, commands run — and ignores `prompt`), or a project type listed in the \
          system prompt. \
          `run_in_background: true` returns at once and the report arrives later as a notification. \
-         `isolation: \"worktree\"` runs it in a fresh git worktree so your files stay untouched. `model` picks \
-         the model it runs on (an alias such as `sonnet`, `opus`, `haiku`, or a model id this session offers; \
-         default: the agent type's model, else yours). It follows the same permission rules; only its final \
+         `isolation: \"worktree\"` runs it in a fresh git worktree so your files stay untouched. `model`: an \
+         alias (`sonnet`, `opus`, `haiku`) or a model id this session offers (default: the agent type's, else \
+         yours). It follows the same permission rules; only its final \
          message comes back."
     }
 

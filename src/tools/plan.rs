@@ -46,9 +46,8 @@ impl Tool for ExitPlanModeTool {
     }
 
     fn description(&self) -> &'static str {
-        "In plan mode, presents your implementation plan (markdown, in `plan`) to the user for approval. \
-         Only read-only tools run in plan mode; once the user approves, the mode changes and you may \
-         start making changes. If the plan is not approved, revise it with the user's feedback."
+        "In plan mode (only read-only tools run), presents your plan (markdown, in `plan`) for the user's \
+         approval; once approved, you may make changes. If not, revise it with the user's feedback."
     }
 
     fn input_schema(&self) -> Value {

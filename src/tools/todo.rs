@@ -39,15 +39,12 @@ impl Tool for TodoWriteTool {
     }
 
     fn description(&self) -> &'static str {
-        "Keeps the task list for this session; each call replaces the whole list. Use it for work with \
-         several steps: write the steps down when you start, mark one `in_progress` before working on it \
-         (one at a time), and mark it `completed` as soon as it is really done — not when it is only \
-         attempted, and not while tests still fail. Add steps you discover on the way. Each item has \
-         `content` (what to do, imperative: \"Run the tests\"), `activeForm` (the same in progressive form, \
-         shown while it runs: \"Running the tests\") and `status` (`pending`, `in_progress`, `completed`). \
-         Skip it for a single trivial step. Order between entries: give an entry an `id` and name it in \
-         another's `blockedBy` (or list the waiting entries in its `blocks`); a blocked entry waits until \
-         everything it depends on is completed. Unknown ids and cycles are refused."
+        "The session's task list; each call replaces the whole list. For work of several steps: list them \
+         at the start (and any found later), mark one `in_progress` before working on it (one at a time), \
+         and `completed` only when it is really done, not while tests fail. Items: `content` (imperative: \
+         \"Run the tests\"), `activeForm` (progressive: \"Running the tests\"), `status`; optionally an \
+         `id`, and `blockedBy`/`blocks` naming other ids: a blocked entry waits until what it depends on is \
+         completed. Skip it for one trivial step."
     }
 
     fn input_schema(&self) -> Value {

@@ -38,10 +38,9 @@ impl Tool for BashOutputTool {
     }
 
     fn description(&self) -> &'static str {
-        "Shows what a background shell (started with Bash and run_in_background) has printed since you last \
-         checked, with its status (`running`, `completed`, `failed`, `killed`) and exit code. Each call returns \
-         only new output. `filter` is a regular expression: only matching lines are shown, and the others are \
-         discarded for good. Check back later rather than in a tight loop."
+        "What a background shell (Bash with run_in_background) printed since the last check, with its status \
+         (`running`, `completed`, `failed`, `killed`) and exit code. `filter`: a regular expression; only \
+         matching lines are shown, the others are discarded. Check back later, not in a tight loop."
     }
 
     fn input_schema(&self) -> Value {
@@ -133,8 +132,8 @@ impl Tool for KillShellTool {
     }
 
     fn description(&self) -> &'static str {
-        "Stops a background shell started with Bash and run_in_background, together with every process it \
-         started. Use it for servers and watchers you no longer need; BashOutput still shows what it printed."
+        "Stops a background shell (Bash with run_in_background) and every process it started: servers and \
+         watchers you no longer need. BashOutput still shows what it printed."
     }
 
     fn input_schema(&self) -> Value {

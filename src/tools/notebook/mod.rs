@@ -101,12 +101,10 @@ impl Tool for NotebookEditTool {
     }
 
     fn description(&self) -> &'static str {
-        "Changes one cell of a Jupyter notebook (.ipynb). Read the notebook first: Read shows each cell \
-         with its id. `edit_mode` is `replace` (default: the cell `cell_id` gets `new_source`; a code \
-         cell's old outputs are cleared; `cell_type` converts it), `insert` (a new cell of `cell_type` \
-         after `cell_id`, or at the top without one) or `delete` (removes the cell `cell_id`). A cell \
-         without an id is addressed as `cell-N`, counting from 0. The notebook must not have changed \
-         on disk since you read it. Use this tool, not Edit or Write, for notebooks."
+        "Changes one cell of a Jupyter notebook (.ipynb); Read it first (cells show their ids; one without \
+         an id is `cell-N`, from 0). `edit_mode`: `replace` (default; clears a code cell's outputs; \
+         `cell_type` converts it), `insert` (after `cell_id`, or at the top) or `delete`. Refused when the \
+         file changed since the read. Use it, not Edit or Write, for notebooks."
     }
 
     fn input_schema(&self) -> Value {
