@@ -67,18 +67,22 @@ pub(super) struct Slot {
 
 impl Server {
     /// Makes sure a connection is open: the first one, or a restart after a crash (bounded).
+    /// `note` with the last lines the server wrote to its stderr log, when there are any.
+    pub(super) fn with_stderr_tail(&self, note: String) -> String {
+        let tail = transport::log_tail(&self.log, 5);
+        if tail.is_empty() {
+            note
+        } else {
+            format!("{note}; stderr:\n{tail}")
+        }
+    }
+
     pub(super) async fn ensure_live(&self, slot: &mut Slot, restart: bool) -> Result<(), String> {
         if let Some(live) = slot.live.as_mut() {
             if !live.is_closed() {
                 return Ok(());
             }
-            let note = live.exit_note();
-            let tail = transport::log_tail(&self.log, 5);
-            let detail = if tail.is_empty() {
-                note
-            } else {
-                format!("{note}; stderr:\n{tail}")
-            };
+            let detail = self.with_stderr_tail(live.exit_note());
             slot.live = None;
             self.set_state(State::Failed, Some(detail));
         }

@@ -12,7 +12,6 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::{Server, State};
-use crate::mcp::transport;
 
 /// How a request to a server failed.
 #[derive(Debug)]
@@ -171,12 +170,7 @@ impl Server {
                     }
                     None => e,
                 };
-                let tail = transport::log_tail(&self.log, 5);
-                let detail = if tail.is_empty() {
-                    note
-                } else {
-                    format!("{note}; stderr:\n{tail}")
-                };
+                let detail = self.with_stderr_tail(note);
                 slot.live = None;
                 self.set_state(State::Failed, Some(detail.clone()));
                 CallError::Broken(detail)

@@ -27,6 +27,37 @@ fn entries(log: &std::path::Path, key: &str) -> Vec<Value> {
         .collect()
 }
 
+/// Adds the server `name` (`entry`) to the user's configuration, checks that a run before
+/// signing in names it and the command to run, then signs in with the test's "browser".
+async fn add_then_sign_in(env: &Env, model: &ModelServer, name: &str, entry: &Value) -> crate::support::Out {
+    let added = env
+        .keel(model)
+        .args(["mcp", "add-json", "-s", "user", name, &entry.to_string()])
+        .run()
+        .await;
+    assert_eq!(added.code, 0, "{}", added.stderr);
+    model.push(answer("done"));
+    let before = env.keel(model).args(["-p", "go"]).run().await;
+    assert_eq!(before.code, 0, "{}", before.stderr);
+    let wanted = format!(
+        "MCP server `{name}` needs authentication: it answered HTTP 401; run `keel mcp login {name}` to sign in"
+    );
+    assert!(before.stderr.contains(&wanted), "{}", before.stderr);
+    let login = env
+        .keel(model)
+        .env("BROWSER", browser(env))
+        .args(["mcp", "login", name, "--timeout", "20"])
+        .run()
+        .await;
+    assert_eq!(login.code, 0, "{}", login.stderr);
+    assert!(
+        login.stdout.contains(&format!("Signed in to MCP server `{name}`")),
+        "{}",
+        login.stdout
+    );
+    login
+}
+
 #[tokio::test]
 async fn sign_in_discovers_registers_stores_owner_only_and_refreshes() {
     or_skip!(python());
@@ -34,38 +65,7 @@ async fn sign_in_discovers_registers_stores_owner_only_and_refreshes() {
     let log = log_path(&env, "auth");
     let http = HttpServer::start("--http", &log, &["--oauth", "--token-ttl", "4"]).await;
     let model = ModelServer::start().await;
-    let entry = json!({"type": "http", "url": http.url("/mcp")}).to_string();
-    let added = env
-        .keel(&model)
-        .args(["mcp", "add-json", "-s", "user", "srv", &entry])
-        .run()
-        .await;
-    assert_eq!(added.code, 0, "{}", added.stderr);
-
-    // Before signing in: the run says which server needs it and how.
-    model.push(answer("done"));
-    let before = env.keel(&model).args(["-p", "go"]).run().await;
-    assert_eq!(before.code, 0, "{}", before.stderr);
-    assert!(
-        before.stderr.contains(
-            "MCP server `srv` needs authentication: it answered HTTP 401; run `keel mcp login srv` to sign in"
-        ),
-        "{}",
-        before.stderr
-    );
-
-    let login = env
-        .keel(&model)
-        .env("BROWSER", browser(&env))
-        .args(["mcp", "login", "srv", "--timeout", "20"])
-        .run()
-        .await;
-    assert_eq!(login.code, 0, "{}", login.stderr);
-    assert!(
-        login.stdout.contains("Signed in to MCP server `srv`"),
-        "{}",
-        login.stdout
-    );
+    let login = add_then_sign_in(&env, &model, "srv", &json!({"type": "http", "url": http.url("/mcp")})).await;
     // Discovery, registration, PKCE with S256, the resource indicator, the loopback redirect.
     let registered = entries(&log, "register");
     assert_eq!(registered.len(), 1, "{registered:?}");
@@ -148,37 +148,7 @@ async fn a_legacy_sse_server_signs_in_and_renews_like_an_http_one() {
     let log = log_path(&env, "auth");
     let http = HttpServer::start("--sse", &log, &["--oauth", "--token-ttl", "4"]).await;
     let model = ModelServer::start().await;
-    let entry = json!({"type": "sse", "url": http.url("/sse")}).to_string();
-    let added = env
-        .keel(&model)
-        .args(["mcp", "add-json", "-s", "user", "legacy", &entry])
-        .run()
-        .await;
-    assert_eq!(added.code, 0, "{}", added.stderr);
-
-    model.push(answer("done"));
-    let before = env.keel(&model).args(["-p", "go"]).run().await;
-    assert_eq!(before.code, 0, "{}", before.stderr);
-    assert!(
-        before.stderr.contains(
-            "MCP server `legacy` needs authentication: it answered HTTP 401; run `keel mcp login legacy` to sign in"
-        ),
-        "{}",
-        before.stderr
-    );
-
-    let login = env
-        .keel(&model)
-        .env("BROWSER", browser(&env))
-        .args(["mcp", "login", "legacy", "--timeout", "20"])
-        .run()
-        .await;
-    assert_eq!(login.code, 0, "{}", login.stderr);
-    assert!(
-        login.stdout.contains("Signed in to MCP server `legacy`"),
-        "{}",
-        login.stdout
-    );
+    add_then_sign_in(&env, &model, "legacy", &json!({"type": "sse", "url": http.url("/sse")})).await;
     assert_eq!(entries(&log, "authorize")[0]["resource"], http.url("/sse"));
     let listed = env.keel(&model).args(["mcp", "list"]).run().await;
     assert!(listed.stdout.contains("signed in (scope: tools)"), "{}", listed.stdout);
