@@ -97,6 +97,8 @@ pub struct CompactStats {
     pub rebuild_cpu: Duration,
     /// Times the cold part was built whole again between squeezes (see `consolidate`).
     pub consolidations: u64,
+    /// Times the assembled view had to be copied because an earlier request still held it.
+    pub view_copies: u64,
 }
 
 /// Measures wall and CPU time of a piece of compactor work.
@@ -137,6 +139,9 @@ struct Cold {
     stepped: bool,
     /// Estimated tokens of the cold part when it was last built whole.
     base_tokens: u64,
+    /// Estimated tokens of the cold part now (kept as it grows, so a step does not count
+    /// the whole history again).
+    tokens: u64,
 }
 
 /// Below this size a cold part is not worth rebuilding whole between squeezes.
@@ -306,16 +311,14 @@ impl Compactor {
     /// Moves the frontier so that `keep` exchanges stay verbatim: the tiers run over the newly
     /// cold messages (`Step::Extend`) or over the whole cold part (`Step::Rebuild`).
     fn advance(&mut self, store: &Arc<Vec<Message>>, session_dir: &Path, keep: usize, step: Step) {
-        let assistants: Vec<usize> = store
+        // The `keep`-th exchange from the end, found from the end: a step costs the hot part.
+        let Some(upto) = store
             .iter()
             .enumerate()
+            .rev()
             .filter(|(_, m)| m.role == Role::Assistant)
+            .nth(keep.max(1) - 1)
             .map(|(i, _)| i)
-            .collect();
-        let Some(&upto) = assistants
-            .len()
-            .checked_sub(keep.max(1))
-            .and_then(|k| assistants.get(k))
         else {
             return;
         };
@@ -336,22 +339,36 @@ impl Compactor {
         let part = cold_view(store, from..upto, session_dir, &self.memo, &self.kinds);
         if from == 0 {
             let kept = common_prefix(&self.cold.view.messages, &part.messages);
+            let whole = tokens::messages(&part.messages);
             self.cold = Cold {
                 upto,
-                base_tokens: tokens::messages(&part.messages),
+                base_tokens: whole,
+                tokens: whole,
                 view: part,
                 kept,
                 stepped: false,
             };
+            self.built = None;
         } else {
-            self.cold.kept = self.cold.view.len();
+            let kept = self.cold.view.len();
+            self.cold.kept = kept;
+            self.cold.tokens += tokens::messages(&part.messages);
             self.cold.view.extend(part);
             self.cold.upto = upto;
             self.cold.stepped = true;
-            self.consolidate(store, session_dir);
+            if self.consolidate(store, session_dir) {
+                self.built = None;
+            } else if let Some(built) = &mut self.built {
+                // The view sent so far starts with the cold part as it was: it keeps that
+                // and takes the newly cold messages in place of their verbatim originals
+                // (dropping and copying the whole view at every step grew with the history).
+                let v = Arc::make_mut(&mut built.view);
+                v.truncate(kept);
+                v.extend_from_slice(&self.cold.view.messages[kept..]);
+                built.synced = upto;
+            }
         }
         self.stats.rebuild_cpu += thread_cpu().saturating_sub(before);
-        self.built = None;
         self.generation += 1;
         self.stats.rebuilds += 1;
     }
@@ -360,10 +377,11 @@ impl Compactor {
     /// part has grown by half since it was last built whole, it is built whole again and taken
     /// when that saves a tenth of it. The cache keeps the prefix both share; the growth rule
     /// keeps the rebuilds few (their total cost stays proportional to the history).
-    fn consolidate(&mut self, store: &Arc<Vec<Message>>, session_dir: &Path) {
-        let now = tokens::messages(&self.cold.view.messages);
+    /// Returns whether the cold part was replaced.
+    fn consolidate(&mut self, store: &Arc<Vec<Message>>, session_dir: &Path) -> bool {
+        let now = self.cold.tokens;
         if now < CONSOLIDATE_MIN_TOKENS || now < self.cold.base_tokens.saturating_mul(3) / 2 {
-            return;
+            return false;
         }
         let whole = cold_view(store, 0..self.cold.upto, session_dir, &self.memo, &self.kinds);
         let whole_tokens = tokens::messages(&whole.messages);
@@ -373,8 +391,11 @@ impl Compactor {
             self.cold.view = whole;
             self.cold.stepped = false;
             self.cold.base_tokens = whole_tokens;
+            self.cold.tokens = whole_tokens;
+            true
         } else {
             self.cold.base_tokens = now;
+            false
         }
     }
 
@@ -390,13 +411,27 @@ impl Compactor {
             // The last synced message may have grown since (user content merged into it).
             let from = built.synced.saturating_sub(1).max(self.cold.upto);
             let keep = self.cold.view.len() + (from - self.cold.upto);
+            if Arc::strong_count(&built.view) > 1 {
+                // Still held by an earlier request: `make_mut` copies the whole view.
+                self.stats.view_copies += 1;
+            }
             let v = Arc::make_mut(&mut built.view);
             v.truncate(keep);
             v.extend(store[from..].iter().cloned());
             built.synced = store.len();
             built.view.clone()
         };
-        let tokens = self.counter.count(self.generation, self.fixed_tokens, &messages);
+        // The view kept across steps must be what building it afresh would give.
+        debug_assert!(
+            self.cold.upto == 0
+                || (messages.get(..self.cold.view.len()) == Some(&self.cold.view.messages[..])
+                    && messages.get(self.cold.view.len()..) == store.get(self.cold.upto..)),
+            "the assembled view drifted from its cold part and the store"
+        );
+        let cold = (self.cold.view.len(), self.cold.tokens);
+        let tokens = self
+            .counter
+            .count_after(self.generation, self.fixed_tokens, &messages, cold);
         let end = |len: usize| len.checked_sub(1).filter(|_| self.cold.upto > 0);
         RequestView {
             messages,

@@ -10,6 +10,8 @@
 //!
 //! Only calls before the view's frontier are snipped; the evidence may come from anywhere later.
 
+use std::collections::HashMap;
+
 use super::TierContext;
 use super::calls::{CallSite, is_not_run};
 use super::view::View;
@@ -45,16 +47,34 @@ pub struct Snip {
 const PARTIAL_NOTE: &str = "\n[Partial view:";
 
 /// The calls before the frontier that later calls superseded.
+///
+/// Only a later successful call of the same tool can supersede, and for every reason but a
+/// retried invalid call it works on the same target (equal inputs, or the same file read in
+/// full), so each call is compared with the later calls of its tool and target only: a
+/// rebuild over a long history costs about the calls, not their square.
 pub fn superseded(ctx: &TierContext<'_>) -> Vec<Snip> {
     let calls = &ctx.index.calls;
+    // Later successful calls with a result, in order: per tool, and per tool and target.
+    let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut by_target: HashMap<(&str, String), Vec<usize>> = HashMap::new();
+    for (j, l) in calls.iter().enumerate() {
+        if l.result_at.is_some() && !l.is_error {
+            by_name.entry(l.name.as_str()).or_default().push(j);
+            by_target.entry((l.name.as_str(), l.target())).or_default().push(j);
+        }
+    }
     let mut out = Vec::new();
     for (i, c) in calls.iter().enumerate() {
         if c.use_at.0 < ctx.from || c.use_at.0 >= ctx.upto || c.result_at.is_none_or(|r| r.0 >= ctx.upto) {
             continue;
         }
         let Some(result) = c.result(ctx.store) else { continue };
-        let later = calls[i + 1..].iter().filter(|l| l.result_at.is_some());
-        for l in later {
+        let candidates = if c.is_error && is_not_run(&result.as_text()) {
+            after(by_name.get(c.name.as_str()), i)
+        } else {
+            after(by_target.get(&(c.name.as_str(), c.target())), i)
+        };
+        for l in candidates.iter().map(|&j| &calls[j]) {
             if let Some(reason) = supersedes(ctx, c, result, l) {
                 out.push(Snip {
                     id: c.id.clone(),
@@ -66,6 +86,11 @@ pub fn superseded(ctx: &TierContext<'_>) -> Vec<Snip> {
         }
     }
     out
+}
+
+/// The calls of `list` after call `i`.
+fn after(list: Option<&Vec<usize>>, i: usize) -> &[usize] {
+    list.map_or(&[], |v| &v[v.partition_point(|&j| j <= i)..])
 }
 
 fn supersedes(ctx: &TierContext<'_>, c: &CallSite, result: &ToolResultContent, l: &CallSite) -> Option<Reason> {

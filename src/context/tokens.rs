@@ -233,13 +233,23 @@ impl TokenCounter {
 
     /// Tokens of a request made of `fixed` (system and tools, estimated) and `view`.
     pub fn count(&self, generation: u64, fixed: u64, view: &[Message]) -> u64 {
+        self.count_after(generation, fixed, view, (0, 0))
+    }
+
+    /// [`TokenCounter::count`] for a view whose first `prefix.0` messages are estimated at
+    /// `prefix.1` tokens already (the compactor's cold part), so a new view is not estimated
+    /// whole again.
+    pub fn count_after(&self, generation: u64, fixed: u64, view: &[Message], prefix: (usize, u64)) -> u64 {
         let (known, estimated) = match self.last {
             // The provider counted the request it saw (system, tools, the first `messages`
             // view messages) and its answer, which is the next view message.
             Some(o) if o.generation == generation && o.messages < view.len() => {
                 (o.tokens.max(fixed), messages(&view[o.messages + 1..]))
             }
-            _ => (0, fixed + messages(view)),
+            _ => match view.get(prefix.0..) {
+                Some(rest) => (0, fixed + prefix.1 + messages(rest)),
+                None => (0, fixed + messages(view)),
+            },
         };
         self.last_count.set(Some(Counted {
             generation,

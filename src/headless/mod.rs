@@ -234,6 +234,7 @@ async fn run_inner(cli: &Options, out: Arc<Out>) -> Result<ExitCode, HeadlessErr
         views = s.views,
         rebuilds = s.rebuilds,
         consolidations = s.consolidations,
+        view_copies = s.view_copies,
         cpu_ms = s.cpu.as_secs_f64() * 1000.0,
         rebuild_cpu_ms = s.rebuild_cpu.as_secs_f64() * 1000.0,
         wall_ms = s.time.as_secs_f64() * 1000.0,

@@ -2,7 +2,7 @@
 //! timings to the first request and the first token, the messages begun, how each call's
 //! permission was decided, sub-agent counts, refusals, and thinking and search use per model.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Instant;
 
 use serde_json::{Map, Value, json};
@@ -94,6 +94,8 @@ pub struct TurnStats {
     request_sent: Option<Instant>,
     pub api_message_id: Option<String>,
     pub begun_message_ids: Vec<String>,
+    /// The same ids, to ask about one without scanning the list (it grows with the session).
+    begun: HashSet<String>,
     pub safety_stops: u64,
     /// The main agent's last stop reason (a turn cut by `--max-turns` ends on `tool_use`).
     pub last_stop_reason: Option<String>,
@@ -127,6 +129,7 @@ impl TurnStats {
             request_sent: None,
             api_message_id: None,
             begun_message_ids: Vec::new(),
+            begun: HashSet::new(),
             safety_stops: 0,
             last_stop_reason: None,
             subagents: SubagentStats::default(),
@@ -176,7 +179,7 @@ impl TurnStats {
     }
 
     fn begin(&mut self, id: &str) {
-        if !self.begun_message_ids.iter().any(|m| m == id) {
+        if self.begun.insert(id.to_string()) {
             self.begun_message_ids.push(id.to_string());
         }
     }

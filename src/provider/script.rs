@@ -53,6 +53,10 @@ pub struct ScriptProvider {
     model: String,
     turns: Vec<ScriptTurn>,
     next: Mutex<usize>,
+    /// Characters of each message of the last request, by its lineage: a request that vouches
+    /// for the messages it repeats is only measured from there (measuring the whole history
+    /// for every request grew with the session).
+    sizes: Mutex<Option<((u64, u64), Vec<usize>)>>,
 }
 
 impl ScriptProvider {
@@ -94,6 +98,7 @@ impl ScriptProvider {
             model: model.unwrap_or_else(|| "script".into()),
             turns,
             next: Mutex::new(0),
+            sizes: Mutex::new(None),
         })
     }
 
@@ -128,9 +133,15 @@ impl Provider for ScriptProvider {
         let (tx, rx) = mpsc::channel(64);
         let taken = self.take_turn();
         let model = request.model.clone();
+        let estimate = taken
+            .as_ref()
+            .is_ok_and(|(_, t)| t.usage.is_none())
+            .then(|| self.estimate_request_tokens(&request))
+            .unwrap_or_default();
+        drop(request);
         tokio::spawn(async move {
             let result = match taken {
-                Ok((i, turn)) => play(i, turn, model, &request, &cancel, &tx).await,
+                Ok((i, turn)) => play(i, turn, model, estimate, &cancel, &tx).await,
                 Err(e) => Err(e),
             };
             let _ = tx.send(result.map(ProviderEvent::Completed)).await;
@@ -159,7 +170,7 @@ async fn play(
     index: usize,
     turn: ScriptTurn,
     model: String,
-    request: &ModelRequest,
+    estimate: u64,
     cancel: &CancellationToken,
     tx: &Tx,
 ) -> Result<ModelResponse, ProviderError> {
@@ -219,7 +230,7 @@ async fn play(
     };
     // Without scripted usage, estimate so context accounting still has numbers to work with.
     let usage = turn.usage.unwrap_or_else(|| Usage {
-        input_tokens: estimate_request_tokens(request),
+        input_tokens: estimate,
         output_tokens: (output_chars / 4).max(1) as u64,
         ..Usage::default()
     });
@@ -233,13 +244,35 @@ async fn play(
     })
 }
 
-/// About four characters per token over the text the request carries.
-fn estimate_request_tokens(request: &ModelRequest) -> u64 {
-    let system: usize = request.system.iter().map(|b| b.text.len()).sum();
-    let messages: usize = request
-        .messages
+impl ScriptProvider {
+    /// About four characters per token over the text the request carries.
+    fn estimate_request_tokens(&self, request: &ModelRequest) -> u64 {
+        let system: usize = request.system.iter().map(|b| b.text.len()).sum();
+        let mut cache = self.sizes.lock().unwrap_or_else(|p| p.into_inner());
+        let mut sizes = match (cache.take(), request.unchanged) {
+            (Some((lineage, mut sizes)), Some(u)) if lineage == u.lineage && u.len <= sizes.len() => {
+                sizes.truncate(u.len);
+                sizes
+            }
+            _ => Vec::new(),
+        };
+        let known = sizes.len();
+        sizes.extend(
+            request.messages[known.min(request.messages.len())..]
+                .iter()
+                .map(message_chars),
+        );
+        let messages: usize = sizes.iter().sum();
+        if let Some(u) = request.unchanged {
+            *cache = Some((u.lineage, sizes));
+        }
+        ((system + messages) / 4) as u64
+    }
+}
+
+fn message_chars(m: &crate::types::message::Message) -> usize {
+    m.content
         .iter()
-        .flat_map(|m| m.content.iter())
         .map(|b| match b {
             ContentBlock::Text { text, .. } => text.len(),
             ContentBlock::ToolResult { content, .. } => content.text_len(),
@@ -250,8 +283,7 @@ fn estimate_request_tokens(request: &ModelRequest) -> u64 {
             ContentBlock::ServerToolUse { input, .. } => input.to_string().len(),
             ContentBlock::WebSearchToolResult { content, .. } => content.to_string().len(),
         })
-        .sum();
-    ((system + messages) / 4) as u64
+        .sum()
 }
 
 /// Splits text into word-ish pieces, keeping whitespace, so streaming looks natural.
@@ -293,6 +325,43 @@ mod tests {
         assert!(err.contains("turn 1"), "{err}");
         let err = ScriptProvider::parse("[{}]").err().unwrap();
         assert!(err.contains("turn 1"), "{err}");
+    }
+
+    #[test]
+    fn the_estimate_of_a_request_that_repeats_the_last_one_equals_a_fresh_estimate() {
+        use crate::provider::prefix::Unchanged;
+        use crate::types::message::Message;
+        let p = ScriptProvider::parse(r#"[{"text":"hi"}]"#).unwrap();
+        let history: Vec<Message> = (0..20).map(|i| Message::user_text("x".repeat(40 * (i + 1)))).collect();
+        let request = |n: usize, unchanged: Option<Unchanged>| ModelRequest {
+            model: "script".into(),
+            max_tokens: 100,
+            system: Vec::new(),
+            messages: std::sync::Arc::new(history[..n].to_vec()),
+            tools: Default::default(),
+            cache_breakpoints: Vec::new(),
+            reasoning: Default::default(),
+            unchanged,
+        };
+        let voucher = |len| Some(Unchanged { lineage: (1, 1), len });
+        let first = p.estimate_request_tokens(&request(10, voucher(0)));
+        assert_eq!(first, (40 * 55) / 4);
+        // Vouching for the first 9: the measured sizes of those are reused, the rest measured.
+        let grown = p.estimate_request_tokens(&request(20, voucher(9)));
+        let fresh = ScriptProvider::parse(r#"[{"text":"hi"}]"#)
+            .unwrap()
+            .estimate_request_tokens(&request(20, None));
+        assert_eq!(grown, fresh);
+        assert_eq!(fresh, (40 * 210) / 4);
+        // Another conversation's voucher reuses nothing.
+        let other = p.estimate_request_tokens(&request(
+            5,
+            Some(Unchanged {
+                lineage: (2, 1),
+                len: 5,
+            }),
+        ));
+        assert_eq!(other, (40 * 15) / 4);
     }
 
     #[test]

@@ -261,6 +261,45 @@ fn tier2_snip_drops_superseded_exchanges_with_a_trace() {
 }
 
 #[test]
+fn tier2_names_the_first_later_call_that_supersedes_whatever_lies_between() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = History::new("go");
+    h.exchange("", vec![call("Read", json!({"file_path": "/r/a.rs"}), "A")])
+        .exchange("", vec![call("Grep", json!({"pattern": "x"}), "/r/a.rs:1:x")])
+        .exchange("", vec![call("Read", json!({"file_path": "/r/b.rs"}), "B")])
+        .exchange("", vec![call("Read", json!({"file_path": "/r/a.rs"}), "A")])
+        .exchange("", vec![call("Read", json!({"file_path": "/r/a.rs"}), "A")])
+        .exchange(
+            "",
+            vec![failed("Edit", json!({"file_path": 7}), "Edit was not run: bad input.")],
+        )
+        .exchange("", vec![call("Read", json!({"file_path": "/r/b.rs"}), "changed")])
+        .exchange(
+            "",
+            vec![call(
+                "Edit",
+                json!({"file_path": "/r/c.rs", "old_string": "a", "new_string": "b"}),
+                "updated",
+            )],
+        )
+        .exchange("", vec![call("Glob", json!({"pattern": "*"}), "a")]);
+    let store = &h.messages;
+    let index = CallIndex::build(store);
+    let snips = snip::superseded(&ctx(store, &index, store.len() - 2, dir.path()));
+    let got: Vec<(&str, &str, snip::Reason)> = snips.iter().map(|s| (s.id.as_str(), s.by.as_str(), s.reason)).collect();
+    // t1 is repeated by t4 (not t5, the later repeat); t3's file changed (t7 reads other text);
+    // an invalid call is closed by the next successful call of its tool, whatever its target.
+    assert_eq!(
+        got,
+        vec![
+            ("t1", "t4", snip::Reason::Repeated),
+            ("t4", "t5", snip::Reason::Repeated),
+            ("t6", "t8", snip::Reason::RetriedAfterInvalidCall),
+        ]
+    );
+}
+
+#[test]
 fn tier2_keeps_a_failure_that_was_never_fixed() {
     let dir = tempfile::tempdir().unwrap();
     let mut h = History::new("go");
