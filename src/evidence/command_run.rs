@@ -169,12 +169,7 @@ impl Evidence {
         if let Some(path) = &log
             && !self.write_log(path, &text)
         {
-            let mut s = self.lock();
-            for r in s.ledger.runs.iter_mut().skip(first_run) {
-                if r.log.as_ref() == Some(path) {
-                    r.log = None;
-                }
-            }
+            Evidence::forget_log(&mut self.lock(), first_run, path);
         }
         notes
     }

@@ -14,8 +14,9 @@
 //! - a run that selects part of a suite records what selected it ([`subset`]).
 //!
 //! The engine asks the stop [`gate`] before a turn may end; the front ends show the
-//! [`report`]. The ledger is host state, persisted as `evidence.json` in the session directory,
-//! so compaction cannot rewrite it and `--resume` continues it.
+//! [`report`]. The ledger is host state, persisted in the session directory (a snapshot in
+//! `evidence.json` and an append-only journal beside it, see `store`), so compaction cannot
+//! rewrite it and `--resume` continues it.
 
 mod baselines;
 pub mod classify;
@@ -53,6 +54,7 @@ pub use ledger::{Ledger, Status};
 use ledger::{Run, Source};
 use runners::Declared;
 use store::baselines_path;
+pub use store::load_ledger;
 
 use crate::shell::plan::CommandPlan;
 use crate::types::message::{ToolResultBlock, ToolResultContent};
@@ -88,9 +90,8 @@ struct State {
     sends: u32,
     /// The first failure to save the ledger (reported once).
     write_error: Option<String>,
-    /// What the saved files hold: (version, runs, weakened files, digest), baselines.
-    saved: Option<(u64, usize, usize, Option<u64>)>,
-    saved_baselines: usize,
+    /// What the saved files hold.
+    saved: store::Saved,
     /// A sub-agent's channel to its parent's ledger.
     uplink: Option<uplink::Uplink>,
     /// Counts the fingerprints taken into `last` (a sub-agent hands a new one up).
@@ -108,7 +109,8 @@ pub struct Evidence {
     /// Keeps the workspace's fingerprint current (one per tree, shared with sub-agents).
     watcher: Arc<Watcher>,
     config: Config,
-    /// `evidence.json`; `None` without session persistence.
+    /// `evidence.json` (the snapshot; its journal lies beside it); `None` without session
+    /// persistence.
     store: Option<PathBuf>,
     /// Where run logs go.
     log_dir: PathBuf,
@@ -138,16 +140,19 @@ impl Evidence {
         )
     }
 
-    /// The session's evidence; with `persist`, `evidence.json` in `session_dir` is continued
+    /// The session's evidence; with `persist`, the ledger saved in `session_dir` is continued
     /// (a resumed session) and kept up to date. Files that changed while a resumed session was
     /// closed make its earlier passes stale.
     pub fn new(cwd: &Path, session_dir: &Path, config: Config, persist: bool) -> Evidence {
-        let store = persist.then(|| session_dir.join("evidence.json"));
-        let mut ledger: Ledger = store
-            .as_ref()
-            .and_then(|p| std::fs::read(p).ok())
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default();
+        let store = persist.then(|| store::snapshot_path(session_dir));
+        let (mut ledger, mut saved) = match &store {
+            Some(p) => {
+                let loaded = store::load(p);
+                store::remove_stale(p, &loaded.1);
+                loaded
+            }
+            None => (Ledger::default(), store::Saved::default()),
+        };
         if let Some(baselines) = store
             .as_ref()
             .and_then(|p| std::fs::read(baselines_path(p)).ok())
@@ -155,7 +160,7 @@ impl Evidence {
         {
             ledger.baselines = baselines;
         }
-        let saved_baselines = ledger.baselines.len();
+        saved.baselines = ledger.baselines.len();
         // The session directory may lie inside the workspace (KEEL_HOME there): its files are
         // keel's, not the project's. The watcher's first walk starts in the background now.
         let watcher = Watcher::shared(Fingerprinter::new(cwd).excluding(session_dir));
@@ -167,8 +172,7 @@ impl Evidence {
             turn_start: 0,
             sends: 0,
             write_error: None,
-            saved: None,
-            saved_baselines,
+            saved,
             uplink: None,
             last_taken: 0,
             heads_asked: HashSet::new(),

@@ -7,13 +7,13 @@ use serde_json::json;
 use super::*;
 use crate::config::settings::Settings;
 
-struct Ws {
-    dir: tempfile::TempDir,
-    session: tempfile::TempDir,
-    ev: Evidence,
+pub(super) struct Ws {
+    pub(super) dir: tempfile::TempDir,
+    pub(super) session: tempfile::TempDir,
+    pub(super) ev: Evidence,
 }
 
-fn ws(gate: GateMode) -> Ws {
+pub(super) fn ws(gate: GateMode) -> Ws {
     let dir = tempfile::tempdir().unwrap();
     let session = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("src")).unwrap();
@@ -45,12 +45,12 @@ fn shell(text: &str, exit: i32) -> ToolOutput {
 }
 
 impl Ws {
-    fn path(&self, rel: &str) -> PathBuf {
+    pub(super) fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join(rel)
     }
 
     /// Runs a simulated command: `effect` changes the workspace as the command would.
-    async fn bash(&self, command: &str, effect: impl FnOnce(&Path), output: &str, exit: i32) -> ToolOutput {
+    pub(super) async fn bash(&self, command: &str, effect: impl FnOnce(&Path), output: &str, exit: i32) -> ToolOutput {
         let watch = self
             .ev
             .before(
@@ -67,7 +67,7 @@ impl Ws {
         out
     }
 
-    async fn edit(&self, rel: &str, new: &str) -> ToolOutput {
+    pub(super) async fn edit(&self, rel: &str, new: &str) -> ToolOutput {
         let path = self.path(rel);
         let watch = self
             .ev
@@ -90,7 +90,7 @@ impl Ws {
     }
 }
 
-const PASS: &str = "..\n2 passed in 0.01s\n";
+pub(super) const PASS: &str = "..\n2 passed in 0.01s\n";
 
 #[tokio::test]
 async fn a_pass_then_an_edit_is_stale_and_the_gate_says_which_file() {

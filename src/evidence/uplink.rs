@@ -42,8 +42,10 @@ impl Evidence {
             turn_start: p.ledger.version,
             sends: 0,
             write_error: None,
-            saved: None,
-            saved_baselines: p.ledger.baselines.len(),
+            saved: super::store::Saved {
+                baselines: p.ledger.baselines.len(),
+                ..Default::default()
+            },
             uplink: Some(Uplink {
                 parent: parent.clone(),
                 changes: p.ledger.changes.len(),

@@ -280,14 +280,11 @@ fn build(path: &Path, session_dir: &Path, depth: usize) -> Result<Trajectory, Ex
     })
 }
 
-/// The evidence ledger's report, as the headless result gives it. A session that never
-/// changed its ledger has no `evidence.json`: its report is the empty ledger's.
+/// The evidence ledger's report, as the headless result gives it (the ledger as saved:
+/// `evidence.json` continued by its journal). A session that never changed its ledger has no
+/// `evidence.json`: its report is the empty ledger's.
 fn verification(session_dir: &Path) -> Value {
-    let ledger: crate::evidence::ledger::Ledger = std::fs::read(session_dir.join("evidence.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
-    crate::evidence::report::json(&ledger)
+    crate::evidence::report::json(&crate::evidence::load_ledger(session_dir))
 }
 
 impl Builder {

@@ -294,3 +294,56 @@ fn a_transcript_without_conversation_is_an_error() {
     drop(t);
     assert!(matches!(export(&path), Err(ExportError::Empty(_))));
 }
+
+/// The ledger as a session left it: a snapshot, and a run saved only in the journal after it.
+#[tokio::test]
+async fn a_run_saved_only_in_the_ledgers_journal_is_reported() {
+    use crate::evidence::{Config, Evidence};
+    use crate::types::tool::{Effects, ToolOutput};
+    let dir = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let (path, mut t) = session(dir.path(), "claude-sonnet-4-5");
+    user(&mut t, vec![ContentBlock::text("fix it")]);
+    answer(
+        &mut t,
+        vec![ContentBlock::text("Done.")],
+        "claude-sonnet-4-5",
+        usage(10, 1, 0),
+    );
+    drop(t);
+    let session_dir = path.with_extension("");
+    let ev = Evidence::new(work.path(), &session_dir, Config::default(), true);
+    let file = work.path().join("app.py");
+    std::fs::write(&file, "x = 1\n").unwrap();
+    let watch = ev
+        .before("Edit", Effects::EDITS, &json!({"file_path": file}), None, work.path())
+        .await;
+    std::fs::write(&file, "x = 2\n").unwrap();
+    ev.after(watch, &mut ToolOutput::text("updated"), &|_| None).await;
+    ev.flush();
+    let watch = ev
+        .before(
+            "Bash",
+            Effects::RUNS,
+            &json!({"command": "pytest -q"}),
+            None,
+            work.path(),
+        )
+        .await;
+    let text = "..\n2 passed in 0.01s\n";
+    let mut out = ToolOutput {
+        content: ToolResultContent::Text(text.into()),
+        is_error: false,
+        structured: json!({"stdout": text, "stderr": "", "interrupted": false, "exitCode": 0}),
+    };
+    ev.after(watch, &mut out, &|_| None).await;
+    ev.flush();
+    let snapshot: Value = serde_json::from_slice(&std::fs::read(session_dir.join("evidence.json")).unwrap()).unwrap();
+    assert_eq!(snapshot["runs"], json!([]), "the run is in the journal only");
+
+    let doc = export(&path).unwrap();
+    let v = &doc["extra"]["verification"];
+    assert_eq!(v["status"], "passed", "{v}");
+    assert_eq!(v["runs"][0]["command"], "pytest -q");
+    assert_eq!(v["files_changed"], json!(["app.py"]));
+}
