@@ -42,6 +42,9 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 WRAP = []
+# With --request-times FILE: the CLOCK_MONOTONIC time of every request, to line up a profile
+# recorded with `perf record -k CLOCK_MONOTONIC` with the session's turns.
+REQUEST_TIMES = None
 FIXED = {}
 # Per mode: the autocompaction summary requests of the last run (answered, not scripted).
 SUMMARIES = {}
@@ -134,7 +137,10 @@ def startup(keel, runs, files, keep):
 def make_turns(root, turns):
     """Cycles of ten turns: survey (Glob, Grep, Read), edit (Edit, a second Edit without re-reading,
     Write of a new file) and shell (Bash). Each cycle works on its own file, so every edit's anchor
-    is unique and every edit succeeds."""
+    is unique and every edit succeeds. The searches look in `src/`, whose size stays the same: the
+    notes the Writes add (one per cycle, 500 in a 5,000-turn session) would otherwise make every
+    Grep search a tree that grows 13-fold, which is the tool's work and not keel's per-turn cost
+    (docs/PERFORMANCE.md, long sessions)."""
     out = []
     for t in range(turns - 1):
         k, c = t % 10, t // 10
@@ -143,13 +149,13 @@ def make_turns(root, turns):
         if k == 0:
             call = {"name": "Glob", "input": {"pattern": "src/**/*.rs"}}
         elif k == 1:
-            call = {"name": "Grep", "input": {"pattern": f"handler_{f}_", "output_mode": "content"}}
+            call = {"name": "Grep", "input": {"pattern": f"handler_{f}_", "path": "src", "output_mode": "content"}}
         elif k == 2:
             call = {"name": "Read", "input": {"file_path": path}}
         elif k == 3:
             call = {"name": "Edit", "input": edit(path, f, c, 0)}
         elif k == 4:
-            call = {"name": "Grep", "input": {"pattern": "TODO check 1", "output_mode": "files_with_matches"}}
+            call = {"name": "Grep", "input": {"pattern": "TODO check 1", "path": "src", "output_mode": "files_with_matches"}}
         elif k == 5:
             g = (f + 20) % 40
             call = {"name": "Read", "input": {"file_path": f"src/mod{g % 5}/file{g}.rs", "offset": 20, "limit": 40}}
@@ -161,7 +167,7 @@ def make_turns(root, turns):
         elif k == 8:
             call = {"name": "Edit", "input": edit(path, f, c, 25)}
         else:
-            call = {"name": "Grep", "input": {"pattern": "Result<u32", "output_mode": "count"}}
+            call = {"name": "Grep", "input": {"pattern": "Result<u32", "path": "src", "output_mode": "count"}}
         out.append({"text": f"Step {t + 1}.", "tool_calls": [call]})
     out.append({"text": "Finished the survey."})
     return out
@@ -457,6 +463,8 @@ class Server:
                     else:
                         body = outer.bodies[outer.next]
                         outer.next += 1
+                    if REQUEST_TIMES is not None:
+                        REQUEST_TIMES.append(time.clock_gettime(time.CLOCK_MONOTONIC))
                     if outer.pid:
                         outer.samples.append(self_cpu(outer.pid))
                         outer.hwm = peak_rss_mib(outer.pid)
@@ -605,6 +613,8 @@ def main():
                     help="also print what each request of the SSE mode sends, reads from and writes to the cache")
     ap.add_argument("--reads", type=int, default=0,
                     help="instead of the mixed session, a session of N Read turns (the memory figures use 80)")
+    ap.add_argument("--request-times", default=None,
+                    help="write the monotonic time of every request to this file (one per line)")
     ap.add_argument("--no-cache-model", action="store_true",
                     help="skip the prompt-cache figures (for sessions of thousands of turns, whose "
                          "request bodies take the script far longer to work out than keel to send)")
@@ -614,6 +624,9 @@ def main():
     ap.add_argument("--giant-piece", type=int, default=16 * 1024, help="write size of the giant event's body")
     args = ap.parse_args()
     WRAP.extend(args.wrap.split())
+    if args.request_times:
+        global REQUEST_TIMES
+        REQUEST_TIMES = []
     CACHE_MODEL[0] = not args.no_cache_model
     WINDOW[0] = 200 if args.turns >= 1000 else 100
     if not os.path.exists(args.keel):
@@ -692,4 +705,9 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        if REQUEST_TIMES:
+            with open(sys.argv[sys.argv.index("--request-times") + 1], "w") as out:
+                out.writelines(f"{t:.6f}\n" for t in REQUEST_TIMES)

@@ -144,6 +144,9 @@ struct Cold {
     tokens: u64,
 }
 
+/// Messages the history grows by, at least, before another squeeze (see `squeeze_due`).
+const MIN_SQUEEZE_GROWTH: usize = 8;
+
 /// Below this size a cold part is not worth rebuilding whole between squeezes.
 const CONSOLIDATE_MIN_TOKENS: u64 = 4_000;
 
@@ -180,6 +183,11 @@ pub struct Compactor {
     revision: u64,
     /// What the session's tools declare (the engine keeps it in step with the registry).
     pub kinds: KindTable,
+    /// Store length at the last squeeze (see [`Compactor::squeeze_due`]).
+    squeezed_at: Option<usize>,
+    /// Leading view messages that every step since the last request kept as that request had
+    /// them (`usize::MAX`: no step since).
+    kept_since_sent: usize,
 }
 
 impl Compactor {
@@ -200,6 +208,8 @@ impl Compactor {
             sent: None,
             revision: 0,
             kinds: KindTable::default(),
+            squeezed_at: None,
+            kept_since_sent: usize::MAX,
         }
     }
 
@@ -211,13 +221,20 @@ impl Compactor {
         let len = view.messages.len();
         let previous = self.sent.replace((view.generation, len));
         let same = previous.filter(|(g, _)| *g == view.generation);
+        let kept = std::mem::replace(&mut self.kept_since_sent, usize::MAX);
+        // Within a generation the view only grows at its end, where the last message may have
+        // taken more content since; a frontier step keeps the leading messages it says it kept.
+        let continued = match (previous, same) {
+            (_, Some((_, l))) => l.saturating_sub(1),
+            (Some((_, l)), None) => kept.min(l.saturating_sub(1)),
+            (None, None) => 0,
+        };
         Sending {
             moved: same.is_none(),
-            // Within a generation the view only grows at its end, where the last message may
-            // have taken more content since.
             unchanged: Unchanged {
                 lineage: (self.lineage, view.generation),
-                len: same.map_or(0, |(_, l)| l.saturating_sub(1).min(len)),
+                after: (self.lineage, previous.map_or(view.generation, |(g, _)| g)),
+                len: continued.min(len),
             },
         }
     }
@@ -269,6 +286,8 @@ impl Compactor {
         self.generation += 1;
         self.counter.reset();
         self.memo = Default::default();
+        self.squeezed_at = None;
+        self.kept_since_sent = 0;
     }
 
     /// The view for the next request, moving the frontier first when the hot part grew too big.
@@ -286,10 +305,21 @@ impl Compactor {
         view
     }
 
+    /// Whether squeezing could make room again: not when the last squeeze was so recent that
+    /// the history grew by less than a sixteenth since. Near the window each new exchange
+    /// crosses the threshold again, and re-running the tiers over the whole history for the
+    /// little that became cold since would cost the history on every turn; autocompaction
+    /// comes a few turns sooner instead.
+    pub fn squeeze_due(&self, store_len: usize) -> bool {
+        self.squeezed_at
+            .is_none_or(|at| store_len >= at + (at / 16).max(MIN_SQUEEZE_GROWTH))
+    }
+
     /// Moves the frontier as far as it goes (only the newest exchange stays verbatim) and
     /// returns the view; the step before autocompaction.
     pub fn squeeze(&mut self, store: &Arc<Vec<Message>>, session_dir: &Path) -> RequestView {
         let timer = Timer::start();
+        self.squeezed_at = Some(store.len());
         if self.settings.view_tiers {
             self.advance(store, session_dir, 1, Step::Rebuild);
         }
@@ -332,6 +362,7 @@ impl Compactor {
             return;
         }
         let before = thread_cpu();
+        let sent_len = self.cold.view.len();
         let from = match step {
             Step::Extend => self.cold.upto,
             Step::Rebuild => 0,
@@ -368,6 +399,7 @@ impl Compactor {
                 built.synced = upto;
             }
         }
+        self.kept_since_sent = self.kept_since_sent.min(self.cold.kept.min(sent_len));
         self.stats.rebuild_cpu += thread_cpu().saturating_sub(before);
         self.generation += 1;
         self.stats.rebuilds += 1;

@@ -17,12 +17,14 @@ const ENTRIES: usize = 2;
 /// a prompt-cache breakpoint on the message.
 pub type Encoder<'a> = dyn FnMut(&Message, bool, &mut Vec<u8>) -> Result<(), String> + 'a;
 
-/// "The first `len` messages equal those of the previous request of conversation `lineage`":
-/// what the compactor knows without comparing (it only appended since). The lineage names one
-/// conversation and one generation of its view.
+/// "The first `len` messages equal those of the request written as `after`": what the
+/// compactor knows without comparing (it only appended since, or a frontier step kept them as
+/// they were sent). A lineage names one conversation and one generation of its view; `lineage`
+/// is this request's, `after` the previous request's (the same within a generation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Unchanged {
     pub lineage: (u64, u64),
+    pub after: (u64, u64),
     pub len: usize,
 }
 
@@ -95,7 +97,7 @@ impl PrefixCache {
         entry.used = clock;
         // Comparing is what grows with a long history: skip what the caller vouches for.
         let vouched = match unchanged {
-            Some(u) if entry.lineage == Some(u.lineage) => u.len.min(entry.messages.len()).min(messages.len()),
+            Some(u) if entry.lineage == Some(u.after) => u.len.min(entry.messages.len()).min(messages.len()),
             _ => 0,
         };
         debug_assert!(
@@ -307,7 +309,11 @@ mod tests {
     #[test]
     fn vouched_messages_are_reused_and_only_for_the_same_lineage() {
         let cache = PrefixCache::default();
-        let mine = |len| Unchanged { lineage: (7, 1), len };
+        let mine = |len| Unchanged {
+            lineage: (7, 1),
+            after: (7, 1),
+            len,
+        };
         let msgs = vec![user("a"), user("b"), user("c")];
         assert_eq!(write_vouched(&cache, &msgs, mine(0)), r#"["a","b","c"]"#);
         let longer = vec![user("a"), user("b"), user("c"), user("d")];
@@ -317,9 +323,19 @@ mod tests {
         let changed = vec![user("a"), user("X"), user("c"), user("d")];
         let other = Unchanged {
             lineage: (7, 2),
+            after: (7, 2),
             len: 3,
         };
         assert_eq!(write_vouched(&cache, &changed, other), r#"["a","X","c","d"]"#);
+        // A new generation that continues the last request (a frontier step kept its first
+        // messages) vouches for them.
+        let next = Unchanged {
+            lineage: (7, 3),
+            after: (7, 2),
+            len: 2,
+        };
+        let stepped = vec![user("a"), user("X"), user("snip"), user("d")];
+        assert_eq!(write_vouched(&cache, &stepped, next), r#"["a","X","snip","d"]"#);
     }
 
     #[test]
@@ -327,7 +343,11 @@ mod tests {
     #[should_panic(expected = "vouched for messages that changed")]
     fn a_wrong_voucher_is_caught_in_debug_builds() {
         let cache = PrefixCache::default();
-        let mine = |len| Unchanged { lineage: (7, 1), len };
+        let mine = |len| Unchanged {
+            lineage: (7, 1),
+            after: (7, 1),
+            len,
+        };
         write_vouched(&cache, &[user("a"), user("b")], mine(0));
         write_vouched(&cache, &[user("a"), user("X")], mine(2));
     }

@@ -250,7 +250,7 @@ impl ScriptProvider {
         let system: usize = request.system.iter().map(|b| b.text.len()).sum();
         let mut cache = self.sizes.lock().unwrap_or_else(|p| p.into_inner());
         let mut sizes = match (cache.take(), request.unchanged) {
-            (Some((lineage, mut sizes)), Some(u)) if lineage == u.lineage && u.len <= sizes.len() => {
+            (Some((lineage, mut sizes)), Some(u)) if lineage == u.after && u.len <= sizes.len() => {
                 sizes.truncate(u.len);
                 sizes
             }
@@ -343,7 +343,13 @@ mod tests {
             reasoning: Default::default(),
             unchanged,
         };
-        let voucher = |len| Some(Unchanged { lineage: (1, 1), len });
+        let voucher = |len| {
+            Some(Unchanged {
+                lineage: (1, 1),
+                after: (1, 1),
+                len,
+            })
+        };
         let first = p.estimate_request_tokens(&request(10, voucher(0)));
         assert_eq!(first, (40 * 55) / 4);
         // Vouching for the first 9: the measured sizes of those are reused, the rest measured.
@@ -358,6 +364,7 @@ mod tests {
             5,
             Some(Unchanged {
                 lineage: (2, 1),
+                after: (2, 1),
                 len: 5,
             }),
         ));

@@ -88,6 +88,7 @@ fn compactor_moves_the_frontier_in_steps_and_appends_between_them() {
         let shared = Arc::new(store.clone());
         let before = c.stats.rebuilds;
         let view = c.view(&shared, dir.path());
+        let sending = c.sending(&view);
         if c.stats.rebuilds > before {
             rebuilds_at.push(i);
             frontiers.push(c.frontier());
@@ -96,6 +97,9 @@ fn compactor_moves_the_frontier_in_steps_and_appends_between_them() {
             let prev = previous.as_ref().unwrap();
             let kept = view.anchors.kept_end.map_or(0, |k| k + 1);
             assert_eq!(&view.messages[..kept], &prev[..kept], "request {i}");
+            // The request vouches for those to the encoders, as continuing the previous one.
+            assert_eq!(sending.unchanged.len, kept, "request {i}");
+            assert_ne!(sending.unchanged.lineage, sending.unchanged.after, "request {i}");
             if frontiers.len() > 2 {
                 assert!(kept > 0, "request {i}: a second step keeps the first one's cold part");
             }
@@ -129,6 +133,10 @@ fn compactor_moves_the_frontier_in_steps_and_appends_between_them() {
         store.len() - 2,
         "squeezing keeps only the newest exchange"
     );
+    // Another squeeze waits until the history has grown (each turn near the window would
+    // otherwise re-run the tiers over all of it).
+    assert!(!c.squeeze_due(store.len()) && !c.squeeze_due(store.len() + 7));
+    assert!(c.squeeze_due(store.len() + 8));
     // Squeezing re-runs the tiers over the whole cold part.
     let mut full = cold_view(
         &store,
