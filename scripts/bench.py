@@ -42,8 +42,9 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 WRAP = []
-# With --request-times FILE: the CLOCK_MONOTONIC time of every request, to line up a profile
-# recorded with `perf record -k CLOCK_MONOTONIC` with the session's turns.
+# With --request-times FILE: the CLOCK_MONOTONIC time of every request and keel's own CPU
+# seconds then, to line up a profile recorded with `perf record -k CLOCK_MONOTONIC` with the
+# session's turns, or to see the cost per turn along the whole session.
 REQUEST_TIMES = None
 FIXED = {}
 # Per mode: the autocompaction summary requests of the last run (answered, not scripted).
@@ -54,6 +55,8 @@ WINDOW = [100]
 SUMMARY_LEAD = b"[keel: compaction] The conversation above has to be condensed"
 SUMMARY_TURN = {"text": "## Decisions\nKeep surveying.\n\n## Open verification items\nNone.\n\n"
                         "## Current work\nThe survey of the repository.\n\n## Next step\nGo on with the next file."}
+# Whether language servers run (`--lsp`): off by default, their CPU is theirs, not keel's.
+LSP = [False]
 # Whether the SSE mode works out the prompt-cache figures (`--no-cache-model` turns it off).
 CACHE_MODEL = [True]
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -463,10 +466,11 @@ class Server:
                     else:
                         body = outer.bodies[outer.next]
                         outer.next += 1
-                    if REQUEST_TIMES is not None:
-                        REQUEST_TIMES.append(time.clock_gettime(time.CLOCK_MONOTONIC))
                     if outer.pid:
                         outer.samples.append(self_cpu(outer.pid))
+                    if REQUEST_TIMES is not None:
+                        REQUEST_TIMES.append((time.clock_gettime(time.CLOCK_MONOTONIC),
+                                              outer.samples[-1] if outer.pid else None))
                         outer.hwm = peak_rss_mib(outer.pid)
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
@@ -508,6 +512,10 @@ def run_once(keel, template, mode, turns, script_path, piece=None):
            "KEEL_VERIFICATION_GATE": "off"}
     args = WRAP + [keel, "-p", "survey the repository", "--output-format", "json",
                    "--permission-mode", "acceptEdits", "--allowedTools", "Bash"]
+    if not LSP[0]:
+        # A language server on PATH (rust-analyzer for the repository's .rs files) would be
+        # started at the first edit, and its CPU, reaped with keel, counted as keel's own.
+        args += ["--settings", '{"languageServers": {"enabled": false}}']
     server = None
     if mode == "script":
         args += ["--provider", "script", "--script", script_path]
@@ -613,8 +621,10 @@ def main():
                     help="also print what each request of the SSE mode sends, reads from and writes to the cache")
     ap.add_argument("--reads", type=int, default=0,
                     help="instead of the mixed session, a session of N Read turns (the memory figures use 80)")
+    ap.add_argument("--lsp", action="store_true",
+                    help="let keel start the language servers it finds (their CPU then counts as keel's)")
     ap.add_argument("--request-times", default=None,
-                    help="write the monotonic time of every request to this file (one per line)")
+                    help="write the monotonic time of every request and keel's own CPU seconds then to this file")
     ap.add_argument("--no-cache-model", action="store_true",
                     help="skip the prompt-cache figures (for sessions of thousands of turns, whose "
                          "request bodies take the script far longer to work out than keel to send)")
@@ -624,6 +634,7 @@ def main():
     ap.add_argument("--giant-piece", type=int, default=16 * 1024, help="write size of the giant event's body")
     args = ap.parse_args()
     WRAP.extend(args.wrap.split())
+    LSP[0] = args.lsp
     if args.request_times:
         global REQUEST_TIMES
         REQUEST_TIMES = []
@@ -710,4 +721,4 @@ if __name__ == "__main__":
     finally:
         if REQUEST_TIMES:
             with open(sys.argv[sys.argv.index("--request-times") + 1], "w") as out:
-                out.writelines(f"{t:.6f}\n" for t in REQUEST_TIMES)
+                out.writelines(f"{t:.6f} {'' if c is None else f'{c:.3f}'}\n" for t, c in REQUEST_TIMES)

@@ -120,6 +120,9 @@ impl PrefixCache {
             entry.ends.push(entry.bytes.len());
             entry.messages.push(m.clone());
         }
+        // One allocation for the whole body: growing it by doubling copied a long history's
+        // bytes twice more and mapped fresh pages for each size on every request.
+        out.reserve(entry.bytes.len() + 1024);
         let mut from = 0usize;
         for (i, m) in messages.iter().enumerate() {
             if !marked.contains(&i) {
