@@ -176,7 +176,9 @@ impl Authorizer {
     pub fn read_denied(&self, path: &Path) -> bool {
         let session = self.session.lock().unwrap_or_else(|p| p.into_inner());
         let all = self.active(&session);
-        let dirs = self.working_dirs();
+        // Grep and Glob ask this for every file they visit: the directories are borrowed, not
+        // copied.
+        let dirs = self.dirs.read().unwrap_or_else(|p| p.into_inner());
         let ctx = Ctx {
             rules: &all,
             mode: Mode::Default,

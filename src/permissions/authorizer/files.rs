@@ -69,8 +69,13 @@ impl Ctx<'_> {
                     && r.matches_path(p)
             })
         };
-        let why =
-            protected::credential_reason(real, self.home).or_else(|| protected::credential_reason(path, self.home))?;
+        // The path as given only differs from the real one through a link (a search asks this
+        // for every file it visits, so the second comparison is skipped when they are equal).
+        let why = protected::credential_reason(real, self.home).or_else(|| {
+            (real != path)
+                .then(|| protected::credential_reason(path, self.home))
+                .flatten()
+        })?;
         if explicit_allow(path) {
             return None;
         }
