@@ -46,6 +46,7 @@ WRAP = []
 # seconds then, to line up a profile recorded with `perf record -k CLOCK_MONOTONIC` with the
 # session's turns, or to see the cost per turn along the whole session.
 REQUEST_TIMES = None
+REQUEST_TIMES_FILE = None
 FIXED = {}
 # Per mode: the autocompaction summary requests of the last run (answered, not scripted).
 SUMMARIES = {}
@@ -468,10 +469,10 @@ class Server:
                         outer.next += 1
                     if outer.pid:
                         outer.samples.append(self_cpu(outer.pid))
+                        outer.hwm = peak_rss_mib(outer.pid)
                     if REQUEST_TIMES is not None:
                         REQUEST_TIMES.append((time.clock_gettime(time.CLOCK_MONOTONIC),
                                               outer.samples[-1] if outer.pid else None))
-                        outer.hwm = peak_rss_mib(outer.pid)
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
                 self.send_header("content-length", str(len(body)))
@@ -636,8 +637,9 @@ def main():
     WRAP.extend(args.wrap.split())
     LSP[0] = args.lsp
     if args.request_times:
-        global REQUEST_TIMES
+        global REQUEST_TIMES, REQUEST_TIMES_FILE
         REQUEST_TIMES = []
+        REQUEST_TIMES_FILE = args.request_times
     CACHE_MODEL[0] = not args.no_cache_model
     WINDOW[0] = 200 if args.turns >= 1000 else 100
     if not os.path.exists(args.keel):
@@ -720,5 +722,5 @@ if __name__ == "__main__":
         main()
     finally:
         if REQUEST_TIMES:
-            with open(sys.argv[sys.argv.index("--request-times") + 1], "w") as out:
+            with open(REQUEST_TIMES_FILE, "w") as out:
                 out.writelines(f"{t:.6f} {'' if c is None else f'{c:.3f}'}\n" for t, c in REQUEST_TIMES)

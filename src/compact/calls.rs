@@ -100,25 +100,29 @@ pub fn label(name: &str, input: &Value) -> String {
 }
 
 pub fn target(input: &Value) -> String {
+    named_target(input).unwrap_or_else(|| input.to_string())
+}
+
+/// The target from the input's path, command, pattern, URL or query field; `None` when it has
+/// none of them (then [`target`] is the whole input's JSON, whose key order equal inputs need
+/// not share).
+pub fn named_target(input: &Value) -> Option<String> {
     let s = |k: &str| input.get(k).and_then(Value::as_str);
     if let Some(p) = s("file_path").or(s("notebook_path")) {
-        return p.to_string();
+        return Some(p.to_string());
     }
     if let Some(c) = s("command") {
-        return c.to_string();
+        return Some(c.to_string());
     }
     if let Some(p) = s("pattern") {
-        return match s("path") {
+        return Some(match s("path") {
             Some(path) => format!("{p} in {path}"),
             None => p.to_string(),
-        };
+        });
     }
-    for k in ["path", "url", "query"] {
-        if let Some(v) = s(k) {
-            return v.to_string();
-        }
-    }
-    input.to_string()
+    ["path", "url", "query"]
+        .into_iter()
+        .find_map(|k| s(k).map(str::to_string))
 }
 
 /// The paths a call's input names (for lazily loaded instruction files).

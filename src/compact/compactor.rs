@@ -225,6 +225,8 @@ impl Compactor {
         // Within a generation the view only grows at its end, where the last message may have
         // taken more content since; a frontier step keeps the leading messages it says it kept.
         let continued = match (previous, same) {
+            // A view taken before a later step is no continuation of anything sent.
+            _ if view.generation != self.generation => 0,
             (_, Some((_, l))) => l.saturating_sub(1),
             (Some((_, l)), None) => kept.min(l.saturating_sub(1)),
             (None, None) => 0,
@@ -305,11 +307,11 @@ impl Compactor {
         view
     }
 
-    /// Whether squeezing could make room again: not when the last squeeze was so recent that
-    /// the history grew by less than a sixteenth since. Near the window each new exchange
-    /// crosses the threshold again, and re-running the tiers over the whole history for the
-    /// little that became cold since would cost the history on every turn; autocompaction
-    /// comes a few turns sooner instead.
+    /// Whether a squeeze re-runs the tiers over the whole cold part: not when the last one was
+    /// so recent that the history grew by less than a sixteenth since. Near the window each
+    /// new exchange crosses the threshold again, and rebuilding the whole history for the
+    /// little that became cold since would cost the history on every turn; such a squeeze
+    /// moves the frontier as a step does.
     pub fn squeeze_due(&self, store_len: usize) -> bool {
         self.squeezed_at
             .is_none_or(|at| store_len >= at + (at / 16).max(MIN_SQUEEZE_GROWTH))
@@ -319,9 +321,16 @@ impl Compactor {
     /// returns the view; the step before autocompaction.
     pub fn squeeze(&mut self, store: &Arc<Vec<Message>>, session_dir: &Path) -> RequestView {
         let timer = Timer::start();
-        self.squeezed_at = Some(store.len());
+        // Not due: only the exchanges that became cold since go through the tiers (what a
+        // step costs); the whole history is shaped again once it has grown enough.
+        let step = if self.squeeze_due(store.len()) {
+            self.squeezed_at = Some(store.len());
+            Step::Rebuild
+        } else {
+            Step::Extend
+        };
         if self.settings.view_tiers {
-            self.advance(store, session_dir, 1, Step::Rebuild);
+            self.advance(store, session_dir, 1, step);
         }
         let view = self.assemble(store);
         timer.stop(&mut self.stats);
@@ -393,6 +402,9 @@ impl Compactor {
                 // The view sent so far starts with the cold part as it was: it keeps that
                 // and takes the newly cold messages in place of their verbatim originals
                 // (dropping and copying the whole view at every step grew with the history).
+                if Arc::strong_count(&built.view) > 1 {
+                    self.stats.view_copies += 1;
+                }
                 let v = Arc::make_mut(&mut built.view);
                 v.truncate(kept);
                 v.extend_from_slice(&self.cold.view.messages[kept..]);

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 
 use super::TierContext;
-use super::calls::{CallSite, is_not_run};
+use super::calls::{CallSite, is_not_run, named_target};
 use super::view::View;
 use crate::types::message::{ContentBlock, ToolResultContent};
 
@@ -50,17 +50,21 @@ const PARTIAL_NOTE: &str = "\n[Partial view:";
 ///
 /// Only a later successful call of the same tool can supersede, and for every reason but a
 /// retried invalid call it works on the same target (equal inputs, or the same file read in
-/// full), so each call is compared with the later calls of its tool and target only: a
-/// rebuild over a long history costs about the calls, not their square.
+/// full), so each call is compared with the later calls of its tool and named target only
+/// (calls whose input names no target share one list per tool: equal inputs may differ in key
+/// order): a rebuild over a long history costs about the calls, not their square.
 pub fn superseded(ctx: &TierContext<'_>) -> Vec<Snip> {
     let calls = &ctx.index.calls;
     // Later successful calls with a result, in order: per tool, and per tool and target.
     let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
-    let mut by_target: HashMap<(&str, String), Vec<usize>> = HashMap::new();
+    let mut by_target: HashMap<(&str, Option<String>), Vec<usize>> = HashMap::new();
     for (j, l) in calls.iter().enumerate() {
         if l.result_at.is_some() && !l.is_error {
             by_name.entry(l.name.as_str()).or_default().push(j);
-            by_target.entry((l.name.as_str(), l.target())).or_default().push(j);
+            by_target
+                .entry((l.name.as_str(), named_target(&l.input)))
+                .or_default()
+                .push(j);
         }
     }
     let mut out = Vec::new();
@@ -72,7 +76,7 @@ pub fn superseded(ctx: &TierContext<'_>) -> Vec<Snip> {
         let candidates = if c.is_error && is_not_run(&result.as_text()) {
             after(by_name.get(c.name.as_str()), i)
         } else {
-            after(by_target.get(&(c.name.as_str(), c.target())), i)
+            after(by_target.get(&(c.name.as_str(), named_target(&c.input))), i)
         };
         for l in candidates.iter().map(|&j| &calls[j]) {
             if let Some(reason) = supersedes(ctx, c, result, l) {

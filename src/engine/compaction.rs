@@ -83,9 +83,7 @@ impl Engine {
         if self.compactor.settings.auto && too_big(&self.compactor, &view) {
             let store = self.session.history_handle();
             self.compactor.follow(self.session.history_revision());
-            if self.compactor.squeeze_due(store.len()) {
-                view = self.compactor.squeeze(&store, &self.session.services.session_dir);
-            }
+            view = self.compactor.squeeze(&store, &self.session.services.session_dir);
             if too_big(&self.compactor, &view) && !self.compactor.breaker.is_open() {
                 match self.compact(None, Trigger::Auto, cancel).await {
                     Err(CompactError::Cancelled) => return None,

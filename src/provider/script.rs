@@ -56,8 +56,11 @@ pub struct ScriptProvider {
     /// Characters of each message of the last request, by its lineage: a request that vouches
     /// for the messages it repeats is only measured from there (measuring the whole history
     /// for every request grew with the session).
-    sizes: Mutex<Option<((u64, u64), Vec<usize>)>>,
+    sizes: Mutex<Option<MessageSizes>>,
 }
+
+/// A request's lineage and the characters of each of its messages.
+type MessageSizes = ((u64, u64), Vec<usize>);
 
 impl ScriptProvider {
     pub fn load(path: &Path) -> Result<Self, ProviderError> {
@@ -133,11 +136,12 @@ impl Provider for ScriptProvider {
         let (tx, rx) = mpsc::channel(64);
         let taken = self.take_turn();
         let model = request.model.clone();
-        let estimate = taken
-            .as_ref()
-            .is_ok_and(|(_, t)| t.usage.is_none())
-            .then(|| self.estimate_request_tokens(&request))
-            .unwrap_or_default();
+        let scripted_usage = taken.as_ref().is_ok_and(|(_, t)| t.usage.is_some());
+        let estimate = if scripted_usage {
+            0
+        } else {
+            self.estimate_request_tokens(&request)
+        };
         drop(request);
         tokio::spawn(async move {
             let result = match taken {
@@ -251,7 +255,7 @@ impl ScriptProvider {
         let mut cache = self.sizes.lock().unwrap_or_else(|p| p.into_inner());
         let mut sizes = match (cache.take(), request.unchanged) {
             (Some((lineage, mut sizes)), Some(u)) if lineage == u.after && u.len <= sizes.len() => {
-                sizes.truncate(u.len);
+                sizes.truncate(u.len.min(request.messages.len()));
                 sizes
             }
             _ => Vec::new(),

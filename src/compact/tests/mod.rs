@@ -300,6 +300,20 @@ fn tier2_names_the_first_later_call_that_supersedes_whatever_lies_between() {
 }
 
 #[test]
+fn tier2_finds_a_repeat_whose_input_names_no_target_in_another_key_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut h = History::new("go");
+    h.exchange("", vec![call("Lookup", json!({"a": 1, "b": [2]}), "same")])
+        .exchange("", vec![call("Lookup", json!({"b": [2], "a": 1}), "same")])
+        .exchange("", vec![call("Glob", json!({"pattern": "*"}), "a")]);
+    let store = &h.messages;
+    let index = CallIndex::build(store);
+    let snips = snip::superseded(&ctx(store, &index, store.len() - 2, dir.path()));
+    let got: Vec<(&str, &str, snip::Reason)> = snips.iter().map(|s| (s.id.as_str(), s.by.as_str(), s.reason)).collect();
+    assert_eq!(got, vec![("t1", "t2", snip::Reason::Repeated)]);
+}
+
+#[test]
 fn tier2_keeps_a_failure_that_was_never_fixed() {
     let dir = tempfile::tempdir().unwrap();
     let mut h = History::new("go");
