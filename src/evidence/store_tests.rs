@@ -29,7 +29,11 @@ fn journal(w: &Ws, generation: u64) -> PathBuf {
 
 /// A change recorded straight into the ledger (its volume is the point, not how it was made).
 fn outside_change(w: &Ws, path: String) {
-    w.ev.state
+    record_outside(&w.ev, path);
+}
+
+fn record_outside(ev: &Evidence, path: String) {
+    ev.state
         .lock()
         .unwrap()
         .ledger
@@ -110,12 +114,7 @@ async fn a_torn_last_line_loads_what_came_before_and_the_next_save_writes_a_snap
     let resumed = Evidence::new(w.dir.path(), w.session.path(), Config::default(), true);
     assert_eq!(loaded(&resumed), ledger, "everything before the torn line");
     assert!(resumed.state.lock().unwrap().saved.rewrite);
-    resumed
-        .state
-        .lock()
-        .unwrap()
-        .ledger
-        .change(vec!["notes.txt".into()], Source::Outside, false);
+    record_outside(&resumed, "notes.txt".into());
     resumed.flush();
     assert_eq!(resumed.state.lock().unwrap().saved.generation, 2);
     assert!(!journal(&w, 1).exists(), "the torn journal is gone");
@@ -159,12 +158,7 @@ async fn an_evidence_json_written_before_the_journal_loads() {
 
     let resumed = Evidence::new(w.dir.path(), w.session.path(), Config::default(), true);
     assert_eq!(loaded(&resumed), ledger);
-    resumed
-        .state
-        .lock()
-        .unwrap()
-        .ledger
-        .change(vec!["notes.txt".into()], Source::Outside, false);
+    record_outside(&resumed, "notes.txt".into());
     resumed.flush();
     assert!(journal(&w, 0).exists(), "generation 0's journal continues it");
     assert_eq!(reloaded(&w), resumed.ledger());

@@ -162,6 +162,11 @@ fn tier1_budget_keeps_head_tail_size_and_path() {
     );
 }
 
+/// Each snip as (call, superseding call, reason).
+fn snipped(snips: &[snip::Snip]) -> Vec<(&str, &str, snip::Reason)> {
+    snips.iter().map(|s| (s.id.as_str(), s.by.as_str(), s.reason)).collect()
+}
+
 fn snip_history() -> History {
     let mut h = History::new("Fix the date parser and make the tests pass.");
     h.exchange(
@@ -235,7 +240,7 @@ fn tier2_snip_drops_superseded_exchanges_with_a_trace() {
     let upto = store.len() - 2;
     let c = ctx(store, &index, upto, dir.path());
     let snips = snip::superseded(&c);
-    let got: Vec<(&str, &str, snip::Reason)> = snips.iter().map(|s| (s.id.as_str(), s.by.as_str(), s.reason)).collect();
+    let got = snipped(&snips);
     assert_eq!(
         got,
         vec![
@@ -286,7 +291,7 @@ fn tier2_names_the_first_later_call_that_supersedes_whatever_lies_between() {
     let store = &h.messages;
     let index = CallIndex::build(store);
     let snips = snip::superseded(&ctx(store, &index, store.len() - 2, dir.path()));
-    let got: Vec<(&str, &str, snip::Reason)> = snips.iter().map(|s| (s.id.as_str(), s.by.as_str(), s.reason)).collect();
+    let got = snipped(&snips);
     // t1 is repeated by t4 (not t5, the later repeat); t3's file changed (t7 reads other text);
     // an invalid call is closed by the next successful call of its tool, whatever its target.
     assert_eq!(
@@ -309,7 +314,7 @@ fn tier2_finds_a_repeat_whose_input_names_no_target_in_another_key_order() {
     let store = &h.messages;
     let index = CallIndex::build(store);
     let snips = snip::superseded(&ctx(store, &index, store.len() - 2, dir.path()));
-    let got: Vec<(&str, &str, snip::Reason)> = snips.iter().map(|s| (s.id.as_str(), s.by.as_str(), s.reason)).collect();
+    let got = snipped(&snips);
     assert_eq!(got, vec![("t1", "t2", snip::Reason::Repeated)]);
 }
 
