@@ -85,7 +85,13 @@ pub async fn run(mut cmd: Command, stdin: &[u8], timeout: Duration) -> std::io::
         watch(&mut child, timeout, reading, feed(pipe_in, stdin)).await
         // The pipes are closed here: a child still writing to them gets EPIPE.
     };
-    group.kill_and_disarm();
+    // A hook that exited was waited for: nothing descends from it any more, only its group is
+    // left to signal.
+    if matches!(ending, Ending::Exited(_)) {
+        group.kill_members_and_disarm();
+    } else {
+        group.kill_and_disarm();
+    }
     if matches!(ending, Ending::TimedOut) {
         // The hook itself too, should it have left its group before the kill.
         let _ = child.start_kill();

@@ -44,6 +44,18 @@ impl ProcessGroup {
         kill_tree(pgid);
         Some(pgid)
     }
+
+    /// As [`Self::kill_tree_and_disarm`], for a leader that has been waited for. No process can
+    /// descend from a reaped one (its orphans were given to a subreaper or init when it died),
+    /// and its pid may already be another process's, so only the group is signalled: the
+    /// members that stayed in it keep its id from being reused. This spares the read of every
+    /// process's `/proc` entry that finding descendants costs (about 1.3 ms per command).
+    pub fn kill_members_and_disarm(&mut self) -> Option<Pid> {
+        let pgid = self.pgid.take()?;
+        // ESRCH (no such group) means everything is already gone.
+        let _ = killpg(pgid, Signal::SIGKILL);
+        Some(pgid)
+    }
 }
 
 impl Drop for ProcessGroup {

@@ -103,8 +103,13 @@ pub async fn run_foreground(
         _ = tokio::time::sleep(timeout) => Ending::TimedOut(timeout),
         _ = cancel.cancelled() => Ending::Cancelled,
     };
-    // Processes the command left running (or the whole tree, on timeout and cancellation).
-    let pgid = group.kill_tree_and_disarm();
+    // Processes the command left running (or the whole tree, on timeout and cancellation). A
+    // helper that exited has killed what it left below itself; what left its tree before is
+    // caught by the group and the cgroups.
+    let pgid = match ending {
+        Ending::Exited(_) => group.kill_members_and_disarm(),
+        _ => group.kill_tree_and_disarm(),
+    };
     if !matches!(ending, Ending::Exited(_)) {
         // Also the shell itself, in case it was stopped before it had made its own group.
         let _ = child.start_kill();
