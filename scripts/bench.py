@@ -24,6 +24,12 @@ With --git the generated repository is a git repository with one commit, as real
 a small git repository and in one of 100,000 committed files (generated once, in 1,000
 directories; --startup-repo keeps it for later runs), median of --runs runs each.
 
+--per-tool N runs, for each kind of call, a session of N such calls and one of none (script
+provider), and prints what one call costs in wall time and in CPU, and the wall time that is no
+CPU of keel or of what it started (waiting: disk syncs, sleeps, a process's start). --no-fsync
+runs keel with fsync and fdatasync made no-ops (a preloaded shim built with `cc`), to measure
+what the durability syncs cost; never a way to run keel for real.
+
 Usage: scripts/bench.py [--runs N] [--turns N] [--keel PATH] [--mode script|sse|openai|responses|both|all]
                         [--git] [--reads N] [--startup [--startup-files N] [--startup-repo DIR]]
 Independent of keel's code: it only runs the binary and reads rusage and /proc from the kernel.
@@ -58,6 +64,8 @@ SUMMARY_TURN = {"text": "## Decisions\nKeep surveying.\n\n## Open verification i
                         "## Current work\nThe survey of the repository.\n\n## Next step\nGo on with the next file."}
 # Whether language servers run (`--lsp`): off by default, their CPU is theirs, not keel's.
 LSP = [False]
+# Added to keel's environment (--no-fsync's preloaded shim).
+ENV_EXTRA = {}
 # Whether the SSE mode works out the prompt-cache figures (`--no-cache-model` turns it off).
 CACHE_MODEL = [True]
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -175,6 +183,88 @@ def make_turns(root, turns):
         out.append({"text": f"Step {t + 1}.", "tool_calls": [call]})
     out.append({"text": "Finished the survey."})
     return out
+
+
+def per_tool_turns(kind, n):
+    """`n` calls of one kind, each its own turn (Edit: one Read first, then `n` edits of distinct
+    lines of that file, which keel lets follow its own writes without a re-read)."""
+    path = "src/mod0/file0.rs"
+    if kind == "Edit":
+        calls = [{"name": "Read", "input": {"file_path": path}}]
+        calls += [{"name": "Edit", "input": {"file_path": path, "old_string": f"let value_{i + 1} = compute(input, {i + 1});",
+                                             "new_string": f"let value_{i + 1} = compute_checked(input, {i + 1});"}}
+                  for i in range(n)]
+    elif kind == "Glob":
+        calls = [{"name": "Glob", "input": {"pattern": "src/**/*.rs"}}] * n
+    elif kind == "Grep":
+        calls = [{"name": "Grep", "input": {"pattern": "handler_3_", "path": "src", "output_mode": "content"}}] * n
+    elif kind == "Read":
+        calls = [{"name": "Read", "input": {"file_path": f"src/mod{i % 5}/file{i % 40}.rs"}} for i in range(n)]
+    elif kind == "Write":
+        calls = [{"name": "Write", "input": {"file_path": f"notes/n{i}.md", "content": "- a note\n" * 20}}
+                 for i in range(n)]
+    elif kind == "Bash":
+        calls = [{"name": "Bash", "input": {"command": "true", "description": "nothing"}}] * n
+    else:
+        calls = []
+    out = [{"text": f"Call {i + 1}.", "tool_calls": [c]} for i, c in enumerate(calls)]
+    out.append({"text": "Done."})
+    return out
+
+
+PER_TOOL_KINDS = ["none", "Read", "Glob", "Grep", "Edit", "Write", "Bash"]
+# Edit's lines: `let value_N` exists for N not a multiple of 25 minus 0 or 24 (see make_repo).
+EDIT_LINES = [n for n in range(1, 150) if n % 25 not in (0, 24)]
+
+
+def per_tool(keel, runs, n, work):
+    """What one call of each kind costs: (session of n calls - session of none) / n."""
+    repo = os.path.join(work, "repo")
+    base = {}
+    rows = []
+    for kind in PER_TOOL_KINDS:
+        turns = per_tool_turns(kind, min(n, len(EDIT_LINES)) if kind == "Edit" else n)
+        if kind == "Edit":
+            # Distinct, existing lines only.
+            for t, line in zip(turns[1:-1], EDIT_LINES):
+                c = t["tool_calls"][0]["input"]
+                c["old_string"] = f"let value_{line} = compute(input, {line});"
+                c["new_string"] = f"let value_{line} = compute_checked(input, {line});"
+        script_path = os.path.join(work, f"per-tool-{kind}.json")
+        with open(script_path, "w") as f:
+            json.dump({"model": "claude-sonnet-4-5", "turns": turns}, f)
+        walls, cpus = [], []
+        for _ in range(runs):
+            w, c, _, _, _, _ = measure(keel, repo, "script", turns, script_path)
+            walls.append(w)
+            cpus.append(c)
+        wall, cpu = statistics.median(walls), statistics.median(cpus)
+        if kind == "none":
+            base = {"wall": wall, "cpu": cpu}
+            rows.append(f"| no call (start, one answer, exit) | – | {wall * 1000:.1f} ms | {cpu * 1000:.1f} ms | "
+                        f"{(wall - cpu) * 1000:.1f} ms |")
+            continue
+        calls = len(turns) - 1
+        dw, dc = (wall - base["wall"]) / calls, (cpu - base["cpu"]) / calls
+        rows.append(f"| {kind} | {calls} | {dw * 1000:.2f} ms | {dc * 1000:.2f} ms | {(dw - dc) * 1000:.2f} ms |")
+    print("| call (script provider) | calls | wall per call | CPU per call (keel and what it starts) | "
+          "wall that is not CPU, per call |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        print(r)
+
+
+def no_fsync_shim(work):
+    """A preloaded library whose fsync and fdatasync do nothing, to measure what syncs cost."""
+    src = os.path.join(work, "nosync.c")
+    lib = os.path.join(work, "nosync.so")
+    with open(src, "w") as f:
+        f.write("int fsync(int fd){(void)fd;return 0;}\nint fdatasync(int fd){(void)fd;return 0;}\n")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        sys.exit("--no-fsync needs a C compiler (cc) to build its shim")
+    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", lib, src], check=True)
+    return lib
 
 
 def make_read_turns(turns):
@@ -510,7 +600,7 @@ def run_once(keel, template, mode, turns, script_path, piece=None):
     # turn when the scripted session ends without a test run) is off, so every mode runs the
     # same turns.
     env = {"PATH": os.environ.get("PATH", ""), "HOME": home, "KEEL_HOME": os.path.join(home, ".keel"),
-           "KEEL_VERIFICATION_GATE": "off"}
+           "KEEL_VERIFICATION_GATE": "off", **ENV_EXTRA}
     args = WRAP + [keel, "-p", "survey the repository", "--output-format", "json",
                    "--permission-mode", "acceptEdits", "--allowedTools", "Bash"]
     if not LSP[0]:
@@ -633,6 +723,11 @@ def main():
                     help="also time one answer made of a single 10 MB text event, streamed in 16 KB writes "
                          "(SSE parsing must be linear)")
     ap.add_argument("--giant-piece", type=int, default=16 * 1024, help="write size of the giant event's body")
+    ap.add_argument("--per-tool", type=int, default=0, metavar="N",
+                    help="instead of the mixed session, sessions of N calls of each kind (and of none): what one "
+                         "call costs in wall time and in CPU")
+    ap.add_argument("--no-fsync", action="store_true",
+                    help="run keel with fsync and fdatasync made no-ops, to measure what the syncs cost")
     args = ap.parse_args()
     WRAP.extend(args.wrap.split())
     LSP[0] = args.lsp
@@ -653,6 +748,15 @@ def main():
     make_repo(repo)
     if args.git:
         git_init(repo)
+    if args.no_fsync:
+        ENV_EXTRA["LD_PRELOAD"] = no_fsync_shim(work)
+        print("fsync and fdatasync are no-ops in this run (--no-fsync)")
+    if args.per_tool:
+        print(f"keel per call: sessions of {args.per_tool} calls of one kind, median of {args.runs} runs, "
+              f"40-file repo{' (git)' if args.git else ''}")
+        per_tool(args.keel, args.runs, args.per_tool, work)
+        shutil.rmtree(work, ignore_errors=True)
+        return
     turns = make_read_turns(args.reads) if args.reads else make_turns(repo, args.turns)
     script_path = os.path.join(work, "script.json")
     with open(script_path, "w") as f:
@@ -668,9 +772,9 @@ def main():
           f"{args.runs} runs per mode")
     print("tool calls: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
     print(f"CPU of the processes the Bash calls start (setsid, bash, command), run directly: {shells * 1000:.0f} ms")
-    print("| mode | turns | wall (median) | CPU (median) | CPU per turn | keel's own CPU per turn | peak RSS (max) "
-          f"| own CPU per turn, first / last {WINDOW[0]} turns |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| mode | turns | wall (median) | CPU (median) | wall / CPU | CPU per turn | keel's own CPU per turn "
+          f"| peak RSS (max) | own CPU per turn, first / last {WINDOW[0]} turns |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for mode in modes:
         walls, cpus, rss, n, windows = [], [], 0.0, 0, []
         for _ in range(args.runs):
@@ -688,7 +792,8 @@ def main():
         if windows:
             growth = (f"{statistics.median(w[0] for w in windows):.2f} / "
                       f"{statistics.median(w[1] for w in windows):.2f} ms")
-        print(f"| {mode} | {n} | {statistics.median(walls) * 1000:.0f} ms | {cpu * 1000:.0f} ms | "
+        wall = statistics.median(walls)
+        print(f"| {mode} | {n} | {wall * 1000:.0f} ms | {cpu * 1000:.0f} ms | {wall / cpu:.2f} | "
               f"{cpu * 1000 / n:.2f} ms | {own * 1000 / n:.2f} ms | {rss:.1f} MiB | {growth} |")
     for mode, n in SUMMARIES.items():
         print(f"autocompactions ({mode}, the last run): {n} summary request(s), answered by the scripted server")

@@ -140,9 +140,7 @@ impl Checkpoints {
         if kept.is_empty() {
             return Vec::new();
         }
-        let threads = std::thread::available_parallelism()
-            .map(|n| n.get().clamp(1, 4))
-            .unwrap_or(1);
+        let threads = crate::fsutil::walk::cores().clamp(1, 4);
         let chunk = kept.len().div_ceil(threads);
         let stale: Vec<(PathBuf, u64)> = std::thread::scope(|scope| {
             let workers: Vec<_> = kept
@@ -416,10 +414,7 @@ fn copy_all(
     chosen: Vec<(PathBuf, PathBuf)>,
     cap: u64,
 ) -> Vec<(PathBuf, Kept)> {
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get().clamp(2, 4))
-        .unwrap_or(2)
-        .min(chosen.len().div_ceil(64));
+    let threads = crate::fsutil::walk::cores().clamp(2, 4).min(chosen.len().div_ceil(64));
     let chunk = chosen.len().div_ceil(threads.max(1));
     std::thread::scope(|scope| {
         let workers: Vec<_> = chosen

@@ -121,8 +121,13 @@ impl Timer {
     }
 }
 
-/// CPU time of the current thread (zero where the clock is unavailable).
+/// CPU time of the current thread (zero where the clock is unavailable, and when debug
+/// records are off: the figure is only ever shown in them, and the clock is a system call,
+/// two for every view built).
 fn thread_cpu() -> Duration {
+    if tracing::level_filters::LevelFilter::current() < tracing::Level::DEBUG {
+        return Duration::ZERO;
+    }
     nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
         .map(Duration::from)
         .unwrap_or_default()

@@ -240,6 +240,8 @@ pub struct FileChange {
 pub struct ToolLog {
     entries: Vec<ToolOutcome>,
     file: Option<PathBuf>,
+    /// `file`, opened for appending at the first entry and kept open (one write per entry).
+    handle: Option<std::fs::File>,
     /// The first failure to persist an entry (kept in memory regardless).
     pub write_error: Option<String>,
 }
@@ -258,6 +260,7 @@ impl ToolLog {
         ToolLog {
             entries,
             file: Some(path),
+            handle: None,
             write_error: None,
         }
     }
@@ -265,7 +268,7 @@ impl ToolLog {
     pub fn record(&mut self, outcome: ToolOutcome) {
         if let Some(path) = &self.file
             && self.write_error.is_none()
-            && let Err(e) = append_line(path, &outcome)
+            && let Err(e) = append_line(path, &mut self.handle, &outcome)
         {
             self.write_error = Some(format!("cannot write the tool log {}: {e}", path.display()));
         }
@@ -318,15 +321,20 @@ impl ToolLog {
     }
 }
 
-fn append_line(path: &Path, outcome: &ToolOutcome) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
+fn append_line(path: &Path, handle: &mut Option<std::fs::File>, outcome: &ToolOutcome) -> std::io::Result<()> {
     let mut line = serde_json::to_vec(outcome).map_err(std::io::Error::other)?;
     line.push(b'\n');
-    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-    f.write_all(&line)?;
-    f.flush()
+    let f = match handle {
+        Some(f) => f,
+        None => {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            handle.insert(std::fs::OpenOptions::new().create(true).append(true).open(path)?)
+        }
+    };
+    // One write of the whole line: an append never interleaves with another writer's.
+    f.write_all(&line)
 }
 
 #[cfg(test)]

@@ -18,6 +18,13 @@ const IGNORE_FILES: &[&str] = &[".gitignore", ".ignore"];
 /// Larger ignore files are treated as hostile (real ones are a few KB).
 const MAX_IGNORE_BYTES: u64 = 1 << 20;
 
+/// The CPUs this process may use, read once: `available_parallelism` reads the cgroup's
+/// quota files each time it is asked, which every Grep and every walk did.
+pub fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// An ignore file in `dir` the walker must not read, and why.
 pub fn bad_ignore_file(dir: &Path) -> Option<(PathBuf, String)> {
     let git_exclude = dir.join(".git/info/exclude");

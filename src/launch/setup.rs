@@ -446,7 +446,9 @@ fn session_services(
     let evidence = crate::evidence::Evidence::new(&base.cwd, &place.session_dir, verification, shell.persist);
     let services = SessionServices::builder(base.cwd.clone(), place.session_dir.clone())
         .mode(mode)
-        .read_guard(crate::tools::ReadGuard::new(move |p| guard.read_denied(p)))
+        .read_guard(crate::tools::ReadGuard::new(move |p, regular| {
+            guard.read_denied(p, regular)
+        }))
         .confiner(Some(Arc::new(confiner)))
         .sandbox(sandbox)
         .output_cap(shell.output_cap)

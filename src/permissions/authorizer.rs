@@ -173,7 +173,8 @@ impl Authorizer {
 
     /// Whether the content of `path` must not be shown by Read-like tools (Read deny rules,
     /// credential files without an explicit allow rule). Grep and Glob skip such files.
-    pub fn read_denied(&self, path: &Path) -> bool {
+    /// `regular`: the caller knows `path` is no symbolic link (a walk entry of that type).
+    pub fn read_denied(&self, path: &Path, regular: bool) -> bool {
         let session = self.session.lock().unwrap_or_else(|p| p.into_inner());
         let all = self.active(&session);
         // Grep and Glob ask this for every file they visit: the directories are borrowed, not
@@ -190,7 +191,7 @@ impl Authorizer {
         };
         // Search walks do not follow symlinked directories, so only the file itself can be a
         // link; resolving every path would cost a readlink per directory level per file.
-        let is_link = path.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink());
+        let is_link = !regular && path.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink());
         let real = if is_link { real_path(path) } else { path.to_path_buf() };
         ctx.read_deny("Read", path, &real).is_some()
     }

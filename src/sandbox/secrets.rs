@@ -236,8 +236,18 @@ pub fn is_credential_name(name: &str) -> bool {
 /// and to every other home (`/root`, `/home/*`).
 pub fn credential_reason(path: &Path, home: Option<&Path>) -> Option<String> {
     let name = path.file_name()?.to_str()?;
-    // Called for every file a search visits: strip each home once and compare first
-    // components before whole prefixes, with no allocation.
+    // Called for every file a search visits: a clean path (the usual case) is compared as
+    // bytes at component boundaries, the rest component by component.
+    let hit = is_credential_name(name)
+        || match (clean(path), home.map(clean)) {
+            (Some(p), None | Some(Some(_))) => credential_place_clean(p, home.and_then(clean)),
+            _ => credential_place(path, home),
+        };
+    hit.then(|| format!("{} may hold credentials", path.display()))
+}
+
+/// Whether `path` lies in a credential location, comparing components.
+fn credential_place(path: &Path, home: Option<&Path>) -> bool {
     let in_secret_dir = within_homes(path, home).any(|rel| {
         rel.components().next().is_some_and(|first| {
             HOME_CREDENTIALS
@@ -245,8 +255,47 @@ pub fn credential_reason(path: &Path, home: Option<&Path>) -> Option<String> {
                 .any(|c| Path::new(c).components().next() == Some(first) && rel.starts_with(c))
         })
     });
-    let system = SYSTEM_CREDENTIALS.iter().any(|c| path.starts_with(c)) && !path.starts_with("/etc/ssh/ssh_config");
-    (is_credential_name(name) || in_secret_dir || system).then(|| format!("{} may hold credentials", path.display()))
+    in_secret_dir
+        || (SYSTEM_CREDENTIALS.iter().any(|c| path.starts_with(c)) && !path.starts_with("/etc/ssh/ssh_config"))
+}
+
+/// [`credential_place`] for clean paths ([`clean`]), where a byte prefix that ends at a `/`
+/// is exactly a component prefix.
+fn credential_place_clean(path: &[u8], home: Option<&[u8]>) -> bool {
+    let below_home = below(path, b"/home").map(|rel| match rel.iter().position(|&b| b == b'/') {
+        Some(i) => &rel[i + 1..],
+        None => &rel[rel.len()..],
+    });
+    let in_secret_dir = home
+        .and_then(|h| below(path, h))
+        .into_iter()
+        .chain(below(path, b"/root"))
+        .chain(below_home)
+        .any(|rel| HOME_CREDENTIALS.iter().any(|c| under(rel, c.as_bytes())));
+    in_secret_dir
+        || (SYSTEM_CREDENTIALS.iter().any(|c| under(path, c.as_bytes())) && !under(path, b"/etc/ssh/ssh_config"))
+}
+
+/// `path` is `prefix` or lies below it.
+fn under(path: &[u8], prefix: &[u8]) -> bool {
+    path.starts_with(prefix) && (path.len() == prefix.len() || path[prefix.len()] == b'/')
+}
+
+/// What follows `prefix/` in `path` (empty for `prefix` itself).
+fn below<'a>(path: &'a [u8], prefix: &[u8]) -> Option<&'a [u8]> {
+    under(path, prefix).then(|| path.get(prefix.len() + 1..).unwrap_or_default())
+}
+
+/// The bytes of an absolute path with no empty, `.` or `..` component and no trailing `/`.
+fn clean(path: &Path) -> Option<&[u8]> {
+    use std::os::unix::ffi::OsStrExt;
+    let b = path.as_os_str().as_bytes();
+    let ok = b.len() > 1
+        && b[0] == b'/'
+        && b[1..]
+            .split(|&c| c == b'/')
+            .all(|part| !matches!(part, b"" | b"." | b".."));
+    ok.then_some(b)
 }
 
 /// `path` relative to each home it may lie in: `home`, `/root`, and `/home/<name>`.
@@ -320,5 +369,56 @@ mod tests {
         ] {
             assert!(credential_reason(Path::new(p), home).is_none(), "{p}");
         }
+    }
+
+    /// The byte comparison of clean paths decides as the component comparison does, and a
+    /// path that is not clean is still judged (by components).
+    #[test]
+    fn clean_paths_are_judged_as_components_would() {
+        let paths = [
+            "/home/u/.ssh",
+            "/home/u/.ssh/id_rsa",
+            "/home/u/.sshx/id_rsa",
+            "/home/u/.config/gcloud/creds.db",
+            "/home/u/.config/gcloudx",
+            "/home/u/.docker/config.json",
+            "/home/u/.docker/config.jsonx",
+            "/home/other/.aws/credentials",
+            "/home/other",
+            "/home",
+            "/root/.netrc",
+            "/root",
+            "/rootx/.netrc",
+            "/etc/shadow",
+            "/etc/shadow-",
+            "/etc/shadowy",
+            "/etc/ssh/ssh_host_rsa_key",
+            "/etc/ssh/ssh_config",
+            "/etc/ssh/ssh_config.d/x.conf",
+            "/etc/ssh",
+            "/work/repo/src/main.rs",
+            "/work/repo/.ssh/notes.md",
+            "/opt/u/.ssh/id_rsa",
+        ];
+        for home in [Some(Path::new("/home/u")), Some(Path::new("/opt/u")), None] {
+            for p in paths {
+                let path = Path::new(p);
+                let fast = credential_place_clean(clean(path).unwrap(), home.and_then(clean));
+                assert_eq!(fast, credential_place(path, home), "{p} with home {home:?}");
+            }
+        }
+        let home = Some(Path::new("/home/u"));
+        for p in [
+            "/home/u//.ssh/id_rsa",
+            "/home/u/./.ssh/id_rsa",
+            "//etc/shadow",
+            "/etc/ssh/",
+        ] {
+            assert!(clean(Path::new(p)).is_none(), "{p}");
+            assert!(credential_reason(Path::new(p), home).is_some(), "{p}");
+        }
+        // A home that is not clean is compared by components too.
+        assert!(credential_reason(Path::new("/home/u/.ssh/id_rsa"), Some(Path::new("/home/u/"))).is_some());
+        assert!(credential_reason(Path::new("/opt/u/.aws/config"), Some(Path::new("/opt//u"))).is_some());
     }
 }

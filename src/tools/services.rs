@@ -94,15 +94,22 @@ impl Workspace {
 #[derive(Clone, Default)]
 pub struct ReadGuard(Option<Arc<DenyFn>>);
 
-type DenyFn = dyn Fn(&Path) -> bool + Send + Sync;
+/// The path, and whether the caller already knows it is no symbolic link.
+type DenyFn = dyn Fn(&Path, bool) -> bool + Send + Sync;
 
 impl ReadGuard {
-    pub fn new(denies: impl Fn(&Path) -> bool + Send + Sync + 'static) -> Self {
+    pub fn new(denies: impl Fn(&Path, bool) -> bool + Send + Sync + 'static) -> Self {
         ReadGuard(Some(Arc::new(denies)))
     }
 
     pub fn denies(&self, path: &Path) -> bool {
-        self.0.as_ref().is_some_and(|f| f(path))
+        self.0.as_ref().is_some_and(|f| f(path, false))
+    }
+
+    /// [`Self::denies`] for a path the caller knows is no link (a walk entry typed as a
+    /// regular file): the guard then need not look at it again.
+    pub fn denies_regular(&self, path: &Path) -> bool {
+        self.0.as_ref().is_some_and(|f| f(path, true))
     }
 }
 

@@ -172,9 +172,7 @@ impl Fingerprinter {
         // A scoped walk is small: one thread saves starting more.
         let threads = match plan.scope {
             Some(_) => 1,
-            None => std::thread::available_parallelism()
-                .map(|n| n.get().min(4))
-                .unwrap_or(1),
+            None => crate::fsutil::walk::cores().min(4),
         };
         let excluded = self.excluded.clone();
         // A repository can commit `.gitignore` as a link to /dev/zero or a FIFO, which the

@@ -50,6 +50,10 @@ pub fn snapshot(cwd: &Path) -> Option<GitSnapshot> {
 /// The snapshot with each git call limited to `timeout`; `tied`: the git processes die with
 /// the thread that starts them (a background snapshot must not outlive keel).
 fn snapshot_within(cwd: &Path, timeout: Duration, tied: bool) -> Option<GitSnapshot> {
+    // Outside a repository git would only say so, three processes later.
+    if !may_be_repository(cwd, std::env::var_os("GIT_DIR").is_some()) {
+        return None;
+    }
     // One driver list for both calls, which run side by side. Submodules are left out: their
     // own configuration could name programs too.
     let drivers = runner::configured_drivers(cwd);
@@ -187,6 +191,13 @@ pub fn index_entries(cwd: &Path) -> Option<u32> {
         return None;
     }
     Some(u32::from_be_bytes([header[8], header[9], header[10], header[11]]))
+}
+
+/// Whether git could find a repository at `cwd`: a `.git` in it or above it, or `GIT_DIR`
+/// set (which names one anywhere). A bare repository is never found implicitly by keel's git
+/// calls (`safe.bareRepository=explicit`).
+fn may_be_repository(cwd: &Path, git_dir_set: bool) -> bool {
+    git_dir_set || cwd.ancestors().any(|d| d.join(".git").symlink_metadata().is_ok())
 }
 
 /// The git directory of the repository around `cwd`: its `.git` folder, or where a `.git`

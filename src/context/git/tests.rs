@@ -303,3 +303,23 @@ fn a_tied_process_dies_with_the_thread_that_started_it() {
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.signal(), Some(libc::SIGKILL), "{status:?}");
 }
+
+/// Outside a repository no git process is started for the snapshot: only a `.git` at or above
+/// the directory, or `GIT_DIR`, can make one.
+#[test]
+fn outside_a_repository_git_is_not_asked() {
+    let t = tempfile::tempdir().unwrap();
+    let sub = t.path().join("a/b");
+    std::fs::create_dir_all(&sub).unwrap();
+    assert!(!may_be_repository(&sub, false));
+    assert!(may_be_repository(&sub, true));
+    assert!(snapshot(&sub).is_none());
+    std::fs::write(t.path().join("a/.git"), "gitdir: elsewhere\n").unwrap();
+    assert!(
+        may_be_repository(&sub, false),
+        "a .git file (worktree, submodule) counts"
+    );
+    std::fs::remove_file(t.path().join("a/.git")).unwrap();
+    std::fs::create_dir(t.path().join(".git")).unwrap();
+    assert!(may_be_repository(&sub, false));
+}

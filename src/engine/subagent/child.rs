@@ -119,7 +119,9 @@ fn child_services(
                 .sandbox(worktree::rebase_sandbox(&parent.shell.sandbox, &w.repo, &w.path))
                 .confiner(confiner)
                 .extra_dirs(authorizer.working_dirs().into_iter().skip(1).collect())
-                .read_guard(crate::tools::ReadGuard::new(move |p| guard.read_denied(p)))
+                .read_guard(crate::tools::ReadGuard::new(move |p, regular| {
+                    guard.read_denied(p, regular)
+                }))
                 // Runs and changes in its own tree say nothing about the session's.
                 .evidence(Arc::new(crate::evidence::Evidence::in_memory(&w.path, &session_dir)))
                 .build()

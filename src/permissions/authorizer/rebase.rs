@@ -112,7 +112,7 @@ mod tests {
             check(&child, "Read", wcwd.join("deep/secret.txt")),
             Verdict::Deny(_)
         ));
-        assert!(child.read_denied(&wcwd.join("secret.txt")));
+        assert!(child.read_denied(&wcwd.join("secret.txt"), false));
         assert!(matches!(
             check(&child, "Write", wt.join("ci/deploy.yml")),
             Verdict::Deny(_)

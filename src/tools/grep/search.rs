@@ -145,10 +145,7 @@ pub fn search(q: &Query, cancel: &CancellationToken) -> Result<Outcome, SearchEr
     let results: Mutex<Vec<FileHits>> = Mutex::new(Vec::new());
     let withheld = std::sync::atomic::AtomicUsize::new(0);
     let unreadable = std::sync::atomic::AtomicUsize::new(0);
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(2)
-        .min(8);
+    let threads = crate::fsutil::walk::cores().min(8);
     walk.threads(threads).build_parallel().run(|| {
         let matcher = matcher.clone();
         let mut searcher = SearcherBuilder::new()
@@ -178,7 +175,8 @@ pub fn search(q: &Query, cancel: &CancellationToken) -> Result<Outcome, SearchEr
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 return WalkState::Continue;
             }
-            if q.guard.denies(entry.path()) {
+            // The entry is a regular file (links are not followed, so a link is typed as one).
+            if q.guard.denies_regular(entry.path()) {
                 withheld.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 return WalkState::Continue;
             }
