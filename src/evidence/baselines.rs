@@ -63,6 +63,9 @@ impl Evidence {
                 })
                 .cloned()
                 .collect();
+            if s.heads_asked.is_empty() {
+                s.head_stamp = crate::context::git::head_stamp(&self.cwd);
+            }
             s.heads_asked.extend(wanted.iter().cloned());
             wanted
         };

@@ -160,8 +160,14 @@ impl Evidence {
         }
         s.last = Some(after);
         s.last_taken += 1;
-        // A command may have committed or checked out: committed contents are asked anew.
-        s.heads_asked.clear();
+        // A command that committed or checked out moved `HEAD`: committed contents are asked
+        // anew (and whenever where `HEAD` stands cannot be read).
+        if !s.heads_asked.is_empty() {
+            let now = crate::context::git::head_stamp(&self.cwd);
+            if now.is_none() || now != s.head_stamp {
+                s.heads_asked.clear();
+            }
+        }
         Evidence::hand_up(&mut s);
         drop(s);
         // The runs' output file is written with the lock released; a run whose file could not

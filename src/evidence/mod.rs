@@ -96,8 +96,11 @@ struct State {
     uplink: Option<uplink::Uplink>,
     /// Counts the fingerprints taken into `last` (a sub-agent hands a new one up).
     last_taken: u64,
-    /// Files whose committed content was already asked of git (asked once per session).
+    /// Files whose committed content was already asked of git (asked again only after a
+    /// command moved `HEAD`).
     heads_asked: HashSet<String>,
+    /// `HEAD` when `heads_asked` was started ([`crate::context::git::head_stamp`]).
+    head_stamp: Option<Vec<u8>>,
     /// A resumed session's digest not yet compared with the workspace (the comparison waits
     /// for the watcher's first walk, which runs in the background from start-up).
     digest_unchecked: bool,
@@ -176,6 +179,7 @@ impl Evidence {
             uplink: None,
             last_taken: 0,
             heads_asked: HashSet::new(),
+            head_stamp: None,
             digest_unchecked: false,
         };
         // Files changed while the session was closed matter only to the runs it recorded (they

@@ -57,6 +57,7 @@ impl Evidence {
             }),
             last_taken: 0,
             heads_asked: p.heads_asked.clone(),
+            head_stamp: p.head_stamp.clone(),
             digest_unchecked: false,
         };
         drop(p);

@@ -89,6 +89,64 @@ async fn keel_starts_one_git_process_per_question() {
     assert_eq!(logged.len(), 4, "nothing else: {logged:#?}");
 }
 
+/// A file's committed content is asked of git once, and again only after a command moved
+/// `HEAD`: a command that leaves the repository alone (`true`) keeps the answer, a commit
+/// does not.
+#[tokio::test]
+async fn committed_contents_are_asked_again_only_after_head_moved() {
+    let env = Env::new();
+    env.write("src/lib.rs", "pub fn f() -> u32 {\n    1\n}\n");
+    env.git_init();
+    let bin = git_wrapper(&env);
+    let log = env.home.join("git.log");
+    let script = env.home.join("script.json");
+    let edit = |from: &str, to: &str| json!({"tool_calls": [{"name": "Edit", "input": {"file_path": "src/lib.rs", "old_string": from, "new_string": to}}]});
+    let bash = |command: &str| json!({"tool_calls": [{"name": "Bash", "input": {"command": command}}]});
+    let turns = json!({"turns": [
+        {"tool_calls": [{"name": "Read", "input": {"file_path": "src/lib.rs"}}]},
+        edit("    1\n}", "    2\n}"),
+        bash("true"),
+        edit("    2\n}", "    3\n}"),
+        bash("git -c user.name=t -c user.email=t@t commit -qam step"),
+        edit("    3\n}", "    4\n}"),
+        {"text": "done"}
+    ]});
+    std::fs::write(&script, turns.to_string()).unwrap();
+    let out = env
+        .keel_offline()
+        .env("PATH", path_with(&bin))
+        .env("WRAP_LOG", &log)
+        .args([
+            "-p",
+            "change f",
+            "--provider",
+            "script",
+            "--permission-mode",
+            "acceptEdits",
+        ])
+        .args(["--allowedTools", "Bash"])
+        .arg("--script")
+        .arg(&script)
+        .run()
+        .await;
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        std::fs::read_to_string(env.path("src/lib.rs"))
+            .unwrap()
+            .contains("    4\n}")
+    );
+    let logged = calls_logged(&log);
+    assert!(
+        logged.iter().any(|l| l.contains("commit -qam step")),
+        "the commit ran: {logged:#?}"
+    );
+    let asked = logged
+        .iter()
+        .filter(|l| l.contains("cat-file blob HEAD:./src/lib.rs"))
+        .count();
+    assert_eq!(asked, 2, "once at the first edit, once after the commit: {logged:#?}");
+}
+
 /// An index of `n` entries (one empty blob; the files themselves absent), committed.
 fn large_repository(env: &Env, n: u32) {
     env.git(&["init", "-q", "-b", "trunk"]);

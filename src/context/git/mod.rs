@@ -193,6 +193,50 @@ pub fn index_entries(cwd: &Path) -> Option<u32> {
     Some(u32::from_be_bytes([header[8], header[9], header[10], header[11]]))
 }
 
+/// What `HEAD` stands for, read from the git directory without a process: the `HEAD` file and
+/// the branch ref it names (a loose ref file, or the packed refs' size, time and inode). Equal
+/// stamps mean the same commit is checked out; `None` (no repository, a reftable store, an
+/// unreadable file) means unknown, which a caller treats as changed.
+pub fn head_stamp(cwd: &Path) -> Option<Vec<u8>> {
+    use std::os::unix::fs::MetadataExt;
+    let dir = git_dir(cwd)?;
+    // A linked worktree keeps its HEAD here and its refs in the common directory.
+    let common = match std::fs::read_to_string(dir.join("commondir")) {
+        Ok(rel) => dir.join(rel.trim()),
+        Err(_) => dir.clone(),
+    };
+    if common.join("reftable").exists() {
+        return None;
+    }
+    let mut stamp = std::fs::read(dir.join("HEAD")).ok()?;
+    if let Some(name) = std::str::from_utf8(&stamp)
+        .ok()
+        .and_then(|h| h.trim().strip_prefix("ref: "))
+    {
+        let name = name.to_string();
+        if name.split('/').any(|part| part.is_empty() || part == "..") {
+            return None;
+        }
+        match std::fs::read(common.join(&name)) {
+            Ok(id) => stamp.extend(id),
+            Err(_) => {
+                let packed = std::fs::metadata(common.join("packed-refs")).ok()?;
+                stamp.extend(
+                    format!(
+                        "packed {} {} {} {}",
+                        packed.len(),
+                        packed.mtime(),
+                        packed.mtime_nsec(),
+                        packed.ino()
+                    )
+                    .bytes(),
+                );
+            }
+        }
+    }
+    Some(stamp)
+}
+
 /// Whether git could find a repository at `cwd`: a `.git` in it or above it, or `GIT_DIR`
 /// set (which names one anywhere). A bare repository is never found implicitly by keel's git
 /// calls (`safe.bareRepository=explicit`).

@@ -195,11 +195,16 @@ impl Running {
             return None;
         };
         // The output ended: git is exiting; only a process that closed its stdout and then
-        // hung is waited for until the deadline.
+        // hung is waited for until the deadline. The first looks come soon (git is usually
+        // gone within a fraction of a millisecond), later ones every millisecond.
+        let mut pause = Duration::from_micros(50);
         loop {
             match self.child.try_wait() {
                 Ok(Some(status)) => return Some((status, out)),
-                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(1));
+                }
                 _ => {
                     self.stop();
                     return None;

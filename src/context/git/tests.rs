@@ -323,3 +323,39 @@ fn outside_a_repository_git_is_not_asked() {
     std::fs::create_dir(t.path().join(".git")).unwrap();
     assert!(may_be_repository(&sub, false));
 }
+
+/// The stamp of `HEAD` stays while nothing moves it and changes with a commit, a checkout of
+/// another branch and a detached head.
+#[test]
+fn the_head_stamp_follows_commits_and_checkouts() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path();
+    assert!(head_stamp(dir).is_none(), "no repository");
+    git(dir, &["init", "-q", "-b", "trunk"]);
+    std::fs::write(dir.join("a.txt"), "a\n").unwrap();
+    git(dir, &["add", "a.txt"]);
+    git(dir, &["commit", "-q", "-m", "one"]);
+    let first = head_stamp(dir).expect("a stamp");
+    std::fs::write(dir.join("a.txt"), "b\n").unwrap();
+    assert_eq!(
+        head_stamp(dir).as_ref(),
+        Some(&first),
+        "an uncommitted change moves nothing"
+    );
+    git(dir, &["commit", "-q", "-am", "two"]);
+    let second = head_stamp(dir).expect("a stamp");
+    assert_ne!(second, first);
+    // A branch only in the packed refs is stamped by that file; a commit writes a loose ref.
+    git(dir, &["pack-refs", "--all"]);
+    let packed = head_stamp(dir).expect("a stamp of a packed branch");
+    assert_eq!(head_stamp(dir).as_ref(), Some(&packed));
+    git(dir, &["commit", "-q", "--allow-empty", "-m", "three"]);
+    let third = head_stamp(dir).expect("a stamp");
+    assert!(third != packed && third != second);
+    git(dir, &["checkout", "-q", "-b", "side"]);
+    let side = head_stamp(dir).expect("a stamp");
+    assert_ne!(side, third);
+    git(dir, &["checkout", "-q", "--detach", "HEAD~1"]);
+    let detached = head_stamp(dir).expect("a stamp");
+    assert!(detached != side && detached != first);
+}
