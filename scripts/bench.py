@@ -244,7 +244,8 @@ def per_tool(keel, runs, n, work):
             rows.append(f"| no call (start, one answer, exit) | – | {wall * 1000:.1f} ms | {cpu * 1000:.1f} ms | "
                         f"{(wall - cpu) * 1000:.1f} ms |")
             continue
-        calls = len(turns) - 1
+        # Edit's session also holds its one Read, counted in with the edits.
+        calls = sum(1 for t in turns for c in t.get("tool_calls", []) if c["name"] == kind)
         dw, dc = (wall - base["wall"]) / calls, (cpu - base["cpu"]) / calls
         rows.append(f"| {kind} | {calls} | {dw * 1000:.2f} ms | {dc * 1000:.2f} ms | {(dw - dc) * 1000:.2f} ms |")
     print("| call (script provider) | calls | wall per call | CPU per call (keel and what it starts) | "

@@ -52,6 +52,8 @@ impl Evidence {
         if !self.cwd.ancestors().any(|d| d.join(".git").exists()) {
             return HashMap::new();
         }
+        // Read before the lock is taken (files of the repository, however small).
+        let stamp = crate::context::git::head_stamp(&self.cwd);
         let wanted: Vec<String> = {
             let mut s = self.lock();
             let wanted: Vec<String> = rels
@@ -64,7 +66,7 @@ impl Evidence {
                 .cloned()
                 .collect();
             if s.heads_asked.is_empty() {
-                s.head_stamp = crate::context::git::head_stamp(&self.cwd);
+                s.head_stamp = stamp;
             }
             s.heads_asked.extend(wanted.iter().cloned());
             wanted

@@ -72,6 +72,8 @@ impl Evidence {
             _ => None,
         };
         let mut read = self.prefetch(&during).await;
+        // Where `HEAD` stands after the command, read before the lock is taken.
+        let head_now = crate::context::git::head_stamp(&self.cwd);
         let stale = self.stale_target(&reading, (command, &combined), &during, &after).await;
         read.added = changes.added.iter().map(|p| rel_string(p)).collect();
         let mut notes = Vec::new();
@@ -162,11 +164,8 @@ impl Evidence {
         s.last_taken += 1;
         // A command that committed or checked out moved `HEAD`: committed contents are asked
         // anew (and whenever where `HEAD` stands cannot be read).
-        if !s.heads_asked.is_empty() {
-            let now = crate::context::git::head_stamp(&self.cwd);
-            if now.is_none() || now != s.head_stamp {
-                s.heads_asked.clear();
-            }
+        if head_now.is_none() || head_now != s.head_stamp {
+            s.heads_asked.clear();
         }
         Evidence::hand_up(&mut s);
         drop(s);

@@ -103,10 +103,11 @@ pub fn skill_folders(cwd: &Path) -> Vec<PathBuf> {
 /// it is a repository's top); none when it has no such file. Only called for directories
 /// whose ignore files passed [`crate::fsutil::walk::bad_ignore_file`].
 fn rules_of(dir: &Path) -> Option<Arc<Gitignore>> {
+    // Later files win within one builder: git's exclude file weighs least, `.ignore` most.
     let files = [
+        dir.join(".git/info/exclude"),
         dir.join(".gitignore"),
         dir.join(".ignore"),
-        dir.join(".git/info/exclude"),
     ];
     let present: Vec<&PathBuf> = files.iter().filter(|f| f.is_file()).collect();
     if present.is_empty() {

@@ -194,47 +194,67 @@ pub fn index_entries(cwd: &Path) -> Option<u32> {
 }
 
 /// What `HEAD` stands for, read from the git directory without a process: the `HEAD` file and
-/// the branch ref it names (a loose ref file, or the packed refs' size, time and inode). Equal
-/// stamps mean the same commit is checked out; `None` (no repository, a reftable store, an
-/// unreadable file) means unknown, which a caller treats as changed.
+/// the refs it leads to (loose ref files, followed through symbolic refs, or the packed refs'
+/// size, time and inode). Equal stamps mean the same commit is checked out. `None` means
+/// unknown, which a caller treats as changed: no repository, a git directory git itself would
+/// not take (no `objects` or `refs`), a reftable store, a `HEAD` that is neither a symbolic ref
+/// nor an object id, or a file that is not a small regular one.
 pub fn head_stamp(cwd: &Path) -> Option<Vec<u8>> {
     use std::os::unix::fs::MetadataExt;
     let dir = git_dir(cwd)?;
     // A linked worktree keeps its HEAD here and its refs in the common directory.
-    let common = match std::fs::read_to_string(dir.join("commondir")) {
-        Ok(rel) => dir.join(rel.trim()),
-        Err(_) => dir.clone(),
+    let common = match small_file(&dir.join("commondir")) {
+        Some(rel) => dir.join(String::from_utf8(rel).ok()?.trim()),
+        None => dir.clone(),
     };
-    if common.join("reftable").exists() {
+    if !common.join("objects").is_dir() || !common.join("refs").is_dir() || common.join("reftable").exists() {
         return None;
     }
-    let mut stamp = std::fs::read(dir.join("HEAD")).ok()?;
-    if let Some(name) = std::str::from_utf8(&stamp)
-        .ok()
-        .and_then(|h| h.trim().strip_prefix("ref: "))
-    {
-        let name = name.to_string();
-        if name.split('/').any(|part| part.is_empty() || part == "..") {
+    let mut stamp = Vec::new();
+    let mut content = small_file(&dir.join("HEAD"))?;
+    // Symbolic refs may chain (`HEAD` to a branch that is itself a symbolic ref); a few links.
+    for _ in 0..5 {
+        stamp.extend_from_slice(&content);
+        let text = std::str::from_utf8(&content).ok()?.trim();
+        let Some(name) = text.strip_prefix("ref:").map(str::trim_start) else {
+            // An object id (detached, or the end of the chain).
+            return text
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit())
+                .then_some(stamp)
+                .filter(|_| text.len() >= 40);
+        };
+        if !name.starts_with("refs/")
+            || name
+                .split('/')
+                .any(|part| part.is_empty() || part == "." || part == "..")
+        {
             return None;
         }
-        match std::fs::read(common.join(&name)) {
-            Ok(id) => stamp.extend(id),
-            Err(_) => {
-                let packed = std::fs::metadata(common.join("packed-refs")).ok()?;
+        match small_file(&common.join(name)) {
+            Some(next) => content = next,
+            None => {
+                // Only in the packed refs (or not yet born): what they hold now.
+                let packed = std::fs::symlink_metadata(common.join("packed-refs"))
+                    .ok()
+                    .filter(|m| m.is_file());
                 stamp.extend(
-                    format!(
-                        "packed {} {} {} {}",
-                        packed.len(),
-                        packed.mtime(),
-                        packed.mtime_nsec(),
-                        packed.ino()
-                    )
+                    match packed {
+                        Some(m) => format!("packed {} {} {} {}", m.len(), m.mtime(), m.mtime_nsec(), m.ino()),
+                        None => "unborn".to_string(),
+                    }
                     .bytes(),
                 );
+                return Some(stamp);
             }
         }
     }
-    Some(stamp)
+    None
+}
+
+/// The bytes of a small regular file (never a FIFO or device, never more than 4 KiB).
+fn small_file(path: &Path) -> Option<Vec<u8>> {
+    crate::fsutil::open::read_file_capped(path, 4096).ok()
 }
 
 /// Whether git could find a repository at `cwd`: a `.git` in it or above it, or `GIT_DIR`
@@ -253,7 +273,7 @@ fn git_dir(cwd: &Path) -> Option<PathBuf> {
             return Some(dot_git);
         }
         if dot_git.is_file() {
-            let text = std::fs::read_to_string(&dot_git).ok()?;
+            let text = String::from_utf8(small_file(&dot_git)?).ok()?;
             let target = text.strip_prefix("gitdir:")?.trim();
             return Some(dir.join(target));
         }

@@ -313,7 +313,6 @@ fn outside_a_repository_git_is_not_asked() {
     std::fs::create_dir_all(&sub).unwrap();
     assert!(!may_be_repository(&sub, false));
     assert!(may_be_repository(&sub, true));
-    assert!(snapshot(&sub).is_none());
     std::fs::write(t.path().join("a/.git"), "gitdir: elsewhere\n").unwrap();
     assert!(
         may_be_repository(&sub, false),
@@ -358,4 +357,60 @@ fn the_head_stamp_follows_commits_and_checkouts() {
     git(dir, &["checkout", "-q", "--detach", "HEAD~1"]);
     let detached = head_stamp(dir).expect("a stamp");
     assert!(detached != side && detached != first);
+}
+
+/// A `HEAD` whose stamp could not follow a move is unknown, never equal: a symbolic ref chain
+/// is followed, `ref:` without a space is read as git reads it, and a hostile ref name, a git
+/// directory git would not take, or a `HEAD` that is no ref and no id give no stamp.
+#[test]
+fn the_head_stamp_is_unknown_rather_than_wrong() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path();
+    git(dir, &["init", "-q", "-b", "trunk"]);
+    std::fs::write(dir.join("a.txt"), "a\n").unwrap();
+    git(dir, &["add", "a.txt"]);
+    git(dir, &["commit", "-q", "-m", "one"]);
+    let git_dir = dir.join(".git");
+    // `ref:` without the space, through a branch that is itself a symbolic ref.
+    git(dir, &["symbolic-ref", "refs/heads/alias", "refs/heads/trunk"]);
+    std::fs::write(git_dir.join("HEAD"), "ref:refs/heads/alias\n").unwrap();
+    let before = head_stamp(dir).expect("a stamp through the chain");
+    git(dir, &["commit", "-q", "--allow-empty", "-m", "two"]);
+    assert_ne!(
+        head_stamp(dir).expect("a stamp"),
+        before,
+        "a commit on the chain's end is seen"
+    );
+    for hostile in [
+        "ref: ../../etc/passwd\n",
+        "ref: /etc/passwd\n",
+        "ref: refs/../../x\n",
+        "garbage\n",
+    ] {
+        std::fs::write(git_dir.join("HEAD"), hostile).unwrap();
+        assert!(head_stamp(dir).is_none(), "{hostile:?}");
+    }
+    // A `.git` of only a HEAD is no repository to git.
+    let fake = tempfile::tempdir().unwrap();
+    std::fs::create_dir(fake.path().join(".git")).unwrap();
+    std::fs::write(fake.path().join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    assert!(head_stamp(fake.path()).is_none());
+}
+
+/// A linked worktree's `HEAD` is its own, its refs are the main repository's.
+#[test]
+fn the_head_stamp_of_a_linked_worktree_follows_its_commits() {
+    let t = tempfile::tempdir().unwrap();
+    let main = t.path().join("main");
+    std::fs::create_dir(&main).unwrap();
+    git(&main, &["init", "-q", "-b", "trunk"]);
+    std::fs::write(main.join("a.txt"), "a\n").unwrap();
+    git(&main, &["add", "a.txt"]);
+    git(&main, &["commit", "-q", "-m", "one"]);
+    let linked = t.path().join("linked");
+    git(&main, &["worktree", "add", "-q", "-b", "side", linked.to_str().unwrap()]);
+    let before = head_stamp(&linked).expect("a stamp in the worktree");
+    assert_ne!(Some(before.clone()), head_stamp(&main), "each worktree has its own HEAD");
+    git(&linked, &["commit", "-q", "--allow-empty", "-m", "two"]);
+    assert_ne!(head_stamp(&linked).expect("a stamp"), before);
 }

@@ -175,8 +175,14 @@ pub fn search(q: &Query, cancel: &CancellationToken) -> Result<Outcome, SearchEr
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 return WalkState::Continue;
             }
-            // The entry is a regular file (links are not followed, so a link is typed as one).
-            if q.guard.denies_regular(entry.path()) {
+            // Below the root an entry typed as a file is no link (links are not followed, so a
+            // link is typed as one); the root itself was typed through any link.
+            let denied = if entry.depth() > 0 {
+                q.guard.denies_regular(entry.path())
+            } else {
+                q.guard.denies(entry.path())
+            };
+            if denied {
                 withheld.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 return WalkState::Continue;
             }
