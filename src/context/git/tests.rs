@@ -408,9 +408,16 @@ fn the_head_stamp_of_a_linked_worktree_follows_its_commits() {
     git(&main, &["add", "a.txt"]);
     git(&main, &["commit", "-q", "-m", "one"]);
     let linked = t.path().join("linked");
-    git(&main, &["worktree", "add", "-q", "-b", "side", linked.to_str().unwrap()]);
+    git(
+        &main,
+        &["worktree", "add", "-q", "-b", "side", linked.to_str().unwrap()],
+    );
     let before = head_stamp(&linked).expect("a stamp in the worktree");
-    assert_ne!(Some(before.clone()), head_stamp(&main), "each worktree has its own HEAD");
+    assert_ne!(
+        Some(before.clone()),
+        head_stamp(&main),
+        "each worktree has its own HEAD"
+    );
     git(&linked, &["commit", "-q", "--allow-empty", "-m", "two"]);
     assert_ne!(head_stamp(&linked).expect("a stamp"), before);
 }
