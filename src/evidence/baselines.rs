@@ -74,11 +74,11 @@ impl Evidence {
         if wanted.is_empty() {
             return HashMap::new();
         }
-        let cwd = self.cwd.clone();
+        let blobs = self.blobs.clone();
         tokio::task::spawn_blocking(move || {
             wanted
                 .into_iter()
-                .filter_map(|r| git_head(&cwd, &r).map(|text| (r, text)))
+                .filter_map(|r| git_head(&blobs, &r).map(|text| (r, text)))
                 .collect()
         })
         .await
@@ -184,7 +184,7 @@ pub(super) fn baseline_text(path: &Path) -> Option<String> {
 
 /// The committed content of a file, when the workspace is a git repository: the blob as
 /// stored, read with no filter or textconv of the repository's run (see
-/// `context::git::committed`); a file over the baseline cap has none.
-fn git_head(cwd: &Path, rel: &str) -> Option<String> {
-    String::from_utf8(crate::context::git::committed(cwd, rel, MAX_BASELINE_BYTES)?).ok()
+/// `context::git::Blobs`); a file over the baseline cap has none.
+fn git_head(blobs: &crate::context::git::Blobs, rel: &str) -> Option<String> {
+    String::from_utf8(blobs.committed(rel, MAX_BASELINE_BYTES)?).ok()
 }

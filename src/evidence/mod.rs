@@ -117,6 +117,8 @@ pub struct Evidence {
     store: Option<PathBuf>,
     /// Where run logs go.
     log_dir: PathBuf,
+    /// Committed contents, through one git process kept running (shared with sub-agents).
+    blobs: Arc<crate::context::git::Blobs>,
     state: Mutex<State>,
 }
 
@@ -193,6 +195,7 @@ impl Evidence {
             config,
             store,
             log_dir: session_dir.join("evidence"),
+            blobs: Arc::new(crate::context::git::Blobs::new(cwd)),
             state: Mutex::new(state),
         }
     }

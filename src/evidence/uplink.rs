@@ -68,6 +68,7 @@ impl Evidence {
             config: parent.config.clone(),
             store: None,
             log_dir: session_dir.join("evidence"),
+            blobs: parent.blobs.clone(),
             state: Mutex::new(state),
         }
     }

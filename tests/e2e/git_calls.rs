@@ -11,7 +11,8 @@ use crate::support::sse::{answer, calls, tool};
 use crate::support::{Env, ModelServer};
 
 /// Writes `bin/git`: appends its arguments to `$WRAP_LOG`, holds a `status` until the file
-/// `$WRAP_GATE` exists (when set; 30 s at most), then runs the real git.
+/// `$WRAP_GATE` exists (when set; 30 s at most), then runs the real git; what a `--batch` call
+/// is asked on its input is appended to `$WRAP_LOG.in` on the way.
 fn git_wrapper(env: &Env) -> PathBuf {
     let real = std::process::Command::new("sh")
         .args(["-c", "command -v git"])
@@ -22,7 +23,7 @@ fn git_wrapper(env: &Env) -> PathBuf {
     let bin = env.home.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let script = format!(
-        "#!/bin/sh\nprintf '%s\\n' \"$*\" >> \"$WRAP_LOG\"\ncase \" $* \" in\n  *\" status \"*)\n    if [ -n \"$WRAP_GATE\" ]; then\n      n=0\n      while [ ! -e \"$WRAP_GATE\" ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n+1)); done\n    fi;;\nesac\nexec '{real}' \"$@\"\n"
+        "#!/bin/sh\nprintf '%s\\n' \"$*\" >> \"$WRAP_LOG\"\ncase \" $* \" in\n  *\" status \"*)\n    if [ -n \"$WRAP_GATE\" ]; then\n      n=0\n      while [ ! -e \"$WRAP_GATE\" ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n+1)); done\n    fi;;\n  *\" --batch \"*)\n    tee -a \"$WRAP_LOG.in\" | '{real}' \"$@\"\n    exit $?;;\nesac\nexec '{real}' \"$@\"\n"
     );
     let path = bin.join("git");
     std::fs::write(&path, script).unwrap();
@@ -42,8 +43,8 @@ fn calls_logged(log: &Path) -> Vec<String> {
 /// In a repository with no filter or diff driver configured, the snapshot lists drivers once
 /// (`git config` exiting 1 is "none", not a reason to ask again) and shares that list between
 /// its status and its log; reading an edited file's committed content (Rust source without
-/// tests of its own has no baseline of its own, so git is asked) starts one `git cat-file` and
-/// no driver query.
+/// tests of its own has no baseline of its own, so git is asked) starts one `git cat-file
+/// --batch`, asked once, and no driver query.
 #[tokio::test]
 async fn keel_starts_one_git_process_per_question() {
     let env = Env::new();
@@ -85,13 +86,15 @@ async fn keel_starts_one_git_process_per_question() {
     assert_eq!(count(" config "), 1, "one driver query: {logged:#?}");
     assert_eq!(count(" status "), 1, "{logged:#?}");
     assert_eq!(count(" log "), 1, "{logged:#?}");
-    assert_eq!(count("cat-file blob HEAD:./src/lib.rs"), 1, "{logged:#?}");
+    assert_eq!(count(" cat-file --batch"), 1, "{logged:#?}");
     assert_eq!(logged.len(), 4, "nothing else: {logged:#?}");
+    let asked = std::fs::read_to_string(env.home.join("git.log.in")).unwrap_or_default();
+    assert_eq!(asked, "HEAD:./src/lib.rs\n");
 }
 
 /// A file's committed content is asked of git once, and again only after a command moved
 /// `HEAD`: a command that leaves the repository alone (`true`) keeps the answer, a commit
-/// does not.
+/// does not (and the batch process that knew the old `HEAD` is replaced).
 #[tokio::test]
 async fn committed_contents_are_asked_again_only_after_head_moved() {
     let env = Env::new();
@@ -140,11 +143,13 @@ async fn committed_contents_are_asked_again_only_after_head_moved() {
         logged.iter().any(|l| l.contains("commit -qam step")),
         "the commit ran: {logged:#?}"
     );
-    let asked = logged
-        .iter()
-        .filter(|l| l.contains("cat-file blob HEAD:./src/lib.rs"))
-        .count();
-    assert_eq!(asked, 2, "once at the first edit, once after the commit: {logged:#?}");
+    let batches = logged.iter().filter(|l| l.contains(" cat-file --batch")).count();
+    assert_eq!(batches, 2, "one before the commit, one after: {logged:#?}");
+    let asked = std::fs::read_to_string(env.home.join("git.log.in")).unwrap_or_default();
+    assert_eq!(
+        asked, "HEAD:./src/lib.rs\nHEAD:./src/lib.rs\n",
+        "once at the first edit, once after the commit"
+    );
 }
 
 /// An index of `n` entries (one empty blob; the files themselves absent), committed.

@@ -13,12 +13,14 @@
 //! [`command`] (or [`committed`], which needs no driver list), which switches off what
 //! repository configuration can make git execute.
 
+mod batch;
 mod runner;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+pub use batch::Blobs;
 use runner::{GIT_TIMEOUT, MAX_OUTPUT, Running};
 pub use runner::{command, committed};
 

@@ -43,7 +43,7 @@ pub(super) fn command_with(cwd: &Path, drivers: &[(String, String)]) -> Command 
 
 /// The switches every call of keel's gets, without the driver list: enough for a command that
 /// runs no filter or diff driver whatever the configuration says.
-fn plain(cwd: &Path) -> Command {
+pub(super) fn plain(cwd: &Path) -> Command {
     let mut cmd = Command::new("git");
     cmd.arg("-C").arg(cwd).arg("--no-pager");
     for (key, value) in [

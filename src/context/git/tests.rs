@@ -168,6 +168,11 @@ fn the_committed_content_is_the_blob_and_runs_no_driver() {
     );
     assert_eq!(committed(&dir, "missing.rs", 1 << 20), None);
     assert_eq!(committed(&dir, "lib.rs", 8), None, "over the cap: no content");
+    // The kept `cat-file --batch` reads the same bytes and runs nothing either.
+    let blobs = Blobs::new(&dir);
+    assert_eq!(blobs.committed("lib.rs", 1 << 20).as_deref(), Some(&blob[..]));
+    assert_eq!(blobs.committed("missing.rs", 1 << 20), None);
+    assert!(!marker.exists(), "the batch ran a repository program");
     // The fixture is live: asking git for the filtered or the converted content runs them.
     let plain = Command::new("git")
         .arg("-C")
@@ -223,6 +228,11 @@ fn a_blob_a_partial_clone_lacks_is_not_fetched() {
     assert!(missing(&clone), "the fixture: the clone holds no blob");
     assert_eq!(committed(&clone, "lib.rs", 1 << 20), None);
     assert!(missing(&clone), "keel's read fetched the blob from the promisor remote");
+    assert_eq!(Blobs::new(&clone).committed("lib.rs", 1 << 20), None);
+    assert!(
+        missing(&clone),
+        "the kept batch fetched the blob from the promisor remote"
+    );
 }
 
 /// Builds an index of `n` entries (all the same empty blob, absent from the working tree)
