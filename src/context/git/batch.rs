@@ -121,20 +121,20 @@ impl Batch {
             .map_err(|_| ())?;
         let header = self.line(deadline)?;
         let header = std::str::from_utf8(&header).map_err(|_| ())?;
+        // `<name> missing`, `<name> ambiguous`: an answer without content (the name is the
+        // question, whatever spaces the path holds; an object's line ends with its size).
+        if header.ends_with(" missing") || header.ends_with(" ambiguous") {
+            return Ok(None);
+        }
         let mut parts = header.split(' ');
         let (Some(_id), Some(kind), Some(size), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
-            // `<name> missing`, `<name> ambiguous`: an answer without content.
-            return if header.ends_with(" missing") || header.ends_with(" ambiguous") {
-                Ok(None)
-            } else {
-                Err(())
-            };
+            return Err(());
         };
         let size: usize = size.parse().map_err(|_| ())?;
         // The content and its closing line end are read whole even when not wanted, so the
         // next answer starts where it should.
         let keep = kind == "blob" && size <= cap;
-        let body = self.exactly(size + 1, keep, deadline)?;
+        let body = self.exactly(size.checked_add(1).ok_or(())?, keep, deadline)?;
         if keep {
             let mut body = body;
             if body.pop() != Some(b'\n') {
@@ -228,10 +228,13 @@ mod tests {
         std::fs::write(dir.join("src/a.rs"), "fn a() {}\n").unwrap();
         std::fs::write(dir.join("big.txt"), "x".repeat(10_000)).unwrap();
         std::fs::write(dir.join("b.txt"), "").unwrap();
+        std::fs::write(dir.join("a blob 7"), "spaced\n").unwrap();
         git(dir, &["add", "-A"]);
         git(dir, &["commit", "-q", "-m", "one"]);
         let blobs = Blobs::new(dir);
-        for rel in ["src/a.rs", "b.txt", "nope.txt", "big.txt", "src/a.rs"] {
+        for rel in [
+            "src/a.rs", "b.txt", "nope.txt", "big.txt", "q 5", "a blob 7", "src/a.rs",
+        ] {
             assert_eq!(
                 blobs.committed(rel, 1000),
                 super::super::committed(dir, rel, 1000),
@@ -241,6 +244,7 @@ mod tests {
         assert_eq!(blobs.committed("src/a.rs", 1000).as_deref(), Some(&b"fn a() {}\n"[..]));
         assert_eq!(blobs.committed("big.txt", 20_000).map(|b| b.len()), Some(10_000));
         assert_eq!(blobs.committed("a\nb", 1000), None);
+        assert_eq!(blobs.committed("a blob 7", 1000).as_deref(), Some(&b"spaced\n"[..]));
         std::fs::write(dir.join("src/a.rs"), "fn a() { 2 }\n").unwrap();
         assert_eq!(
             blobs.committed("src/a.rs", 1000).as_deref(),
