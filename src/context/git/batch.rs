@@ -44,6 +44,19 @@ struct Batch {
 
 /// Longest answer line (`<object id> blob <size>`) taken as one.
 const MAX_HEADER: usize = 512;
+/// Longest path asked through the batch (a longer one gets a call of its own, so the question
+/// always fits the pipe and its write cannot block).
+const MAX_PATH: usize = 4096;
+/// An unwanted object larger than this is not read to its end: the process is replaced.
+const MAX_DISCARD: usize = 1 << 20;
+
+/// Why a question got no answer from the batch.
+enum Failure {
+    /// Out of step, gone or too slow: ask again elsewhere.
+    Broken,
+    /// The answer is "none" (an object over the cap), but the process is left mid-object.
+    Abandoned,
+}
 
 impl Blobs {
     pub fn new(cwd: &Path) -> Blobs {
@@ -57,37 +70,40 @@ impl Blobs {
     /// outside a repository, for a file `HEAD` does not have, one over `cap` bytes, or any
     /// failure — as [`super::committed`].
     pub fn committed(&self, rel: &str, cap: usize) -> Option<Vec<u8>> {
-        let one_off = || super::committed(&self.cwd, rel, cap);
-        if rel.contains(['\n', '\r']) {
-            return one_off();
+        if rel.contains(['\n', '\r', '\0']) || rel.len() > MAX_PATH {
+            return super::committed(&self.cwd, rel, cap);
         }
         let stamp = super::head_stamp(&self.cwd);
-        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        if s.unavailable || stamp.is_none() {
-            return one_off();
-        }
-        if s.stamp != stamp {
-            s.batch = None;
-            s.stamp = stamp;
-        }
-        if s.batch.is_none() {
-            match Batch::start(&self.cwd) {
-                Some(b) => s.batch = Some(b),
-                None => {
-                    s.unavailable = true;
-                    return one_off();
+        {
+            let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            if !s.unavailable && stamp.is_some() {
+                if s.stamp != stamp {
+                    s.batch = None;
+                    s.stamp = stamp;
+                }
+                // A process that failed (killed by a command, cut off) is replaced and asked
+                // once more; only then does the question get a call of its own.
+                for _ in 0..2 {
+                    if s.batch.is_none() {
+                        s.batch = Batch::start(&self.cwd);
+                        if s.batch.is_none() {
+                            s.unavailable = true;
+                            break;
+                        }
+                    }
+                    let Some(batch) = s.batch.as_mut() else { break };
+                    match batch.ask(rel, cap, Instant::now() + GIT_TIMEOUT) {
+                        Ok(answer) => return answer,
+                        Err(Failure::Abandoned) => {
+                            s.batch = None;
+                            return None;
+                        }
+                        Err(Failure::Broken) => s.batch = None,
+                    }
                 }
             }
         }
-        let batch = s.batch.as_mut()?;
-        match batch.ask(rel, cap, Instant::now() + GIT_TIMEOUT) {
-            Ok(answer) => answer,
-            Err(()) => {
-                // Killed by the drop; the next question starts another.
-                s.batch = None;
-                None
-            }
-        }
+        super::committed(&self.cwd, rel, cap)
     }
 }
 
@@ -114,13 +130,13 @@ impl Batch {
 
     /// One question. `Ok(None)`: git has no such blob (or it is over `cap`); `Err`: the
     /// process cannot be trusted to answer the next question in step.
-    fn ask(&mut self, rel: &str, cap: usize, deadline: Instant) -> Result<Option<Vec<u8>>, ()> {
+    fn ask(&mut self, rel: &str, cap: usize, deadline: Instant) -> Result<Option<Vec<u8>>, Failure> {
         self.input
             .write_all(format!("HEAD:./{rel}\n").as_bytes())
             .and_then(|()| self.input.flush())
-            .map_err(|_| ())?;
-        let header = self.line(deadline)?;
-        let header = std::str::from_utf8(&header).map_err(|_| ())?;
+            .map_err(|_| Failure::Broken)?;
+        let header = self.line(deadline).map_err(|()| Failure::Broken)?;
+        let header = std::str::from_utf8(&header).map_err(|_| Failure::Broken)?;
         // `<name> missing`, `<name> ambiguous`: an answer without content (the name is the
         // question, whatever spaces the path holds; an object's line ends with its size).
         if header.ends_with(" missing") || header.ends_with(" ambiguous") {
@@ -128,22 +144,24 @@ impl Batch {
         }
         let mut parts = header.split(' ');
         let (Some(_id), Some(kind), Some(size), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
-            return Err(());
+            return Err(Failure::Broken);
         };
-        let size: usize = size.parse().map_err(|_| ())?;
+        let size: usize = size.parse().map_err(|_| Failure::Broken)?;
         // The content and its closing line end are read whole even when not wanted, so the
-        // next answer starts where it should.
+        // next answer starts where it should; a large unwanted one is left with its process.
         let keep = kind == "blob" && size <= cap;
-        let body = self.exactly(size.checked_add(1).ok_or(())?, keep, deadline)?;
-        if keep {
-            let mut body = body;
-            if body.pop() != Some(b'\n') {
-                return Err(());
-            }
-            Ok(Some(body))
-        } else {
-            Ok(None)
+        if !keep && size > MAX_DISCARD {
+            return Err(Failure::Abandoned);
         }
+        let length = size.checked_add(1).ok_or(Failure::Broken)?;
+        let mut body = self.exactly(length, keep, deadline).map_err(|()| Failure::Broken)?;
+        if !keep {
+            return Ok(None);
+        }
+        if body.pop() != Some(b'\n') {
+            return Err(Failure::Broken);
+        }
+        Ok(Some(body))
     }
 
     /// The next line of output, without its end.
@@ -181,17 +199,24 @@ impl Batch {
 
     /// Reads what git has written, waiting at most until `deadline`.
     fn fill(&mut self, deadline: Instant) -> Result<(), ()> {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let mut fd = libc::pollfd {
-            fd: self.output.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = i32::try_from(left.as_millis()).unwrap_or(i32::MAX);
-        // SAFETY: one valid pollfd for the duration of the call.
-        let ready = unsafe { libc::poll(&mut fd, 1, ms) };
-        if ready <= 0 {
-            return Err(());
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let mut fd = libc::pollfd {
+                fd: self.output.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let ms = i32::try_from(left.as_millis()).unwrap_or(i32::MAX);
+            // SAFETY: one valid pollfd for the duration of the call.
+            let ready = unsafe { libc::poll(&mut fd, 1, ms) };
+            if ready > 0 {
+                break;
+            }
+            // A signal (a child of keel's ending) only interrupts the wait.
+            let interrupted = ready < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted;
+            if !interrupted || left.is_zero() {
+                return Err(());
+            }
         }
         let mut buf = [0u8; 64 * 1024];
         match self.output.read(&mut buf) {
@@ -229,11 +254,12 @@ mod tests {
         std::fs::write(dir.join("big.txt"), "x".repeat(10_000)).unwrap();
         std::fs::write(dir.join("b.txt"), "").unwrap();
         std::fs::write(dir.join("a blob 7"), "spaced\n").unwrap();
+        std::fs::write(dir.join("huge.bin"), vec![b'h'; 3 << 20]).unwrap();
         git(dir, &["add", "-A"]);
         git(dir, &["commit", "-q", "-m", "one"]);
         let blobs = Blobs::new(dir);
         for rel in [
-            "src/a.rs", "b.txt", "nope.txt", "big.txt", "q 5", "a blob 7", "src/a.rs",
+            "src/a.rs", "b.txt", "nope.txt", "big.txt", "q 5", "a blob 7", "src", "a\0b", "src/a.rs",
         ] {
             assert_eq!(
                 blobs.committed(rel, 1000),
@@ -244,6 +270,11 @@ mod tests {
         assert_eq!(blobs.committed("src/a.rs", 1000).as_deref(), Some(&b"fn a() {}\n"[..]));
         assert_eq!(blobs.committed("big.txt", 20_000).map(|b| b.len()), Some(10_000));
         assert_eq!(blobs.committed("a\nb", 1000), None);
+        // An unwanted object too large to read past is left with its process; the next
+        // question gets a new one, in step.
+        assert_eq!(blobs.committed("huge.bin", 1000), None);
+        assert_eq!(blobs.committed("src/a.rs", 1000).as_deref(), Some(&b"fn a() {}\n"[..]));
+        assert_eq!(blobs.committed("huge.bin", 4 << 20).map(|b| b.len()), Some(3 << 20));
         assert_eq!(blobs.committed("a blob 7", 1000).as_deref(), Some(&b"spaced\n"[..]));
         std::fs::write(dir.join("src/a.rs"), "fn a() { 2 }\n").unwrap();
         assert_eq!(
@@ -278,10 +309,8 @@ mod tests {
             batch.child.kill().unwrap();
             batch.child.wait().unwrap();
         }
-        // The question to the dead process fails; the next one is answered by a new one.
-        let first = blobs.committed("a.txt", 100);
-        let second = blobs.committed("a.txt", 100);
-        assert!(first.is_none() || first.as_deref() == Some(&b"a\n"[..]));
-        assert_eq!(second.as_deref(), Some(&b"a\n"[..]));
+        // The question finds the process dead and is asked again of a new one.
+        assert_eq!(blobs.committed("a.txt", 100).as_deref(), Some(&b"a\n"[..]));
+        assert!(blobs.state.lock().unwrap().batch.is_some(), "a new batch answered");
     }
 }
