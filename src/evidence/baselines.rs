@@ -49,7 +49,7 @@ impl Evidence {
     /// read in a blocking task with no lock held (the weakened-test check compares against them).
     pub(super) async fn committed(&self, rels: &[String]) -> HashMap<String, String> {
         // Outside a repository git has nothing to say (a few stats instead of three processes).
-        if !self.cwd.ancestors().any(|d| d.join(".git").exists()) {
+        if !crate::context::git::may_be_repository(&self.cwd, std::env::var_os("GIT_DIR").is_some()) {
             return HashMap::new();
         }
         // Read before the lock is taken (files of the repository, however small).

@@ -40,24 +40,16 @@ fn calls_logged(log: &Path) -> Vec<String> {
         .collect()
 }
 
-/// In a repository with no filter or diff driver configured, the snapshot lists drivers once
-/// (`git config` exiting 1 is "none", not a reason to ask again) and shares that list between
-/// its status and its log; reading an edited file's committed content (Rust source without
-/// tests of its own has no baseline of its own, so git is asked) starts one `git cat-file
-/// --batch`, asked once, and no driver query.
-#[tokio::test]
-async fn keel_starts_one_git_process_per_question() {
+/// A repository holding `src/lib.rs` (`f` returning 1), committed; keel runs `turns` through
+/// the script provider with the noting `git` first on PATH, edits accepted and `extra` flags
+/// given. Returns the git calls noted and what the `--batch` calls were asked.
+async fn session_noting_git(turns: serde_json::Value, extra: &[&str]) -> (Env, Vec<String>, String) {
     let env = Env::new();
     env.write("src/lib.rs", "pub fn f() -> u32 {\n    1\n}\n");
     env.git_init();
     let bin = git_wrapper(&env);
     let log = env.home.join("git.log");
     let script = env.home.join("script.json");
-    let turns = json!({"turns": [
-        {"tool_calls": [{"name": "Read", "input": {"file_path": "src/lib.rs"}}]},
-        {"tool_calls": [{"name": "Edit", "input": {"file_path": "src/lib.rs", "old_string": "    1\n}", "new_string": "    2\n}"}}]},
-        {"text": "done"}
-    ]});
     std::fs::write(&script, turns.to_string()).unwrap();
     let out = env
         .keel_offline()
@@ -71,24 +63,40 @@ async fn keel_starts_one_git_process_per_question() {
             "--permission-mode",
             "acceptEdits",
         ])
+        .args(extra)
         .arg("--script")
         .arg(&script)
         .run()
         .await;
     assert_eq!(out.code, 0, "{}", out.stderr);
+    let asked = std::fs::read_to_string(env.home.join("git.log.in")).unwrap_or_default();
+    (env, calls_logged(&log), asked)
+}
+
+/// In a repository with no filter or diff driver configured, the snapshot lists drivers once
+/// (`git config` exiting 1 is "none", not a reason to ask again) and shares that list between
+/// its status and its log; reading an edited file's committed content (Rust source without
+/// tests of its own has no baseline of its own, so git is asked) starts one `git cat-file
+/// --batch`, asked once, and no driver query.
+#[tokio::test]
+async fn keel_starts_one_git_process_per_question() {
+    let turns = json!({"turns": [
+        {"tool_calls": [{"name": "Read", "input": {"file_path": "src/lib.rs"}}]},
+        {"tool_calls": [{"name": "Edit", "input": {"file_path": "src/lib.rs", "old_string": "    1\n}", "new_string": "    2\n}"}}]},
+        {"text": "done"}
+    ]});
+    let (env, logged, asked) = session_noting_git(turns, &[]).await;
     assert!(
         std::fs::read_to_string(env.path("src/lib.rs"))
             .unwrap()
             .contains("    2\n}")
     );
-    let logged = calls_logged(&log);
     let count = |what: &str| logged.iter().filter(|l| l.contains(what)).count();
     assert_eq!(count(" config "), 1, "one driver query: {logged:#?}");
     assert_eq!(count(" status "), 1, "{logged:#?}");
     assert_eq!(count(" log "), 1, "{logged:#?}");
     assert_eq!(count(" cat-file --batch"), 1, "{logged:#?}");
     assert_eq!(logged.len(), 4, "nothing else: {logged:#?}");
-    let asked = std::fs::read_to_string(env.home.join("git.log.in")).unwrap_or_default();
     assert_eq!(asked, "HEAD:./src/lib.rs\n");
 }
 
@@ -97,12 +105,6 @@ async fn keel_starts_one_git_process_per_question() {
 /// does not (and the batch process that knew the old `HEAD` is replaced).
 #[tokio::test]
 async fn committed_contents_are_asked_again_only_after_head_moved() {
-    let env = Env::new();
-    env.write("src/lib.rs", "pub fn f() -> u32 {\n    1\n}\n");
-    env.git_init();
-    let bin = git_wrapper(&env);
-    let log = env.home.join("git.log");
-    let script = env.home.join("script.json");
     let edit = |from: &str, to: &str| json!({"tool_calls": [{"name": "Edit", "input": {"file_path": "src/lib.rs", "old_string": from, "new_string": to}}]});
     let bash = |command: &str| json!({"tool_calls": [{"name": "Bash", "input": {"command": command}}]});
     let turns = json!({"turns": [
@@ -114,38 +116,18 @@ async fn committed_contents_are_asked_again_only_after_head_moved() {
         edit("    3\n}", "    4\n}"),
         {"text": "done"}
     ]});
-    std::fs::write(&script, turns.to_string()).unwrap();
-    let out = env
-        .keel_offline()
-        .env("PATH", path_with(&bin))
-        .env("WRAP_LOG", &log)
-        .args([
-            "-p",
-            "change f",
-            "--provider",
-            "script",
-            "--permission-mode",
-            "acceptEdits",
-        ])
-        .args(["--allowedTools", "Bash"])
-        .arg("--script")
-        .arg(&script)
-        .run()
-        .await;
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (env, logged, asked) = session_noting_git(turns, &["--allowedTools", "Bash"]).await;
     assert!(
         std::fs::read_to_string(env.path("src/lib.rs"))
             .unwrap()
             .contains("    4\n}")
     );
-    let logged = calls_logged(&log);
     assert!(
         logged.iter().any(|l| l.contains("commit -qam step")),
         "the commit ran: {logged:#?}"
     );
     let batches = logged.iter().filter(|l| l.contains(" cat-file --batch")).count();
     assert_eq!(batches, 2, "one before the commit, one after: {logged:#?}");
-    let asked = std::fs::read_to_string(env.home.join("git.log.in")).unwrap_or_default();
     assert_eq!(
         asked, "HEAD:./src/lib.rs\nHEAD:./src/lib.rs\n",
         "once at the first edit, once after the commit"

@@ -238,7 +238,7 @@ impl Drop for Batch {
 
 #[cfg(test)]
 mod tests {
-    use super::super::tests::git;
+    use super::super::tests::{committed_repo, git};
     use super::*;
 
     /// The batch answers as the one-off call does: contents, a missing file, one over the cap
@@ -248,15 +248,17 @@ mod tests {
     fn answers_as_the_one_off_call_does() {
         let t = tempfile::tempdir().unwrap();
         let dir = t.path();
-        git(dir, &["init", "-q", "-b", "trunk"]);
-        std::fs::create_dir(dir.join("src")).unwrap();
-        std::fs::write(dir.join("src/a.rs"), "fn a() {}\n").unwrap();
-        std::fs::write(dir.join("big.txt"), "x".repeat(10_000)).unwrap();
-        std::fs::write(dir.join("b.txt"), "").unwrap();
-        std::fs::write(dir.join("a blob 7"), "spaced\n").unwrap();
-        std::fs::write(dir.join("huge.bin"), vec![b'h'; 3 << 20]).unwrap();
-        git(dir, &["add", "-A"]);
-        git(dir, &["commit", "-q", "-m", "one"]);
+        let (big, huge) = ("x".repeat(10_000), vec![b'h'; 3 << 20]);
+        committed_repo(
+            dir,
+            &[
+                ("src/a.rs", b"fn a() {}\n"),
+                ("big.txt", big.as_bytes()),
+                ("b.txt", b""),
+                ("a blob 7", b"spaced\n"),
+                ("huge.bin", &huge),
+            ],
+        );
         let blobs = Blobs::new(dir);
         for rel in [
             "src/a.rs", "b.txt", "nope.txt", "big.txt", "q 5", "a blob 7", "src", "a\0b", "src/a.rs",
@@ -297,10 +299,7 @@ mod tests {
     fn a_dead_process_is_replaced() {
         let t = tempfile::tempdir().unwrap();
         let dir = t.path();
-        git(dir, &["init", "-q", "-b", "trunk"]);
-        std::fs::write(dir.join("a.txt"), "a\n").unwrap();
-        git(dir, &["add", "-A"]);
-        git(dir, &["commit", "-q", "-m", "one"]);
+        committed_repo(dir, &[("a.txt", b"a\n")]);
         let blobs = Blobs::new(dir);
         assert_eq!(blobs.committed("a.txt", 100).as_deref(), Some(&b"a\n"[..]));
         {

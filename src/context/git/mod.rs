@@ -262,7 +262,7 @@ fn small_file(path: &Path) -> Option<Vec<u8>> {
 /// Whether git could find a repository at `cwd`: a `.git` in it or above it, or `GIT_DIR`
 /// set (which names one anywhere). A bare repository is never found implicitly by keel's git
 /// calls (`safe.bareRepository=explicit`).
-fn may_be_repository(cwd: &Path, git_dir_set: bool) -> bool {
+pub fn may_be_repository(cwd: &Path, git_dir_set: bool) -> bool {
     git_dir_set || cwd.ancestors().any(|d| d.join(".git").symlink_metadata().is_ok())
 }
 

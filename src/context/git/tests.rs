@@ -19,6 +19,19 @@ pub(crate) fn git(dir: &Path, args: &[&str]) {
     assert!(ok, "git {args:?}");
 }
 
+/// A repository on branch `trunk` in `dir` (created if need be) with `files` committed.
+pub(crate) fn committed_repo(dir: &Path, files: &[(&str, &[u8])]) {
+    std::fs::create_dir_all(dir).unwrap();
+    git(dir, &["init", "-q", "-b", "trunk"]);
+    for (rel, bytes) in files {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "one"]);
+}
+
 #[test]
 fn snapshot_of_a_real_repository() {
     let t = tempfile::tempdir().unwrap();
@@ -340,10 +353,7 @@ fn the_head_stamp_follows_commits_and_checkouts() {
     let t = tempfile::tempdir().unwrap();
     let dir = t.path();
     assert!(head_stamp(dir).is_none(), "no repository");
-    git(dir, &["init", "-q", "-b", "trunk"]);
-    std::fs::write(dir.join("a.txt"), "a\n").unwrap();
-    git(dir, &["add", "a.txt"]);
-    git(dir, &["commit", "-q", "-m", "one"]);
+    committed_repo(dir, &[("a.txt", b"a\n")]);
     let first = head_stamp(dir).expect("a stamp");
     std::fs::write(dir.join("a.txt"), "b\n").unwrap();
     assert_eq!(
@@ -376,10 +386,7 @@ fn the_head_stamp_follows_commits_and_checkouts() {
 fn the_head_stamp_is_unknown_rather_than_wrong() {
     let t = tempfile::tempdir().unwrap();
     let dir = t.path();
-    git(dir, &["init", "-q", "-b", "trunk"]);
-    std::fs::write(dir.join("a.txt"), "a\n").unwrap();
-    git(dir, &["add", "a.txt"]);
-    git(dir, &["commit", "-q", "-m", "one"]);
+    committed_repo(dir, &[("a.txt", b"a\n")]);
     let git_dir = dir.join(".git");
     // `ref:` without the space, through a branch that is itself a symbolic ref.
     git(dir, &["symbolic-ref", "refs/heads/alias", "refs/heads/trunk"]);
@@ -412,11 +419,7 @@ fn the_head_stamp_is_unknown_rather_than_wrong() {
 fn the_head_stamp_of_a_linked_worktree_follows_its_commits() {
     let t = tempfile::tempdir().unwrap();
     let main = t.path().join("main");
-    std::fs::create_dir(&main).unwrap();
-    git(&main, &["init", "-q", "-b", "trunk"]);
-    std::fs::write(main.join("a.txt"), "a\n").unwrap();
-    git(&main, &["add", "a.txt"]);
-    git(&main, &["commit", "-q", "-m", "one"]);
+    committed_repo(&main, &[("a.txt", b"a\n")]);
     let linked = t.path().join("linked");
     git(
         &main,
