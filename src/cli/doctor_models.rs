@@ -159,7 +159,7 @@ async fn check(endpoint: &Endpoint, kind: Kind) -> Result<String, String> {
         _ => endpoint.base_url.join("/models"),
     };
     let send = endpoint
-        .client
+        .client()?
         .get(&url)
         .headers(endpoint.headers.clone())
         .timeout(CHECK_TIME)

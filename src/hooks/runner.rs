@@ -8,6 +8,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::provider::client::{self, Reach};
+
 use super::config::Handler;
 use super::process::{self, Ending};
 
@@ -206,13 +208,15 @@ async fn run_http(
     body: &[u8],
     timeout: Duration,
 ) -> RunResult {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = match reqwest::Client::builder().timeout(timeout).build() {
+    // One client per process: hooks fire on every tool call, and building a client for an
+    // https:// URL reads every certificate the system trusts.
+    let client = match client::shared(Reach::of(url)) {
         Ok(c) => c,
-        Err(e) => return failed(format!("cannot build an HTTP client: {e}")),
+        Err(e) => return failed(e),
     };
     let mut req = client
         .post(url)
+        .timeout(timeout)
         .header("content-type", "application/json")
         .body(body.to_vec());
     for (k, v) in headers {
@@ -221,7 +225,17 @@ async fn run_http(
     match req.send().await {
         Ok(resp) => {
             let status = resp.status();
-            let text = resp.text().await.unwrap_or_default();
+            let text = match resp.text().await {
+                Ok(t) => t,
+                Err(e) if e.is_timeout() => {
+                    return RunResult {
+                        timed_out: true,
+                        stderr: format!("timed out: the answer did not end within {}s", timeout.as_secs()),
+                        ..RunResult::default()
+                    };
+                }
+                Err(e) => return failed(format!("HTTP {status}, but reading the answer failed: {e}")),
+            };
             if status.is_success() {
                 RunResult {
                     exit_code: Some(0),

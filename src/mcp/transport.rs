@@ -326,11 +326,12 @@ fn header_map(
 }
 
 pub fn http_client() -> Result<reqwest::Client, OpenError> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    reqwest::Client::builder()
-        .connect_timeout(std::time::Duration::from_secs(30))
-        .build()
-        .map_err(|e| OpenError::Failed(format!("cannot create an HTTP client: {e}")))
+    // Its sign-in may go to an https:// authorization server even for an http:// server.
+    crate::provider::client::build(
+        reqwest::Client::builder().connect_timeout(std::time::Duration::from_secs(30)),
+        crate::provider::client::Reach::Tls,
+    )
+    .map_err(OpenError::Failed)
 }
 
 /// Starts a stdio server in its own process group with its stderr appended to `opts.log`.

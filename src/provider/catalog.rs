@@ -99,7 +99,17 @@ pub struct Endpoint {
     pub label: String,
     pub base_url: BaseUrl,
     pub headers: HeaderMap,
-    pub client: reqwest::Client,
+    /// The provider's own transport: the probes share its client.
+    pub transport: Transport,
+}
+
+impl Endpoint {
+    /// The client for the base URL, built on first use.
+    pub fn client(&self) -> Result<reqwest::Client, String> {
+        self.transport
+            .client_for(self.base_url.as_str())
+            .map_err(|e| e.to_string())
+    }
 }
 
 pub struct Catalog {
@@ -326,7 +336,7 @@ fn build(
     model: String,
     spec: String,
 ) -> Result<Resolved, ProviderError> {
-    let client = transport.client().clone();
+    let shared = transport.clone();
     match kind {
         Kind::Anthropic => {
             let config = match named {
@@ -350,7 +360,7 @@ fn build(
                 label: label.to_string(),
                 base_url: provider.config().base_url.clone(),
                 headers: provider.headers().clone(),
-                client,
+                transport: shared,
             };
             Ok(Resolved {
                 provider: Arc::new(provider),
@@ -380,7 +390,7 @@ fn build(
                 label: label.to_string(),
                 base_url: provider.config().base_url.clone(),
                 headers: provider.headers().clone(),
-                client,
+                transport: shared,
             };
             Ok(Resolved {
                 provider: Arc::new(provider),

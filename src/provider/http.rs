@@ -2,6 +2,7 @@
 //! every phase (connect, response headers, first event, silence between events, error bodies),
 //! errors that say what happened, and retries with backoff under a cap on the total wait.
 
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -10,6 +11,7 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, timeout_at};
 use tokio_util::sync::CancellationToken;
 
+use super::client::{self, Reach};
 use super::endpoint::{BaseUrl, not_found_hint};
 use super::retry::{RetryPolicy, is_retryable_status, server_delay};
 use super::sse::{SseError, SseParser};
@@ -93,11 +95,18 @@ pub struct Target {
 
 #[derive(Clone)]
 pub struct Transport {
-    client: reqwest::Client,
+    clients: Arc<Clients>,
     pub timeouts: Timeouts,
     pub retry: RetryPolicy,
     pub include_raw: bool,
     pub event_cap: usize,
+}
+
+/// A transport's clients, built when the first request to a URL of their kind is sent.
+#[derive(Default)]
+struct Clients {
+    plain: OnceLock<reqwest::Client>,
+    tls: OnceLock<reqwest::Client>,
 }
 
 /// Why one attempt failed.
@@ -132,13 +141,6 @@ impl Cause {
 
 impl Transport {
     pub fn new(timeouts: Timeouts, retry: RetryPolicy, include_raw: bool) -> Result<Transport, ProviderError> {
-        // reqwest is built without a bundled crypto provider; ring is ours. A second install
-        // (e.g. in tests) is harmless.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
-            .connect_timeout(timeouts.connect)
-            .build()
-            .map_err(|e| ProviderError::Config(format!("cannot build the HTTP client: {e}")))?;
         let event_cap = match std::env::var("KEEL_MAX_SSE_EVENT_MB")
             .ok()
             .filter(|v| !v.trim().is_empty())
@@ -157,7 +159,7 @@ impl Transport {
                 })?,
         };
         Ok(Transport {
-            client,
+            clients: Arc::default(),
             timeouts,
             retry,
             include_raw,
@@ -165,8 +167,20 @@ impl Transport {
         })
     }
 
-    pub fn client(&self) -> &reqwest::Client {
-        &self.client
+    /// The client for requests to `url`, built on first use: one for `http://` URLs, which loads
+    /// no certificates, and one for the rest (`super::client`).
+    pub fn client_for(&self, url: &str) -> Result<reqwest::Client, ProviderError> {
+        let reach = Reach::of(url);
+        let cell = match reach {
+            Reach::Plain => &self.clients.plain,
+            Reach::Tls => &self.clients.tls,
+        };
+        if let Some(c) = cell.get() {
+            return Ok(c.clone());
+        }
+        let built = client::build(reqwest::Client::builder().connect_timeout(self.timeouts.connect), reach)
+            .map_err(ProviderError::Config)?;
+        Ok(cell.get_or_init(|| built).clone())
     }
 
     /// Sends the request until it succeeds, fails for good, or the retries run out.
@@ -294,7 +308,8 @@ impl Transport {
     ) -> Result<ModelResponse, AttemptError> {
         let first_deadline = Instant::now() + self.timeouts.first_byte;
         let send = self
-            .client
+            .client_for(&t.url)
+            .map_err(AttemptError::Fatal)?
             .post(&t.url)
             .headers(t.headers.clone())
             .body(t.body.clone())

@@ -56,13 +56,21 @@ impl Probe {
 pub async fn context_window(endpoint: &Endpoint, model: &str) -> Probe {
     let base = endpoint.base_url.as_str().to_string();
     let root = endpoint.base_url.root();
-    let get = |url: String| fetch(&endpoint.client, &endpoint.headers, url, None);
+    let client = match endpoint.client() {
+        Ok(c) => c,
+        // The session's first request will fail with the same reason, and say it.
+        Err(why) => {
+            tracing::debug!(%why, "no probe of the server's context window");
+            return Probe::none();
+        }
+    };
+    let get = |url: String| fetch(&client, &endpoint.headers, url, None);
     let (models, props, ps, show) = tokio::join!(
         get(format!("{base}/models")),
         get(format!("{root}/props")),
         get(format!("{root}/api/ps")),
         fetch(
-            &endpoint.client,
+            &client,
             &endpoint.headers,
             format!("{root}/api/show"),
             Some(json!({ "model": model })),

@@ -42,6 +42,7 @@ mod link_escapes;
 mod local_servers;
 mod mcp;
 mod mcp_failures;
+mod no_ca_certificates;
 mod notebooks;
 mod openai;
 mod output_fields;

@@ -82,18 +82,16 @@ impl Web {
                 proxy_hosts: self.config.proxies.hosts(),
                 lookup: self.lookup.clone(),
             });
-            let _ = rustls::crypto::ring::default_provider().install_default();
             let proxies = self.config.proxies.clone();
-            reqwest::Client::builder()
+            let builder = reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .no_proxy()
                 .proxy(reqwest::Proxy::custom(move |url| proxies.for_url(url).cloned()))
                 .dns_resolver(GuardedResolverHandle(resolver.clone()))
                 .connect_timeout(Duration::from_secs(10))
-                .user_agent(concat!("keel/", env!("CARGO_PKG_VERSION"), " (WebFetch)"))
-                .build()
-                .map(|c| (c, resolver))
-                .map_err(|e| format!("cannot build the HTTP client: {e}"))
+                .user_agent(concat!("keel/", env!("CARGO_PKG_VERSION"), " (WebFetch)"));
+            // Any URL a model names, so the system's roots: built on the first fetch only.
+            crate::provider::client::build(builder, crate::provider::client::Reach::Tls).map(|c| (c, resolver))
         });
         match built {
             Ok((client, resolver)) => Ok((client, resolver)),

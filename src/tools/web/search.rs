@@ -255,14 +255,14 @@ async fn searxng(base: &Url, query: &str) -> Result<Found, String> {
     url.query_pairs_mut()
         .append_pair("q", query)
         .append_pair("format", "json");
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = reqwest::Client::builder()
-        .timeout(SEARCH_TIMEOUT)
-        .user_agent(concat!("keel/", env!("CARGO_PKG_VERSION"), " (WebSearch)"))
-        .build()
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+    let client = crate::provider::client::shared(crate::provider::client::Reach::of(url.as_str()))?;
     let response = client
         .get(url.clone())
+        .timeout(SEARCH_TIMEOUT)
+        .header(
+            reqwest::header::USER_AGENT,
+            concat!("keel/", env!("CARGO_PKG_VERSION"), " (WebSearch)"),
+        )
         .header(reqwest::header::ACCEPT, "application/json")
         .send()
         .await
