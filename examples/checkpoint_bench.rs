@@ -13,7 +13,7 @@
 // A benchmark prints its own measurements.
 #![allow(clippy::disallowed_macros)]
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
 
@@ -70,7 +70,7 @@ fn main() {
     let store = Checkpoints::new(&base.join("session"));
     store.begin(PointKind::Prompt, "bench").unwrap();
     let fp = Fingerprinter::new(&root);
-    let none = HashSet::new();
+    let none = HashMap::new();
 
     let snap = fp.snapshot();
     timed("first stash (every file copied)", || {

@@ -86,7 +86,12 @@ impl Checkpoints {
     /// taken (their stamps in it are stale). Copies of files that changed or vanished are
     /// dropped. Cheap: map lookups, no file is touched; nothing at all once the stash is full
     /// and nothing in it changed.
-    pub fn due_before_shell(&self, last: Option<&Snapshot>, touched: &HashSet<String>, named: &[PathBuf]) -> Vec<Due> {
+    pub fn due_before_shell(
+        &self,
+        last: Option<&Snapshot>,
+        touched: &HashMap<String, Option<Stamp>>,
+        named: &[PathBuf],
+    ) -> Vec<Due> {
         let Some(last) = last else {
             return Vec::new();
         };
@@ -98,7 +103,7 @@ impl Checkpoints {
             let mut dead = Vec::new();
             let mut freed = 0u64;
             stash.entries.retain(|rel, kept| {
-                let fresh = last.get(rel) == Some(&kept.stamp) && !touched.contains(rel.to_string_lossy().as_ref());
+                let fresh = last.get(rel) == Some(&kept.stamp) && !touched.contains_key(rel.to_string_lossy().as_ref());
                 if !fresh {
                     dead.extend(kept.copy.clone());
                     freed += kept.size;

@@ -1,4 +1,4 @@
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::checkpoint::{Checkpoints, PointKind, RewindError};
@@ -34,7 +34,7 @@ impl Ws {
     /// Runs `command` in the workspace the way the engine does: stash before, log after.
     fn run(&self, command: &str) -> Vec<(PathBuf, String)> {
         let before = self.fp.snapshot();
-        let mut due = self.store.due_before_shell(Some(&before), &HashSet::new(), &[]);
+        let mut due = self.store.due_before_shell(Some(&before), &HashMap::new(), &[]);
         due.extend(self.store.revalidate(&self.root));
         self.store.stash_before_shell(&self.root, due);
         let out = std::process::Command::new("sh")
@@ -148,7 +148,7 @@ fn a_second_command_copies_only_what_changed_and_keel_edits_in_between_are_seen(
     w.store.record(&a, Some(b"v2\n"), Some(b"v3\n"), 0o644, "Edit").unwrap();
     std::fs::write(&a, "v3\n").unwrap();
     let before = w.fp.snapshot();
-    let touched: HashSet<String> = ["a.txt".to_string()].into();
+    let touched: HashMap<String, Option<_>> = [("a.txt".to_string(), None)].into();
     let due = w.store.due_before_shell(Some(&before), &touched, &[]);
     assert_eq!(due.len(), 1, "only the edited file is copied again");
     w.store.stash_before_shell(&w.root, due);
@@ -352,7 +352,7 @@ fn a_file_changed_outside_keel_between_commands_is_copied_again_before_the_next(
     let last = w.fp.snapshot();
     std::thread::sleep(std::time::Duration::from_millis(20));
     std::fs::write(&a, "the user's edit\n").unwrap();
-    let mut due = w.store.due_before_shell(Some(&last), &HashSet::new(), &[]);
+    let mut due = w.store.due_before_shell(Some(&last), &HashMap::new(), &[]);
     let a_rel = Path::new("a.txt");
     assert!(
         !due.iter().any(|d| d.rel == a_rel),

@@ -226,13 +226,15 @@ const CLOCK_SLACK_NS: i64 = 10_000_000;
 
 /// Splits what changed since the last fingerprint into what the command did (changed at or
 /// after its start) and what happened before it, outside keel's tools (files keel's Edit and
-/// Write changed in between are already recorded). A removed file has no time left; it counts
-/// as the command's.
+/// Write changed in between are already recorded). A file keel's tool wrote that still has the
+/// stamp it had right after that write was not changed by the command, however close to its
+/// start the write was (within the clock slack). A removed file has no time left; it counts as
+/// the command's.
 fn split_by_time(
     changes: &crate::workspace::Changes,
     after: &Snapshot,
     started_at: std::time::SystemTime,
-    touched: &HashSet<String>,
+    touched: &HashMap<String, Option<Stamp>>,
 ) -> (Vec<String>, Vec<String>) {
     let start_ns = started_at
         .duration_since(std::time::UNIX_EPOCH)
@@ -242,15 +244,17 @@ fn split_by_time(
     let (mut during, mut outside) = (Vec::new(), Vec::new());
     for p in changes.added.iter().chain(&changes.modified) {
         let rel = rel_string(p);
+        let ours = touched.get(&rel);
         match after.get(p) {
+            Some(stamp) if ours.is_some_and(|o| o.as_ref() == Some(stamp)) => {}
             Some(stamp) if stamp.ctime_ns >= start_ns => during.push(rel),
-            _ if touched.contains(&rel) => {}
+            _ if ours.is_some() => {}
             _ => outside.push(rel),
         }
     }
     for p in &changes.removed {
         let rel = rel_string(p);
-        if !touched.contains(&rel) {
+        if !touched.contains_key(&rel) {
             during.push(rel);
         }
     }

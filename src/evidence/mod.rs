@@ -39,7 +39,7 @@ pub mod targets;
 mod uplink;
 pub mod weakened;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
@@ -59,6 +59,7 @@ pub use store::load_ledger;
 use crate::shell::plan::CommandPlan;
 use crate::types::message::{ToolResultBlock, ToolResultContent};
 use crate::types::tool::{Effects, ToolOutput};
+use crate::workspace::fingerprint::Stamp;
 use crate::workspace::{Fingerprinter, Snapshot, Watcher};
 
 /// What [`Evidence::before`] saw, for [`Evidence::after`].
@@ -83,8 +84,9 @@ struct State {
     command_changes: Option<CommandChanges>,
     /// The latest fingerprint (after the last command).
     last: Option<Snapshot>,
-    /// Paths keel's own tools changed since `last` was taken.
-    touched: HashSet<String>,
+    /// Paths keel's own tools changed since `last` was taken, with the file's stamp right after
+    /// (`None`: it could not be read), so a command run right after is not taken for the writer.
+    touched: HashMap<String, Option<Stamp>>,
     /// The version the current turn began at, and the gate's sends in it.
     turn_start: u64,
     sends: u32,
@@ -173,7 +175,7 @@ impl Evidence {
             ledger,
             command_changes: None,
             last: None,
-            touched: HashSet::new(),
+            touched: HashMap::new(),
             turn_start: 0,
             sends: 0,
             write_error: None,
@@ -292,7 +294,7 @@ impl Evidence {
     /// Reads the fingerprint that stands for the workspace before the next command (taken after
     /// the last one) and the paths keel's own tools changed since, so the shell checkpoint
     /// reuses it instead of walking the workspace again.
-    pub fn with_last<R>(&self, f: impl FnOnce(Option<&Snapshot>, &HashSet<String>) -> R) -> R {
+    pub fn with_last<R>(&self, f: impl FnOnce(Option<&Snapshot>, &HashMap<String, Option<Stamp>>) -> R) -> R {
         let s = self.lock();
         f(s.last.as_ref(), &s.touched)
     }
@@ -400,10 +402,11 @@ impl Evidence {
                 }
                 // Read before the lock is taken: git runs in a blocking task, never under it.
                 let read = self.prefetch(std::slice::from_ref(&rel)).await;
+                let stamp = std::fs::symlink_metadata(&path).ok().map(|m| Stamp::of(&m));
                 let mut s = self.lock();
                 s.ledger
                     .change(vec![rel.clone()], Source::Tool { tool: tool.clone() }, false);
-                s.touched.insert(rel.clone());
+                s.touched.insert(rel.clone(), stamp);
                 // Edit and Write kept the baseline before the call; the read state already
                 // holds the new content, so it is no baseline.
                 let _ = known;

@@ -245,6 +245,30 @@ async fn a_file_edited_by_keel_and_then_by_a_command_is_the_commands_change_too(
 }
 
 #[tokio::test]
+async fn a_command_right_after_keels_edit_is_not_taken_for_its_writer() {
+    // Within the clock slack of the command's start (no sleep): the change time alone cannot
+    // tell, the stamp keel saw right after its own write can.
+    let w = ws(GateMode::Nudge);
+    w.bash("ls", |_| {}, "", 0).await;
+    w.edit("src/app.py", "def f(x):\n    return x + 2\n").await;
+    w.bash("grep -c return src/app.py", |_| {}, "1\n", 0).await;
+    let sources: Vec<String> = w.ev.ledger().changes.iter().map(|c| c.describe_source()).collect();
+    assert_eq!(sources, vec!["Edit"], "the read-only command changed nothing");
+
+    // The same, when the command does write the file right after keel's edit: its change.
+    w.edit("src/app.py", "def f(x):\n    return x + 4\n").await;
+    w.bash(
+        "sed -i 's/4/5/' src/app.py",
+        |d| std::fs::write(d.join("src/app.py"), "def f(x):\n    return x + 5\n").unwrap(),
+        "",
+        0,
+    )
+    .await;
+    let sources: Vec<String> = w.ev.ledger().changes.iter().map(|c| c.describe_source()).collect();
+    assert_eq!(sources, vec!["Edit", "Edit", "shell `sed -i 's/4/5/' src/app.py`"]);
+}
+
+#[tokio::test]
 async fn changes_between_commands_are_from_outside_and_logs_are_byproducts() {
     let w = ws(GateMode::Nudge);
     w.ev.begin_turn();

@@ -97,7 +97,7 @@ impl Evidence {
             s.last = p.last.clone();
             s.touched = p.touched.clone();
         } else {
-            s.touched.extend(p.touched.iter().cloned());
+            s.touched.extend(p.touched.iter().map(|(k, v)| (k.clone(), *v)));
         }
     }
 
@@ -157,7 +157,7 @@ impl Evidence {
             // The fingerprint just handed up is the child's own, not news to pull down.
             up.parent_taken = s.last_taken;
         } else {
-            s.touched.extend(child.touched.iter().cloned());
+            s.touched.extend(child.touched.iter().map(|(k, v)| (k.clone(), *v)));
         }
         Evidence::hand_up(&mut s);
     }
