@@ -98,6 +98,10 @@ impl Tool for McpTool {
         self.schema.clone()
     }
 
+    fn schema_is_foreign(&self) -> bool {
+        true
+    }
+
     fn result_budget(&self) -> usize {
         self.budget
     }

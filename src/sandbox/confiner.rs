@@ -3,7 +3,7 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::policy::{Kind, Policy, config_paths};
 use super::reads::{ReadLists, ReadScope};
@@ -18,7 +18,10 @@ pub struct Confiner {
     working_dirs: Vec<PathBuf>,
     home: Option<PathBuf>,
     tmp_dir: PathBuf,
-    reads: Arc<ReadScope>,
+    /// What commands may read: the session's (`with_reads`), or else one built from the
+    /// environment alone on first use (reading the environment and the homes costs a few
+    /// hundred path comparisons, which a session that sets its own need not pay twice).
+    reads: Arc<OnceLock<ReadScope>>,
     /// Readable besides the working directories: a sub-agent's worktree keeps the repository's
     /// `.git`, where its objects and refs are.
     also_readable: Vec<PathBuf>,
@@ -43,18 +46,11 @@ impl Confiner {
         tmp_dir: PathBuf,
         denied: impl Fn(&Path) -> bool + Send + Sync + 'static,
     ) -> Self {
-        let keel_home = crate::config::paths::keel_home();
-        let reads = ReadScope::new(
-            home.as_deref(),
-            keel_home.as_deref(),
-            Default::default(),
-            Default::default(),
-        );
         Confiner {
             working_dirs,
             home,
             tmp_dir,
-            reads: Arc::new(reads),
+            reads: Arc::default(),
             also_readable: Vec::new(),
             cache: Mutex::new(ScanCache::default()),
             denied: Arc::new(denied),
@@ -64,7 +60,7 @@ impl Confiner {
     /// The session's read policy (its settings and the paths it hands its commands), in place
     /// of the one built from the environment alone.
     pub fn with_reads(mut self, reads: ReadScope) -> Self {
-        self.reads = Arc::new(reads);
+        self.reads = Arc::new(OnceLock::from(reads));
         self
     }
 
@@ -126,11 +122,23 @@ impl Confiner {
         }
     }
 
+    fn read_scope(&self) -> &ReadScope {
+        self.reads.get_or_init(|| {
+            let keel_home = crate::config::paths::keel_home();
+            ReadScope::new(
+                self.home.as_deref(),
+                keel_home.as_deref(),
+                Default::default(),
+                Default::default(),
+            )
+        })
+    }
+
     /// What one command may read: the session's read lists, plus (for commands keel approved
     /// on its own) the credential files a scan of the working directories found.
     fn reads(&self, scan_workspace: bool) -> ReadLists {
         let readable: Vec<PathBuf> = self.working_dirs.iter().chain(&self.also_readable).cloned().collect();
-        let mut lists = self.reads.lists(&readable);
+        let mut lists = self.read_scope().lists(&readable);
         if scan_workspace {
             let denied = self.denied.clone();
             let scan = self

@@ -182,6 +182,13 @@ pub trait Tool: Send + Sync {
     fn name(&self) -> &str;
     fn description(&self) -> &str;
     fn input_schema(&self) -> Value;
+    /// Whether the input schema comes from outside keel (an MCP server, a driving program's
+    /// answer schema): such a schema is compiled when the tool is registered, so a bad one is
+    /// refused there. keel's own schemas are compiled on the tool's first call, so a session
+    /// pays only for the tools it uses.
+    fn schema_is_foreign(&self) -> bool {
+        false
+    }
     /// Whether this call only observes. Read-only calls of one message run concurrently.
     fn is_read_only(&self, _input: &Value) -> bool {
         false

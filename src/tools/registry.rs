@@ -1,7 +1,7 @@
 //! The tool registry: lookup by name and schema validation (schemas compiled once).
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use jsonschema::error::ValidationErrorKind;
 use serde_json::Value;
@@ -19,7 +19,9 @@ pub enum RegistryError {
 
 pub struct RegisteredTool {
     pub tool: Arc<dyn Tool>,
-    validator: jsonschema::Validator,
+    /// Compiled at registration for a foreign schema, on the first call otherwise
+    /// ([`Tool::schema_is_foreign`]); the error says why a schema did not compile.
+    validator: OnceLock<Result<jsonschema::Validator, String>>,
 }
 
 /// The tools of a session. Tools may be added while the session runs (MCP servers connect,
@@ -71,7 +73,8 @@ impl ToolRegistry {
 
     /// Registers more tools at the end. Deferred tools are not offered until activated; their
     /// names are listed in the description of the tool that loads them ([`Tool::lists_deferred`]).
-    /// Either all tools are added or none (a bad schema or a duplicate name refuses the lot).
+    /// Either all tools are added or none (a bad foreign schema or a duplicate name refuses the
+    /// lot).
     pub fn add(&self, tools: Vec<Arc<dyn Tool>>, deferred: bool) -> Result<Vec<String>, RegistryError> {
         let mut compiled = Vec::with_capacity(tools.len());
         {
@@ -82,11 +85,15 @@ impl ToolRegistry {
                 if inner.tools.contains_key(&name) || !seen.insert(name.clone()) {
                     return Err(RegistryError::Duplicate(name));
                 }
-                let schema = tool.input_schema();
-                let validator = jsonschema::validator_for(&schema).map_err(|e| RegistryError::BadSchema {
-                    name: name.clone(),
-                    message: e.to_string(),
-                })?;
+                let validator = OnceLock::new();
+                if tool.schema_is_foreign() {
+                    let compiled =
+                        jsonschema::validator_for(&tool.input_schema()).map_err(|e| RegistryError::BadSchema {
+                            name: name.clone(),
+                            message: e.to_string(),
+                        })?;
+                    let _ = validator.set(Ok(compiled));
+                }
                 compiled.push((name, RegisteredTool { tool, validator }));
             }
         }
@@ -294,7 +301,18 @@ impl RegisteredTool {
                 type_name(input)
             )]);
         }
-        let problems: Vec<String> = self.validator.iter_errors(input).map(|e| describe(&e)).collect();
+        let validator = self
+            .validator
+            .get_or_init(|| jsonschema::validator_for(&self.tool.input_schema()).map_err(|e| e.to_string()));
+        let validator = match validator {
+            Ok(v) => v,
+            Err(why) => {
+                return Err(vec![format!(
+                    "keel cannot check this call: the tool's input schema does not compile ({why})"
+                )]);
+            }
+        };
+        let problems: Vec<String> = validator.iter_errors(input).map(|e| describe(&e)).collect();
         if problems.is_empty() { Ok(()) } else { Err(problems) }
     }
 }
@@ -364,6 +382,58 @@ mod tests {
         assert!(all.contains("`offset`"), "{all}");
         assert!(all.contains("`path`"), "{all}");
         assert!(read.validate(&json!({"file_path": "/x", "limit": 3})).is_ok());
+    }
+
+    #[test]
+    fn every_builtin_schema_compiles() {
+        // They are compiled on first use, so this is where a broken one shows.
+        for tool in builtin_tools() {
+            let schema = tool.input_schema();
+            assert!(jsonschema::validator_for(&schema).is_ok(), "{}: {schema}", tool.name());
+            assert!(!tool.schema_is_foreign(), "{}", tool.name());
+        }
+    }
+
+    /// A tool whose schema comes from elsewhere.
+    struct Foreign(Value);
+
+    #[async_trait::async_trait]
+    impl Tool for Foreign {
+        fn name(&self) -> &str {
+            "Foreign"
+        }
+        fn description(&self) -> &str {
+            "a tool with a schema from outside"
+        }
+        fn input_schema(&self) -> Value {
+            self.0.clone()
+        }
+        fn schema_is_foreign(&self) -> bool {
+            true
+        }
+        async fn call(
+            &self,
+            _input: Value,
+            _ctx: &crate::tools::ToolContext,
+        ) -> Result<crate::types::tool::ToolOutput, crate::tools::ToolError> {
+            Err(crate::tools::ToolError::invalid("not called"))
+        }
+    }
+
+    #[test]
+    fn a_foreign_schema_is_checked_when_registered() {
+        let reg = ToolRegistry::new(builtin_tools()).unwrap();
+        let bad = json!({"type": "object", "properties": {"a": {"type": "no-such-type"}}});
+        let err = reg.add(vec![Arc::new(Foreign(bad))], false).unwrap_err();
+        assert!(
+            matches!(err, RegistryError::BadSchema { ref name, .. } if name == "Foreign"),
+            "{err}"
+        );
+        assert!(reg.get("Foreign").is_none(), "nothing was added");
+        let good = json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]});
+        reg.add(vec![Arc::new(Foreign(good))], false).unwrap();
+        let errs = reg.get("Foreign").unwrap().validate(&json!({})).unwrap_err();
+        assert!(errs.join("\n").contains("`a` is required"), "{errs:?}");
     }
 
     #[test]

@@ -62,6 +62,10 @@ impl Tool for StructuredOutputTool {
         self.schema.clone()
     }
 
+    fn schema_is_foreign(&self) -> bool {
+        true
+    }
+
     fn is_read_only(&self, _input: &Value) -> bool {
         true
     }
